@@ -1,0 +1,246 @@
+"""Confidence radii and significance schedules shared by every streamarms policy.
+
+Every formula used by more than one policy lives here, once, as a pure function of counts, sums and
+significance levels. Functions accept Python floats (fast scalar path, used per reward) or numpy
+arrays (vectorised path, used for whole-population checks) and return the same kind.
+
+Sources (see ``../shared/seeds/README.md``):
+
+* [ZWW17] Zhuang, Wang, Wang. *Identifying Outlier Arms in Multi-Armed Bandit*. NeurIPS 2017:
+  Eq. 1 schedule, Hoeffding/McDiarmid radii (Sec. 4.3), l(k), Agresti-Coull radius.
+* [ZZZZ20] Zhang, Zhuang, Zhang, Zhou. *Adaptive Double-Exploration Tradeoff for Outlier
+  Detection*. AAAI 2020: delta_t schedule, adaptive threshold radius.
+* [BH20] Ban, He. *Generic Outlier Detection in Multi-Armed Bandit*. KDD 2020: GOLD schedule.
+
+>>> round(hoeffding_radius(100, 1.0, 0.01), 4)
+0.1517
+"""
+
+from __future__ import annotations
+
+import math
+from statistics import NormalDist
+from typing import Union, overload
+
+import numpy as np
+
+__all__ = [
+    "ArrayOrFloat",
+    "zww17_significance",
+    "ade_significance",
+    "gold_significance",
+    "hoeffding_radius",
+    "l_k",
+    "ksigma_threshold_radius",
+    "optimal_rho",
+    "agresti_coull_z",
+    "agresti_coull_center",
+    "agresti_coull_radius",
+    "delta_method_threshold_radius",
+    "lipschitz_threshold_radius",
+    "ade_threshold_radius",
+    "ade_sigma_epsilon",
+]
+
+ArrayOrFloat = Union[float, np.ndarray]
+_STD_NORMAL = NormalDist()
+
+
+def _sqrt(x: ArrayOrFloat) -> ArrayOrFloat:
+    return math.sqrt(x) if isinstance(x, (float, int)) else np.sqrt(x)
+
+
+# --------------------------------------------------------------------------------------------
+# significance schedules
+# --------------------------------------------------------------------------------------------
+def zww17_significance(delta: float, n: int, T: int, n_thresholds: int = 1) -> float:
+    """[ZWW17] Eq. 1: ``delta' = 6 delta / (pi^2 (n + 1) T^2)`` after ``T`` pulls.
+
+    The ``n + 1`` counts the n arm intervals and the one threshold interval of the union bound.
+    A two-sided rule estimates two thresholds; ``n_thresholds=2`` makes that ``n + 2``.
+
+    >>> round(zww17_significance(0.1, 20, 100) * 1e6, 4)
+    0.2895
+    """
+    return 6.0 * delta / (math.pi ** 2 * (n + n_thresholds) * float(T) ** 2)
+
+
+def ade_significance(delta: float, n: int, t: int) -> float:
+    """[ZZZZ20] ``delta_t = 3 delta / ((n + 4) pi^2 t^2)`` in round ``t``.
+
+    >>> round(ade_significance(0.1, 10, 1), 6)
+    0.002171
+    """
+    return 3.0 * delta / ((n + 4) * math.pi ** 2 * float(t) ** 2)
+
+
+def gold_significance(delta: float, n: int, T: int) -> float:
+    """[BH20] ``delta' = 6 delta / (pi^2 n T^2)``.
+
+    >>> round(gold_significance(0.1, 10, 1), 6)
+    0.006079
+    """
+    return 6.0 * delta / (math.pi ** 2 * n * float(T) ** 2)
+
+
+# --------------------------------------------------------------------------------------------
+# bounded rewards (Hoeffding / McDiarmid)
+# --------------------------------------------------------------------------------------------
+def hoeffding_radius(m: ArrayOrFloat, R: float, delta: float) -> ArrayOrFloat:
+    """[ZWW17] Sec. 4.3: ``beta_i = R sqrt(log(1/delta) / (2 m_i))`` for rewards in [a, a + R].
+
+    >>> round(hoeffding_radius(2, 1.0, math.exp(-4)), 6)
+    1.0
+    """
+    return R * _sqrt(math.log(1.0 / delta) / (2.0 * m))
+
+
+def l_k(k: float, n: int, delta: float) -> float:
+    """[ZWW17] Thm. 2: ``l(k) = [sqrt((1 + k sqrt(n-1))^2 / n) + sqrt(k^2 / (2 log(pi^2 n^3 / (6 delta))))]^2``.
+
+    The McDiarmid constant of the threshold ``mu + k sigma`` (sum of squared bounded differences
+    times n).
+
+    >>> round(l_k(0.0, 10, 0.1), 6)
+    0.1
+    """
+    a = math.sqrt((1.0 + k * math.sqrt(n - 1)) ** 2 / n)
+    b = math.sqrt(k * k / (2.0 * math.log(math.pi ** 2 * n ** 3 / (6.0 * delta))))
+    return (a + b) ** 2
+
+
+def ksigma_threshold_radius(R: float, lk: float, h: float, delta: float) -> float:
+    """[ZWW17] Sec. 4.3: ``beta_theta = R sqrt(l(k) log(1/delta) / (2 h(m)))``, h = harmonic mean of m_i.
+
+    >>> round(ksigma_threshold_radius(1.0, 2.0, 1.0, math.exp(-1)), 6)
+    1.0
+    """
+    return R * math.sqrt(lk * math.log(1.0 / delta) / (2.0 * h))
+
+
+def optimal_rho(k: float, n: int, delta: float) -> float:
+    """[ZWW17] Eq. 6: ``rho* = ((n - 1)^2 / l(k))^(1/3)``, at least 1 (WRR needs rho >= 1).
+
+    >>> round(optimal_rho(2.0, 20, 0.1), 4)
+    3.7804
+    """
+    return max(1.0, ((n - 1) ** 2 / l_k(k, n, delta)) ** (1.0 / 3.0))
+
+
+# --------------------------------------------------------------------------------------------
+# Bernoulli rewards (Agresti-Coull)
+# --------------------------------------------------------------------------------------------
+def agresti_coull_z(delta: float, rule: str = "normal") -> float:
+    """The z of the Agresti-Coull interval at significance ``delta``.
+
+    ``rule="normal"`` (default): ``z_{delta/2} = Phi^{-1}(1 - delta/2)``, the standard normal quantile
+    the notation means in Agresti & Coull (1998), cited by [ZWW17]: each side of the interval then
+    fails with probability about delta/2 < delta, as [ZWW17] Sec. 4 requires.
+    ``rule="paper"``: ``erf^{-1}(1 - delta/2)`` exactly as printed in [ZWW17] Sec. 4.3, which equals
+    ``Phi^{-1}(1 - delta/4) / sqrt(2)``: narrower intervals (fewer pulls, weaker nominal coverage).
+    Both are computed from the tail so that tiny ``delta`` (1e-20 and below) stays finite.
+
+    >>> round(agresti_coull_z(0.05), 4)
+    1.96
+    >>> round(agresti_coull_z(0.05, "paper"), 4)
+    1.5849
+    """
+    if rule == "normal":
+        return -_STD_NORMAL.inv_cdf(delta / 2.0)
+    if rule == "paper":
+        # erf^{-1}(1 - q) = Phi^{-1}(1 - q/2) / sqrt(2)
+        return -_STD_NORMAL.inv_cdf(delta / 4.0) / math.sqrt(2.0)
+    raise ValueError(f"unknown Agresti-Coull z rule {rule!r}: use 'normal' or 'paper'")
+
+
+def agresti_coull_center(m: ArrayOrFloat, m_plus: ArrayOrFloat, z: float) -> ArrayOrFloat:
+    """``p~ = (m+ + z^2/2) / (m + z^2)``.
+
+    >>> agresti_coull_center(10, 5, 2.0)
+    0.5
+    """
+    z2 = z * z
+    return (m_plus + z2 / 2.0) / (m + z2)
+
+
+def agresti_coull_radius(m: ArrayOrFloat, m_plus: ArrayOrFloat, z: float) -> ArrayOrFloat:
+    """[ZWW17] Sec. 4.3: ``beta_i = z sqrt(p~ (1 - p~) / m_i)``, ``m_plus`` = number of 1s.
+
+    The radius is increasing in z (p~ moves toward 1/2 as z grows), which the incremental activity
+    check of the k-sigma policies relies on.
+
+    >>> round(agresti_coull_radius(100, 50, 2.0), 6)
+    0.1
+    """
+    p = agresti_coull_center(m, m_plus, z)
+    return z * _sqrt(p * (1.0 - p) / m)
+
+
+def delta_method_threshold_radius(k: float, y: np.ndarray, beta: np.ndarray,
+                                  two_sided: bool = False) -> float:
+    """[ZWW17] Sec. 4.3 Bernoulli threshold radius: each arm's radius propagated through mu and sigma.
+
+    ``beta_theta = sqrt( sum_i ( (1/n) + k (y_i - mu) / (n sigma) )^2 beta_i^2 )``, the first-order
+    (delta-method) propagation of the arm radii to ``theta = mu + k sigma`` (d theta / d y_i =
+    1/n + k (y_i - mu)/(n sigma)). The extracted text of the paper is garbled at this formula
+    (``(k y_i / (n sqrt(sigma)))^2 + beta_i^2 / n``); this is the reading that matches its stated intent
+    (see ../shared/seeds/README.md). For the lower threshold ``mu - k sigma`` the weights are
+    ``1/n - k (y_i - mu)/(n sigma)``; ``two_sided=True`` returns the larger of the two radii.
+
+    When sigma is 0 (all estimates equal) the derivative does not exist; we then use the
+    Lipschitz bound :func:`lipschitz_threshold_radius`, which holds everywhere.
+
+    >>> round(delta_method_threshold_radius(0.0, np.array([0.2, 0.4]), np.array([0.1, 0.1])), 6)
+    0.070711
+    """
+    n = len(y)
+    mu = float(np.mean(y))
+    sigma = float(np.sqrt(np.mean((y - mu) ** 2)))
+    if sigma <= 0.0:
+        return lipschitz_threshold_radius(k, beta)
+    w = 1.0 / n + k * (y - mu) / (n * sigma)
+    r = float(np.sqrt(np.sum((w * beta) ** 2)))
+    if two_sided:
+        w2 = 1.0 / n - k * (y - mu) / (n * sigma)
+        r = max(r, float(np.sqrt(np.sum((w2 * beta) ** 2))))
+    return r
+
+
+def lipschitz_threshold_radius(k: float, beta: np.ndarray) -> float:
+    """A threshold radius implied by the arm intervals alone, for any reward model.
+
+    If ``|y_hat_i - y_i| <= beta_i`` for every arm then ``|mu_hat - mu| <= mean(beta)`` and, because the
+    population standard deviation is ``1/sqrt(n)``-Lipschitz in the Euclidean norm,
+    ``|sigma_hat - sigma| <= sqrt(mean(beta^2))``. Hence
+    ``|theta_hat - theta| <= mean(beta) + k sqrt(mean(beta^2))`` for both ``mu +- k sigma``.
+
+    >>> round(lipschitz_threshold_radius(2.0, np.array([0.1, 0.1])), 6)
+    0.3
+    """
+    beta = np.asarray(beta, dtype=float)
+    return float(np.mean(beta) + k * np.sqrt(np.mean(beta ** 2)))
+
+
+# --------------------------------------------------------------------------------------------
+# AAAI'20 adaptive threshold radius (ADE)
+# --------------------------------------------------------------------------------------------
+def ade_sigma_epsilon(R: float, R_prime: float, b: float, m_theta: int, delta_t: float) -> float:
+    """[ZZZZ20] ``eps_sigma = (R' + 2 b R) sqrt(log(6 / delta_t) / (2 m_theta))``.
+
+    >>> round(ade_sigma_epsilon(1.0, 1.0, 1.0, 2, 6 * math.exp(-4)), 6)
+    3.0
+    """
+    return (R_prime + 2.0 * b * R) * math.sqrt(math.log(6.0 / delta_t) / (2.0 * m_theta))
+
+
+def ade_threshold_radius(R: float, R_prime: float, b: float, k: float, U_sigma: float,
+                         m_theta: int, delta_t: float) -> float:
+    """[ZZZZ20] ``r_theta = (R + sqrt(2) k (R' + 2 b R) / sqrt(U_sigma)) sqrt(log(1/delta_t) / (2 m_theta))``.
+
+    ``R = b - a``, ``R' = b^2 - a^2``, ``U_sigma`` the running minimum of ``sigma_hat^2 + eps_sigma``.
+
+    >>> round(ade_threshold_radius(1.0, 1.0, 1.0, 0.0, 1.0, 2, math.exp(-4)), 6)
+    1.0
+    """
+    return (R + math.sqrt(2.0) * k * (R_prime + 2.0 * b * R) / math.sqrt(U_sigma)) * \
+        math.sqrt(math.log(1.0 / delta_t) / (2.0 * m_theta))

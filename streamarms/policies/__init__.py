@@ -1,0 +1,1 @@
+"""Pure-exploration policies, one module per algorithm family."""

@@ -1,0 +1,199 @@
+"""The policy interface every streamarms policy implements.
+
+A policy is a pure state machine over arms named by string keys: it says which arm it wants next
+(:meth:`Policy.next_request`), ingests rewards (:meth:`Policy.update`), reports classifications as
+soon as they are certain (:class:`Event`), and gives its current answer (:meth:`Policy.decision`).
+It does no I/O, reads no clock and uses no global random state: randomised policies take a seed and
+keep their own ``random.Random``. Its whole state can be written to plain JSON-able data with
+:meth:`Policy.snapshot` and restored with :meth:`Policy.restore`.
+
+Streaming contract (used by the scheduler):
+
+* ``update`` accepts a reward for *any* known arm, not only the one last requested. Fixed-confidence
+  guarantees of the k-sigma, GOLD and robust policies hold whatever the sampling order, as long as the
+  order does not depend on the reward values; only the efficiency depends on following the plan.
+* ``wanted(k)`` lists up to ``k`` distinct arms the policy would like next, most wanted first, so a
+  passive scheduler can keep a window of outstanding wants.
+* ``defer(arm)`` tells the policy that a wanted arm is not available now (no record arrived in
+  time); the policy re-plans and never waits on that arm forever.
+* A request may carry a ``kind`` (e.g. ADE's paired ``"threshold"`` samples). Such a request must be
+  answered by passing it back to ``update(arm, reward, request=...)``.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar, Iterable, Sequence
+
+__all__ = ["Request", "Event", "Decision", "Policy"]
+
+
+@dataclass(frozen=True)
+class Request:
+    """A wish of the policy: one sample of ``arm``.
+
+    ``kind`` is ``"arm"`` for an ordinary sample; policies that need samples for another purpose
+    (ADE's threshold pairs) set their own kind and ``request_id`` and expect the request back in
+    :meth:`Policy.update`.
+
+    >>> Request("3")
+    Request(arm='3', kind='arm', request_id=None)
+    """
+
+    arm: str
+    kind: str = "arm"
+    request_id: int | None = None
+
+
+@dataclass(frozen=True)
+class Event:
+    """An arm classified with confidence during a run.
+
+    ``kind`` is ``"outlier"`` or ``"normal"``. Under the same good event that makes the final answer
+    correct (probability >= 1 - delta), every event is already correct, so it can be acted on at once.
+
+    >>> Event("7", "outlier", estimate=0.9, interval=(0.85, 0.95), threshold=0.5,
+    ...       threshold_interval=(0.45, 0.55), samples=120, pulls=4000).kind
+    'outlier'
+    """
+
+    arm: str
+    kind: str
+    estimate: float
+    interval: tuple[float, float]
+    threshold: float | None
+    threshold_interval: tuple[float, float] | None
+    samples: int
+    pulls: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Decision:
+    """A policy's answer at a moment of its run.
+
+    * ``outliers`` / ``normals``: arms classified with confidence (for a finished fixed-confidence run,
+      ``outliers`` is the paper's returned set);
+    * ``undecided``: arms not yet classified with confidence;
+    * ``estimated_outliers``: the plug-in answer from the current estimates (the paper's output when a
+      run is forced to stop at a pull cap);
+    * ``threshold`` and ``threshold_interval``: the estimated outlier threshold and its confidence
+      interval (for two-sided rules, the upper one; ``extra["lower_threshold"]`` has the other);
+    * ``ranking``: arms, most outlying first, for policies that rank;
+    * ``pulls``: total samples used; ``done``: the stopping rule has fired.
+
+    >>> d = Decision(outliers=["1"], normals=["0"], undecided=[], estimated_outliers=["1"],
+    ...              threshold=0.5, threshold_interval=(0.4, 0.6), pulls=10, done=True)
+    >>> d.outliers
+    ['1']
+    """
+
+    outliers: list[str]
+    normals: list[str]
+    undecided: list[str]
+    estimated_outliers: list[str]
+    threshold: float | None
+    threshold_interval: tuple[float, float] | None
+    pulls: int
+    done: bool
+    ranking: list[str] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Policy(ABC):
+    """Base class of every pure-exploration policy.
+
+    Subclasses set ``name`` (the CLI name) and implement the abstract methods. Arms are given as a
+    sequence of distinct string keys and fixed for the life of the policy (an episode).
+    """
+
+    name: ClassVar[str] = "policy"
+
+    def __init__(self, arms: Sequence[str]) -> None:
+        arms = [str(a) for a in arms]
+        if len(arms) == 0:
+            raise ValueError("a policy needs at least one arm")
+        if len(set(arms)) != len(arms):
+            dup = sorted({a for a in arms if arms.count(a) > 1})
+            raise ValueError(f"arm names must be distinct; repeated: {dup[:5]}")
+        self.arms: list[str] = arms
+        self.index: dict[str, int] = {a: i for i, a in enumerate(arms)}
+
+    # -- helpers for subclasses ------------------------------------------------------------------
+    def _arm_index(self, arm: str) -> int:
+        try:
+            return self.index[arm]
+        except KeyError:
+            raise ValueError(f"unknown arm {arm!r}: this policy's arms are fixed at construction "
+                             f"({len(self.arms)} arms)") from None
+
+    @staticmethod
+    def _finite(arm: str, reward: Any) -> float:
+        try:
+            x = float(reward)
+        except (TypeError, ValueError):
+            raise ValueError(f"reward for arm {arm!r} is not a number: {reward!r}") from None
+        if not math.isfinite(x):
+            raise ValueError(f"reward for arm {arm!r} is not finite: {reward!r}")
+        return x
+
+    # -- the interface ---------------------------------------------------------------------------
+    @abstractmethod
+    def next_request(self) -> Request | None:
+        """The sample the policy wants next, or ``None`` when it wants nothing (done)."""
+
+    def wanted(self, k: int) -> list[Request]:
+        """Up to ``k`` requests the policy would like next, most wanted first (default: one)."""
+        r = self.next_request()
+        return [] if r is None else [r]
+
+    def defer(self, arm: str) -> None:
+        """The wanted ``arm`` cannot be sampled now: re-plan without it (default: nothing)."""
+
+    @abstractmethod
+    def update(self, arm: str, reward: float, request: Request | None = None) -> list[Event]:
+        """Ingest one reward of ``arm``; return the classifications it made certain.
+
+        Raises ``ValueError`` naming the arm and value for an unknown arm or a reward the reward
+        model refuses; the policy's state is then unchanged.
+        """
+
+    @property
+    @abstractmethod
+    def done(self) -> bool:
+        """Whether the stopping rule has fired."""
+
+    @abstractmethod
+    def decision(self) -> Decision:
+        """The current answer (see :class:`Decision`)."""
+
+    @property
+    @abstractmethod
+    def pulls(self) -> int:
+        """Total rewards ingested."""
+
+    @abstractmethod
+    def snapshot(self) -> dict[str, Any]:
+        """The full state as plain JSON-able data (``restore`` rebuilds an equal policy)."""
+
+    @classmethod
+    @abstractmethod
+    def restore(cls, state: dict[str, Any]) -> "Policy":
+        """Rebuild a policy from :meth:`snapshot` output."""
+
+    def feed(self, samples: Iterable[tuple[str, float]]) -> list[Event]:
+        """Ingest several ``(arm, reward)`` pairs; return all events."""
+        events: list[Event] = []
+        for arm, x in samples:
+            events.extend(self.update(arm, x))
+        return events
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(n_arms={len(self.arms)}, pulls={self.pulls}, done={self.done})"
