@@ -93,13 +93,19 @@ class BernoulliModel(RewardModel):
     def __init__(self, z_rule: str = "normal") -> None:
         bounds.agresti_coull_z(0.5, z_rule)  # validates the rule
         self.z_rule = z_rule
+        self._z_cache: dict[float, float] = {}
 
     def _check_value(self, arm: str, x: float) -> None:
         if x != 0.0 and x != 1.0:
             raise ValueError(f"reward for arm {arm!r} must be 0 or 1 under the bernoulli reward model, got {x!r}")
 
     def z(self, delta: float) -> float:
-        return bounds.agresti_coull_z(delta, self.z_rule)
+        z = self._z_cache.get(delta)
+        if z is None:
+            if len(self._z_cache) > 16:
+                self._z_cache.clear()
+            z = self._z_cache[delta] = bounds.agresti_coull_z(delta, self.z_rule)
+        return z
 
     def radius(self, m: float, s: float, delta: float) -> float:
         return bounds.agresti_coull_radius(float(m), float(s), self.z(delta))
