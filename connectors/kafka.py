@@ -240,11 +240,21 @@ class KafkaRewardSource:
 class KafkaProducerPool:
     """One :class:`KafkaProducer` shared by the sinks of a daemon; tracks failed sends."""
 
-    def __init__(self, config: dict[str, Any], producer_options: dict[str, Any] | None = None) -> None:
+    def __init__(self, config: dict[str, Any], producer_options: dict[str, Any] | None = None,
+                 topics: Sequence[str] = ()) -> None:
         opts: dict[str, Any] = {"acks": "all", "linger_ms": 5, "retries": 5}
         opts.update(config)
         opts.update(producer_options or {})
         self.producer = KafkaProducer(**opts)
+        # Track every sink topic in the producer's metadata from the start. kafka-python only adds a
+        # topic to its tracked set when its partitions are unknown at the first send; a broker that
+        # answers the bootstrap metadata request with all topics (Tansu does) makes them "known", and
+        # the next metadata refresh for a new topic then drops them: sends to them would wait forever.
+        md = getattr(self.producer, "_metadata", None)
+        if md is not None and hasattr(md, "add_topic"):
+            for t in topics:
+                if t:
+                    md.add_topic(t)
         self._lock = threading.Lock()
         self._errors: list[str] = []
         self._closed = False

@@ -503,7 +503,9 @@ class _App:
                     if t:
                         want[t] = 1
                 ensure_topics(cfg, want)
-            pool = KafkaProducerPool(cfg, dict(_kv(x) for x in (s.producer_option or [])))
+            sink_topics = [t for t in (s.alerts_topic, s.requests_topic if s.mode == ACTIVE else None,
+                                       s.dead_letter_topic) if t]
+            pool = KafkaProducerPool(cfg, dict(_kv(x) for x in (s.producer_option or [])), sink_topics)
             self.alert_sink = KafkaAlertSink(pool, s.alerts_topic) if s.alerts_topic else None
             if s.mode == ACTIVE:
                 self.request_sink = KafkaRequestSink(pool, s.requests_topic)
