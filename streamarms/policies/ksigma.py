@@ -259,6 +259,7 @@ class _ConfidentKSigma(_KSigmaEstimates):
                  model: RewardModel | str = "bernoulli", two_sided: bool = False) -> None:
         super().__init__(arms, k=k, delta=delta, model=model, two_sided=two_sided)
         self._n_thr = 2 if self.two_sided else 1
+        self._sig_const = bounds.zww17_significance(self.delta, self.n, 1, self._n_thr)  # delta' * T^2
         if isinstance(self.model, BoundedModel):
             self._radius_kind = "mcdiarmid"
             self._lk = bounds.l_k(self.k, self.n, self.delta)
@@ -281,6 +282,8 @@ class _ConfidentKSigma(_KSigmaEstimates):
         self._rad_hi: list[float] = []
         self._bsums = [0.0] * 8  # lo: Sb, S0, S1, S2 ; hi: Sb, S0, S1, S2
         self._last_threshold_interval: tuple[float, float] | None = None
+        self._ctx_T = -1
+        self._ctx: tuple[float, float, float, float, float, float, float] = (0.0,) * 7
 
     # -- significance and radii ---------------------------------------------------------------------
     def significance(self, T: int | None = None) -> float:
@@ -368,12 +371,31 @@ class _ConfidentKSigma(_KSigmaEstimates):
     def _is_outlier_side(self, y: float, hi: float, lo: float) -> bool:
         return y > hi or (self.two_sided and y < lo)
 
+    def _context(self) -> tuple[float, float, float, float, float, float, float]:
+        """(mu, sigma, theta_hi, theta_lo, delta', r_lo, r_hi) at the current T, computed once per pull."""
+        T = self.T
+        if self._ctx_T == T:
+            return self._ctx
+        n = self.n
+        mu = self._sy / n
+        var = self._syy / n - mu * mu
+        sigma = math.sqrt(var) if var > 0.0 else 0.0
+        ks = self.k * sigma
+        dprime = self._sig_const / (float(T) * T)
+        if self._radius_kind == "mcdiarmid":
+            # Hoeffding/McDiarmid threshold radius with h(m) = n / sum(1/m_i), from running sums
+            r_lo = r_hi = bounds.ksigma_threshold_radius(self.model.span, self._lk, n / self._sinv, dprime)
+        else:
+            r_lo, r_hi = self._threshold_radius_bracket(mu, sigma)
+        self._ctx = ctx = (mu, sigma, mu + ks, mu - ks, dprime, r_lo, r_hi)
+        self._ctx_T = T
+        return ctx
+
     def _arm_margin_bounds(self, i: int) -> tuple[float, float]:
         """Bounds on arm i's Eq. 2 margin (active iff margin < 0): (lower, upper)."""
-        mu, sigma, hi, lo = self._theta()
+        _, _, hi, lo, dprime, r_lo, r_hi = self._context()
         y = self.s[i] / self.m[i]
-        base = self._dist(y, hi, lo) - self._arm_radius(i, self.significance())
-        r_lo, r_hi = self._threshold_radius_bracket(mu, sigma)
+        base = self._dist(y, hi, lo) - self._arm_radius(i, dprime)
         return base - r_hi, base - r_lo
 
     def _arm_active(self, i: int) -> bool:
@@ -383,9 +405,8 @@ class _ConfidentKSigma(_KSigmaEstimates):
             return True
         if m_lo >= 0.0:
             return False
-        _, _, hi, lo = self._theta()
+        _, _, hi, lo, dprime, _, _ = self._context()
         y = self.s[i] / self.m[i]
-        dprime = self.significance()
         margin = self._dist(y, hi, lo) - self._arm_radius(i, dprime) - self._threshold_radius_exact(dprime)
         return margin < 0.0
 
@@ -432,7 +453,7 @@ class _ConfidentKSigma(_KSigmaEstimates):
         self._cert_hi0, self._cert_lo0 = hi, lo
         self._pulled_since.clear()
 
-    def _partial_refresh(self, mu: float, sigma: float, hi: float, lo: float) -> bool:
+    def _partial_refresh(self, hi: float, lo: float, r_lo: float) -> bool:
         """Re-certify the previously active arms at the current T; False if none stays certified."""
         idx = np.asarray(self._cert_idx, dtype=np.intp)
         dprime = self.significance()
@@ -442,7 +463,6 @@ class _ConfidentKSigma(_KSigmaEstimates):
         if self.two_sided:
             dist = np.minimum(dist, np.abs(y - lo))
         vals = beta - dist
-        r_lo, _ = self._threshold_radius_bracket(mu, sigma)
         keep = vals > -r_lo
         if not keep.any():
             return False
@@ -453,11 +473,10 @@ class _ConfidentKSigma(_KSigmaEstimates):
         """Exact A = {} test, O(1) amortised."""
         if not self._cert_idx:
             return self._full_check()
-        mu, sigma, hi, lo = self._theta()
+        mu, sigma, hi, lo, _, r_lo, _ = self._context()
         drift = abs(hi - self._cert_hi0)
         if self.two_sided:
             drift = max(drift, abs(lo - self._cert_lo0))
-        r_lo, _ = self._threshold_radius_bracket(mu, sigma)
         D = drift - r_lo
         idx, val, pulled = self._cert_idx, self._cert_val, self._pulled_since
         p = self._cert_ptr
@@ -467,7 +486,7 @@ class _ConfidentKSigma(_KSigmaEstimates):
                 return []
             p += 1
         self._cert_ptr = p
-        if self._partial_refresh(mu, sigma, hi, lo):
+        if self._partial_refresh(hi, lo, r_lo):
             return []
         return self._full_check()
 
@@ -510,8 +529,7 @@ class _ConfidentKSigma(_KSigmaEstimates):
     def _pulled_arm_event(self, i: int) -> list[Event]:
         if self._reported[i] or self._arm_active(i):
             return []
-        mu, sigma, hi, lo = self._theta()
-        dprime = self.significance()
+        _, _, hi, lo, dprime, _, _ = self._context()
         y = self.s[i] / self.m[i]
         return [self._event(i, y, self._arm_radius(i, dprime), hi, lo, self._threshold_radius_exact(dprime))]
 
