@@ -107,6 +107,11 @@ class _KSigmaEstimates(Policy):
         self.k = float(k)
         self.delta = float(delta)
         self.model = make_model(model)
+        if hasattr(self.model, "require_sum_based"):
+            self.model.require_sum_based(self.name)
+        # estimates other than the plain mean (TEA): the sum adds model.contribution(j, x)
+        self._transforms = bool(getattr(self.model, "transforms", False))
+        self._transformed = 0  # samples whose contribution differs from the reward (e.g. truncated)
         self.two_sided = bool(two_sided)
         self.n = n
         self.m: list[int] = [0] * n
@@ -166,6 +171,11 @@ class _KSigmaEstimates(Policy):
         else:
             self._n_unpulled -= 1
         mi += 1
+        if self._transforms:
+            cx = self.model.contribution(mi, x)
+            if cx != x:
+                self._transformed += 1
+            x = cx
         si += x
         self.m[i], self.s[i] = mi, si
         self._m_np[i], self._s_np[i] = mi, si
@@ -229,6 +239,7 @@ class _KSigmaEstimates(Policy):
         return {"policy": type(self).__name__, "arms": list(self.arms), "params": self._params(),
                 "m": list(self.m), "s": list(self.s), "T": self.T, "cur": self._cur,
                 "done": self._done, "ignored_after_done": self._ignored_after_done,
+                "transformed": self._transformed,
                 "sums": [self._sy, self._syy, self._sinv]}
 
     def _load_base_state(self, st: dict[str, Any]) -> None:
@@ -240,6 +251,7 @@ class _KSigmaEstimates(Policy):
         self._cur = int(st["cur"])
         self._done = bool(st["done"])
         self._ignored_after_done = int(st.get("ignored_after_done", 0))
+        self._transformed = int(st.get("transformed", 0))
         self._n_unpulled = sum(1 for v in self.m if v == 0)
         self._sy, self._syy, self._sinv = (float(v) for v in st["sums"])
 
@@ -259,6 +271,7 @@ class _ConfidentKSigma(_KSigmaEstimates):
                  model: RewardModel | str = "bernoulli", two_sided: bool = False) -> None:
         super().__init__(arms, k=k, delta=delta, model=model, two_sided=two_sided)
         self._n_thr = 2 if self.two_sided else 1
+        self._sig_const = bounds.zww17_significance(self.delta, self.n, 1, self._n_thr)  # delta' * T^2
         if isinstance(self.model, BoundedModel):
             self._radius_kind = "mcdiarmid"
             self._lk = bounds.l_k(self.k, self.n, self.delta)
@@ -280,7 +293,10 @@ class _ConfidentKSigma(_KSigmaEstimates):
         self._rad_lo: list[float] = []
         self._rad_hi: list[float] = []
         self._bsums = [0.0] * 8  # lo: Sb, S0, S1, S2 ; hi: Sb, S0, S1, S2
+        self._rfn_lo = self._rfn_hi = self.model.radius_fn(0.5)
         self._last_threshold_interval: tuple[float, float] | None = None
+        self._ctx_T = -1
+        self._ctx: tuple[float, float, float, float, float, float, float] = (0.0,) * 7
 
     # -- significance and radii ---------------------------------------------------------------------
     def significance(self, T: int | None = None) -> float:
@@ -305,6 +321,7 @@ class _ConfidentKSigma(_KSigmaEstimates):
         T = max(self.T, 1)
         self._win_hi = T + max(1, T // 32)
         d_lo, d_hi = self.significance(T), self.significance(self._win_hi)
+        self._rfn_lo, self._rfn_hi = self.model.radius_fn(d_lo), self.model.radius_fn(d_hi)
         y = self._s_np / self._m_np
         rl = self.model.radii(self._m_np, self._s_np, d_lo)
         rh = self.model.radii(self._m_np, self._s_np, d_hi)
@@ -318,12 +335,16 @@ class _ConfidentKSigma(_KSigmaEstimates):
             bs[off + 3] = float((y * y * r2).sum())
 
     def _window_update(self, i: int, y_old: float, y_new: float) -> None:
-        """Replace arm i's terms in the bracket sums after it was pulled."""
+        """Replace arm i's terms in the bracket sums after it was pulled.
+
+        The lower end uses z at the window's start, the upper end z at its end: z grows with T,
+        radii grow with z, so the sums bracket the exact threshold radius for every T in the window.
+        """
         bs = self._bsums
-        for off, rads, dp in ((0, self._rad_lo, self.significance()),
-                              (4, self._rad_hi, self.significance(self._win_hi))):
+        m, s = float(self.m[i]), self.s[i]
+        for off, rads, fn in ((0, self._rad_lo, self._rfn_lo), (4, self._rad_hi, self._rfn_hi)):
             ro = rads[i]
-            rn = self._arm_radius(i, dp)
+            rn = fn(m, s)
             rads[i] = rn
             ro2, rn2 = ro * ro, rn * rn
             bs[off] += rn - ro
@@ -368,12 +389,31 @@ class _ConfidentKSigma(_KSigmaEstimates):
     def _is_outlier_side(self, y: float, hi: float, lo: float) -> bool:
         return y > hi or (self.two_sided and y < lo)
 
+    def _context(self) -> tuple[float, float, float, float, float, float, float]:
+        """(mu, sigma, theta_hi, theta_lo, delta', r_lo, r_hi) at the current T, computed once per pull."""
+        T = self.T
+        if self._ctx_T == T:
+            return self._ctx
+        n = self.n
+        mu = self._sy / n
+        var = self._syy / n - mu * mu
+        sigma = math.sqrt(var) if var > 0.0 else 0.0
+        ks = self.k * sigma
+        dprime = self._sig_const / (float(T) * T)
+        if self._radius_kind == "mcdiarmid":
+            # Hoeffding/McDiarmid threshold radius with h(m) = n / sum(1/m_i), from running sums
+            r_lo = r_hi = bounds.ksigma_threshold_radius(self.model.span, self._lk, n / self._sinv, dprime)
+        else:
+            r_lo, r_hi = self._threshold_radius_bracket(mu, sigma)
+        self._ctx = ctx = (mu, sigma, mu + ks, mu - ks, dprime, r_lo, r_hi)
+        self._ctx_T = T
+        return ctx
+
     def _arm_margin_bounds(self, i: int) -> tuple[float, float]:
         """Bounds on arm i's Eq. 2 margin (active iff margin < 0): (lower, upper)."""
-        mu, sigma, hi, lo = self._theta()
+        _, _, hi, lo, dprime, r_lo, r_hi = self._context()
         y = self.s[i] / self.m[i]
-        base = self._dist(y, hi, lo) - self._arm_radius(i, self.significance())
-        r_lo, r_hi = self._threshold_radius_bracket(mu, sigma)
+        base = self._dist(y, hi, lo) - self._arm_radius(i, dprime)
         return base - r_hi, base - r_lo
 
     def _arm_active(self, i: int) -> bool:
@@ -383,9 +423,8 @@ class _ConfidentKSigma(_KSigmaEstimates):
             return True
         if m_lo >= 0.0:
             return False
-        _, _, hi, lo = self._theta()
+        _, _, hi, lo, dprime, _, _ = self._context()
         y = self.s[i] / self.m[i]
-        dprime = self.significance()
         margin = self._dist(y, hi, lo) - self._arm_radius(i, dprime) - self._threshold_radius_exact(dprime)
         return margin < 0.0
 
@@ -432,7 +471,7 @@ class _ConfidentKSigma(_KSigmaEstimates):
         self._cert_hi0, self._cert_lo0 = hi, lo
         self._pulled_since.clear()
 
-    def _partial_refresh(self, mu: float, sigma: float, hi: float, lo: float) -> bool:
+    def _partial_refresh(self, hi: float, lo: float, r_lo: float) -> bool:
         """Re-certify the previously active arms at the current T; False if none stays certified."""
         idx = np.asarray(self._cert_idx, dtype=np.intp)
         dprime = self.significance()
@@ -442,7 +481,6 @@ class _ConfidentKSigma(_KSigmaEstimates):
         if self.two_sided:
             dist = np.minimum(dist, np.abs(y - lo))
         vals = beta - dist
-        r_lo, _ = self._threshold_radius_bracket(mu, sigma)
         keep = vals > -r_lo
         if not keep.any():
             return False
@@ -453,11 +491,10 @@ class _ConfidentKSigma(_KSigmaEstimates):
         """Exact A = {} test, O(1) amortised."""
         if not self._cert_idx:
             return self._full_check()
-        mu, sigma, hi, lo = self._theta()
+        mu, sigma, hi, lo, _, r_lo, _ = self._context()
         drift = abs(hi - self._cert_hi0)
         if self.two_sided:
             drift = max(drift, abs(lo - self._cert_lo0))
-        r_lo, _ = self._threshold_radius_bracket(mu, sigma)
         D = drift - r_lo
         idx, val, pulled = self._cert_idx, self._cert_val, self._pulled_since
         p = self._cert_ptr
@@ -467,7 +504,7 @@ class _ConfidentKSigma(_KSigmaEstimates):
                 return []
             p += 1
         self._cert_ptr = p
-        if self._partial_refresh(mu, sigma, hi, lo):
+        if self._partial_refresh(hi, lo, r_lo):
             return []
         return self._full_check()
 
@@ -510,10 +547,13 @@ class _ConfidentKSigma(_KSigmaEstimates):
     def _pulled_arm_event(self, i: int) -> list[Event]:
         if self._reported[i] or self._arm_active(i):
             return []
-        mu, sigma, hi, lo = self._theta()
-        dprime = self.significance()
+        # the event's threshold interval uses the O(1) upper bracket of the radius (exact for bounded
+        # rewards; for Bernoulli at most a window's worth of z wider): no O(n) work per event
+        _, _, hi, lo, dprime, _, r_hi = self._context()
+        if r_hi == math.inf:
+            r_hi = self._threshold_radius_exact(dprime)
         y = self.s[i] / self.m[i]
-        return [self._event(i, y, self._arm_radius(i, dprime), hi, lo, self._threshold_radius_exact(dprime))]
+        return [self._event(i, y, self._arm_radius(i, dprime), hi, lo, r_hi)]
 
     def threshold_interval(self) -> tuple[float, float] | None:
         """The current threshold estimate's confidence interval (O(n) for Bernoulli)."""
@@ -545,7 +585,8 @@ class _ConfidentKSigma(_KSigmaEstimates):
         undecided = [arms[i] for i in np.nonzero(active)[0]]
         est = [arms[i] for i in np.nonzero(outside)[0]]
         extra: dict[str, Any] = {"mu": mu, "sigma": sigma, "significance": dprime,
-                                 "ignored_after_done": self._ignored_after_done}
+                                 "ignored_after_done": self._ignored_after_done,
+                                 "transformed_samples": self._transformed}
         if self.two_sided:
             extra["lower_threshold"] = lo
             extra["lower_threshold_interval"] = (lo - rth, lo + rth)
