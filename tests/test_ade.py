@@ -7,6 +7,7 @@ import math
 import random
 
 import pytest
+from stats_util import max_failures
 
 from streamarms import bounds
 from streamarms.models import BernoulliModel, BoundedModel, make_model
@@ -40,16 +41,6 @@ def true_outliers(means, k, two_sided=False):
     mu = sum(means) / n
     sd = math.sqrt(sum((y - mu) ** 2 for y in means) / n)
     return [str(i) for i, y in enumerate(means) if y >= mu + k * sd or (two_sided and y <= mu - k * sd)]
-
-
-def binomial_upper(N, p, alpha=1e-3):
-    """Smallest c with P(Bin(N, p) > c) <= alpha."""
-    cdf = 0.0
-    for c in range(N + 1):
-        cdf += math.comb(N, c) * p ** c * (1 - p) ** (N - c)
-        if 1.0 - cdf <= alpha:
-            return c
-    return N
 
 
 def reference_ade(n, pull, *, k, delta, model, seed, two_sided=False, cap=10 ** 7):
@@ -142,6 +133,50 @@ def reference_ade(n, pull, *, k, delta, model, seed, two_sided=False, cap=10 ** 
         S = keep
     outs = [str(i) for i in range(n) if status.get(i) == "outlier"]
     return outs, st["pulls"], events, not S
+
+
+# ----------------------------------------------------------------------------------------------
+# the bounds ADE uses
+# ----------------------------------------------------------------------------------------------
+def test_ade_schedule_pays_for_the_union_bound():
+    """Lemma 5: sum over t of (2n + 8) delta_t = delta (2 per arm interval, 8 for the threshold)."""
+    for n in (2, 10, 400):
+        total = sum((2 * n + 8) * bounds.ade_significance(0.1, n, t) for t in range(1, 200_000))
+        assert total == pytest.approx(0.1, rel=1e-4) and total < 0.1
+    assert bounds.ade_significance(0.1, 3, 2) == pytest.approx(0.3 / (7 * math.pi ** 2 * 4))
+
+
+def _worst_sigma_error(sig2_hat, eps):
+    """max |sigma_hat - sigma| over all sigma >= 0 with |sigma_hat^2 - sigma^2| <= eps."""
+    s = math.sqrt(sig2_hat)
+    return max(s - math.sqrt(max(0.0, sig2_hat - eps)), math.sqrt(sig2_hat + eps) - s)
+
+
+def test_threshold_radius_covers_lemma3():
+    """r_theta(k) - r_theta(0) = k sqrt(2/U) eps must cover k |sigma_hat - sigma| whenever
+    |sigma_hat^2 - sigma^2| <= eps (Lemma 2's event) and U <= sigma_hat^2 + eps, for every sigma_hat."""
+    for m in (1, 10, 1000):
+        for d in (1e-3, 1e-12):
+            eps = bounds.ade_sigma_epsilon(1.0, 1.0, 1.0, m, d)
+            for j in range(1, 400):
+                sig2 = eps * j / 100.0
+                U = sig2 + eps
+                k_part = bounds.ade_threshold_radius(1.0, 1.0, 1.0, 1.0, U, m, d) - \
+                    bounds.ade_threshold_radius(1.0, 1.0, 1.0, 0.0, U, m, d)
+                assert _worst_sigma_error(sig2, eps) <= k_part * (1 + 1e-12)
+    # k = 0: r_theta is the Hoeffding radius of mu_hat (Lemma 1)
+    assert bounds.ade_threshold_radius(2.0, 4.0, 2.0, 0.0, 1.0, 50, 1e-5) == \
+        pytest.approx(bounds.hoeffding_radius(50, 2.0, 1e-5))
+
+
+def test_lemma2_epsilon_in_u_sigma_would_undercover():
+    """Why eps_sigma uses log(1/delta_t): building U_sigma from Lemma 2's log(6/delta_t) value while
+    r_theta uses log(1/delta_t) leaves the worst case at sigma_hat^2 = eps uncovered."""
+    m, d = 100, 1e-6
+    eps1 = bounds.ade_sigma_epsilon(1.0, 1.0, 1.0, m, d)
+    eps6 = 3.0 * math.sqrt(math.log(6 / d) / (2 * m))
+    k_part_mixed = math.sqrt(2 / (eps1 + eps6)) * eps1
+    assert _worst_sigma_error(eps1, eps1) > k_part_mixed
 
 
 # ----------------------------------------------------------------------------------------------
@@ -295,7 +330,7 @@ def test_error_rate_at_most_delta(means, k, model, two_sided, runs):
         # every event agrees with the final answer (events are final)
         assert sorted(e.arm for e in events if e.kind == "outlier") == sorted(d.outliers)
         wrong += d.outliers != truth
-    assert wrong <= binomial_upper(runs, delta)
+    assert wrong <= max_failures(runs, delta)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -550,3 +585,45 @@ def test_amortised_work_per_pull():
     radius evaluations per pull; the amortised policy needs about one, whatever n."""
     small, large = _radius_work(20, 100_000), _radius_work(400, 100_000)
     assert small < 2.0 and large < 2.0
+
+
+# ----------------------------------------------------------------------------------------------
+# registry, CLI, and the issue's done criterion
+# ----------------------------------------------------------------------------------------------
+def test_cli_simulate_ade(capsys):
+    from streamarms.cli import main
+    assert main(["simulate", "--policy", "ade", "--means", "0.0,0.1,0.2,1.0", "--k", "1", "--bound",
+                 "hoeffding", "--runs", "2", "--seed", "4", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["policy"] == "ade" and out["true_outliers"] == ["3"] and out["accuracy"] == 1.0
+    assert all(r["done"] and r["pulls"] > 1e4 for r in out["results"])
+    assert main(["simulate", "--policy", "ade", "--means", "0.5,0.5,0.5", "--max-pulls", "3000", "--json"]) == 0
+    capped = json.loads(capsys.readouterr().out)
+    assert capped["true_outliers"] == ["0", "1", "2"]      # y_i >= theta (AAAI'20), all at the threshold
+    assert capped["results"][0]["done"] is False
+
+
+def test_registry_seed_is_not_the_simulator_seed():
+    from streamarms.registry import build_policy
+    p = build_policy("ade", names(4), k=1.0, seed=3)
+    assert isinstance(p, ADE) and p.seed != 3
+    assert build_policy("ade", names(4), seed=3).seed == p.seed
+
+
+@pytest.mark.slow
+def test_aaai20_uniform_family_done_criterion():
+    """[ZZZZ20] synthetic family: 400 arms, means uniform in [0, 1], k = 2.5, Bernoulli rewards,
+    Hoeffding intervals (R = 1, as in the paper). No arm is an outlier (theta ~ 1.22, smallest gap
+    ~ 0.23); ADE is right after a few million pulls, nearly all of them threshold pairs."""
+    from streamarms.sim import Environment, ade_uniform, run_policy
+    means = ade_uniform(400, random.Random(1000))
+    assert true_outliers(means, 2.5) == []
+    env = Environment(means, seed=1)
+    p = ADE(env.arm_names, k=2.5, delta=0.1, model="bounded", seed=7)
+    res = run_policy(p, env)
+    d = res.decision
+    assert d.done and d.outliers == [] and len(d.normals) == 400
+    assert 1e6 < d.pulls < 2e7
+    assert 2 * d.extra["threshold_pairs"] > 0.9 * d.pulls
+    # the threshold interval at the end is about half the smallest gap (r_a ~ r_theta)
+    assert d.threshold - d.extra["r_theta"] > max(means)

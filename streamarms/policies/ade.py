@@ -96,12 +96,30 @@ from .. import bounds
 from ..models import BernoulliModel, BoundedModel, RewardModel, make_model, model_from_dict
 from .base import Decision, Event, Policy, Request
 
-__all__ = ["AdaptiveDoubleExploration"]
+__all__ = ["AdaptiveDoubleExploration", "ade_outliers"]
 
 _THRESHOLD = "threshold"
 _SEQUENTIAL = "sequential"
 _ARM = "arm"
 _VECTOR_MIN = 64     # candidate sets at least this large are evaluated with numpy
+
+
+def ade_outliers(means: Sequence[float], k: float, two_sided: bool = False) -> list[int]:
+    """Indices of the true outliers under [ZZZZ20]'s definition ``O* = {i : y_i >= theta}``.
+
+    (Note ``>=``: [ZWW17] uses ``>``; they differ only for a mean exactly at the threshold.) With
+    ``two_sided``, arms with ``y_i <= mu - k sigma`` too.
+
+    >>> ade_outliers([0.1, 0.1, 0.1, 0.1, 0.9], k=1.5)
+    [4]
+    >>> ade_outliers([0.5, 0.5, 0.5], k=2.0)     # all equal: every arm is at the threshold
+    [0, 1, 2]
+    """
+    n = len(means)
+    mu = sum(means) / n
+    sd = math.sqrt(sum((y - mu) ** 2 for y in means) / n)
+    hi, lo = mu + k * sd, mu - k * sd
+    return [i for i, y in enumerate(means) if y >= hi or (two_sided and y <= lo)]
 
 
 class AdaptiveDoubleExploration(Policy):
