@@ -260,28 +260,19 @@ def test_rounds_and_estimates_by_hand():
     assert p.next_request().kind == "threshold"
 
 
-def test_sampling_rule_switches_to_arms():
-    """With many identical pairs, sigma_hat = 0 and U_sigma shrinks like m^-1/2, r_theta like m^-1/4:
-    once r_theta < r_a the next round pulls every candidate once."""
+def test_sampling_rule_with_k_zero():
+    """k = 0: r_theta = R sqrt(log(1/delta_t) / (2 m_theta)) and r_a = R sqrt(log(1/delta_t) / (2 m_a)),
+    so the rule r_a <= r_theta keeps m_theta and m_a within one round of each other."""
     p = ADE(names(3), k=0.0, model="bounded", seed=0)
-    p.feed([])
-    seen_sequential = False
-    for _ in range(2000):
+    kinds = []
+    for _ in range(3000):
         req = p.next_request()
-        if req.kind == "arm":
-            d = p.decision()
-            if d.extra["sequential_rounds"] >= 1:
-                # k = 0: r_theta = R sqrt(log(1/d_t) / (2 m_theta)) < r_a = sqrt(log(1/d_t) / (2 m_a))
-                assert d.extra["threshold_pairs"] > d.extra["sequential_rounds"]
-                seen_sequential = True
-                break
-        p.update(req.arm, 0.5 if req.kind == "arm" else 0.5, req)
-    assert seen_sequential
-    # k = 0 balances the two radii: threshold pairs and sequential rounds alternate (m_theta ~ m_a)
-    q = ADE(names(3), k=0.0, model="bounded", seed=0)
-    drive(q, lambda j: 0.5, cap=3000)
-    d = q.decision()
-    assert abs(d.extra["threshold_pairs"] - d.extra["sequential_rounds"]) <= 1
+        kinds.append(req.kind)
+        p.update(req.arm, 0.5, req)      # deterministic rewards: sigma_hat = 0, no arm ever separates
+        d = p.decision()
+        assert abs(d.extra["threshold_pairs"] - d.extra["sequential_rounds"]) <= 1
+    assert kinds[:2] == ["threshold"] * 2 and kinds[2:5] == ["arm"] * 3
+    assert kinds[5:7] == ["threshold"] * 2          # t = 3: m_a = m_theta = 1, r_a = r_theta
 
 
 def test_classification_by_hand():
@@ -410,7 +401,7 @@ def test_translation_invariance():
     ("bounded", "2", -0.1, "'2'.*-0.1.*outside"),
     ("bernoulli", "0", 0.5, "'0'.*0 or 1.*0.5"),
     ("bernoulli", "0", "x", "'0'.*not a number"),
-    ("bernoulli", "nope", 1.0, "unknown arm 'nope'"),
+    ("bernoulli", "nope", 1.0, "unknown arm 'nope' .reward 1.0."),
 ])
 def test_bad_rewards_raise_and_change_nothing(model, arm, value, match):
     p = ADE(names(3), k=1.0, model=model, seed=0)

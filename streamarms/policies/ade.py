@@ -330,7 +330,10 @@ class AdaptiveDoubleExploration(Policy):
             self._seq_queue.append((i, tok))
 
     def update(self, arm: str, reward: float, request: Request | None = None) -> list[Event]:
-        i = self._arm_index(arm)
+        i = self.index.get(arm)
+        if i is None:
+            raise ValueError(f"unknown arm {arm!r} (reward {reward!r}): this policy's arms are fixed at "
+                             f"construction ({self.n} arms)")
         x = self.model.check(arm, reward)
         if request is not None:
             if request.arm != arm:
