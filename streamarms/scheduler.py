@@ -228,6 +228,8 @@ class SchedulerConfig:
     mode: str = PASSIVE
     #: passive: how many arms may be wanted at once
     window: int = 8
+    #: rewards held per planned arm until the plan reaches it (passive); 1 in active mode is enough
+    prefetch: int = 4
     #: passive: give up a want after this long without a record of the arm
     want_timeout: float = 30.0
     #: active: requests outstanding at once
@@ -261,6 +263,7 @@ class SchedulerConfig:
         for name, lo, what in (("window", 1, "outstanding wants in passive mode"),
                                ("max_in_flight", 1, "requests outstanding in active mode"),
                                ("min_arms", 1, "arms needed to start an episode"),
+                               ("prefetch", 1, "rewards held per planned arm"),
                                ("max_arms", 1, "cap on the number of arms"),
                                ("discovery_records", 1, "records without a new key before the first episode")):
             v = getattr(self, name)
@@ -314,6 +317,16 @@ class Scheduler:
     ``arms`` fixes the arm set up front (records of other keys are then skipped); without it, arms are
     the keys seen on the stream (in active mode, unsolicited records without a request id announce keys).
     ``request_prefix`` makes request ids unique across process restarts (active mode).
+
+    How a plan meets a stream. ``policy.wanted(window)`` is the policy's plan: the next arms it will
+    ask for, the first (the *head*) being the one it wants now. A reward of the head is given to the
+    policy at once. A reward of another planned arm is *held* (at most one per arm) and given to the
+    policy when its plan reaches that arm. The policy thus receives its samples in exactly the order it
+    asks for them -- it runs as it would in a simulation -- while the stream is read efficiently; held
+    rewards are chosen by arrival, never by value. Only the head can make the policy wait: if no reward
+    of it arrives within ``want_timeout`` (active: its request is not answered in ``request_timeout``)
+    the scheduler calls ``policy.defer(head)``, and the arm is in cool-down for as long again: should
+    the plan come back to it meanwhile with nothing held, it is deferred at once instead of waited for.
     """
 
     def __init__(self, build: Callable[[list[str], int], Policy], *, clock: Callable[[], float],
@@ -336,19 +349,26 @@ class Scheduler:
         self.request_prefix = request_prefix
         self.alerts = AlertManager(policy_name, delta, emit_alert, emit_normal=emit_normal, repeat=alert_repeat)
         self._history_len = history
+        self._active = cfg.mode == ACTIVE
+        self._plan_len = cfg.max_in_flight if self._active else cfg.window
+        self._wait = cfg.request_timeout if self._active else cfg.want_timeout
+        self._depth = cfg.prefetch
+        self._refresh_every = max(1, self._plan_len // 2)
+        self._stale = 0  # deliveries since the window was last refreshed
+        self._track_seen = cfg.key_ttl is not None
+        self._validate_all = cfg.validate == "all"
 
         # known keys: raw key bytes -> arm name, arm -> last time a record of it was seen
         self._arm_of: dict[bytes, str] = {}
         self._last_seen: dict[str, float] = {}
-        self._track_seen = cfg.key_ttl is not None
-        self._validate_all = cfg.validate == "all"
         # counters (plain ints: read by the metrics collector at scrape time, never per record)
         self.records = 0
         self.used = 0
         self.skipped = 0
         self.invalid: dict[str, int] = {r: 0 for r in INVALID_REASONS}
         self.unmatched = 0          # active: answers with no matching request (part of skipped)
-        self.timeouts = 0           # wants / requests given up
+        self.timeouts = 0           # heads given up (policy.defer)
+        self.wasted = 0             # held rewards never given to the policy (part of skipped)
         self.requests_sent = 0
         self.episodes_done = 0
         # phase
@@ -359,16 +379,17 @@ class Scheduler:
         self.next_start = _INF
         self.history: list[dict[str, Any]] = []
         self._ep_records = 0
-        self._ep_used = 0
         # discovery
         self._first_record_at: float | None = None
         self._new_key_record = 0      # value of self.records when the last new key appeared
-        # passive window: arm -> (request, issued_at); cool-down: arm -> until
+        # the plan: arm -> (request, since); its head; held rewards; cool-downs
         self._window: dict[str, tuple[Request, float]] = {}
+        self._head: str | None = None
+        self._held: dict[str, list[float]] = {}
         self._cooldown: dict[str, float] = {}
-        # active: request id -> (arm, request, issued_at); arms in flight
-        self._in_flight: dict[str, tuple[str, Request, float]] = {}
-        self._in_flight_arms: set[str] = set()
+        # active: request id -> (arm, issued_at); arms in flight
+        self._in_flight: dict[str, tuple[str, float]] = {}
+        self._in_flight_arms: dict[str, str] = {}
         self._request_seq = 0
         # the earliest moment something time-based must happen, and the record count at which
         # discovery ends (both checked on every record, so kept as plain numbers)
@@ -379,7 +400,7 @@ class Scheduler:
         self._fixed_arms = bool(arms)
         for a in arms or ():
             self._register(self.codec.arm(a), self.clock())
-        self.offer = self._offer_active if cfg.mode == ACTIVE else self._offer_passive  # type: ignore[method-assign]
+        self.offer = self._offer_active if self._active else self._offer_passive  # type: ignore[method-assign]
         self._recompute_deadline()
 
     # ------------------------------------------------------------------------------------------
@@ -398,10 +419,11 @@ class Scheduler:
         """Counters and gauges for metrics and summaries."""
         return {
             "records": self.records, "used": self.used, "skipped": self.skipped,
-            "invalid": dict(self.invalid), "unmatched": self.unmatched, "timeouts": self.timeouts,
-            "requests_sent": self.requests_sent, "episodes": self.episodes_done, "episode": self.episode,
-            "phase": self.phase, "known_arms": len(self._last_seen), "alerts": dict(self.alerts.counts),
-            "in_flight": len(self._in_flight), "window": len(self._window),
+            "held": sum(len(h) for h in self._held.values()),
+            "wasted": self.wasted, "invalid": dict(self.invalid), "unmatched": self.unmatched,
+            "timeouts": self.timeouts, "requests_sent": self.requests_sent, "episodes": self.episodes_done,
+            "episode": self.episode, "phase": self.phase, "known_arms": len(self._last_seen),
+            "alerts": dict(self.alerts.counts), "in_flight": len(self._in_flight), "window": len(self._window),
         }
 
     def arm_states(self) -> dict[str, int]:
@@ -442,7 +464,8 @@ class Scheduler:
             self._on_deadline(now)
         self._ep_records += 1
         want = self._window.get(arm)
-        if want is None:
+        held = self._held.get(arm) if want is not None else None
+        if want is None or (held is not None and len(held) >= self._depth):
             if self._validate_all:
                 try:
                     self.codec.reward(arm, value)
@@ -456,7 +479,14 @@ class Scheduler:
         except InvalidRecord as e:
             self.invalid[e.reason] += 1
             return e
-        return self._use(arm, x, want[0], now)
+        if arm == self._head:
+            return self._deliver(arm, x, now)
+        if held is None:
+            self._held[arm] = [x]
+        else:
+            held.append(x)
+        self._window[arm] = (want[0], now)  # its wait restarts from this reward
+        return None
 
     def _offer_active(self, key: bytes | str | None, value: bytes | str | None) -> InvalidRecord | None:
         self.records += 1
@@ -467,7 +497,7 @@ class Scheduler:
             except InvalidRecord as e:
                 self.invalid[e.reason] += 1
                 return e
-            if arm is None:  # a key outside a fixed arm set
+            if arm is None:
                 self.skipped += 1
                 return None
         now = self.clock()
@@ -494,25 +524,32 @@ class Scheduler:
             self.invalid[e.reason] += 1
             return e
         del self._in_flight[str(rid)]
-        self._in_flight_arms.discard(arm)
-        return self._use(arm, x, entry[1], now)
+        del self._in_flight_arms[arm]
+        if arm == self._head:
+            return self._deliver(arm, x, now)
+        self._held.setdefault(arm, []).append(x)
+        self._replan(now)  # a slot is free: request the next planned arm
+        return None
 
-    def _use(self, arm: str, x: float, request: Request, now: float) -> InvalidRecord | None:
+    def _deliver(self, arm: str, x: float, now: float) -> InvalidRecord | None:
+        """Give the head's reward to the policy, then follow the plan (held rewards included)."""
         policy = self.policy
         assert policy is not None
+        req = self._window[arm][0]
         try:
-            events = policy.update(arm, x, request)
+            events = policy.update(arm, x, req)
         except ValueError as e:
             self.invalid["rejected_by_policy"] += 1
             return InvalidRecord("rejected_by_policy", str(e))
+        self._window[arm] = (req, now)  # served: a new wait for it starts now
+        self._stale += 1
         self.used += 1
-        self._ep_used += 1
         if events:
             self.alerts.on_events(events, now)
         if policy.done:
             self._end_episode(now, "done")
         else:
-            self._replan(now)
+            self._replan(now, full=False)
         return None
 
     def _new_key(self, key: bytes | str | None) -> str | None:
@@ -550,8 +587,6 @@ class Scheduler:
         now = self.clock()
         if now >= self._deadline:
             self._on_deadline(now)
-        elif self.phase == DISCOVERING and self._discovery_over(now):
-            self._start_episode(now)
 
     def _on_deadline(self, now: float) -> None:
         phase = self.phase
@@ -597,78 +632,131 @@ class Scheduler:
         elif phase == RUNNING:
             if cfg.episode_timeout is not None:
                 d = self.episode_started + cfg.episode_timeout
-            if cfg.mode == PASSIVE:
-                t = cfg.want_timeout
-                for _, issued in self._window.values():
-                    if issued + t < d:
-                        d = issued + t
+            wait = self._wait
+            if self._active:
+                for _, issued in self._in_flight.values():
+                    if issued + wait < d:
+                        d = issued + wait
+                for a, until in self._cooldown.items():  # a planned arm may be requested again
+                    if until < d and a in self._window:
+                        d = until
             else:
-                t = cfg.request_timeout
-                for _, _, issued in self._in_flight.values():
-                    if issued + t < d:
-                        d = issued + t
-            for until in self._cooldown.values():
-                if until < d:
-                    d = until
+                head = self._head
+                if head is not None and head in self._window:
+                    t = self._window[head][1] + wait
+                    if t < d:
+                        d = t
         self._deadline = d
         self._record_deadline = rd
 
     def _expire(self, now: float) -> None:
-        """Give up overdue wants / requests, end cool-downs, re-plan."""
+        """Give up an overdue head (and, in active mode, overdue requests), end cool-downs, re-plan."""
         policy = self.policy
         assert policy is not None
-        cfg = self.config
+        wait = self._wait
         for arm in [a for a, until in self._cooldown.items() if until <= now]:
             del self._cooldown[arm]
-        if cfg.mode == PASSIVE:
-            t = cfg.want_timeout
-            overdue = [a for a, (_, issued) in self._window.items() if issued + t <= now]
-            for arm in overdue:
-                del self._window[arm]
-        else:
-            t = cfg.request_timeout
-            overdue_ids = [rid for rid, (_, _, issued) in self._in_flight.items() if issued + t <= now]
-            overdue = []
-            for rid in overdue_ids:
+        if self._active:
+            deferred: set[str] = set()
+            for rid in [rid for rid, (_, issued) in self._in_flight.items() if issued + wait <= now]:
                 arm = self._in_flight.pop(rid)[0]
-                self._in_flight_arms.discard(arm)
-                overdue.append(arm)
-        for arm in overdue:
-            self.timeouts += 1
-            policy.defer(arm)
-            self._cooldown[arm] = now + (cfg.want_timeout if cfg.mode == PASSIVE else cfg.request_timeout)
+                del self._in_flight_arms[arm]
+                self._cooldown[arm] = now + wait
+                if arm == self._head:
+                    self.timeouts += 1
+                    policy.defer(arm)
+                    deferred.add(arm)
+            self._replan(now, deferred)
+            return
+        else:
+            head = self._head
+            if head is not None and head in self._window and self._window[head][1] + wait <= now:
+                self.timeouts += 1
+                self._cooldown[head] = now + wait
+                policy.defer(head)
+                # if the policy still wants it (it may not re-plan), wait for it afresh
+                self._window[head] = (self._window[head][0], now)
+                self._replan(now, {head})
+                return
         self._replan(now)
 
     # ------------------------------------------------------------------------------------------
     # planning
     # ------------------------------------------------------------------------------------------
-    def _replan(self, now: float) -> None:
+    def _replan(self, now: float, deferred: set[str] | None = None, full: bool = True) -> None:
+        """Follow the plan: find the head, give it held rewards while it has some, defer a head in
+        cool-down; in active mode, request the planned arms that have nothing held or in flight.
+
+        The head is always the policy's current ``next_request()``. The rest of the window (arms to
+        prefetch for) is refreshed from ``wanted(window)`` when the head leaves it, after ``window // 2``
+        deliveries, or when ``full``: a slightly stale prefetch set costs nothing but efficiency, and
+        it keeps the per-sample work O(1) amortised.
+        """
         policy = self.policy
         assert policy is not None
-        cfg = self.config
+        k = self._plan_len
+        held = self._held
         cool = self._cooldown
-        if cfg.mode == PASSIVE:
-            k = cfg.window
-            reqs = policy.wanted(k + len(cool)) if cool else policy.wanted(k)
-            old = self._window
-            new: dict[str, tuple[Request, float]] = {}
-            for r in reqs:
-                a = r.arm
-                if a in cool or a in new:
-                    continue
-                prev = old.get(a)
-                new[a] = (r, prev[1] if prev is not None else now)
-                if len(new) >= k:
-                    break
-            self._window = new
-        else:
-            free = cfg.max_in_flight - len(self._in_flight)
-            if free > 0:
-                busy = self._in_flight_arms
-                reqs = policy.wanted(free + len(busy) + len(cool))
+        deferred = set() if deferred is None else deferred
+        while True:
+            if full or self._stale >= self._refresh_every:
+                reqs = policy.wanted(k)
+                old = self._window
+                new: dict[str, tuple[Request, float]] = {}
                 for r in reqs:
                     a = r.arm
-                    if a in busy or a in cool:
+                    if a not in new:
+                        prev = old.get(a)
+                        new[a] = (r, prev[1] if prev is not None else now)
+                self._window = new
+                head_req = reqs[0] if reqs else None
+                self._stale = 0
+            else:
+                head_req = policy.next_request()
+                if head_req is not None:
+                    w = self._window.get(head_req.arm)
+                    if w is None:
+                        full = True
+                        continue
+                    self._window[head_req.arm] = (head_req, w[1])
+            full = False
+            if head_req is None:
+                self._head = None
+                break
+            head = self._head = head_req.arm
+            h = held.get(head)
+            if h:
+                x = h.pop(0)
+                if not h:
+                    del held[head]
+                try:
+                    events = policy.update(head, x, head_req)
+                except ValueError:  # cannot happen for a reward the codec accepted; drop it
+                    self.invalid["rejected_by_policy"] += 1
+                    continue
+                self._window[head] = (head_req, now)
+                self._stale += 1
+                self.used += 1
+                if events:
+                    self.alerts.on_events(events, now)
+                if policy.done:
+                    self._end_episode(now, "done")
+                    return
+                continue
+            if head in cool and cool[head] > now and head not in deferred \
+                    and head not in self._in_flight_arms:
+                deferred.add(head)  # each arm at most once per re-plan: a policy may not move on
+                self.timeouts += 1
+                policy.defer(head)
+                full = True
+                continue
+            break
+        if self._active:
+            free = self.config.max_in_flight - len(self._in_flight)
+            if free > 0:
+                busy = self._in_flight_arms
+                for a, (r, _) in self._window.items():
+                    if a in busy or len(held.get(a, ())) >= self._depth or (a in cool and cool[a] > now):
                         continue
                     self._send_request(r, now)
                     free -= 1
@@ -679,8 +767,8 @@ class Scheduler:
     def _send_request(self, r: Request, now: float) -> None:
         self._request_seq += 1
         rid = f"{self.request_prefix}{self.episode}-{self._request_seq}"
-        self._in_flight[rid] = (r.arm, r, now)
-        self._in_flight_arms.add(r.arm)
+        self._in_flight[rid] = (r.arm, now)
+        self._in_flight_arms[r.arm] = rid
         self.requests_sent += 1
         payload = {"arm": r.arm, "request_id": rid, "episode": self.episode, "kind": r.kind, "time": now}
         self.emit_request(r.arm, payload)  # type: ignore[misc]
@@ -688,21 +776,33 @@ class Scheduler:
     # ------------------------------------------------------------------------------------------
     # episodes
     # ------------------------------------------------------------------------------------------
+    def _reset_plan(self) -> None:
+        n_held = sum(len(h) for h in self._held.values())
+        self.wasted += n_held
+        self.skipped += n_held
+        self._window = {}
+        self._head = None
+        self._held = {}
+        self._cooldown = {}
+        self._in_flight = {}
+        self._in_flight_arms = {}
+
     def _start_episode(self, now: float) -> None:
         cfg = self.config
         if cfg.key_ttl is not None:
-            stale = [a for a, t in self._last_seen.items() if t + cfg.key_ttl < now]
-            for a in stale:
-                del self._last_seen[a]
-                raw = a.encode("utf-8")
-                self._arm_of.pop(raw, None)
-                self._arm_of.pop(a, None)  # type: ignore[call-overload]
+            stale = {a for a, t in self._last_seen.items() if t + cfg.key_ttl < now}
+            if stale:
+                for a in stale:
+                    del self._last_seen[a]
+                self._arm_of = {k: v for k, v in self._arm_of.items() if v not in stale}
         arms = sorted(self._last_seen)
         if len(arms) < cfg.min_arms:
             # not enough arms (yet): wait for more keys / the next interval
-            self.phase = IDLE if self.episode else DISCOVERING
-            if self.phase == IDLE:
-                self.next_start = now + max(cfg.episode_interval, cfg.want_timeout)
+            if self.episode:
+                self.phase = IDLE
+                self.next_start = now + max(cfg.episode_interval, self._wait)
+            else:
+                self.phase = DISCOVERING
             self._recompute_deadline()
             return
         self.episode += 1
@@ -711,11 +811,7 @@ class Scheduler:
         self.episode_started = now
         self.next_start = now + cfg.episode_interval
         self._ep_records = 0
-        self._ep_used = 0
-        self._window = {}
-        self._cooldown = {}
-        self._in_flight = {}
-        self._in_flight_arms = set()
+        self._reset_plan()
         self.alerts.begin_episode(self.episode)
         if self.policy.done:
             self._end_episode(now, "done")
@@ -735,13 +831,10 @@ class Scheduler:
 
         self.alerts.on_decision(decision, now, details)
         self.episodes_done += 1
+        self._reset_plan()
         summary = self._episode_summary(decision, now, reason)
         self.history.append(summary)
         del self.history[:-self._history_len]
-        self._window = {}
-        self._cooldown = {}
-        self._in_flight = {}
-        self._in_flight_arms = set()
         cfg = self.config
         if cfg.max_episodes is not None and self.episodes_done >= cfg.max_episodes:
             self.phase = FINISHED
@@ -778,19 +871,22 @@ class Scheduler:
         return {
             "format": 1,
             "mode": self.config.mode,
+            "now": self.clock(),
             "config": asdict(self.config),
             "phase": self.phase, "episode": self.episode,
             "episode_started": self.episode_started, "next_start": _num(self.next_start),
             "arms": dict(self._last_seen),
             "counters": {"records": self.records, "used": self.used, "skipped": self.skipped,
                          "invalid": dict(self.invalid), "unmatched": self.unmatched, "timeouts": self.timeouts,
-                         "requests_sent": self.requests_sent, "episodes_done": self.episodes_done,
-                         "ep_records": self._ep_records, "ep_used": self._ep_used},
+                         "wasted": self.wasted, "requests_sent": self.requests_sent,
+                         "episodes_done": self.episodes_done, "ep_records": self._ep_records},
             "discovery": {"first_record_at": self._first_record_at, "new_key_record": self._new_key_record},
             "policy": None if p is None else {"class": _class_path(p), "state": p.snapshot()},
             "window": [[a, _req_to_json(r), t] for a, (r, t) in self._window.items()],
+            "head": self._head, "stale": self._stale,
+            "held": {a: list(xs) for a, xs in self._held.items()},
             "cooldown": dict(self._cooldown),
-            "in_flight": [[rid, a, _req_to_json(r), t] for rid, (a, r, t) in self._in_flight.items()],
+            "in_flight": [[rid, a, t] for rid, (a, t) in self._in_flight.items()],
             "request_seq": self._request_seq,
             "alerts": self.alerts.snapshot(),
             "history": list(self.history),
@@ -803,6 +899,8 @@ class Scheduler:
         if state.get("mode") != self.config.mode:
             raise ValueError(f"checkpoint was taken in {state.get('mode')!r} mode, this run is "
                              f"{self.config.mode!r}: start with a fresh checkpoint to change mode")
+        if isinstance(self.clock, EventClock):  # stream time resumes where it was
+            self.clock.advance(float(state["now"]))
         self.phase = state["phase"]
         self.episode = int(state["episode"])
         self.episode_started = float(state["episode_started"])
@@ -814,18 +912,21 @@ class Scheduler:
         c = state["counters"]
         self.records, self.used, self.skipped = int(c["records"]), int(c["used"]), int(c["skipped"])
         self.invalid = {r: 0 for r in INVALID_REASONS} | {k: int(v) for k, v in c["invalid"].items()}
-        self.unmatched, self.timeouts = int(c["unmatched"]), int(c["timeouts"])
+        self.unmatched, self.timeouts, self.wasted = int(c["unmatched"]), int(c["timeouts"]), int(c["wasted"])
         self.requests_sent, self.episodes_done = int(c["requests_sent"]), int(c["episodes_done"])
-        self._ep_records, self._ep_used = int(c["ep_records"]), int(c["ep_used"])
+        self._ep_records = int(c["ep_records"])
         disc = state["discovery"]
         self._first_record_at = disc["first_record_at"]
         self._new_key_record = int(disc["new_key_record"])
         ps = state["policy"]
         self.policy = None if ps is None else _resolve_policy_class(ps["class"]).restore(ps["state"])
         self._window = {a: (_req_from_json(r), float(t)) for a, r, t in state["window"]}
+        self._head = state["head"]
+        self._stale = int(state["stale"])
+        self._held = {a: [float(x) for x in xs] for a, xs in state["held"].items()}
         self._cooldown = {a: float(t) for a, t in state["cooldown"].items()}
-        self._in_flight = {rid: (a, _req_from_json(r), float(t)) for rid, a, r, t in state["in_flight"]}
-        self._in_flight_arms = {a for a, _, _ in self._in_flight.values()}
+        self._in_flight = {rid: (a, float(t)) for rid, a, t in state["in_flight"]}
+        self._in_flight_arms = {a: rid for rid, (a, _) in self._in_flight.items()}
         self._request_seq = int(state["request_seq"])
         self.alerts.restore(state["alerts"])
         self.history = list(state["history"])
