@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from typing import Any
+from functools import partial
+from typing import Any, Callable
 
 import numpy as np
 
@@ -69,6 +70,10 @@ class RewardModel(ABC):
     def radii(self, m: np.ndarray, s: np.ndarray, delta: float) -> np.ndarray:
         """Vectorised :meth:`radius`."""
 
+    def radius_fn(self, delta: float) -> Callable[[float, float], float]:
+        """``radius`` with ``delta`` fixed, as a fast ``f(m, s)`` (for many calls at one delta)."""
+        return lambda m, s: self.radius(m, s, delta)
+
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name}
 
@@ -112,6 +117,9 @@ class BernoulliModel(RewardModel):
 
     def radii(self, m: np.ndarray, s: np.ndarray, delta: float) -> np.ndarray:
         return bounds.agresti_coull_radius(m, s, self.z(delta))
+
+    def radius_fn(self, delta: float) -> Callable[[float, float], float]:
+        return partial(bounds.agresti_coull_radius, z=self.z(delta))
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "z_rule": self.z_rule}

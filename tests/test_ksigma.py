@@ -70,24 +70,32 @@ def test_example_instance_rr_hoeffding_and_wrr_no_more_pulls():
     assert wrr.pulls <= rr.pulls
 
 
-@pytest.mark.parametrize("cls", [RoundRobin, WeightedRoundRobin], ids=["rr", "wrr"])
-@pytest.mark.parametrize("model", ["bernoulli", "bounded"])
-def test_error_rate_at_most_delta(cls, model):
-    """Over seeded runs on small hard instances, wrong answers <= binomial bound at rate delta."""
-    delta = 0.2
-    runs = 60
+def _wrong_answers(cls, model, delta, runs, **kw):
     rng = random.Random(11)
     wrong = 0
     for r in range(runs):
-        # a hard instance: an arm close to the threshold on either side
-        base = [rng.uniform(0.3, 0.4) for _ in range(5)] + [0.85]
-        means = base
+        # five arms close together and one far above: which arms clear theta is a close call
+        means = [rng.uniform(0.3, 0.4) for _ in range(5)] + [0.85]
         truth = sorted(str(i) for i in ksigma_outliers(means, 1.5))
         env = Environment(means, seed=1000 + r)
-        res = run_policy(cls(env.arm_names, k=1.5, delta=delta, model=model), env, max_pulls=10**6)
+        res = run_policy(cls(env.arm_names, k=1.5, delta=delta, model=model, **kw), env, max_pulls=10**6)
         assert res.decision.done
         wrong += sorted(res.decision.outliers) != truth
-    assert wrong <= max_failures(runs, delta)
+    return wrong
+
+
+@pytest.mark.parametrize("cls", [RoundRobin, WeightedRoundRobin], ids=["rr", "wrr"])
+@pytest.mark.parametrize("model", ["bernoulli", "bounded"])
+def test_error_rate_at_most_delta(cls, model):
+    """Over seeded runs on small instances, wrong answers <= binomial bound at rate delta."""
+    runs, delta = 60, 0.2
+    assert _wrong_answers(cls, model, delta, runs) <= max_failures(runs, delta)
+
+
+def test_error_rate_test_has_power():
+    """The same instances and bound catch a policy without a guarantee (NRR): the test can fail."""
+    runs, delta = 60, 0.2
+    assert _wrong_answers(NaiveRoundRobin, "bernoulli", delta, runs) > max_failures(runs, delta)
 
 
 def test_edge_all_arms_equal_never_decides():

@@ -281,6 +281,7 @@ class _ConfidentKSigma(_KSigmaEstimates):
         self._rad_lo: list[float] = []
         self._rad_hi: list[float] = []
         self._bsums = [0.0] * 8  # lo: Sb, S0, S1, S2 ; hi: Sb, S0, S1, S2
+        self._rfn_lo = self._rfn_hi = self.model.radius_fn(0.5)
         self._last_threshold_interval: tuple[float, float] | None = None
         self._ctx_T = -1
         self._ctx: tuple[float, float, float, float, float, float, float] = (0.0,) * 7
@@ -308,6 +309,7 @@ class _ConfidentKSigma(_KSigmaEstimates):
         T = max(self.T, 1)
         self._win_hi = T + max(1, T // 32)
         d_lo, d_hi = self.significance(T), self.significance(self._win_hi)
+        self._rfn_lo, self._rfn_hi = self.model.radius_fn(d_lo), self.model.radius_fn(d_hi)
         y = self._s_np / self._m_np
         rl = self.model.radii(self._m_np, self._s_np, d_lo)
         rh = self.model.radii(self._m_np, self._s_np, d_hi)
@@ -321,12 +323,16 @@ class _ConfidentKSigma(_KSigmaEstimates):
             bs[off + 3] = float((y * y * r2).sum())
 
     def _window_update(self, i: int, y_old: float, y_new: float) -> None:
-        """Replace arm i's terms in the bracket sums after it was pulled."""
+        """Replace arm i's terms in the bracket sums after it was pulled.
+
+        The lower end uses z at the window's start, the upper end z at its end: z grows with T,
+        radii grow with z, so the sums bracket the exact threshold radius for every T in the window.
+        """
         bs = self._bsums
-        for off, rads, dp in ((0, self._rad_lo, self.significance()),
-                              (4, self._rad_hi, self.significance(self._win_hi))):
+        m, s = float(self.m[i]), self.s[i]
+        for off, rads, fn in ((0, self._rad_lo, self._rfn_lo), (4, self._rad_hi, self._rfn_hi)):
             ro = rads[i]
-            rn = self._arm_radius(i, dp)
+            rn = fn(m, s)
             rads[i] = rn
             ro2, rn2 = ro * ro, rn * rn
             bs[off] += rn - ro
