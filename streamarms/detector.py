@@ -103,16 +103,13 @@ _CLIP = 0.98
 
 
 class _PassThroughCodec(RewardCodec):
-    """The detector validates rewards itself (every record, so errors do not depend on timing);
-    the scheduler asks this codec for a reward only for a record it *uses*, so this is also where the
-    detector counts the samples of each key (the graded score needs them)."""
+    """The detector validates every reward itself (so errors do not depend on which records the
+    scheduler happens to take) and hands the scheduler floats."""
 
-    def __init__(self, on_use: Callable[[str, float], None]) -> None:
+    def __init__(self) -> None:
         super().__init__(model=None)
-        self.on_use = on_use
 
     def reward(self, arm: str, value: Any) -> float:  # type: ignore[override]
-        self.on_use(arm, value)
         return value
 
 
@@ -209,8 +206,33 @@ class OutlierArmDetector(base.AnomalyDetector):
             params["seed"] = int(params["seed"]) + episode - 1
         if isinstance(self.policy, str):
             from .registry import build_policy
-            return build_policy(self.policy, arms, **params)
-        return self.policy(arms, **params)
+            policy = build_policy(self.policy, arms, **params)
+        else:
+            policy = self.policy(arms, **params)
+        # a new episode: its verdicts and sample tallies start empty
+        self._verdict = {}
+        self._tally = {}
+        self._cache = None
+        return self._tallying(policy)
+
+    def _tallying(self, policy: Policy) -> Policy:
+        """Count, per arm, the rewards the policy accepts (the graded score needs ``m`` and ``s``
+        whatever the policy; the scheduler may hold rewards it never delivers)."""
+        update = policy.update
+        tally = self._tally
+
+        def tallied(arm: str, reward: float, request: Any = None) -> Any:
+            events = update(arm, reward, request)
+            t = tally.get(arm)
+            if t is None:
+                tally[arm] = [1, reward]
+            else:
+                t[0] += 1
+                t[1] += reward
+            return events
+
+        policy.update = tallied  # type: ignore[method-assign]
+        return policy
 
     def _reset(self) -> None:
         self._clock = EventClock()
@@ -221,37 +243,18 @@ class OutlierArmDetector(base.AnomalyDetector):
         self._verdict: dict[str, float] = {}     # current episode: confident classifications
         self._final: dict[str, float] = {}       # last finished episode: every arm's final score
         self._tally: dict[str, list[float]] = {}  # current episode: [samples, sum] per arm
-        self._tally_episode = 0
         self._cache: dict[str, Any] | None = None
 
     def _make_scheduler(self) -> Scheduler:
         return Scheduler(self._build, clock=self._clock, config=self._config,
-                         codec=_PassThroughCodec(self._on_use), emit_alert=self._on_alert,
+                         codec=_PassThroughCodec(), emit_alert=self._on_alert,
                          on_episode_end=self._on_episode_end,
                          policy_name=self.policy if isinstance(self.policy, str) else
                          getattr(self.policy, "name", getattr(self.policy, "__name__", "policy")),
                          emit_normal=True, alert_repeat=True, history=1)
 
     # -- scheduler callbacks -------------------------------------------------------------------
-    def _sync_episode(self) -> None:
-        ep = self._scheduler.episode
-        if ep != self._tally_episode:
-            self._tally_episode = ep
-            self._tally = {}
-            self._verdict = {}
-            self._cache = None
-
-    def _on_use(self, arm: str, x: float) -> None:
-        self._sync_episode()
-        t = self._tally.get(arm)
-        if t is None:
-            self._tally[arm] = [1, x]
-        else:
-            t[0] += 1
-            t[1] += x
-
     def _on_alert(self, alert: dict[str, Any]) -> None:
-        self._sync_episode()
         kind = alert["kind"]
         if kind == "outlier":
             self._verdict[alert["arm"]] = 1.0
@@ -259,7 +262,6 @@ class OutlierArmDetector(base.AnomalyDetector):
             self._verdict[alert["arm"]] = 0.0
 
     def _on_episode_end(self, summary: dict[str, Any]) -> None:
-        self._sync_episode()
         policy = self._scheduler.policy
         assert policy is not None
         cache = self._decision_cache(policy, force=True)
@@ -284,14 +286,12 @@ class OutlierArmDetector(base.AnomalyDetector):
         bad = self._scheduler.offer(arm, reward)  # type: ignore[arg-type]
         if isinstance(bad, InvalidRecord):
             self.n_refused += 1
-        self._sync_episode()
 
     def score_one(self, x: dict) -> float:
         key = x.get(self.key)
         if key is None:
             return _UNKNOWN
         arm = str(key)
-        self._sync_episode()
         v = self._verdict.get(arm)
         if v is not None:
             return v
@@ -354,7 +354,6 @@ class OutlierArmDetector(base.AnomalyDetector):
     @property
     def outliers(self) -> list[str]:
         """Keys whose current score is 1.0 (confident outliers), sorted."""
-        self._sync_episode()
         arms = set(self._final) | set(self._verdict)
         return sorted(a for a in arms if self.score_one({self.key: a}) == 1.0)
 
@@ -388,6 +387,8 @@ class OutlierArmDetector(base.AnomalyDetector):
         self._clock = EventClock(clock_now)
         self._scheduler = self._make_scheduler()
         self._scheduler.restore(sched_state)
+        if self._scheduler.policy is not None:
+            self._tallying(self._scheduler.policy)
         self._cache = None
         if cache is not None and self._scheduler.policy is not None:
             model = getattr(self._scheduler.policy, "model", None)
