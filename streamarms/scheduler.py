@@ -389,7 +389,7 @@ class Scheduler:
         self._cooldown: dict[str, float] = {}
         # active: request id -> (arm, issued_at); arms in flight
         self._in_flight: dict[str, tuple[str, float]] = {}
-        self._in_flight_arms: dict[str, str] = {}
+        self._in_flight_arms: dict[str, int] = {}  # arm -> requests in flight
         self._request_seq = 0
         # the earliest moment something time-based must happen, and the record count at which
         # discovery ends (both checked on every record, so kept as plain numbers)
@@ -524,7 +524,7 @@ class Scheduler:
             self.invalid[e.reason] += 1
             return e
         del self._in_flight[str(rid)]
-        del self._in_flight_arms[arm]
+        self._unflight(arm)
         if arm == self._head:
             return self._deliver(arm, x, now)
         self._held.setdefault(arm, []).append(x)
@@ -660,7 +660,7 @@ class Scheduler:
             deferred: set[str] = set()
             for rid in [rid for rid, (_, issued) in self._in_flight.items() if issued + wait <= now]:
                 arm = self._in_flight.pop(rid)[0]
-                del self._in_flight_arms[arm]
+                self._unflight(arm)
                 self._cooldown[arm] = now + wait
                 if arm == self._head:
                     self.timeouts += 1
@@ -755,20 +755,31 @@ class Scheduler:
             free = self.config.max_in_flight - len(self._in_flight)
             if free > 0:
                 busy = self._in_flight_arms
+                depth = self._depth
                 for a, (r, _) in self._window.items():
-                    if a in busy or len(held.get(a, ())) >= self._depth or (a in cool and cool[a] > now):
+                    if a in cool and cool[a] > now:
                         continue
-                    self._send_request(r, now)
-                    free -= 1
+                    # up to `prefetch` samples of each planned arm held or on their way
+                    want = min(free, depth - len(held.get(a, ())) - busy.get(a, 0))
+                    for _ in range(want):
+                        self._send_request(r, now)
+                    free -= max(0, want)
                     if free <= 0:
                         break
         self._recompute_deadline()
+
+    def _unflight(self, arm: str) -> None:
+        n = self._in_flight_arms[arm] - 1
+        if n:
+            self._in_flight_arms[arm] = n
+        else:
+            del self._in_flight_arms[arm]
 
     def _send_request(self, r: Request, now: float) -> None:
         self._request_seq += 1
         rid = f"{self.request_prefix}{self.episode}-{self._request_seq}"
         self._in_flight[rid] = (r.arm, now)
-        self._in_flight_arms[r.arm] = rid
+        self._in_flight_arms[r.arm] = self._in_flight_arms.get(r.arm, 0) + 1
         self.requests_sent += 1
         payload = {"arm": r.arm, "request_id": rid, "episode": self.episode, "kind": r.kind, "time": now}
         self.emit_request(r.arm, payload)  # type: ignore[misc]
@@ -926,7 +937,9 @@ class Scheduler:
         self._held = {a: [float(x) for x in xs] for a, xs in state["held"].items()}
         self._cooldown = {a: float(t) for a, t in state["cooldown"].items()}
         self._in_flight = {rid: (a, float(t)) for rid, a, t in state["in_flight"]}
-        self._in_flight_arms = {a: rid for rid, (a, _) in self._in_flight.items()}
+        self._in_flight_arms = {}
+        for a, _ in self._in_flight.values():
+            self._in_flight_arms[a] = self._in_flight_arms.get(a, 0) + 1
         self._request_seq = int(state["request_seq"])
         self.alerts.restore(state["alerts"])
         self.history = list(state["history"])
