@@ -30,7 +30,9 @@ def instance(n: int, seed: int = 0) -> list[float]:
 def measure(name: str, n: int, pulls: int, bound: str, **extra) -> tuple[float, int]:
     means = instance(n)
     names = [str(i) for i in range(n)]
-    pol = build_policy(name, names, k=2.0, delta=0.1, bound=bound, **extra)
+    # NRR stops after 1/delta unchanged pulls: a tiny delta keeps it running for the measurement
+    delta = 1e-7 if name == "nrr" else 0.1
+    pol = build_policy(name, names, k=2.0, delta=delta, bound=bound, **extra)
     rng = np.random.default_rng(1)
     total = n + pulls
     u = rng.random(total)

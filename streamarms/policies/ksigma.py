@@ -535,9 +535,13 @@ class _ConfidentKSigma(_KSigmaEstimates):
     def _pulled_arm_event(self, i: int) -> list[Event]:
         if self._reported[i] or self._arm_active(i):
             return []
-        _, _, hi, lo, dprime, _, _ = self._context()
+        # the event's threshold interval uses the O(1) upper bracket of the radius (exact for bounded
+        # rewards; for Bernoulli at most a window's worth of z wider): no O(n) work per event
+        _, _, hi, lo, dprime, _, r_hi = self._context()
+        if r_hi == math.inf:
+            r_hi = self._threshold_radius_exact(dprime)
         y = self.s[i] / self.m[i]
-        return [self._event(i, y, self._arm_radius(i, dprime), hi, lo, self._threshold_radius_exact(dprime))]
+        return [self._event(i, y, self._arm_radius(i, dprime), hi, lo, r_hi)]
 
     def threshold_interval(self) -> tuple[float, float] | None:
         """The current threshold estimate's confidence interval (O(n) for Bernoulli)."""
