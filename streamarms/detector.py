@@ -33,7 +33,9 @@ samples (an O(n) vectorised call), confident verdicts the moment they are made.
 **Keys appearing over time: episodes.** A policy has a fixed set of arms. As in the daemon, the first
 episode starts once at least ``min_arms`` keys are known and no new key has been seen for
 ``discovery`` records; keys first seen later join the *next* episode. An episode ends when the policy
-stops, or after ``episode_timeout`` records (its undecided keys keep their graded score); the next one
+stops, or after ``episode_timeout`` records (its undecided keys keep their graded score; the default,
+a million records, is generous because the policy uses only the records of the keys it wants -- on
+the README's 31-key example about one in six -- and a cut-short episode's samples are lost); the next one
 starts ``episode_interval`` records after the previous one started (0: at once). Each episode starts
 from scratch, so a key whose mean drifts is re-classified. Time is counted in ``learn_one`` calls:
 every timeout below is a number of records, which makes the detector a deterministic function of the
@@ -72,13 +74,13 @@ OutlierArmDetector (
   reward="slow"
   policy="wrr"
   policy_params=None
-  window=8
+  window=32
   want_timeout=1000
   discovery=500
   min_arms=3
   max_arms=10000
   episode_interval=0
-  episode_timeout=100000
+  episode_timeout=1000000
 )
 """
 
@@ -144,9 +146,9 @@ class OutlierArmDetector(base.AnomalyDetector):
     """
 
     def __init__(self, key: str = "key", reward: str = "reward", policy: str | Callable[..., Policy] = "wrr",
-                 policy_params: dict[str, Any] | None = None, window: int = 8, want_timeout: int = 1000,
+                 policy_params: dict[str, Any] | None = None, window: int = 32, want_timeout: int = 1000,
                  discovery: int = 500, min_arms: int = 3, max_arms: int = 10_000, episode_interval: int = 0,
-                 episode_timeout: int | None = 100_000) -> None:
+                 episode_timeout: int | None = 1_000_000) -> None:
         self.key = key
         self.reward = reward
         self.policy = policy

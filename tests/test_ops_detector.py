@@ -211,3 +211,29 @@ def test_islice_smoke():
     for x in itertools.islice(_stream(MEANS, 10**9, seed=8), 20000):
         det.learn_one(x)
     assert len(det._scheduler.history) <= 1
+
+
+def test_readme_example():
+    """The README's river-pipeline example, verbatim apart from the prints."""
+    rng = random.Random(42)
+    slow = {f"host-{i:02d}": 0.05 for i in range(30)} | {"host-07": 0.6}   # host-07 is often slow
+    hosts = sorted(slow)
+
+    def requests(n):
+        for _ in range(n):
+            h = rng.choice(hosts)
+            mean_ms = 900 if rng.random() < slow[h] else 80
+            yield {"host": h, "latency_ms": rng.expovariate(1 / mean_ms)}
+
+    model = compose.Pipeline(
+        compose.FuncTransformer(lambda x: {"key": x["host"], "reward": int(x["latency_ms"] > 500)}),
+        OutlierArmDetector(policy="wrr", policy_params={"k": 2.0, "delta": 0.05}),
+    )
+    for x in requests(150_000):
+        model.score_one(x)
+        model.learn_one(x)
+    detector = model[-1]
+    assert detector.outliers == ["host-07"]
+    assert model.score_one({"host": "host-07", "latency_ms": 10}) == 1.0
+    assert model.score_one({"host": "host-03", "latency_ms": 10}) == 0.0
+    assert detector.n_samples < detector.n_records / 3
