@@ -16,6 +16,7 @@ import sys
 import time
 import tomllib
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -316,3 +317,66 @@ def test_every_metric_of_the_dashboard_and_rules_is_served_live(tmp_path):
         rc, took, output = _stop(proc)
     assert rc == 0 and took < 10, output[-2000:]
     assert (tmp_path / "state.checkpoint").exists()
+
+
+@pytest.mark.skipif(shutil.which("prometheus") is None, reason="prometheus not installed (apt-get install prometheus)")
+def test_a_real_prometheus_evaluates_every_dashboard_query_and_rule(tmp_path):
+    """Prometheus scrapes a live daemon every second; every dashboard query must evaluate without error
+    (and return data, but for the ones that are legitimately empty on a healthy demo), every rule be healthy."""
+    proc, port = _start("--checkpoint", str(tmp_path / "state.checkpoint"), "--checkpoint-interval", "0.5",
+                        "--metrics-flagged-arms", "5", cwd=tmp_path)
+    prom_port = _free_port()
+    rules = DEPLOY / "prometheus" / "streamarms-alerts.yml"
+    (tmp_path / "prom.yml").write_text(yaml.safe_dump({
+        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "rule_files": [str(rules)],
+        "scrape_configs": [{"job_name": "streamarms", "static_configs": [{"targets": [f"127.0.0.1:{port}"]}]}]}))
+    prom = subprocess.Popen(["prometheus", f"--config.file={tmp_path / 'prom.yml'}",
+                             f"--storage.tsdb.path={tmp_path / 'tsdb'}", f"--web.listen-address=127.0.0.1:{prom_port}"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def api(path: str, **params: str) -> dict:
+        url = f"http://127.0.0.1:{prom_port}/api/v1/{path}"
+        if params:
+            url += "?" + urllib.parse.urlencode(params)
+        try:
+            with urllib.request.urlopen(url, timeout=5) as r:
+                return json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return json.loads(e.read())
+
+    def query(expr: str) -> dict:
+        expr = expr.replace("$instance", ".*").replace("$__rate_interval", "5s").replace("$__range", "5m")
+        return api("query", query=expr)
+
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                r = query('rate(streamarms_records_total[5s]) > 0 and on() streamarms_flagged_arms > 0')
+                if r.get("status") == "success" and r["data"]["result"]:
+                    break
+            except (urllib.error.URLError, ConnectionError, OSError):
+                pass
+            time.sleep(0.5)
+        else:
+            pytest.fail("Prometheus never saw the daemon's records")
+        d = _dashboard()
+        may_be_empty = {"Refused records", "outlier-annotation"}
+        checked = 0
+        for title, expr in ([(p["title"], t["expr"]) for p in d["panels"] for t in p.get("targets", [])]
+                            + [("outlier-annotation", d["annotations"]["list"][1]["expr"])]):
+            r = query(expr)
+            assert r["status"] == "success", (title, expr, r)
+            if title not in may_be_empty:
+                assert r["data"]["result"], (title, expr)
+            checked += 1
+        assert checked >= 30
+        groups = api("rules")["data"]["groups"]
+        health = {rule["name"]: rule["health"] for g in groups for rule in g["rules"]}
+        assert len(health) == len(_exprs_of_rules()) and set(health.values()) == {"ok"}, health
+    finally:
+        prom.terminate()
+        prom.wait(timeout=20)
+        rc, _, output = _stop(proc)
+    assert rc == 0, output[-2000:]
