@@ -227,7 +227,7 @@ class SchedulerConfig:
 
     mode: str = PASSIVE
     #: passive: how many arms may be wanted at once
-    window: int = 8
+    window: int = 32
     #: rewards held per planned arm until the plan reaches it (passive); 1 in active mode is enough
     prefetch: int = 4
     #: passive: give up a want after this long without a record of the arm
