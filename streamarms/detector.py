@@ -75,6 +75,7 @@ OutlierArmDetector (
   policy="wrr"
   policy_params=None
   window=32
+  prefetch=32
   want_timeout=1000
   discovery=500
   min_arms=3
@@ -131,6 +132,9 @@ class OutlierArmDetector(base.AnomalyDetector):
         Options for the policy (default: the policy's defaults; for "wrr": k=2, delta=0.1, Bernoulli).
     window
         How many keys the policy may want at once (the scheduler's passive window).
+    prefetch
+        Rewards held per wanted key until the policy asks for them. WRR pulls an undecided key about
+        ``rho* ~ n^(2/3)`` times in a row, so a small value starves it when there are many keys.
     want_timeout
         Records after which an unmet want is given up and the key deferred.
     discovery
@@ -146,7 +150,8 @@ class OutlierArmDetector(base.AnomalyDetector):
     """
 
     def __init__(self, key: str = "key", reward: str = "reward", policy: str | Callable[..., Policy] = "wrr",
-                 policy_params: dict[str, Any] | None = None, window: int = 32, want_timeout: int = 1000,
+                 policy_params: dict[str, Any] | None = None, window: int = 32, prefetch: int = 32,
+                 want_timeout: int = 1000,
                  discovery: int = 500, min_arms: int = 3, max_arms: int = 10_000, episode_interval: int = 0,
                  episode_timeout: int | None = 1_000_000) -> None:
         self.key = key
@@ -154,6 +159,7 @@ class OutlierArmDetector(base.AnomalyDetector):
         self.policy = policy
         self.policy_params = policy_params
         self.window = window
+        self.prefetch = prefetch
         self.want_timeout = want_timeout
         self.discovery = discovery
         self.min_arms = min_arms
@@ -169,7 +175,7 @@ class OutlierArmDetector(base.AnomalyDetector):
         if policy_params is not None and not isinstance(policy_params, dict):
             raise ValueError(f"policy_params must be a dict or None, got {policy_params!r}")
         self._config = SchedulerConfig(
-            mode="passive", window=window, want_timeout=float(want_timeout), discovery_records=discovery,
+            mode="passive", window=window, prefetch=prefetch, want_timeout=float(want_timeout), discovery_records=discovery,
             discovery_seconds=float("inf"), min_arms=min_arms, max_arms=max_arms,
             episode_interval=float(episode_interval),
             episode_timeout=None if episode_timeout is None else float(episode_timeout))

@@ -229,11 +229,11 @@ def test_readme_example():
         compose.FuncTransformer(lambda x: {"key": x["host"], "reward": int(x["latency_ms"] > 500)}),
         OutlierArmDetector(policy="wrr", policy_params={"k": 2.0, "delta": 0.05}),
     )
-    for x in requests(150_000):
+    for x in requests(100_000):
         model.score_one(x)
         model.learn_one(x)
     detector = model[-1]
     assert detector.outliers == ["host-07"]
     assert model.score_one({"host": "host-07", "latency_ms": 10}) == 1.0
     assert model.score_one({"host": "host-03", "latency_ms": 10}) == 0.0
-    assert detector.n_samples < detector.n_records / 3
+    assert detector.episodes >= 1 and detector.n_samples < detector.n_records
