@@ -618,3 +618,41 @@ def test_aaai20_uniform_family_done_criterion():
     assert 2 * d.extra["threshold_pairs"] > 0.9 * d.pulls
     # the threshold interval at the end is about half the smallest gap (r_a ~ r_theta)
     assert d.threshold - d.extra["r_theta"] > max(means)
+
+
+def test_runs_under_the_passive_scheduler():
+    """The streaming runtime drives ADE by key only (head = next_request, prefetch = wanted, defer on
+    timeouts); threshold pairs come back with their request. A scheduler snapshot taken mid-episode
+    restores into a run that ends exactly like the uninterrupted one."""
+    from streamarms.scheduler import EventClock, RewardCodec, Scheduler, SchedulerConfig
+
+    keys, means = ["a", "b", "c", "d", "e"], [0.1, 0.2, 0.35, 0.7, 0.9]
+
+    def make():
+        clock, ends = EventClock(), []
+        s = Scheduler(lambda names, ep: ADE(names, k=0.0, model="bernoulli", seed=5), clock=clock,
+                      emit_alert=lambda a: None, on_episode_end=ends.append,
+                      config=SchedulerConfig(discovery_records=50, max_episodes=1, want_timeout=0.05),
+                      codec=RewardCodec(model=BernoulliModel()))
+        return s, clock, ends
+
+    def run(cut):
+        s, clock, ends = make()
+        rng = random.Random(3)
+        for i in range(2_000_000):
+            if i == cut:
+                state = json.loads(json.dumps(s.snapshot()))
+                s, clock, ends = make()
+                s.restore(state)
+            a = rng.randrange(5)
+            x = rng.random() < means[a]
+            clock.advance(i * 0.001)
+            s.offer(keys[a].encode(), b'{"reward": %d}' % x)
+            if s.finished:
+                break
+        assert s.finished and len(ends) == 1
+        return s.stats()["records"], s.stats()["used"], ends[0]["outliers"], ends[0]["done"]
+
+    whole = run(None)
+    assert whole[2:] == (["d", "e"], True) and whole[1] < whole[0] / 2
+    assert run(20_000) == whole

@@ -71,15 +71,15 @@ outlier by ``y_i >= theta``) no finite sample separates the intervals: ADE never
 a driver's pull cap ends the run (``Decision.estimated_outliers`` is then the plug-in answer).
 
 >>> import random
->>> means = [0.1, 0.2, 0.3, 0.2, 0.25, 0.95]
->>> policy = AdaptiveDoubleExploration([str(i) for i in range(6)], k=1.5, model="bounded", seed=1)
+>>> means = [0.1, 0.2, 0.3, 0.9]      # theta = mu + 0.5 sigma = 0.53
+>>> policy = AdaptiveDoubleExploration(["0", "1", "2", "3"], k=0.5, model="bounded", seed=1)
 >>> rng = random.Random(7)
 >>> while not policy.done:
 ...     req = policy.next_request()
 ...     x = 1.0 if rng.random() < means[int(req.arm)] else 0.0
 ...     _ = policy.update(req.arm, x, req)
->>> policy.decision().outliers
-['5']
+>>> policy.decision().outliers, policy.pulls
+(['3'], 59426)
 """
 
 from __future__ import annotations
