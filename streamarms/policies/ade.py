@@ -65,6 +65,13 @@ Choices and deviations (each keeps the guarantee; tests in ``tests/test_ade.py``
   pending and draws the next pair (at most ``max_pending_pairs``); pairs enter the estimates strictly
   in draw order, so the estimated pairs are always the first ``m_theta`` uniform draws and
   availability cannot bias ``mu_hat``. ``defer`` of an arm in a sequential round moves it to the back.
+  With extra samples, candidates' counts differ; ``r_a,t`` is then the current radius of the candidate
+  whose radius was largest at the last sequential round (exact on the paper's plan).
+
+Streaming caveats. A key that stops sending stalls ADE: a pending pair of it blocks the threshold
+estimate (draw order), and a sequential round needs every candidate (RR/WRR stall on it too: theta
+depends on every arm). In a passive stream a threshold pair waits for one specific, randomly drawn
+key, so ADE reads about n records per threshold sample there (``wanted`` lists only pending pairs).
 
 Caveat: with zero gap (an arm mean exactly at theta, e.g. all arms equal, where every arm is an
 outlier by ``y_i >= theta``) no finite sample separates the intervals: ADE never stops on its own and
@@ -391,7 +398,7 @@ class AdaptiveDoubleExploration(Policy):
         if self._alive[i] and self._m_a >= 1:
             self._ver[i] += 1
             self._push_arm(i, self._radius_at(self._delta_t))
-            if len(self._h_hi_clr) > 2 * self._n_alive + 64:
+            if max(len(self._h_hi_clr), len(self._h_lo_out)) > 2 * self._n_alive + 64:   # stale entries
                 self._rebuild_heaps()
         return []
 
