@@ -273,6 +273,8 @@ class HeavyTailedModel(RewardModel):
         self.sum_based = estimator != "mom"
         self._L0 = math.log(2.0 / delta0)
         self.k = bounds.mom_blocks(delta0, p) if estimator == "mom" else 0
+        self._e = (p - 1.0) / p
+        self._scales: dict[float, float] = {}
 
     def tuned(self, delta0: float) -> "HeavyTailedModel":
         """The same model with the estimator tuned for significance ``delta0``."""
@@ -297,14 +299,31 @@ class HeavyTailedModel(RewardModel):
             return MedianOfMeans(self.delta0, self.p)
         return stats.Mean()
 
+    def _scale(self, delta: float) -> float:
+        """EA/TEA radius after one sample at ``delta`` (they are ``scale * m^(-(p-1)/p)``), cached per delta."""
+        sc = self._scales.get(delta)
+        if sc is None:
+            if len(self._scales) > 16:
+                self._scales.clear()
+            if self.estimator == "tea":
+                sc = bounds.tea_radius_fixed_truncation(1.0, self.p, self.B, delta, self.delta0)
+            else:
+                sc = bounds.ea_radius(1.0, self.p, self.C_eff, delta)
+            self._scales[delta] = sc
+        return sc
+
     def radius(self, m: float, s: float, delta: float) -> float:
         if m <= 0:
             return math.inf
-        if self.estimator == "tea":
-            return bounds.tea_radius_fixed_truncation(float(m), self.p, self.B, delta, self.delta0)
-        if self.estimator == "ea":
-            return bounds.ea_radius(float(m), self.p, self.C_eff, delta)
-        return bounds.mom_radius(float(m), self.p, self.C_eff, delta, self.k)
+        if self.estimator == "mom":
+            return bounds.mom_radius(float(m), self.p, self.C_eff, delta, self.k)
+        return self._scale(delta) * m ** -self._e
+
+    def radius_fn(self, delta: float) -> Callable[[float, float], float]:
+        if self.estimator == "mom":
+            return lambda m, s: self.radius(m, s, delta)
+        sc, e = self._scale(delta), -self._e
+        return lambda m, s: sc * m ** e if m > 0 else math.inf
 
     def radii(self, m: np.ndarray, s: np.ndarray, delta: float) -> np.ndarray:
         m = np.asarray(m, dtype=float)
