@@ -47,11 +47,14 @@ def reference_run(kind, means_table, theta, T, param):
 
 def run_table(policy, table):
     """Drive a policy on a per-arm reward table (sample j of arm i is table[i, j])."""
-    pos = [0] * table.shape[0]
+    rows = table.tolist()
+    pos = [0] * len(rows)
     order = []
+    index, nxt, update = policy.index, policy.next_request, policy.update
     while not policy.done:
-        i = policy.index[policy.next_request().arm]
-        policy.update(policy.arms[i], float(table[i, pos[i]]))
+        arm = nxt().arm
+        i = index[arm]
+        update(arm, rows[i][pos[i]])
         pos[i] += 1
         order.append(i)
     return order

@@ -94,6 +94,7 @@ class _Eliminator(Policy):
         self._remaining = 0  # surviving arms still below the target
         self._queue: deque[int] = deque()
         self._deferred: set[int] = set()
+        self._requests = [Request(a) for a in self.arms]  # immutable: one per arm, reused
 
     # -- helpers ---------------------------------------------------------------------------------
     def _contribution(self, i: int, j: int, x: float) -> float:
@@ -125,7 +126,7 @@ class _Eliminator(Policy):
         if not head:
             self._deferred.clear()
             head = self._head(self._deferred)
-        return Request(self.arms[head[0]]) if head else None
+        return self._requests[head[0]] if head else None
 
     def wanted(self, k: int) -> list[Request]:
         if self.done or k <= 0:

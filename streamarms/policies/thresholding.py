@@ -158,6 +158,7 @@ class ThresholdingPolicy(Policy):
         self._deferred: set[int] = set()
         self._key: list[float] = [-math.inf] * n
         self._heap: list[tuple[float, int]] = [(-math.inf, i) for i in range(n)]
+        self._requests = [Request(a) for a in self.arms]  # immutable: one per arm, reused
 
     # -- the index -------------------------------------------------------------------------------
     def key(self, m: int, theta_hat: float) -> float:  # pragma: no cover - abstract
@@ -207,13 +208,18 @@ class ThresholdingPolicy(Policy):
     def next_request(self) -> Request | None:
         if self.done:
             return None
+        if not self._deferred:  # fast path
+            heap, key = self._heap, self._key
+            while heap[0][0] != key[heap[0][1]]:
+                heapq.heappop(heap)
+            return self._requests[heap[0][1]]
         if len(self._deferred) >= len(self.arms):
             self._deferred.clear()
         top = self._top(1, self._deferred)
         if not top:  # every candidate deferred
             self._deferred.clear()
             top = self._top(1, self._deferred)
-        return Request(self.arms[top[0]])
+        return self._requests[top[0]]
 
     def wanted(self, k: int) -> list[Request]:
         if self.done or k <= 0:
@@ -224,7 +230,9 @@ class ThresholdingPolicy(Policy):
         self._deferred.add(self._arm_index(arm))
 
     def update(self, arm: str, reward: float, request: Request | None = None) -> list[Event]:
-        i = self._arm_index(arm)
+        i = self.index.get(arm)
+        if i is None:
+            i = self._arm_index(arm)  # raises, naming the arm
         x = self.model.check(arm, reward)
         if self.done:
             self.ignored += 1
@@ -237,7 +245,8 @@ class ThresholdingPolicy(Policy):
         self.m[i] = j
         self.s[i] += x
         self._T += 1
-        self._deferred.clear()
+        if self._deferred:
+            self._deferred.clear()
         k = self.key(j, self.s[i] / j)
         self._key[i] = k
         heapq.heappush(self._heap, (k, i))
