@@ -107,6 +107,11 @@ class _KSigmaEstimates(Policy):
         self.k = float(k)
         self.delta = float(delta)
         self.model = make_model(model)
+        if hasattr(self.model, "require_sum_based"):
+            self.model.require_sum_based(self.name)
+        # estimates other than the plain mean (TEA): the sum adds model.contribution(j, x)
+        self._transforms = bool(getattr(self.model, "transforms", False))
+        self._transformed = 0  # samples whose contribution differs from the reward (e.g. truncated)
         self.two_sided = bool(two_sided)
         self.n = n
         self.m: list[int] = [0] * n
@@ -166,6 +171,11 @@ class _KSigmaEstimates(Policy):
         else:
             self._n_unpulled -= 1
         mi += 1
+        if self._transforms:
+            cx = self.model.contribution(mi, x)
+            if cx != x:
+                self._transformed += 1
+            x = cx
         si += x
         self.m[i], self.s[i] = mi, si
         self._m_np[i], self._s_np[i] = mi, si
@@ -229,6 +239,7 @@ class _KSigmaEstimates(Policy):
         return {"policy": type(self).__name__, "arms": list(self.arms), "params": self._params(),
                 "m": list(self.m), "s": list(self.s), "T": self.T, "cur": self._cur,
                 "done": self._done, "ignored_after_done": self._ignored_after_done,
+                "transformed": self._transformed,
                 "sums": [self._sy, self._syy, self._sinv]}
 
     def _load_base_state(self, st: dict[str, Any]) -> None:
@@ -240,6 +251,7 @@ class _KSigmaEstimates(Policy):
         self._cur = int(st["cur"])
         self._done = bool(st["done"])
         self._ignored_after_done = int(st.get("ignored_after_done", 0))
+        self._transformed = int(st.get("transformed", 0))
         self._n_unpulled = sum(1 for v in self.m if v == 0)
         self._sy, self._syy, self._sinv = (float(v) for v in st["sums"])
 
@@ -573,7 +585,8 @@ class _ConfidentKSigma(_KSigmaEstimates):
         undecided = [arms[i] for i in np.nonzero(active)[0]]
         est = [arms[i] for i in np.nonzero(outside)[0]]
         extra: dict[str, Any] = {"mu": mu, "sigma": sigma, "significance": dprime,
-                                 "ignored_after_done": self._ignored_after_done}
+                                 "ignored_after_done": self._ignored_after_done,
+                                 "transformed_samples": self._transformed}
         if self.two_sided:
             extra["lower_threshold"] = lo
             extra["lower_threshold_interval"] = (lo - rth, lo + rth)
