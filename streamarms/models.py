@@ -231,8 +231,8 @@ class HeavyTailedModel(RewardModel):
       (``sum_based`` is false): only the best-arm policies (SE, SR) support it.
 
     ``C`` bounds the central moment ``E|X - mu|^p``; by default ``2^p B`` (implied by B). ``delta0`` is the
-    significance the TEA truncation schedule and the number of MoM blocks are tuned for; the best-arm
-    policies re-tune it to their own (:meth:`tuned`).
+    significance the TEA truncation schedule and the number of MoM blocks are tuned for (keep it near the
+    significance the radius will be used at); SE-delta re-tunes it to its ``delta / K`` (:meth:`tuned`).
 
     >>> m = HeavyTailedModel(p=2.0, B=7.0)
     >>> m.check("a", -123.0)

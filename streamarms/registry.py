@@ -100,13 +100,16 @@ def _threshold(opts: Any, policy: str) -> float:
     return float(theta)
 
 
+_UNIT_RANGE_ENVS = ("bernoulli", "bounded", "hoeffding", "two-point", "beta")
+
+
 def _second_moments(opts: Any) -> tuple[float, float] | None:
     """(max_i E X_i^2, max_i Var X_i) of the simulated arms, when the CLI passed them (``true_means``)."""
     means = getattr(opts, "true_means", None)
     if means is None:
         return None
     env = _opt(opts, "env", "bernoulli")
-    if env == "bernoulli":
+    if env in _UNIT_RANGE_ENVS:  # rewards in [0, 1]
         return 1.0, 0.25
     if env == "gaussian":
         return max(m * m for m in means) + 1.0, 1.0
@@ -141,6 +144,8 @@ def _threshold_model(opts: Any, n_arms: int) -> Any:
     env = _opt(opts, "env", "bernoulli")
     if env == "bernoulli":
         return make_model("bernoulli")
+    if env in _UNIT_RANGE_ENVS and getattr(opts, "estimator", None) is None:
+        return make_model("bounded", a=0.0, b=1.0)
     if env == "gaussian" and getattr(opts, "estimator", None) is None:
         return make_model("subgaussian", sigma=1.0)
     return heavy_model_from_opts(opts, n_arms, estimator_default="ea")

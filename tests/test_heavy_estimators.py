@@ -212,3 +212,24 @@ def test_sub_gaussian_model():
     assert m.check("x", -55.5) == -55.5
     with pytest.raises(ValueError):
         SubGaussianModel(0.0)
+
+
+def test_ksigma_policies_accept_the_heavy_tailed_model():
+    """The k-sigma policies sum TEA contributions (truncated samples count, contribute 0) and refuse MoM."""
+    import random
+
+    from streamarms.policies.ksigma import RoundRobin, WeightedRoundRobin
+    from streamarms.sim import StudentTArm
+
+    arms = [str(i) for i in range(5)]
+    pol = WeightedRoundRobin(arms, k=1.5, delta=0.1, model=HeavyTailedModel(2.0, 30.0, "tea"))
+    rng = random.Random(0)
+    dists = [StudentTArm(mu, 2.5) for mu in (0.0, 0.1, 0.2, 0.1, 5.0)]
+    for _ in range(2000):
+        arm = pol.next_request().arm
+        pol.update(arm, dists[int(arm)].pull(rng))
+    pol.update("0", 1e9)  # far above any truncation level: contributes 0, counted
+    d = pol.decision()
+    assert d.extra["transformed_samples"] >= 1 and pol.pulls == 2001
+    with pytest.raises(ValueError, match="per-arm state"):
+        RoundRobin(arms, k=1.5, model=HeavyTailedModel(2.0, 30.0, "mom"))

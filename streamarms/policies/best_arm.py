@@ -116,7 +116,9 @@ class _Eliminator(Policy):
     def _head(self, skip: set[int]) -> list[int]:
         while self._queue and self.m[self._queue[0]] >= self._target:
             self._queue.popleft()
-        return [i for i in self._queue if i not in skip][:1] if skip else list(self._queue)[:1]
+        if not skip:
+            return [self._queue[0]] if self._queue else []
+        return [i for i in self._queue if i not in skip and self.m[i] < self._target][:1]
 
     # -- Policy interface ------------------------------------------------------------------------
     def next_request(self) -> Request | None:
