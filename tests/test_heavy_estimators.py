@@ -144,7 +144,8 @@ def test_tea_radius_fixed_truncation_is_the_paper_at_delta0_and_monotone():
         r = [bounds.tea_radius_fixed_truncation(50, p, 3.0, d, 1e-4) for d in deltas]
         assert all(b >= a for a, b in zip(r, r[1:]))
         arr = bounds.tea_radius_fixed_truncation(np.array([0.0, 50.0]), p, 3.0, 1e-9, 1e-4)
-        assert arr[0] == math.inf and arr[1] == pytest.approx(bounds.tea_radius_fixed_truncation(50, p, 3.0, 1e-9, 1e-4))
+        assert arr[0] == math.inf
+        assert arr[1] == pytest.approx(bounds.tea_radius_fixed_truncation(50, p, 3.0, 1e-9, 1e-4))
 
 
 def test_mom_radius_decreases_with_samples_and_delta():

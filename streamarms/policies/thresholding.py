@@ -337,7 +337,9 @@ class LSA(ThresholdingPolicy):
 
 
 class APT(ThresholdingPolicy):
-    """APT(epsilon) (Locatelli et al. 2016, as run in [TBPZ19] Sec. 5): pull ``argmin_i sqrt(T_i) (Delta_hat_i + epsilon)``.
+    """APT(epsilon) (Locatelli et al. 2016, as run in [TBPZ19] Sec. 5).
+
+    Pull ``argmin_i sqrt(T_i) (Delta_hat_i + epsilon)``.
 
     ``epsilon >= 0`` is the precision (indifference zone); the LSA paper tests 0, 0.025, 0.05 and 0.1.
 
