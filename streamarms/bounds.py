@@ -244,12 +244,23 @@ def lipschitz_threshold_radius(k: float, beta: np.ndarray) -> float:
 # AAAI'20 adaptive threshold radius (ADE)
 # --------------------------------------------------------------------------------------------
 def ade_sigma_epsilon(R: float, R_prime: float, b: float, m_theta: int, delta_t: float) -> float:
-    """[ZZZZ20] ``eps_sigma = (R' + 2 b R) sqrt(log(6 / delta_t) / (2 m_theta))``.
+    """[ZZZZ20] Lemma 4: ``eps_sigma = (R' + 2 b R) sqrt(log(1 / delta_t) / (2 m_theta))``.
 
-    >>> round(ade_sigma_epsilon(1.0, 1.0, 1.0, 2, 6 * math.exp(-4)), 6)
+    The paper prints this quantity twice. Lemma 2/3 state it with ``log(6 / delta_t)`` (the event
+    ``|sigma_hat^2 - sigma^2| <= eps`` then fails with probability delta_t); Lemma 4, which defines
+    the threshold radius ``r_theta`` that Alg. 1 uses, and the proof of Thm. 2 restate it with
+    ``log(1 / delta_t)`` (failure 6 delta_t; with the 2 delta_t of mu that is the 8 delta_t per round
+    that the union bound ``sum_t (2n + 8) delta_t = delta`` of Lemma 5 pays for). ``r_theta`` contains
+    ``sqrt(2 / U_sigma) eps_sigma`` with the *same* eps_sigma that enters ``U_sigma = min(sigma_hat^2 +
+    eps_sigma)``: Lemma 3's last step needs ``U_sigma <= sigma_hat^2 + eps_sigma``. Building U_sigma from
+    the larger log(6 / delta_t) value while r_theta uses log(1 / delta_t) would break that step (the
+    worst-case sigma error then exceeds the radius by up to ~1.6%), so we use the Lemma 4 reading,
+    the only one consistent with the printed r_theta and the delta_t schedule.
+
+    >>> round(ade_sigma_epsilon(1.0, 1.0, 1.0, 2, math.exp(-4)), 6)
     3.0
     """
-    return (R_prime + 2.0 * b * R) * math.sqrt(math.log(6.0 / delta_t) / (2.0 * m_theta))
+    return (R_prime + 2.0 * b * R) * math.sqrt(math.log(1.0 / delta_t) / (2.0 * m_theta))
 
 
 def ade_threshold_radius(R: float, R_prime: float, b: float, k: float, U_sigma: float,

@@ -3,7 +3,7 @@
 Each :class:`PolicySpec` says how to build the policy from a list of arm names and parsed options,
 and how to compute the true outlier set from the true means under that policy's own definition.
 
->>> {"rr", "wrr", "nrr", "lsa", "se"} <= set(POLICIES)
+>>> {"rr", "wrr", "nrr", "ade", "lsa", "se"} <= set(POLICIES)
 True
 >>> POLICIES["wrr"].kind
 'outlier'
@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from .models import make_model
 from .policies.base import Policy
+from .policies.ade import AdaptiveDoubleExploration, ade_outliers
 from .policies.ksigma import NaiveRoundRobin, RoundRobin, WeightedRoundRobin, ksigma_outliers
 
 __all__ = ["PolicySpec", "POLICIES", "register", "build_policy", "model_from_opts"]
@@ -72,6 +73,23 @@ register(PolicySpec("wrr", lambda arms, o: WeightedRoundRobin(arms, rho=_opt(o, 
                     _ksigma_truth, description="Weighted Round-Robin, Zhuang et al. NeurIPS'17 Alg. 2"))
 register(PolicySpec("nrr", lambda arms, o: NaiveRoundRobin(arms, **_ksigma_kw(o)), _ksigma_truth,
                     description="Naive Round-Robin baseline (no guarantee), NeurIPS'17 Sec. 5.2"))
+
+
+
+def _ade_truth(means: list[float], opts: Any) -> list[str]:
+    return [str(i) for i in ade_outliers(means, _opt(opts, "k", 2.0), bool(_opt(opts, "two_sided", False)))]
+
+
+def _ade_seed(opts: Any) -> int | None:
+    """ADE's own seed (threshold arm draws), derived from the run seed: a simulator seeded with the
+    same number would otherwise replay the same Mersenne Twister stream, and the drawn arm would be
+    correlated with the reward it gets."""
+    s = _opt(opts, "seed")
+    return None if s is None else (int(s) * 0x9E3779B97F4A7C15 + 0xADE) % (1 << 63)
+
+
+register(PolicySpec("ade", lambda arms, o: AdaptiveDoubleExploration(arms, seed=_ade_seed(o), **_ksigma_kw(o)),
+                    _ade_truth, description="Adaptive Double Exploration, Zhang et al. AAAI'20 Alg. 1"))
 
 
 def build_policy(name: str, arms: list[str], **opts: Any) -> Policy:
