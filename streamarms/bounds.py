@@ -244,3 +244,94 @@ def ade_threshold_radius(R: float, R_prime: float, b: float, k: float, U_sigma: 
     """
     return (R + math.sqrt(2.0) * k * (R_prime + 2.0 * b * R) / math.sqrt(U_sigma)) * \
         math.sqrt(math.log(1.0 / delta_t) / (2.0 * m_theta))
+
+
+# --------------------------------------------------------------------------------------------
+# KDD'20 GOLD neighbourhood coefficient
+# --------------------------------------------------------------------------------------------
+#: [BH20] Eq. 3 needs ``epsilon > e^(1/16) - 1`` (about 0.0645) so that ``b > 0``.
+GOLD_EPSILON_MIN = math.exp(1.0 / 16.0) - 1.0
+
+
+def gold_b(epsilon: float) -> float:
+    """[BH20] Eq. 3: ``b = (1 + e^(1/16) + eps) / (1 - e^(1/16) + eps)``, defined for eps > e^(1/16) - 1.
+
+    Arms i, j are neighbours while ``|y_hat_i - y_hat_j| <= b (beta_i + beta_j)``; b > 1 always.
+
+    >>> round(gold_b(2.5), 4)
+    1.8741
+    >>> gold_b(0.05)
+    Traceback (most recent call last):
+    ...
+    ValueError: epsilon must be > e^(1/16) - 1 = 0.064494 (Ban & He, KDD 2020, Eq. 3), got 0.05
+    """
+    if not (isinstance(epsilon, (int, float)) and math.isfinite(epsilon)) or epsilon <= GOLD_EPSILON_MIN:
+        raise ValueError(f"epsilon must be > e^(1/16) - 1 = {GOLD_EPSILON_MIN:.6f} "
+                         f"(Ban & He, KDD 2020, Eq. 3), got {epsilon!r}")
+    e = math.exp(1.0 / 16.0)
+    return (1.0 + e + epsilon) / (1.0 - e + epsilon)
+
+
+# --------------------------------------------------------------------------------------------
+# robust threshold: median and MAD of the arms' means, bounded from the arms' intervals
+# --------------------------------------------------------------------------------------------
+#: consistency constant of the MAD for normal data: 1.4826 MAD estimates sigma
+MAD_NORMAL_CONSTANT = 1.4826
+
+
+def anytime_arm_significance(delta: float, n: int, m: ArrayOrFloat) -> ArrayOrFloat:
+    """Per-arm anytime schedule ``delta_m = 6 delta / (pi^2 n m^2)`` for an arm's m-th sample mean.
+
+    A union bound over the n arms and every sample count m >= 1 (sum_m 1/m^2 = pi^2/6) gives
+    ``P(exists i, m: |y_hat_{i,m} - y_i| > beta(m, delta_m)) <= delta``. Because ``y_hat_{i,m}`` is the
+    mean of arm i's first m rewards, this holds under *any* adaptive sampling order (unlike a schedule in
+    the total pull count T, whose union bound conditions on the order). The radius of an arm then
+    changes only when the arm is sampled.
+
+    >>> round(anytime_arm_significance(0.1, 10, 1), 6)
+    0.006079
+    """
+    return 6.0 * delta / (math.pi ** 2 * n * (m * m if isinstance(m, (int, float)) else np.square(m, dtype=float)))
+
+
+def median_mad_bounds(lower: np.ndarray, upper: np.ndarray) -> tuple[float, float, float, float]:
+    """Bounds on the median and the MAD of unknown means ``y`` known only through ``lower <= y <= upper``.
+
+    Returns ``(med_lo, med_hi, mad_lo, mad_hi)`` such that, whenever every ``y_i`` lies in
+    ``[lower_i, upper_i]``, ``med_lo <= median(y) <= med_hi`` and ``mad_lo <= MAD(y) <= mad_hi``, where
+    ``MAD(y) = median_i |y_i - median(y)|`` (median of an even count = mean of the two middle values).
+
+    Derivation (deterministic, so it needs no extra confidence budget):
+
+    * the median is non-decreasing in every coordinate, so ``median(lower) <= median(y) <= median(upper)``;
+    * for each arm, with ``med`` anywhere in ``[med_lo, med_hi]`` and ``y_i`` in ``[lower_i, upper_i]``,
+      ``|y_i - med|`` is at least the gap between the two intervals (``d_lo_i``, 0 if they meet) and at
+      most ``d_hi_i = max(upper_i - med_lo, med_hi - lower_i)``;
+    * the median is monotone again, so ``median(d_lo) <= MAD(y) <= median(d_hi)``.
+
+    The widths are controlled by the arms that matter: some arm's interval contains
+    ``[med_lo, med_hi]`` (so sampling the arms whose intervals meet it shrinks it), and some arm's
+    distance interval ``[d_lo_i, d_hi_i]`` contains ``[mad_lo, mad_hi]``.
+
+    >>> lo = np.array([0.0, 1.0, 2.0, 10.0]); hi = lo + 0.5
+    >>> tuple(round(float(v), 6) for v in median_mad_bounds(lo, hi))
+    (1.5, 2.0, 0.5, 1.5)
+    """
+    lower = np.asarray(lower, dtype=float)
+    upper = np.asarray(upper, dtype=float)
+    med_lo = float(np.median(lower))
+    med_hi = float(np.median(upper))
+    d_lo, d_hi = distance_bounds(lower, upper, med_lo, med_hi)
+    return med_lo, med_hi, float(np.median(d_lo)), float(np.median(d_hi))
+
+
+def distance_bounds(lower: np.ndarray, upper: np.ndarray, med_lo: float,
+                    med_hi: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per-arm bounds ``[d_lo, d_hi]`` on ``|y_i - med|`` for y_i in [lower_i, upper_i], med in [med_lo, med_hi].
+
+    >>> [a.tolist() for a in distance_bounds(np.array([0.0, 3.0]), np.array([1.0, 4.0]), 1.5, 2.0)]
+    [[0.5, 1.0], [2.0, 2.5]]
+    """
+    d_lo = np.maximum(0.0, np.maximum(lower - med_hi, med_lo - upper))
+    d_hi = np.maximum(upper - med_lo, med_hi - lower)
+    return d_lo, d_hi
