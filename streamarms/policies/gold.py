@@ -75,7 +75,6 @@ from __future__ import annotations
 import math
 import random
 from bisect import bisect_left, bisect_right, insort
-from collections import deque
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Iterable, Sequence
@@ -83,8 +82,9 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from .. import bounds
-from ..models import RewardModel, make_model, model_from_dict
+from ..models import BernoulliModel, RewardModel, make_model, model_from_dict
 from .base import Decision, Event, Policy, Request
+from .rounds import RoundPlan
 
 __all__ = ["GenericOutlierDetection", "OutlierGroup", "outlier_groups", "true_outliers",
            "ranking_respects_groups", "validate_gold_params", "outlier_budget"]
@@ -288,98 +288,81 @@ class GenericOutlierDetection(Policy):
         self.b = bounds.gold_b(self.epsilon)
         self.budget = outlier_budget(n, self.rho)
         self.n = n
-        # per-arm statistics
-        self.m = np.zeros(n, dtype=np.int64)
-        self.s = np.zeros(n, dtype=float)
+        # per-arm statistics (Python lists: the per-reward path touches single entries)
+        self.m: list[int] = [0] * n
+        self.s: list[float] = [0.0] * n
         self.T = 0
         self.T0: int | None = None           # pull at which the graph was built (all arms sampled once)
-        self.terminal = np.zeros(n, dtype=bool)
-        self.S = np.zeros(n, dtype=np.int64)  # S-score (T at terminal status); 0 = never terminal
+        self.terminal: list[bool] = [False] * n
+        self.S: list[int] = [0] * n          # S-score (T at terminal status); 0 = never terminal
         self.n_terminal = 0
         self._done = False
         self._first_check = False
         # graph state (valid once T0 is set)
-        self.comp = np.zeros(n, dtype=np.int64)
-        self.comp_size: dict[int, int] = {}
+        self.comp = np.zeros(n, dtype=np.int64)   # community label of every arm
         self._next_label = 0
-        self.core_lo = np.zeros(n)
-        self.core_hi = np.zeros(n)
-        self.core_empty = np.zeros(n, dtype=bool)
+        self.core_lo: list[float] = [0.0] * n
+        self.core_hi: list[float] = [0.0] * n
+        self.core_empty: list[bool] = [False] * n
         self._lo_list: list[tuple[float, int]] = []   # (core_lo, arm) of live arms with non-empty cores
-        self._hi_list: list[tuple[float, int]] = []
-        self.S_adj: dict[int, set[int]] = {}
-        # the round plan
-        self._plan: deque[tuple[int, int]] = deque()  # (ticket, arm)
-        self._pending: dict[int, int] = {}            # arm -> ticket
-        self._ticket = 0
+        self._hi_list: list[tuple[float, int]] = []   # (core_hi, arm), same arms
+        self.S_adj: dict[int, set[int]] = {}          # edges alive although the cores are disjoint
+        self._bernoulli = isinstance(self.model, BernoulliModel)
+        self._at_T = -1                               # T of the cached delta' (and z)
+        self._dp = 1.0
+        self._z = 0.0
+        self._plan = RoundPlan()   # Alg. 1's rounds; the first one is the initial pull of every arm
         self._start_round(initial=True)
         self.stats = {"recomputes": 0, "detours": 0, "splits": 0}
 
     # ----------------------------------------------------------------------------------------
     # planning
     # ----------------------------------------------------------------------------------------
-    def _enqueue(self, i: int) -> None:
-        self._ticket += 1
-        self._pending[i] = self._ticket
-        self._plan.append((self._ticket, i))
-
     def _start_round(self, initial: bool = False) -> None:
-        self._plan.clear()
-        self._pending.clear()
         if initial:
-            todo = np.flatnonzero(self.m == 0)
+            self._plan.start(i for i in range(self.n) if self.m[i] == 0)
         else:
-            todo = np.flatnonzero(~self.terminal)
-        for i in todo.tolist():
-            self._enqueue(i)
-
-    def _head(self) -> int | None:
-        while self._plan:
-            ticket, i = self._plan[0]
-            if self._pending.get(i) == ticket:
-                return i
-            self._plan.popleft()
-        return None
+            self._plan.start(i for i in range(self.n) if not self.terminal[i])
 
     def next_request(self) -> Request | None:
-        if self._done:
-            return None
-        i = self._head()
+        i = None if self._done else self._plan.head()
         return None if i is None else Request(self.arms[i])
 
     def wanted(self, k: int) -> list[Request]:
-        if self._done or k <= 0:
-            return []
-        out: list[Request] = []
-        for ticket, i in self._plan:
-            if self._pending.get(i) == ticket:
-                out.append(Request(self.arms[i]))
-                if len(out) >= k:
-                    break
-        return out
+        return [] if self._done else [Request(self.arms[i]) for i in self._plan.upcoming(k)]
 
     def defer(self, arm: str) -> None:
-        i = self._arm_index(arm)
-        if i in self._pending:
-            self._enqueue(i)   # moves it to the end of the round
+        self._plan.defer(self._arm_index(arm))
 
     # ----------------------------------------------------------------------------------------
     # intervals J_i = [y_hat - b beta, y_hat + b beta] at the current T
     # ----------------------------------------------------------------------------------------
-    def _delta_prime(self) -> float:
-        return bounds.gold_significance(self.delta, self.n, self.T)
+    def _refresh_level(self) -> None:
+        if self._at_T != self.T:
+            self._at_T = self.T
+            self._dp = bounds.gold_significance(self.delta, self.n, self.T)
+            if self._bernoulli:
+                self._z = self.model.z(self._dp)
 
-    def _interval(self, i: int, dp: float) -> tuple[float, float]:
-        m = int(self.m[i])
-        y = float(self.s[i]) / m
-        r = self.b * float(self.model.radius(m, float(self.s[i]), dp))
+    def _interval(self, i: int) -> tuple[float, float]:
+        self._refresh_level()
+        m, s = self.m[i], self.s[i]
+        if self._bernoulli:
+            r = self.b * bounds.agresti_coull_radius(float(m), s, self._z)
+        else:
+            r = self.b * float(self.model.radius(m, s, self._dp))
+        y = s / m
         return y - r, y + r
 
-    def _intervals(self, idx: np.ndarray, dp: float) -> tuple[np.ndarray, np.ndarray]:
-        m = self.m[idx]
-        s = self.s[idx]
+    def _intervals(self, idx: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        self._refresh_level()
+        m = np.array([self.m[i] for i in idx], dtype=np.int64)
+        s = np.array([self.s[i] for i in idx], dtype=float)
+        if self._bernoulli:
+            r = self.b * np.asarray(bounds.agresti_coull_radius(m, s, self._z), dtype=float)
+        else:
+            r = self.b * np.asarray(self.model.radii(m, s, self._dp), dtype=float)
         y = s / m
-        r = self.b * np.asarray(self.model.radii(m, s, dp), dtype=float)
         return y - r, y + r
 
     # ----------------------------------------------------------------------------------------
@@ -393,9 +376,10 @@ class GenericOutlierDetection(Policy):
         self.s[i] += x
         if self._done:
             return []
-        self._pending.pop(i, None)
+        plan = self._plan
+        plan.tick(i)
         if self.T0 is None:
-            if not self._pending:
+            if plan.empty:
                 self._build_graph()
                 self._start_round()
             return []
@@ -403,12 +387,13 @@ class GenericOutlierDetection(Policy):
             self._pull_update(i)
         if self._first_check:
             self._first_check = False
-            for label in sorted(set(self.comp[~self.terminal].tolist())):
-                self._check_terminal(np.flatnonzero((self.comp == label) & ~self.terminal))
-        if not self._pending:
+            live = [i for i in range(self.n) if not self.terminal[i]]
+            for label in sorted(set(self.comp[live].tolist())):
+                self._check_terminal([j for j in live if self.comp[j] == label])
+        if plan.empty:
             if self.n_terminal >= self.budget:
                 self._done = True
-                self._plan.clear()
+                plan.clear()
             else:
                 self._start_round()
         return []
@@ -416,87 +401,80 @@ class GenericOutlierDetection(Policy):
     def _build_graph(self) -> None:
         """Alg. 1 lines 9-12: G = pairs whose intervals meet, at the end of the initial round."""
         self.T0 = self.T
-        dp = self._delta_prime()
-        idx = np.arange(self.n)
-        lo, hi = self._intervals(idx, dp)
-        self.core_lo = lo.copy()
-        self.core_hi = hi.copy()
-        self.core_empty[:] = False
-        self._lo_list = sorted(zip(lo.tolist(), range(self.n)))
-        self._hi_list = sorted(zip(hi.tolist(), range(self.n)))
-        groups = self._core_runs(idx)
-        for g in groups:
-            label = self._new_label()
-            self.comp[g] = label
-            self.comp_size[label] = len(g)
+        lo, hi = self._intervals(range(self.n))
+        self.core_lo = lo.tolist()
+        self.core_hi = hi.tolist()
+        self.core_empty = [False] * self.n
+        self._lo_list = sorted(zip(self.core_lo, range(self.n)))
+        self._hi_list = sorted(zip(self.core_hi, range(self.n)))
+        for g in self._core_runs(list(range(self.n))):
+            self.comp[g] = self._new_label()
         self._first_check = True   # UpdatePsi^andS first runs after the first pull of the main loop
 
     def _new_label(self) -> int:
         self._next_label += 1
         return self._next_label
 
-    def _core_runs(self, members: np.ndarray) -> list[np.ndarray]:
-        """Connected components of the core graph restricted to ``members`` (maximal overlapping runs of
-        sorted cores; arms with empty cores are alone)."""
-        ne = members[~self.core_empty[members]]
-        groups: list[np.ndarray] = [np.array([i]) for i in members[self.core_empty[members]].tolist()]
-        if len(ne):
-            order = ne[np.argsort(self.core_lo[ne], kind="stable")]
-            lo = self.core_lo[order]
-            run_hi = np.maximum.accumulate(self.core_hi[order])
-            breaks = np.flatnonzero(lo[1:] > run_hi[:-1]) + 1
-            groups.extend(np.split(order, breaks))
+    def _core_runs(self, members: list[int]) -> list[list[int]]:
+        """Connected components of the core graph restricted to ``members``: maximal overlapping runs of
+        the cores sorted by left end (arms with empty cores are alone)."""
+        groups = [[i] for i in members if self.core_empty[i]]
+        ne = [i for i in members if not self.core_empty[i]]
+        if ne:
+            idx = np.array(ne, dtype=np.int64)
+            lo = np.array([self.core_lo[i] for i in ne])
+            hi = np.array([self.core_hi[i] for i in ne])
+            order = np.argsort(lo, kind="stable")
+            run_hi = np.maximum.accumulate(hi[order])
+            breaks = np.flatnonzero(lo[order][1:] > run_hi[:-1]) + 1
+            groups.extend(g.tolist() for g in np.split(idx[order], breaks))
         return groups
 
     def _remove_core_entry(self, i: int) -> None:
         if self.core_empty[i]:
             return
-        key = (float(self.core_lo[i]), i)
-        k = bisect_left(self._lo_list, key)
-        del self._lo_list[k]
-        key = (float(self.core_hi[i]), i)
-        k = bisect_left(self._hi_list, key)
-        del self._hi_list[k]
+        lst = self._lo_list
+        del lst[bisect_left(lst, (self.core_lo[i], i))]
+        lst = self._hi_list
+        del lst[bisect_left(lst, (self.core_hi[i], i))]
 
     def _pull_update(self, a: int) -> None:
         """UpdateG for arm a's new interval, then split a's community if it lost its connectivity."""
-        dp = self._delta_prime()
-        lo_a, hi_a = self._interval(a, dp)
+        lo_a, hi_a = self._interval(a)
         changed: list[int] = []
         if not self.core_empty[a]:
-            klo, khi = float(self.core_lo[a]), float(self.core_hi[a])
-            nlo, nhi = max(klo, lo_a), min(khi, hi_a)
+            klo, khi = self.core_lo[a], self.core_hi[a]
+            nlo = klo if klo >= lo_a else lo_a
+            nhi = khi if khi <= hi_a else hi_a
             if nlo != klo or nhi != khi:
                 self._remove_core_entry(a)
+                his, los = self._hi_list, self._lo_list
                 if nlo > nhi:
                     # a's core vanished (only outside the good event): every core partner is affected
-                    k0 = bisect_left(self._hi_list, (klo, -1))
-                    changed = [j for _, j in self._hi_list[k0:] if self.core_lo[j] <= khi]
+                    k0 = bisect_left(his, (klo, -1))
+                    changed = [j for _, j in his[k0:] if self.core_lo[j] <= khi]
                     self.core_empty[a] = True
                 else:
-                    k0 = bisect_left(self._hi_list, (klo, -1))
-                    k1 = bisect_left(self._hi_list, (nlo, -1))
-                    changed = [j for _, j in self._hi_list[k0:k1]]
-                    k0 = bisect_right(self._lo_list, (nhi, self.n))
-                    k1 = bisect_right(self._lo_list, (khi, self.n))
-                    changed.extend(j for _, j in self._lo_list[k0:k1])
+                    # partners whose cores met K_a but not the new core: ends inside the cut-off slivers
+                    changed = [j for _, j in his[bisect_left(his, (klo, -1)):bisect_left(his, (nlo, -1))]]
+                    changed.extend(j for _, j in los[bisect_right(los, (nhi, self.n)):
+                                                    bisect_right(los, (khi, self.n))])
                     self.core_lo[a] = nlo
                     self.core_hi[a] = nhi
-                    insort(self._lo_list, (nlo, a))
-                    insort(self._hi_list, (nhi, a))
+                    insort(los, (nlo, a))
+                    insort(his, (nhi, a))
         partners = self.S_adj.get(a)
-        s_list = list(partners) if partners else []
-        if not changed and not s_list:
+        if not changed and not partners:
             return
-        cand = np.array(changed + s_list, dtype=np.int64)
-        lo_c, hi_c = self._intervals(cand, dp)
-        meets = (lo_c <= hi_a) & (lo_a <= hi_c)
+        cand = changed + (list(partners) if partners else [])
+        lo_c, hi_c = self._intervals(cand)
+        meets = ((lo_c <= hi_a) & (lo_a <= hi_c)).tolist()
         lost: list[int] = []
         nc = len(changed)
-        for k, j in enumerate(cand.tolist()):
+        for k, j in enumerate(cand):
             if k < nc:
                 if meets[k]:
-                    self._s_add(a, j)
+                    self._s_add(a, j)       # cores apart, intervals still meet: keep the edge explicitly
                 else:
                     lost.append(j)
             elif not meets[k]:
@@ -517,52 +495,49 @@ class GenericOutlierDetection(Policy):
                 if not p:
                     del self.S_adj[x]
 
-    def _cores_meet(self, i: int, j: int) -> bool:
-        return (not self.core_empty[i] and not self.core_empty[j]
-                and self.core_lo[i] <= self.core_hi[j] and self.core_lo[j] <= self.core_hi[i])
-
     def _detour(self, a: int, j: int) -> bool:
         """Is there k with edges a-k and k-j (so that losing edge a-j cannot disconnect)?"""
         self.stats["detours"] += 1
+        lo, hi, empty = self.core_lo, self.core_hi, self.core_empty
+        if not empty[a] and not empty[j]:
+            # k whose core meets both cores must cover the gap between them
+            if hi[a] < lo[j]:
+                left_hi, right_lo = hi[a], lo[j]
+            else:
+                left_hi, right_lo = hi[j], lo[a]
+            his = self._hi_list
+            k0 = bisect_left(his, (right_lo, -1))
+            for _, k in his[k0:k0 + _DETOUR_BUDGET]:
+                if lo[k] <= left_hi and k != a and k != j:
+                    return True
+            los = self._lo_list
+            k1 = bisect_right(los, (left_hi, self.n))
+            for _, k in reversed(los[max(0, k1 - _DETOUR_BUDGET):k1]):
+                if hi[k] >= right_lo and k != a and k != j:
+                    return True
+        # k in S(a) whose core meets j's, or in S(a) and S(j); k in S(j) whose core meets a's
         Sa = self.S_adj.get(a, ())
         Sj = self.S_adj.get(j, ())
-        ea, ej = self.core_empty[a], self.core_empty[j]
-        if not ea and not ej:
-            # k whose core meets both cores: it must cover the gap between them
-            if self.core_hi[a] < self.core_lo[j]:
-                left_hi, right_lo = float(self.core_hi[a]), float(self.core_lo[j])
-            else:
-                left_hi, right_lo = float(self.core_hi[j]), float(self.core_lo[a])
-            k0 = bisect_left(self._hi_list, (right_lo, -1))
-            for _, k in self._hi_list[k0:k0 + _DETOUR_BUDGET]:
-                if self.core_lo[k] <= left_hi and k != a and k != j:
-                    return True
-            k1 = bisect_right(self._lo_list, (left_hi, self.n))
-            for _, k in reversed(self._lo_list[max(0, k1 - _DETOUR_BUDGET):k1]):
-                if self.core_hi[k] >= right_lo and k != a and k != j:
-                    return True
-        # k in S(a) whose core meets j's (or k in S(a) and S(j)); k in S(j) whose core meets a's
-        for small, other, other_S in ((Sa, j, Sj), (Sj, a, Sa)):
-            if not small:
+        for mine, other, other_S in ((Sa, j, Sj), (Sj, a, Sa)):
+            if not mine:
                 continue
-            ks = np.fromiter(small, dtype=np.int64, count=len(small))
-            if not self.core_empty[other]:
-                hit = (~self.core_empty[ks] & (self.core_lo[ks] <= self.core_hi[other])
-                       & (self.core_hi[ks] >= self.core_lo[other]))
-                if hit.any():
-                    return True
-            if other_S and any(k in other_S for k in small):
+            if not empty[other]:
+                olo, ohi = lo[other], hi[other]
+                for k in mine:
+                    if not empty[k] and lo[k] <= ohi and hi[k] >= olo:
+                        return True
+            if other_S and not other_S.isdisjoint(mine):
                 return True
         return False
 
     def _recompute(self, label: int) -> None:
         """Components of community ``label`` from scratch: core runs joined by S edges."""
         self.stats["recomputes"] += 1
-        members = np.flatnonzero(self.comp == label)
+        members = np.flatnonzero(self.comp == label).tolist()
         runs = self._core_runs(members)
         node = {}
         for r, g in enumerate(runs):
-            for i in g.tolist():
+            for i in g:
                 node[i] = r
         parent = list(range(len(runs)))
 
@@ -572,32 +547,28 @@ class GenericOutlierDetection(Policy):
                 x = parent[x]
             return x
 
-        for i in members.tolist():
+        for i in members:
             for j in self.S_adj.get(i, ()):
                 ri, rj = find(node[i]), find(node[j])
                 if ri != rj:
                     parent[ri] = rj
-        comps: dict[int, list[np.ndarray]] = {}
+        comps: dict[int, list[int]] = {}
         for r, g in enumerate(runs):
-            comps.setdefault(find(r), []).append(g)
+            comps.setdefault(find(r), []).extend(g)
         if len(comps) == 1:
             return
         self.stats["splits"] += 1
-        del self.comp_size[label]
-        pieces = [np.sort(np.concatenate(gs)) for gs in comps.values()]
-        pieces.sort(key=lambda g: int(g[0]))
+        pieces = sorted(sorted(g) for g in comps.values())
         for g in pieces:
-            new = self._new_label()
-            self.comp[g] = new
-            self.comp_size[new] = len(g)
+            self.comp[g] = self._new_label()
         for g in pieces:
             self._check_terminal(g)
 
-    def _check_terminal(self, members: np.ndarray) -> None:
+    def _check_terminal(self, members: list[int]) -> None:
         """UpdatePsi^andS for one community: smaller than n (1 - rho) -> its arms turn terminal now."""
-        if len(members) == 0 or not len(members) < self.budget:
+        if not members or not len(members) < self.budget:
             return
-        for i in members.tolist():
+        for i in members:
             if self.terminal[i]:
                 continue
             self.terminal[i] = True
@@ -620,16 +591,15 @@ class GenericOutlierDetection(Policy):
 
     def ranking_indices(self) -> list[int]:
         """Arm indices by ascending S-score (ties by arm order), never-terminal arms last."""
-        term = np.flatnonzero(self.terminal)
-        term = term[np.lexsort((term, self.S[term]))]
-        rest = np.flatnonzero(~self.terminal)
-        return term.tolist() + rest.tolist()
+        term = sorted((self.S[i], i) for i in range(self.n) if self.terminal[i])
+        return [i for _, i in term] + [i for i in range(self.n) if not self.terminal[i]]
 
     def decision(self) -> Decision:
         ranking = self.ranking_indices()
         k = self.n_terminal
         outliers = [self.arms[i] for i in ranking[:k]]
         rest = [self.arms[i] for i in ranking[k:]]
+        live = [i for i in range(self.n) if not self.terminal[i]]
         return Decision(
             outliers=outliers,
             normals=rest if self._done else [],
@@ -640,14 +610,14 @@ class GenericOutlierDetection(Policy):
             pulls=self.T,
             done=self._done,
             ranking=[self.arms[i] for i in ranking],
-            extra={"S": {self.arms[i]: int(self.S[i]) for i in ranking[:k]},
+            extra={"S": {self.arms[i]: self.S[i] for i in ranking[:k]},
                    "epsilon": self.epsilon, "rho": self.rho, "b": self.b,
-                   "communities": len(set(self.comp[~self.terminal].tolist())) if self.T0 else 1},
+                   "communities": len(set(self.comp[live].tolist())) if self.T0 is not None else 1},
         )
 
     def communities(self) -> list[list[str]]:
         """The current arm communities (connected components of the neighbourhood graph), terminal ones
-        included, each sorted by arm order; one community until the graph is built."""
+        included, each in arm order; a single community until the graph is built."""
         if self.T0 is None:
             return [list(self.arms)]
         out: dict[int, list[str]] = {}
@@ -662,45 +632,38 @@ class GenericOutlierDetection(Policy):
         return {
             "policy": self.name, "arms": list(self.arms), "epsilon": self.epsilon, "rho": self.rho,
             "delta": self.delta, "model": self.model.to_dict(), "seed": self.seed,
-            "m": self.m.tolist(), "s": self.s.tolist(), "T": self.T, "T0": self.T0,
-            "terminal": self.terminal.tolist(), "S": self.S.tolist(), "done": self._done,
+            "m": list(self.m), "s": list(self.s), "T": self.T, "T0": self.T0,
+            "terminal": list(self.terminal), "S": list(self.S), "done": self._done,
             "first_check": self._first_check, "comp": self.comp.tolist(), "next_label": self._next_label,
-            "core_lo": self.core_lo.tolist(), "core_hi": self.core_hi.tolist(),
-            "core_empty": self.core_empty.tolist(),
+            "core_lo": list(self.core_lo), "core_hi": list(self.core_hi), "core_empty": list(self.core_empty),
             "S_edges": sorted([i, j] for i, p in self.S_adj.items() for j in p if i < j),
-            "plan": [i for t, i in self._plan if self._pending.get(i) == t],
+            "plan": self._plan.to_list(),
         }
 
     @classmethod
     def restore(cls, state: dict[str, Any]) -> "GenericOutlierDetection":
         pol = cls(state["arms"], epsilon=state["epsilon"], rho=state["rho"], delta=state["delta"],
                   model=model_from_dict(state["model"]), seed=state.get("seed"))
-        pol.m = np.array(state["m"], dtype=np.int64)
-        pol.s = np.array(state["s"], dtype=float)
+        pol.m = [int(v) for v in state["m"]]
+        pol.s = [float(v) for v in state["s"]]
         pol.T = int(state["T"])
-        pol.T0 = state["T0"]
-        pol.terminal = np.array(state["terminal"], dtype=bool)
-        pol.S = np.array(state["S"], dtype=np.int64)
-        pol.n_terminal = int(pol.terminal.sum())
+        pol.T0 = None if state["T0"] is None else int(state["T0"])
+        pol.terminal = [bool(v) for v in state["terminal"]]
+        pol.S = [int(v) for v in state["S"]]
+        pol.n_terminal = sum(pol.terminal)
         pol._done = bool(state["done"])
         pol._first_check = bool(state["first_check"])
         pol.comp = np.array(state["comp"], dtype=np.int64)
         pol._next_label = int(state["next_label"])
-        pol.comp_size = {}
-        for label in pol.comp.tolist():
-            pol.comp_size[label] = pol.comp_size.get(label, 0) + 1
-        pol.core_lo = np.array(state["core_lo"], dtype=float)
-        pol.core_hi = np.array(state["core_hi"], dtype=float)
-        pol.core_empty = np.array(state["core_empty"], dtype=bool)
-        live = [i for i in range(pol.n) if not pol.terminal[i] and not pol.core_empty[i]]
+        pol.core_lo = [float(v) for v in state["core_lo"]]
+        pol.core_hi = [float(v) for v in state["core_hi"]]
+        pol.core_empty = [bool(v) for v in state["core_empty"]]
         if pol.T0 is not None:
-            pol._lo_list = sorted((float(pol.core_lo[i]), i) for i in live)
-            pol._hi_list = sorted((float(pol.core_hi[i]), i) for i in live)
+            live = [i for i in range(pol.n) if not pol.terminal[i] and not pol.core_empty[i]]
+            pol._lo_list = sorted((pol.core_lo[i], i) for i in live)
+            pol._hi_list = sorted((pol.core_hi[i], i) for i in live)
         pol.S_adj = {}
         for i, j in state["S_edges"]:
             pol._s_add(int(i), int(j))
-        pol._plan.clear()
-        pol._pending.clear()
-        for i in state["plan"]:
-            pol._enqueue(int(i))
+        pol._plan.start(int(i) for i in state["plan"])
         return pol
