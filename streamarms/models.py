@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from typing import Any
+from functools import partial
+from typing import Any, Callable
 
 import numpy as np
 
@@ -69,6 +70,10 @@ class RewardModel(ABC):
     def radii(self, m: np.ndarray, s: np.ndarray, delta: float) -> np.ndarray:
         """Vectorised :meth:`radius`."""
 
+    def radius_fn(self, delta: float) -> Callable[[float, float], float]:
+        """``radius`` with ``delta`` fixed, as a fast ``f(m, s)`` (for many calls at one delta)."""
+        return lambda m, s: self.radius(m, s, delta)
+
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name}
 
@@ -93,19 +98,28 @@ class BernoulliModel(RewardModel):
     def __init__(self, z_rule: str = "normal") -> None:
         bounds.agresti_coull_z(0.5, z_rule)  # validates the rule
         self.z_rule = z_rule
+        self._z_cache: dict[float, float] = {}
 
     def _check_value(self, arm: str, x: float) -> None:
         if x != 0.0 and x != 1.0:
             raise ValueError(f"reward for arm {arm!r} must be 0 or 1 under the bernoulli reward model, got {x!r}")
 
     def z(self, delta: float) -> float:
-        return bounds.agresti_coull_z(delta, self.z_rule)
+        z = self._z_cache.get(delta)
+        if z is None:
+            if len(self._z_cache) > 16:
+                self._z_cache.clear()
+            z = self._z_cache[delta] = bounds.agresti_coull_z(delta, self.z_rule)
+        return z
 
     def radius(self, m: float, s: float, delta: float) -> float:
         return bounds.agresti_coull_radius(float(m), float(s), self.z(delta))
 
     def radii(self, m: np.ndarray, s: np.ndarray, delta: float) -> np.ndarray:
         return bounds.agresti_coull_radius(m, s, self.z(delta))
+
+    def radius_fn(self, delta: float) -> Callable[[float, float], float]:
+        return partial(bounds.agresti_coull_radius, z=self.z(delta))
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "z_rule": self.z_rule}

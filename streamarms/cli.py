@@ -1,0 +1,155 @@
+"""The ``streamarms`` command line.
+
+``streamarms simulate``: run a policy on simulated arms, many seeded runs, and report accuracy and
+pulls (a table, or one JSON object with ``--json``). Bad arguments: a one-line error, exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import sys
+from typing import Any, Sequence
+
+from .registry import POLICIES
+from .sim import Environment, run_policy, zww17_example
+
+__all__ = ["main", "build_parser"]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error and exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _means(text: str) -> list[float]:
+    try:
+        vals = [float(v) for v in text.split(",") if v.strip() != ""]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--means must be comma-separated numbers, got {text!r}") from None
+    if len(vals) < 2:
+        raise argparse.ArgumentTypeError("--means needs at least 2 arms")
+    if not all(math.isfinite(v) for v in vals):
+        raise argparse.ArgumentTypeError("--means must be finite numbers")
+    return vals
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return v
+
+
+def _add_simulate_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--policy", required=True, choices=sorted(POLICIES), help="the policy to run")
+    p.add_argument("--means", type=_means, default=None,
+                   help="comma-separated arm means; arm i is named \"i\" (default: a built-in 20-arm "
+                        "instance with outliers 18 and 19 at k = 2)")
+    p.add_argument("--k", type=float, default=2.0, help="k of the k-sigma rule (default 2)")
+    p.add_argument("--delta", type=float, default=0.1, help="error probability (default 0.1)")
+    p.add_argument("--bound", choices=["bernoulli", "hoeffding"], default="bernoulli",
+                   help="confidence intervals: Agresti-Coull for 0/1 rewards or Hoeffding on [0,1]")
+    p.add_argument("--env", default=None,
+                   help="reward distribution of the simulated arms (default: bernoulli)")
+    p.add_argument("--two-sided", action="store_true", help="also flag arms far below the mean")
+    p.add_argument("--rho", type=float, default=None, help="WRR rho (default: rho* of Eq. 6)")
+    p.add_argument("--runs", type=_positive_int, default=1, help="number of seeded runs (default 1)")
+    p.add_argument("--seed", type=int, default=0, help="seed of run 0; run r uses seed + r")
+    p.add_argument("--max-pulls", type=_positive_int, default=None,
+                   help="stop a run after this many pulls (it reports the current estimate)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="streamarms", description="Find the outlier keys of a stream with a bandit.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sim = sub.add_parser("simulate", help="run a policy on simulated arms")
+    _add_simulate_arguments(sim)
+    try:  # the streaming runtime adds `streamarms run`
+        from .run_cli import add_run_parser
+    except ImportError:
+        pass
+    else:
+        add_run_parser(sub)
+    return parser
+
+
+def _simulate(opts: argparse.Namespace) -> dict[str, Any]:
+    spec = POLICIES[opts.policy]
+    means = opts.means if opts.means is not None else zww17_example()
+    names = [str(i) for i in range(len(means))]
+    env_model = opts.env or "bernoulli"
+    truth = spec.truth(means, opts) if spec.truth else None
+    results = []
+    for r in range(opts.runs):
+        seed = opts.seed + r
+        env = Environment(means, seed=seed, model=env_model)
+        ns = argparse.Namespace(**vars(opts))
+        ns.seed = seed
+        policy = spec.build(names, ns)
+        res = run_policy(policy, env, max_pulls=opts.max_pulls, keep_events=False)
+        d = res.decision
+        outliers = d.outliers if d.done else d.estimated_outliers
+        row: dict[str, Any] = {"seed": seed, "outliers": outliers, "pulls": res.pulls, "done": d.done,
+                               "capped": res.capped}
+        if d.ranking is not None:
+            row["ranking"] = d.ranking
+        if truth is not None:
+            row["correct"] = sorted(outliers, key=int) == sorted(truth, key=int)
+        results.append(row)
+    out: dict[str, Any] = {
+        "policy": opts.policy,
+        "runs": opts.runs,
+        "n_arms": len(means),
+        "k": opts.k,
+        "delta": opts.delta,
+        "bound": opts.bound,
+        "true_outliers": truth,
+        "accuracy": (sum(r["correct"] for r in results) / len(results)) if truth is not None else None,
+        "mean_pulls": sum(r["pulls"] for r in results) / len(results),
+        "results": results,
+    }
+    return out
+
+
+def _print_table(out: dict[str, Any]) -> None:
+    print(f"policy {out['policy']}  arms {out['n_arms']}  k {out['k']}  delta {out['delta']}  "
+          f"bound {out['bound']}  true outliers {out['true_outliers']}")
+    print(f"{'run':>4} {'seed':>6} {'pulls':>12} {'done':>5} {'correct':>7}  outliers")
+    for i, r in enumerate(out["results"]):
+        print(f"{i:>4} {r['seed']:>6} {r['pulls']:>12} {str(r['done']):>5} {str(r.get('correct', '-')):>7}  "
+              f"{','.join(r['outliers']) or '-'}")
+    acc = out["accuracy"]
+    print(f"accuracy {acc if acc is None else f'{acc:.3f}'}  mean pulls {out['mean_pulls']:.1f}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    opts = parser.parse_args(argv)
+    if opts.command == "simulate":
+        try:
+            out = _simulate(opts)
+        except ValueError as e:
+            print(f"streamarms simulate: error: {e}", file=sys.stderr)
+            return 2
+        if opts.json:
+            print(json.dumps(out))
+        else:
+            _print_table(out)
+        return 0
+    handler = getattr(opts, "handler", None)
+    if handler is None:  # pragma: no cover
+        parser.error(f"unknown command {opts.command!r}")
+    return int(handler(opts) or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
