@@ -84,3 +84,51 @@ class LiteralGOLD:
                 self.done = True
             else:
                 self.todo = [j for j in range(self.n) if not self.terminal[j]]
+
+
+class RefinedRunsGOLD(LiteralGOLD):
+    """The tempting shortcut, *not* Alg. 1: communities = maximal overlapping runs of the current
+    intervals, refined by the previous communities (so communities only split). It forgets which
+    individual edges were removed: a removed edge whose intervals meet again still connects. Tests use
+    it to show that the equivalence test can tell the difference."""
+
+    def update(self, i: int, x: float) -> None:
+        self.T += 1
+        self.m[i] += 1
+        self.s[i] += x
+        if self.done:
+            return
+        if i in self.todo:
+            self.todo.remove(i)
+        if self.E is None:
+            if not self.todo:
+                self.E = np.zeros(self.n, dtype=np.int64)   # community labels
+                self._refine()
+                self.todo = list(range(self.n))
+            return
+        self._refine()
+        for label in np.unique(self.E):
+            comp = np.flatnonzero(self.E == label)
+            if len(comp) < self.budget:
+                for j in comp:
+                    if not self.terminal[j]:
+                        self.terminal[j] = True
+                        self.S[j] = self.T
+        if not self.todo:
+            if self.terminal.sum() >= self.budget:
+                self.done = True
+            else:
+                self.todo = [j for j in range(self.n) if not self.terminal[j]]
+
+    def _refine(self) -> None:
+        lo, hi = self._intervals()
+        new = np.zeros(self.n, dtype=np.int64)
+        nxt = 0
+        for label in np.unique(self.E):
+            members = np.flatnonzero(self.E == label)
+            order = members[np.argsort(lo[members], kind="stable")]
+            run_hi = np.maximum.accumulate(hi[order])
+            for g in np.split(order, np.flatnonzero(lo[order][1:] > run_hi[:-1]) + 1):
+                new[g] = nxt
+                nxt += 1
+        self.E = new

@@ -157,7 +157,7 @@ def _max_gap_prefix_suffix(ys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return pre, suf
 
 
-def outlier_groups(means: Sequence[float], epsilon: float, rho: float) -> list[OutlierGroup]:
+def outlier_groups(means: Sequence[float], epsilon: float, rho: float, strict: bool = False) -> list[OutlierGroup]:
     """Every (epsilon, rho)-outlier arm group of the true means ([BH20] Def. 3.2).
 
     A group is a run ``N^`` of arms in the order of their means (ties never split, since the arms above
@@ -167,6 +167,13 @@ def outlier_groups(means: Sequence[float], epsilon: float, rho: float) -> list[O
       (the largest gap between consecutive means inside ``N_u`` or inside ``N_l``), the distance from
       every member to ``N_u`` and to ``N_l`` (where non-empty) exceeds ``(1 + epsilon) G``;
     * Constraint (2): ``|N_u| + |N_l| > rho n`` and each of ``|N_u|``, ``|N_l|`` is 0 or ``> (1 - rho) n``.
+
+    ``strict=False`` (default) accepts ``|N_u| + |N_l| = rho n`` exactly, i.e. a group of exactly
+    ``(1 - rho) n`` arms: the paper's own synthetic data (Sec. 6.1) injects exactly ``(1 - rho) n``
+    outliers "until they satisfy the criterion", which the strict text would reject. Thm. 5.1's proof
+    needs ``|N^| < (1 - rho) n``; a group of exactly that size is ranked first only if it splits into
+    smaller communities (it does unless its arms are much closer to each other than to the normal arms).
+    ``strict=True`` reads Constraint (2) literally.
 
     Groups are returned in order of their lowest mean, then size. O(n * n (1 - rho)) vectorised.
 
@@ -195,15 +202,16 @@ def outlier_groups(means: Sequence[float], epsilon: float, rho: float) -> list[O
     end_ok[:-1] = ys[:-1] < ys[1:]
     factor = 1.0 + float(epsilon)
     found: list[tuple[int, int]] = []
+    # for an integer v and a fraction x: v > x <=> v > floor(x); v >= x <=> v >= ceil(x)
+    min_normals = math.floor(rho_n) + 1 if strict else math.ceil(rho_n)
     size = 1
-    while size < cap and size < n:
+    while (size < cap if strict else size <= cap) and size < n:
         starts = np.arange(0, n - size + 1)
         ends = starts + size - 1
         n_low = starts
         n_up = n - 1 - ends
         ok = start_ok[starts] & end_ok[ends]
-        # for an integer v and a fraction x: v > x  <=>  v > floor(x)
-        ok &= (n_low + n_up) > math.floor(rho_n)
+        ok &= (n_low + n_up) >= min_normals
         ok &= (n_up == 0) | (n_up > math.floor(cap))
         ok &= (n_low == 0) | (n_low > math.floor(cap))
         G = np.maximum(pre[starts], suf[np.minimum(ends + 1, n)])
@@ -218,14 +226,15 @@ def outlier_groups(means: Sequence[float], epsilon: float, rho: float) -> list[O
                          lower=order[:s].tolist()) for s, e in found]
 
 
-def true_outliers(means: Sequence[float], epsilon: float, rho: float) -> list[int]:
-    """Indices of the arms that belong to at least one (epsilon, rho)-outlier group, sorted.
+def true_outliers(means: Sequence[float], epsilon: float, rho: float, strict: bool = False) -> list[int]:
+    """Indices of the arms that belong to at least one (epsilon, rho)-outlier group, sorted
+    (``strict``: see :func:`outlier_groups`).
 
     >>> true_outliers([0.05, 0.06, 0.07, 0.08, 0.5, 0.92, 0.93, 0.94, 0.95, 0.96], 2.5, 0.85)
     [4]
     """
     out: set[int] = set()
-    for g in outlier_groups(means, epsilon, rho):
+    for g in outlier_groups(means, epsilon, rho, strict):
         out.update(g.members)
     return sorted(out)
 
