@@ -104,7 +104,11 @@ def _add_simulate_arguments(p: argparse.ArgumentParser) -> None:
                    help="reward distribution of the simulated arms: bernoulli (default), bounded, beta, "
                         "gaussian (sd 1) or student-t (--df degrees of freedom, scale 1)")
     p.add_argument("--two-sided", action="store_true", help="also flag arms far below the mean")
-    p.add_argument("--rho", type=float, default=None, help="WRR rho (default: rho* of Eq. 6)")
+    p.add_argument("--rho", type=float, default=None,
+                   help="WRR: pulls per round of an active arm (default: rho* of Eq. 6); "
+                        "GOLD: assumed share of normal arms, in (0.5, 1) (default 0.9)")
+    p.add_argument("--epsilon", type=float, default=None,
+                   help="GOLD: the (epsilon, rho) distance factor, > e^(1/16) - 1 ~ 0.0645 (default 2.5)")
     p.add_argument("--runs", type=_positive_int, default=1, help="number of seeded runs (default 1)")
     p.add_argument("--seed", type=int, default=0, help="seed of run 0; run r uses seed + r")
     p.add_argument("--max-pulls", type=_positive_int, default=None,
@@ -159,7 +163,8 @@ def _simulate(opts: argparse.Namespace) -> dict[str, Any]:
         if spec.kind == "best":
             row["best"] = outliers[0] if outliers else None
         if truth is not None:
-            row["correct"] = sorted(outliers, key=int) == sorted(truth, key=int)
+            row["correct"] = (spec.judge(d, truth) if spec.judge is not None
+                              else sorted(outliers, key=int) == sorted(truth, key=int))
         results.append(row)
     out: dict[str, Any] = {
         "policy": opts.policy,

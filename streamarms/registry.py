@@ -3,7 +3,7 @@
 Each :class:`PolicySpec` says how to build the policy from a list of arm names and parsed options,
 and how to compute the true outlier set from the true means under that policy's own definition.
 
->>> {"rr", "wrr", "nrr", "ade", "lsa", "se"} <= set(POLICIES)
+>>> {"rr", "wrr", "nrr", "ade", "gold", "roai", "lsa", "se"} <= set(POLICIES)
 True
 >>> POLICIES["wrr"].kind
 'outlier'
@@ -18,7 +18,9 @@ from typing import Any, Callable
 from .models import make_model
 from .policies.base import Policy
 from .policies.ade import AdaptiveDoubleExploration, ade_outliers
+from .policies.gold import GenericOutlierDetection, true_outliers
 from .policies.ksigma import NaiveRoundRobin, RoundRobin, WeightedRoundRobin, ksigma_outliers
+from .policies.robust import RobustOutlierArmIdentification, robust_true_outliers
 
 __all__ = ["PolicySpec", "POLICIES", "register", "build_policy", "model_from_opts"]
 
@@ -33,6 +35,9 @@ class PolicySpec:
     truth: Callable[[list[float], Any], list[str]] | None
     kind: str = "outlier"
     description: str = ""
+    #: ``judge(decision, truth) -> bool``: whether a run's answer is correct (default: the reported
+    #: outlier set equals the truth)
+    judge: Callable[[Any, list[str]], bool] | None = None
 
 
 POLICIES: dict[str, PolicySpec] = {}
@@ -90,6 +95,34 @@ def _ade_seed(opts: Any) -> int | None:
 
 register(PolicySpec("ade", lambda arms, o: AdaptiveDoubleExploration(arms, seed=_ade_seed(o), **_ksigma_kw(o)),
                     _ade_truth, description="Adaptive Double Exploration, Zhang et al. AAAI'20 Alg. 1"))
+# GOLD (Ban & He, KDD'20): rho is the assumed share of normal arms (CLI --rho, default 0.9)
+def _gold_kw(opts: Any) -> dict[str, Any]:
+    return {"epsilon": _opt(opts, "epsilon", 2.5), "rho": _opt(opts, "rho", 0.9),
+            "delta": _opt(opts, "delta", 0.1), "model": model_from_opts(opts)}
+
+
+def _gold_truth(means: list[float], opts: Any) -> list[str]:
+    kw = _gold_kw(opts)
+    return [str(i) for i in true_outliers(means, kw["epsilon"], kw["rho"])]
+
+
+def _ranking_judge(decision: Any, truth: list[str]) -> bool:
+    """[BH20] Sec. 6: a ranking is correct when its first |truth| arms are the true outliers."""
+    ranking = decision.ranking or []
+    return set(ranking[:len(truth)]) == set(truth)
+
+
+register(PolicySpec("gold", lambda arms, o: GenericOutlierDetection(arms, **_gold_kw(o)), _gold_truth,
+                    description="GOLD, Ban & He KDD'20 Alg. 1: (epsilon, rho) outliers, ranked",
+                    judge=_ranking_judge))
+
+
+def _roai_truth(means: list[float], opts: Any) -> list[str]:
+    return [str(i) for i in robust_true_outliers(means, _opt(opts, "k", 2.0), bool(_opt(opts, "two_sided", False)))]
+
+
+register(PolicySpec("roai", lambda arms, o: RobustOutlierArmIdentification(arms, **_ksigma_kw(o)), _roai_truth,
+                    description="robust k-sigma: median + 1.4826 k MAD (after Zhu et al. ICML'20)"))
 
 
 def build_policy(name: str, arms: list[str], **opts: Any) -> Policy:
