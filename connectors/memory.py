@@ -203,6 +203,10 @@ class GeneratedSource:
     def state(self) -> dict[str, Any]:
         return {f"{self.topic}:0": [self._offset, self._last_ts]}
 
+    def lag(self) -> dict[str, int]:
+        """Always 0: records are generated on demand, none is ever waiting."""
+        return {f"{self.topic}:0": 0}
+
     def commit(self, state: dict[str, Any] | None = None) -> None:
         pass
 

@@ -218,6 +218,7 @@ class Daemon:
             self.heartbeat = now
             if metrics is not None and now - last_states >= 1.0:
                 metrics.set_arm_states(sched.arm_states())
+                metrics.refresh()
                 last_states = now
             if self._checkpoint_now or now - last_ckpt >= self.checkpoint_interval:
                 if not self._interrupt:
@@ -228,6 +229,7 @@ class Daemon:
                 break
         if metrics is not None:
             metrics.set_arm_states(sched.arm_states())
+            metrics.refresh()
 
     def _dead_letter(self, rec: Any, bad: InvalidRecord) -> None:
         self.dead_letters += 1

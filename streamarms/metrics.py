@@ -15,6 +15,8 @@ metric                                         type     meaning
 ``streamarms_records_total``                   counter  records read from the reward topics
 ``streamarms_samples_total``                   counter  rewards used by the policy
 ``streamarms_rewards_skipped_total``           counter  rewards read but not used (the saving)
+``streamarms_rewards_wasted_total``            counter  rewards taken for a planned arm but never used
+                                                        (held when the episode ended; part of skipped)
 ``streamarms_invalid_records_total{reason}``   counter  records refused (sent to the dead letters)
 ``streamarms_alerts_total{kind}``              counter  alerts emitted (outlier/cleared/normal)
 ``streamarms_episodes_total``                  counter  detection episodes completed
@@ -25,6 +27,7 @@ metric                                         type     meaning
 ``streamarms_arms{state}``                     gauge    arms of the current episode: active/outlier/normal
 ``streamarms_keys``                            gauge    keys known (arms of the next episode)
 ``streamarms_requests_in_flight``              gauge    active mode: requests awaiting an answer
+``streamarms_held_rewards``                     gauge    rewards held for planned arms, not yet used
 ``streamarms_checkpoint_age_seconds``          gauge    time since the last durable checkpoint
 ``streamarms_processing_latency_seconds``      histo    from a batch's arrival to a record handled
                                                         (every 16th record is timed)
@@ -33,7 +36,10 @@ metric                                         type     meaning
 
 Other modules add their own series with :meth:`Metrics.add_provider` (a callable yielding
 prometheus-client metric families at scrape time) or by registering on :attr:`Metrics.registry`;
-``/healthz`` answers from the callable given to :meth:`Metrics.serve`.
+values that must be computed in the daemon's thread are refreshed by callables given to
+:meth:`Metrics.add_refresher` (the daemon calls :meth:`Metrics.refresh` about once a second).
+``/healthz`` (readiness) and ``/livez`` (liveness) answer from the callables given to :meth:`Metrics.serve`
+(:mod:`streamarms.observability` adds the operator's series and readiness).
 
 >>> m = Metrics()
 >>> m.bind(lambda: {"records": 10, "used": 3, "skipped": 7, "invalid": {"not_json": 1},
@@ -72,6 +78,7 @@ class Metrics:
         self._stats: Callable[[], dict[str, Any]] = lambda: {}
         self._baseline: dict[str, Any] = {}
         self._providers: list[Callable[[], Iterable[Metric]]] = []
+        self._refreshers: list[Callable[[], None]] = []
         self.arm_states: dict[str, int] = {s: 0 for s in _ARM_STATES}
         self.dead_letters = 0
         self.checkpoints = 0
@@ -96,6 +103,15 @@ class Metrics:
         """Add series computed at scrape time (``provider()`` yields metric families)."""
         self._providers.append(provider)
 
+    def add_refresher(self, refresher: Callable[[], None]) -> None:
+        """Call ``refresher()`` from the daemon's thread on every :meth:`refresh`."""
+        self._refreshers.append(refresher)
+
+    def refresh(self) -> None:
+        """Recompute the values that must be computed where the scheduler runs (daemon thread)."""
+        for r in self._refreshers:
+            r()
+
     def set_arm_states(self, states: dict[str, int]) -> None:
         self.arm_states = {s: int(states.get(s, 0)) for s in _ARM_STATES}
 
@@ -108,9 +124,11 @@ class Metrics:
         return generate_latest(self.registry)
 
     def serve(self, port: int, addr: str = "0.0.0.0",
-              health: Callable[[], tuple[bool, dict[str, Any]]] | None = None) -> "MetricsServer":
-        """Serve ``/metrics`` and ``/healthz`` on ``addr:port`` from a daemon thread (port 0: any free port)."""
-        return MetricsServer(self, port, addr, health)
+              health: Callable[[], tuple[bool, dict[str, Any]]] | None = None,
+              live: Callable[[], tuple[bool, dict[str, Any]]] | None = None) -> "MetricsServer":
+        """Serve ``/metrics``, ``/healthz`` and ``/livez`` on ``addr:port`` from a daemon thread (port 0:
+        any free port)."""
+        return MetricsServer(self, port, addr, health, live)
 
     # -- collection --------------------------------------------------------------------------
     def _delta(self, st: dict[str, Any], key: str, sub: str | None = None) -> float:
@@ -128,6 +146,7 @@ class Metrics:
                 ("streamarms_records", "records", "Records read from the reward topics."),
                 ("streamarms_samples", "used", "Rewards used by the policy (samples)."),
                 ("streamarms_rewards_skipped", "skipped", "Rewards read but not used by the policy."),
+                ("streamarms_rewards_wasted", "wasted", "Rewards held for a planned arm but never used."),
                 ("streamarms_episodes", "episodes", "Detection episodes completed."),
                 ("streamarms_want_timeouts", "timeouts", "Wants or requests given up after their timeout."),
                 ("streamarms_requests", "requests_sent", "Sample requests published (active mode).")):
@@ -157,6 +176,8 @@ class Metrics:
                                 value=float(st.get("known_arms", 0)))
         yield GaugeMetricFamily("streamarms_requests_in_flight", "Sample requests awaiting an answer.",
                                 value=float(st.get("in_flight", 0)))
+        yield GaugeMetricFamily("streamarms_held_rewards", "Rewards held for planned arms, not yet used.",
+                                value=float(st.get("held", 0)))
         if self.last_checkpoint is not None:
             yield GaugeMetricFamily("streamarms_checkpoint_age_seconds", "Seconds since the last durable checkpoint.",
                                     value=time.monotonic() - self.last_checkpoint)
@@ -177,25 +198,28 @@ def _copy(d: dict[str, Any]) -> dict[str, Any]:
 
 
 class MetricsServer:
-    """HTTP endpoint: ``/metrics`` (Prometheus text format) and ``/healthz`` (JSON, 200 or 503)."""
+    """HTTP endpoint: ``/metrics`` (Prometheus text format), ``/healthz`` (readiness) and ``/livez``
+    (liveness), both JSON with status 200 or 503."""
 
     def __init__(self, metrics: Metrics, port: int, addr: str = "0.0.0.0",
-                 health: Callable[[], tuple[bool, dict[str, Any]]] | None = None) -> None:
+                 health: Callable[[], tuple[bool, dict[str, Any]]] | None = None,
+                 live: Callable[[], tuple[bool, dict[str, Any]]] | None = None) -> None:
         outer = self
         self.metrics = metrics
         self.health = health or (lambda: (True, {"status": "ok"}))
+        self.live = live or self.health
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802
                 path = self.path.split("?", 1)[0]
                 if path == "/metrics":
                     body, ctype, code = outer.metrics.render(), CONTENT_TYPE_LATEST, 200
-                elif path in ("/healthz", "/health"):
-                    ok, info = outer.health()
+                elif path in ("/healthz", "/health", "/livez"):
+                    ok, info = outer.live() if path == "/livez" else outer.health()
                     body = json.dumps(info).encode()
                     ctype, code = "application/json", 200 if ok else 503
                 elif path == "/":
-                    body, ctype, code = b"streamarms: /metrics /healthz\n", "text/plain", 200
+                    body, ctype, code = b"streamarms: /metrics /healthz /livez\n", "text/plain", 200
                 else:
                     body, ctype, code = b"not found\n", "text/plain", 404
                 self.send_response(code)

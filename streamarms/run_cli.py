@@ -67,7 +67,7 @@ DEFAULTS: dict[str, Any] = {
     "emit_normal": False, "alert_repeat": False,
     # state, metrics, process
     "checkpoint": "auto", "checkpoint_interval": 5.0, "fsync": True, "metrics_port": None,
-    "metrics_addr": "0.0.0.0", "forever": False, "summary_json": None, "log_level": "info", "quiet": False,
+    "metrics_addr": "0.0.0.0", "metrics_flagged_arms": 0, "forever": False, "summary_json": None, "log_level": "info", "quiet": False,
     # Kafka security and pass-through
     "security_protocol": None, "sasl_mechanism": None, "sasl_username": None, "sasl_password": None,
     "ssl_cafile": None, "ssl_certfile": None, "ssl_keyfile": None, "ssl_password": None,
@@ -205,6 +205,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--fsync", action=argparse.BooleanOptionalAction, default=None, help="fsync checkpoints (default on)")
     g.add_argument("--metrics-port", type=_port, metavar="PORT", help="serve /metrics and /healthz on this port")
     g.add_argument("--metrics-addr", metavar="ADDR", help="bind address of the metrics server (default 0.0.0.0)")
+    g.add_argument("--metrics-flagged-arms", type=int, metavar="N",
+                   help="also export streamarms_flagged_arm{arm} for at most N flagged keys (default 0: none)")
     g.add_argument("--forever", action="store_true", default=None, help="embedded demo: keep running new episodes")
     g.add_argument("--summary-json", metavar="PATH", help="write the final summary as JSON ('-': stdout)")
     g.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
@@ -483,7 +485,13 @@ class _App:
                              run_info=self.run_info, stop_when_exhausted=bool(s.rewards_file))
         self.server = None
         if self.metrics is not None:
-            self.server = self.metrics.serve(s.metrics_port, s.metrics_addr, health=self.daemon.health)
+            from .observability import OperatorMetrics  # operator's series and readiness (/healthz)
+            self.ops = OperatorMetrics(
+                self.metrics, self.scheduler, self.source, daemon=self.daemon,
+                flagged_arms=int(s.metrics_flagged_arms or 0), info={"policy": s.policy, "mode": s.mode},
+                checkpoint="disabled" if self.store is None else ("restored" if doc is not None else "none found"))
+            self.server = self.metrics.serve(s.metrics_port, s.metrics_addr, health=self.ops.health,
+                                             live=self.daemon.health)
             log.info("metrics on http://%s:%d/metrics", s.metrics_addr, self.server.port)
 
     def _build_io(self, resume: dict[str, Any] | None) -> None:
