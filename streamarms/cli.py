@@ -75,9 +75,6 @@ def _add_threshold_and_best_arm_arguments(p: argparse.ArgumentParser) -> None:
                    help="the known threshold theta of lsa/apt/ucbe/uniform (inside the reward range)")
     g.add_argument("--budget", type=_budget, default=None,
                    help="sample budget T (lsa/apt/ucbe/uniform: stop there; sr: required), >= number of arms")
-    g.add_argument("--epsilon", type=_finite, default=None,
-                   help="APT precision (default 0.05); SR-T(TEA) design parameter, at most the smallest gap "
-                        "(default: the true smallest gap)")
     g.add_argument("--b", dest="ucbe_b", type=_finite, default=None,
                    help="UCBE b: a = 4^b (T - K) / H with the true complexity H (default 0)")
     g.add_argument("--alpha", type=_finite, default=None, help="LSA alpha (default 1.35)")
@@ -107,8 +104,10 @@ def _add_simulate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rho", type=float, default=None,
                    help="WRR: pulls per round of an active arm (default: rho* of Eq. 6); "
                         "GOLD: assumed share of normal arms, in (0.5, 1) (default 0.9)")
-    p.add_argument("--epsilon", type=float, default=None,
-                   help="GOLD: the (epsilon, rho) distance factor, > e^(1/16) - 1 ~ 0.0645 (default 2.5)")
+    p.add_argument("--epsilon", type=_finite, default=None,
+                   help="GOLD: the (epsilon, rho) distance factor, > e^(1/16) - 1 ~ 0.0645 (default 2.5); "
+                        "APT: precision >= 0 (default 0.05); SR-T(TEA): design parameter, at most the "
+                        "smallest gap (default: the true smallest gap)")
     p.add_argument("--runs", type=_positive_int, default=1, help="number of seeded runs (default 1)")
     p.add_argument("--seed", type=int, default=0, help="seed of run 0; run r uses seed + r")
     p.add_argument("--max-pulls", type=_positive_int, default=None,
