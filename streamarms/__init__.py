@@ -7,8 +7,9 @@ with probability at least ``1 - delta`` which keys are outliers.
 
 from .models import BernoulliModel, BoundedModel, RewardModel, make_model
 from .policies.base import Decision, Event, Policy, Request
+from .detector import OutlierArmDetector
 
 __version__ = "0.1.0"
 
 __all__ = ["BernoulliModel", "BoundedModel", "RewardModel", "make_model",
-           "Decision", "Event", "Policy", "Request", "__version__"]
+           "Decision", "Event", "Policy", "Request", "OutlierArmDetector", "__version__"]

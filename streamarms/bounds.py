@@ -11,6 +11,13 @@ Sources (see ``../shared/seeds/README.md``):
 * [ZZZZ20] Zhang, Zhuang, Zhang, Zhou. *Adaptive Double-Exploration Tradeoff for Outlier
   Detection*. AAAI 2020: delta_t schedule, adaptive threshold radius.
 * [BH20] Ban, He. *Generic Outlier Detection in Multi-Armed Bandit*. KDD 2020: GOLD schedule.
+* [YSLK18] Yu, Shao, Lyu, King. *Pure Exploration of Multi-Armed Bandits with Heavy-Tailed Payoffs*.
+  UAI 2018: EA and TEA radii for rewards with a finite p-th moment (Lemma 1), the TEA truncation
+  schedule, the SE-delta / SR-T schedules.
+* [BCL13] Bubeck, Cesa-Bianchi, Lugosi. *Bandits with Heavy Tail*. IEEE Trans. Inf. Theory 2013:
+  the median-of-means estimator (our radius for it is derived below, from the same two steps).
+* [AB10] Audibert, Bubeck. *Best Arm Identification in Multi-Armed Bandits*. COLT 2010: the
+  Successive Rejects phase lengths that SR-T reuses.
 
 >>> round(hoeffding_radius(100, 1.0, 0.01), 4)
 0.1517
@@ -40,6 +47,24 @@ __all__ = [
     "lipschitz_threshold_radius",
     "ade_threshold_radius",
     "ade_sigma_epsilon",
+    "subgaussian_radius",
+    "check_moment_params",
+    "central_moment_bound",
+    "ea_radius",
+    "tea_truncation_level",
+    "tea_radius",
+    "tea_radius_fixed_truncation",
+    "mom_blocks",
+    "mom_radius",
+    "sr_log_bar",
+    "sr_phase_lengths",
+    "sr_truncation_level",
+    "GOLD_EPSILON_MIN",
+    "gold_b",
+    "anytime_arm_significance",
+    "fast_median",
+    "median_mad_bounds",
+    "distance_bounds",
 ]
 
 ArrayOrFloat = Union[float, np.ndarray]
@@ -225,12 +250,23 @@ def lipschitz_threshold_radius(k: float, beta: np.ndarray) -> float:
 # AAAI'20 adaptive threshold radius (ADE)
 # --------------------------------------------------------------------------------------------
 def ade_sigma_epsilon(R: float, R_prime: float, b: float, m_theta: int, delta_t: float) -> float:
-    """[ZZZZ20] ``eps_sigma = (R' + 2 b R) sqrt(log(6 / delta_t) / (2 m_theta))``.
+    """[ZZZZ20] Lemma 4: ``eps_sigma = (R' + 2 b R) sqrt(log(1 / delta_t) / (2 m_theta))``.
 
-    >>> round(ade_sigma_epsilon(1.0, 1.0, 1.0, 2, 6 * math.exp(-4)), 6)
+    The paper prints this quantity twice. Lemma 2/3 state it with ``log(6 / delta_t)`` (the event
+    ``|sigma_hat^2 - sigma^2| <= eps`` then fails with probability delta_t); Lemma 4, which defines
+    the threshold radius ``r_theta`` that Alg. 1 uses, and the proof of Thm. 2 restate it with
+    ``log(1 / delta_t)`` (failure 6 delta_t; with the 2 delta_t of mu that is the 8 delta_t per round
+    that the union bound ``sum_t (2n + 8) delta_t = delta`` of Lemma 5 pays for). ``r_theta`` contains
+    ``sqrt(2 / U_sigma) eps_sigma`` with the *same* eps_sigma that enters ``U_sigma = min(sigma_hat^2 +
+    eps_sigma)``: Lemma 3's last step needs ``U_sigma <= sigma_hat^2 + eps_sigma``. Building U_sigma from
+    the larger log(6 / delta_t) value while r_theta uses log(1 / delta_t) would break that step (the
+    worst-case sigma error then exceeds the radius by up to ~1.6%), so we use the Lemma 4 reading,
+    the only one consistent with the printed r_theta and the delta_t schedule.
+
+    >>> round(ade_sigma_epsilon(1.0, 1.0, 1.0, 2, math.exp(-4)), 6)
     3.0
     """
-    return (R_prime + 2.0 * b * R) * math.sqrt(math.log(6.0 / delta_t) / (2.0 * m_theta))
+    return (R_prime + 2.0 * b * R) * math.sqrt(math.log(1.0 / delta_t) / (2.0 * m_theta))
 
 
 def ade_threshold_radius(R: float, R_prime: float, b: float, k: float, U_sigma: float,
@@ -244,6 +280,209 @@ def ade_threshold_radius(R: float, R_prime: float, b: float, k: float, U_sigma: 
     """
     return (R + math.sqrt(2.0) * k * (R_prime + 2.0 * b * R) / math.sqrt(U_sigma)) * \
         math.sqrt(math.log(1.0 / delta_t) / (2.0 * m_theta))
+
+
+# --------------------------------------------------------------------------------------------
+# sub-Gaussian rewards
+# --------------------------------------------------------------------------------------------
+def subgaussian_radius(m: ArrayOrFloat, sigma: float, delta: float) -> ArrayOrFloat:
+    """Two-sided sub-Gaussian radius ``sigma sqrt(2 log(2/delta) / m)``.
+
+    Rewards in ``[a, b]`` are sub-Gaussian with ``sigma = (b - a) / 2`` (Hoeffding's lemma), which gives
+    Hoeffding's two-sided radius ``R sqrt(log(2/delta) / (2 m))``. Heavy-tailed rewards have no such
+    sigma: using this radius on them is the mistake [YSLK18] warns about.
+
+    >>> round(subgaussian_radius(2, 1.0, 2 * math.exp(-1)), 6)
+    1.0
+    """
+    return sigma * _sqrt(2.0 * math.log(2.0 / delta) / m)
+
+
+# --------------------------------------------------------------------------------------------
+# heavy-tailed rewards: finite p-th moment, p in (1, 2] ([YSLK18], [BCL13])
+# --------------------------------------------------------------------------------------------
+def check_moment_params(p: float, B: float) -> None:
+    """Raise ``ValueError`` unless ``p`` is in (1, 2] and ``B`` is a finite number > 0.
+
+    >>> check_moment_params(2.5, 1.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: moment order p must be in (1, 2], got 2.5
+    """
+    if not (isinstance(p, (int, float)) and 1.0 < p <= 2.0):
+        raise ValueError(f"moment order p must be in (1, 2], got {p!r}")
+    if not (isinstance(B, (int, float)) and math.isfinite(B) and B > 0.0):
+        raise ValueError(f"moment bound B must be a finite number > 0, got {B!r}")
+
+
+def central_moment_bound(p: float, B: float) -> float:
+    """A bound on the central moment ``E|X - mu|^p`` implied by the raw one ``E|X|^p <= B``: ``2^p B``.
+
+    ``|a + b|^p <= 2^(p-1) (|a|^p + |b|^p)`` and ``|mu|^p <= E|X|^p`` (Jensen).
+
+    >>> central_moment_bound(2.0, 7.0)
+    28.0
+    """
+    return 2.0 ** p * B
+
+
+def ea_radius(m: ArrayOrFloat, p: float, C: float, delta: float) -> ArrayOrFloat:
+    """[YSLK18] Lemma 1, empirical average (EA): ``(2 C / (m^(p-1) delta))^(1/p)``.
+
+    ``C`` bounds the central p-th moment ``E|X - mu|^p``. Chebyshev-type: the radius grows like
+    ``delta^(-1/p)``, not like ``sqrt(log(1/delta))``; that is the price of heavy tails for the mean.
+
+    >>> round(ea_radius(100, 2.0, 1.0, 0.02), 6)
+    1.0
+    """
+    return (2.0 * C / (m ** (p - 1.0) * delta)) ** (1.0 / p)
+
+
+def tea_truncation_level(i: ArrayOrFloat, p: float, B: float, delta: float) -> ArrayOrFloat:
+    """[YSLK18] Eq. 9 / Alg. 1 line 6: ``b_i = (B i / log(2/delta))^(1/p)``.
+
+    The i-th sample of an arm (1-based) enters the truncated empirical average (TEA) iff
+    ``|x_i| <= b_i``; otherwise it contributes 0 (and still counts in the denominator).
+
+    >>> round(tea_truncation_level(4, 2.0, 1.0, 2 * math.exp(-1)), 6)
+    2.0
+    """
+    return (B * i / math.log(2.0 / delta)) ** (1.0 / p)
+
+
+def tea_radius(m: ArrayOrFloat, p: float, B: float, delta: float) -> ArrayOrFloat:
+    """[YSLK18] Lemma 1, Eq. 9 (TEA): ``5 B^(1/p) (log(2/delta) / m)^((p-1)/p)``.
+
+    Holds with probability ``1 - delta`` when the truncation levels were built with the same delta
+    (:func:`tea_truncation_level`); for any other delta use :func:`tea_radius_fixed_truncation`.
+
+    >>> round(tea_radius(4, 2.0, 1.0, 2 * math.exp(-1)), 6)
+    2.5
+    """
+    if not 0.0 < delta < 1.0:
+        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+    return 5.0 * B ** (1.0 / p) * (math.log(2.0 / delta) / m) ** ((p - 1.0) / p)
+
+
+def tea_radius_fixed_truncation(m: ArrayOrFloat, p: float, B: float, delta: float,
+                                delta0: float) -> ArrayOrFloat:
+    """TEA radius at significance ``delta`` when the truncation levels were built with ``delta0``.
+
+    The policies of the other families shrink their significance as they run (``delta'`` of
+    [ZWW17] Eq. 1), while the truncation level of a sample must be fixed when it arrives; so the
+    levels use a fixed ``delta0`` and the radius is re-derived for any ``delta`` with the two steps of
+    [YSLK18] Lemma 1. With ``L = log(2/delta)``, ``L0 = log(2/delta0)``, ``b_i = (B i / L0)^(1/p)``:
+
+    * bias: ``|E[x 1{|x| <= b_i}] - mu| <= B / b_i^(p-1)``; summed over ``i <= m`` and divided by m this is
+      at most ``p B^(1/p) (L0 / m)^((p-1)/p)`` (``sum_i i^(-(p-1)/p) <= p m^(1/p)``);
+    * deviation: the centred truncated samples are martingale differences bounded by
+      ``2 b_m`` with conditional variances summing to at most ``m B b_m^(2-p)``; Freedman's inequality
+      bounds their sum by ``sqrt(2 V L) + (2/3)(2 b_m) L`` with probability ``1 - delta``.
+
+    Together: ``B^(1/p) m^(-(p-1)/p) [ sqrt(2 L) L0^(-(2-p)/(2p)) + (4/3) L L0^(-1/p) + p L0^((p-1)/p) ]``.
+    At ``delta = delta0`` the bracket is ``(sqrt(2) + 4/3 + p) L^((p-1)/p) <= 4.75 L^((p-1)/p)``, inside the
+    paper's constant 5. We return the larger of this and :func:`tea_radius` at ``delta``: valid for every
+    delta, exactly the paper's radius at ``delta = delta0``, and increasing as delta decreases.
+    ``m = 0`` gives an infinite radius.
+
+    >>> tea_radius_fixed_truncation(100, 2.0, 1.0, 0.01, 0.01) == tea_radius(100, 2.0, 1.0, 0.01)
+    True
+    >>> round(tea_radius_fixed_truncation(100, 2.0, 1.0, 1e-9, 0.01), 4)
+    2.3554
+    """
+    L = math.log(2.0 / delta)
+    L0 = math.log(2.0 / delta0)
+    bracket = max(5.0 * L ** ((p - 1.0) / p),
+                  math.sqrt(2.0 * L) * L0 ** (-(2.0 - p) / (2.0 * p))
+                  + (4.0 / 3.0) * L * L0 ** (-1.0 / p)
+                  + p * L0 ** ((p - 1.0) / p))
+    scale = B ** (1.0 / p) * bracket
+    if isinstance(m, np.ndarray):
+        with np.errstate(divide="ignore"):
+            return scale * np.asarray(m, dtype=float) ** (-(p - 1.0) / p)
+    return math.inf if m <= 0 else scale * m ** (-(p - 1.0) / p)
+
+
+def mom_blocks(delta: float, p: float = 2.0) -> int:
+    """Number of blocks of the median of means tuned for significance ``delta``: ``ceil(2 log(1/delta) / (p-1))``.
+
+    This k minimises :func:`mom_radius` at ``delta`` (up to the rounding of block sizes): the radius^p is
+    proportional to ``delta^(-2/k) k^(p-1)``. (For comparison, [BCL13] use ``8 log(e^(1/8) / delta)``
+    blocks with a Hoeffding step; our binomial step allows fewer, larger blocks.)
+
+    >>> mom_blocks(0.05)
+    6
+    """
+    if not 0.0 < delta < 1.0:
+        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+    return max(1, math.ceil(2.0 * math.log(1.0 / delta) / (p - 1.0)))
+
+
+def mom_radius(m: ArrayOrFloat, p: float, C: float, delta: float, k: int) -> ArrayOrFloat:
+    """Radius of the median of ``k`` block means of ``m`` samples at significance ``delta``.
+
+    Blocks hold at least ``N = floor(m / k)`` independent samples each. A block mean is off by ``eta`` or
+    more with probability ``q <= 2 C / (N^(p-1) eta^p)`` (von Bahr-Esseen and Markov, as for EA in
+    [YSLK18] Lemma 1). The median is off by ``eta`` only if at least ``h = ceil(k/2)`` blocks are, which has
+    probability at most ``comb(k, h) q^h``. Setting that to delta:
+    ``q = (delta / comb(k, h))^(1/h)`` and ``eta = (2 C / (q N^(p-1)))^(1/p)``. Infinite while ``m < k``.
+    Valid for every delta; tightest near the delta ``k`` was tuned for (:func:`mom_blocks`).
+
+    >>> round(mom_radius(600, 2.0, 1.0, 0.05, 6), 4)
+    0.3839
+    >>> mom_radius(5, 2.0, 1.0, 0.05, 6)
+    inf
+    """
+    h = (k + 1) // 2
+    q = min(1.0, (delta / math.comb(k, h)) ** (1.0 / h))
+    if isinstance(m, np.ndarray):
+        N = np.floor(m / k)
+        with np.errstate(divide="ignore"):
+            r = (2.0 * C / (q * N ** (p - 1.0))) ** (1.0 / p)
+        return np.where(N >= 1, r, np.inf)
+    N = math.floor(m / k)
+    if N < 1:
+        return math.inf
+    return (2.0 * C / (q * N ** (p - 1.0))) ** (1.0 / p)
+
+
+# --------------------------------------------------------------------------------------------
+# Successive Rejects schedule ([AB10], reused by SR-T of [YSLK18])
+# --------------------------------------------------------------------------------------------
+def sr_log_bar(K: int) -> float:
+    """[AB10] ``log_bar(K) = 1/2 + sum_{i=2}^{K} 1/i``.
+
+    >>> round(sr_log_bar(3), 6)
+    1.333333
+    """
+    return 0.5 + sum(1.0 / i for i in range(2, K + 1))
+
+
+def sr_phase_lengths(K: int, T: int) -> list[int]:
+    """[AB10] / [YSLK18] Alg. 2 line 8: ``n_k = ceil((T - K) / (log_bar(K) (K + 1 - k)))``, k = 1..K-1.
+
+    ``n_k`` is the number of samples each surviving arm has at the end of phase k. The budget is never
+    exceeded: ``n_1 + ... + n_{K-1} + n_{K-1} <= T`` (the two finalists both reach ``n_{K-1}``).
+
+    >>> sr_phase_lengths(3, 100)
+    [25, 37]
+    """
+    lb = sr_log_bar(K)
+    return [math.ceil((T - K) / (lb * (K + 1 - k))) for k in range(1, K)]
+
+
+def sr_truncation_level(p: float, B: float, epsilon: float) -> float:
+    """SR-T(TEA) fixed truncation level ``b = (3 B / epsilon)^(1/(p-1))`` ([YSLK18] Alg. 2 line 3).
+
+    The extracted text of the paper keeps only "b <- 3B ... p" of this line; we read it as the level
+    whose truncation bias ``B / b^(p-1)`` is ``epsilon / 3``, with the design parameter ``epsilon > 0``
+    set at most the smallest gap ("usually, we set epsilon <= Delta_k for any k"), which is what the
+    truncation must achieve for the analysis (bias a third of the gap).
+
+    >>> sr_truncation_level(2.0, 7.0, 0.5)
+    42.0
+    """
+    return (3.0 * B / epsilon) ** (1.0 / (p - 1.0))
 
 
 # --------------------------------------------------------------------------------------------

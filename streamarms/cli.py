@@ -13,8 +13,9 @@ import random
 import sys
 from typing import Any, Sequence
 
+from .policies.thresholding import misclassified
 from .registry import POLICIES
-from .sim import Environment, run_policy, zww17_example
+from .sim import Environment, StudentTArm, run_policy, tbpz19_setup, yslk18_instance, zww17_example
 
 __all__ = ["main", "build_parser"]
 
@@ -48,6 +49,49 @@ def _positive_int(text: str) -> int:
     return v
 
 
+def _budget(text: str) -> int:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--budget must be a non-negative integer, got {text!r}") from None
+    if not math.isfinite(v) or v < 0 or v != int(v):
+        raise argparse.ArgumentTypeError(f"--budget must be a non-negative integer, got {text!r}")
+    return int(v)
+
+
+def _finite(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(v):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return v
+
+
+def _add_threshold_and_best_arm_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("known threshold on a budget (lsa, apt, ucbe, uniform) and best arm (se, sr)")
+    g.add_argument("--threshold", type=_finite, default=None,
+                   help="the known threshold theta of lsa/apt/ucbe/uniform (inside the reward range)")
+    g.add_argument("--budget", type=_budget, default=None,
+                   help="sample budget T (lsa/apt/ucbe/uniform: stop there; sr: required), >= number of arms")
+    g.add_argument("--epsilon", type=_finite, default=None,
+                   help="GOLD: the (epsilon, rho) distance factor, > e^(1/16) - 1 ~ 0.0645 (default 2.5); "
+                        "APT precision (default 0.05); SR-T(TEA) design parameter, at most the smallest gap "
+                        "(default: the true smallest gap)")
+    g.add_argument("--b", dest="ucbe_b", type=_finite, default=None,
+                   help="UCBE b: a = 4^b (T - K) / H with the true complexity H (default 0)")
+    g.add_argument("--alpha", type=_finite, default=None, help="LSA alpha (default 1.35)")
+    g.add_argument("--estimator", choices=["ea", "tea", "mom"], default=None,
+                   help="heavy-tailed mean estimate: empirical (ea), truncated (tea, default for se/sr) or "
+                        "median of means (mom, se/sr only)")
+    g.add_argument("--df", type=_finite, default=3.0, help="degrees of freedom of --env student-t (default 3)")
+    g.add_argument("--moment-p", type=_finite, default=None,
+                   help="moment order p in (1, 2] of the heavy-tailed model (default 2)")
+    g.add_argument("--moment-bound", type=_finite, default=None,
+                   help="bound B on E|X|^p (default: computed from the simulated arms)")
+
+
 def _add_simulate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policy", required=True, choices=sorted(POLICIES), help="the policy to run")
     p.add_argument("--means", type=_means, default=None,
@@ -58,18 +102,18 @@ def _add_simulate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bound", choices=["bernoulli", "hoeffding"], default="bernoulli",
                    help="confidence intervals: Agresti-Coull for 0/1 rewards or Hoeffding on [0,1]")
     p.add_argument("--env", default=None,
-                   help="reward distribution of the simulated arms (default: bernoulli)")
+                   help="reward distribution of the simulated arms: bernoulli (default), bounded, beta, "
+                        "gaussian (sd 1) or student-t (--df degrees of freedom, scale 1)")
     p.add_argument("--two-sided", action="store_true", help="also flag arms far below the mean")
     p.add_argument("--rho", type=float, default=None,
                    help="WRR: pulls per round of an active arm (default: rho* of Eq. 6); "
                         "GOLD: assumed share of normal arms, in (0.5, 1) (default 0.9)")
-    p.add_argument("--epsilon", type=float, default=None,
-                   help="GOLD: the (epsilon, rho) distance factor, > e^(1/16) - 1 ~ 0.0645 (default 2.5)")
     p.add_argument("--runs", type=_positive_int, default=1, help="number of seeded runs (default 1)")
     p.add_argument("--seed", type=int, default=0, help="seed of run 0; run r uses seed + r")
     p.add_argument("--max-pulls", type=_positive_int, default=None,
                    help="stop a run after this many pulls (it reports the current estimate)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_threshold_and_best_arm_arguments(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -88,14 +132,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _simulate(opts: argparse.Namespace) -> dict[str, Any]:
     spec = POLICIES[opts.policy]
-    means = opts.means if opts.means is not None else zww17_example()
+    if opts.means is not None:
+        means = opts.means
+    else:  # each family's paper instance
+        means = {"threshold": tbpz19_setup(2), "best": yslk18_instance("S1")}.get(spec.kind) or zww17_example()
     names = [str(i) for i in range(len(means))]
     env_model = opts.env or "bernoulli"
+    opts.true_means = means
     truth = spec.truth(means, opts) if spec.truth else None
     results = []
     for r in range(opts.runs):
         seed = opts.seed + r
-        env = Environment(means, seed=seed, model=env_model)
+        if env_model == "student-t":
+            env = Environment([StudentTArm(mu, opts.df) for mu in means], seed=seed)
+        else:
+            env = Environment(means, seed=seed, model=env_model)
         ns = argparse.Namespace(**vars(opts))
         ns.seed = seed
         policy = spec.build(names, ns)
@@ -106,6 +157,10 @@ def _simulate(opts: argparse.Namespace) -> dict[str, Any]:
                                "capped": res.capped}
         if d.ranking is not None:
             row["ranking"] = d.ranking
+        if spec.kind == "threshold":
+            row["errors"] = misclassified(d, dict(zip(names, means)), d.threshold)
+        if spec.kind == "best":
+            row["best"] = outliers[0] if outliers else None
         if truth is not None:
             row["correct"] = (spec.judge(d, truth) if spec.judge is not None
                               else sorted(outliers, key=int) == sorted(truth, key=int))
@@ -122,6 +177,10 @@ def _simulate(opts: argparse.Namespace) -> dict[str, Any]:
         "mean_pulls": sum(r["pulls"] for r in results) / len(results),
         "results": results,
     }
+    if spec.kind == "threshold":
+        out["threshold"] = opts.threshold
+        out["budget"] = opts.budget
+        out["mean_errors"] = sum(r["errors"] for r in results) / len(results)
     return out
 
 
@@ -132,6 +191,8 @@ def _print_table(out: dict[str, Any]) -> None:
     for i, r in enumerate(out["results"]):
         print(f"{i:>4} {r['seed']:>6} {r['pulls']:>12} {str(r['done']):>5} {str(r.get('correct', '-')):>7}  "
               f"{','.join(r['outliers']) or '-'}")
+    if "mean_errors" in out:
+        print(f"threshold {out['threshold']}  budget {out['budget']}  mean errors {out['mean_errors']:.3f}")
     acc = out["accuracy"]
     print(f"accuracy {acc if acc is None else f'{acc:.3f}'}  mean pulls {out['mean_pulls']:.1f}")
 

@@ -6,6 +6,16 @@ changes nothing), and gives the per-arm confidence radius at a significance leve
 
 * :class:`BernoulliModel`: rewards 0/1; Agresti-Coull radius ([ZWW17] Sec. 4.3). The default for 0/1 data.
 * :class:`BoundedModel`: rewards in ``[a, b]``; Hoeffding radius ``R sqrt(log(1/delta) / (2 m))``.
+* :class:`SubGaussianModel`: any real reward, sub-Gaussian with a known sigma (Gaussian noise).
+* :class:`HeavyTailedModel`: any real reward with a finite p-th moment (p in (1, 2]) bounded by B;
+  empirical (EA), truncated (TEA) or median-of-means (MoM) estimate ([YSLK18], UAI 2018).
+
+Hooks for estimates other than the plain mean (used by every policy that keeps per-arm counts ``m`` and
+sums ``s``): when ``model.transforms`` is true, ``s`` sums ``model.contribution(j, x)`` (j = 1-based index
+of the sample within its arm) instead of ``x``; TEA uses it to give a sample above its truncation level
+a contribution of 0. When ``model.sum_based`` is false (MoM) the estimate is not ``s / m`` at all: the
+policy needs one ``model.make_estimator()`` per arm, and a policy that keeps only counts and sums must
+call ``model.require_sum_based(name)``, which refuses with a clear message.
 
 Radii are computed from ``m`` (number of samples) and ``s`` (sum of the samples' contributions).
 Every model's radius must be non-decreasing as ``delta`` decreases, for fixed ``m`` and ``s``: the
@@ -30,7 +40,8 @@ import numpy as np
 
 from . import bounds
 
-__all__ = ["RewardModel", "BernoulliModel", "BoundedModel", "make_model", "model_from_dict"]
+__all__ = ["RewardModel", "BernoulliModel", "BoundedModel", "SubGaussianModel", "HeavyTailedModel",
+           "make_model", "model_from_dict", "register_model"]
 
 
 class RewardModel(ABC):
@@ -69,6 +80,27 @@ class RewardModel(ABC):
     @abstractmethod
     def radii(self, m: np.ndarray, s: np.ndarray, delta: float) -> np.ndarray:
         """Vectorised :meth:`radius`."""
+
+    #: whether the per-arm sum ``s`` adds up :meth:`contribution` rather than the raw rewards
+    transforms: bool = False
+    #: whether the arm estimate is ``s / m``; if not, use one :meth:`make_estimator` per arm
+    sum_based: bool = True
+
+    def contribution(self, j: int, x: float) -> float:
+        """What the ``j``-th sample (1-based, within its arm) adds to the arm's sum: ``x`` by default."""
+        return x
+
+    def require_sum_based(self, policy: str) -> None:
+        """Raise ``ValueError`` if this model's estimate is not count-and-sum based (``policy`` names the caller)."""
+        if not self.sum_based:
+            raise ValueError(
+                f"policy {policy!r} keeps only per-arm counts and sums, but the {self!r} reward model's "
+                f"estimate needs per-arm state of its own; use a count-and-sum estimate (e.g. "
+                f"heavy_tailed with estimator 'tea' or 'ea'), or a policy that supports it (se, sr)")
+
+    def make_estimator(self) -> Any:
+        """A fresh per-arm estimator (a ``river.stats.base.Univariate``); needed when not ``sum_based``."""
+        raise NotImplementedError(f"{type(self).__name__} is count-and-sum based: use s / m")
 
     def radius_fn(self, delta: float) -> Callable[[float, float], float]:
         """``radius`` with ``delta`` fixed, as a fast ``f(m, s)`` (for many calls at one delta)."""
@@ -155,6 +187,158 @@ class BoundedModel(RewardModel):
         return {"name": self.name, "a": self.low, "b": self.high}
 
 
+class SubGaussianModel(RewardModel):
+    """Any real reward, sub-Gaussian with parameter ``sigma``: radius ``sigma sqrt(2 log(2/delta) / m)``.
+
+    Right for Gaussian noise of standard deviation sigma (and for rewards in a range of width 2 sigma,
+    where it is Hoeffding's radius). Wrong for heavy tails: see :class:`HeavyTailedModel`.
+
+    >>> round(SubGaussianModel(1.0).radius(100, 0.0, 0.05), 4)
+    0.2716
+    """
+
+    name = "subgaussian"
+
+    def __init__(self, sigma: float = 1.0) -> None:
+        sigma = float(sigma)
+        if not (math.isfinite(sigma) and sigma > 0):
+            raise ValueError(f"subgaussian reward model needs a finite sigma > 0, got {sigma}")
+        self.sigma = sigma
+
+    def radius(self, m: float, s: float, delta: float) -> float:
+        return math.inf if m <= 0 else bounds.subgaussian_radius(float(m), self.sigma, delta)
+
+    def radii(self, m: np.ndarray, s: np.ndarray, delta: float) -> np.ndarray:
+        with np.errstate(divide="ignore"):
+            return bounds.subgaussian_radius(np.asarray(m, dtype=float), self.sigma, delta)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "sigma": self.sigma}
+
+
+class HeavyTailedModel(RewardModel):
+    """Any real reward whose p-th raw moment ``E|X|^p`` is at most ``B``, p in (1, 2] ([YSLK18], UAI 2018).
+
+    ``estimator`` picks the arm estimate and its radius (all in :mod:`streamarms.bounds`):
+
+    * ``"tea"`` (default): truncated empirical average. Sample j of an arm contributes ``x`` if
+      ``|x| <= b_j = (B j / log(2/delta0))^(1/p)`` and 0 otherwise (:meth:`contribution`; policies count
+      such samples, they are never dropped). Radius :func:`~streamarms.bounds.tea_radius_fixed_truncation`:
+      the paper's ``5 B^(1/p) (log(2/delta) / m)^((p-1)/p)`` at ``delta = delta0``, re-derived for the
+      shrinking significance of the other families' policies.
+    * ``"ea"``: the plain mean with the heavy-tail radius ``(2 C / (m^(p-1) delta))^(1/p)``.
+    * ``"mom"``: median of means with :func:`~streamarms.bounds.mom_radius`; not count-and-sum based
+      (``sum_based`` is false): only the best-arm policies (SE, SR) support it.
+
+    ``C`` bounds the central moment ``E|X - mu|^p``; by default ``2^p B`` (implied by B). ``delta0`` is the
+    significance the TEA truncation schedule and the number of MoM blocks are tuned for (keep it near the
+    significance the radius will be used at); SE-delta re-tunes it to its ``delta / K`` (:meth:`tuned`).
+
+    >>> m = HeavyTailedModel(p=2.0, B=7.0)
+    >>> m.check("a", -123.0)
+    -123.0
+    >>> round(m.truncation_level(1), 3), round(m.truncation_level(100), 3)
+    (0.695, 6.946)
+    >>> m.contribution(1, 0.5), m.contribution(1, 2.0), m.contribution(100, 2.0)
+    (0.5, 0.0, 2.0)
+    >>> round(m.tuned(0.01).radius(100, 0.0, 0.01), 4)
+    3.045
+    >>> HeavyTailedModel(p=2.5, B=1.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: moment order p must be in (1, 2], got 2.5
+    """
+
+    name = "heavy_tailed"
+    ESTIMATORS = ("ea", "tea", "mom")
+
+    def __init__(self, p: float = 2.0, B: float | None = None, estimator: str = "tea",
+                 C: float | None = None, delta0: float = 1e-6) -> None:
+        if B is None:
+            raise ValueError("heavy_tailed reward model needs the moment bound B > 0 (E|X|^p <= B)")
+        p, B = float(p), float(B)
+        bounds.check_moment_params(p, B)
+        if estimator not in self.ESTIMATORS:
+            raise ValueError(f"unknown heavy-tailed estimator {estimator!r}: choose one of {list(self.ESTIMATORS)}")
+        if C is not None:
+            C = float(C)
+            if not (math.isfinite(C) and C > 0):
+                raise ValueError(f"central moment bound C must be a finite number > 0, got {C}")
+        delta0 = float(delta0)
+        if not 0.0 < delta0 < 1.0:
+            raise ValueError(f"delta0 must be in (0, 1), got {delta0}")
+        self.p, self.B, self.estimator, self.C, self.delta0 = p, B, estimator, C, delta0
+        self.C_eff = C if C is not None else bounds.central_moment_bound(p, B)
+        self.transforms = estimator == "tea"
+        self.sum_based = estimator != "mom"
+        self._L0 = math.log(2.0 / delta0)
+        self.k = bounds.mom_blocks(delta0, p) if estimator == "mom" else 0
+        self._e = (p - 1.0) / p
+        self._scales: dict[float, float] = {}
+
+    def tuned(self, delta0: float) -> "HeavyTailedModel":
+        """The same model with the estimator tuned for significance ``delta0``."""
+        return HeavyTailedModel(self.p, self.B, self.estimator, self.C, delta0)
+
+    def truncation_level(self, j: int) -> float:
+        """TEA level ``b_j`` of the j-th sample of an arm (1-based)."""
+        return bounds.tea_truncation_level(j, self.p, self.B, self.delta0)
+
+    def contribution(self, j: int, x: float) -> float:
+        if self.estimator != "tea" or abs(x) ** self.p <= self.B * j / self._L0:  # |x| <= b_j
+            return x
+        return 0.0
+
+    def make_estimator(self) -> Any:
+        from river import stats
+
+        from .estimators import MedianOfMeans, TruncatedMean
+        if self.estimator == "tea":
+            return TruncatedMean(self.p, self.B, self.delta0)
+        if self.estimator == "mom":
+            return MedianOfMeans(self.delta0, self.p)
+        return stats.Mean()
+
+    def _scale(self, delta: float) -> float:
+        """EA/TEA radius after one sample at ``delta`` (they are ``scale * m^(-(p-1)/p)``), cached per delta."""
+        sc = self._scales.get(delta)
+        if sc is None:
+            if len(self._scales) > 16:
+                self._scales.clear()
+            if self.estimator == "tea":
+                sc = bounds.tea_radius_fixed_truncation(1.0, self.p, self.B, delta, self.delta0)
+            else:
+                sc = bounds.ea_radius(1.0, self.p, self.C_eff, delta)
+            self._scales[delta] = sc
+        return sc
+
+    def radius(self, m: float, s: float, delta: float) -> float:
+        if m <= 0:
+            return math.inf
+        if self.estimator == "mom":
+            return bounds.mom_radius(float(m), self.p, self.C_eff, delta, self.k)
+        return self._scale(delta) * m ** -self._e
+
+    def radius_fn(self, delta: float) -> Callable[[float, float], float]:
+        if self.estimator == "mom":
+            return lambda m, s: self.radius(m, s, delta)
+        sc, e = self._scale(delta), -self._e
+        return lambda m, s: sc * m ** e if m > 0 else math.inf
+
+    def radii(self, m: np.ndarray, s: np.ndarray, delta: float) -> np.ndarray:
+        m = np.asarray(m, dtype=float)
+        if self.estimator == "tea":
+            return bounds.tea_radius_fixed_truncation(m, self.p, self.B, delta, self.delta0)
+        if self.estimator == "mom":
+            return bounds.mom_radius(m, self.p, self.C_eff, delta, self.k)
+        with np.errstate(divide="ignore"):
+            return bounds.ea_radius(m, self.p, self.C_eff, delta)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "p": self.p, "B": self.B, "estimator": self.estimator,
+                "C": self.C, "delta0": self.delta0}
+
+
 _MODELS: dict[str, type[RewardModel]] = {"bernoulli": BernoulliModel, "bounded": BoundedModel}
 
 
@@ -182,3 +366,7 @@ def model_from_dict(d: dict[str, Any]) -> RewardModel:
     """Inverse of :meth:`RewardModel.to_dict`."""
     d = dict(d)
     return make_model(d.pop("name"), **d)
+
+
+register_model(SubGaussianModel)
+register_model(HeavyTailedModel)

@@ -3,8 +3,8 @@
 Each :class:`PolicySpec` says how to build the policy from a list of arm names and parsed options,
 and how to compute the true outlier set from the true means under that policy's own definition.
 
->>> sorted(POLICIES)
-['gold', 'nrr', 'roai', 'rr', 'wrr']
+>>> {"rr", "wrr", "nrr", "ade", "gold", "roai", "lsa", "se"} <= set(POLICIES)
+True
 >>> POLICIES["wrr"].kind
 'outlier'
 """
@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from .models import make_model
 from .policies.base import Policy
+from .policies.ade import AdaptiveDoubleExploration, ade_outliers
 from .policies.gold import GenericOutlierDetection, true_outliers
 from .policies.ksigma import NaiveRoundRobin, RoundRobin, WeightedRoundRobin, ksigma_outliers
 from .policies.robust import RobustOutlierArmIdentification, robust_true_outliers
@@ -79,6 +80,21 @@ register(PolicySpec("nrr", lambda arms, o: NaiveRoundRobin(arms, **_ksigma_kw(o)
                     description="Naive Round-Robin baseline (no guarantee), NeurIPS'17 Sec. 5.2"))
 
 
+
+def _ade_truth(means: list[float], opts: Any) -> list[str]:
+    return [str(i) for i in ade_outliers(means, _opt(opts, "k", 2.0), bool(_opt(opts, "two_sided", False)))]
+
+
+def _ade_seed(opts: Any) -> int | None:
+    """ADE's own seed (threshold arm draws), derived from the run seed: a simulator seeded with the
+    same number would otherwise replay the same Mersenne Twister stream, and the drawn arm would be
+    correlated with the reward it gets."""
+    s = _opt(opts, "seed")
+    return None if s is None else (int(s) * 0x9E3779B97F4A7C15 + 0xADE) % (1 << 63)
+
+
+register(PolicySpec("ade", lambda arms, o: AdaptiveDoubleExploration(arms, seed=_ade_seed(o), **_ksigma_kw(o)),
+                    _ade_truth, description="Adaptive Double Exploration, Zhang et al. AAAI'20 Alg. 1"))
 # GOLD (Ban & He, KDD'20): rho is the assumed share of normal arms (CLI --rho, default 0.9)
 def _gold_kw(opts: Any) -> dict[str, Any]:
     return {"epsilon": _opt(opts, "epsilon", 2.5), "rho": _opt(opts, "rho", 0.9),
@@ -118,3 +134,122 @@ def build_policy(name: str, arms: list[str], **opts: Any) -> Policy:
     if name not in POLICIES:
         raise ValueError(f"unknown policy {name!r}: choose one of {', '.join(sorted(POLICIES))}")
     return POLICIES[name].build(arms, SimpleNamespace(**opts))
+
+
+# ------------------------------------------------------------------------------------------------
+# known threshold on a budget (NeurIPS'19) and best arm with heavy tails (UAI'18)
+# ------------------------------------------------------------------------------------------------
+from .models import HeavyTailedModel  # noqa: E402
+from .policies.best_arm import SuccessiveElimination, SuccessiveRejects, best_arm_truth  # noqa: E402
+from .policies.thresholding import APT, LSA, UCBE, Uniform, complexity_H, threshold_truth  # noqa: E402
+
+
+def _threshold(opts: Any, policy: str) -> float:
+    theta = getattr(opts, "threshold", None)
+    if theta is None:
+        raise ValueError(f"policy {policy!r} needs --threshold")
+    return float(theta)
+
+
+_UNIT_RANGE_ENVS = ("bernoulli", "bounded", "hoeffding", "two-point", "beta")
+
+
+def _second_moments(opts: Any) -> tuple[float, float] | None:
+    """(max_i E X_i^2, max_i Var X_i) of the simulated arms, when the CLI passed them (``true_means``)."""
+    means = getattr(opts, "true_means", None)
+    if means is None:
+        return None
+    env = _opt(opts, "env", "bernoulli")
+    if env in _UNIT_RANGE_ENVS:  # rewards in [0, 1]
+        return 1.0, 0.25
+    if env == "gaussian":
+        return max(m * m for m in means) + 1.0, 1.0
+    if env == "student-t":
+        df = float(_opt(opts, "df", 3.0))
+        if df <= 2.0:
+            return None
+        var = df / (df - 2.0)
+        return max(m * m for m in means) + var, var
+    return None
+
+
+def heavy_model_from_opts(opts: Any, n_arms: int, estimator_default: str = "tea") -> HeavyTailedModel:
+    """The ``heavy_tailed`` reward model from ``--estimator``, ``--moment-p``, ``--moment-bound``.
+
+    Without ``--moment-bound``, B (and the central bound C) are computed from the simulated arms:
+    ``B = (max_i E X_i^2)^(p/2) >= E|X|^p`` (Jensen), ``C = (max_i Var X_i)^(p/2)``.
+    """
+    p = float(_opt(opts, "moment_p", 2.0))
+    B = getattr(opts, "moment_bound", None)
+    C = None
+    if B is None:
+        mom = _second_moments(opts)
+        if mom is None:
+            raise ValueError("the heavy-tailed estimators need --moment-bound (a bound B on E|X|^p)")
+        B, C = mom[0] ** (p / 2.0), mom[1] ** (p / 2.0)
+    return HeavyTailedModel(p=p, B=float(B), estimator=_opt(opts, "estimator", estimator_default), C=C,
+                            delta0=_opt(opts, "delta", 0.1) / max(n_arms, 1))
+
+
+def _threshold_model(opts: Any, n_arms: int) -> Any:
+    env = _opt(opts, "env", "bernoulli")
+    if env == "bernoulli":
+        return make_model("bernoulli")
+    if env in _UNIT_RANGE_ENVS and getattr(opts, "estimator", None) is None:
+        return make_model("bounded", a=0.0, b=1.0)
+    if env == "gaussian" and getattr(opts, "estimator", None) is None:
+        return make_model("subgaussian", sigma=1.0)
+    return heavy_model_from_opts(opts, n_arms, estimator_default="ea")
+
+
+def _threshold_kw(arms: list[str], opts: Any, policy: str) -> dict[str, Any]:
+    return {"threshold": _threshold(opts, policy), "budget": getattr(opts, "budget", None),
+            "model": _threshold_model(opts, len(arms))}
+
+
+def _threshold_truth(means: list[float], opts: Any) -> list[str]:
+    return [str(i) for i in threshold_truth(means, _threshold(opts, "threshold"))]
+
+
+def _ucbe(arms: list[str], o: Any) -> UCBE:
+    kw = _threshold_kw(arms, o, "ucbe")
+    means = getattr(o, "true_means", None)
+    H = complexity_H(means, kw["threshold"]) if means is not None else None
+    return UCBE(arms, b=_opt(o, "ucbe_b", 0.0), H=H, **kw)
+
+
+register(PolicySpec("lsa", lambda arms, o: LSA(arms, alpha=_opt(o, "alpha", 1.35), **_threshold_kw(arms, o, "lsa")),
+                    _threshold_truth, kind="threshold",
+                    description="Logarithmic-Sample Algorithm, Tao et al. NeurIPS'19 Alg. 1"))
+register(PolicySpec("apt", lambda arms, o: APT(arms, epsilon=_opt(o, "epsilon", 0.05), **_threshold_kw(arms, o, "apt")),
+                    _threshold_truth, kind="threshold", description="APT(epsilon), Locatelli et al. ICML'16"))
+register(PolicySpec("ucbe", _ucbe, _threshold_truth, kind="threshold",
+                    description="UCBE(b), Audibert & Bubeck COLT'10, a = 4^b (T-K)/H with the oracle H"))
+register(PolicySpec("uniform", lambda arms, o: Uniform(arms, **_threshold_kw(arms, o, "uniform")),
+                    _threshold_truth, kind="threshold", description="uniform sampling baseline"))
+
+
+def _best_truth(means: list[float], opts: Any) -> list[str]:
+    return [str(i) for i in best_arm_truth(means)]
+
+
+def _sr(arms: list[str], o: Any) -> SuccessiveRejects:
+    budget = getattr(o, "budget", None)
+    if budget is None:
+        raise ValueError("policy 'sr' needs --budget")
+    model = heavy_model_from_opts(o, len(arms))
+    eps = getattr(o, "epsilon", None)
+    means = getattr(o, "true_means", None)
+    if eps is None and model.estimator == "tea" and means is not None:
+        top = max(means)
+        gaps = [top - m for m in means if m < top]
+        eps = min(gaps) if gaps else None  # oracle: the smallest gap, as the paper suggests
+    return SuccessiveRejects(arms, budget=budget, model=model, epsilon=eps, seed=_opt(o, "seed"))
+
+
+register(PolicySpec("se", lambda arms, o: SuccessiveElimination(arms, delta=_opt(o, "delta", 0.1),
+                                                                 model=heavy_model_from_opts(o, len(arms)),
+                                                                 seed=_opt(o, "seed")),
+                    _best_truth, kind="best", description="SE-delta, Yu et al. UAI'18 Alg. 1 (EA/TEA/MoM)"))
+register(PolicySpec("sr", _sr, _best_truth, kind="best",
+                    description="SR-T, Yu et al. UAI'18 Alg. 2 (EA/TEA/MoM)"))

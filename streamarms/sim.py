@@ -20,8 +20,9 @@ from typing import Mapping, Protocol, Sequence
 
 from .policies.base import Decision, Event, Policy
 
-__all__ = ["Arm", "BernoulliArm", "BoundedArm", "GaussianArm", "Environment", "RunResult",
-           "run_policy", "zww17_synthetic", "zww17_example", "ade_uniform"]
+__all__ = ["Arm", "BernoulliArm", "BoundedArm", "GaussianArm", "StudentTArm", "Environment", "RunResult",
+           "run_policy", "zww17_synthetic", "zww17_example", "ade_uniform", "tbpz19_setup",
+           "yslk18_instance"]
 
 
 class Arm(Protocol):
@@ -104,6 +105,45 @@ class GaussianArm:
 
     def pull(self, rng: random.Random) -> float:
         return rng.gauss(self.mu, self.sd)
+
+
+@dataclass(frozen=True)
+class StudentTArm:
+    """Heavy-tailed rewards: ``mean + scale * t``, t Student-t with ``df`` degrees of freedom.
+
+    Moments of order below ``df`` are finite (variance ``scale^2 df / (df - 2)`` for df > 2), higher ones
+    are not: with df = 3 the p-th moment is finite for every p in (1, 2], as in [YSLK18] Sec. 5.
+    The t variate is ``Z / sqrt(V / df)``, Z standard normal and V chi-square (``2 * Gamma(df/2)``).
+
+    >>> arm = StudentTArm(2.0, 3.0)
+    >>> arm.mean, isinstance(arm.pull(random.Random(0)), float)
+    (2.0, True)
+    >>> round(arm.second_moment(), 6)
+    7.0
+    """
+
+    mean: float
+    df: float = 3.0
+    scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.mean) and math.isfinite(self.df) and self.df > 0
+                and math.isfinite(self.scale) and self.scale > 0):
+            raise ValueError(f"Student-t arm needs a finite mean, df > 0 and scale > 0; got mean={self.mean}, "
+                             f"df={self.df}, scale={self.scale}")
+
+    def pull(self, rng: random.Random) -> float:
+        z = rng.gauss(0.0, 1.0)
+        v = 2.0 * rng.gammavariate(self.df / 2.0, 1.0)
+        return self.mean + self.scale * z / math.sqrt(v / self.df)
+
+    def variance(self) -> float:
+        """``scale^2 df / (df - 2)``, infinite for df <= 2."""
+        return self.scale ** 2 * self.df / (self.df - 2.0) if self.df > 2 else math.inf
+
+    def second_moment(self) -> float:
+        """``E X^2 = mean^2 + variance`` (the raw moment bound B for p = 2)."""
+        return self.mean ** 2 + self.variance()
 
 
 def _make_arm(mean: float, model: str, a: float, b: float) -> Arm:
@@ -237,3 +277,37 @@ def ade_uniform(n: int, rng: random.Random) -> list[float]:
     True
     """
     return [rng.random() for _ in range(n)]
+
+
+def tbpz19_setup(i: int) -> list[float]:
+    """The three Bernoulli instances of [TBPZ19] Sec. 5 (threshold 0.5).
+
+    1. arithmetic progression I: 0.2, 0.25, 0.3, 0.35, 0.45, 0.55, 0.65, 0.7, 0.75, 0.8;
+    2. arithmetic progression II: 20 arms 0.405, 0.415, ..., 0.595;
+    3. two groups: five arms at 0.45 and five at 0.505.
+
+    >>> tbpz19_setup(2)[:2], len(tbpz19_setup(2))
+    ([0.405, 0.415], 20)
+    """
+    if i == 1:
+        return [round(0.2 + 0.05 * j, 10) for j in range(4)] + [0.45, 0.55] + \
+            [round(0.65 + 0.05 * j, 10) for j in range(4)]
+    if i == 2:
+        return [round(0.405 + j / 100, 10) for j in range(20)]
+    if i == 3:
+        return [0.45] * 5 + [0.505] * 5
+    raise ValueError(f"[TBPZ19] has setups 1, 2 and 3, not {i!r}")
+
+
+def yslk18_instance(name: str = "S1") -> list[float]:
+    """The synthetic instances of [YSLK18] Table 2: one arm at 2.0 and nine evenly spaced over
+    [0.7, 1.5] (S1) or [1.0, 1.8] (S2); the paper adds Student-t noise with 3 degrees of freedom
+    (p = 2, B = 7, C = 3).
+
+    >>> yslk18_instance("S1")[:3]
+    [2.0, 0.7, 0.8]
+    """
+    lo = {"S1": 0.7, "S2": 1.0}.get(name)
+    if lo is None:
+        raise ValueError(f"[YSLK18] instances are 'S1' and 'S2', not {name!r}")
+    return [2.0] + [round(lo + 0.1 * j, 10) for j in range(9)]

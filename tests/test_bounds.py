@@ -94,7 +94,8 @@ def test_lipschitz_threshold_radius_hand_value_and_validity():
 
 
 def test_ade_radius_hand_values():
-    # R = 1, R' = 1, b = 1: eps = 3 sqrt(log(6/dt) / (2 m))
-    assert bounds.ade_sigma_epsilon(1.0, 1.0, 1.0, 8, 6 * math.exp(-16)) == pytest.approx(3.0)
+    # R = 1, R' = 1, b = 1: eps = 3 sqrt(log(1/dt) / (2 m))
+    # Lemma 4 reading: log(1/delta_t), not Lemma 2's log(6/delta_t) (see bounds.ade_sigma_epsilon)
+    assert bounds.ade_sigma_epsilon(1.0, 1.0, 1.0, 8, math.exp(-16)) == pytest.approx(3.0)
     # r = (1 + sqrt2 * 2 * 3 / sqrt(4)) sqrt(log(1/dt)/(2 m)) with log(1/dt) = 16, m = 8: (1 + 3 sqrt2) * 1
     assert bounds.ade_threshold_radius(1.0, 1.0, 1.0, 2.0, 4.0, 8, math.exp(-16)) == pytest.approx(1 + 3 * math.sqrt(2))

@@ -289,6 +289,7 @@ class _ConfidentKSigma(_KSigmaEstimates):
         self._cert_lo0 = 0.0
         self._pulled_since: set[int] = set()
         # Bernoulli / generic threshold radius brackets: z window [T_lo, T_hi]
+        self._win_lo = 0
         self._win_hi = 0
         self._rad_lo: list[float] = []
         self._rad_hi: list[float] = []
@@ -319,6 +320,7 @@ class _ConfidentKSigma(_KSigmaEstimates):
     def _open_window(self) -> None:
         """Bracket the z of the next pulls: radii at T (lower end) and at the window's end."""
         T = max(self.T, 1)
+        self._win_lo = T
         self._win_hi = T + max(1, T // 32)
         d_lo, d_hi = self.significance(T), self.significance(self._win_hi)
         self._rfn_lo, self._rfn_hi = self.model.radius_fn(d_lo), self.model.radius_fn(d_hi)
@@ -596,6 +598,17 @@ class _ConfidentKSigma(_KSigmaEstimates):
     def snapshot(self) -> dict[str, Any]:
         st = self._base_state()
         st["reported"] = list(self._reported)
+        # the incremental stopping check's state too, so that a restored policy continues bit for bit
+        # as the original would (the streaming daemon's restart-equals-uninterrupted guarantee)
+        lti = self._last_threshold_interval
+        st["check"] = {
+            "events_total": self._events_total, "cert_idx": [int(i) for i in self._cert_idx],
+            "cert_val": [float(v) for v in self._cert_val], "cert_ptr": self._cert_ptr,
+            "cert_hi0": self._cert_hi0, "cert_lo0": self._cert_lo0, "pulled_since": sorted(self._pulled_since),
+            "win_lo": self._win_lo, "win_hi": self._win_hi, "rad_lo": list(self._rad_lo),
+            "rad_hi": list(self._rad_hi), "bsums": list(self._bsums),
+            "last_threshold_interval": None if lti is None else list(lti),
+            "ctx_T": self._ctx_T, "ctx": list(self._ctx)}
         return st
 
     @classmethod
@@ -604,7 +617,26 @@ class _ConfidentKSigma(_KSigmaEstimates):
         pol._load_base_state(state)
         pol._reported = bytearray(int(v) for v in state["reported"])
         pol._restore_schedule(state)
-        if pol.initialised and not pol._done:
+        chk = state.get("check")
+        if chk is not None:
+            pol._events_total = int(chk["events_total"])
+            pol._cert_idx = [int(i) for i in chk["cert_idx"]]
+            pol._cert_val = [float(v) for v in chk["cert_val"]]
+            pol._cert_ptr = int(chk["cert_ptr"])
+            pol._cert_hi0, pol._cert_lo0 = float(chk["cert_hi0"]), float(chk["cert_lo0"])
+            pol._pulled_since = {int(i) for i in chk["pulled_since"]}
+            pol._win_lo, pol._win_hi = int(chk["win_lo"]), int(chk["win_hi"])
+            if pol._win_hi:  # the radius functions of the open z window
+                pol._rfn_lo = pol.model.radius_fn(pol.significance(max(pol._win_lo, 1)))
+                pol._rfn_hi = pol.model.radius_fn(pol.significance(pol._win_hi))
+            pol._ctx_T = int(chk["ctx_T"])
+            pol._ctx = tuple(float(v) for v in chk["ctx"])  # type: ignore[assignment]
+            pol._rad_lo = [float(v) for v in chk["rad_lo"]]
+            pol._rad_hi = [float(v) for v in chk["rad_hi"]]
+            pol._bsums = [float(v) for v in chk["bsums"]]
+            lti = chk["last_threshold_interval"]
+            pol._last_threshold_interval = None if lti is None else (float(lti[0]), float(lti[1]))
+        elif pol.initialised and not pol._done:  # a snapshot without the check state
             if pol._radius_kind != "mcdiarmid":
                 pol._open_window()
             pol._cert_idx = []  # the next pull runs a full check

@@ -1,0 +1,166 @@
+"""JSON Lines files: replay a recorded stream of rewards, write alerts / requests / dead letters.
+
+Input lines (one record each)::
+
+    {"key": "eu-west", "value": {"reward": 1}, "timestamp": 1700000000123}
+    {"key": "eu-west", "value": "{\\"reward\\": 1}"}          # value as the raw string of a record
+    {"arm": "eu-west", "reward": 1, "timestamp": 1700000000123}  # shorthand: the line is the value
+
+``timestamp`` is in milliseconds (as in Kafka) and optional; without it the stream clock does not
+move, so use ``--clock wall`` if wants should time out. A line that is not a JSON object becomes a
+record without a key (refused as ``key_missing``, so it reaches the dead letters). Several files are
+merged like partitions (:class:`~streamarms.connectors.ordering.PartitionMerger`); a file's "offset"
+is its line number, so a checkpoint resumes a replay exactly.
+
+>>> import tempfile, os, json
+>>> d = tempfile.mkdtemp(); p = os.path.join(d, "r.jsonl")
+>>> with open(p, "w") as f:
+...     _ = f.write('{"arm": "a", "reward": 1, "timestamp": 5}\\nnot json\\n')
+>>> src = JsonlSource([p])
+>>> [(r.key, r.offset) for r in src.poll()], src.exhausted
+([(b'a', 0), (None, 1)], True)
+>>> out = os.path.join(d, "alerts.jsonl")
+>>> sink = JsonlSink(out); sink.send({"arm": "a", "kind": "outlier"}); sink.close()
+>>> open(out).read()
+'{"arm":"a","kind":"outlier"}\\n'
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import IO, Any, Sequence
+
+from .memory import MemoryRecord
+from .ordering import PartitionMerger
+
+__all__ = ["JsonlSource", "JsonlSink", "JsonlDeadLetterSink"]
+
+
+def _to_record(path: str, offset: int, line: str) -> MemoryRecord:
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        obj = None
+    if not isinstance(obj, dict):
+        return MemoryRecord(path, 0, offset, None, None, line.rstrip("\n").encode("utf-8"), None)
+    ts = obj.get("timestamp")
+    ts = int(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) else None
+    if "key" in obj:
+        key = obj["key"]
+        value = obj.get("value")
+        if isinstance(value, str):
+            vb: bytes | None = value.encode("utf-8")
+        elif value is None:
+            vb = None
+        else:
+            vb = json.dumps(value).encode("utf-8")
+    else:
+        key = obj.get("arm")
+        vb = line.rstrip("\n").encode("utf-8")
+    kb = None if key is None else str(key).encode("utf-8")
+    return MemoryRecord(path, 0, offset, ts, kb, vb, None)
+
+
+class JsonlSource:
+    """Replays JSONL files (module docstring); ``exhausted`` once every line was delivered."""
+
+    def __init__(self, paths: Sequence[str], *, resume: dict[str, Any] | None = None, max_records: int = 1000,
+                 ordered: bool = True) -> None:
+        self.paths = [os.fspath(p) for p in paths]
+        self.max_records = max_records
+        self.merger = PartitionMerger(ordered=ordered)
+        self.merger.assign([(p, 0) for p in self.paths], resume or {})
+        self._files: dict[str, IO[str]] = {}
+        self._line: dict[str, int] = {}
+        self._eof: dict[str, bool] = {}
+        for p in self.paths:
+            f = open(p, encoding="utf-8", errors="replace")
+            start = self.merger.next_offset((p, 0)) or 0
+            self.merger.set_position((p, 0), start)
+            for _ in range(start):
+                if not f.readline():
+                    break
+            self._files[p] = f
+            self._line[p] = start
+            self._eof[p] = False
+
+    def _ended(self, tp: tuple[str, int]) -> bool:
+        return self._eof[tp[0]]
+
+    def poll(self, timeout: float = 0.0) -> list[MemoryRecord]:
+        per = max(1, self.max_records // max(1, len(self.paths)))
+        for p in self.paths:
+            if self._eof[p] or self.merger.buffered((p, 0)) > self.merger.max_buffer:
+                continue
+            f = self._files[p]
+            chunk = []
+            n = self._line[p]
+            for _ in range(per):
+                line = f.readline()
+                if not line:
+                    self._eof[p] = True
+                    break
+                if line.strip():
+                    chunk.append(_to_record(p, n, line))
+                n += 1
+            self._line[p] = n
+            self.merger.add((p, 0), chunk)
+        return self.merger.release(self._ended)
+
+    @property
+    def exhausted(self) -> bool:
+        return all(self._eof.values()) and all(self.merger.buffered((p, 0)) == 0 for p in self.paths)
+
+    def rollback(self, processed: int) -> None:
+        self.merger.rollback(processed)
+
+    def state(self) -> dict[str, Any]:
+        return self.merger.state()
+
+    def commit(self, state: dict[str, Any] | None = None) -> None:
+        pass
+
+    def close(self) -> None:
+        for f in self._files.values():
+            f.close()
+
+
+class JsonlSink:
+    """Appends JSON values (alerts, requests), one per line; ``"-"`` writes to stdout.
+
+    ``flush`` makes the lines durable (``fsync``) before the daemon checkpoints.
+    """
+
+    def __init__(self, path: str, fsync: bool = True) -> None:
+        self.path = path
+        self.fsync = fsync
+        self._f: IO[str] = sys.stdout if path == "-" else open(path, "a", encoding="utf-8")
+
+    def send(self, value: dict[str, Any], payload: dict[str, Any] | None = None) -> None:
+        # alerts: send(alert); requests: send(arm, payload)
+        obj = payload if payload is not None else value
+        self._f.write(json.dumps(obj, separators=(",", ":")) + "\n")
+
+    def flush(self) -> None:
+        self._f.flush()
+        if self.fsync and self._f is not sys.stdout:
+            os.fsync(self._f.fileno())
+
+    def close(self) -> None:
+        self.flush()
+        if self._f is not sys.stdout:
+            self._f.close()
+
+
+class JsonlDeadLetterSink(JsonlSink):
+    """Refused records as lines ``{"reason", "detail", "source", "key", "value"}`` (key/value as text)."""
+
+    def send(self, record: Any, reason: str, detail: str = "") -> None:  # type: ignore[override]
+        def text(b: Any) -> Any:
+            return b.decode("utf-8", "replace") if isinstance(b, (bytes, bytearray)) else b
+
+        self._f.write(json.dumps({"reason": reason, "detail": detail,
+                                  "source": f"{record.topic}:{record.partition}:{record.offset}",
+                                  "key": text(record.key), "value": text(record.value)}) + "\n")

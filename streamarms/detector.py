@@ -1,0 +1,404 @@
+"""``OutlierArmDetector``: streamarms as a river anomaly detector, for river pipelines.
+
+Records are dicts (river's ``x``). The detector reads two features: the *key* (which stream key, i.e.
+which arm, the record belongs to) and the *reward* (the record's value for that key: clicked or not,
+late or not, an error, a latency scaled to [0, 1]...). ``learn_one(x)`` offers the record to a
+*passive* :class:`~streamarms.scheduler.Scheduler` exactly as the daemon does with Kafka records: the
+policy uses the reward only if it currently wants a sample of that key, otherwise the record is
+skipped. ``score_one(x)`` says how outlying the record's *key* is.
+
+The policy is any streamarms policy (default: Weighted Round-Robin, Zhuang, Wang, Wang. *Identifying
+Outlier Arms in Multi-Armed Bandit*. NeurIPS 2017, with ``k = 2``, ``delta = 0.1`` and Bernoulli
+rewards: a key is an outlier iff its mean reward exceeds ``mu + 2 sigma`` of the keys' means).
+
+**Score scale** (a float in [0, 1]):
+
+* ``1.0`` -- the key is *confidently* an outlier: the policy classified it (an event, or the final
+  answer of an episode); with probability at least ``1 - delta`` that is right;
+* ``0.0`` -- the key is confidently normal;
+* strictly between 0 and 1 -- undecided. The value is ``(1 + g) / 2`` with ``g`` the key's *margin*
+  ``(y_hat - theta_hat) / (beta + beta_theta)``: its estimated mean minus the estimated threshold, in
+  units of the two confidence radii (for a two-sided rule, the distance beyond the nearer threshold).
+  A policy declares a key decided exactly when ``|g| >= 1`` ([ZWW17] Eq. 2), so scores of undecided
+  keys move continuously towards 0 or 1 as evidence accumulates; ``g`` is clipped to ``[-0.98,
+  0.98]`` so that only a real classification reaches 0 or 1. Policies that do not expose a threshold
+  and radii give ``0.75`` / ``0.25`` for keys currently estimated outlying / normal;
+* ``0.5`` -- nothing is known: the key has not been in an episode yet, or the record has no key.
+
+Which verdict counts: a confident verdict of the current episode, else the confident verdict of the
+last finished episode, else the current episode's graded score, else the last episode's graded score,
+else 0.5. The graded part is refreshed from the policy's decision every ``max(1, n_arms // 16)``
+samples (an O(n) vectorised call), confident verdicts the moment they are made.
+
+**Keys appearing over time: episodes.** A policy has a fixed set of arms. As in the daemon, the first
+episode starts once at least ``min_arms`` keys are known and no new key has been seen for
+``discovery`` records; keys first seen later join the *next* episode. An episode ends when the policy
+stops, or after ``episode_timeout`` records (its undecided keys keep their graded score; the default,
+a million records, is generous because the policy uses only the records of the keys it wants -- on
+the README's 31-key example about one in six -- and a cut-short episode's samples are lost); the next one
+starts ``episode_interval`` records after the previous one started (0: at once). Each episode starts
+from scratch, so a key whose mean drifts is re-classified. Time is counted in ``learn_one`` calls:
+every timeout below is a number of records, which makes the detector a deterministic function of the
+records it is given (river's convention), whatever the wall clock.
+
+**Records it ignores** (documented so it is safe in any pipeline, including river's own checks whose
+datasets have neither feature): a record without the key feature or without the reward feature is
+ignored by ``learn_one`` and scored by its key alone (0.5 when it has no key). A key beyond
+``max_arms`` distinct keys is ignored (counted in ``n_refused``). A reward that is present but not a
+number, not finite, or refused by the policy's reward model (e.g. ``0.5`` under the default Bernoulli
+model) raises ``ValueError`` naming the key and value, with the detector unchanged.
+
+The policy is given as a name of :data:`streamarms.registry.POLICIES` (``policy_params`` are then the
+options of ``streamarms simulate``: ``k``, ``delta``, ``bound`` ("bernoulli" or "hoeffding"),
+``two_sided``, ``rho``...) or as a policy class / callable ``policy(arms, **policy_params)``. If
+``policy_params`` has a ``seed``, episode ``e`` uses ``seed + e - 1``.
+
+>>> import random
+>>> from streamarms import OutlierArmDetector
+>>> rng = random.Random(7)
+>>> means = {f"host-{i}": 0.1 for i in range(8)} | {"host-8": 0.9}
+>>> detector = OutlierArmDetector(key="host", reward="slow")
+>>> for _ in range(6000):
+...     host = rng.choice(sorted(means))
+...     x = {"host": host, "slow": int(rng.random() < means[host])}
+...     detector.learn_one(x)
+>>> detector.score_one({"host": "host-8"}), detector.score_one({"host": "host-0"})
+(1.0, 0.0)
+>>> detector.outliers
+['host-8']
+>>> detector.n_samples < detector.n_records   # the rewards it did not need were skipped
+True
+>>> detector
+OutlierArmDetector (
+  key="host"
+  reward="slow"
+  policy="wrr"
+  policy_params=None
+  window=32
+  prefetch=32
+  want_timeout=1000
+  discovery=500
+  min_arms=3
+  max_arms=10000
+  episode_interval=0
+  episode_timeout=1000000
+)
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import numbers
+from types import SimpleNamespace
+from typing import Any, Callable
+
+from river import base
+
+from .models import RewardModel, make_model
+from .policies.base import Decision, Policy
+from .scheduler import EventClock, InvalidRecord, RewardCodec, Scheduler, SchedulerConfig
+
+__all__ = ["OutlierArmDetector"]
+
+_UNKNOWN = 0.5
+_CLIP = 0.98
+
+
+class _PassThroughCodec(RewardCodec):
+    """The detector validates every reward itself (so errors do not depend on which records the
+    scheduler happens to take) and hands the scheduler floats."""
+
+    def __init__(self) -> None:
+        super().__init__(model=None)
+
+    def reward(self, arm: str, value: Any) -> float:  # type: ignore[override]
+        return value
+
+
+class OutlierArmDetector(base.AnomalyDetector):
+    """A river anomaly detector that scores records by how outlying their *key* is (module docstring).
+
+    Parameters
+    ----------
+    key
+        Name of the feature that holds the stream key (the arm).
+    reward
+        Name of the feature that holds the reward (a number; 0/1 for the default Bernoulli model).
+    policy
+        A name in ``streamarms.registry.POLICIES`` (default ``"wrr"``) or a policy class / callable
+        ``policy(arms, **policy_params) -> Policy``.
+    policy_params
+        Options for the policy (default: the policy's defaults; for "wrr": k=2, delta=0.1, Bernoulli).
+    window
+        How many keys the policy may want at once (the scheduler's passive window).
+    prefetch
+        Rewards held per wanted key until the policy asks for them. WRR pulls an undecided key about
+        ``rho* ~ n^(2/3)`` times in a row, so a small value starves it when there are many keys.
+    want_timeout
+        Records after which an unmet want is given up and the key deferred.
+    discovery
+        The first episode starts once no new key has appeared for this many records.
+    min_arms
+        Never start an episode with fewer keys.
+    max_arms
+        Keys beyond this many are ignored.
+    episode_interval
+        Records between episode starts (0: the next episode starts when the previous one ends).
+    episode_timeout
+        End an episode that has not finished after this many records (``None``: never).
+    """
+
+    def __init__(self, key: str = "key", reward: str = "reward", policy: str | Callable[..., Policy] = "wrr",
+                 policy_params: dict[str, Any] | None = None, window: int = 32, prefetch: int = 32,
+                 want_timeout: int = 1000,
+                 discovery: int = 500, min_arms: int = 3, max_arms: int = 10_000, episode_interval: int = 0,
+                 episode_timeout: int | None = 1_000_000) -> None:
+        self.key = key
+        self.reward = reward
+        self.policy = policy
+        self.policy_params = policy_params
+        self.window = window
+        self.prefetch = prefetch
+        self.want_timeout = want_timeout
+        self.discovery = discovery
+        self.min_arms = min_arms
+        self.max_arms = max_arms
+        self.episode_interval = episode_interval
+        self.episode_timeout = episode_timeout
+        if not isinstance(policy, str) and not callable(policy):
+            raise ValueError(f"policy must be a registered policy name or a callable, got {policy!r}")
+        if isinstance(policy, str):
+            from .registry import POLICIES
+            if policy not in POLICIES:
+                raise ValueError(f"unknown policy {policy!r}: choose one of {', '.join(sorted(POLICIES))}")
+        if policy_params is not None and not isinstance(policy_params, dict):
+            raise ValueError(f"policy_params must be a dict or None, got {policy_params!r}")
+        self._config = SchedulerConfig(
+            mode="passive", window=window, prefetch=prefetch, want_timeout=float(want_timeout), discovery_records=discovery,
+            discovery_seconds=float("inf"), min_arms=min_arms, max_arms=max_arms,
+            episode_interval=float(episode_interval),
+            episode_timeout=None if episode_timeout is None else float(episode_timeout))
+        self._model = self._reward_model()
+        self._reset()
+
+    # -- construction helpers ------------------------------------------------------------------
+    @classmethod
+    def _unit_test_params(cls):
+        yield {}
+        yield {"policy": "rr", "policy_params": {"k": 1.5, "delta": 0.05}, "window": 4, "discovery": 50,
+               "want_timeout": 100, "episode_timeout": 5000}
+
+    def _params(self) -> dict[str, Any]:
+        return dict(self.policy_params or {})
+
+    def _reward_model(self) -> RewardModel | None:
+        """The reward model the policy will use, to validate every reward (not only the used ones)."""
+        params = self._params()
+        if isinstance(self.policy, str):
+            from .registry import model_from_opts
+            return model_from_opts(SimpleNamespace(**params))
+        if "model" in params:
+            return make_model(params["model"])
+        try:
+            p = inspect.signature(self.policy).parameters.get("model")
+        except (TypeError, ValueError):
+            p = None
+        if p is not None and p.default is not inspect.Parameter.empty and p.default is not None:
+            return make_model(p.default)
+        return None
+
+    def _build(self, arms: list[str], episode: int) -> Policy:
+        params = self._params()
+        if params.get("seed") is not None:
+            params["seed"] = int(params["seed"]) + episode - 1
+        if isinstance(self.policy, str):
+            from .registry import build_policy
+            policy = build_policy(self.policy, arms, **params)
+        else:
+            policy = self.policy(arms, **params)
+        # a new episode: its verdicts and sample tallies start empty
+        self._verdict = {}
+        self._tally = {}
+        self._cache = None
+        return self._tallying(policy)
+
+    def _tallying(self, policy: Policy) -> Policy:
+        """Count, per arm, the rewards the policy accepts (the graded score needs ``m`` and ``s``
+        whatever the policy; the scheduler may hold rewards it never delivers)."""
+        update = policy.update
+        tally = self._tally
+
+        def tallied(arm: str, reward: float, request: Any = None) -> Any:
+            events = update(arm, reward, request)
+            t = tally.get(arm)
+            if t is None:
+                tally[arm] = [1, reward]
+            else:
+                t[0] += 1
+                t[1] += reward
+            return events
+
+        policy.update = tallied  # type: ignore[method-assign]
+        return policy
+
+    def _reset(self) -> None:
+        self._clock = EventClock()
+        self._scheduler = self._make_scheduler()
+        self.n_records = 0          # learn_one calls
+        self.n_ignored = 0          # records without the key or the reward feature
+        self.n_refused = 0          # records of keys beyond max_arms
+        self._verdict: dict[str, float] = {}     # current episode: confident classifications
+        self._final: dict[str, float] = {}       # last finished episode: every arm's final score
+        self._tally: dict[str, list[float]] = {}  # current episode: [samples, sum] per arm
+        self._cache: dict[str, Any] | None = None
+
+    def _make_scheduler(self) -> Scheduler:
+        return Scheduler(self._build, clock=self._clock, config=self._config,
+                         codec=_PassThroughCodec(), emit_alert=self._on_alert,
+                         on_episode_end=self._on_episode_end,
+                         policy_name=self.policy if isinstance(self.policy, str) else
+                         getattr(self.policy, "name", getattr(self.policy, "__name__", "policy")),
+                         emit_normal=True, alert_repeat=True, history=1)
+
+    # -- scheduler callbacks -------------------------------------------------------------------
+    def _on_alert(self, alert: dict[str, Any]) -> None:
+        kind = alert["kind"]
+        if kind == "outlier":
+            self._verdict[alert["arm"]] = 1.0
+        elif kind in ("normal", "cleared"):
+            self._verdict[alert["arm"]] = 0.0
+
+    def _on_episode_end(self, summary: dict[str, Any]) -> None:
+        policy = self._scheduler.policy
+        assert policy is not None
+        cache = self._decision_cache(policy, force=True)
+        final = {a: self._graded(a, cache) for a in policy.arms}
+        final.update(self._verdict)
+        self._final = final
+
+    # -- river API -----------------------------------------------------------------------------
+    def learn_one(self, x: dict) -> None:
+        key = x.get(self.key)
+        r = x.get(self.reward)
+        if key is None or r is None:
+            self.n_records += 1
+            self.n_ignored += 1
+            return
+        arm = str(key)
+        reward = self._check_reward(arm, r)
+        if len(arm.encode("utf-8")) > self._scheduler.codec.max_key_bytes:
+            raise ValueError(f"key {arm[:64]!r}... is longer than {self._scheduler.codec.max_key_bytes} bytes")
+        self.n_records += 1
+        self._clock.now += 1.0
+        bad = self._scheduler.offer(arm, reward)  # type: ignore[arg-type]
+        if isinstance(bad, InvalidRecord):
+            self.n_refused += 1
+
+    def score_one(self, x: dict) -> float:
+        key = x.get(self.key)
+        if key is None:
+            return _UNKNOWN
+        arm = str(key)
+        v = self._verdict.get(arm)
+        if v is not None:
+            return v
+        prev = self._final.get(arm)
+        if prev is not None and (prev == 0.0 or prev == 1.0):
+            return prev
+        policy = self._scheduler.policy
+        if policy is not None and arm in policy.index and arm in self._tally:
+            return self._graded(arm, self._decision_cache(policy))
+        return prev if prev is not None else _UNKNOWN
+
+    # -- scores --------------------------------------------------------------------------------
+    def _check_reward(self, arm: str, r: Any) -> float:
+        if isinstance(r, str) or not isinstance(r, numbers.Real):
+            raise ValueError(f"reward of key {arm!r} is not a number: {r!r}")
+        x = float(r)
+        if not math.isfinite(x):
+            raise ValueError(f"reward of key {arm!r} is not finite: {r!r}")
+        if self._model is not None:
+            x = self._model.check(arm, x)
+        return x
+
+    def _decision_cache(self, policy: Policy, force: bool = False) -> dict[str, Any]:
+        c = self._cache
+        step = max(1, len(policy.arms) // 16)
+        if not force and c is not None and policy.pulls - c["pulls"] < step:
+            return c
+        d: Decision = policy.decision()
+        extra = d.extra if isinstance(d.extra, dict) else {}
+        model = getattr(policy, "model", None)
+        c = {"pulls": policy.pulls, "threshold": d.threshold,
+             "radius": None if d.threshold_interval is None or d.threshold is None else
+             (d.threshold_interval[1] - d.threshold_interval[0]) / 2.0,
+             "lower": extra.get("lower_threshold"), "significance": extra.get("significance"),
+             "model": model if isinstance(model, RewardModel) else None,
+             "estimated": set(d.estimated_outliers)}
+        self._cache = c
+        return c
+
+    def _graded(self, arm: str, c: dict[str, Any]) -> float:
+        t = self._tally.get(arm)
+        if t is None or t[0] == 0:
+            return _UNKNOWN
+        m, s = t
+        theta, rth, model, sig = c["threshold"], c["radius"], c["model"], c["significance"]
+        if theta is None or rth is None or model is None or sig is None:
+            return 0.75 if arm in c["estimated"] else 0.25
+        y = s / m
+        width = model.radius(m, s, sig) + rth
+        if not width > 0:
+            return _UNKNOWN
+        g = (y - theta) / width
+        lo = c["lower"]
+        if lo is not None:
+            g = max(g, (lo - y) / width)
+        g = min(_CLIP, max(-_CLIP, g))
+        return (1.0 + g) / 2.0
+
+    # -- what it found -------------------------------------------------------------------------
+    @property
+    def outliers(self) -> list[str]:
+        """Keys whose current score is 1.0 (confident outliers), sorted."""
+        arms = set(self._final) | set(self._verdict)
+        return sorted(a for a in arms if self.score_one({self.key: a}) == 1.0)
+
+    @property
+    def n_samples(self) -> int:
+        """Rewards the policy used (the rest of the records were skipped)."""
+        return self._scheduler.used
+
+    @property
+    def episodes(self) -> int:
+        """Episodes completed."""
+        return self._scheduler.episodes_done
+
+    # -- pickling (the scheduler holds callbacks; its state is plain data) ---------------------
+    def __getstate__(self) -> dict[str, Any]:
+        st = {k: v for k, v in self.__dict__.items() if k not in ("_scheduler", "_clock", "_cache", "_model")}
+        st["_scheduler_state"] = self._scheduler.snapshot()
+        st["_clock_now"] = self._clock.now
+        c = self._cache
+        st["_cache_state"] = None if c is None else {k: (sorted(v) if k == "estimated" else v)
+                                                      for k, v in c.items() if k != "model"}
+        return st
+
+    def __setstate__(self, st: dict[str, Any]) -> None:
+        st = dict(st)
+        sched_state = st.pop("_scheduler_state")
+        clock_now = st.pop("_clock_now")
+        cache = st.pop("_cache_state")
+        self.__dict__.update(st)
+        self._model = self._reward_model()
+        self._clock = EventClock(clock_now)
+        self._scheduler = self._make_scheduler()
+        self._scheduler.restore(sched_state)
+        if self._scheduler.policy is not None:
+            self._tallying(self._scheduler.policy)
+        self._cache = None
+        if cache is not None and self._scheduler.policy is not None:
+            model = getattr(self._scheduler.policy, "model", None)
+            self._cache = dict(cache, estimated=set(cache["estimated"]),
+                               model=model if isinstance(model, RewardModel) else None)

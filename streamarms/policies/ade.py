@@ -1,0 +1,792 @@
+"""Adaptive Double Exploration (ADE): outlier arms with random threshold samples.
+
+Zhang, Zhuang, Zhang, Zhou. *Adaptive Double-Exploration Tradeoff for Outlier Detection*. AAAI 2020,
+Algorithm 1 ([ZZZZ20]; ``../shared/seeds/000_c527589d95185ce8.txt``).
+
+The problem is the k-sigma outlier-arm problem of [ZWW17] (NeurIPS 2017): arm i, with rewards in
+``[a, b]`` and mean ``y_i``, is an outlier iff ``y_i >= theta = mu_y + k sigma_y``, where ``mu_y`` and
+``sigma_y`` are the (1/n) mean and standard deviation of the n arm means. ADE explores two things:
+
+* **threshold samples** (random sampling): pick an arm uniformly at random from *all* n arms and pull it
+  twice, giving a pair ``(x_l1, x_l2)``; from ``m_theta`` pairs,
+  ``mu_hat = mean(x_l1)``, ``sigma_hat = sqrt(| mean(x_l1 x_l2) - mean(x_l1) mean(x_l2) |)``,
+  ``theta_hat = mu_hat + k sigma_hat`` (Eq. 3);
+* **sequential samples** of the arms: pull every arm of the candidate set ``S_t`` once; ``y_hat_i`` is
+  the mean of arm i's sequential samples (Eq. 2). Threshold samples are *not* used for ``y_hat_i``
+  (the paper's presented version; its Remark notes reuse would save at most half).
+
+Rounds. A *round* ``t`` is one threshold sample (one pair, 2 pulls) or one sequential sample (one pull
+of each candidate, ``|S_t|`` pulls). ``t = m_a + m_theta + 1`` where ``m_theta`` counts pairs and
+``m_a`` counts sequential rounds; ``m_i`` is arm i's number of sequential samples (= ``m_a`` for a
+candidate when every sample follows the plan). Rounds 1 and 2 initialise (one pair, then every arm
+once) without a classification check; then each round samples the threshold if ``r_a,t <= r_theta,t``
+and the arms otherwise, updates, and checks every candidate: normal if ``y_hat_i + r_i <= theta_hat -
+r_theta``, outlier if ``y_hat_i - r_i >= theta_hat + r_theta``; classified arms leave ``S``. ADE stops
+when ``S`` is empty and returns the outlier set ``O``. Confidence ([ZZZZ20] Lemmas 1-5, Thm. 1):
+
+* ``delta_t = 3 delta / ((n + 4) pi^2 t^2)`` (:func:`~streamarms.bounds.ade_significance`);
+* arm radius ``r_i = R sqrt(log(1/delta_t) / (2 m_i))`` (the reward model's radius at ``delta_t``);
+* ``r_theta = (R + sqrt(2) k (R' + 2bR) / sqrt(U_sigma)) sqrt(log(1/delta_t) / (2 m_theta))``
+  (:func:`~streamarms.bounds.ade_threshold_radius`), ``U_sigma = min over rounds of (sigma_hat^2 +
+  eps_sigma)`` (:func:`~streamarms.bounds.ade_sigma_epsilon`, Lemma 4 reading; see there);
+* with probability >= 1 - delta every interval holds at every round (union bound
+  ``sum_t (2n + 8) delta_t = delta``), so every classification, and the output, is correct.
+
+Choices and deviations (each keeps the guarantee; tests in ``tests/test_ade.py``):
+
+* **Reward range.** The paper assumes ``a >= 0`` "without loss of generality" (Lemma 2 needs it). We
+  take that literally: threshold statistics are computed on ``x - a`` (a translation changes neither
+  sigma nor the gaps), so ``R' + 2bR`` becomes ``R^2 + 2R^2 = 3R^2``. For ``[0, 1]`` rewards (the
+  paper's experiments) this is exactly the paper's formula; for ``a > 0`` it is smaller (valid, as the
+  paper's own WLOG); for ``a < 0`` it is what makes the method applicable at all.
+* **Bernoulli model.** ``model="bernoulli"`` keeps the paper's threshold radius (0/1 rewards are
+  bounded in [0, 1]) and uses the Agresti-Coull arm radius at ``delta_t`` of [ZWW17] Sec. 4.3, like
+  the RR/WRR policies (heuristic, as [ZWW17] says; ``model="bounded"`` is the paper exactly). Its
+  two-sided nominal level is delta_t, half the 2 delta_t per arm and round that the union bound
+  grants. Arm radii then differ between arms: ``r_a,t`` (the sampling rule) is the largest radius
+  among the candidates, which for equal sample counts is the paper's ``r_a,t``.
+* **Two-sided rule** (``two_sided=True``, not in the paper): arms below ``theta_L = mu_y - k sigma_y``
+  are outliers too. ``|theta_hat_L - theta_L| <= r_mu + k r_sigma = r_theta`` holds on the very same
+  mu/sigma events as the upper threshold, so the union bound and ``delta_t`` are unchanged. Each arm
+  has an upper side (outlier if ``L_i >= U_theta``, cleared if ``U_i <= L_theta``) and a lower side
+  (outlier if ``U_i <= L_theta_L``, cleared if ``L_i >= U_theta_L``); an arm is an outlier as soon as
+  one side says so and normal once both sides are cleared, possibly in different rounds (correct
+  because the good event holds at all rounds at once).
+* **Amortised checks.** After a sequential round every candidate is checked (vectorised; the round
+  costs ``|S|`` pulls). After a threshold round (2 pulls) only arms whose interval can have crossed the
+  threshold interval are checked: heaps keyed by ``U_i`` and ``L_i`` as of an earlier round are valid
+  bounds because ``r_i`` only grows while ``m_i`` is fixed (``delta_t`` decreases), so exactly the same
+  arms are classified in the same rounds as by the literal check of every candidate.
+* **Streaming.** Rewards may arrive for any arm. An update without a threshold request is a
+  sequential sample of that arm (it completes the arm's part of an open sequential round, otherwise it
+  is an extra sample that only sharpens the arm's estimate). To keep ``delta_t <= delta_{m_i}`` for
+  every count when extra samples push an ``m_i`` above ``t``, the schedule is evaluated at
+  ``max(t, max_i m_i)`` (``= t`` on the paper's plan). ``defer`` of a threshold arm keeps the pair
+  pending and draws the next pair (at most ``max_pending_pairs``); pairs enter the estimates strictly
+  in draw order, so the estimated pairs are always the first ``m_theta`` uniform draws and
+  availability cannot bias ``mu_hat``. ``defer`` of an arm in a sequential round moves it to the back.
+  With extra samples, candidates' counts differ; ``r_a,t`` is then the current radius of the candidate
+  whose radius was largest at the last sequential round (exact on the paper's plan).
+
+Streaming caveats. A key that stops sending stalls ADE: a pending pair of it blocks the threshold
+estimate (draw order), and a sequential round needs every candidate (RR/WRR stall on it too: theta
+depends on every arm). In a passive stream a threshold pair waits for one specific, randomly drawn
+key, so ADE reads about n records per threshold sample there (``wanted`` lists only pending pairs).
+
+Caveat: with zero gap (an arm mean exactly at theta, e.g. all arms equal, where every arm is an
+outlier by ``y_i >= theta``) no finite sample separates the intervals: ADE never stops on its own and
+a driver's pull cap ends the run (``Decision.estimated_outliers`` is then the plug-in answer).
+
+>>> import random
+>>> means = [0.1, 0.2, 0.3, 0.9]      # theta = mu + 0.5 sigma = 0.53
+>>> policy = AdaptiveDoubleExploration(["0", "1", "2", "3"], k=0.5, model="bounded", seed=1)
+>>> rng = random.Random(7)
+>>> while not policy.done:
+...     req = policy.next_request()
+...     x = 1.0 if rng.random() < means[int(req.arm)] else 0.0
+...     _ = policy.update(req.arm, x, req)
+>>> policy.decision().outliers, policy.pulls
+(['3'], 59426)
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from collections import deque
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .. import bounds
+from ..models import BernoulliModel, BoundedModel, RewardModel, make_model, model_from_dict
+from .base import Decision, Event, Policy, Request
+
+__all__ = ["AdaptiveDoubleExploration", "ade_outliers"]
+
+_THRESHOLD = "threshold"
+_SEQUENTIAL = "sequential"
+_ARM = "arm"
+_VECTOR_MIN = 64     # candidate sets at least this large are evaluated with numpy
+
+
+def ade_outliers(means: Sequence[float], k: float, two_sided: bool = False) -> list[int]:
+    """Indices of the true outliers under [ZZZZ20]'s definition ``O* = {i : y_i >= theta}``.
+
+    (Note ``>=``: [ZWW17] uses ``>``; they differ only for a mean exactly at the threshold.) With
+    ``two_sided``, arms with ``y_i <= mu - k sigma`` too.
+
+    >>> ade_outliers([0.1, 0.1, 0.1, 0.1, 0.9], k=1.5)
+    [4]
+    >>> ade_outliers([0.5, 0.5, 0.5], k=2.0)     # all equal: every arm is at the threshold
+    [0, 1, 2]
+    """
+    n = len(means)
+    mu = sum(means) / n
+    sd = math.sqrt(sum((y - mu) ** 2 for y in means) / n)
+    hi, lo = mu + k * sd, mu - k * sd
+    return [i for i, y in enumerate(means) if y >= hi or (two_sided and y <= lo)]
+
+
+class AdaptiveDoubleExploration(Policy):
+    """ADE ([ZZZZ20] Alg. 1): find the k-sigma outlier arms with probability >= 1 - delta.
+
+    Parameters: ``arms`` (>= 2 distinct keys); ``k`` (>= 0) of ``theta = mu + k sigma``; ``delta`` in
+    (0, 1); ``model``: ``"bernoulli"`` (0/1 rewards, Agresti-Coull arm radii), ``"bounded"`` /
+    ``"hoeffding"`` ([0, 1] rewards, the paper's Hoeffding radii) or a :class:`RewardModel` with finite
+    ``low``/``high`` (e.g. ``BoundedModel(a, b)``); ``seed`` of the policy's own RNG (threshold arm
+    draws); ``two_sided``: also flag arms below ``mu - k sigma``; ``max_pending_pairs``: how many
+    threshold pairs may be outstanding after ``defer`` calls.
+
+    Threshold samples are requested as ``Request(arm, kind="threshold", request_id=r)``; both halves of
+    a pair carry the same ``r`` and must be passed back to :meth:`update`.
+
+    >>> p = AdaptiveDoubleExploration(["a", "b", "c"], k=1.0, seed=3)
+    >>> p.next_request()
+    Request(arm='a', kind='threshold', request_id=0)
+    >>> p.update("a", 1, p.next_request())
+    []
+    >>> p.next_request()   # the second half of the same pair
+    Request(arm='a', kind='threshold', request_id=0)
+    >>> _ = p.update("a", 0, p.next_request())
+    >>> [r.arm for r in p.wanted(5)]   # round 2: every arm once
+    ['a', 'b', 'c']
+    """
+
+    name = "ade"
+
+    def __init__(self, arms: Sequence[str], *, k: float = 2.5, delta: float = 0.1,
+                 model: RewardModel | str = "bernoulli", seed: int | None = None,
+                 two_sided: bool = False, max_pending_pairs: int = 8) -> None:
+        super().__init__(arms)
+        n = len(self.arms)
+        if n < 2:
+            raise ValueError(f"ADE needs at least 2 arms (the threshold mu + k sigma of one arm is its own "
+                             f"mean), got {n}")
+        try:
+            k = float(k)
+            delta = float(delta)
+        except (TypeError, ValueError):
+            raise ValueError(f"k and delta must be numbers, got k={k!r}, delta={delta!r}") from None
+        if not (math.isfinite(k) and k >= 0.0):
+            raise ValueError(f"k must be a finite number >= 0, got {k!r}")
+        if not (0.0 < delta < 1.0):
+            raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+        if isinstance(max_pending_pairs, bool) or not isinstance(max_pending_pairs, int) or max_pending_pairs < 1:
+            raise ValueError(f"max_pending_pairs must be an integer >= 1, got {max_pending_pairs!r}")
+        self.model: RewardModel = make_model(model)
+        lo, hi = self.model.low, self.model.high
+        if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+            raise ValueError(f"ADE needs a bounded reward model with finite low < high (the threshold radius "
+                             f"depends on the range); got {self.model!r}")
+        self.n = n
+        self.k = k
+        self.delta = delta
+        self.two_sided = bool(two_sided)
+        self.max_pending_pairs = max_pending_pairs
+        self.seed = seed
+        self._rng = random.Random(seed)
+        # range, in the translated coordinates x - a (see module docstring): b' = R, R' = R^2
+        self._a = float(lo)
+        self._R = float(hi) - float(lo)
+        self._Rp = self._R * self._R
+        self._b = self._R
+        self._radius_at = self._radius_factory()
+        self._requests = [Request(a) for a in self.arms]
+        self._init_state()
+
+    # ------------------------------------------------------------------------------------------
+    # state
+    # ------------------------------------------------------------------------------------------
+    def _init_state(self) -> None:
+        n = self.n
+        # per arm: sequential-sample count and raw sum (the model's radius takes raw sums)
+        self._m: list[int] = [0] * n
+        self._s: list[float] = [0.0] * n
+        self._max_m = 0
+        self._alive = bytearray(b"\x01") * n          # candidate set S
+        self._n_alive = n
+        self._status: list[str | None] = [None] * n   # "outlier" / "normal"
+        self._side: list[str | None] = [None] * n     # "high" / "low" for outliers
+        self._hi_clear = bytearray(n)                 # upper side: confidently below theta
+        self._lo_clear = bytearray(n)                 # lower side: confidently above theta_L
+        self._cand: list[int] = list(range(n))        # superset of S, compacted each sequential round
+        self._pulls = 0
+        # rounds
+        self._t = 1          # the paper's t: index of the next round
+        self._m_a = 0        # sequential rounds done
+        self._m_theta = 0    # threshold pairs used
+        self._S1 = self._S2 = self._S12 = 0.0          # sums over pairs of x1-a, x2-a, (x1-a)(x2-a)
+        self._U_sigma = math.inf
+        self._delta_t: float | None = None
+        self._mu_hat: float | None = None
+        self._sigma_hat: float | None = None
+        self._theta_hat: float | None = None
+        self._r_theta: float | None = None
+        # open round
+        self._mode: str | None = None
+        self._pairs: dict[int, list[Any]] = {}         # rid -> [arm, x1 | None, x2 | None, Request]
+        self._pair_wish: list[int] = []                # pending rids, most wanted first
+        self._next_rid = 0
+        self._next_proc_rid = 0                        # pairs enter the estimates in draw order
+        self._in_round = bytearray(n)
+        self._seq_queue: deque[tuple[int, int]] = deque()
+        self._seq_token: dict[int, int] = {}
+        self._seq_remaining = 0
+        # r_a,t: arms ordered by radius at the last sequential round; first alive one is the largest
+        self._ra_order: list[int] = []
+        self._ra_ptr = 0
+        # amortised classification (see module docstring): entries (key, arm, version)
+        self._ver = [0] * n
+        self._h_hi_out: list[tuple[float, int, int]] = []   # (-L_i, i, v): outlier above theta
+        self._h_hi_clr: list[tuple[float, int, int]] = []   # (U_i, i, v): below theta
+        self._h_lo_out: list[tuple[float, int, int]] = []   # (U_i, i, v): outlier below theta_L
+        self._h_lo_clr: list[tuple[float, int, int]] = []   # (-L_i, i, v): above theta_L
+        self._open_next_round()
+
+    def _radius_factory(self) -> Callable[[float], Callable[[int, float], float]]:
+        """``radius_at(delta)`` -> scalar ``r(m, s)``, identical to ``model.radius(m, s, delta)``."""
+        model = self.model
+        cache: list[Any] = [None, None]     # the last (delta, radius function): delta_t changes once a round
+
+        def cached(d: float) -> Callable[[int, float], float]:
+            if cache[0] != d:
+                cache[0], cache[1] = d, at(d)
+            return cache[1]
+
+        if type(model) is BoundedModel:
+            R = model.span
+
+            def at(d: float) -> Callable[[int, float], float]:
+                return lambda m, s: bounds.hoeffding_radius(m, R, d)
+        elif type(model) is BernoulliModel:
+            def at(d: float) -> Callable[[int, float], float]:
+                z = model.z(d)
+                return lambda m, s: bounds.agresti_coull_radius(m, s, z)
+        else:
+            def at(d: float) -> Callable[[int, float], float]:
+                return lambda m, s: model.radius(m, s, d)
+        return cached
+
+    # ------------------------------------------------------------------------------------------
+    # the interface
+    # ------------------------------------------------------------------------------------------
+    @property
+    def done(self) -> bool:
+        return self._n_alive == 0
+
+    @property
+    def pulls(self) -> int:
+        return self._pulls
+
+    def next_request(self) -> Request | None:
+        if self._n_alive == 0:
+            return None
+        if self._mode == _THRESHOLD:
+            return self._pairs[self._pair_wish[0]][3]
+        q = self._seq_queue
+        while not self._seq_live(q[0]):
+            q.popleft()
+        return self._requests[q[0][0]]
+
+    def wanted(self, k: int) -> list[Request]:
+        if self.done or k <= 0:
+            return []
+        out: list[Request] = []
+        if self._mode == _THRESHOLD:
+            seen: set[int] = set()
+            for rid in self._pair_wish:
+                j = self._pairs[rid][0]
+                if j not in seen:
+                    seen.add(j)
+                    out.append(self._pairs[rid][3])
+                    if len(out) >= k:
+                        break
+            return out
+        q = self._seq_queue
+        while q and not self._seq_live(q[0]):
+            q.popleft()
+        for entry in q:
+            if self._seq_live(entry):
+                out.append(self._requests[entry[0]])
+                if len(out) >= k:
+                    break
+        return out
+
+    def _seq_live(self, entry: tuple[int, int]) -> bool:
+        i, tok = entry
+        return bool(self._in_round[i]) and self._seq_token.get(i, 0) == tok
+
+    def defer(self, arm: str) -> None:
+        i = self._arm_index(arm)
+        if self.done:
+            return
+        if self._mode == _THRESHOLD:
+            rids = [r for r in self._pair_wish if self._pairs[r][0] == i]
+            if not rids:
+                return
+            for r in rids:
+                self._pair_wish.remove(r)
+                self._pair_wish.append(r)
+            if len(self._pairs) < self.max_pending_pairs:
+                self._draw_pair(front=True)
+        elif self._mode == _SEQUENTIAL and self._in_round[i]:
+            tok = self._seq_token.get(i, 0) + 1
+            self._seq_token[i] = tok
+            self._seq_queue.append((i, tok))
+
+    def update(self, arm: str, reward: float, request: Request | None = None) -> list[Event]:
+        i = self.index.get(arm)
+        if i is None:
+            raise ValueError(f"unknown arm {arm!r} (reward {reward!r}): this policy's arms are fixed at "
+                             f"construction ({self.n} arms)")
+        x = self.model.check(arm, reward)
+        if request is not None:
+            if request.arm != arm:
+                raise ValueError(f"reward for arm {arm!r} (value {reward!r}) was passed with a request for "
+                                 f"arm {request.arm!r}")
+            if request.kind == _THRESHOLD:
+                return self._threshold_half(i, x, request, reward)
+            if request.kind != _ARM:
+                raise ValueError(f"reward for arm {arm!r} (value {reward!r}) came with a request of unknown "
+                                 f"kind {request.kind!r}; ADE issues 'arm' and 'threshold' requests")
+        return self._arm_sample(i, x)
+
+    # ------------------------------------------------------------------------------------------
+    # ingesting samples
+    # ------------------------------------------------------------------------------------------
+    def _threshold_half(self, i: int, x: float, request: Request, raw: Any) -> list[Event]:
+        rid = request.request_id
+        pair = self._pairs.get(rid) if isinstance(rid, int) else None
+        if pair is None:
+            raise ValueError(f"reward for arm {self.arms[i]!r} (value {raw!r}) answers threshold request "
+                             f"{rid!r}, which is not pending (already complete or never issued)")
+        if pair[0] != i:
+            raise ValueError(f"reward for arm {self.arms[i]!r} (value {raw!r}) answers threshold request "
+                             f"{rid!r}, which asked for arm {self.arms[pair[0]]!r}")
+        self._pulls += 1
+        if pair[1] is None:
+            pair[1] = x
+            return []
+        pair[2] = x
+        self._pair_wish.remove(rid)
+        events: list[Event] = []
+        # pairs enter the estimates in draw order (the first m_theta draws are i.i.d. uniform)
+        while self._next_proc_rid in self._pairs and self._pairs[self._next_proc_rid][2] is not None:
+            _, x1, x2, _ = self._pairs.pop(self._next_proc_rid)
+            self._next_proc_rid += 1
+            events.extend(self._finish_threshold_round(x1, x2))
+        if not self._pairs and not self.done:
+            self._open_next_round()
+        return events
+
+    def _arm_sample(self, i: int, x: float) -> list[Event]:
+        self._pulls += 1
+        m = self._m[i] + 1
+        self._m[i] = m
+        self._s[i] += x
+        if m > self._max_m:
+            self._max_m = m
+        if self._mode == _SEQUENTIAL and self._in_round[i]:
+            self._in_round[i] = 0
+            self._seq_remaining -= 1
+            if self._seq_remaining == 0:
+                return self._finish_sequential_round()
+            return []
+        # an extra sample outside the plan: refresh the arm's entries for the amortised check
+        if self._alive[i] and self._m_a >= 1:
+            self._ver[i] += 1
+            self._push_arm(i, self._radius_at(self._delta_t))
+            if max(len(self._h_hi_clr), len(self._h_lo_out)) > 2 * self._n_alive + 64:   # stale entries
+                self._rebuild_heaps()
+        return []
+
+    # ------------------------------------------------------------------------------------------
+    # rounds
+    # ------------------------------------------------------------------------------------------
+    def _open_next_round(self) -> None:
+        """Alg. 1 lines 5-8 (initialisation) and 13-19 (the sampling rule)."""
+        if self._m_theta == 0:
+            threshold = True
+        elif self._m_a == 0:
+            threshold = False
+        else:
+            threshold = self._r_a() <= self._r_theta
+        if threshold:
+            self._mode = _THRESHOLD
+            self._draw_pair()
+        else:
+            self._mode = _SEQUENTIAL
+            cand = [i for i in self._cand if self._alive[i]]
+            self._cand = cand
+            self._seq_token.clear()
+            self._seq_queue = deque((i, 0) for i in cand)
+            for i in cand:
+                self._in_round[i] = 1
+            self._seq_remaining = len(cand)
+
+    def _draw_pair(self, front: bool = False) -> None:
+        """A threshold sample: an arm uniformly at random from all n arms, to be pulled twice."""
+        rid = self._next_rid
+        self._next_rid += 1
+        j = self._rng.randrange(self.n)
+        self._pairs[rid] = [j, None, None, Request(self.arms[j], _THRESHOLD, rid)]
+        if front:
+            self._pair_wish.insert(0, rid)
+        else:
+            self._pair_wish.append(rid)
+
+    def _finish_threshold_round(self, x1: float, x2: float) -> list[Event]:
+        a = self._a
+        u1, u2 = x1 - a, x2 - a
+        self._m_theta += 1
+        self._S1 += u1
+        self._S2 += u2
+        self._S12 += u1 * u2
+        self._t += 1
+        self._update_threshold()
+        if self._m_a == 0:      # initialisation round: no check (Alg. 1 line 10)
+            return []
+        return self._check_heaps()
+
+    def _finish_sequential_round(self) -> list[Event]:
+        checked = self._m_a >= 1     # round 2 (initialisation) is not followed by a check
+        self._m_a += 1
+        self._t += 1
+        self._update_threshold()
+        cand = [i for i in self._cand if self._alive[i]]
+        y, r = self._intervals(cand)
+        events = self._check_all(cand, y, r) if checked else []
+        self._rebuild_heaps(cand, y, r)
+        if not self.done:
+            self._open_next_round()
+        return events
+
+    def _schedule_index(self) -> int:
+        return max(self._t, self._max_m)
+
+    def _update_threshold(self) -> None:
+        """Eq. 3, U_sigma and r_theta at the current round (Lemmas 3-4)."""
+        d = bounds.ade_significance(self.delta, self.n, self._schedule_index())
+        self._delta_t = d
+        m = self._m_theta
+        mu = self._S1 / m
+        V = self._S12 / m - mu * (self._S2 / m)
+        sig2 = abs(V)
+        eps = bounds.ade_sigma_epsilon(self._R, self._Rp, self._b, m, d)
+        if sig2 + eps < self._U_sigma:
+            self._U_sigma = sig2 + eps
+        self._mu_hat = self._a + mu
+        self._sigma_hat = math.sqrt(sig2)
+        self._theta_hat = self._mu_hat + self.k * self._sigma_hat
+        self._r_theta = bounds.ade_threshold_radius(self._R, self._Rp, self._b, self.k, self._U_sigma, m, d)
+
+    def _r_a(self) -> float:
+        """r_a,t: the largest arm radius among the candidates (paper: all equal, R sqrt(log(1/d)/2m_a))."""
+        order, p = self._ra_order, self._ra_ptr
+        while not self._alive[order[p]]:
+            p += 1
+        self._ra_ptr = p
+        j = order[p]
+        return self._radius_at(self._delta_t)(self._m[j], self._s[j])
+
+    # ------------------------------------------------------------------------------------------
+    # classification (Alg. 1 lines 23-31)
+    # ------------------------------------------------------------------------------------------
+    def _bounds_theta(self) -> tuple[float, float, float, float]:
+        th, r = self._theta_hat, self._r_theta
+        lo = self._mu_hat - self.k * self._sigma_hat
+        return th - r, th + r, lo - r, lo + r
+
+    def _intervals(self, cand: list[int]) -> tuple[list[float], list[float]]:
+        """``y_hat_i`` and ``r_i`` at the current ``delta_t`` for the arms ``cand`` (vectorised if many)."""
+        m_, s_ = self._m, self._s
+        if len(cand) < _VECTOR_MIN:
+            rad = self._radius_at(self._delta_t)
+            return [s_[i] / m_[i] for i in cand], [rad(m_[i], s_[i]) for i in cand]
+        m = np.fromiter((m_[i] for i in cand), dtype=np.float64, count=len(cand))
+        s = np.fromiter((s_[i] for i in cand), dtype=np.float64, count=len(cand))
+        return (s / m).tolist(), np.asarray(self.model.radii(m, s, self._delta_t), dtype=np.float64).tolist()
+
+    def _check_all(self, cand: list[int], y: list[float], r: list[float]) -> list[Event]:
+        """Check every candidate (after a sequential round, which cost ``|S|`` pulls)."""
+        Lt, Ut, Llo, Ulo = self._bounds_theta()
+        found: list[tuple[int, str, str | None, float, float, float]] = []
+        hi_clear, lo_clear = self._hi_clear, self._lo_clear
+        for j, i in enumerate(cand):
+            U, L = y[j] + r[j], y[j] - r[j]
+            if not self.two_sided:
+                if U <= Lt:
+                    found.append((i, "normal", None, y[j], L, U))
+                elif L >= Ut:
+                    found.append((i, "outlier", "high", y[j], L, U))
+                continue
+            if not hi_clear[i] and L >= Ut:
+                found.append((i, "outlier", "high", y[j], L, U))
+            elif not lo_clear[i] and U <= Llo:
+                found.append((i, "outlier", "low", y[j], L, U))
+            else:
+                if U <= Lt:
+                    hi_clear[i] = 1
+                if L >= Ulo:
+                    lo_clear[i] = 1
+                if hi_clear[i] and lo_clear[i]:
+                    found.append((i, "normal", None, y[j], L, U))
+        return self._classify(found)
+
+    def _check_heaps(self) -> list[Event]:
+        """Check the candidates whose interval can have crossed the threshold's (after a pair).
+
+        Each heap holds, per candidate, a bound on ``U_i`` (lower) or ``L_i`` (upper) computed at an
+        earlier round with the arm's current samples; ``r_i`` only grows as ``delta_t`` shrinks, so an
+        arm that is not near the top of a heap cannot satisfy that heap's condition now. Popped arms
+        are checked exactly and, if not classified, pushed back with their current (tighter) bound.
+        """
+        Lt, Ut, Llo, Ulo = self._bounds_theta()
+        rad = self._radius_at(self._delta_t)
+        found: list[tuple[int, str, str | None, float, float, float]] = []
+        taken: set[int] = set()
+        cleared: list[int] = []
+        alive, ver, m_, s_ = self._alive, self._ver, self._m, self._s
+        hi_clear, lo_clear = self._hi_clear, self._lo_clear
+        heappop, heappush = heapq.heappop, heapq.heappush
+
+        # upper side, outlier: L_i >= U_theta
+        h = self._h_hi_out
+        while h and -h[0][0] >= Ut:
+            _, i, v = heappop(h)
+            if not alive[i] or v != ver[i] or hi_clear[i] or i in taken:
+                continue
+            y = s_[i] / m_[i]
+            r = rad(m_[i], s_[i])
+            if y - r >= Ut:
+                taken.add(i)
+                found.append((i, "outlier", "high", y, y - r, y + r))
+            else:
+                heappush(h, (-(y - r), i, v))
+        # upper side cleared (one-sided: normal): U_i <= L_theta
+        h = self._h_hi_clr
+        while h and h[0][0] <= Lt:
+            _, i, v = heappop(h)
+            if not alive[i] or v != ver[i] or hi_clear[i] or i in taken:
+                continue
+            y = s_[i] / m_[i]
+            r = rad(m_[i], s_[i])
+            if y + r <= Lt:
+                if self.two_sided:
+                    hi_clear[i] = 1
+                    cleared.append(i)
+                else:
+                    taken.add(i)
+                    found.append((i, "normal", None, y, y - r, y + r))
+            else:
+                heappush(h, (y + r, i, v))
+        if self.two_sided:
+            # lower side, outlier: U_i <= L_theta_L
+            h = self._h_lo_out
+            while h and h[0][0] <= Llo:
+                _, i, v = heappop(h)
+                if not alive[i] or v != ver[i] or lo_clear[i] or i in taken:
+                    continue
+                y = s_[i] / m_[i]
+                r = rad(m_[i], s_[i])
+                if y + r <= Llo:
+                    taken.add(i)
+                    found.append((i, "outlier", "low", y, y - r, y + r))
+                else:
+                    heappush(h, (y + r, i, v))
+            # lower side cleared: L_i >= U_theta_L
+            h = self._h_lo_clr
+            while h and -h[0][0] >= Ulo:
+                _, i, v = heappop(h)
+                if not alive[i] or v != ver[i] or lo_clear[i] or i in taken:
+                    continue
+                y = s_[i] / m_[i]
+                r = rad(m_[i], s_[i])
+                if y - r >= Ulo:
+                    lo_clear[i] = 1
+                    cleared.append(i)
+                else:
+                    heappush(h, (-(y - r), i, v))
+            # normal once both sides are cleared; only an arm cleared this round can newly qualify
+            for i in cleared:
+                if i not in taken and hi_clear[i] and lo_clear[i]:
+                    taken.add(i)
+                    y = s_[i] / m_[i]
+                    r = rad(m_[i], s_[i])
+                    found.append((i, "normal", None, y, y - r, y + r))
+        return self._classify(found)
+
+    def _classify(self, found: list[tuple[int, str, str | None, float, float, float]]) -> list[Event]:
+        """Remove the found arms from S and emit their events in arm order (the paper's loop order)."""
+        if not found:
+            return []
+        found.sort(key=lambda f: f[0])
+        Lt, Ut, Llo, Ulo = self._bounds_theta()
+        th_lo = self._mu_hat - self.k * self._sigma_hat
+        events = []
+        for i, kind, side, y, L, U in found:
+            if not self._alive[i]:
+                continue
+            self._alive[i] = 0
+            self._n_alive -= 1
+            self._status[i] = kind
+            self._side[i] = side
+            if side == "low":
+                thr, thr_iv = th_lo, (Llo, Ulo)
+            else:
+                thr, thr_iv = self._theta_hat, (Lt, Ut)
+            events.append(Event(self.arms[i], kind, float(y), (float(L), float(U)), thr, thr_iv,
+                                self._m[i], self._pulls))
+        return events
+
+    # ------------------------------------------------------------------------------------------
+    # heaps
+    # ------------------------------------------------------------------------------------------
+    def _push_arm(self, i: int, rad: Callable[[int, float], float]) -> None:
+        m, s = self._m[i], self._s[i]
+        y = s / m
+        r = rad(m, s)
+        v = self._ver[i]
+        if not self._hi_clear[i]:
+            heapq.heappush(self._h_hi_out, (-(y - r), i, v))
+            heapq.heappush(self._h_hi_clr, (y + r, i, v))
+        if self.two_sided and not self._lo_clear[i]:
+            heapq.heappush(self._h_lo_out, (y + r, i, v))
+            heapq.heappush(self._h_lo_clr, (-(y - r), i, v))
+
+    def _rebuild_heaps(self, cand: list[int] | None = None, y: list[float] | None = None,
+                       r: list[float] | None = None) -> None:
+        """Fresh heaps and r_a order over the candidates (O(|S|), once per sequential round)."""
+        if cand is None:
+            cand = [i for i in self._cand if self._alive[i]]
+            y = r = None
+        self._h_hi_out, self._h_hi_clr, self._h_lo_out, self._h_lo_clr = [], [], [], []
+        if self._m_a == 0 or not cand:        # before round 2 some arms have no sample yet
+            self._cand = [i for i in cand if self._alive[i]]
+            self._ra_order, self._ra_ptr = list(self._cand), 0
+            return
+        if y is None or r is None:
+            y, r = self._intervals(cand)
+        keep = [j for j, i in enumerate(cand) if self._alive[i]]
+        ver = self._ver
+        for j in keep:
+            i = cand[j]
+            U, L = y[j] + r[j], y[j] - r[j]
+            if not self._hi_clear[i]:
+                self._h_hi_out.append((-L, i, ver[i]))
+                self._h_hi_clr.append((U, i, ver[i]))
+            if self.two_sided and not self._lo_clear[i]:
+                self._h_lo_out.append((U, i, ver[i]))
+                self._h_lo_clr.append((-L, i, ver[i]))
+        for h in (self._h_hi_out, self._h_hi_clr, self._h_lo_out, self._h_lo_clr):
+            heapq.heapify(h)
+        self._cand = [cand[j] for j in keep]
+        # r_a,t order: largest radius first (stable sort: ties by arm index)
+        self._ra_order = [cand[j] for j in sorted(keep, key=lambda j: -r[j])]
+        self._ra_ptr = 0
+
+    # ------------------------------------------------------------------------------------------
+    # output
+    # ------------------------------------------------------------------------------------------
+    def decision(self) -> Decision:
+        outliers = [a for i, a in enumerate(self.arms) if self._status[i] == "outlier"]
+        normals = [a for i, a in enumerate(self.arms) if self._status[i] == "normal"]
+        undecided = [a for i, a in enumerate(self.arms) if self._status[i] is None]
+        th = self._theta_hat
+        th_iv = None if th is None else (th - self._r_theta, th + self._r_theta)
+        estimated = set(outliers)
+        extra: dict[str, Any] = {
+            "rounds": self._t - 1, "threshold_pairs": self._m_theta, "sequential_rounds": self._m_a,
+            "mu_hat": self._mu_hat, "sigma_hat": self._sigma_hat, "r_theta": self._r_theta,
+            "U_sigma": None if math.isinf(self._U_sigma) else self._U_sigma, "delta_t": self._delta_t,
+            "high_outliers": [a for i, a in enumerate(self.arms) if self._side[i] == "high"],
+            "low_outliers": [a for i, a in enumerate(self.arms) if self._side[i] == "low"],
+        }
+        if th is not None:
+            th_lo = self._mu_hat - self.k * self._sigma_hat
+            if self.two_sided:
+                extra["lower_threshold"] = th_lo
+                extra["lower_threshold_interval"] = (th_lo - self._r_theta, th_lo + self._r_theta)
+            for i, a in enumerate(self.arms):
+                if self._status[i] is None and self._m[i] > 0:
+                    y = self._s[i] / self._m[i]
+                    if y >= th or (self.two_sided and y <= th_lo):
+                        estimated.add(a)
+        return Decision(outliers=outliers, normals=normals, undecided=undecided,
+                        estimated_outliers=[a for a in self.arms if a in estimated],
+                        threshold=th, threshold_interval=th_iv, pulls=self._pulls, done=self.done,
+                        extra=extra)
+
+    # ------------------------------------------------------------------------------------------
+    # snapshot / restore
+    # ------------------------------------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        version, internal, gauss = self._rng.getstate()
+        seq = [i for (i, tok) in self._seq_queue if self._seq_live((i, tok))] if self._mode == _SEQUENTIAL else []
+        seen: set[int] = set()
+        seq = [i for i in seq if not (i in seen or seen.add(i))]
+        return {
+            "policy": self.name, "format": 1, "arms": list(self.arms),
+            "params": {"k": self.k, "delta": self.delta, "two_sided": self.two_sided,
+                       "max_pending_pairs": self.max_pending_pairs, "seed": self.seed},
+            "model": self.model.to_dict(),
+            "rng": [version, list(internal), gauss],
+            "m": list(self._m), "s": list(self._s), "max_m": self._max_m,
+            "status": list(self._status), "side": list(self._side),
+            "hi_clear": list(self._hi_clear), "lo_clear": list(self._lo_clear),
+            "cand": [i for i in self._cand if self._alive[i]], "pulls": self._pulls,
+            "t": self._t, "m_a": self._m_a, "m_theta": self._m_theta,
+            "S": [self._S1, self._S2, self._S12],
+            "U_sigma": None if math.isinf(self._U_sigma) else self._U_sigma,
+            "est": [self._delta_t, self._mu_hat, self._sigma_hat, self._theta_hat, self._r_theta],
+            "mode": self._mode,
+            "pairs": [[rid, p[0], p[1], p[2]] for rid, p in sorted(self._pairs.items())],
+            "pair_wish": list(self._pair_wish), "next_rid": self._next_rid, "next_proc_rid": self._next_proc_rid,
+            "seq_pending": seq,
+            "ra_order": [i for i in self._ra_order[self._ra_ptr:] if self._alive[i]],
+        }
+
+    @classmethod
+    def restore(cls, state: dict[str, Any]) -> "AdaptiveDoubleExploration":
+        if state.get("policy") != cls.name:
+            raise ValueError(f"not an ADE snapshot: policy={state.get('policy')!r}")
+        p = state["params"]
+        self = cls(state["arms"], k=p["k"], delta=p["delta"], model=model_from_dict(state["model"]),
+                   seed=p["seed"], two_sided=p["two_sided"], max_pending_pairs=p["max_pending_pairs"])
+        version, internal, gauss = state["rng"]
+        self._rng.setstate((version, tuple(internal), gauss))
+        n = self.n
+        self._m = [int(v) for v in state["m"]]
+        self._s = [float(v) for v in state["s"]]
+        self._max_m = int(state["max_m"])
+        self._status = list(state["status"])
+        self._side = list(state["side"])
+        self._hi_clear = bytearray(state["hi_clear"])
+        self._lo_clear = bytearray(state["lo_clear"])
+        self._alive = bytearray(1 if st is None else 0 for st in self._status)
+        self._n_alive = sum(self._alive)
+        self._cand = [int(i) for i in state["cand"]]
+        self._pulls = int(state["pulls"])
+        self._t, self._m_a, self._m_theta = int(state["t"]), int(state["m_a"]), int(state["m_theta"])
+        self._S1, self._S2, self._S12 = (float(v) for v in state["S"])
+        self._U_sigma = math.inf if state["U_sigma"] is None else float(state["U_sigma"])
+        self._delta_t, self._mu_hat, self._sigma_hat, self._theta_hat, self._r_theta = state["est"]
+        self._mode = state["mode"]
+        self._pairs = {int(rid): [int(j), x1, x2, Request(self.arms[int(j)], _THRESHOLD, int(rid))]
+                       for rid, j, x1, x2 in state["pairs"]}
+        self._pair_wish = [int(r) for r in state["pair_wish"]]
+        self._next_rid = int(state["next_rid"])
+        self._next_proc_rid = int(state["next_proc_rid"])
+        self._in_round = bytearray(n)
+        self._seq_token = {}
+        self._seq_queue = deque((int(i), 0) for i in state["seq_pending"])
+        for i, _ in self._seq_queue:
+            self._in_round[i] = 1
+        self._seq_remaining = len(self._seq_queue)
+        self._ver = [0] * n
+        self._rebuild_heaps()
+        self._ra_order = [int(i) for i in state["ra_order"]]
+        self._ra_ptr = 0
+        return self

@@ -1,0 +1,237 @@
+"""`streamarms run` against a real Kafka-protocol broker (Tansu), as separate processes.
+
+* 20 keys, 2 outliers, 10k Bernoulli rewards per key: ``--policy wrr --k 2 --max-episodes 1`` alerts
+  exactly the two outliers and exits 0;
+* kill -9 in the middle of the episode and restart: same decision, same samples used, same records
+  counted as an uninterrupted run;
+* bad records reach the dead-letter topic with their reason header; SIGTERM checkpoints, commits, exits 0;
+* active mode with a responder answering the request topic.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+from streamarms.checkpoint import FileCheckpointStore
+from streamarms.connectors.kafka import ensure_topics
+from streamarms.sim import zww17_example
+
+pytestmark = pytest.mark.kafka
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MEANS = zww17_example()                      # 20 arms; outliers at k = 2: the last two
+KEYS = [f"region-{i:02d}" for i in range(len(MEANS))]
+OUTLIERS = {"region-18", "region-19"}
+T0 = 1_700_000_000_000
+FAST_GROUP = ["--consumer-option", "session_timeout_ms=6000", "--consumer-option", "heartbeat_interval_ms=500"]
+
+
+def produce(bootstrap, topic, records, partitions=1):
+    """records: (key, value bytes, timestamp ms)."""
+    ensure_topics({"bootstrap_servers": [bootstrap]}, {topic: partitions})
+    p = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=50, batch_size=1024 * 1024, acks=1)
+    for key, value, ts in records:
+        p.send(topic, key=None if key is None else key.encode() if isinstance(key, str) else key,
+               value=value, timestamp_ms=ts)
+    p.flush()
+    p.close()
+
+
+def read_topic(bootstrap, topic):
+    c = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None)
+    try:
+        parts = c.partitions_for_topic(topic) or set()
+        tps = [TopicPartition(topic, p) for p in sorted(parts)]
+        if not tps:
+            return []
+        c.assign(tps)
+        c.seek_to_beginning(*tps)
+        end = c.end_offsets(tps)
+        out = []
+        deadline = time.monotonic() + 30
+        while any(c.position(tp) < end[tp] for tp in tps) and time.monotonic() < deadline:
+            for recs in c.poll(timeout_ms=500).values():
+                out.extend(recs)
+        return out
+    finally:
+        c.close()
+
+
+def cli(args):
+    return [sys.executable, "-m", "streamarms.cli", "run", *args]
+
+
+def run(args, timeout=120):
+    p = subprocess.run(cli(args), cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    assert p.returncode == 0, f"exit {p.returncode}\nstdout:\n{p.stdout[-3000:]}\nstderr:\n{p.stderr[-3000:]}"
+    return p
+
+
+@pytest.fixture(scope="module")
+def twenty_keys(kafka_broker):
+    """20 keys x 10k Bernoulli rewards, interleaved at random, over 3 partitions (keyed)."""
+    rng = random.Random(2024)
+    order = [a for a in range(len(KEYS)) for _ in range(10_000)]
+    rng.shuffle(order)
+    recs = [(KEYS[a], b'{"reward": %d}' % (rng.random() < MEANS[a]), T0 + n) for n, a in enumerate(order)]
+    produce(kafka_broker.bootstrap, "rewards20", recs, partitions=3)
+    return "rewards20"
+
+
+def base_args(broker, topic, tag, tmp_path):
+    return ["--bootstrap-servers", broker.bootstrap, "--rewards-topic", topic, "--alerts-topic", f"alerts-{tag}",
+            "--dead-letter-topic", f"dlq-{tag}", "--group-id", f"g-{tag}", "--policy", "wrr", "--k", "2",
+            "--max-episodes", "1", "--checkpoint", str(tmp_path / f"{tag}.ckpt"),
+            "--summary-json", str(tmp_path / f"{tag}.json"), "--create-topics", *FAST_GROUP]
+
+
+def test_wrr_alerts_exactly_the_two_outliers(kafka_broker, twenty_keys, tmp_path):
+    run(base_args(kafka_broker, twenty_keys, "plain", tmp_path))
+    alerts = [json.loads(r.value) for r in read_topic(kafka_broker.bootstrap, "alerts-plain")]
+    assert {a["arm"] for a in alerts if a["kind"] == "outlier"} == OUTLIERS
+    assert all(a["kind"] == "outlier" for a in alerts) and len(alerts) == 2
+    for a in alerts:
+        assert {"arm", "kind", "episode", "policy", "estimate", "interval", "threshold", "delta", "samples",
+                "time"} <= set(a)
+    s = json.loads((tmp_path / "plain.json").read_text())
+    assert s["episodes"][0]["outliers"] == sorted(OUTLIERS)
+    assert 0 < s["samples"] < s["records"] <= 200_000
+
+
+def test_kill_9_mid_episode_then_restart_equals_uninterrupted(kafka_broker, twenty_keys, tmp_path):
+    ref_args = base_args(kafka_broker, twenty_keys, "ref", tmp_path)
+    run(ref_args)
+    ref = json.loads((tmp_path / "ref.json").read_text())
+
+    args = base_args(kafka_broker, twenty_keys, "crash", tmp_path) + ["--checkpoint-interval", "0.05"]
+    store = FileCheckpointStore(tmp_path / "crash.ckpt")
+    proc = subprocess.Popen(cli(args), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    killed_at = None
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            doc = store.load()
+        except Exception:
+            doc = None
+        if doc and doc["scheduler"]["phase"] == "running" and doc["scheduler"]["counters"]["used"] >= 2000:
+            os.kill(proc.pid, signal.SIGKILL)
+            killed_at = doc["scheduler"]["counters"]["used"]
+            break
+        time.sleep(0.01)
+    proc.wait(timeout=30)
+    out, err = proc.communicate()
+    assert killed_at is not None, f"the daemon finished before it could be killed:\n{err.decode()[-2000:]}"
+    assert proc.returncode == -signal.SIGKILL
+    mid = store.load()
+    assert mid["scheduler"]["phase"] == "running" and mid["scheduler"]["history"] == []
+
+    run(args)
+    got = json.loads((tmp_path / "crash.json").read_text())
+    ep, ep_ref = got["episodes"][0], ref["episodes"][0]
+    assert ep["outliers"] == ep_ref["outliers"] == sorted(OUTLIERS)
+    assert ep["samples"] == ep_ref["samples"]
+    assert (got["records"], got["samples"], got["skipped"]) == (ref["records"], ref["samples"], ref["skipped"])
+    assert ep["threshold"] == ep_ref["threshold"]
+    # alerts: at least once across the crash, deduplicable by alert_id
+    alerts = {json.loads(r.value)["alert_id"] for r in read_topic(kafka_broker.bootstrap, "alerts-crash")}
+    assert alerts == {f"1:{a}:outlier" for a in OUTLIERS}
+
+
+def test_bad_records_go_to_the_dead_letter_topic_and_sigterm_exits_clean(kafka_broker, tmp_path):
+    rng = random.Random(5)
+    recs = []
+    for n in range(3000):
+        a = rng.randrange(8)
+        recs.append((f"k{a}", b'{"reward": %d}' % (rng.random() < 0.3), T0 + n))
+    bad = [("k1", b"not json", "not_json"), ("k2", b'{"reward": 0.5}', "out_of_model"),
+           ("k3", b'{"reward": NaN}', "not_finite"), ("k4", b'{"score": 1}', "missing_reward"),
+           ("k5", b'{"reward": "1"}', "not_numeric"), ("x" * 300, b'{"reward": 1}', "key_too_long"),
+           (None, b'{"reward": 1}', "key_missing"), ("flood-1", b'{"reward": 1}', None),
+           ("flood-2", b'{"reward": 1}', "too_many_arms")]
+    for i, (k, v, _) in enumerate(bad):
+        recs.insert(500 + 200 * i, (k, v, T0 + 500 + 200 * i))
+    produce(kafka_broker.bootstrap, "mixed", recs)
+    args = ["--bootstrap-servers", kafka_broker.bootstrap, "--rewards-topic", "mixed", "--group-id", "g-dlq",
+            "--dead-letter-topic", "dlq-mixed", "--alerts-topic", "alerts-mixed", "--validate", "all",
+            "--max-arms", "9", "--checkpoint", str(tmp_path / "dlq.ckpt"), "--create-topics",
+            "--episode-interval", "3600", *FAST_GROUP]
+    proc = subprocess.Popen(cli(args), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    expect = sorted(r for _, _, r in bad if r)
+    got = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        got = read_topic(kafka_broker.bootstrap, "dlq-mixed")
+        if len(got) >= len(expect):
+            break
+        time.sleep(0.3)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err.decode()[-3000:]
+    reasons = sorted(dict(r.headers)["reason"].decode() for r in got)
+    assert reasons == expect
+    originals = {(k.encode() if isinstance(k, str) else k, v) for k, v, r in bad if r}
+    assert {(r.key, r.value) for r in got} == originals
+    # the checkpoint covers every record, and the group's committed offset equals it
+    doc = FileCheckpointStore(tmp_path / "dlq.ckpt").load()
+    assert doc["source"]["mixed:0"][0] == len(recs) == doc["scheduler"]["counters"]["records"]
+    c = KafkaConsumer(bootstrap_servers=kafka_broker.bootstrap, group_id="g-dlq", enable_auto_commit=False)
+    try:
+        assert c.committed(TopicPartition("mixed", 0)) == len(recs)
+    finally:
+        c.close()
+
+
+def test_active_mode_with_a_responder(kafka_broker, tmp_path):
+    arms = [f"w{i}" for i in range(10)]
+    means = {a: (0.9 if a == "w9" else 0.2) for a in arms}
+    ensure_topics({"bootstrap_servers": [kafka_broker.bootstrap]}, {"requests-a": 1, "answers-a": 1})
+    stop = threading.Event()
+    answered = []
+
+    def responder():
+        rng = random.Random(11)
+        c = KafkaConsumer("requests-a", bootstrap_servers=kafka_broker.bootstrap, group_id="responder",
+                          auto_offset_reset="earliest", fetch_max_wait_ms=20)
+        p = KafkaProducer(bootstrap_servers=kafka_broker.bootstrap, linger_ms=1)
+        try:
+            while not stop.is_set():
+                for recs in c.poll(timeout_ms=100).values():
+                    for r in recs:
+                        req = json.loads(r.value)
+                        x = int(rng.random() < means[req["arm"]])
+                        p.send("answers-a", key=req["arm"].encode(),
+                               value=json.dumps({"reward": x, "request_id": req["request_id"]}).encode())
+                        answered.append(req["request_id"])
+                p.flush()
+        finally:
+            c.close()
+            p.close()
+
+    t = threading.Thread(target=responder, daemon=True)
+    t.start()
+    try:
+        run(["--bootstrap-servers", kafka_broker.bootstrap, "--mode", "active", "--arms", ",".join(arms),
+             "--requests-topic", "requests-a", "--rewards-topic", "answers-a", "--alerts-topic", "alerts-a",
+             "--group-id", "g-active", "--policy", "wrr", "--k", "2", "--max-episodes", "1",
+             "--checkpoint", "none", "--summary-json", str(tmp_path / "a.json"),
+             "--consumer-option", "fetch_max_wait_ms=20", *FAST_GROUP], timeout=180)
+    finally:
+        stop.set()
+        t.join(timeout=10)
+    s = json.loads((tmp_path / "a.json").read_text())
+    assert s["episodes"][0]["outliers"] == ["w9"] and s["episodes"][0]["done"]
+    alerts = [json.loads(r.value) for r in read_topic(kafka_broker.bootstrap, "alerts-a")]
+    assert [(a["arm"], a["kind"]) for a in alerts] == [("w9", "outlier")]
+    requests = read_topic(kafka_broker.bootstrap, "requests-a")
+    assert len(requests) >= s["samples"] and len(answered) >= s["samples"]
+    assert all({"arm", "request_id", "episode", "kind"} <= set(json.loads(r.value)) for r in requests)

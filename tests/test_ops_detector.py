@@ -1,0 +1,239 @@
+"""OutlierArmDetector: river's own estimator checks, the score scale, episodes, pickling."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import pickle
+import random
+
+import pytest
+from river import checks, compose, datasets
+
+from streamarms import OutlierArmDetector
+from streamarms.policies.ksigma import RoundRobin, WeightedRoundRobin
+
+
+# -- river's check_estimator, offline ----------------------------------------------------------
+# For anomaly detectors river's checks stream `datasets.CreditCard().take(1000)`, a 150 MB download.
+# The tests run offline, so `_yield_datasets` is replaced by streams of the same shape: a stand-in of
+# CreditCard (30 numeric features "Time", "V1".."V28", "Amount", no "key" -- the detector must cope
+# with records that do not have its features) and a keyed stream in which the label says whether the
+# record's key is an outlier (so `check_roc_auc` tests something real). Everything else is river's.
+
+def _creditcard_like(n: int, seed: int = 0):
+    rng = random.Random(seed)
+    for i in range(n):
+        fraud = rng.random() < 0.02
+        x = {"Time": float(i), "Amount": rng.expovariate(0.02)}
+        x.update({f"V{j}": rng.gauss(1.5 if fraud else 0.0, 1.0) for j in range(1, 29)})
+        yield x, int(fraud)
+
+
+def _keyed(n: int, seed: int = 1):
+    rng = random.Random(seed)
+    means = {f"k{i}": 0.1 for i in range(9)} | {"k9": 0.9}
+    keys = sorted(means)
+    for i in range(n):
+        k = rng.choice(keys)
+        yield {"key": k, "reward": int(rng.random() < means[k]), "other": rng.random()}, int(means[k] > 0.5)
+
+
+def _offline_datasets(model, scale: int = 1):
+    yield list(_creditcard_like(1000 * scale))
+    yield list(_keyed(1000 * scale))
+
+
+def test_river_check_estimator(monkeypatch):
+    monkeypatch.setattr(checks, "_yield_datasets", _offline_datasets)
+    names = [c.__name__ for c in checks.yield_checks(OutlierArmDetector())]
+    assert "check_roc_auc" in names and "check_pickling" in names  # the dataset checks do run
+    checks.check_estimator(OutlierArmDetector())
+    for params in OutlierArmDetector._unit_test_params():
+        checks.check_estimator(OutlierArmDetector(**params))
+
+
+@pytest.mark.skipif(not datasets.CreditCard().is_downloaded, reason="CreditCard not downloaded (150 MB)")
+def test_river_check_estimator_with_creditcard():  # pragma: no cover - needs the download
+    checks.check_estimator(OutlierArmDetector())
+
+
+# -- behaviour -------------------------------------------------------------------------------------
+def _stream(means: dict[str, float], n: int, seed: int):
+    rng = random.Random(seed)
+    keys = sorted(means)
+    for _ in range(n):
+        k = rng.choice(keys)
+        yield {"key": k, "reward": int(rng.random() < means[k])}
+
+
+MEANS = {f"a{i}": 0.1 for i in range(9)} | {"a9": 0.85}
+
+
+def test_score_scale_moves_from_unknown_to_confident():
+    det = OutlierArmDetector(discovery=50)
+    assert det.score_one({"key": "a9"}) == 0.5           # nothing known
+    assert det.score_one({"nokey": 1}) == 0.5
+    seen = {"a9": [], "a0": []}
+    for x in _stream(MEANS, 8000, seed=3):
+        det.learn_one(x)
+        for k in seen:
+            seen[k].append(det.score_one({"key": k}))
+    s9, s0 = seen["a9"], seen["a0"]
+    assert s9[-1] == 1.0 and s0[-1] == 0.0
+    # undecided scores are strictly inside (0, 1); the outlier's graded score rises above 1/2 first
+    undecided9 = [s for s in s9 if s not in (0.0, 0.5, 1.0)]
+    assert undecided9 and all(0.0 < s < 1.0 for s in undecided9)
+    assert max(undecided9) > 0.5
+    assert det.outliers == ["a9"]
+    assert det.n_samples < det.n_records
+
+
+def test_wrong_answers_bounded():
+    """delta = 0.1: over 30 seeded runs the final outlier set is wrong at most the 1e-3 upper binomial
+    quantile of Bin(30, 0.1) = 10 times (and here, in practice, never)."""
+    wrong = 0
+    for seed in range(30):
+        det = OutlierArmDetector(discovery=50)
+        for x in _stream(MEANS, 6000, seed=seed):
+            det.learn_one(x)
+        wrong += det.outliers != ["a9"]
+    assert wrong <= 10
+
+
+def test_records_without_features_are_ignored_and_bad_rewards_raise():
+    det = OutlierArmDetector(discovery=5)
+    det.learn_one({"key": "a"})                 # no reward
+    det.learn_one({"reward": 1})                # no key
+    assert det.n_ignored == 2 and det.n_samples == 0
+    before = pickle.dumps(det)
+    with pytest.raises(ValueError, match="'a'.*0.5"):
+        det.learn_one({"key": "a", "reward": 0.5})   # Bernoulli model refuses 0.5
+    with pytest.raises(ValueError, match="not a number"):
+        det.learn_one({"key": "a", "reward": "1"})
+    with pytest.raises(ValueError, match="not finite"):
+        det.learn_one({"key": "a", "reward": float("nan")})
+    assert pickle.dumps(det) == before           # unchanged
+    det.learn_one({"key": 3, "reward": True})     # keys are str()-ed, bools are 0/1 rewards
+    assert det._scheduler.known_arms == ["3"]
+
+
+def test_bounded_rewards_with_a_policy_class():
+    det = OutlierArmDetector(policy=RoundRobin, policy_params={"k": 1.5, "model": "bounded"}, discovery=50)
+    rng = random.Random(5)
+    for _ in range(40000):
+        k = rng.choice("abcdefgh")
+        det.learn_one({"key": k, "reward": min(1.0, max(0.0, rng.gauss(0.9 if k == "h" else 0.2, 0.1)))})
+    assert det.outliers == ["h"]
+    with pytest.raises(ValueError, match="outside"):
+        det.learn_one({"key": "a", "reward": 2.0})
+
+
+def test_new_keys_join_the_next_episode_and_verdicts_carry_over():
+    det = OutlierArmDetector(discovery=50)
+    for x in _stream(MEANS, 6000, seed=11):
+        det.learn_one(x)
+    assert det.episodes >= 1 and "a9" in det.outliers
+    assert det.score_one({"key": "new"}) == 0.5
+    for x in _stream(MEANS | {"new": 0.1}, 20000, seed=12):
+        det.learn_one(x)
+    assert det.episodes >= 2 and det._final.keys() >= {"new"}
+    assert det.score_one({"key": "new"}) == 0.0 and det.outliers == ["a9"]
+
+
+def test_episode_timeout_keeps_graded_scores():
+    # two arms exactly at the same mean and one far: keys near the threshold may stay undecided
+    det = OutlierArmDetector(discovery=20, episode_timeout=300, policy_params={"k": 1.0})
+    for x in _stream({"a": 0.5, "b": 0.5, "c": 0.5, "d": 0.55}, 2000, seed=2):
+        det.learn_one(x)
+    assert det.episodes >= 5
+    s = det.score_one({"key": "d"})
+    assert 0.0 <= s <= 1.0
+
+
+def test_seed_varies_per_episode():
+    calls = []
+
+    def factory(arms, seed=None, **kw):
+        calls.append(seed)
+        return WeightedRoundRobin(arms, **kw)
+
+    det = OutlierArmDetector(policy=factory, policy_params={"seed": 10, "k": 1.5}, discovery=20,
+                             episode_timeout=200)
+    for x in _stream(MEANS, 1500, seed=1):
+        det.learn_one(x)
+    assert calls[:3] == [10, 11, 12]
+
+
+def test_pickle_and_clone_resume_identically():
+    det = OutlierArmDetector(discovery=50)
+    xs = list(_stream(MEANS, 4000, seed=21))
+    for x in xs[:1500]:
+        det.learn_one(x)
+    twin = pickle.loads(pickle.dumps(det))
+    deep = copy.deepcopy(det)
+    for x in xs[1500:]:
+        a = det.score_one(x)
+        assert twin.score_one(x) == a == deep.score_one(x)
+        det.learn_one(x)
+        twin.learn_one(x)
+        deep.learn_one(x)
+    assert twin.outliers == det.outliers and twin.n_samples == det.n_samples
+    fresh = det.clone()
+    assert fresh.n_records == 0 and repr(fresh) == repr(det)
+
+
+def test_in_a_river_pipeline():
+    pipe = compose.FuncTransformer(lambda x: {"key": x["host"], "reward": int(x["latency_ms"] > 500)}) \
+        | OutlierArmDetector(discovery=50)
+    rng = random.Random(4)
+    slow = {f"h{i}": (0.05 if i else 0.8) for i in range(10)}
+    for _ in range(10000):
+        h = rng.choice(sorted(slow))
+        x = {"host": h, "latency_ms": 800 if rng.random() < slow[h] else 100}
+        pipe.learn_one(x)
+    assert pipe.score_one({"host": "h0", "latency_ms": 100}) == 1.0
+    assert pipe.score_one({"host": "h3", "latency_ms": 900}) == 0.0
+
+
+def test_bad_parameters():
+    with pytest.raises(ValueError, match="unknown policy"):
+        OutlierArmDetector(policy="nope")
+    with pytest.raises(ValueError, match="window must be >= 1"):
+        OutlierArmDetector(window=0)
+    with pytest.raises(ValueError, match="policy_params must be a dict"):
+        OutlierArmDetector(policy_params=[1])  # type: ignore[arg-type]
+
+
+def test_islice_smoke():
+    # learn on a long stream in constant memory: history is capped, tallies are per key
+    det = OutlierArmDetector(discovery=20, episode_timeout=500)
+    for x in itertools.islice(_stream(MEANS, 10**9, seed=8), 20000):
+        det.learn_one(x)
+    assert len(det._scheduler.history) <= 1
+
+
+def test_readme_example():
+    """The README's river-pipeline example, verbatim apart from the prints."""
+    rng = random.Random(42)
+    slow = {f"host-{i:02d}": 0.05 for i in range(30)} | {"host-07": 0.6}   # host-07 is often slow
+    hosts = sorted(slow)
+
+    def requests(n):
+        for _ in range(n):
+            h = rng.choice(hosts)
+            mean_ms = 900 if rng.random() < slow[h] else 80
+            yield {"host": h, "latency_ms": rng.expovariate(1 / mean_ms)}
+
+    model = compose.Pipeline(
+        compose.FuncTransformer(lambda x: {"key": x["host"], "reward": int(x["latency_ms"] > 500)}),
+        OutlierArmDetector(policy="wrr", policy_params={"k": 2.0, "delta": 0.05}),
+    )
+    for x in requests(100_000):
+        model.score_one(x)
+        model.learn_one(x)
+    detector = model[-1]
+    assert detector.outliers == ["host-07"]
+    assert model.score_one({"host": "host-07", "latency_ms": 10}) == 1.0
+    assert model.score_one({"host": "host-03", "latency_ms": 10}) == 0.0
+    assert detector.episodes >= 1 and detector.n_samples < detector.n_records
