@@ -293,6 +293,8 @@ class GenericOutlierDetection(Policy):
         self.rho = float(rho)
         self.delta = float(delta)
         self.model = make_model(model)
+        # count-and-sum estimates only (MoM is refused with a clear message); TEA adds contributions
+        self.model.require_sum_based(self.name)
         self.seed = seed
         self.b = bounds.gold_b(self.epsilon)
         self.budget = outlier_budget(n, self.rho)
@@ -382,6 +384,8 @@ class GenericOutlierDetection(Policy):
         x = self.model.check(arm, reward)
         self.T += 1
         self.m[i] += 1
+        if self.model.transforms:  # TEA: a sample above its truncation level contributes 0
+            x = self.model.contribution(int(self.m[i]), x)
         self.s[i] += x
         if self._done:
             return []

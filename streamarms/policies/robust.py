@@ -76,8 +76,8 @@ def _check_k(k: float) -> float:
 def robust_threshold(means: Sequence[float], k: float) -> tuple[float, float]:
     """``(median - c MAD, median + c MAD)`` of the means, ``c = 1.4826 k``.
 
-    >>> robust_threshold([1.0, 2.0, 3.0, 4.0, 100.0], 2.0)
-    (0.0348, 5.9652)
+    >>> [round(v, 4) for v in robust_threshold([1.0, 2.0, 3.0, 4.0, 100.0], 2.0)]
+    [0.0348, 5.9652]
     """
     c = bounds.MAD_NORMAL_CONSTANT * _check_k(k)
     y = np.asarray(means, dtype=float)
@@ -127,6 +127,8 @@ class RobustOutlierArmIdentification(Policy):
         self.delta = float(delta)
         self.two_sided = bool(two_sided)
         self.model = make_model(model)
+        # count-and-sum estimates only (MoM is refused with a clear message); TEA adds contributions
+        self.model.require_sum_based(self.name)
         self.seed = seed
         self.c = bounds.MAD_NORMAL_CONSTANT * self.k
         n = self.n = len(self.arms)
@@ -186,6 +188,8 @@ class RobustOutlierArmIdentification(Policy):
         x = self.model.check(arm, reward)
         self._pulls += 1
         self.m[i] += 1
+        if self.model.transforms:  # TEA: a sample above its truncation level contributes 0
+            x = self.model.contribution(int(self.m[i]), x)
         self.s[i] += x
         self.L[i], self.U[i] = self._arm_interval(i)
         plan = self._plan
