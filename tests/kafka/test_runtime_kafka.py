@@ -208,12 +208,14 @@ def test_bad_records_go_to_the_dead_letter_topic_and_sigterm_exits_clean(kafka_b
     assert reasons == expect
     originals = {(k.encode() if isinstance(k, str) else k, v) for k, v, r in bad if r}
     assert {(r.key, r.value) for r in got} == originals
-    # the checkpoint covers every record, and the group's committed offset equals it
+    # the final checkpoint covers exactly the records handled (at least up to the last bad one), and
+    # the group's committed offset equals it
     doc = FileCheckpointStore(tmp_path / "dlq.ckpt").load()
-    assert doc["source"]["mixed:0"][0] == len(recs) == doc["scheduler"]["counters"]["records"]
+    handled = doc["source"]["mixed:0"][0]
+    assert handled == doc["scheduler"]["counters"]["records"] > 500 + 200 * (len(bad) - 1)
     c = KafkaConsumer(bootstrap_servers=kafka_broker.bootstrap, group_id="g-dlq", enable_auto_commit=False)
     try:
-        assert c.committed(TopicPartition("mixed", 0)) == len(recs)
+        assert c.committed(TopicPartition("mixed", 0)) == handled
     finally:
         c.close()
 
