@@ -136,6 +136,7 @@ class KafkaRewardSource:
         self.consumer = KafkaConsumer(**opts)
         self._paused: set[Any] = set()
         self._resumed_any = False
+        self.partial_assignment = False
         self.consumer.subscribe(self.topics, listener=_Listener(self))
 
     # -- rebalance ---------------------------------------------------------------------------
@@ -148,6 +149,16 @@ class KafkaRewardSource:
             off = self.merger.next_offset((tp.topic, tp.partition))
             if off is not None:
                 self.consumer.seek(tp, off)
+        self.partial_assignment = False
+        for topic in self.topics:
+            total = self.consumer.partitions_for_topic(topic) or set()
+            mine = {tp.partition for tp in assigned if tp.topic == topic}
+            if total and len(mine) < len(total):
+                self.partial_assignment = True
+                log.warning("this daemon holds %d of the %d partitions of %s: another member is in group %s. "
+                            "A detection needs every key (the k-sigma threshold is a function of all arms): "
+                            "run one daemon per group (a second one is a standby)", len(mine), len(total),
+                            topic, self.group_id)
         log.info("assigned %d partitions: %s", len(assigned),
                  ", ".join(f"{tp.topic}:{tp.partition}@{self.merger.next_offset((tp.topic, tp.partition))}"
                            for tp in sorted(assigned)))

@@ -56,6 +56,9 @@ DEFAULTS: dict[str, Any] = {
     # the policy
     "mode": PASSIVE, "policy": "wrr", "k": 2.0, "delta": 0.1, "reward_model": "bernoulli", "reward_range": None,
     "model_param": None, "two_sided": False, "rho": None, "seed": 0,
+    # parameters of the other policy families (see `streamarms simulate --help`)
+    "threshold": None, "budget": None, "epsilon": None, "ucbe_b": None, "alpha": None, "estimator": None,
+    "moment_p": None, "moment_bound": None,
     # records
     "reward_field": "reward", "request_id_field": "request_id", "max_key_bytes": 256, "validate": "used",
     "arms": None,
@@ -169,6 +172,15 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--two-sided", action="store_true", default=None, help="also flag arms far below the mean")
     g.add_argument("--rho", type=float, help="WRR rho (default rho* of the paper)")
     g.add_argument("--seed", type=int, help="seed of randomised policies (episode e uses seed + e - 1)")
+    g = p.add_argument_group("parameters of other policy families (as in `streamarms simulate`)")
+    g.add_argument("--threshold", type=float, help="lsa/apt/ucbe/uniform: the known threshold theta")
+    g.add_argument("--budget", type=_pos_int, metavar="T", help="lsa/apt/ucbe/uniform/sr: samples per episode")
+    g.add_argument("--epsilon", type=float, help="GOLD distance factor; APT precision; SR-T(TEA) design gap")
+    g.add_argument("--b", dest="ucbe_b", type=float, metavar="B", help="UCBE exploration parameter b")
+    g.add_argument("--alpha", type=float, help="LSA alpha (default 1.35)")
+    g.add_argument("--estimator", choices=["ea", "tea", "mom"], help="heavy-tailed mean estimate")
+    g.add_argument("--moment-p", type=float, metavar="P", help="heavy-tailed: moment order p in (1, 2]")
+    g.add_argument("--moment-bound", type=float, metavar="B", help="heavy-tailed: bound B on E|X|^p")
     g = p.add_argument_group("records")
     g.add_argument("--reward-field", metavar="NAME", help="JSON field holding the reward (default reward)")
     g.add_argument("--request-id-field", metavar="NAME", help="JSON field of answers holding the request id")
@@ -449,7 +461,8 @@ class _App:
         if s.bootstrap_servers and not s.rewards_topic:
             raise ValueError("--bootstrap-servers needs at least one --rewards-topic")
         build = _policy_builder(s)
-        probe = build(["a", "b", "c", "d"], 1)  # bad parameters fail here, before anything connects
+        # bad parameters fail here, before anything connects (enough arms for every family's constraints)
+        probe = build([f"probe-{i}" for i in range(64)], 1)
         model = getattr(probe, "model", None)
         self.codec = RewardCodec(s.reward_field, model, request_id_field=s.request_id_field,
                                  max_key_bytes=s.max_key_bytes)

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
 import math
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Sequence
@@ -64,6 +65,8 @@ __all__ = [
     "PASSIVE", "ACTIVE", "PHASES", "INVALID_REASONS",
     "InvalidRecord", "RewardCodec", "EventClock", "SchedulerConfig", "Scheduler",
 ]
+
+log = logging.getLogger("streamarms.scheduler")
 
 PASSIVE, ACTIVE = "passive", "active"
 DISCOVERING, RUNNING, IDLE, FINISHED = "discovering", "running", "idle", "finished"
@@ -371,6 +374,7 @@ class Scheduler:
         self.wasted = 0             # held rewards never given to the policy (part of skipped)
         self.requests_sent = 0
         self.episodes_done = 0
+        self.build_error: str | None = None  # why the last episode could not start, if it could not
         # phase
         self.phase = DISCOVERING
         self.episode = 0
@@ -822,8 +826,19 @@ class Scheduler:
                 self.phase = DISCOVERING
             self._recompute_deadline()
             return
+        try:
+            policy = self.build(arms, self.episode + 1)
+        except ValueError as e:  # e.g. a family's constraint on the number of arms: try again later
+            self.build_error = str(e)
+            log.warning("cannot start episode %d on %d arms: %s; next attempt in %g s", self.episode + 1,
+                        len(arms), e, max(cfg.episode_interval, self._wait))
+            self.phase = IDLE
+            self.next_start = now + max(cfg.episode_interval, self._wait)
+            self._recompute_deadline()
+            return
+        self.build_error = None
         self.episode += 1
-        self.policy = self.build(arms, self.episode)
+        self.policy = policy
         self.phase = RUNNING
         self.episode_started = now
         self.next_start = now + cfg.episode_interval

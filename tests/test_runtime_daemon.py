@@ -326,3 +326,11 @@ def test_run_jsonl_replay_with_checkpoint_resume(tmp_path):
     # running again resumes a finished run: nothing more to do, same answer
     assert run_main_argv(args) == 0
     assert json.loads((tmp_path / "s.json").read_text())["episodes"] == s["episodes"]
+
+
+def test_run_other_policy_families_with_their_parameters(tmp_path):
+    out = tmp_path / "s.json"
+    assert run_main_argv(["--policy", "apt", "--threshold", "0.5", "--budget", "3000", "--quiet",
+                          "--summary-json", str(out)]) == 0
+    s = json.loads(out.read_text())
+    assert s["samples"] == 3000 and s["episodes"][0]["outliers"] == s["true_outliers"] == ["region-18", "region-19"]

@@ -338,3 +338,16 @@ def test_ksigma_restore_continues_bit_for_bit(name, model):
     assert b is not None and a.done == b.done and a.pulls == b.pulls
     assert events_a == events_b and (model == "bounded" or a.done)
     assert a.decision().to_dict() == b.decision().to_dict()
+
+
+def test_an_episode_that_cannot_be_built_is_retried_later():
+    def build(names, ep):
+        if len(names) < 5:
+            raise ValueError(f"needs 5 arms, got {len(names)}")
+        return PlanCheckingRR(names, need=3)
+
+    s, clock, _, ends = make(build, discovery_records=20, min_arms=3, max_episodes=1, episode_interval=2.0)
+    recs = list(bern_stream(["a", "b", "c"], [0.1] * 3, 300, seed=17, dt=0.01))
+    recs += list(bern_stream(["a", "b", "c", "d", "e"], [0.1] * 5, 3000, seed=18, dt=0.01, t0=3.0))
+    feed(s, clock, recs)
+    assert s.finished and ends[0]["arms"] == 5 and s.build_error is None
