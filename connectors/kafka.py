@@ -135,6 +135,7 @@ class KafkaRewardSource:
         opts.update(consumer_options or {})
         self.consumer = KafkaConsumer(**opts)
         self._paused: set[Any] = set()
+        self._resumed_any = False
         self.consumer.subscribe(self.topics, listener=_Listener(self))
 
     # -- rebalance ---------------------------------------------------------------------------
@@ -177,7 +178,21 @@ class KafkaRewardSource:
             self.merger.set_position(tp, nxt)
         return nxt >= hw
 
+    def _unpark(self) -> None:
+        """Work around kafka-python (3.0.x) never handing back records it parked while a partition was
+        paused: it restores them only when its in-line record slot is ``None``, but a drained (empty)
+        slot stays in place as long as other partitions deliver empty fetches (partitions at their end
+        do), so a resumed partition would stall forever. A drained slot holds nothing: free it."""
+        f = getattr(self.consumer, "_fetcher", None)
+        if f is None or not getattr(f, "_paused_partition_records", None):
+            return
+        slot = getattr(f, "_next_partition_records", None)
+        if slot is not None and not slot:
+            f._next_partition_records = None
+
     def poll(self, timeout: float = 0.2) -> list[Any]:
+        if self._resumed_any:
+            self._unpark()
         got = self.consumer.poll(timeout_ms=int(timeout * 1000), max_records=self.max_poll_records)
         merger = self.merger
         for ktp, recs in got.items():
@@ -194,6 +209,7 @@ class KafkaRewardSource:
                 if back:
                     self.consumer.resume(*[TopicPartition(*tp) for tp in back])
                     self._paused.difference_update(back)
+                    self._resumed_any = True
         return merger.release(self._ended)
 
     def rollback(self, processed: int) -> None:

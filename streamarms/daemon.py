@@ -194,21 +194,31 @@ class Daemon:
             batch = source.poll(self.poll_timeout)
             t0 = perf_counter()
             n = 0
-            for rec in batch:
-                if self._interrupt:
-                    break
-                if clock is not None:
+            if clock is not None:  # stream time: the largest record timestamp so far
+                clock_ms = clock.now * 1000.0
+                for rec in batch:
+                    if self._interrupt:
+                        break
                     ts = rec.timestamp
-                    if ts is not None:
-                        t = ts * 0.001
-                        if t > clock.now:
-                            clock.now = t
-                bad = offer(rec.key, rec.value)
-                n += 1
-                if bad is not None:
-                    dead_letter(rec, bad)
-                if observe is not None and not (n & mask):
-                    observe(perf_counter() - t0)
+                    if ts is not None and ts > clock_ms:
+                        clock_ms = ts
+                        clock.now = ts * 0.001
+                    bad = offer(rec.key, rec.value)
+                    n += 1
+                    if bad is not None:
+                        dead_letter(rec, bad)
+                    if not (n & mask) and observe is not None:
+                        observe(perf_counter() - t0)
+            else:
+                for rec in batch:
+                    if self._interrupt:
+                        break
+                    bad = offer(rec.key, rec.value)
+                    n += 1
+                    if bad is not None:
+                        dead_letter(rec, bad)
+                    if not (n & mask) and observe is not None:
+                        observe(perf_counter() - t0)
             if n < len(batch):
                 source.rollback(n)
                 break

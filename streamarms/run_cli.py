@@ -429,6 +429,10 @@ def run_main(opts: argparse.Namespace) -> int:
     except (ValueError, CheckpointError) as e:
         print(f"streamarms run: error: {e}", file=sys.stderr)
         return 2
+    except Exception as e:  # the broker is unreachable, a file cannot be opened, ...
+        log.debug("start-up failed", exc_info=True)
+        print(f"streamarms run: error: cannot start: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
     return app.run()
 
 

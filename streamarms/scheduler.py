@@ -342,6 +342,7 @@ class Scheduler:
             raise ValueError("active mode needs emit_request (where to publish sample requests)")
         self.build = build
         self.clock = clock
+        self._ev = clock if isinstance(clock, EventClock) else None  # read its .now without a call
         self.codec = codec if codec is not None else RewardCodec()
         self.emit_request = emit_request
         self.on_episode_end = on_episode_end
@@ -364,7 +365,6 @@ class Scheduler:
         # counters (plain ints: read by the metrics collector at scrape time, never per record)
         self.records = 0
         self.used = 0
-        self.skipped = 0
         self.invalid: dict[str, int] = {r: 0 for r in INVALID_REASONS}
         self.unmatched = 0          # active: answers with no matching request (part of skipped)
         self.timeouts = 0           # heads given up (policy.defer)
@@ -378,7 +378,7 @@ class Scheduler:
         self.episode_started = 0.0
         self.next_start = _INF
         self.history: list[dict[str, Any]] = []
-        self._ep_records = 0
+        self._ep_start_records = 0    # value of self.records when the current episode started
         # discovery
         self._first_record_at: float | None = None
         self._new_key_record = 0      # value of self.records when the last new key appeared
@@ -424,6 +424,7 @@ class Scheduler:
             "timeouts": self.timeouts, "requests_sent": self.requests_sent, "episodes": self.episodes_done,
             "episode": self.episode, "phase": self.phase, "known_arms": len(self._last_seen),
             "alerts": dict(self.alerts.counts), "in_flight": len(self._in_flight), "window": len(self._window),
+            "episode_records": self.records - self._ep_start_records,
         }
 
     def arm_states(self) -> dict[str, int]:
@@ -455,14 +456,13 @@ class Scheduler:
                 self.invalid[e.reason] += 1
                 return e
             if arm is None:  # a key outside a fixed arm set
-                self.skipped += 1
                 return None
-        now = self.clock()
+        ev = self._ev
+        now = ev.now if ev is not None else self.clock()
         if self._track_seen:
             self._last_seen[arm] = now
         if now >= self._deadline or self.records >= self._record_deadline:
-            self._on_deadline(now)
-        self._ep_records += 1
+            self._deadline_in_record(now)
         want = self._window.get(arm)
         held = self._held.get(arm) if want is not None else None
         if want is None or (held is not None and len(held) >= self._depth):
@@ -472,8 +472,7 @@ class Scheduler:
                 except InvalidRecord as e:
                     self.invalid[e.reason] += 1
                     return e
-            self.skipped += 1
-            return None
+            return None  # skipped
         try:
             x = self.codec.reward(arm, value)
         except InvalidRecord as e:
@@ -498,14 +497,13 @@ class Scheduler:
                 self.invalid[e.reason] += 1
                 return e
             if arm is None:
-                self.skipped += 1
                 return None
-        now = self.clock()
+        ev = self._ev
+        now = ev.now if ev is not None else self.clock()
         if self._track_seen:
             self._last_seen[arm] = now
         if now >= self._deadline or self.records >= self._record_deadline:
-            self._on_deadline(now)
-        self._ep_records += 1
+            self._deadline_in_record(now)
         try:
             obj = self.codec.parse(arm, value)
             rid = obj.get(self.codec.request_id_field)
@@ -514,7 +512,6 @@ class Scheduler:
                 if self._validate_all:
                     self.codec.reward_of(arm, obj)
                 self.unmatched += 1
-                self.skipped += 1
                 return None
             if entry[0] != arm:
                 raise InvalidRecord("request_mismatch", f"answer to request {rid!r} (arm {entry[0]!r}) "
@@ -587,6 +584,17 @@ class Scheduler:
         now = self.clock()
         if now >= self._deadline:
             self._on_deadline(now)
+
+    @property
+    def skipped(self) -> int:
+        """Records read but not given to the policy (nor refused, nor held for it right now)."""
+        return self.records - self.used - sum(self.invalid.values()) - sum(len(h) for h in self._held.values())
+
+    def _deadline_in_record(self, now: float) -> None:
+        ep = self.episode
+        self._on_deadline(now)
+        if self.episode != ep:
+            self._ep_start_records -= 1  # the record in hand is the new episode's first
 
     def _on_deadline(self, now: float) -> None:
         phase = self.phase
@@ -788,9 +796,7 @@ class Scheduler:
     # episodes
     # ------------------------------------------------------------------------------------------
     def _reset_plan(self) -> None:
-        n_held = sum(len(h) for h in self._held.values())
-        self.wasted += n_held
-        self.skipped += n_held
+        self.wasted += sum(len(h) for h in self._held.values())
         self._window = {}
         self._head = None
         self._held = {}
@@ -821,7 +827,7 @@ class Scheduler:
         self.phase = RUNNING
         self.episode_started = now
         self.next_start = now + cfg.episode_interval
-        self._ep_records = 0
+        self._ep_start_records = self.records
         self._reset_plan()
         self.alerts.begin_episode(self.episode)
         if self.policy.done:
@@ -863,7 +869,7 @@ class Scheduler:
             "episode": self.episode, "policy": self.policy_name, "reason": reason,
             "arms": len(self.policy.arms) if self.policy is not None else 0,
             "started": self.episode_started, "ended": now, "duration": now - self.episode_started,
-            "records": self._ep_records, "samples": d.pulls, "done": d.done,
+            "records": self.records - self._ep_start_records, "samples": d.pulls, "done": d.done,
             "outliers": sorted(d.outliers), "normals": len(d.normals), "undecided": sorted(d.undecided),
             "estimated_outliers": sorted(d.estimated_outliers), "threshold": d.threshold,
             "threshold_interval": list(d.threshold_interval) if d.threshold_interval is not None else None,
@@ -887,10 +893,10 @@ class Scheduler:
             "phase": self.phase, "episode": self.episode,
             "episode_started": self.episode_started, "next_start": _num(self.next_start),
             "arms": dict(self._last_seen),
-            "counters": {"records": self.records, "used": self.used, "skipped": self.skipped,
+            "counters": {"records": self.records, "used": self.used,
                          "invalid": dict(self.invalid), "unmatched": self.unmatched, "timeouts": self.timeouts,
                          "wasted": self.wasted, "requests_sent": self.requests_sent,
-                         "episodes_done": self.episodes_done, "ep_records": self._ep_records},
+                         "episodes_done": self.episodes_done, "ep_start_records": self._ep_start_records},
             "discovery": {"first_record_at": self._first_record_at, "new_key_record": self._new_key_record},
             "policy": None if p is None else {"class": _class_path(p), "state": p.snapshot()},
             "window": [[a, _req_to_json(r), t] for a, (r, t) in self._window.items()],
@@ -921,11 +927,11 @@ class Scheduler:
         for a, t in state["arms"].items():
             self._register(a, float(t))
         c = state["counters"]
-        self.records, self.used, self.skipped = int(c["records"]), int(c["used"]), int(c["skipped"])
+        self.records, self.used = int(c["records"]), int(c["used"])
         self.invalid = {r: 0 for r in INVALID_REASONS} | {k: int(v) for k, v in c["invalid"].items()}
         self.unmatched, self.timeouts, self.wasted = int(c["unmatched"]), int(c["timeouts"]), int(c["wasted"])
         self.requests_sent, self.episodes_done = int(c["requests_sent"]), int(c["episodes_done"])
-        self._ep_records = int(c["ep_records"])
+        self._ep_start_records = int(c["ep_start_records"])
         disc = state["discovery"]
         self._first_record_at = disc["first_record_at"]
         self._new_key_record = int(disc["new_key_record"])
