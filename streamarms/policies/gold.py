@@ -84,7 +84,7 @@ import numpy as np
 from .. import bounds
 from ..models import BernoulliModel, RewardModel, make_model, model_from_dict
 from .base import Decision, Event, Policy, Request
-from .rounds import RoundPlan
+from .rounds import RoundPlan, RoundPlanned
 
 __all__ = ["GenericOutlierDetection", "OutlierGroup", "outlier_groups", "true_outliers",
            "ranking_respects_groups", "validate_gold_params", "outlier_budget"]
@@ -258,7 +258,7 @@ def ranking_respects_groups(ranking: Sequence[int], groups: Iterable[OutlierGrou
 # ============================================================================================
 # The algorithm (Alg. 1)
 # ============================================================================================
-class GenericOutlierDetection(Policy):
+class GenericOutlierDetection(RoundPlanned, Policy):
     """GOLD ([BH20] Alg. 1): rank arms so that generic (epsilon, rho)-outlier groups come first.
 
     Parameters: ``epsilon`` (> e^(1/16) - 1, sets ``b``), ``rho`` in (0.5, 1) (assumed share of normal
@@ -334,16 +334,6 @@ class GenericOutlierDetection(Policy):
             self._plan.start(i for i in range(self.n) if self.m[i] == 0)
         else:
             self._plan.start(i for i in range(self.n) if not self.terminal[i])
-
-    def next_request(self) -> Request | None:
-        i = None if self._done else self._plan.head()
-        return None if i is None else Request(self.arms[i])
-
-    def wanted(self, k: int) -> list[Request]:
-        return [] if self._done else [Request(self.arms[i]) for i in self._plan.upcoming(k)]
-
-    def defer(self, arm: str) -> None:
-        self._plan.defer(self._arm_index(arm))
 
     # ----------------------------------------------------------------------------------------
     # intervals J_i = [y_hat - b beta, y_hat + b beta] at the current T

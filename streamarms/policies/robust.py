@@ -60,7 +60,7 @@ import numpy as np
 from .. import bounds
 from ..models import BernoulliModel, RewardModel, make_model, model_from_dict
 from .base import Decision, Event, Policy, Request
-from .rounds import RoundPlan
+from .rounds import RoundPlan, RoundPlanned
 
 __all__ = ["RobustOutlierArmIdentification", "robust_threshold", "robust_true_outliers"]
 
@@ -99,7 +99,7 @@ def robust_true_outliers(means: Sequence[float], k: float, two_sided: bool = Fal
     return np.flatnonzero(out).tolist()
 
 
-class RobustOutlierArmIdentification(Policy):
+class RobustOutlierArmIdentification(RoundPlanned, Policy):
     """Fixed-confidence outlier arms under the median/MAD rule (see the module docstring).
 
     Parameters: ``k`` (> 0; threshold ``median + 1.4826 k MAD``), ``two_sided`` (also flag arms below
@@ -173,16 +173,6 @@ class RobustOutlierArmIdentification(Policy):
         return (med_lo + c * mad_lo, med_hi + c * mad_hi), (med_lo - c * mad_hi, med_hi - c * mad_lo)
 
     # ----------------------------------------------------------------------------------------
-    def next_request(self) -> Request | None:
-        i = None if self._done else self._plan.head()
-        return None if i is None else Request(self.arms[i])
-
-    def wanted(self, k: int) -> list[Request]:
-        return [] if self._done else [Request(self.arms[i]) for i in self._plan.upcoming(k)]
-
-    def defer(self, arm: str) -> None:
-        self._plan.defer(self._arm_index(arm))
-
     def update(self, arm: str, reward: float, request: Request | None = None) -> list[Event]:
         i = self._arm_index(arm)
         x = self.model.check(arm, reward)

@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections import deque
 from typing import Iterable, Iterator
 
-__all__ = ["RoundPlan"]
+from .base import Request
+
+__all__ = ["RoundPlan", "RoundPlanned"]
 
 
 class RoundPlan:
@@ -93,3 +95,25 @@ class RoundPlan:
 
     def clear(self) -> None:
         self.start(())
+
+
+class RoundPlanned:
+    """Mixin for a :class:`~streamarms.policies.base.Policy` whose plan is a :class:`RoundPlan`.
+
+    Supplies ``next_request``, ``wanted`` and ``defer`` from ``self._plan`` (with ``self._done``,
+    ``self.arms`` and ``self._arm_index`` of the policy).
+    """
+
+    _plan: RoundPlan
+    _done: bool
+    arms: list[str]
+
+    def next_request(self) -> Request | None:
+        i = None if self._done else self._plan.head()
+        return None if i is None else Request(self.arms[i])
+
+    def wanted(self, k: int) -> list[Request]:
+        return [] if self._done else [Request(self.arms[i]) for i in self._plan.upcoming(k)]
+
+    def defer(self, arm: str) -> None:
+        self._plan.defer(self._arm_index(arm))  # type: ignore[attr-defined]
