@@ -103,6 +103,8 @@ def daemon(bootstrap: str, topic: str, n: int, group: str, detecting: bool, orde
     src.poll = poll  # type: ignore[method-assign]
     d.run()
     st = sched.stats()
+    if "start" not in marks:  # idle was never reached: the first episode did not end within N records
+        return 0.0, st
     return (st["records"] - marks["records0"]) / (marks["end"] - marks["start"]), st
 
 
@@ -141,7 +143,10 @@ def main() -> None:
             print(f"\n{parts} partition(s):")
             print(f"  {'bare kafka-python loop':<34} {b:>10,.0f} records/s")
             for label, _, _ in cases:
-                rate, st = best[label]
+                rate, st = best.get(label, (0.0, None))
+                if st is None:
+                    print(f"  {label:<34} n/a (the first episode did not end within {args.records:,} records)")
+                    continue
                 note = f"episodes {st['episodes']}, samples {st['used']:,} of {st['records']:,} records"
                 print(f"  {label:<34} {rate:>10,.0f} records/s  {rate / b:6.1%} of bare  ({note})")
     finally:

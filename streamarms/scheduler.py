@@ -4,18 +4,24 @@ A policy (``streamarms.policies``) is a state machine that says which arm it wan
 stream does not take orders: records of every key arrive when they arrive. The scheduler bridges the
 two, in one of two modes:
 
-* **passive** -- rewards of every key flow in. The scheduler keeps a *window* of up to ``window``
-  outstanding wants (``policy.wanted(window)``); a record is *used* (fed to ``policy.update``) only when
-  its key is in the window, otherwise it is *skipped* and counted: that is the saving. Which record is
-  used depends only on its key and on what came before, never on its own value, so the rewards a
-  policy sees of an arm are still an i.i.d. sample of that arm (the streaming contract of
-  :mod:`streamarms.policies.base`). A want that is not met within ``want_timeout`` seconds is given up:
-  ``policy.defer(arm)`` lets the policy re-plan, and the arm stays out of the window for a cool-down of
-  the same length, so an arm whose records are rare or have stopped never stalls the others.
-* **active** -- the scheduler publishes sample requests (``{"arm", "request_id", "episode", "kind"}``),
-  at most ``max_in_flight`` at a time and at most one per arm, and matches the answers arriving on the
-  reward stream by ``request_id``. A request not answered within ``request_timeout`` is dropped (a late
-  answer is skipped) and the arm deferred.
+* **passive** -- rewards of every key flow in. The policy's plan is ``policy.wanted(window)``: the
+  next arms it will ask for, the first (the *head*) being the one it wants now. A record of the head
+  is given to the policy at once; a record of another planned arm is *held* (up to ``prefetch`` per
+  arm) and given to the policy when its plan reaches that arm; every other record is *skipped* and
+  counted: that is the saving. So the policy receives its samples in exactly the order it asks for
+  them -- it runs as it would in a simulation -- while the window keeps the number of records read per
+  sample low. Which record is taken depends only on its key and on what came before, never on its
+  own value, so the rewards a policy sees of an arm are an i.i.d. sample of that arm (the streaming
+  contract of :mod:`streamarms.policies.base`). If no record of the head arrives within
+  ``want_timeout`` seconds, ``policy.defer(head)`` lets the policy re-plan, and the arm is in
+  cool-down for as long again (the plan coming back to it meanwhile defers it at once), so an arm
+  whose records are rare or have stopped never stalls the others.
+* **active** -- the scheduler publishes sample requests (``{"arm", "request_id", "episode", "kind",
+  "time"}``) for the planned arms, at most ``max_in_flight`` at a time and at most ``prefetch`` per
+  arm held or in flight, and matches the answers arriving on the reward stream by ``request_id``
+  (answers are held and given in plan order as above). A request not answered within
+  ``request_timeout`` is dropped (a late answer is skipped), its arm cools down, and if it was the
+  head it is deferred.
 
 **Episodes.** A detection episode runs one policy on the arms known when it starts (sorted by name);
 keys first seen during it join the next one. Before the first episode the scheduler *discovers* keys:
