@@ -23,11 +23,23 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from typing import Any
 
 __all__ = ["TansuBroker", "free_port"]
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Linux: the broker gets SIGTERM when the process that started it dies (even by kill -9), so a
+    killed test run leaves no broker behind."""
+    try:
+        import ctypes
+        import signal
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
 
 
 def free_port() -> int:
@@ -77,7 +89,8 @@ class TansuBroker:
         self.proc = subprocess.Popen(
             [self.binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
              "--storage-engine", "memory://tansu/"],
-            stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
