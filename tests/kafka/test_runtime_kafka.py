@@ -264,3 +264,20 @@ def test_active_mode_with_a_responder(kafka_broker, tmp_path):
     requests = read_topic(kafka_broker.bootstrap, "requests-a")
     assert len(requests) >= s["samples"] and len(answered) >= s["samples"]
     assert all({"arm", "request_id", "episode", "kind"} <= set(json.loads(r.value)) for r in requests)
+
+
+def test_checkpoint_in_a_compacted_topic(kafka_broker):
+    from streamarms.connectors.kafka import KafkaCheckpointStore
+    cfg = {"bootstrap_servers": [kafka_broker.bootstrap]}
+    store = KafkaCheckpointStore(cfg, "streamarms-checkpoints", key="group-a")
+    other = KafkaCheckpointStore(cfg, "streamarms-checkpoints", key="group-b")
+    try:
+        assert store.load() is None
+        store.save({"n": 1})
+        other.save({"n": 99})
+        store.save({"n": 2, "source": {"t:0": [5, 7]}})
+        assert store.load() == {"n": 2, "source": {"t:0": [5, 7]}}
+        assert other.load() == {"n": 99}
+    finally:
+        store.close()
+        other.close()
