@@ -36,6 +36,7 @@ import tomllib
 from types import SimpleNamespace
 from typing import Any, Iterator, Sequence
 
+from .cli import _positive_int as _pos_int
 from .checkpoint import CheckpointError, CheckpointStore, FileCheckpointStore
 from .daemon import Daemon, restore_checkpoint
 from .metrics import Metrics
@@ -87,16 +88,6 @@ _TABLES = {"kafka": "kafka_option", "consumer": "consumer_option", "producer": "
 # ----------------------------------------------------------------------------------------------
 # argument parsing
 # ----------------------------------------------------------------------------------------------
-def _pos_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return v
-
-
 def _nonneg_float(text: str) -> float:
     try:
         v = float(text)
