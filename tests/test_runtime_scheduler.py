@@ -173,7 +173,7 @@ def test_active_mode_requests_bounded_matched_and_timed_out():
         peak = max(peak, s.stats()["in_flight"])
     assert s.finished and ends[0]["reason"] == "done" and s.used == 6 * 15
     assert peak <= 4
-    assert s.timeouts > 0 and s.unmatched > 0
+    assert s.counters.timeouts > 0 and s.counters.unmatched > 0
     assert set(bad) == {"request_mismatch"}
     assert [a["arm"] for a in alerts] == ["w5"]
 
@@ -238,7 +238,7 @@ def test_snapshot_restore_mid_run_equals_uninterrupted(which):
         assert ends1 == ends0
         assert alerts1 == alerts0
         assert s1.stats() == s0.stats()
-    assert s0.timeouts > 0
+    assert s0.counters.timeouts > 0
 
 
 def test_invalid_records_each_reason():
@@ -276,7 +276,7 @@ def test_bad_records_never_stop_the_scheduler_and_are_counted():
     bad = feed(s, clock, recs)
     assert s.finished
     assert set(bad) == {"out_of_model", "key_missing"}
-    assert s.invalid["out_of_model"] == bad.count("out_of_model") > 0
+    assert s.counters.invalid["out_of_model"] == bad.count("out_of_model") > 0
 
 
 def test_max_arms_refuses_a_key_flood():
@@ -350,4 +350,4 @@ def test_an_episode_that_cannot_be_built_is_retried_later():
     recs = list(bern_stream(["a", "b", "c"], [0.1] * 3, 300, seed=17, dt=0.01))
     recs += list(bern_stream(["a", "b", "c", "d", "e"], [0.1] * 5, 3000, seed=18, dt=0.01, t0=3.0))
     feed(s, clock, recs)
-    assert s.finished and ends[0]["arms"] == 5 and s.build_error is None
+    assert s.finished and ends[0]["arms"] == 5 and s.episodes.build_error is None
