@@ -72,13 +72,20 @@ class PlanFollower:
     def give(self, arm: str, x: float, now: float) -> InvalidRecord | None:
         """Give the head's reward to the policy (``policy.done`` may be true afterwards)."""
         req = self.window[arm][0]
+        bad = self.take(arm, x, now, req)
+        if bad is None:
+            self.window[arm] = (req, now)  # served: a new wait for it starts now
+            self.stale += 1
+        return bad
+
+    def take(self, arm: str, x: float, now: float, req: Request | None = None) -> InvalidRecord | None:
+        """``policy.update`` with the counting and the alerts (``passive_feed="all"`` calls it for
+        every reward)."""
         try:
             events = self.policy.update(arm, x, req)  # type: ignore[union-attr]
         except ValueError as e:
             self.stats.invalid["rejected_by_policy"] += 1
             return InvalidRecord("rejected_by_policy", str(e))
-        self.window[arm] = (req, now)  # served: a new wait for it starts now
-        self.stale += 1
         self.stats.used += 1
         if events:
             self.alerts.on_events(events, now)

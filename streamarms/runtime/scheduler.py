@@ -67,6 +67,7 @@ from .clock import EventClock
 from .codec import RewardCodec
 from .config import ACTIVE, SchedulerConfig
 from .episodes import DISCOVERING, FINISHED, IDLE, PHASES, RUNNING, EpisodeLifecycle
+from .intake import ActiveIntake, FeedAllIntake
 from .keys import KeyRegistry
 from .plan import PlanFollower
 from .records import InvalidRecord
@@ -135,7 +136,11 @@ class Scheduler:
                                  prefetch=cfg.prefetch, wait=cfg.request_timeout if self._active else cfg.want_timeout,
                                  requests=self.requests, max_in_flight=cfg.max_in_flight)
         self._track_seen = cfg.key_ttl is not None
-        self._validate_all = cfg.validate == "all"
+        self._validate_all = v = cfg.validate == "all"
+        # how a record reaches the policy when it is not the inline plan-following passive path
+        self._intake = (ActiveIntake(self.codec, self.counters, self.plan, self.requests, self._follow, v)  # type: ignore[arg-type]
+                        if self._active else FeedAllIntake(self.codec, self.counters, self.plan, self.episodes,
+                                                           self._follow, v) if cfg.passive_feed == "all" else None)
         # when something time-based must happen, and the record count at which discovery ends
         self._deadline = self._record_deadline = float("inf")
         self._recompute_deadline()
@@ -195,8 +200,8 @@ class Scheduler:
             self.keys.last_seen[arm] = now
         if now >= self._deadline or c.records >= self._record_deadline:
             self._deadline_in_record(now)
-        if self._active:
-            return self._answer(arm, value, now)
+        if self._intake is not None:
+            return self._intake.take(arm, value, now)
         plan = self.plan
         want = plan.window.get(arm)
         held = plan.held.get(arm) if want is not None else None
@@ -215,32 +220,6 @@ class Scheduler:
                 self._follow(now, full=False)
             return bad
         plan.hold(arm, x, now)
-        return None
-
-    def _answer(self, arm: str, value: bytes | str | None, now: float) -> InvalidRecord | None:
-        """Active mode: match an answer to its request by id."""
-        requests = self.requests
-        assert requests is not None
-        try:
-            obj = self.codec.parse(arm, value)
-            rid = requests.match(arm, obj.get(self.codec.request_id_field))
-            if rid is None:
-                if self._validate_all:
-                    self.codec.reward_of(arm, obj)
-                self.counters.unmatched += 1
-                return None
-            x = self.codec.reward_of(arm, obj)
-        except InvalidRecord as e:
-            self.counters.invalid[e.reason] += 1
-            return e
-        requests.settle(rid)
-        if arm == self.plan.head:
-            bad = self.plan.give(arm, x, now)
-            if bad is None:
-                self._follow(now, full=False)
-            return bad
-        self.plan.held.setdefault(arm, []).append(x)
-        self._follow(now)  # a slot is free: request the next planned arm
         return None
 
     def _new_key(self, key: bytes | str | None) -> str | None:
