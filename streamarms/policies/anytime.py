@@ -192,6 +192,10 @@ class AnytimeKSigma(Policy):
         return Event(self.arms[i], kind, estimate=c.mean, interval=tuple(c.interval()), threshold=self._th_u,
                      threshold_interval=self._u, samples=c.m, pulls=self.T)
 
+    def _box(self) -> tuple[list[float], list[float]]:
+        """The arms' current (cached) intervals, for the threshold's lower bound on sigma."""
+        return [c.lo for c in self.cs], [c.hi for c in self.cs]
+
     def _on_advance(self) -> list[Event]:
         self._refresh_threshold()
         events = []
@@ -232,7 +236,7 @@ class AnytimeKSigma(Policy):
         events: list[Event] = []
         if g in _LEVEL_SET and g > self.track.m_theta:
             lo, hi = c.interval()
-            if self.track.record(g, c.s, lo, hi):
+            if self.track.record(g, c.s, lo, hi, self._box):
                 events = self._on_advance()
         if self.state[i] == 0:
             ev = self._classify(i)
@@ -285,7 +289,7 @@ class AnytimeKSigma(Policy):
         if self.n_undecided == 0:
             return []
         top = self._top(k, skip)
-        bottleneck = self.track.m_theta == 0 or not top or self._W > self._radius_proxy(top[0])
+        bottleneck = self.track.m_theta == 0 or not top or self._threshold_first(top[0])
         out: list[int] = []
         if bottleneck:
             j = self._laggard(skip)
@@ -301,6 +305,22 @@ class AnytimeKSigma(Policy):
             if j is not None and j not in out:
                 out.append(j)
         return out[:k]
+
+    def _threshold_first(self, i: int) -> bool:
+        """Whether one more round of the threshold track gains more than one more sample of arm i.
+
+        Both radii shrink like ``1/sqrt(count)``, so a sample of arm i cuts its radius by about
+        ``r_i / (2 m_i)`` and a pull of a laggard cuts the relevant side of the threshold's interval by
+        about ``w / (2 n m_theta)`` (a round needs n pulls), a gain shared by the undecided arms: pull the
+        laggard when ``n_undecided w / (n m_theta) > r_i / m_i``. ``w`` is the side of the threshold's
+        interval that arm i's classification needs (above the estimate for a candidate outlier)."""
+        c = self.cs[i]
+        mean = c.s / c.m
+        th, (lo, hi) = self._th_u, self._u
+        if self.two_sided and abs(mean - self._th_l) < abs(mean - th):
+            th, (lo, hi) = self._th_l, self._l
+        w = hi - th if mean > th else th - lo
+        return self.n_undecided * w / (len(self.arms) * self.track.m_theta) > self._radius_proxy(i) / c.m
 
     def next_request(self) -> Request | None:
         if self.n_undecided == 0:
