@@ -177,7 +177,7 @@ def threshold_bounds(g: Any, n: int, k: float, alpha_lin: float, *, sum_y: Any, 
     return out
 
 
-def min_sd_over_box(lo: Sequence[float], hi: Sequence[float]) -> float:
+def min_sd_over_box(lo: Any, hi: Any) -> Any:
     """``min sd(y)`` over the box ``lo_i <= y_i <= hi_i`` (population sd), exactly.
 
     KKT for ``min sum (y_i - mean(y))^2`` on a box: ``y_i = clip(c, lo_i, hi_i)`` with ``c = mean(y)``;
@@ -190,14 +190,14 @@ def min_sd_over_box(lo: Sequence[float], hi: Sequence[float]) -> float:
     lo_a, hi_a = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
     if not (np.all(np.isfinite(lo_a)) and np.all(np.isfinite(hi_a))):
         return 0.0
-    a, b = float(lo_a.min()), float(hi_a.max())
+    # vectorised over leading axes (one box per row of a 2-d array)
+    a, b = lo_a.min(axis=-1, keepdims=True), hi_a.max(axis=-1, keepdims=True)
     for _ in range(60):
         c = (a + b) / 2.0
-        if np.clip(c, lo_a, hi_a).mean() > c:
-            a = c
-        else:
-            b = c
-    return float(np.clip((a + b) / 2.0, lo_a, hi_a).std())
+        up = np.clip(c, lo_a, hi_a).mean(axis=-1, keepdims=True) > c
+        a, b = np.where(up, c, a), np.where(up, b, c)
+    sd = np.clip((a + b) / 2.0, lo_a, hi_a).std(axis=-1)
+    return float(sd) if sd.ndim == 0 else sd
 
 
 _FIELDS = ("cnt", "sum_y", "sum_y2", "sum_r2", "vmax", "sum_lo", "sum_hi", "sum_c", "sum_c2", "sum_h2")
