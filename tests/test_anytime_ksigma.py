@@ -21,7 +21,7 @@ ENV = {"bernoulli": "bernoulli", "bounded": "bounded", "subgaussian": "gaussian"
 # (means, k, two_sided, reward model); delta = 0.2 so that errors would be measurable
 INSTANCES = {
     "nearly-equal-one-above": ([0.2, 0.21, 0.22, 0.2, 0.9], 1.5, False, "bernoulli"),
-    "low-rate": ([0.01, 0.01, 0.012, 0.008, 0.01, 0.15], 2.0, False, "bernoulli"),
+    "low-rate": ([0.01, 0.01, 0.012, 0.008, 0.01, 0.2], 1.5, False, "bernoulli"),
     "n3": ([0.1, 0.15, 0.9], 1.0, False, "bernoulli"),
     "two-sided": ([0.5, 0.52, 0.48, 0.5, 0.51, 0.49, 0.05, 0.97], 1.5, True, "bernoulli"),
     "bounded": ([0.2, 0.25, 0.3, 0.22, 0.9], 1.5, False, "bounded"),
