@@ -145,7 +145,7 @@ def threshold_bounds(g: Any, n: int, k: float, alpha_lin: float, *, sum_y: Any, 
     if span is not None:
         V = w2 * vmax
         c = (1.0 + k * math.sqrt(n - 1.0)) * span / (3.0 * n)
-        vm = v_min if v_min is not None else w2 * span * span / 400.0
+        vm = v_min if v_min is not None else w2 * span * span / 4.0  # one reward at maximal variance
     elif sigma_x is not None:
         V, c = w2 * sigma_x * sigma_x, 0.0
         vm = v_min if v_min is not None else V
