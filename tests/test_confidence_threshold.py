@@ -109,7 +109,7 @@ def test_track_equals_vectorised_formula_and_tightens_with_n():
     rng = np.random.default_rng(2)
     widths = {}
     for n in (20, 200):
-        means = list(0.3 + 0.05 * rng.random(n - 1)) + [0.8]
+        means = list(0.2 + 0.5 * rng.random(n))  # the same law of means: sigma ~ 0.14 for both n
         track = ThresholdTrack(n, 2.0, 0.05, low=0.0, high=1.0)
         arms = [BetaBinomialCS(0.05 / n) for _ in means]
         for _ in range(max(grid_levels(300))):
