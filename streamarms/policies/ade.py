@@ -156,6 +156,10 @@ class AdaptiveDoubleExploration(Policy):
 
     name = "ade"
 
+    @classmethod
+    def _unit_test_params(cls) -> list[dict[str, Any]]:
+        return [{"seed": 1}, {"seed": 2, "two_sided": True}]
+
     def __init__(self, arms: Sequence[str], *, k: float = 2.5, delta: float = 0.1,
                  model: RewardModel | str = "bernoulli", seed: int | None = None,
                  two_sided: bool = False, max_pending_pairs: int = 8) -> None:
