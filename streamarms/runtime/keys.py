@@ -76,13 +76,14 @@ class KeyRegistry:
         if stale:
             for a in stale:
                 del self.last_seen[a]
-            self.arm_of = {k: v for k, v in self.arm_of.items() if v not in stale}
+            for k in [k for k, v in self.arm_of.items() if v in stale]:
+                del self.arm_of[k]  # in place: the scheduler holds this dict
 
     def snapshot(self) -> dict[str, float]:
         return dict(self.last_seen)
 
     def restore(self, state: dict[str, float]) -> None:
-        self.arm_of = {}
+        self.arm_of.clear()  # in place: the scheduler holds this dict
         self.last_seen = {}
         for a, t in state.items():
             self.register(a, float(t))

@@ -135,6 +135,8 @@ class Scheduler:
         self.plan = PlanFollower(self.counters, self.alerts, plan_len=cfg.max_in_flight if self._active else cfg.window,
                                  prefetch=cfg.prefetch, wait=cfg.request_timeout if self._active else cfg.want_timeout,
                                  requests=self.requests, max_in_flight=cfg.max_in_flight)
+        # the dicts every record looks into, without attribute hops (their owners update them in place)
+        self._arm_of, self._window, self._held = self.keys.arm_of, self.plan.window, self.plan.held
         self._track_seen = cfg.key_ttl is not None
         self._validate_all = v = cfg.validate == "all"
         # how a record reaches the policy when it is not the inline plan-following passive path
@@ -185,7 +187,7 @@ class Scheduler:
         """Handle one record; return an :class:`InvalidRecord` if it was refused, else ``None``."""
         c = self.counters
         c.records += 1
-        arm = self.keys.arm_of.get(key)  # type: ignore[arg-type]
+        arm = self._arm_of.get(key)  # type: ignore[arg-type]
         if arm is None:
             try:
                 arm = self._new_key(key)
@@ -202,9 +204,9 @@ class Scheduler:
             self._deadline_in_record(now)
         if self._intake is not None:
             return self._intake.take(arm, value, now)
+        want = self._window.get(arm)
+        held = self._held.get(arm) if want is not None else None
         plan = self.plan
-        want = plan.window.get(arm)
-        held = plan.held.get(arm) if want is not None else None
         try:
             if want is None or (held is not None and len(held) >= plan.depth):
                 if self._validate_all:
