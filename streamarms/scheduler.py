@@ -57,12 +57,12 @@ and the wall clock in active mode (requests need real timeouts).
 from __future__ import annotations
 
 import importlib
-import json
 import logging
 import math
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Sequence
 
+from . import decoder
 from .alerts import AlertManager
 from .models import RewardModel
 from .policies.base import Decision, Event, Policy, Request
@@ -160,25 +160,25 @@ class RewardCodec:
         if value is None:
             raise InvalidRecord("value_missing", f"record of arm {arm!r} has no value")
         try:
-            obj = json.loads(value)
-        except (ValueError, UnicodeDecodeError):
-            raise InvalidRecord("not_json", f"value of arm {arm!r} is not JSON: {bytes(value[:80])!r}"
-                                if isinstance(value, (bytes, bytearray)) else
-                                f"value of arm {arm!r} is not JSON: {value[:80]!r}") from None
+            obj = decoder.loads(value)
+        except ValueError as e:  # any failure (syntax, UTF-8, depth, overflow): refuse, never crash
+            shown = bytes(value[:80]) if isinstance(value, (bytes, bytearray, memoryview)) else value[:80]
+            raise InvalidRecord("not_json", f"value of arm {arm!r} is {e}: {shown!r}") from None
         if not isinstance(obj, dict):
-            raise InvalidRecord("not_object", f"value of arm {arm!r} is JSON but not an object: {str(obj)[:80]}")
+            raise InvalidRecord("not_object", f"value of arm {arm!r} is JSON but not an object: "
+                                              f"a JSON {type(obj).__name__}")
         return obj
 
     def reward_of(self, arm: str, obj: dict[str, Any]) -> float:
         """The reward in a parsed value."""
         try:
-            x = obj[self.reward_field]
+            x = decoder.reward(obj, self.reward_field)
         except KeyError:
             raise InvalidRecord("missing_reward", f"value of arm {arm!r} has no {self.reward_field!r} field") from None
-        if type(x) is float or type(x) is int:
-            x = float(x)
-        else:
-            raise InvalidRecord("not_numeric", f"reward of arm {arm!r} is not a JSON number: {x!r}")
+        if x is None:
+            x = obj[self.reward_field]
+            shown = repr(x[:80]) if isinstance(x, str) else f"a JSON {type(x).__name__}"  # never repr a deep value
+            raise InvalidRecord("not_numeric", f"reward of arm {arm!r} is not a JSON number: {shown}")
         if not math.isfinite(x):
             raise InvalidRecord("not_finite", f"reward of arm {arm!r} is not finite: {x!r}")
         if self.model is not None:
@@ -461,7 +461,7 @@ class Scheduler:
         arm = self._arm_of.get(key)  # type: ignore[arg-type]
         if arm is None:
             try:
-                arm = self._new_key(key)
+                arm = self._new_key(key, value)
             except InvalidRecord as e:
                 self.invalid[e.reason] += 1
                 return e
@@ -502,7 +502,7 @@ class Scheduler:
         arm = self._arm_of.get(key)  # type: ignore[arg-type]
         if arm is None:
             try:
-                arm = self._new_key(key)
+                arm = self._new_key(key, value)
             except InvalidRecord as e:
                 self.invalid[e.reason] += 1
                 return e
@@ -559,7 +559,10 @@ class Scheduler:
             self._replan(now, full=False)
         return None
 
-    def _new_key(self, key: bytes | str | None) -> str | None:
+    def _new_key(self, key: bytes | str | None, value: bytes | str | None) -> str | None:
+        """Register the arm of a key not seen before -- only once one of its records holds a valid
+        reward: a junk record with a junk key is refused without taking one of the ``max_arms`` slots
+        (nor a place in the checkpoint). Runs once per arm, so the extra parse costs nothing."""
         arm = self.codec.arm(key)
         raw = arm.encode("utf-8")
         if raw in self._arm_of:  # a str key of an arm known by bytes
@@ -568,6 +571,7 @@ class Scheduler:
             return arm
         if self._fixed_arms:
             return None
+        self.codec.reward(arm, value)  # raises InvalidRecord: the key stays unknown
         if len(self._last_seen) >= self.config.max_arms:
             raise InvalidRecord("too_many_arms", f"new key {arm[:64]!r} refused: already "
                                                  f"{len(self._last_seen)} arms (max_arms={self.config.max_arms})")
