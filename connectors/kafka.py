@@ -338,13 +338,53 @@ class KafkaRequestSink(_Sink):
 
 
 class KafkaDeadLetterSink(_Sink):
-    """Refused records, unchanged, with ``reason`` / ``detail`` / ``source`` headers (original headers kept)."""
+    """Refused records, unchanged, with ``reason`` / ``detail`` / ``source`` headers (original headers kept).
+
+    A dead letter is always deliverable: a record larger than ``max_bytes`` (default: the producer's
+    ``max_request_size`` and the broker's default ``message.max.bytes``, 1 MB, whichever is smaller,
+    less 8 KiB for the record's framing) is cut to fit -- its key to 1 KiB, its original headers dropped
+    if they alone take a quarter of the budget, the value to what is left -- and carries a header
+    ``truncated`` = ``key=<bytes>,value=<bytes>,headers=<n>`` giving the original sizes (else a sink
+    failure at the next flush would stop the daemon, and a restart would fail on the same record).
+    """
+
+    #: the broker's default ``message.max.bytes`` (1 MB + 12): the smallest limit a topic is likely to have
+    BROKER_DEFAULT = 1_048_588
+    FRAMING = 8192
+    MAX_KEY = 1024
+
+    def __init__(self, pool: KafkaProducerPool, topic: str, max_bytes: int | None = None) -> None:
+        super().__init__(pool, topic)
+        if max_bytes is None:
+            cfg = getattr(pool.producer, "config", {}) or {}
+            max_bytes = min(int(cfg.get("max_request_size", 1_048_576)), self.BROKER_DEFAULT) - self.FRAMING
+        if max_bytes < 4 * self.MAX_KEY:
+            raise ValueError(f"dead-letter max_bytes must be >= {4 * self.MAX_KEY}, got {max_bytes}")
+        self.max_bytes = max_bytes
+        self.truncated = 0
 
     def send(self, record: Any, reason: str, detail: str) -> None:
+        key, value = record.key, record.value
         headers = list(getattr(record, "headers", None) or [])
-        headers += [("reason", reason.encode()), ("detail", detail[:1000].encode("utf-8", "replace")),
-                    ("source", f"{record.topic}:{record.partition}:{record.offset}".encode())]
-        self.pool.send(self.topic, record.key, record.value, headers)
+        ours = [("reason", reason.encode()), ("detail", detail[:1000].encode("utf-8", "replace")),
+                ("source", f"{record.topic}:{record.partition}:{record.offset}".encode())]
+
+        def size(hs: list[tuple[str, bytes]]) -> int:
+            return sum(len(h) + len(v or b"") + 8 for h, v in hs)
+
+        total = len(key or b"") + len(value or b"") + size(headers) + size(ours)
+        if total > self.max_bytes:
+            cut = f"key={len(key or b'')},value={len(value or b'')},headers={len(headers)}"
+            if size(headers) > self.max_bytes // 4:
+                headers = []
+            if key is not None and len(key) > self.MAX_KEY:
+                key = bytes(key[:self.MAX_KEY])
+            ours.append(("truncated", cut.encode()))
+            room = self.max_bytes - len(key or b"") - size(headers) - size(ours)
+            if value is not None and len(value) > room:
+                value = bytes(value[:max(0, room)])
+            self.truncated += 1
+        self.pool.send(self.topic, key, value, headers + ours)
 
 
 # ----------------------------------------------------------------------------------------------
