@@ -399,8 +399,9 @@ class KafkaCheckpointStore(CheckpointStore):
     """
 
     def __init__(self, config: dict[str, Any], topic: str, key: str, *, create: bool = True,
-                 max_bytes: int = 16 * 1024 * 1024) -> None:
+                 max_bytes: int = 16 * 1024 * 1024, secret: bytes | None = None) -> None:
         self.config = config
+        self.secret = secret or None
         self.topic = topic
         self.key = key.encode("utf-8")
         self.max_bytes = max_bytes
@@ -413,7 +414,7 @@ class KafkaCheckpointStore(CheckpointStore):
         return f"kafka topic {self.topic} (key {self.key.decode()})"
 
     def save(self, state: dict[str, Any]) -> None:
-        data = encode(state)
+        data = encode(state, self.secret)
         if len(data) > self.max_bytes:
             raise SinkError(f"checkpoint of {len(data)} bytes exceeds {self.max_bytes}; use a file checkpoint")
         self.producer.send(self.topic, key=self.key, value=data).get(timeout=60)
@@ -436,7 +437,7 @@ class KafkaCheckpointStore(CheckpointStore):
                             last, found = r.value, True
             if not found or last is None:
                 return None
-            return decode(last, self.describe())
+            return decode(last, self.describe(), self.secret)
         finally:
             consumer.close(autocommit=False)
 

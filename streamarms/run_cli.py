@@ -37,7 +37,7 @@ from types import SimpleNamespace
 from typing import Any, Iterator, Sequence
 
 from .cli import _positive_int as _pos_int
-from .checkpoint import CheckpointError, CheckpointStore, FileCheckpointStore
+from .checkpoint import CheckpointError, CheckpointStore, FileCheckpointStore, checkpoint_key
 from .daemon import Daemon, restore_checkpoint
 from .metrics import Metrics
 from .registry import POLICIES
@@ -406,8 +406,8 @@ def _checkpoint_store(s: SimpleNamespace, kafka_cfg: dict[str, Any] | None) -> C
         if kafka_cfg is None:
             raise ValueError("--checkpoint kafka:TOPIC needs --bootstrap-servers")
         from streamarms.connectors.kafka import KafkaCheckpointStore
-        return KafkaCheckpointStore(kafka_cfg, spec[len("kafka:"):], key=s.group_id)
-    return FileCheckpointStore(spec, fsync=bool(s.fsync))
+        return KafkaCheckpointStore(kafka_cfg, spec[len("kafka:"):], key=s.group_id, secret=checkpoint_key())
+    return FileCheckpointStore(spec, fsync=bool(s.fsync), secret=checkpoint_key())
 
 
 def _connectors() -> None:
@@ -469,6 +469,8 @@ class _App:
                          "topics": sorted(s.rewards_topic or []) or sorted(s.rewards_file or []) or ["embedded"],
                          "k": s.k, "delta": s.delta, "reward_model": s.reward_model, "group_id": s.group_id}
         self.store = _checkpoint_store(s, self.kafka_cfg)
+        if self.store is not None:
+            log.info("checkpoint: %s, protected by %s", self.store.describe(), self.store.integrity())
         doc = restore_checkpoint(self.store, self.run_info) if self.store is not None else None
         resume = doc["source"] if doc else None
 
@@ -483,7 +485,11 @@ class _App:
             emit_normal=bool(s.emit_normal), alert_repeat=bool(s.alert_repeat),
             request_prefix=os.urandom(3).hex() + "-")
         if doc is not None:
-            self.scheduler.restore(doc["scheduler"])
+            try:
+                self.scheduler.restore(doc["scheduler"])
+            except (KeyError, TypeError, ValueError) as e:
+                raise CheckpointError(f"the checkpoint in {self.store.describe()} cannot be restored: "
+                                      f"{type(e).__name__}: {e}") from None
             log.info("resumed from %s: episode %d, %d records, %d samples", self.store.describe(),
                      self.scheduler.episode, self.scheduler.records, self.scheduler.used)
         self.metrics = Metrics() if s.metrics_port is not None else None

@@ -56,7 +56,6 @@ and the wall clock in active mode (requests need real timeouts).
 
 from __future__ import annotations
 
-import importlib
 import logging
 import math
 from dataclasses import asdict, dataclass
@@ -299,14 +298,32 @@ def _class_path(obj: object) -> str:
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
+def _policy_classes() -> dict[str, type[Policy]]:
+    """Every loaded subclass of :class:`Policy`, by ``module:qualname``."""
+    out: dict[str, type[Policy]] = {}
+    stack: list[type[Policy]] = [Policy]
+    while stack:
+        for sub in stack.pop().__subclasses__():
+            out[f"{sub.__module__}:{sub.__qualname__}"] = sub
+            stack.append(sub)
+    return out
+
+
 def _resolve_policy_class(path: str) -> type[Policy]:
-    module, _, qualname = path.partition(":")
-    target: Any = importlib.import_module(module)
-    for part in qualname.split("."):
-        target = getattr(target, part)
-    if not (isinstance(target, type) and issubclass(target, Policy)):
-        raise ValueError(f"checkpoint names {path!r}, which is not a streamarms Policy class")
-    return target
+    """The policy class a checkpoint names, looked up among the loaded policy classes (the registry's
+    and the run's own): a checkpoint never makes the daemon import a module (``this:Zen``,
+    ``os:system``) -- a forged or foreign one is refused before any of its code runs.
+
+    >>> _resolve_policy_class("this:Zen")
+    Traceback (most recent call last):
+    ...
+    ValueError: checkpoint names policy class 'this:Zen', which is not a loaded streamarms policy class: refused (nothing imported)
+    """
+    cls = _policy_classes().get(str(path))
+    if cls is None:
+        raise ValueError(f"checkpoint names policy class {str(path)[:200]!r}, which is not a loaded streamarms "
+                         "policy class: refused (nothing imported)")
+    return cls
 
 
 def _req_to_json(r: Request) -> list[Any]:

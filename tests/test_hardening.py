@@ -90,3 +90,78 @@ def test_jsonl_poison_lines_become_refused_records(tmp_path):
         sink.send(r, "key_not_utf8", "x")
     sink.close()
     assert [json.loads(x)["key"] for x in dl.read_text().splitlines()] == ["\\xff\\xfe", "\\xed\\xa0\\x80"]
+
+
+# -- item 4: a checkpoint never decides what code is imported; HMAC authenticity ------------------
+def _jsonl(path, n=400):
+    with open(path, "w") as f:
+        for i in range(n):
+            a = "abcd"[i % 4]
+            f.write(json.dumps({"arm": a, "reward": int(a == "d" and i % 8 != 7), "timestamp": 1000 * i}) + "\n")
+
+
+def _run(args, cwd, env=None):
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    e = dict(os.environ, **(env or {}))
+    e["PYTHONPATH"] = os.pathsep.join([str(cwd), root, e.get("PYTHONPATH", "")])
+    return subprocess.run([sys.executable, "-m", "streamarms.cli", "run", *args], cwd=root, env=e,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_a_checkpoint_naming_a_module_is_refused_without_importing_it(tmp_path):
+    from streamarms.checkpoint import FileCheckpointStore
+    (tmp_path / "evil_policy_mod.py").write_text(
+        f"open({str(tmp_path / 'IMPORTED')!r}, 'w').close()\nclass Zen: pass\n")
+    _jsonl(tmp_path / "r.jsonl")
+    ck = tmp_path / "c.ckpt"
+    args = ["--rewards-file", str(tmp_path / "r.jsonl"), "--checkpoint", str(ck), "--policy", "wrr",
+            "--discovery-records", "8", "--forever", "--max-episodes", "1"]
+    assert _run(args, tmp_path).returncode == 0
+    store = FileCheckpointStore(ck)
+    doc = store.load()
+    assert doc["scheduler"]["policy"] is not None
+    for target in ("evil_policy_mod:Zen", "this:Zen", "os:system"):
+        doc["scheduler"]["policy"]["class"] = target
+        doc["scheduler"]["phase"] = "running"
+        store.save(doc)  # a valid SHA-256: integrity is no defence against a forger
+        p = _run(args, tmp_path)
+        assert p.returncode == 2, p.stderr[-2000:]
+        assert "not a loaded streamarms policy class" in p.stderr and target in p.stderr
+        assert "Traceback" not in p.stderr
+    assert not (tmp_path / "IMPORTED").exists()
+
+
+def test_hmac_key_refuses_unsigned_forged_and_foreign_checkpoints(tmp_path):
+    from streamarms.checkpoint import CheckpointError, FileCheckpointStore, checkpoint_key
+    key = checkpoint_key({"STREAMARMS_CHECKPOINT_KEY": "k" * 32})
+    signed = FileCheckpointStore(tmp_path / "s.ckpt", secret=key)
+    signed.save({"x": 1})
+    assert signed.load() == {"x": 1} and "HMAC" in signed.integrity()
+    with pytest.raises(CheckpointError, match="no checkpoint key is set"):
+        FileCheckpointStore(tmp_path / "s.ckpt").load()
+    with pytest.raises(CheckpointError, match="HMAC verification"):
+        FileCheckpointStore(tmp_path / "s.ckpt", secret=b"x" * 32).load()
+    FileCheckpointStore(tmp_path / "u.ckpt").save({"x": 2})  # unsigned (SHA-256 only), e.g. forged
+    with pytest.raises(CheckpointError, match="no HMAC"):
+        FileCheckpointStore(tmp_path / "u.ckpt", secret=key).load()
+    data = (tmp_path / "s.ckpt").read_bytes().replace(b'"x":1', b'"x":7')
+    (tmp_path / "s.ckpt").write_bytes(data)
+    with pytest.raises(CheckpointError, match="HMAC verification"):
+        signed.load()
+    with pytest.raises(ValueError, match="at least 16"):
+        checkpoint_key({"STREAMARMS_CHECKPOINT_KEY": "short"})
+
+
+def test_cli_uses_the_hmac_key_from_the_environment(tmp_path):
+    _jsonl(tmp_path / "r.jsonl")
+    ck = tmp_path / "c.ckpt"
+    args = ["--rewards-file", str(tmp_path / "r.jsonl"), "--checkpoint", str(ck), "--discovery-records", "8",
+            "--max-episodes", "1", "--log-level", "info"]
+    (tmp_path / "key").write_text("z" * 32 + "\n")
+    p = _run(args, tmp_path, {"STREAMARMS_CHECKPOINT_KEY_FILE": str(tmp_path / "key")})
+    assert p.returncode == 0 and "protected by HMAC-SHA256" in p.stderr, p.stderr[-2000:]
+    p = _run(args, tmp_path)  # the same checkpoint without the key: refused, one line, exit 2
+    assert p.returncode == 2 and "no checkpoint key is set" in p.stderr, p.stderr[-2000:]
