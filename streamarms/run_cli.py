@@ -61,7 +61,7 @@ DEFAULTS: dict[str, Any] = {
     "threshold": None, "budget": None, "epsilon": None, "ucbe_b": None, "alpha": None, "estimator": None,
     "moment_p": None, "moment_bound": None,
     # records
-    "reward_field": "reward", "request_id_field": "request_id", "max_key_bytes": 256, "validate": "used",
+    "reward_field": "reward", "request_id_field": "request_id", "max_key_bytes": 256, "validate": "all",
     "arms": None,
     # scheduling
     "max_episodes": None, "episode_interval": 300.0, "episode_timeout": None, "window": 32, "prefetch": 4,
@@ -177,7 +177,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--request-id-field", metavar="NAME", help="JSON field of answers holding the request id")
     g.add_argument("--max-key-bytes", type=_pos_int, metavar="N", help="longer keys are refused (default 256)")
     g.add_argument("--validate", choices=["used", "all"],
-                   help="parse only the records the policy takes (default) or check every record")
+                   help="check every record, so every bad one is dead-lettered (default), or parse only "
+                        "the records the policy takes (fast path)")
     g.add_argument("--arms", metavar="A,B,..", help="fixed arm set (other keys are skipped)")
     g = p.add_argument_group("episodes and scheduling")
     g.add_argument("--max-episodes", type=_pos_int, metavar="N", help="stop after N episodes (default: run forever; "
@@ -634,7 +635,7 @@ class _App:
         try:
             code = self.daemon.run()
         except Exception as e:  # a sink could not deliver, the broker went away, ...
-            log.error("stopping on error: %s", e, exc_info=log.isEnabledFor(logging.DEBUG))
+            log.error("stopping on error: %s", e, exc_info=True)
             print(f"streamarms run: error: {e}", file=sys.stderr)
             code = 1
         finally:

@@ -260,8 +260,9 @@ class SchedulerConfig:
     max_arms: int = 10_000
     #: forget keys with no record for this long (checked when an episode starts; None: never)
     key_ttl: float | None = None
-    #: "used": parse only records the policy uses (the saving); "all": validate every record
-    validate: str = "used"
+    #: "all" (default): validate every record, so every bad one is refused (dead-lettered); "used":
+    #: parse only the records the policy takes (the fast path: bad records among the skipped pass unseen)
+    validate: str = "all"
 
     def __post_init__(self) -> None:
         if self.mode not in (PASSIVE, ACTIVE):
