@@ -635,7 +635,7 @@ class _App:
         try:
             code = self.daemon.run()
         except Exception as e:  # a sink could not deliver, the broker went away, ...
-            log.error("stopping on error: %s", e, exc_info=True)
+            log.error("stopping on error: %s", e, exc_info=log.isEnabledFor(logging.DEBUG))
             print(f"streamarms run: error: {e}", file=sys.stderr)
             code = 1
         finally:
