@@ -31,7 +31,7 @@
   not used here).
 * :class:`KafkaAlertSink`, :class:`KafkaRequestSink` -- JSON values keyed by arm.
 * :class:`KafkaDeadLetterSink` -- the refused record's key and value unchanged, with headers
-  ``reason`` (one of ``streamarms.scheduler.INVALID_REASONS``), ``detail``, ``source`` (topic:partition:offset).
+  ``reason`` (one of ``streamarms.runtime.INVALID_REASONS``), ``detail``, ``source`` (topic:partition:offset).
 * :class:`KafkaCheckpointStore` -- checkpoints as the latest value of a key in a compacted topic.
 
 All clients share one configuration dict (``bootstrap_servers`` plus security settings: SASL/SSL are
@@ -61,7 +61,7 @@ from streamarms.checkpoint import CheckpointStore, decode, encode
 
 from .ordering import PartitionMerger, parse_tp, tp_name
 
-__all__ = ["client_config", "ensure_topics", "KafkaRewardSource", "OffsetsOutOfRange", "OUT_OF_RANGE_RULES", "KafkaProducerPool", "KafkaAlertSink",
+__all__ = ["client_config", "ensure_topics", "probe_cluster", "BrokerUnreachable", "KafkaRewardSource", "OffsetsOutOfRange", "OUT_OF_RANGE_RULES", "KafkaProducerPool", "KafkaAlertSink",
            "KafkaRequestSink", "KafkaDeadLetterSink", "KafkaCheckpointStore", "SinkError"]
 
 log = logging.getLogger("streamarms.kafka")
@@ -106,6 +106,49 @@ def client_config(bootstrap_servers: str | Sequence[str], **settings: Any) -> di
     cfg: dict[str, Any] = {"bootstrap_servers": [s for s in servers if s]}
     cfg.update({k: v for k, v in settings.items() if v is not None})
     return cfg
+
+
+class BrokerUnreachable(RuntimeError):
+    """No bootstrap server answers (start-up): one clear line instead of a minute of client retries."""
+
+
+def probe_cluster(config: dict[str, Any], timeout: float = 5.0) -> str | None:
+    """Fail fast if no bootstrap server accepts a TCP connection within ``timeout`` seconds
+    (:class:`BrokerUnreachable`, naming them); else the cluster id (``None`` if the broker does not
+    say) -- a checkpoint records it, and one from another cluster is refused."""
+    import socket
+    servers = list(config.get("bootstrap_servers") or [])
+    errors = []
+    for server in servers:
+        host, _, port = str(server).rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]") or "localhost", int(port or 9092)), timeout=timeout):
+                break
+        except (OSError, ValueError) as e:
+            errors.append(f"{server} ({getattr(e, 'strerror', None) or e})")
+    else:
+        raise BrokerUnreachable(f"no Kafka broker reachable at {', '.join(errors) or 'no bootstrap servers'}")
+    try:
+        admin = KafkaAdminClient(**_admin_config(config), request_timeout_ms=int(timeout * 1000),
+                                 bootstrap_timeout_ms=int(timeout * 1000))
+    except KafkaError as e:
+        raise BrokerUnreachable(f"the Kafka broker at {', '.join(servers)} does not answer: {_describe(e)}") from None
+    try:
+        info = admin.describe_cluster()
+        cid = info.get("cluster_id") if isinstance(info, dict) else getattr(info, "cluster_id", None)
+        return str(cid) if cid else None
+    except (KafkaError, AttributeError, TypeError) as e:
+        log.debug("describe_cluster failed: %s", e)
+        return None
+    finally:
+        admin.close()
+
+
+def _describe(e: BaseException) -> str:
+    """``Type: message`` without kafka-python's habit of repeating the type in the message."""
+    text = str(e)
+    name = type(e).__name__
+    return text if text.startswith(name) else f"{name}: {text}" if text else name
 
 
 def _admin_config(config: dict[str, Any]) -> dict[str, Any]:

@@ -42,6 +42,8 @@ import os
 from abc import ABC, abstractmethod
 from typing import Any
 
+from .errors import StreamarmsError
+
 __all__ = ["CheckpointStore", "FileCheckpointStore", "CheckpointError", "encode", "decode", "checkpoint_key",
            "KEY_ENV", "KEY_FILE_ENV"]
 
@@ -51,7 +53,7 @@ KEY_ENV, KEY_FILE_ENV = "STREAMARMS_CHECKPOINT_KEY", "STREAMARMS_CHECKPOINT_KEY_
 _MAGIC = "streamarms-checkpoint"
 
 
-class CheckpointError(RuntimeError):
+class CheckpointError(StreamarmsError, RuntimeError):
     """A checkpoint exists but cannot be used (corrupt, or written for another configuration)."""
 
 

@@ -28,7 +28,7 @@ read (lag 0, or no ``lag()``), or the broker unreachable (an outage is ridden ou
 read nothing for ``stall_seconds`` while records wait (lag > 0) -- the silent stall of a consumer whose
 positions point nowhere.
 
->>> from streamarms.scheduler import Scheduler, SchedulerConfig, EventClock, _ExamplePolicy
+>>> from streamarms.runtime.scheduler import Scheduler, SchedulerConfig, EventClock, _ExamplePolicy
 >>> from collections import namedtuple
 >>> Rec = namedtuple("Rec", "topic partition offset timestamp key value")
 >>> class ListSource:
@@ -60,7 +60,7 @@ from typing import Any, Callable
 
 from .checkpoint import CheckpointError, CheckpointStore
 from .metrics import Metrics
-from .scheduler import FINISHED, EventClock, InvalidRecord, Scheduler
+from .runtime import FINISHED, EventClock, InvalidRecord, Scheduler
 
 __all__ = ["Daemon", "restore_checkpoint", "checkpoint_document"]
 
@@ -86,6 +86,11 @@ def restore_checkpoint(store: CheckpointStore, run: dict[str, Any],
     if doc is None:
         return None
     prev = doc.get("run", {})
+    if prev.get("cluster_id") and run.get("cluster_id") and prev["cluster_id"] != run["cluster_id"]:
+        raise CheckpointError(
+            f"the checkpoint in {store.describe()} was written against Kafka cluster {prev['cluster_id']!r}, this "
+            f"broker is cluster {run['cluster_id']!r}: its positions mean nothing here; use another --checkpoint "
+            "(or --group-id) to start afresh")
     for k in compare:
         if k in run and prev.get(k) != run.get(k):
             raise CheckpointError(

@@ -46,7 +46,7 @@ alive but not ready; the liveness endpoint ``/livez`` (:meth:`streamarms.daemon.
 on a loop that does not turn or makes no progress while records wait.
 
 >>> from streamarms.metrics import Metrics
->>> from streamarms.scheduler import EventClock, Scheduler, SchedulerConfig, _ExamplePolicy
+>>> from streamarms.runtime.scheduler import EventClock, Scheduler, SchedulerConfig, _ExamplePolicy
 >>> clock = EventClock()
 >>> s = Scheduler(lambda arms, ep: _ExamplePolicy(arms), clock=clock,
 ...               config=SchedulerConfig(discovery_records=5, max_episodes=1))
@@ -78,7 +78,7 @@ from prometheus_client import Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from .metrics import EPISODE_BUCKETS, Metrics
-from .scheduler import PHASES, Scheduler
+from .runtime import PHASES, Scheduler
 
 __all__ = ["OperatorMetrics", "FLAGGED_ARMS_MAX"]
 

@@ -11,7 +11,8 @@ import json
 import pytest
 
 from streamarms.connectors.files import JsonlDeadLetterSink, JsonlSource
-from streamarms.scheduler import EventClock, InvalidRecord, RewardCodec, Scheduler, SchedulerConfig, _ExamplePolicy
+from streamarms.runtime import EventClock, InvalidRecord, RewardCodec, Scheduler, SchedulerConfig
+from streamarms.runtime.scheduler import _ExamplePolicy
 
 POISON = {
     "huge integer": (b'{"reward": 1' + b"0" * 400 + b"}", "not_finite"),
