@@ -32,7 +32,7 @@ class SchedulerConfig:
     max_in_flight: int = 32
     #: active: drop a request not answered within this long
     request_timeout: float = 30.0
-    #: first episode: start once no new key appeared for this many records ...
+    #: first episode: start once no new key appeared for this many valid records (refused ones do not count) ...
     discovery_records: int = 1000
     #: ... or this long after the first record
     discovery_seconds: float = 10.0

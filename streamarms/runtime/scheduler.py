@@ -193,7 +193,8 @@ class Scheduler:
         self._ep_start_records = 0    # value of self.records when the current episode started
         # discovery
         self._first_record_at: float | None = None
-        self._new_key_record = 0      # value of self.records when the last new key appeared
+        self._new_key_record = 0      # valid records (records - refused) when the last new key appeared
+        self._refused_total = 0       # records refused by the codec (every reason but rejected_by_policy)
         # the plan: arm -> (request, since); its head; held rewards; cool-downs
         self._window: dict[str, tuple[Request, float]] = {}
         self._head: str | None = None
@@ -265,7 +266,7 @@ class Scheduler:
             try:
                 arm = self._new_key(key, value)
             except InvalidRecord as e:
-                self.invalid[e.reason] += 1
+                self._refuse(e)
                 return e
             if arm is None:  # a key outside a fixed arm set
                 return None
@@ -282,13 +283,13 @@ class Scheduler:
                 try:
                     self.codec.reward(arm, value)
                 except InvalidRecord as e:
-                    self.invalid[e.reason] += 1
+                    self._refuse(e)
                     return e
             return None  # skipped
         try:
             x = self.codec.reward(arm, value)
         except InvalidRecord as e:
-            self.invalid[e.reason] += 1
+            self._refuse(e)
             return e
         if arm == self._head:
             return self._deliver(arm, x, now)
@@ -306,7 +307,7 @@ class Scheduler:
             try:
                 arm = self._new_key(key, value)
             except InvalidRecord as e:
-                self.invalid[e.reason] += 1
+                self._refuse(e)
                 return e
             if arm is None:
                 return None
@@ -330,7 +331,7 @@ class Scheduler:
                                                         f"came with key {arm!r}")
             x = self.codec.reward_of(arm, obj)
         except InvalidRecord as e:
-            self.invalid[e.reason] += 1
+            self._refuse(e)
             return e
         del self._in_flight[str(rid)]
         self._unflight(arm)
@@ -339,6 +340,15 @@ class Scheduler:
         self._held.setdefault(arm, []).append(x)
         self._replan(now)  # a slot is free: request the next planned arm
         return None
+
+    def _refuse(self, e: InvalidRecord) -> None:
+        """Count a refused record. During discovery it does not count towards ``discovery_records``
+        either: a refused record changes nothing but its counter, so a stream with bad records
+        interleaved decides exactly as the same stream without them."""
+        self.invalid[e.reason] += 1
+        self._refused_total += 1
+        if self.phase == DISCOVERING:
+            self._record_deadline += 1
 
     def _deliver(self, arm: str, x: float, now: float) -> InvalidRecord | None:
         """Give the head's reward to the policy, then follow the plan (held rewards included)."""
@@ -382,7 +392,7 @@ class Scheduler:
         if isinstance(key, str):
             self._arm_of[key] = arm  # type: ignore[index]
         if self.phase == DISCOVERING:
-            self._new_key_record = self.records
+            self._new_key_record = self.records - self._refused_total
             if self._first_record_at is None:
                 self._first_record_at = now
             self._recompute_deadline()
@@ -435,7 +445,7 @@ class Scheduler:
             return False
         if self._fixed_arms or self._first_record_at is None:  # arms given up front, no record needed
             return True
-        return (self.records - self._new_key_record >= cfg.discovery_records
+        return (self.records - self._refused_total - self._new_key_record >= cfg.discovery_records
                 or now >= self._first_record_at + cfg.discovery_seconds)
 
     def _recompute_deadline(self) -> None:
@@ -450,7 +460,7 @@ class Scheduler:
                 d = -_INF  # arms given up front: start at the first opportunity
             else:
                 d = self._first_record_at + cfg.discovery_seconds
-                rd = self._new_key_record + cfg.discovery_records
+                rd = self._new_key_record + cfg.discovery_records + self._refused_total
         elif phase == IDLE:
             d = self.next_start
         elif phase == RUNNING:
@@ -762,6 +772,7 @@ class Scheduler:
         disc = state["discovery"]
         self._first_record_at = disc["first_record_at"]
         self._new_key_record = int(disc["new_key_record"])
+        self._refused_total = sum(self.invalid.values()) - self.invalid.get("rejected_by_policy", 0)
         ps = state["policy"]
         self.policy = None if ps is None else _resolve_policy_class(ps["class"]).restore(ps["state"])
         self._window = {a: (_req_from_json(r), float(t)) for a, r, t in state["window"]}
