@@ -1,6 +1,6 @@
 """Drills of issue 10 against a real broker (Tansu), each a real ``streamarms run`` process.
 
-* 10,000 bad records (every kind, one of 1 MB) among 150,000 clean ones: no crash, every bad record
+* 10,000 bad records (every kind, one of 1 MB) among 90,000 clean ones: no crash, every bad record
   on the dead-letter topic with its reason, the decision equal to the clean stream's;
 * a broker outage mid-run (a proxy drops every connection for 12 s; Tansu keeps its data): no crash,
   no loss, no double count -- the same decision and counters as an undisturbed run;
@@ -66,7 +66,7 @@ def wait_for(cond, timeout, proc=None):
 
 
 def test_fuzz_1e4_bad_records_through_kafka(kafka_broker, tmp_path):
-    clean = clean_stream(150_000, seed=31)
+    clean = clean_stream(90_000, seed=31)  # the episode ends after ~67k records of this stream
     fuzz, bad_at = fuzzed(clean, 10_000, seed=32, big=1)
     produce(kafka_broker.bootstrap, "fuzz", fuzz)  # produce() sends through a 1 MB-capable producer
     ref = reference(tmp_path, clean, "fuzz")
@@ -168,8 +168,8 @@ def test_a_checkpoint_from_another_cluster_is_refused(kafka_broker, tmp_path):
         p = subprocess.run(cli(["--bootstrap-servers", other.bootstrap, *common]), cwd=ROOT, capture_output=True,
                            text=True, timeout=120)
     assert p.returncode == 2, p.stderr[-3000:]
-    assert "another-cluster" in p.stderr and "tansu_cluster" in p.stderr
-    assert len(p.stderr.strip().splitlines()) == 1
+    errors = [x for x in p.stderr.splitlines() if x.startswith("streamarms run: error")]
+    assert len(errors) == 1 and "another-cluster" in errors[0] and "tansu_cluster" in errors[0], p.stderr
 
 
 def test_no_broker_is_one_line_and_exit_1(tmp_path):
