@@ -110,8 +110,9 @@ from __future__ import annotations
 import inspect
 import math
 import numbers
+from collections.abc import Callable
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any
 
 from river import base
 
@@ -132,7 +133,7 @@ class _PassThroughCodec(RewardCodec):
     def __init__(self) -> None:
         super().__init__(model=None)
 
-    def reward(self, arm: str, value: Any) -> float:  # type: ignore[override]
+    def reward(self, arm: str, value: Any) -> float:
         return value
 
 
@@ -170,6 +171,11 @@ class OutlierArmDetector(base.AnomalyDetector):
     seed
         Random seed of the policy; episode ``e`` uses ``seed + e - 1`` (``None``: unseeded).
     """
+
+    _verdict: dict[str, float]
+    _final: dict[str, float]
+    _tally: dict[str, list[float]]
+    _cache: dict[str, Any] | None
 
     def __init__(self, key: str = "key", reward: str = "reward", policy: str | Callable[..., Policy] = "wrr",
                  policy_params: dict[str, Any] | None = None, window: int = 32, prefetch: int = 32,
@@ -289,10 +295,10 @@ class OutlierArmDetector(base.AnomalyDetector):
         self.n_records = 0          # learn_one calls
         self.n_ignored = 0          # records without the key or the reward feature
         self.n_refused = 0          # records of keys beyond max_arms
-        self._verdict: dict[str, float] = {}     # current episode: confident classifications
-        self._final: dict[str, float] = {}       # last finished episode: every arm's final score
-        self._tally: dict[str, list[float]] = {}  # current episode: [samples, sum] per arm
-        self._cache: dict[str, Any] | None = None
+        self._verdict = {}     # current episode: confident classifications
+        self._final = {}       # last finished episode: every arm's final score
+        self._tally = {}       # current episode: [samples, sum] per arm
+        self._cache = None
 
     def _make_scheduler(self) -> Scheduler:
         return Scheduler(self._build, clock=self._clock, config=self._config,

@@ -11,13 +11,14 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any
 
 from .models import make_model
-from .policies.base import Policy
 from .policies.ade import AdaptiveDoubleExploration, ade_outliers
+from .policies.base import Policy
 from .policies.gold import GenericOutlierDetection, true_outliers
 from .policies.ksigma import NaiveRoundRobin, RoundRobin, WeightedRoundRobin, ksigma_outliers
 from .policies.robust import RobustOutlierArmIdentification, robust_true_outliers

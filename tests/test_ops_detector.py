@@ -13,7 +13,6 @@ from river import checks, compose, datasets
 from streamarms import OutlierArmDetector
 from streamarms.policies.ksigma import RoundRobin, WeightedRoundRobin
 
-
 # -- river's check_estimator, offline ----------------------------------------------------------
 # For anomaly detectors river's checks stream `datasets.CreditCard().take(1000)`, a 150 MB download.
 # The tests run offline, so `_yield_datasets` is replaced by streams of the same shape: a stand-in of
@@ -34,7 +33,7 @@ def _keyed(n: int, seed: int = 1):
     rng = random.Random(seed)
     means = {f"k{i}": 0.1 for i in range(9)} | {"k9": 0.9}
     keys = sorted(means)
-    for i in range(n):
+    for _ in range(n):
         k = rng.choice(keys)
         yield {"key": k, "reward": int(rng.random() < means[k]), "other": rng.random()}, int(means[k] > 0.5)
 
