@@ -15,8 +15,6 @@ from pathlib import Path
 
 import pytest
 
-import streamarms
-
 PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 
 
