@@ -209,7 +209,7 @@ def _threshold_kw(arms: list[str], opts: Any, policy: str) -> dict[str, Any]:
 
 
 def _threshold_truth(means: list[float], opts: Any) -> list[str]:
-    return [str(i) for i in threshold_truth(means, _threshold(opts, "threshold"))]
+    return [str(i) for i in threshold_truth(means, _threshold(opts, _opt(opts, "policy", "lsa")))]
 
 
 def _ucbe(arms: list[str], o: Any) -> UCBE:
