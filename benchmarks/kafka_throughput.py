@@ -27,10 +27,6 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from streamarms._paths import use_local_connectors  # noqa: E402
-
-use_local_connectors()
-
 from kafka import KafkaConsumer, KafkaProducer  # noqa: E402
 
 from streamarms.checkpoint import FileCheckpointStore  # noqa: E402
@@ -40,7 +36,7 @@ from streamarms.daemon import Daemon  # noqa: E402
 from streamarms.metrics import Metrics  # noqa: E402
 from streamarms.models import BernoulliModel  # noqa: E402
 from streamarms.policies.ksigma import WeightedRoundRobin  # noqa: E402
-from streamarms.scheduler import EventClock, RewardCodec, Scheduler, SchedulerConfig  # noqa: E402
+from streamarms.runtime import EventClock, RewardCodec, Scheduler, SchedulerConfig  # noqa: E402
 from streamarms.sim import zww17_example  # noqa: E402
 
 MAX_POLL = 1000

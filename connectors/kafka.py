@@ -10,7 +10,7 @@
   different threshold (a second instance is a hot standby that takes over on rebalance).
 * :class:`KafkaAlertSink`, :class:`KafkaRequestSink` -- JSON values keyed by arm.
 * :class:`KafkaDeadLetterSink` -- the refused record's key and value unchanged, with headers
-  ``reason`` (one of ``streamarms.scheduler.INVALID_REASONS``), ``detail``, ``source`` (topic:partition:offset).
+  ``reason`` (one of ``streamarms.runtime.INVALID_REASONS``), ``detail``, ``source`` (topic:partition:offset).
 * :class:`KafkaCheckpointStore` -- checkpoints as the latest value of a key in a compacted topic.
 
 All clients share one configuration dict (``bootstrap_servers`` plus security settings: SASL/SSL are

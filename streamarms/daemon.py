@@ -21,7 +21,7 @@ key value``), ``state()`` (positions, JSON-able), ``rollback(n)`` (only the firs
 last batch were handled), ``commit(state)`` and ``close()``; optionally ``exhausted``. Sinks provide
 ``flush()`` and ``close()``; the dead-letter sink ``send(record, reason, detail)``.
 
->>> from streamarms.scheduler import Scheduler, SchedulerConfig, EventClock, _ExamplePolicy
+>>> from streamarms.runtime.scheduler import Scheduler, SchedulerConfig, EventClock, _ExamplePolicy
 >>> from collections import namedtuple
 >>> Rec = namedtuple("Rec", "topic partition offset timestamp key value")
 >>> class ListSource:
@@ -53,7 +53,7 @@ from typing import Any, Callable
 
 from .checkpoint import CheckpointError, CheckpointStore
 from .metrics import Metrics
-from .scheduler import FINISHED, EventClock, InvalidRecord, Scheduler
+from .runtime import FINISHED, EventClock, InvalidRecord, Scheduler
 
 __all__ = ["Daemon", "restore_checkpoint", "checkpoint_document"]
 

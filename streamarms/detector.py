@@ -3,7 +3,7 @@
 Records are dicts (river's ``x``). The detector reads two features: the *key* (which stream key, i.e.
 which arm, the record belongs to) and the *reward* (the record's value for that key: clicked or not,
 late or not, an error, a latency scaled to [0, 1]...). ``learn_one(x)`` offers the record to a
-*passive* :class:`~streamarms.scheduler.Scheduler` exactly as the daemon does with Kafka records: the
+*passive* :class:`~streamarms.runtime.Scheduler` exactly as the daemon does with Kafka records: the
 policy uses the reward only if it currently wants a sample of that key, otherwise the record is
 skipped. ``score_one(x)`` says how outlying the record's *key* is.
 
@@ -118,7 +118,7 @@ from river import base
 
 from .models import RewardModel, make_model
 from .policies.base import Decision, Policy
-from .scheduler import EventClock, InvalidRecord, RewardCodec, Scheduler, SchedulerConfig
+from .runtime import EventClock, InvalidRecord, RewardCodec, Scheduler, SchedulerConfig
 
 __all__ = ["OutlierArmDetector"]
 

@@ -40,7 +40,7 @@ no partitions (more replicas than partitions, or during a rebalance) is alive bu
 liveness endpoint ``/livez`` only checks the loop.
 
 >>> from streamarms.metrics import Metrics
->>> from streamarms.scheduler import EventClock, Scheduler, SchedulerConfig, _ExamplePolicy
+>>> from streamarms.runtime.scheduler import EventClock, Scheduler, SchedulerConfig, _ExamplePolicy
 >>> clock = EventClock()
 >>> s = Scheduler(lambda arms, ep: _ExamplePolicy(arms), clock=clock,
 ...               config=SchedulerConfig(discovery_records=5, max_episodes=1))
@@ -72,7 +72,7 @@ from prometheus_client import Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from .metrics import EPISODE_BUCKETS, Metrics
-from .scheduler import PHASES, Scheduler
+from .runtime import PHASES, Scheduler
 
 __all__ = ["OperatorMetrics", "FLAGGED_ARMS_MAX"]
 

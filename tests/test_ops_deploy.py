@@ -172,7 +172,7 @@ def test_compose_services_line_up():
 
 def _resolve(toml_text: str, tmp_path: Path):
     from streamarms.cli import build_parser
-    from streamarms.run_cli import resolve_settings
+    from streamarms.cli.settings import resolve_settings
     p = tmp_path / "s.toml"
     p.write_text(toml_text)
     return resolve_settings(build_parser().parse_args(["run", "--config", str(p)]))

@@ -10,7 +10,7 @@ import pytest
 from runtime_policy import PlanCheckingRR
 from streamarms.models import BernoulliModel
 from streamarms.policies.ksigma import WeightedRoundRobin
-from streamarms.scheduler import (INVALID_REASONS, EventClock, InvalidRecord, RewardCodec, Scheduler,
+from streamarms.runtime import (INVALID_REASONS, EventClock, InvalidRecord, RewardCodec, Scheduler,
                                   SchedulerConfig)
 from streamarms.sim import zww17_example
 

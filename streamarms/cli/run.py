@@ -29,85 +29,27 @@ import argparse
 import json
 import logging
 import os
-import random
 import sys
 import time
-import tomllib
 from types import SimpleNamespace
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
-from .cli import _positive_int as _pos_int
-from .checkpoint import CheckpointError, CheckpointStore, FileCheckpointStore
-from .daemon import Daemon, restore_checkpoint
-from .metrics import Metrics
-from .registry import POLICIES
-from .scheduler import ACTIVE, PASSIVE, EventClock, RewardCodec, Scheduler, SchedulerConfig
+from ..checkpoint import CheckpointError, CheckpointStore, FileCheckpointStore
+from ..daemon import Daemon, restore_checkpoint
+from ..metrics import Metrics
+from ..registry import POLICIES
+from ..runtime import ACTIVE, PASSIVE, EventClock, RewardCodec, Scheduler, SchedulerConfig
+from .embedded import EmbeddedResponder, embedded_means, embedded_stream
+from .settings import _kv, add_run_arguments, resolve_settings
 
-__all__ = ["add_run_parser", "run_main", "main", "resolve_settings", "DEFAULTS", "embedded_means"]
+__all__ = ["add_run_parser", "run_main", "main"]
 
 log = logging.getLogger("streamarms.run")
-
-#: every setting of ``streamarms run`` and its default (flags and TOML keys use these names)
-DEFAULTS: dict[str, Any] = {
-    # where rewards come from / where results go
-    "bootstrap_servers": None, "rewards_topic": None, "alerts_topic": "streamarms-alerts",
-    "requests_topic": None, "dead_letter_topic": None, "group_id": "streamarms", "create_topics": False,
-    "from_beginning": True, "max_poll_records": 1000, "order": "timestamp",
-    "rewards_file": None, "alerts_file": None, "dead_letter_file": None,
-    # the policy
-    "mode": PASSIVE, "policy": "wrr", "k": 2.0, "delta": 0.1, "reward_model": "bernoulli", "reward_range": None,
-    "model_param": None, "two_sided": False, "rho": None, "seed": 0,
-    # parameters of the other policy families (see `streamarms simulate --help`)
-    "threshold": None, "budget": None, "epsilon": None, "ucbe_b": None, "alpha": None, "estimator": None,
-    "moment_p": None, "moment_bound": None,
-    # records
-    "reward_field": "reward", "request_id_field": "request_id", "max_key_bytes": 256, "validate": "used",
-    "arms": None,
-    # scheduling
-    "max_episodes": None, "episode_interval": 300.0, "episode_timeout": None, "window": 32, "prefetch": 4,
-    "want_timeout": 30.0, "max_in_flight": 32, "request_timeout": 30.0, "discovery_records": 1000,
-    "discovery_seconds": 10.0, "min_arms": 3, "max_arms": 10_000, "key_ttl": None, "clock": "auto",
-    # alerts
-    "emit_normal": False, "alert_repeat": False,
-    # state, metrics, process
-    "checkpoint": "auto", "checkpoint_interval": 5.0, "fsync": True, "metrics_port": None,
-    "metrics_addr": "0.0.0.0", "metrics_flagged_arms": 0, "forever": False, "summary_json": None, "log_level": "info", "quiet": False,
-    # Kafka security and pass-through
-    "security_protocol": None, "sasl_mechanism": None, "sasl_username": None, "sasl_password": None,
-    "ssl_cafile": None, "ssl_certfile": None, "ssl_keyfile": None, "ssl_password": None,
-    "kafka_option": None, "consumer_option": None, "producer_option": None,
-    # embedded demo
-    "embedded_keys": 20, "embedded_rate": 1000.0,
-}
-
-_LIST_KEYS = {"rewards_topic", "rewards_file", "kafka_option", "consumer_option", "producer_option", "model_param"}
-_TABLES = {"kafka": "kafka_option", "consumer": "consumer_option", "producer": "producer_option",
-           "model": "model_param"}
 
 
 # ----------------------------------------------------------------------------------------------
 # argument parsing
 # ----------------------------------------------------------------------------------------------
-def _nonneg_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not v >= 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
-    return v
-
-
-def _port(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a TCP port, got {text!r}") from None
-    if not 0 <= v <= 65535:
-        raise argparse.ArgumentTypeError(f"a TCP port is in 0..65535, got {text!r}")
-    return v
-
-
 def add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add ``run`` to the ``streamarms`` sub-commands (sets ``handler=run_main``)."""
     p = subparsers.add_parser(
@@ -117,202 +59,6 @@ def add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
     add_run_arguments(p)
     p.set_defaults(handler=run_main)
     return p
-
-
-def add_run_arguments(p: argparse.ArgumentParser) -> None:
-    """The flags of ``streamarms run`` (every default is ``None``: see :data:`DEFAULTS`)."""
-    d = DEFAULTS
-    p.add_argument("--config", metavar="FILE", help="TOML file with any of these settings (flags win)")
-    g = p.add_argument_group("Kafka")
-    g.add_argument("--bootstrap-servers", metavar="HOST:PORT[,..]", help="Kafka brokers (none: embedded demo)")
-    g.add_argument("--rewards-topic", action="append", metavar="TOPIC", help="reward topic (repeatable)")
-    g.add_argument("--alerts-topic", metavar="TOPIC", help=f"alert topic (default {d['alerts_topic']})")
-    g.add_argument("--requests-topic", metavar="TOPIC", help="sample-request topic (active mode)")
-    g.add_argument("--dead-letter-topic", metavar="TOPIC", help="topic for refused records (reason in a header)")
-    g.add_argument("--group-id", metavar="ID", help=f"consumer group (default {d['group_id']})")
-    g.add_argument("--create-topics", action="store_true", default=None, help="create missing topics at start")
-    g.add_argument("--from-beginning", action=argparse.BooleanOptionalAction, default=None,
-                   help="with no committed offset, start at the earliest record (default) or the latest")
-    g.add_argument("--max-poll-records", type=_pos_int, metavar="N", help="records per poll (default 1000)")
-    g.add_argument("--order", choices=["timestamp", "arrival"],
-                   help="record order across partitions: reproducible timestamp merge (default) or poll order")
-    g.add_argument("--security-protocol", choices=["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"])
-    g.add_argument("--sasl-mechanism", metavar="MECH", help="PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, GSSAPI")
-    g.add_argument("--sasl-username", metavar="USER")
-    g.add_argument("--sasl-password", metavar="PASS", help="(prefer env STREAMARMS_SASL_PASSWORD)")
-    g.add_argument("--ssl-cafile", metavar="FILE")
-    g.add_argument("--ssl-certfile", metavar="FILE")
-    g.add_argument("--ssl-keyfile", metavar="FILE")
-    g.add_argument("--ssl-password", metavar="PASS", help="(prefer env STREAMARMS_SSL_PASSWORD)")
-    g.add_argument("--kafka-option", action="append", metavar="KEY=VALUE", help="kafka-python setting for all clients")
-    g.add_argument("--consumer-option", action="append", metavar="KEY=VALUE", help="kafka-python consumer setting")
-    g.add_argument("--producer-option", action="append", metavar="KEY=VALUE", help="kafka-python producer setting")
-    g = p.add_argument_group("files")
-    g.add_argument("--rewards-file", action="append", metavar="PATH", help="replay a JSONL file of records (repeatable)")
-    g.add_argument("--alerts-file", metavar="PATH", help="append alerts as JSON lines ('-': stdout)")
-    g.add_argument("--dead-letter-file", metavar="PATH", help="append refused records as JSON lines")
-    g = p.add_argument_group("policy")
-    g.add_argument("--mode", choices=[PASSIVE, ACTIVE], help="passive: sample the stream; active: request samples")
-    g.add_argument("--policy", choices=sorted(POLICIES), help=f"policy (default {d['policy']})")
-    g.add_argument("--k", type=float, help="k of the k-sigma rule (default 2)")
-    g.add_argument("--delta", type=float, help="error probability (default 0.1)")
-    g.add_argument("--reward-model", choices=["bernoulli", "bounded", "heavy_tailed"],
-                   help="what a reward is: 0/1 (default), bounded in --reward-range, heavy-tailed")
-    g.add_argument("--reward-range", metavar="A,B", help="range of bounded rewards (default 0,1)")
-    g.add_argument("--model-param", action="append", metavar="KEY=VALUE", help="reward-model parameter")
-    g.add_argument("--two-sided", action="store_true", default=None, help="also flag arms far below the mean")
-    g.add_argument("--rho", type=float, help="WRR rho (default rho* of the paper)")
-    g.add_argument("--seed", type=int, help="seed of randomised policies (episode e uses seed + e - 1)")
-    g = p.add_argument_group("parameters of other policy families (as in `streamarms simulate`)")
-    g.add_argument("--threshold", type=float, help="lsa/apt/ucbe/uniform: the known threshold theta")
-    g.add_argument("--budget", type=_pos_int, metavar="T", help="lsa/apt/ucbe/uniform/sr: samples per episode")
-    g.add_argument("--epsilon", type=float, help="GOLD distance factor; APT precision; SR-T(TEA) design gap")
-    g.add_argument("--b", dest="ucbe_b", type=float, metavar="B", help="UCBE exploration parameter b")
-    g.add_argument("--alpha", type=float, help="LSA alpha (default 1.35)")
-    g.add_argument("--estimator", choices=["ea", "tea", "mom"], help="heavy-tailed mean estimate")
-    g.add_argument("--moment-p", type=float, metavar="P", help="heavy-tailed: moment order p in (1, 2]")
-    g.add_argument("--moment-bound", type=float, metavar="B", help="heavy-tailed: bound B on E|X|^p")
-    g = p.add_argument_group("records")
-    g.add_argument("--reward-field", metavar="NAME", help="JSON field holding the reward (default reward)")
-    g.add_argument("--request-id-field", metavar="NAME", help="JSON field of answers holding the request id")
-    g.add_argument("--max-key-bytes", type=_pos_int, metavar="N", help="longer keys are refused (default 256)")
-    g.add_argument("--validate", choices=["used", "all"],
-                   help="parse only the records the policy takes (default) or check every record")
-    g.add_argument("--arms", metavar="A,B,..", help="fixed arm set (other keys are skipped)")
-    g = p.add_argument_group("episodes and scheduling")
-    g.add_argument("--max-episodes", type=_pos_int, metavar="N", help="stop after N episodes (default: run forever; "
-                   "the embedded demo runs 1)")
-    g.add_argument("--episode-interval", type=_nonneg_float, metavar="SEC", help="between episode starts (default 300)")
-    g.add_argument("--episode-timeout", type=_nonneg_float, metavar="SEC", help="end an unfinished episode after this")
-    g.add_argument("--window", type=_pos_int, metavar="N", help="planned arms to take rewards for (default 32)")
-    g.add_argument("--prefetch", type=_pos_int, metavar="N", help="rewards held per planned arm (default 4)")
-    g.add_argument("--want-timeout", type=_nonneg_float, metavar="SEC", help="defer an arm after this (default 30)")
-    g.add_argument("--max-in-flight", type=_pos_int, metavar="N", help="active: outstanding requests (default 32)")
-    g.add_argument("--request-timeout", type=_nonneg_float, metavar="SEC", help="active: drop a request (default 30)")
-    g.add_argument("--discovery-records", type=_pos_int, metavar="N",
-                   help="first episode starts when no new key appeared for N records (default 1000) ...")
-    g.add_argument("--discovery-seconds", type=_nonneg_float, metavar="SEC", help="... or after SEC (default 10)")
-    g.add_argument("--min-arms", type=_pos_int, metavar="N", help="arms needed to start an episode (default 3)")
-    g.add_argument("--max-arms", type=_pos_int, metavar="N", help="refuse new keys beyond N arms (default 10000)")
-    g.add_argument("--key-ttl", type=_nonneg_float, metavar="SEC", help="forget keys silent for this long")
-    g.add_argument("--clock", choices=["auto", "event", "wall"],
-                   help="scheduler time: record timestamps (passive default) or the wall clock (active default)")
-    g = p.add_argument_group("alerts")
-    g.add_argument("--emit-normal", action="store_true", default=None, help="also alert 'normal' classifications")
-    g.add_argument("--alert-repeat", action="store_true", default=None,
-                   help="alert an outlier again in every episode it is found (default: once until cleared)")
-    g = p.add_argument_group("state, metrics, process")
-    g.add_argument("--checkpoint", metavar="PATH|kafka:TOPIC|none",
-                   help="where to checkpoint (default: ./streamarms-<group>.checkpoint with Kafka, none otherwise)")
-    g.add_argument("--checkpoint-interval", type=_nonneg_float, metavar="SEC", help="seconds between checkpoints (default 5)")
-    g.add_argument("--fsync", action=argparse.BooleanOptionalAction, default=None, help="fsync checkpoints (default on)")
-    g.add_argument("--metrics-port", type=_port, metavar="PORT", help="serve /metrics and /healthz on this port")
-    g.add_argument("--metrics-addr", metavar="ADDR", help="bind address of the metrics server (default 0.0.0.0)")
-    g.add_argument("--metrics-flagged-arms", type=int, metavar="N",
-                   help="also export streamarms_flagged_arm{arm} for at most N flagged keys (default 0: none)")
-    g.add_argument("--forever", action="store_true", default=None, help="embedded demo: keep running new episodes")
-    g.add_argument("--summary-json", metavar="PATH", help="write the final summary as JSON ('-': stdout)")
-    g.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
-    g.add_argument("--quiet", action="store_true", default=None, help="no summary on stdout")
-    g.add_argument("--embedded-keys", type=_pos_int, metavar="N", help=argparse.SUPPRESS)
-    g.add_argument("--embedded-rate", type=float, metavar="R", help=argparse.SUPPRESS)
-
-
-def _norm(key: str) -> str:
-    return key.replace("-", "_")
-
-
-def _load_toml(path: str) -> dict[str, Any]:
-    try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
-    except FileNotFoundError:
-        raise ValueError(f"--config: no such file {path!r}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ValueError(f"--config {path}: {e}") from None
-    out: dict[str, Any] = {}
-    unknown = []
-    for key, value in data.items():
-        k = _norm(key)
-        if k in _TABLES and isinstance(value, dict):
-            out[_TABLES[k]] = [f"{kk}={vv if not isinstance(vv, bool) else str(vv).lower()}" for kk, vv in value.items()]
-        elif k in DEFAULTS:
-            if k in _LIST_KEYS and isinstance(value, str):
-                value = [value]
-            out[k] = value
-        else:
-            unknown.append(key)
-    if unknown:
-        raise ValueError(f"--config {path}: unknown setting(s) {', '.join(sorted(unknown))}; "
-                         f"known: {', '.join(sorted(DEFAULTS))} and tables [kafka] [consumer] [producer] [model]")
-    return out
-
-
-def resolve_settings(opts: argparse.Namespace) -> SimpleNamespace:
-    """Flags > TOML file > :data:`DEFAULTS` (plus the embedded demo's own defaults)."""
-    from_file = _load_toml(opts.config) if getattr(opts, "config", None) else {}
-    cfg: dict[str, Any] = {}
-    explicit: set[str] = set()
-    for key, default in DEFAULTS.items():
-        flag = getattr(opts, key, None)
-        if flag is not None:
-            cfg[key] = flag
-            explicit.add(key)
-        elif key in from_file:
-            cfg[key] = from_file[key]
-            explicit.add(key)
-        else:
-            cfg[key] = list(default) if isinstance(default, list) else default
-    s = SimpleNamespace(**cfg)
-    s.explicit = explicit
-    s.embedded = not s.bootstrap_servers and not s.rewards_file
-    if s.sasl_password is None:
-        s.sasl_password = os.environ.get("STREAMARMS_SASL_PASSWORD")
-    if s.ssl_password is None:
-        s.ssl_password = os.environ.get("STREAMARMS_SSL_PASSWORD")
-    if s.embedded:
-        if "max_episodes" not in explicit and not s.forever:
-            s.max_episodes = 1
-        if "episode_interval" not in explicit:
-            s.episode_interval = 30.0
-        if "discovery_records" not in explicit:
-            s.discovery_records = 200
-        if "log_level" not in explicit:
-            s.log_level = "warning"  # the demo prints its own readable lines
-    # the registry reads the reward model from these names
-    s.bound = None
-    s.a, s.b_max = 0.0, 1.0
-    if s.reward_range:
-        try:
-            a, b = (float(v) for v in str(s.reward_range).split(","))
-        except ValueError:
-            raise ValueError(f"--reward-range must be A,B (two numbers), got {s.reward_range!r}") from None
-        s.a, s.b_max = a, b
-    s.model_params = dict(_kv(x) for x in (s.model_param or []))
-    return s
-
-
-def _kv(text: str) -> tuple[str, Any]:
-    """``"max_poll_records=500"`` -> ``("max_poll_records", 500)``.
-
-    >>> _kv("ssl_check_hostname=false"), _kv("client_id=a=b")
-    (('ssl_check_hostname', False), ('client_id', 'a=b'))
-    """
-    key, sep, raw = text.partition("=")
-    if not sep or not key.strip():
-        raise ValueError(f"expected KEY=VALUE, got {text!r}")
-    raw = raw.strip()
-    value: Any = raw
-    if raw.lower() in ("true", "false"):
-        value = raw.lower() == "true"
-    else:
-        for conv in (int, float):
-            try:
-                value = conv(raw)
-                break
-            except ValueError:
-                pass
-    return key.strip().replace("-", "_").replace(".", "_"), value
 
 
 # ----------------------------------------------------------------------------------------------
@@ -349,51 +95,6 @@ def _kafka_config(s: SimpleNamespace) -> dict[str, Any]:
     return cfg
 
 
-def embedded_means(n: int) -> list[float]:
-    """Means of the embedded demo's keys: the [ZWW17]-style 20-arm instance of ``streamarms simulate``
-    (two outliers at k = 2), repeated with jitter for more keys."""
-    from .sim import zww17_example
-    base = zww17_example()
-    if n == len(base):
-        return list(base)
-    rng = random.Random(n)
-    normals = [m for m in base if m < 0.5]
-    means = [rng.choice(normals) + rng.uniform(-0.02, 0.02) for _ in range(max(0, n - 2))]
-    return means + [0.75, 0.85][: min(2, n)]
-
-
-def _embedded_stream(keys: list[bytes], means: list[float], seed: int, rate: float,
-                     start_ms: int = 1_700_000_000_000) -> Iterator[tuple[bytes, bytes, int]]:
-    rng = random.Random(seed)
-    n = len(keys)
-    values = (b'{"reward": 0}', b'{"reward": 1}')
-    step = 1000.0 / rate
-    i = 0
-    while True:
-        a = rng.randrange(n)
-        yield keys[a], values[rng.random() < means[a]], start_ms + int(i * step)
-        i += 1
-
-
-class _EmbeddedResponder:
-    """Active mode of the embedded demo: answers each request at once with a draw of the arm."""
-
-    def __init__(self, broker: Any, topic: str, means: dict[str, float], seed: int, clock: Any) -> None:
-        self.broker, self.topic, self.means, self.clock = broker, topic, means, clock
-        self.rng = random.Random(seed)
-
-    def send(self, arm: str, payload: dict[str, Any]) -> None:
-        x = 1 if self.rng.random() < self.means[arm] else 0
-        self.broker.produce(self.topic, arm, json.dumps({"reward": x, "request_id": payload["request_id"]}),
-                            timestamp=int(time.time() * 1000))
-
-    def flush(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
 def _checkpoint_store(s: SimpleNamespace, kafka_cfg: dict[str, Any] | None) -> CheckpointStore | None:
     spec = s.checkpoint
     if spec in (None, "", "none", False):
@@ -408,12 +109,6 @@ def _checkpoint_store(s: SimpleNamespace, kafka_cfg: dict[str, Any] | None) -> C
         from streamarms.connectors.kafka import KafkaCheckpointStore
         return KafkaCheckpointStore(kafka_cfg, spec[len("kafka:"):], key=s.group_id)
     return FileCheckpointStore(spec, fsync=bool(s.fsync))
-
-
-def _connectors() -> None:
-    """Make ``streamarms.connectors`` importable from a source checkout too."""
-    from ._paths import use_local_connectors
-    use_local_connectors()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -444,7 +139,6 @@ class _App:
 
     def __init__(self, s: SimpleNamespace) -> None:
         self.s = s
-        _connectors()
         if s.policy not in POLICIES:
             raise ValueError(f"unknown policy {s.policy!r}: choose one of {', '.join(sorted(POLICIES))}")
         if s.mode == ACTIVE and not s.embedded and not s.requests_topic:
@@ -493,7 +187,7 @@ class _App:
                              run_info=self.run_info, stop_when_exhausted=bool(s.rewards_file))
         self.server = None
         if self.metrics is not None:
-            from .observability import OperatorMetrics  # operator's series and readiness (/healthz)
+            from ..observability import OperatorMetrics  # operator's series and readiness (/healthz)
             self.ops = OperatorMetrics(
                 self.metrics, self.scheduler, self.source, daemon=self.daemon,
                 flagged_arms=int(s.metrics_flagged_arms or 0), info={"policy": s.policy, "mode": s.mode},
@@ -549,13 +243,13 @@ class _App:
                 self.truth = sorted(names[int(i)] for i in spec.truth(means, s))
             if s.mode == PASSIVE:
                 keys = [nm.encode() for nm in names]
-                self.source = GeneratedSource(lambda: _embedded_stream(keys, means, int(s.seed or 0), s.embedded_rate),
+                self.source = GeneratedSource(lambda: embedded_stream(keys, means, int(s.seed or 0), s.embedded_rate),
                                               resume=resume)
             else:
                 broker = MemoryBroker()
                 broker.create_topic("answers")
                 self.source = MemorySource(broker, ["answers"], resume=resume)
-                self.request_sink = _EmbeddedResponder(broker, "answers", self.embedded_means, int(s.seed or 0), None)
+                self.request_sink = EmbeddedResponder(broker, "answers", self.embedded_means, int(s.seed or 0), None)
                 self.embedded_arms = names
             if s.alerts_file:
                 from streamarms.connectors.files import JsonlSink
@@ -656,11 +350,8 @@ class _App:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m streamarms.run_cli [flags]``: the same as ``streamarms run``."""
+    """``streamarms run [flags]`` as a function (tests, embedding): the same as the command."""
     parser = argparse.ArgumentParser(prog="streamarms run", description=__doc__.split("\n\n")[0])
     add_run_arguments(parser)
     return run_main(parser.parse_args(argv))
 
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -1,6 +1,4 @@
-"""The ``streamarms`` command line.
-
-``streamarms simulate``: run a policy on simulated arms, many seeded runs, and report accuracy and
+"""``streamarms simulate``: run a policy on simulated arms, many seeded runs, and report accuracy and
 pulls (a table, or one JSON object with ``--json``). Bad arguments: a one-line error, exit 2. Every
 policy runs on its defaults (its paper's instance and reward distribution) or says in one line which
 flag it needs. Long work shows a progress bar on stderr when that is a terminal (``--quiet``: none).
@@ -10,18 +8,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
-from collections.abc import Sequence
 from typing import Any
 
-from . import __version__
-from .policies.thresholding import misclassified
-from .progress import RunProgress
-from .registry import POLICIES
-from .sim import Environment, StudentTArm, run_policy, tbpz19_setup, yslk18_instance, zww17_example
+from ..policies.thresholding import misclassified
+from ..progress import RunProgress
+from ..registry import POLICIES
+from ..sim import Environment, StudentTArm, run_policy, tbpz19_setup, yslk18_instance, zww17_example
+from .types import arm_means, budget, finite, positive_int
 
-__all__ = ["main", "build_parser"]
+__all__ = ["add_simulate_parser", "add_simulate_arguments", "simulate", "simulate_main"]
 
 #: ``--env`` values: how the simulator turns a mean into an arm
 ENVS = ["bernoulli", "bounded", "beta", "gaussian", "student-t"]
@@ -38,81 +34,40 @@ TABLE_PARAMS = {
 }
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse with a one-line error and exit code 2."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
-def _means(text: str) -> list[float]:
-    try:
-        vals = [float(v) for v in text.split(",") if v.strip() != ""]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--means must be comma-separated numbers, got {text!r}") from None
-    if len(vals) < 2:
-        raise argparse.ArgumentTypeError("--means needs at least 2 arms")
-    if not all(math.isfinite(v) for v in vals):
-        raise argparse.ArgumentTypeError("--means must be finite numbers")
-    return vals
-
-
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return v
-
-
-def _budget(text: str) -> int:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--budget must be a non-negative integer, got {text!r}") from None
-    if not math.isfinite(v) or v < 0 or v != int(v):
-        raise argparse.ArgumentTypeError(f"--budget must be a non-negative integer, got {text!r}")
-    return int(v)
-
-
-def _finite(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(v):
-        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
-    return v
+def add_simulate_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``simulate`` to the ``streamarms`` sub-commands (sets ``handler=simulate_main``)."""
+    p = subparsers.add_parser("simulate", help="run a policy on simulated arms")
+    add_simulate_arguments(p)
+    p.set_defaults(handler=simulate_main)
+    return p
 
 
 def _add_threshold_and_best_arm_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("known threshold on a budget (lsa, apt, ucbe, uniform) and best arm (se, sr)")
-    g.add_argument("--threshold", type=_finite, default=None,
+    g.add_argument("--threshold", type=finite, default=None,
                    help="the known threshold theta of lsa/apt/ucbe/uniform (inside the reward range)")
-    g.add_argument("--budget", type=_budget, default=None,
+    g.add_argument("--budget", type=budget, default=None,
                    help="sample budget T (lsa/apt/ucbe/uniform: stop there; sr: required), >= number of arms")
-    g.add_argument("--epsilon", type=_finite, default=None,
+    g.add_argument("--epsilon", type=finite, default=None,
                    help="GOLD: the (epsilon, rho) distance factor, > e^(1/16) - 1 ~ 0.0645 (default 2.5); "
                         "APT precision (default 0.05); SR-T(TEA) design parameter, at most the smallest gap "
                         "(default: the true smallest gap)")
-    g.add_argument("--b", dest="ucbe_b", type=_finite, default=None,
+    g.add_argument("--b", dest="ucbe_b", type=finite, default=None,
                    help="UCBE b: a = 4^b (T - K) / H with the true complexity H (default 0)")
-    g.add_argument("--alpha", type=_finite, default=None, help="LSA alpha (default 1.35)")
+    g.add_argument("--alpha", type=finite, default=None, help="LSA alpha (default 1.35)")
     g.add_argument("--estimator", choices=["ea", "tea", "mom"], default=None,
                    help="heavy-tailed mean estimate: empirical (ea), truncated (tea, default for se/sr) or "
                         "median of means (mom, se/sr only)")
-    g.add_argument("--df", type=_finite, default=3.0, help="degrees of freedom of --env student-t (default 3)")
-    g.add_argument("--moment-p", type=_finite, default=None,
+    g.add_argument("--df", type=finite, default=3.0, help="degrees of freedom of --env student-t (default 3)")
+    g.add_argument("--moment-p", type=finite, default=None,
                    help="moment order p in (1, 2] of the heavy-tailed model (default 2)")
-    g.add_argument("--moment-bound", type=_finite, default=None,
+    g.add_argument("--moment-bound", type=finite, default=None,
                    help="bound B on E|X|^p (default: computed from the simulated arms)")
 
 
-def _add_simulate_arguments(p: argparse.ArgumentParser) -> None:
+def add_simulate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policy", required=True, choices=sorted(POLICIES), help="the policy to run")
-    p.add_argument("--means", type=_means, default=None,
+    p.add_argument("--means", type=arm_means, default=None,
                    help="comma-separated arm means; arm i is named \"i\" (default: a built-in 20-arm "
                         "instance with outliers 18 and 19 at k = 2)")
     p.add_argument("--k", type=float, default=2.0, help="k of the k-sigma rule (default 2)")
@@ -126,31 +81,16 @@ def _add_simulate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rho", type=float, default=None,
                    help="WRR: pulls per round of an active arm (default: rho* of Eq. 6); "
                         "GOLD: assumed share of normal arms, in (0.5, 1) (default 0.9)")
-    p.add_argument("--runs", type=_positive_int, default=1, help="number of seeded runs (default 1)")
+    p.add_argument("--runs", type=positive_int, default=1, help="number of seeded runs (default 1)")
     p.add_argument("--seed", type=int, default=0, help="seed of run 0; run r uses seed + r")
-    p.add_argument("--max-pulls", type=_positive_int, default=None,
+    p.add_argument("--max-pulls", type=positive_int, default=None,
                    help="stop a run after this many pulls (it reports the current estimate)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     _add_threshold_and_best_arm_arguments(p)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="streamarms", description="Find the outlier keys of a stream with a bandit.")
-    parser.add_argument("--version", action="version", version=f"streamarms {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    sim = sub.add_parser("simulate", help="run a policy on simulated arms")
-    _add_simulate_arguments(sim)
-    try:  # the streaming runtime adds `streamarms run`
-        from .run_cli import add_run_parser
-    except ImportError:
-        pass
-    else:
-        add_run_parser(sub)
-    return parser
-
-
-def _simulate(opts: argparse.Namespace, progress: RunProgress | None = None) -> dict[str, Any]:
+def simulate(opts: argparse.Namespace, progress: RunProgress | None = None) -> dict[str, Any]:
     spec = POLICIES[opts.policy]
     if opts.means is not None:
         means = opts.means
@@ -208,7 +148,7 @@ def _simulate(opts: argparse.Namespace, progress: RunProgress | None = None) -> 
     return out
 
 
-def _print_table(out: dict[str, Any], opts: argparse.Namespace) -> None:
+def print_table(out: dict[str, Any], opts: argparse.Namespace) -> None:
     params = "".join(f"  {name} {getattr(opts, name)}" for name in TABLE_PARAMS.get(out["policy"], ())
                      if getattr(opts, name, None) is not None)
     print(f"policy {out['policy']}  arms {out['n_arms']}{params}  env {opts.env}  "
@@ -223,29 +163,15 @@ def _print_table(out: dict[str, Any], opts: argparse.Namespace) -> None:
     print(f"accuracy {acc if acc is None else f'{acc:.3f}'}  mean pulls {out['mean_pulls']:.1f}")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    opts = parser.parse_args(argv)
-    if opts.command is None:  # bare `streamarms`: how to use it
-        parser.print_help(sys.stderr)
+def simulate_main(opts: argparse.Namespace) -> int:
+    try:
+        with RunProgress(opts.runs, f"simulate {opts.policy}", quiet=opts.quiet) as progress:
+            out = simulate(opts, progress)
+    except ValueError as e:
+        print(f"streamarms simulate: error: {e}", file=sys.stderr)
         return 2
-    if opts.command == "simulate":
-        try:
-            with RunProgress(opts.runs, f"simulate {opts.policy}", quiet=opts.quiet) as progress:
-                out = _simulate(opts, progress)
-        except ValueError as e:
-            print(f"streamarms simulate: error: {e}", file=sys.stderr)
-            return 2
-        if opts.json:
-            print(json.dumps(out))
-        else:
-            _print_table(out, opts)
-        return 0
-    handler = getattr(opts, "handler", None)
-    if handler is None:  # pragma: no cover
-        parser.error(f"unknown command {opts.command!r}")
-    return int(handler(opts) or 0)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    if opts.json:
+        print(json.dumps(out))
+    else:
+        print_table(out, opts)
+    return 0

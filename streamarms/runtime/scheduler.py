@@ -57,241 +57,26 @@ and the wall clock in active mode (requests need real timeouts).
 from __future__ import annotations
 
 import importlib
-import json
 import logging
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any, Callable, Sequence
 
-from .alerts import AlertManager
-from .models import RewardModel
-from .policies.base import Decision, Event, Policy, Request
+from ..alerts import AlertManager
+from ..policies.base import Decision, Event, Policy, Request
+from .clock import EventClock
+from .codec import RewardCodec
+from .config import ACTIVE, SchedulerConfig
+from .records import INVALID_REASONS, InvalidRecord
 
-__all__ = [
-    "PASSIVE", "ACTIVE", "PHASES", "INVALID_REASONS",
-    "InvalidRecord", "RewardCodec", "EventClock", "SchedulerConfig", "Scheduler",
-]
+__all__ = ["DISCOVERING", "RUNNING", "IDLE", "FINISHED", "PHASES", "Scheduler"]
 
 log = logging.getLogger("streamarms.scheduler")
 
-PASSIVE, ACTIVE = "passive", "active"
 DISCOVERING, RUNNING, IDLE, FINISHED = "discovering", "running", "idle", "finished"
 PHASES = (DISCOVERING, RUNNING, IDLE, FINISHED)
 
-#: every reason a record can be refused for (the bounded label set of the invalid-records metric and
-#: the value of the dead-letter ``reason`` header)
-INVALID_REASONS = (
-    "key_missing",        # record has no key
-    "key_not_utf8",       # key bytes are not UTF-8
-    "key_too_long",       # key longer than max_key_bytes
-    "too_many_arms",      # a new key beyond max_arms
-    "value_missing",      # no value (tombstone)
-    "not_json",           # value is not JSON
-    "not_object",         # value is JSON but not an object
-    "missing_reward",     # the reward field is absent
-    "not_numeric",        # the reward is not a JSON number
-    "not_finite",         # NaN or +-inf
-    "out_of_model",       # refused by the reward model (e.g. 0.5 under bernoulli)
-    "request_mismatch",   # active mode: answer's key is not the requested arm
-    "rejected_by_policy", # the policy raised ValueError on update
-)
-
 _INF = math.inf
-
-
-class InvalidRecord(ValueError):
-    """A record that cannot be used; ``reason`` is one of :data:`INVALID_REASONS`.
-
-    >>> InvalidRecord("not_json", "b'{'").reason
-    'not_json'
-    """
-
-    def __init__(self, reason: str, detail: str = "") -> None:
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason = reason
-        self.detail = detail
-
-
-class RewardCodec:
-    """Decodes record keys into arm names and record values into rewards.
-
-    Key: UTF-8, at most ``max_key_bytes`` bytes. Value: a JSON object whose ``reward_field`` is a JSON
-    number (not a boolean, not a string), finite, and accepted by ``model`` (if given).
-
-    >>> c = RewardCodec(model=None)
-    >>> c.arm(b"eu-west"), c.reward("eu-west", b'{"reward": 0.25, "x": 1}')
-    ('eu-west', 0.25)
-    >>> c.reward("eu-west", b'{"reward": "1"}')
-    Traceback (most recent call last):
-    ...
-    streamarms.scheduler.InvalidRecord: not_numeric: reward of arm 'eu-west' is not a JSON number: '1'
-    """
-
-    def __init__(self, reward_field: str = "reward", model: RewardModel | None = None, *,
-                 request_id_field: str = "request_id", max_key_bytes: int = 256) -> None:
-        if max_key_bytes < 1:
-            raise ValueError(f"max_key_bytes must be >= 1, got {max_key_bytes}")
-        self.reward_field = reward_field
-        self.model = model
-        self.request_id_field = request_id_field
-        self.max_key_bytes = max_key_bytes
-
-    def arm(self, key: bytes | str | None) -> str:
-        if key is None:
-            raise InvalidRecord("key_missing", "record has no key")
-        if isinstance(key, str):
-            raw = key.encode("utf-8")
-            arm = key
-        else:
-            raw = bytes(key)
-            try:
-                arm = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise InvalidRecord("key_not_utf8", f"key {raw[:64]!r} is not UTF-8") from None
-        if len(raw) > self.max_key_bytes:
-            raise InvalidRecord("key_too_long", f"key of {len(raw)} bytes > max_key_bytes={self.max_key_bytes}: "
-                                                f"{raw[:64]!r}...")
-        if not arm:
-            raise InvalidRecord("key_missing", "record has an empty key")
-        return arm
-
-    def parse(self, arm: str, value: bytes | str | None) -> dict[str, Any]:
-        """The value as a JSON object."""
-        if value is None:
-            raise InvalidRecord("value_missing", f"record of arm {arm!r} has no value")
-        try:
-            obj = json.loads(value)
-        except (ValueError, UnicodeDecodeError):
-            raise InvalidRecord("not_json", f"value of arm {arm!r} is not JSON: {bytes(value[:80])!r}"
-                                if isinstance(value, (bytes, bytearray)) else
-                                f"value of arm {arm!r} is not JSON: {value[:80]!r}") from None
-        if not isinstance(obj, dict):
-            raise InvalidRecord("not_object", f"value of arm {arm!r} is JSON but not an object: {str(obj)[:80]}")
-        return obj
-
-    def reward_of(self, arm: str, obj: dict[str, Any]) -> float:
-        """The reward in a parsed value."""
-        try:
-            x = obj[self.reward_field]
-        except KeyError:
-            raise InvalidRecord("missing_reward", f"value of arm {arm!r} has no {self.reward_field!r} field") from None
-        if type(x) is float or type(x) is int:
-            x = float(x)
-        else:
-            raise InvalidRecord("not_numeric", f"reward of arm {arm!r} is not a JSON number: {x!r}")
-        if not math.isfinite(x):
-            raise InvalidRecord("not_finite", f"reward of arm {arm!r} is not finite: {x!r}")
-        if self.model is not None:
-            try:
-                self.model.check(arm, x)
-            except ValueError as e:
-                raise InvalidRecord("out_of_model", str(e)) from None
-        return x
-
-    def reward(self, arm: str, value: bytes | str | None) -> float:
-        return self.reward_of(arm, self.parse(arm, value))
-
-
-class EventClock:
-    """Stream time: the largest record timestamp seen so far, in seconds.
-
-    Timestamps only move it forward (records of different partitions interleave), so it is monotone.
-
-    >>> c = EventClock()
-    >>> c.advance(5.0); c.advance(3.0); c()
-    5.0
-    >>> c.advance_ms(7500); c()
-    7.5
-    """
-
-    __slots__ = ("now",)
-
-    def __init__(self, start: float = 0.0) -> None:
-        self.now = float(start)
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, t: float) -> None:
-        if t > self.now:
-            self.now = t
-
-    def advance_ms(self, ts_ms: int | float) -> None:
-        t = ts_ms * 0.001
-        if t > self.now:
-            self.now = t
-
-
-@dataclass
-class SchedulerConfig:
-    """Knobs of the :class:`Scheduler` (times in seconds of the scheduler's clock).
-
-    >>> SchedulerConfig(mode="active").mode
-    'active'
-    >>> SchedulerConfig(window=0)
-    Traceback (most recent call last):
-    ...
-    ValueError: window must be >= 1 (outstanding wants in passive mode), got 0
-    """
-
-    mode: str = PASSIVE
-    #: passive: how many arms may be wanted at once
-    window: int = 32
-    #: rewards held per planned arm until the plan reaches it (passive); 1 in active mode is enough
-    prefetch: int = 4
-    #: passive: give up a want after this long without a record of the arm
-    want_timeout: float = 30.0
-    #: active: requests outstanding at once
-    max_in_flight: int = 32
-    #: active: drop a request not answered within this long
-    request_timeout: float = 30.0
-    #: first episode: start once no new key appeared for this many records ...
-    discovery_records: int = 1000
-    #: ... or this long after the first record
-    discovery_seconds: float = 10.0
-    #: never start an episode with fewer known arms
-    min_arms: int = 3
-    #: stop after this many episodes (None: forever)
-    max_episodes: int | None = None
-    #: time between episode starts
-    episode_interval: float = 300.0
-    #: end an episode that has not finished after this long (None: never)
-    episode_timeout: float | None = None
-    #: refuse new keys beyond this many arms
-    max_arms: int = 10_000
-    #: forget keys with no record for this long (checked when an episode starts; None: never)
-    key_ttl: float | None = None
-    #: "used": parse only records the policy uses (the saving); "all": validate every record
-    validate: str = "used"
-
-    def __post_init__(self) -> None:
-        if self.mode not in (PASSIVE, ACTIVE):
-            raise ValueError(f"mode must be 'passive' or 'active', got {self.mode!r}")
-        if self.validate not in ("used", "all"):
-            raise ValueError(f"validate must be 'used' or 'all', got {self.validate!r}")
-        for name, lo, what in (("window", 1, "outstanding wants in passive mode"),
-                               ("max_in_flight", 1, "requests outstanding in active mode"),
-                               ("min_arms", 1, "arms needed to start an episode"),
-                               ("prefetch", 1, "rewards held per planned arm"),
-                               ("max_arms", 1, "cap on the number of arms"),
-                               ("discovery_records", 1, "records without a new key before the first episode")):
-            v = getattr(self, name)
-            if not isinstance(v, int) or v < lo:
-                raise ValueError(f"{name} must be >= {lo} ({what}), got {v!r}")
-        if self.max_arms < self.min_arms:
-            raise ValueError(f"max_arms ({self.max_arms}) must be >= min_arms ({self.min_arms})")
-        for name in ("want_timeout", "request_timeout", "discovery_seconds"):
-            v = getattr(self, name)
-            if not (v > 0):
-                raise ValueError(f"{name} must be > 0 seconds, got {v!r}")
-        if not self.episode_interval >= 0:
-            raise ValueError(f"episode_interval must be >= 0 seconds, got {self.episode_interval!r}")
-        if self.episode_timeout is not None and not self.episode_timeout > 0:
-            raise ValueError(f"episode_timeout must be > 0 seconds or None, got {self.episode_timeout!r}")
-        if self.key_ttl is not None and not self.key_ttl > 0:
-            raise ValueError(f"key_ttl must be > 0 seconds or None, got {self.key_ttl!r}")
-        if self.max_episodes is not None and (not isinstance(self.max_episodes, int) or self.max_episodes < 1):
-            raise ValueError(f"max_episodes must be >= 1 or None, got {self.max_episodes!r}")
 
 
 def _class_path(obj: object) -> str:
