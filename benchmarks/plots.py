@@ -66,6 +66,7 @@ def save(fig, name: str) -> None:
 def thresholding(text: str) -> None:
     """Mean misclassified arms vs budget, one panel per setup of Tao et al. (NeurIPS 2019)."""
     tables = [t for t in md_tables(text) if t[1] and t[1][0] == "T"]
+    setups = list(re.finditer(r"Setup (\d+): K = (\d+)", text))  # one per table, in order
     fig, axes = plt.subplots(1, len(tables), figsize=(5 * len(tables), 4), squeeze=False)
     for ax, (title, head, rows) in zip(axes[0], tables):
         T = [number(r[0]) for r in rows]
@@ -76,9 +77,11 @@ def thresholding(text: str) -> None:
             se = [number(r[j].split("±")[1]) if "±" in r[j] else 0.0 for r in rows]
             style = dict(lw=2.5, color="black") if name == "LSA" else dict(lw=1.2)
             ax.errorbar(T, mean, yerr=se, label=name, marker="o", ms=3, capsize=2, **style)
-        m = re.search(r"Setup (\d+): K = (\d+)", title)
+        m = setups.pop(0) if setups else None
         ax.set_title(f"Setup {m.group(1)} (K = {m.group(2)})" if m else title)
         ax.set_xscale("log")
+        ax.set_xticks(T, [f"{t:,.0f}" for t in T], fontsize=8)
+        ax.minorticks_off()
         ax.set_xlabel("budget T (samples)")
         ax.set_ylabel("mean misclassified arms")
         ax.grid(alpha=0.3)
@@ -92,7 +95,7 @@ def heavy_tails(text: str) -> None:
     tables = md_tables(text)
     se = next(t for t in tables if t[1][0] == "instance")
     sr = [t for t in tables if t[1][0] == "T"]
-    fig, axes = plt.subplots(1, 1 + len(sr), figsize=(5 * (1 + len(sr)), 4), squeeze=False)
+    fig, axes = plt.subplots(1, 1 + len(sr), figsize=(max(7, 5 * (1 + len(sr))), 4.5), squeeze=False)
     ax = axes[0][0]
     names = se[1][1:]
     width = 0.8 / len(names)
@@ -110,7 +113,7 @@ def heavy_tails(text: str) -> None:
     ax.set_xticks(range(len(se[2])), [r[0] for r in se[2]])
     ax.set_yscale("log")
     ax.set_ylabel("mean samples to stop (label: fraction correct)")
-    ax.set_title("SE-delta, delta = 0.1")
+    ax.set_title("SE-delta, delta = 0.1 (UAI 2018 instances)", fontsize=10)
     ax.legend(fontsize=7)
     for ax, (title, head, rows) in zip(axes[0][1:], sr):
         T = [number(r[0]) for r in rows]
@@ -122,7 +125,7 @@ def heavy_tails(text: str) -> None:
         ax.set_ylabel("P(wrong arm)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    fig.suptitle("Best arm with heavy tails (Student-t, 3 d.o.f.): a Hoeffding-style radius stops early and is wrong")
+    fig.suptitle("Best arm, heavy tails (Student-t, 3 d.o.f.):\na Hoeffding-style radius stops early and is wrong")
     save(fig, "heavy_tails")
 
 
