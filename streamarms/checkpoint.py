@@ -32,12 +32,14 @@ import os
 from abc import ABC, abstractmethod
 from typing import Any
 
+from .errors import StreamarmsError
+
 __all__ = ["CheckpointStore", "FileCheckpointStore", "CheckpointError", "encode", "decode"]
 
 _MAGIC = "streamarms-checkpoint"
 
 
-class CheckpointError(RuntimeError):
+class CheckpointError(StreamarmsError, RuntimeError):
     """A checkpoint exists but cannot be used (corrupt, or written for another configuration)."""
 
 

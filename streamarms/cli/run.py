@@ -36,6 +36,7 @@ from typing import Any, Sequence
 
 from ..checkpoint import CheckpointError, CheckpointStore, FileCheckpointStore
 from ..daemon import Daemon, restore_checkpoint
+from ..errors import ConfigError
 from ..metrics import Metrics
 from ..registry import POLICIES
 from ..runtime import ACTIVE, PASSIVE, EventClock, RewardCodec, Scheduler, SchedulerConfig
@@ -82,7 +83,7 @@ def _scheduler_config(s: SimpleNamespace) -> SchedulerConfig:
         discovery_seconds=s.discovery_seconds, min_arms=s.min_arms,
         max_episodes=None if s.forever and s.embedded and "max_episodes" not in s.explicit else s.max_episodes,
         episode_interval=s.episode_interval, episode_timeout=s.episode_timeout or None, max_arms=s.max_arms,
-        key_ttl=s.key_ttl or None, validate=s.validate)
+        key_ttl=s.key_ttl or None, validate=s.validate, passive_feed=s.passive_feed)
 
 
 def _kafka_config(s: SimpleNamespace) -> dict[str, Any]:
@@ -105,7 +106,7 @@ def _checkpoint_store(s: SimpleNamespace, kafka_cfg: dict[str, Any] | None) -> C
         spec = f"streamarms-{s.group_id}.checkpoint"
     if isinstance(spec, str) and spec.startswith("kafka:"):
         if kafka_cfg is None:
-            raise ValueError("--checkpoint kafka:TOPIC needs --bootstrap-servers")
+            raise ConfigError("--checkpoint kafka:TOPIC needs --bootstrap-servers")
         from streamarms.connectors.kafka import KafkaCheckpointStore
         return KafkaCheckpointStore(kafka_cfg, spec[len("kafka:"):], key=s.group_id)
     return FileCheckpointStore(spec, fsync=bool(s.fsync))
@@ -117,14 +118,14 @@ def _checkpoint_store(s: SimpleNamespace, kafka_cfg: dict[str, Any] | None) -> C
 def run_main(opts: argparse.Namespace) -> int:
     try:
         s = resolve_settings(opts)
-    except ValueError as e:
+    except ConfigError as e:
         print(f"streamarms run: error: {e}", file=sys.stderr)
         return 2
     logging.basicConfig(level=getattr(logging, str(s.log_level).upper(), logging.INFO), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         app = _App(s)
-    except (ValueError, CheckpointError) as e:
+    except (ConfigError, CheckpointError) as e:
         print(f"streamarms run: error: {e}", file=sys.stderr)
         return 2
     except Exception as e:  # the broker is unreachable, a file cannot be opened, ...
@@ -140,18 +141,25 @@ class _App:
     def __init__(self, s: SimpleNamespace) -> None:
         self.s = s
         if s.policy not in POLICIES:
-            raise ValueError(f"unknown policy {s.policy!r}: choose one of {', '.join(sorted(POLICIES))}")
+            raise ConfigError(f"unknown policy {s.policy!r}: choose one of {', '.join(sorted(POLICIES))}")
         if s.mode == ACTIVE and not s.embedded and not s.requests_topic:
-            raise ValueError("--mode active needs --requests-topic (where sample requests are published)")
+            raise ConfigError("--mode active needs --requests-topic (where sample requests are published)")
         if s.bootstrap_servers and not s.rewards_topic:
-            raise ValueError("--bootstrap-servers needs at least one --rewards-topic")
+            raise ConfigError("--bootstrap-servers needs at least one --rewards-topic")
+        if s.passive_feed == "all" and POLICIES[s.policy].kind in ("threshold", "best"):
+            raise ConfigError(f"--passive-feed all needs a policy whose guarantee holds for any sampling order; "
+                              f"{s.policy!r} has a budget or rounds of its own (use --passive-feed planned)")
         build = _policy_builder(s)
         # bad parameters fail here, before anything connects (enough arms for every family's constraints)
-        probe = build([f"probe-{i}" for i in range(64)], 1)
-        model = getattr(probe, "model", None)
-        self.codec = RewardCodec(s.reward_field, model, request_id_field=s.request_id_field,
-                                 max_key_bytes=s.max_key_bytes)
-        self.sched_config = _scheduler_config(s)
+        try:
+            probe = build([f"probe-{i}" for i in range(64)], 1)
+            self.codec = RewardCodec(s.reward_field, getattr(probe, "model", None),
+                                     request_id_field=s.request_id_field, max_key_bytes=s.max_key_bytes)
+            self.sched_config = _scheduler_config(s)
+        except ConfigError:
+            raise
+        except ValueError as e:  # the policy's, the codec's or the scheduler's check of a setting
+            raise ConfigError(f"{e}") from None
         self.alerts: list[dict[str, Any]] = []
         self.closers: list[Any] = []
         self.truth: list[str] | None = None
@@ -177,7 +185,10 @@ class _App:
             emit_normal=bool(s.emit_normal), alert_repeat=bool(s.alert_repeat),
             request_prefix=os.urandom(3).hex() + "-")
         if doc is not None:
-            self.scheduler.restore(doc["scheduler"])
+            try:
+                self.scheduler.restore(doc["scheduler"])
+            except ValueError as e:  # written by a run this one cannot continue (e.g. another mode)
+                raise CheckpointError(f"the checkpoint in {self.store.describe()}: {e}") from None
             log.info("resumed from %s: episode %d, %d records, %d samples", self.store.describe(),
                      self.scheduler.episode, self.scheduler.records, self.scheduler.used)
         self.metrics = Metrics() if s.metrics_port is not None else None
@@ -228,7 +239,7 @@ class _App:
         elif s.rewards_file:
             from streamarms.connectors.files import JsonlDeadLetterSink, JsonlSink, JsonlSource
             if s.mode == ACTIVE:
-                raise ValueError("--mode active needs Kafka (--bootstrap-servers): a file cannot answer requests")
+                raise ConfigError("--mode active needs Kafka (--bootstrap-servers): a file cannot answer requests")
             self.source = JsonlSource(s.rewards_file, resume=resume, ordered=s.order == "timestamp")
             self.alert_sink = JsonlSink(s.alerts_file) if s.alerts_file else None
             self.dead_letter_sink = JsonlDeadLetterSink(s.dead_letter_file) if s.dead_letter_file else None

@@ -11,6 +11,7 @@ import tomllib
 from types import SimpleNamespace
 from typing import Any
 
+from ..errors import ConfigError
 from ..registry import POLICIES
 from ..runtime import ACTIVE, PASSIVE
 from .types import nonneg_float, port, positive_int
@@ -25,7 +26,7 @@ DEFAULTS: dict[str, Any] = {
     "from_beginning": True, "max_poll_records": 1000, "order": "timestamp",
     "rewards_file": None, "alerts_file": None, "dead_letter_file": None,
     # the policy
-    "mode": PASSIVE, "policy": "wrr", "k": 2.0, "delta": 0.1, "reward_model": "bernoulli", "reward_range": None,
+    "mode": PASSIVE, "passive_feed": "planned", "policy": "wrr", "k": 2.0, "delta": 0.1, "reward_model": "bernoulli", "reward_range": None,
     "model_param": None, "two_sided": False, "rho": None, "seed": 0,
     # parameters of the other policy families (see `streamarms simulate --help`)
     "threshold": None, "budget": None, "epsilon": None, "ucbe_b": None, "alpha": None, "estimator": None,
@@ -50,7 +51,6 @@ DEFAULTS: dict[str, Any] = {
     "embedded_keys": 20, "embedded_rate": 1000.0,
 }
 
-_LIST_KEYS = {"rewards_topic", "rewards_file", "kafka_option", "consumer_option", "producer_option", "model_param"}
 _TABLES = {"kafka": "kafka_option", "consumer": "consumer_option", "producer": "producer_option",
            "model": "model_param"}
 
@@ -89,6 +89,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--dead-letter-file", metavar="PATH", help="append refused records as JSON lines")
     g = p.add_argument_group("policy")
     g.add_argument("--mode", choices=[PASSIVE, ACTIVE], help="passive: sample the stream; active: request samples")
+    g.add_argument("--passive-feed", choices=["planned", "all"],
+                   help="passive: give the policy the rewards its plan asks for (planned, default) or every "
+                        "reward of its arms as it arrives (all: fewer records read; k-sigma, GOLD, robust)")
     g.add_argument("--policy", choices=sorted(POLICIES), help=f"policy (default {d['policy']})")
     g.add_argument("--k", type=float, help="k of the k-sigma rule (default 2)")
     g.add_argument("--delta", type=float, help="error probability (default 0.1)")
@@ -158,29 +161,79 @@ def _norm(key: str) -> str:
     return key.replace("-", "_")
 
 
+def _flags() -> dict[str, argparse.Action]:
+    """Setting name -> its flag (type, choices, kind), to validate TOML values exactly as flags."""
+    p = argparse.ArgumentParser(add_help=False)
+    add_run_arguments(p)
+    return {a.dest: a for a in p._actions if a.dest in DEFAULTS}
+
+
+def _toml_value(key: str, value: Any, flag: argparse.Action | None, where: str) -> Any:
+    """A TOML value through the validator of its flag: the same checks, a :class:`ConfigError` if bad.
+
+    >>> f = _flags()
+    >>> _toml_value("window", 8, f["window"], "c.toml"), _toml_value("rewards_topic", "r", f["rewards_topic"], "")
+    (8, ['r'])
+    >>> _toml_value("metrics_port", "abc", f["metrics_port"], "c.toml")
+    Traceback (most recent call last):
+    ...
+    streamarms.errors.ConfigError: c.toml: metrics_port = 'abc': expected a TCP port, got 'abc'
+    """
+    if flag is None:  # pragma: no cover - every setting has a flag
+        return value
+    bad = f"{where}: {key} = {value!r}"
+    if flag.nargs == 0 or isinstance(flag, argparse.BooleanOptionalAction):
+        if not isinstance(value, bool):
+            raise ConfigError(f"{bad}: expected true or false")
+        return value
+    if isinstance(flag, argparse._AppendAction):
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list):
+            raise ConfigError(f"{bad}: expected a string or a list of strings")
+        return [_toml_scalar(key, v, flag, where) for v in items]
+    return _toml_scalar(key, value, flag, where)
+
+
+def _toml_scalar(key: str, value: Any, flag: argparse.Action, where: str) -> Any:
+    bad = f"{where}: {key} = {value!r}"
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ConfigError(f"{bad}: expected {'a number' if flag.type in (int, float) else 'a string'}")
+    out: Any = value if flag.type is None else None
+    if flag.type is not None:
+        try:
+            out = flag.type(str(value))  # type: ignore[misc]
+        except (argparse.ArgumentTypeError, ValueError, TypeError) as e:
+            raise ConfigError(f"{bad}: {e}") from None
+    elif not isinstance(value, str):
+        out = str(value)
+    if flag.choices is not None and out not in flag.choices:
+        raise ConfigError(f"{bad}: choose one of {', '.join(map(str, flag.choices))}")
+    return out
+
+
 def _load_toml(path: str) -> dict[str, Any]:
+    where = f"--config {path}"
     try:
         with open(path, "rb") as f:
             data = tomllib.load(f)
     except FileNotFoundError:
-        raise ValueError(f"--config: no such file {path!r}") from None
+        raise ConfigError(f"--config: no such file {path!r}") from None
+    except OSError as e:
+        raise ConfigError(f"{where}: cannot read: {e.strerror or e}") from None
     except tomllib.TOMLDecodeError as e:
-        raise ValueError(f"--config {path}: {e}") from None
+        raise ConfigError(f"{where}: {e}") from None
+    flags = _flags()
     out: dict[str, Any] = {}
-    unknown = []
     for key, value in data.items():
         k = _norm(key)
-        if k in _TABLES and isinstance(value, dict):
+        if k in _TABLES:
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where}: [{k}] must be a table of KEY = VALUE")
             out[_TABLES[k]] = [f"{kk}={vv if not isinstance(vv, bool) else str(vv).lower()}" for kk, vv in value.items()]
         elif k in DEFAULTS:
-            if k in _LIST_KEYS and isinstance(value, str):
-                value = [value]
-            out[k] = value
+            out[k] = _toml_value(k, value, flags.get(k), where)
         else:
-            unknown.append(key)
-    if unknown:
-        raise ValueError(f"--config {path}: unknown setting(s) {', '.join(sorted(unknown))}; "
-                         f"known: {', '.join(sorted(DEFAULTS))} and tables [kafka] [consumer] [producer] [model]")
+            raise ConfigError.unknown(key, [*DEFAULTS, *_TABLES], where=where)
     return out
 
 
@@ -222,7 +275,7 @@ def resolve_settings(opts: argparse.Namespace) -> SimpleNamespace:
         try:
             a, b = (float(v) for v in str(s.reward_range).split(","))
         except ValueError:
-            raise ValueError(f"--reward-range must be A,B (two numbers), got {s.reward_range!r}") from None
+            raise ConfigError(f"--reward-range must be A,B (two numbers), got {s.reward_range!r}") from None
         s.a, s.b_max = a, b
     s.model_params = dict(_kv(x) for x in (s.model_param or []))
     return s
@@ -236,7 +289,7 @@ def _kv(text: str) -> tuple[str, Any]:
     """
     key, sep, raw = text.partition("=")
     if not sep or not key.strip():
-        raise ValueError(f"expected KEY=VALUE, got {text!r}")
+        raise ConfigError(f"expected KEY=VALUE, got {text!r}")
     raw = raw.strip()
     value: Any = raw
     if raw.lower() in ("true", "false"):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..errors import StreamarmsError
+
 __all__ = ["INVALID_REASONS", "InvalidRecord"]
 
 #: every reason a record can be refused for (the bounded label set of the invalid-records metric and
@@ -23,7 +25,7 @@ INVALID_REASONS = (
 )
 
 
-class InvalidRecord(ValueError):
+class InvalidRecord(StreamarmsError, ValueError):
     """A record that cannot be used; ``reason`` is one of :data:`INVALID_REASONS`.
 
     >>> InvalidRecord("not_json", "b'{'").reason
