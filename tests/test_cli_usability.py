@@ -93,3 +93,9 @@ def test_progress_goes_to_a_terminal_stderr_only(monkeypatch, capsys):
     tty.truncate()
     assert main(["simulate", "--policy", "rr", "--max-pulls", "70000", "--json", "--quiet"]) == 0
     assert tty.getvalue() == ""
+
+
+def test_every_registered_policy_has_its_table_parameters():
+    from streamarms.cli.simulate import TABLE_PARAMS
+
+    assert set(POLICIES) <= set(TABLE_PARAMS), sorted(set(POLICIES) - set(TABLE_PARAMS))

@@ -25,7 +25,7 @@ ENVS = ["bernoulli", "bounded", "beta", "gaussian", "student-t"]
 DEFAULT_ENV = {"best": "student-t"}
 #: the ``simulate`` options each policy reads, as printed in the table's first line
 TABLE_PARAMS = {
-    **{p: ("k", "delta", "bound") for p in ("rr", "nrr", "ade", "roai")},
+    **{p: ("k", "delta", "bound") for p in ("rr", "nrr", "ade", "roai", "cs")},
     "wrr": ("k", "delta", "bound", "rho"),
     "gold": ("epsilon", "rho", "delta", "bound"),
     **{p: ("threshold", "budget") for p in ("lsa", "apt", "ucbe", "uniform")},
