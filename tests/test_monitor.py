@@ -176,3 +176,19 @@ def test_window_rule_also_follows_a_shift():
         for t, (kk, xx) in enumerate(zip(keys, x), start=lo):
             alerts += mon.update(f"k{kk}", xx, time=float(t))
     assert [(a["key"], a["kind"]) for a in alerts] == [("k0", "outlier"), ("k0", "cleared")]
+
+
+def test_evidence_is_strict_json_before_and_after_the_threshold_exists():
+    mon = ContinuousMonitor()
+    mon.update("a", 1.0, time=5.0)
+    ev = mon.evidence("a")
+    json.dumps(ev, allow_nan=False)
+    assert ev["margin"] is None and ev["threshold_interval"] == [None, None] and ev["segment_since"] == 5.0
+    rng = random.Random(0)
+    for t in range(3000):
+        mon.update("abc"[t % 3], float(rng.random() < 0.3), time=float(t))
+    ev = mon.evidence("a")
+    json.dumps(ev, allow_nan=False)
+    assert ev["threshold_samples"] > 0 and ev["margin"] is not None
+    with pytest.raises(KeyError):
+        mon.evidence("zzz")

@@ -191,7 +191,9 @@ class ContinuousMonitor:
     # -- reading ---------------------------------------------------------------------------------
     def evidence(self, key: str) -> dict[str, Any]:
         """The key's current evidence: its interval, its group's threshold interval, the margin in units
-        of the two radii (positive: outside the threshold's interval), samples behind each."""
+        of the two radii (the gap between the intervals over the sum of their half-widths: positive when
+        they are disjoint; ``None`` while the threshold is unknown), the samples behind each. JSON-able
+        (strict: no NaN or infinity)."""
         ks = self.keys.get(key)
         if ks is None:
             raise KeyError(f"unknown key {key!r}")
@@ -200,12 +202,13 @@ class ContinuousMonitor:
         th_lo, th_hi = g.interval()
         radii = (hi - lo) / 2.0 + (th_hi - th_lo) / 2.0
         gap = max(lo - th_hi, th_lo - hi)
-        margin = gap / radii if math.isfinite(radii) and radii > 0 else (math.inf if gap > 0 else -math.inf) \
-            if not math.isfinite(gap) else 0.0
+        margin = gap / radii if math.isfinite(gap) and math.isfinite(radii) and radii > 0 else None
+        th = g.estimate()
         return {"key": ks.key, "group": ks.group, "state": ks.state, "flagged": ks.flagged,
-                "estimate": ks.segment.mean, "interval": [lo, hi], "samples": ks.segment.m,
+                "estimate": ks.segment.mean if ks.segment.m else None, "interval": [lo, hi], "samples": ks.segment.m,
                 "samples_total": ks.samples, "segment_since": ks.segment_since,
-                "threshold": g.estimate(), "threshold_interval": [th_lo, th_hi],
+                "threshold": th if math.isfinite(th) else None,
+                "threshold_interval": [th_lo if math.isfinite(th_lo) else None, th_hi if math.isfinite(th_hi) else None],
                 "threshold_samples": g.track.m_theta if g.track is not None else 0, "epoch_since": g.since,
                 "margin": margin, "k": self.k, "alpha": self.alpha, "alpha_theta": self.alpha_theta}
 
@@ -215,6 +218,7 @@ class ContinuousMonitor:
         a["kind"] = kind
         a["time"] = time
         a["record"] = self.records
+        a["alert_id"] = f"{ks.key}:{kind}:{self.records}"  # deterministic: dedup after redelivery
         return a
 
     # -- persistence -----------------------------------------------------------------------------
