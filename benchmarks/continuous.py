@@ -5,6 +5,7 @@ Bernoulli with the key's current rate. Methods:
 
 * ``cont-edet``: :class:`streamarms.monitor.ContinuousMonitor`, restart rule = e-detector (default);
 * ``cont-win4k``: the same with a fixed window (restart every 4096 samples of a key);
+* ``cont-adwin`` (optional, ``--methods``): the same with river's ``drift.ADWIN`` per key as restart rule;
 * ``episodes-wrr`` / ``episodes-cs``: today's ``streamarms run --forever`` in passive mode -- the real
   :class:`streamarms.runtime.Scheduler` (not a re-implementation) with the registered policy (``wrr`` is
   ``run``'s default today, ``cs`` the engine's), delta 0.1, k 2, ``episode_interval`` 300 s (``run``'s
@@ -17,7 +18,7 @@ Parts (each prints a table; results in ``benchmarks/results/continuous*.txt`` an
 1. ``trial``: the issue's operator trial -- 30 keys at rates 0.10-0.20, key ``k15`` (0.152) jumps to 0.8
    at record 300k and back at 600k, 900k records.
 2. ``shifts``: 30 keys at rates 0.10-0.12, key ``k0`` (0.10) shifts up by d = 0.05, 0.1, 0.3 at record
-   300k and back at 900k, 1.5M records; delay (records) to the ``outlier`` alert and to ``cleared``
+   200k and back at 600k, 1M records; delay (records) to the ``outlier`` alert and to ``cleared``
    (and, for the continuous monitor, to the detector's restart of the key), median over seeds.
 3. ``stationary``: 30 keys at rates 0.10-0.20 (no outlier: every alert is false), >= 1e7 records,
    the continuous monitor with its defaults: alerts, restarts and the stated bound.
@@ -27,6 +28,7 @@ Usage::
     python benchmarks/continuous.py                 # all parts (tens of minutes on a busy 2-core box)
     python benchmarks/continuous.py trial shifts    # some parts
     python benchmarks/continuous.py stationary --records 10000000
+    python benchmarks/continuous.py trial stationary --methods cont-adwin --restart adwin --records 1000000 --tag _adwin
 """
 
 from __future__ import annotations
@@ -61,7 +63,8 @@ def make_stream(rates: np.ndarray, n_records: int, seed: int, phases: list[tuple
 
 def run_continuous(keys: np.ndarray, x: np.ndarray, restart: str, window: int = 4096, watch: str | None = None,
                    progress: bool = False) -> dict[str, Any]:
-    mon = ContinuousMonitor(k=2.0, restart=restart, window=window)
+    mon = (AdwinMonitor(k=2.0, restart="none") if restart == "adwin"
+           else ContinuousMonitor(k=2.0, restart=restart, window=window))
     names = [f"k{i}" for i in range(int(keys.max()) + 1)]
     alerts, restarts = [], []
     upd = mon.update
@@ -83,6 +86,30 @@ def run_continuous(keys: np.ndarray, x: np.ndarray, restart: str, window: int = 
     cpu = time.process_time() - t0
     return {"alerts": alerts, "restarts": restarts, "counts": dict(mon.counts), "cpu": cpu,
             "monitor": mon}
+
+
+class AdwinRule:
+    """river's ``drift.ADWIN`` (Bifet & Gavalda, SDM 2007) as a restart rule: the comparison candidate
+    (not in the core: river's detector has no JSON snapshot)."""
+
+    def __init__(self, delta: float = 0.002) -> None:
+        from river import drift
+        self.adwin = drift.ADWIN(delta=delta)
+        self.restarts = 0
+
+    def observe(self, x: float, lo: float, hi: float) -> bool:
+        self.adwin.update(x)
+        if self.adwin.drift_detected:
+            self.restarts += 1
+            return True
+        return False
+
+
+class AdwinMonitor(ContinuousMonitor):
+    def _new_key(self, key: str, group: str):  # type: ignore[override]
+        ks = super()._new_key(key, group)
+        ks.rule = AdwinRule()
+        return ks
 
 
 def run_episodes(keys: np.ndarray, x: np.ndarray, policy: str) -> dict[str, Any]:
@@ -124,11 +151,14 @@ def delay(t: int | None, at: int) -> float:
 
 
 METHODS = ("cont-edet", "cont-win4k", "episodes-wrr", "episodes-cs")
+ALL_METHODS = METHODS + ("cont-adwin",)
 
 
 def run_method(method: str, keys, x, watch: str) -> dict[str, Any]:
     if method == "cont-edet":
         return run_continuous(keys, x, "edetector", watch=watch)
+    if method == "cont-adwin":
+        return run_continuous(keys, x, "adwin", watch=watch)
     if method == "cont-win4k":
         return run_continuous(keys, x, "window", window=4096, watch=watch)
     return run_episodes(keys, x, method.split("-")[1])
@@ -162,7 +192,7 @@ def fmt(v: float) -> str:
 
 def part_shifts(out: list[str], seeds: int) -> dict[str, Any]:
     rates = np.linspace(0.10, 0.12, 30)
-    up, back, end = 300_000, 900_000, 1_500_000
+    up, back, end = 200_000, 600_000, 1_000_000
     res: dict[str, Any] = {}
     out.append(f"## shifts: 30 keys at 0.10-0.12 (theta 0.122), k0 (0.10) + d at {up}, back at {back}, "
                f"{end} records; median over {seeds} seeds (never = not within the run)")
@@ -198,10 +228,10 @@ def median_nan(v: list[float]) -> float:
     return math.nan if math.isinf(m) else m
 
 
-def part_stationary(out: list[str], records: int) -> dict[str, Any]:
+def part_stationary(out: list[str], records: int, restart: str = "edetector") -> dict[str, Any]:
     rates = np.linspace(0.10, 0.20, 30)
     chunk = 1_000_000
-    mon = ContinuousMonitor(k=2.0)
+    mon = AdwinMonitor(k=2.0, restart="none") if restart == "adwin" else ContinuousMonitor(k=2.0, restart=restart)
     names = [f"k{i}" for i in range(30)]
     n_alerts = 0
     t0 = time.process_time()
@@ -218,7 +248,7 @@ def part_stationary(out: list[str], records: int) -> dict[str, Any]:
     g = mon.groups["default"]
     stretches = sum(g.epoch - 0 for _ in mon.keys)  # upper bound: every key lived in every epoch
     bound = (mon.alpha + mon.alpha_theta) * stretches
-    out.append(f"## stationary: 30 keys at 0.10-0.20 (no outlier), {records} records, defaults "
+    out.append(f"## stationary: 30 keys at 0.10-0.20 (no outlier), {records} records, restart rule {restart}, "
                f"(alpha {mon.alpha}, alpha_theta {mon.alpha_theta}, alpha_cd {mon.alpha_cd})")
     out.append(f"false alerts {mon.counts['outlier'] + mon.counts['cleared']}, detector restarts "
                f"{mon.counts['restarts']} (stated: <= alpha_cd x samples = {mon.alpha_cd * records:.1f} in "
@@ -270,30 +300,38 @@ def plot(trial: dict[str, Any] | None, shifts: dict[str, Any] | None, path: str)
 
 
 def main(argv: list[str] | None = None) -> None:
+    global METHODS
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("parts", nargs="*", default=["trial", "shifts", "stationary"])
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--records", type=int, default=10_000_000)
+    p.add_argument("--methods", default=",".join(METHODS), help="comma-separated, of " + ", ".join(ALL_METHODS))
+    p.add_argument("--restart", default="edetector", help="stationary part: edetector, window or adwin")
+    p.add_argument("--tag", default="", help="suffix of the result files")
     a = p.parse_args(argv)
+    METHODS = tuple(m for m in a.methods.split(",") if m)
+    unknown = set(METHODS) - set(ALL_METHODS)
+    if unknown:
+        p.error(f"unknown methods {sorted(unknown)}")
     os.makedirs(RESULTS, exist_ok=True)
     out: list[str] = []
     trial = shifts = None
     if "trial" in a.parts:
         trial = part_trial(out, a.seeds)
-        _save("continuous_trial", out, trial)
+        _save("continuous_trial" + a.tag, out, trial)
     if "shifts" in a.parts:
         out = []
         shifts = part_shifts(out, a.seeds)
-        _save("continuous_shifts", out, shifts)
+        _save("continuous_shifts" + a.tag, out, shifts)
     if "stationary" in a.parts:
         out = []
-        st = part_stationary(out, a.records)
-        _save("continuous_stationary", out, st)
+        st = part_stationary(out, a.records, a.restart)
+        _save("continuous_stationary" + a.tag, out, st)
     if trial is None:
         trial = _load("continuous_trial")
     if shifts is None:
         shifts = _load("continuous_shifts")
-    if trial or shifts:
+    if (trial or shifts) and not a.tag:
         plot(trial, shifts, os.path.join(RESULTS, "continuous.png"))
 
 
