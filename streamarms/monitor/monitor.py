@@ -10,21 +10,26 @@ its evidence and the stream time (the record's timestamp) at which it was raised
 False-alarm guarantee
 ---------------------
 A *false alert* is an ``outlier`` alert on a key whose mean is ``<= theta`` of its group, or a ``cleared``
-alert on a key whose mean is ``> theta``. Call a *stretch* a maximal interval of a key's samples during
-which neither its segment nor its group's epoch restarts. **While the means of a group are constant,
-each stretch of a key contains a false alert of that key with probability at most ``alpha +
-alpha_theta``**: a false ``outlier`` alert needs the key's interval above the threshold's interval while
-``mean <= theta``, so the key's sequence (level ``1 - alpha``, valid at every count of its segment, which
-starts at a stopping time and so sees fresh iid rewards) or the threshold's interval (level ``1 -
-alpha_theta`` for the whole epoch, :mod:`.group`) misses; likewise for ``cleared``. Hence
+alert on a key whose mean is ``> theta``. Suppose the means of a group's keys do not change. Then:
 
-    E[false alerts of a key] <= (alpha + alpha_theta) * E[number of its stretches],
+* every *segment* of a key (its sequence since its last restart) starts at a stopping time and sees fresh
+  iid rewards (the reward that triggers a restart belongs to no segment), so, given that it starts, it
+  ever misses the key's mean with probability ``<= alpha``; every *epoch* of the group starts at a
+  stopping time, and its threshold interval ever misses ``theta`` with probability ``<= alpha_theta``
+  (:mod:`.group`);
+* a false ``outlier`` alert needs the key's interval above the threshold's interval while ``mean <=
+  theta``, so at that moment the current segment or the current epoch misses; likewise for ``cleared``.
 
-and stretches start only at (i) its group's epochs (a key joining, or a member's restart) and (ii) its
-own restarts, whose false ones number ``<= alpha_cd`` per sample in expectation (:mod:`.restart`). With a
-fixed key set and no change, a key with ``t`` samples in a group with ``T`` samples lives in
-``E[stretches] <= 1 + n_join + alpha_cd (t + T)`` stretches. (The reward that triggers a restart belongs to
-no segment, so each new segment starts with fresh rewards.)
+Summing over the segments and epochs that start (each term conditional on its start),
+
+    **P(any false alert in a group) <= alpha * E[S] + alpha_theta * E[E]**,
+
+with ``S`` the number of segments of the group's keys and ``E`` the number of its epochs. A key's
+segments restart only on its detector's false restarts, ``<= alpha_cd`` per sample in expectation
+(:mod:`.restart`), and epochs start at each join and each restart: with ``n`` keys and ``T`` records of
+the group, ``E[S] <= n + alpha_cd T`` and ``E[E] <= n + alpha_cd T``. E.g. the defaults (``alpha =
+alpha_theta = 1e-3``, ``alpha_cd = 1e-6``), 30 keys and 1e7 records: ``P(any false alert) <= 0.08``.
+After a real change, the same holds from the restart that follows it.
 
 Cost per reward: O(1) amortised (two sequence updates, a Shiryaev-Roberts update over a fixed grid, an
 O(1) interval test; interval evaluations and track records only at the track's geometric count levels).
