@@ -120,7 +120,7 @@ class OperatorMetrics:
             if alert.get("kind") == "outlier":
                 t = alert.get("time")
                 if isinstance(t, (int, float)):
-                    self.time_to_alert.observe(max(0.0, float(t) - float(self.scheduler.episode_started)))
+                    self.time_to_alert.observe(max(0.0, float(t) - float(self.scheduler.episodes.started)))
             emit(alert)
 
         am.emit = observed

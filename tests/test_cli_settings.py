@@ -66,6 +66,9 @@ def test_a_missing_config_file(tmp_path, capsys):
     (["--reward-range", "0;1"], "--reward-range must be A,B"),
     (["--model-param", "oops"], "expected KEY=VALUE"),
     (["--mode", "active", "--rewards-file", "x.jsonl"], "--mode active needs --requests-topic"),
+    (["--passive-feed", "all", "--policy", "apt", "--threshold", "0.5", "--budget", "1000"],
+     "--passive-feed all needs a policy whose guarantee holds for any sampling order"),
+    (["--passive-feed", "all", "--mode", "active"], "passive_feed 'all' applies to passive mode only"),
 ])
 def test_a_bad_setting_found_at_start_up_is_exit_2(tmp_path, capsys, flags, says):
     code = main(["run", "--quiet", *flags])

@@ -83,7 +83,7 @@ def _scheduler_config(s: SimpleNamespace) -> SchedulerConfig:
         discovery_seconds=s.discovery_seconds, min_arms=s.min_arms,
         max_episodes=None if s.forever and s.embedded and "max_episodes" not in s.explicit else s.max_episodes,
         episode_interval=s.episode_interval, episode_timeout=s.episode_timeout or None, max_arms=s.max_arms,
-        key_ttl=s.key_ttl or None, validate=s.validate)
+        key_ttl=s.key_ttl or None, validate=s.validate, passive_feed=s.passive_feed)
 
 
 def _kafka_config(s: SimpleNamespace) -> dict[str, Any]:
@@ -146,6 +146,9 @@ class _App:
             raise ConfigError("--mode active needs --requests-topic (where sample requests are published)")
         if s.bootstrap_servers and not s.rewards_topic:
             raise ConfigError("--bootstrap-servers needs at least one --rewards-topic")
+        if s.passive_feed == "all" and POLICIES[s.policy].kind in ("threshold", "best"):
+            raise ConfigError(f"--passive-feed all needs a policy whose guarantee holds for any sampling order; "
+                              f"{s.policy!r} has a budget or rounds of its own (use --passive-feed planned)")
         build = _policy_builder(s)
         # bad parameters fail here, before anything connects (enough arms for every family's constraints)
         try:

@@ -26,7 +26,7 @@ DEFAULTS: dict[str, Any] = {
     "from_beginning": True, "max_poll_records": 1000, "order": "timestamp",
     "rewards_file": None, "alerts_file": None, "dead_letter_file": None,
     # the policy
-    "mode": PASSIVE, "policy": "wrr", "k": 2.0, "delta": 0.1, "reward_model": "bernoulli", "reward_range": None,
+    "mode": PASSIVE, "passive_feed": "planned", "policy": "wrr", "k": 2.0, "delta": 0.1, "reward_model": "bernoulli", "reward_range": None,
     "model_param": None, "two_sided": False, "rho": None, "seed": 0,
     # parameters of the other policy families (see `streamarms simulate --help`)
     "threshold": None, "budget": None, "epsilon": None, "ucbe_b": None, "alpha": None, "estimator": None,
@@ -89,6 +89,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--dead-letter-file", metavar="PATH", help="append refused records as JSON lines")
     g = p.add_argument_group("policy")
     g.add_argument("--mode", choices=[PASSIVE, ACTIVE], help="passive: sample the stream; active: request samples")
+    g.add_argument("--passive-feed", choices=["planned", "all"],
+                   help="passive: give the policy the rewards its plan asks for (planned, default) or every "
+                        "reward of its arms as it arrives (all: fewer records read; k-sigma, GOLD, robust)")
     g.add_argument("--policy", choices=sorted(POLICIES), help=f"policy (default {d['policy']})")
     g.add_argument("--k", type=float, help="k of the k-sigma rule (default 2)")
     g.add_argument("--delta", type=float, help="error probability (default 0.1)")

@@ -50,12 +50,20 @@ class SchedulerConfig:
     key_ttl: float | None = None
     #: "used": parse only records the policy uses (the saving); "all": validate every record
     validate: str = "used"
+    #: passive: "planned" gives the policy the rewards its plan asks for, in that order (its sampling
+    #: rule runs as in a simulation); "all" gives it every reward of its arms as it arrives (sound for
+    #: anytime-valid policies: :mod:`streamarms.runtime.intake`)
+    passive_feed: str = "planned"
 
     def __post_init__(self) -> None:
         if self.mode not in (PASSIVE, ACTIVE):
             raise ValueError(f"mode must be 'passive' or 'active', got {self.mode!r}")
         if self.validate not in ("used", "all"):
             raise ValueError(f"validate must be 'used' or 'all', got {self.validate!r}")
+        if self.passive_feed not in ("planned", "all"):
+            raise ValueError(f"passive_feed must be 'planned' or 'all', got {self.passive_feed!r}")
+        if self.passive_feed == "all" and self.mode != PASSIVE:
+            raise ValueError("passive_feed 'all' applies to passive mode only")
         for name, lo, what in (("window", 1, "outstanding wants in passive mode"),
                                ("max_in_flight", 1, "requests outstanding in active mode"),
                                ("min_arms", 1, "arms needed to start an episode"),
