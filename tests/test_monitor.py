@@ -187,3 +187,29 @@ def test_evidence_is_strict_json_before_and_after_the_threshold_exists():
     assert ev["threshold_samples"] > 0 and ev["margin"] is not None
     with pytest.raises(KeyError):
         mon.evidence("zzz")
+
+
+@pytest.mark.parametrize("ttl", [3000, None])
+def test_a_silent_key_is_dropped_so_the_threshold_keeps_working(ttl):
+    """k9 stops at record 5000; k0 jumps to 0.9 at 10000. With a ttl the silent key leaves the group and
+    the jump is alerted; without one the threshold is frozen (the documented failure the ttl prevents)."""
+    rng = np.random.default_rng(4)
+    rates = 0.1 + 0.01 * np.arange(10)
+    mon = ContinuousMonitor(k=2.0, key_ttl=ttl)
+    alerts = []
+    t = 0
+    while t < 60000:
+        kk = int(rng.integers(0, 10))
+        if kk == 9 and t >= 5000:
+            continue
+        p = 0.9 if (kk == 0 and t >= 10000) else rates[kk]
+        alerts += mon.update(f"k{kk}", float(rng.random() < p), time=float(t))
+        t += 1
+    g = mon.groups["default"]
+    if ttl is None:
+        assert alerts == [] and "k9" in g.members and g.interval()[1] == float("inf")
+    else:
+        assert [(a["key"], a["kind"]) for a in alerts] == [("k0", "outlier")]
+        assert "k9" not in g.members and g.n == 9
+        mon.update("k9", 0.0, time=float(t))  # it comes back: a member again, a new epoch
+        assert "k9" in g.members and g.n == 10

@@ -26,8 +26,9 @@ Summing over the segments and epochs that start (each term conditional on its st
 
 with ``S`` the number of segments of the group's keys and ``E`` the number of its epochs. A key's
 segments restart only on its detector's false restarts, ``<= alpha_cd`` per sample in expectation
-(:mod:`.restart`), and epochs start at each join and each restart: with ``n`` keys and ``T`` records of
-the group, ``E[S] <= n + alpha_cd T`` and ``E[E] <= n + alpha_cd T``. E.g. the defaults (``alpha =
+(:mod:`.restart`), and epochs start at each join, each restart and each drop (or return) of a silent
+key: with ``n`` keys that never go silent and ``T`` records of the group, ``E[S] <= n + alpha_cd T`` and
+``E[E] <= n + alpha_cd T``. E.g. the defaults (``alpha =
 alpha_theta = 1e-3``, ``alpha_cd = 1e-6``), 30 keys and 1e7 records: ``P(any false alert) <= 0.08``.
 After a real change, the same holds from the restart that follows it.
 
@@ -75,6 +76,8 @@ class ContinuousMonitor:
     segment sequence; ``alpha_theta``: of each group epoch's threshold interval; ``alpha_cd``: false
     restarts per sample of the e-detector. ``restart``: ``"edetector"`` (default, chosen by
     ``benchmarks/continuous.py``), ``"window"`` (every ``window`` samples) or ``"none"``.
+    ``key_ttl``: a key with no record for this many records of its group leaves the group's threshold
+    until its next record (``None``: never; then one silent key freezes its group's threshold).
     ``model``: a bounded reward model (``bernoulli`` or ``bounded``).
 
     >>> mon = ContinuousMonitor()
@@ -88,7 +91,7 @@ class ContinuousMonitor:
 
     def __init__(self, *, k: float = 2.0, alpha: float = 1e-3, alpha_theta: float = 1e-3,
                  alpha_cd: float = 1e-6, restart: str = "edetector", window: int = 4096,
-                 model: str | RewardModel = "bernoulli") -> None:
+                 key_ttl: int | None = 1_000_000, model: str | RewardModel = "bernoulli") -> None:
         for name, a in (("alpha", alpha), ("alpha_theta", alpha_theta), ("alpha_cd", alpha_cd)):
             if not (isinstance(a, (int, float)) and 0.0 < a < 1.0):
                 raise ValueError(f"{name} must be in (0, 1), got {a!r}")
@@ -98,11 +101,13 @@ class ContinuousMonitor:
             raise ValueError(f"restart must be 'edetector', 'window' or 'none', got {restart!r}")
         if not (isinstance(window, int) and window >= 1):
             raise ValueError(f"window must be a positive integer, got {window!r}")
+        if key_ttl is not None and not (isinstance(key_ttl, int) and key_ttl >= 1):
+            raise ValueError(f"key_ttl must be a positive number of records or None, got {key_ttl!r}")
         self.model = make_model(model)
         if self.model.low is None or self.model.high is None:
             raise ValueError(f"the continuous monitor needs a bounded reward model, got {self.model.name!r}")
         self.k, self.alpha, self.alpha_theta, self.alpha_cd = float(k), float(alpha), float(alpha_theta), float(alpha_cd)
-        self.restart, self.window = restart, window
+        self.restart, self.window, self.key_ttl = restart, window, key_ttl
         self.keys: dict[str, KeyState] = {}
         self.groups: dict[str, ThresholdGroup] = {}
         self.records = 0
@@ -128,6 +133,11 @@ class ContinuousMonitor:
         self.records += 1
         ks.samples += 1
         g = self.groups[ks.group]
+        if ks.key not in g:  # dropped for silence: back in, a new epoch
+            g.join(ks.key, time)
+            self.counts["epochs"] += 1
+        if g.touch(ks.key, time):
+            self.counts["epochs"] += 1
         if ks.rule is not None and ks.rule.observe(x, *ks.base):
             self._restart_key(ks, g, time)
             return []  # the triggering reward belongs to no segment (module docstring)
@@ -178,7 +188,8 @@ class ContinuousMonitor:
         g = self.groups.get(ks.group)
         if g is None:
             g = self.groups[ks.group] = ThresholdGroup(ks.group, k=self.k, alpha_theta=self.alpha_theta,
-                                                       low=self.model.low, high=self.model.high)
+                                                       low=self.model.low, high=self.model.high,
+                                                       ttl=self.key_ttl)
         ks.segment_since = time
         g.join(ks.key, time)
         self.counts["epochs"] += 1
@@ -230,7 +241,8 @@ class ContinuousMonitor:
     def snapshot(self) -> dict[str, Any]:
         """The whole state as JSON-able data; :meth:`restore` continues bit for bit."""
         return {"k": self.k, "alpha": self.alpha, "alpha_theta": self.alpha_theta, "alpha_cd": self.alpha_cd,
-                "restart": self.restart, "window": self.window, "model": self.model.to_dict(),
+                "restart": self.restart, "window": self.window, "key_ttl": self.key_ttl,
+                "model": self.model.to_dict(),
                 "records": self.records, "counts": dict(self.counts),
                 "keys": [ks.snapshot() for ks in self.keys.values()],
                 "groups": [g.snapshot() for g in self.groups.values()]}
@@ -239,7 +251,7 @@ class ContinuousMonitor:
     def restore(cls, state: dict[str, Any]) -> "ContinuousMonitor":
         obj = cls.__new__(cls)
         obj.k, obj.alpha, obj.alpha_theta, obj.alpha_cd = state["k"], state["alpha"], state["alpha_theta"], state["alpha_cd"]
-        obj.restart, obj.window = state["restart"], state["window"]
+        obj.restart, obj.window, obj.key_ttl = state["restart"], state["window"], state["key_ttl"]
         obj.model = model_from_dict(state["model"])
         obj.records, obj.counts = state["records"], dict(state["counts"])
         obj.keys = {d["key"]: KeyState.restore(d) for d in state["keys"]}
