@@ -57,7 +57,6 @@ and the wall clock in active mode (requests need real timeouts).
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import asdict
 from typing import Any, Callable, Sequence
 
@@ -81,14 +80,32 @@ def _class_path(obj: object) -> str:
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
+def _policy_classes() -> dict[str, type[Policy]]:
+    """Every loaded subclass of :class:`Policy`, by ``module:qualname``."""
+    out: dict[str, type[Policy]] = {}
+    stack: list[type[Policy]] = [Policy]
+    while stack:
+        for sub in stack.pop().__subclasses__():
+            out[f"{sub.__module__}:{sub.__qualname__}"] = sub
+            stack.append(sub)
+    return out
+
+
 def _resolve_policy_class(path: str) -> type[Policy]:
-    module, _, qualname = path.partition(":")
-    target: Any = importlib.import_module(module)
-    for part in qualname.split("."):
-        target = getattr(target, part)
-    if not (isinstance(target, type) and issubclass(target, Policy)):
-        raise ValueError(f"checkpoint names {path!r}, which is not a streamarms Policy class")
-    return target
+    """The policy class a checkpoint names, looked up among the loaded policy classes (the registry's
+    and the run's own): a checkpoint never makes the daemon import a module (``this:Zen``,
+    ``os:system``) -- a forged or foreign one is refused before any of its code runs.
+
+    >>> _resolve_policy_class("this:Zen")
+    Traceback (most recent call last):
+    ...
+    ValueError: checkpoint names policy class 'this:Zen', which is not a loaded streamarms policy class: refused (nothing imported)
+    """
+    cls = _policy_classes().get(str(path))
+    if cls is None:
+        raise ValueError(f"checkpoint names policy class {str(path)[:200]!r}, which is not a loaded streamarms "
+                         "policy class: refused (nothing imported)")
+    return cls
 
 
 def _check_snapshot(state: dict[str, Any], mode: str) -> None:
@@ -190,7 +207,7 @@ class Scheduler:
         arm = self._arm_of.get(key)  # type: ignore[arg-type]
         if arm is None:
             try:
-                arm = self._new_key(key)
+                arm = self._new_key(key, value)
             except InvalidRecord as e:
                 c.invalid[e.reason] += 1
                 return e
@@ -224,13 +241,19 @@ class Scheduler:
         plan.hold(arm, x, now)
         return None
 
-    def _new_key(self, key: bytes | str | None) -> str | None:
+    def _new_key(self, key: bytes | str | None, value: bytes | str | None) -> str | None:
         now, known = self.clock(), len(self.keys)
-        arm = self.keys.new_key(key, now)
+        arm = self.keys.new_key(key, now, value)
         if len(self.keys) > known and self.episodes.phase == DISCOVERING:
-            self.episodes.on_new_key(self.counters.records, now)
+            self.episodes.on_new_key(self._valid_records(), now)
             self._recompute_deadline()
         return arm
+
+    def _valid_records(self) -> int:
+        """Records not refused: what discovery counts, so a stream with bad records interleaved decides
+        exactly as the same stream without them (a refused record changes nothing but its counter)."""
+        c = self.counters
+        return c.records - c.refused
 
     # -- time and episodes -------------------------------------------------------------------------
     def tick(self) -> None:
@@ -248,7 +271,7 @@ class Scheduler:
     def _on_deadline(self, now: float) -> None:
         e = self.episodes
         if e.phase == DISCOVERING:
-            if e.discovery_over(now, len(self.keys), self.counters.records, self.keys.fixed):
+            if e.discovery_over(now, len(self.keys), self._valid_records(), self.keys.fixed):
                 self._start_episode(now)
             else:
                 self._recompute_deadline()
@@ -262,7 +285,10 @@ class Scheduler:
                 self._follow(now, self.plan.expire(now))
 
     def _recompute_deadline(self) -> None:
-        d, self._record_deadline = self.episodes.deadline(len(self.keys), self.keys.fixed)
+        d, rd = self.episodes.deadline(len(self.keys), self.keys.fixed)
+        # rd counts valid records; the per-record check compares all records with it, so it may fire
+        # early after refusals: then discovery_over (exact) says no and the deadline is recomputed
+        self._record_deadline = rd + self.counters.refused
         self._deadline = min(d, self.plan.deadline()) if self.episodes.phase == RUNNING else d
 
     def _follow(self, now: float, deferred: set[str] | None = None, full: bool = True) -> None:
