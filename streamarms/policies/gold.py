@@ -74,7 +74,6 @@ from __future__ import annotations
 
 import math
 import random
-from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Iterable, Sequence
@@ -84,14 +83,11 @@ import numpy as np
 from .. import bounds
 from ..models import BernoulliModel, RewardModel, make_model, model_from_dict
 from .base import Decision, Event, Policy, Request
+from .gold_graph import CoreGraph
 from .rounds import RoundPlan, RoundPlanned
 
 __all__ = ["GenericOutlierDetection", "OutlierGroup", "outlier_groups", "true_outliers",
            "ranking_respects_groups", "validate_gold_params", "outlier_budget"]
-
-#: how many candidates a two-step-detour search may inspect before recomputing the community
-_DETOUR_BUDGET = 64
-
 
 # ============================================================================================
 # The (epsilon, rho) definitions (Sec. 3)
@@ -312,19 +308,14 @@ class GenericOutlierDetection(RoundPlanned, Policy):
         # graph state (valid once T0 is set)
         self.comp = np.zeros(n, dtype=np.int64)   # community label of every arm
         self._next_label = 0
-        self.core_lo: list[float] = [0.0] * n
-        self.core_hi: list[float] = [0.0] * n
-        self.core_empty: list[bool] = [False] * n
-        self._lo_list: list[tuple[float, int]] = []   # (core_lo, arm) of live arms with non-empty cores
-        self._hi_list: list[tuple[float, int]] = []   # (core_hi, arm), same arms
-        self.S_adj: dict[int, set[int]] = {}          # edges alive although the cores are disjoint
+        self.stats = {"recomputes": 0, "detours": 0, "splits": 0}
+        self.graph = CoreGraph(n, self.stats)         # cores + explicit edges (valid once T0 is set)
         self._bernoulli = isinstance(self.model, BernoulliModel)
         self._at_T = -1                               # T of the cached delta' (and z)
         self._dp = 1.0
         self._z = 0.0
         self._plan = RoundPlan()   # Alg. 1's rounds; the first one is the initial pull of every arm
         self._start_round(initial=True)
-        self.stats = {"recomputes": 0, "detours": 0, "splits": 0}
 
     # ----------------------------------------------------------------------------------------
     # planning
@@ -405,12 +396,8 @@ class GenericOutlierDetection(RoundPlanned, Policy):
         """Alg. 1 lines 9-12: G = pairs whose intervals meet, at the end of the initial round."""
         self.T0 = self.T
         lo, hi = self._intervals(range(self.n))
-        self.core_lo = lo.tolist()
-        self.core_hi = hi.tolist()
-        self.core_empty = [False] * self.n
-        self._lo_list = sorted(zip(self.core_lo, range(self.n)))
-        self._hi_list = sorted(zip(self.core_hi, range(self.n)))
-        for g in self._core_runs(list(range(self.n))):
+        self.graph.build(lo.tolist(), hi.tolist())
+        for g in self.graph.runs(list(range(self.n))):
             self.comp[g] = self._new_label()
         self._first_check = True   # UpdatePsi^andS first runs after the first pull of the main loop
 
@@ -418,55 +405,12 @@ class GenericOutlierDetection(RoundPlanned, Policy):
         self._next_label += 1
         return self._next_label
 
-    def _core_runs(self, members: list[int]) -> list[list[int]]:
-        """Connected components of the core graph restricted to ``members``: maximal overlapping runs of
-        the cores sorted by left end (arms with empty cores are alone)."""
-        groups = [[i] for i in members if self.core_empty[i]]
-        ne = [i for i in members if not self.core_empty[i]]
-        if ne:
-            idx = np.array(ne, dtype=np.int64)
-            lo = np.array([self.core_lo[i] for i in ne])
-            hi = np.array([self.core_hi[i] for i in ne])
-            order = np.argsort(lo, kind="stable")
-            run_hi = np.maximum.accumulate(hi[order])
-            breaks = np.flatnonzero(lo[order][1:] > run_hi[:-1]) + 1
-            groups.extend(g.tolist() for g in np.split(idx[order], breaks))
-        return groups
-
-    def _remove_core_entry(self, i: int) -> None:
-        if self.core_empty[i]:
-            return
-        lst = self._lo_list
-        del lst[bisect_left(lst, (self.core_lo[i], i))]
-        lst = self._hi_list
-        del lst[bisect_left(lst, (self.core_hi[i], i))]
-
     def _pull_update(self, a: int) -> None:
         """UpdateG for arm a's new interval, then split a's community if it lost its connectivity."""
         lo_a, hi_a = self._interval(a)
-        changed: list[int] = []
-        if not self.core_empty[a]:
-            klo, khi = self.core_lo[a], self.core_hi[a]
-            nlo = klo if klo >= lo_a else lo_a
-            nhi = khi if khi <= hi_a else hi_a
-            if nlo != klo or nhi != khi:
-                self._remove_core_entry(a)
-                his, los = self._hi_list, self._lo_list
-                if nlo > nhi:
-                    # a's core vanished (only outside the good event): every core partner is affected
-                    k0 = bisect_left(his, (klo, -1))
-                    changed = [j for _, j in his[k0:] if self.core_lo[j] <= khi]
-                    self.core_empty[a] = True
-                else:
-                    # partners whose cores met K_a but not the new core: ends inside the cut-off slivers
-                    changed = [j for _, j in his[bisect_left(his, (klo, -1)):bisect_left(his, (nlo, -1))]]
-                    changed.extend(j for _, j in los[bisect_right(los, (nhi, self.n)):
-                                                    bisect_right(los, (khi, self.n))])
-                    self.core_lo[a] = nlo
-                    self.core_hi[a] = nhi
-                    insort(los, (nlo, a))
-                    insort(his, (nhi, a))
-        partners = self.S_adj.get(a)
+        graph = self.graph
+        changed = graph.shrink(a, lo_a, hi_a)
+        partners = graph.S_adj.get(a)
         if not changed and not partners:
             return
         cand = changed + (list(partners) if partners else [])
@@ -477,91 +421,24 @@ class GenericOutlierDetection(RoundPlanned, Policy):
         for k, j in enumerate(cand):
             if k < nc:
                 if meets[k]:
-                    self._s_add(a, j)       # cores apart, intervals still meet: keep the edge explicitly
+                    graph.add_edge(a, j)       # cores apart, intervals still meet: keep the edge explicitly
                 else:
                     lost.append(j)
             elif not meets[k]:
-                self._s_remove(a, j)
+                graph.remove_edge(a, j)
                 lost.append(j)
-        if lost and not all(self._detour(a, j) for j in lost):
+        if lost and not all(graph.detour(a, j) for j in lost):
             self._recompute(int(self.comp[a]))
-
-    def _s_add(self, i: int, j: int) -> None:
-        self.S_adj.setdefault(i, set()).add(j)
-        self.S_adj.setdefault(j, set()).add(i)
-
-    def _s_remove(self, i: int, j: int) -> None:
-        for x, y in ((i, j), (j, i)):
-            p = self.S_adj.get(x)
-            if p is not None:
-                p.discard(y)
-                if not p:
-                    del self.S_adj[x]
-
-    def _detour(self, a: int, j: int) -> bool:
-        """Is there k with edges a-k and k-j (so that losing edge a-j cannot disconnect)?"""
-        self.stats["detours"] += 1
-        lo, hi, empty = self.core_lo, self.core_hi, self.core_empty
-        if not empty[a] and not empty[j]:
-            # k whose core meets both cores must cover the gap between them
-            if hi[a] < lo[j]:
-                left_hi, right_lo = hi[a], lo[j]
-            else:
-                left_hi, right_lo = hi[j], lo[a]
-            his = self._hi_list
-            k0 = bisect_left(his, (right_lo, -1))
-            for _, k in his[k0:k0 + _DETOUR_BUDGET]:
-                if lo[k] <= left_hi and k != a and k != j:
-                    return True
-            los = self._lo_list
-            k1 = bisect_right(los, (left_hi, self.n))
-            for _, k in reversed(los[max(0, k1 - _DETOUR_BUDGET):k1]):
-                if hi[k] >= right_lo and k != a and k != j:
-                    return True
-        # k in S(a) whose core meets j's, or in S(a) and S(j); k in S(j) whose core meets a's
-        Sa = self.S_adj.get(a, ())
-        Sj = self.S_adj.get(j, ())
-        for mine, other, other_S in ((Sa, j, Sj), (Sj, a, Sa)):
-            if not mine:
-                continue
-            if not empty[other]:
-                olo, ohi = lo[other], hi[other]
-                for k in mine:
-                    if not empty[k] and lo[k] <= ohi and hi[k] >= olo:
-                        return True
-            if other_S and not other_S.isdisjoint(mine):
-                return True
-        return False
 
     def _recompute(self, label: int) -> None:
         """Components of community ``label`` from scratch: core runs joined by S edges."""
         self.stats["recomputes"] += 1
         members = np.flatnonzero(self.comp == label).tolist()
-        runs = self._core_runs(members)
-        node = {}
-        for r, g in enumerate(runs):
-            for i in g:
-                node[i] = r
-        parent = list(range(len(runs)))
-
-        def find(x: int) -> int:
-            while parent[x] != x:
-                parent[x] = parent[parent[x]]
-                x = parent[x]
-            return x
-
-        for i in members:
-            for j in self.S_adj.get(i, ()):
-                ri, rj = find(node[i]), find(node[j])
-                if ri != rj:
-                    parent[ri] = rj
-        comps: dict[int, list[int]] = {}
-        for r, g in enumerate(runs):
-            comps.setdefault(find(r), []).extend(g)
+        comps = self.graph.components(members)
         if len(comps) == 1:
             return
         self.stats["splits"] += 1
-        pieces = sorted(sorted(g) for g in comps.values())
+        pieces = sorted(sorted(g) for g in comps)
         for g in pieces:
             self.comp[g] = self._new_label()
         for g in pieces:
@@ -577,9 +454,7 @@ class GenericOutlierDetection(RoundPlanned, Policy):
             self.terminal[i] = True
             self.S[i] = self.T
             self.n_terminal += 1
-            self._remove_core_entry(i)
-            for j in list(self.S_adj.get(i, ())):
-                self._s_remove(i, j)
+            self.graph.drop(i)
 
     # ----------------------------------------------------------------------------------------
     # answers
@@ -618,6 +493,11 @@ class GenericOutlierDetection(RoundPlanned, Policy):
                    "communities": len(set(self.comp[live].tolist())) if self.T0 is not None else 1},
         )
 
+    @property
+    def S_adj(self) -> dict[int, set[int]]:
+        """The explicit edges S (pairs whose intervals meet although their cores are disjoint)."""
+        return self.graph.S_adj
+
     def communities(self) -> list[list[str]]:
         """The current arm communities (connected components of the neighbourhood graph), terminal ones
         included, each in arm order; a single community until the graph is built."""
@@ -638,8 +518,7 @@ class GenericOutlierDetection(RoundPlanned, Policy):
             "m": list(self.m), "s": list(self.s), "T": self.T, "T0": self.T0,
             "terminal": list(self.terminal), "S": list(self.S), "done": self._done,
             "first_check": self._first_check, "comp": self.comp.tolist(), "next_label": self._next_label,
-            "core_lo": list(self.core_lo), "core_hi": list(self.core_hi), "core_empty": list(self.core_empty),
-            "S_edges": sorted([i, j] for i, p in self.S_adj.items() for j in p if i < j),
+            **self.graph.to_dict(),
             "plan": self._plan.to_list(),
         }
 
@@ -658,15 +537,6 @@ class GenericOutlierDetection(RoundPlanned, Policy):
         pol._first_check = bool(state["first_check"])
         pol.comp = np.array(state["comp"], dtype=np.int64)
         pol._next_label = int(state["next_label"])
-        pol.core_lo = [float(v) for v in state["core_lo"]]
-        pol.core_hi = [float(v) for v in state["core_hi"]]
-        pol.core_empty = [bool(v) for v in state["core_empty"]]
-        if pol.T0 is not None:
-            live = [i for i in range(pol.n) if not pol.terminal[i] and not pol.core_empty[i]]
-            pol._lo_list = sorted((pol.core_lo[i], i) for i in live)
-            pol._hi_list = sorted((pol.core_hi[i], i) for i in live)
-        pol.S_adj = {}
-        for i, j in state["S_edges"]:
-            pol._s_add(int(i), int(j))
+        pol.graph.load(state, [not t for t in pol.terminal], built=pol.T0 is not None)
         pol._plan.start(int(i) for i in state["plan"])
         return pol
