@@ -91,7 +91,6 @@ a driver's pull cap ends the run (``Decision.estimated_outliers`` is then the pl
 
 from __future__ import annotations
 
-import heapq
 import math
 import random
 from collections import deque
@@ -101,6 +100,7 @@ import numpy as np
 
 from .. import bounds
 from ..models import BernoulliModel, BoundedModel, RewardModel, make_model, model_from_dict
+from .ade_parts import ClassificationHeaps, Found, ThresholdEstimator
 from .base import Decision, Event, Policy, Request
 
 __all__ = ["AdaptiveDoubleExploration", "ade_outliers"]
@@ -192,10 +192,7 @@ class AdaptiveDoubleExploration(Policy):
         self.seed = seed
         self._rng = random.Random(seed)
         # range, in the translated coordinates x - a (see module docstring): b' = R, R' = R^2
-        self._a = float(lo)
-        self._R = float(hi) - float(lo)
-        self._Rp = self._R * self._R
-        self._b = self._R
+        self._lo, self._hi = float(lo), float(hi)
         self._radius_at = self._radius_factory()
         self._requests = [Request(a) for a in self.arms]
         self._init_state()
@@ -220,14 +217,7 @@ class AdaptiveDoubleExploration(Policy):
         # rounds
         self._t = 1          # the paper's t: index of the next round
         self._m_a = 0        # sequential rounds done
-        self._m_theta = 0    # threshold pairs used
-        self._S1 = self._S2 = self._S12 = 0.0          # sums over pairs of x1-a, x2-a, (x1-a)(x2-a)
-        self._U_sigma = math.inf
-        self._delta_t: float | None = None
-        self._mu_hat: float | None = None
-        self._sigma_hat: float | None = None
-        self._theta_hat: float | None = None
-        self._r_theta: float | None = None
+        self._est = ThresholdEstimator(n, self.k, self.delta, self._lo, self._hi - self._lo)
         # open round
         self._mode: str | None = None
         self._pairs: dict[int, list[Any]] = {}         # rid -> [arm, x1 | None, x2 | None, Request]
@@ -243,10 +233,7 @@ class AdaptiveDoubleExploration(Policy):
         self._ra_ptr = 0
         # amortised classification (see module docstring): entries (key, arm, version)
         self._ver = [0] * n
-        self._h_hi_out: list[tuple[float, int, int]] = []   # (-L_i, i, v): outlier above theta
-        self._h_hi_clr: list[tuple[float, int, int]] = []   # (U_i, i, v): below theta
-        self._h_lo_out: list[tuple[float, int, int]] = []   # (U_i, i, v): outlier below theta_L
-        self._h_lo_clr: list[tuple[float, int, int]] = []   # (-L_i, i, v): above theta_L
+        self._heaps = ClassificationHeaps(self.two_sided)
         self._open_next_round()
 
     def _radius_factory(self) -> Callable[[float], Callable[[int, float], float]]:
@@ -401,8 +388,8 @@ class AdaptiveDoubleExploration(Policy):
         # an extra sample outside the plan: refresh the arm's entries for the amortised check
         if self._alive[i] and self._m_a >= 1:
             self._ver[i] += 1
-            self._push_arm(i, self._radius_at(self._delta_t))
-            if max(len(self._h_hi_clr), len(self._h_lo_out)) > 2 * self._n_alive + 64:   # stale entries
+            self._push_arm(i, self._radius_at(self._est.d))
+            if self._heaps.size() > 2 * self._n_alive + 64:   # stale entries
                 self._rebuild_heaps()
         return []
 
@@ -411,12 +398,12 @@ class AdaptiveDoubleExploration(Policy):
     # ------------------------------------------------------------------------------------------
     def _open_next_round(self) -> None:
         """Alg. 1 lines 5-8 (initialisation) and 13-19 (the sampling rule)."""
-        if self._m_theta == 0:
+        if self._est.m_theta == 0:
             threshold = True
         elif self._m_a == 0:
             threshold = False
         else:
-            threshold = self._r_a() <= self._r_theta
+            threshold = self._r_a() <= self._est.r_theta
         if threshold:
             self._mode = _THRESHOLD
             self._draw_pair()
@@ -442,12 +429,7 @@ class AdaptiveDoubleExploration(Policy):
             self._pair_wish.append(rid)
 
     def _finish_threshold_round(self, x1: float, x2: float) -> list[Event]:
-        a = self._a
-        u1, u2 = x1 - a, x2 - a
-        self._m_theta += 1
-        self._S1 += u1
-        self._S2 += u2
-        self._S12 += u1 * u2
+        self._est.add_pair(x1, x2)
         self._t += 1
         self._update_threshold()
         if self._m_a == 0:      # initialisation round: no check (Alg. 1 line 10)
@@ -467,24 +449,8 @@ class AdaptiveDoubleExploration(Policy):
             self._open_next_round()
         return events
 
-    def _schedule_index(self) -> int:
-        return max(self._t, self._max_m)
-
     def _update_threshold(self) -> None:
-        """Eq. 3, U_sigma and r_theta at the current round (Lemmas 3-4)."""
-        d = bounds.ade_significance(self.delta, self.n, self._schedule_index())
-        self._delta_t = d
-        m = self._m_theta
-        mu = self._S1 / m
-        V = self._S12 / m - mu * (self._S2 / m)
-        sig2 = abs(V)
-        eps = bounds.ade_sigma_epsilon(self._R, self._Rp, self._b, m, d)
-        if sig2 + eps < self._U_sigma:
-            self._U_sigma = sig2 + eps
-        self._mu_hat = self._a + mu
-        self._sigma_hat = math.sqrt(sig2)
-        self._theta_hat = self._mu_hat + self.k * self._sigma_hat
-        self._r_theta = bounds.ade_threshold_radius(self._R, self._Rp, self._b, self.k, self._U_sigma, m, d)
+        self._est.update(max(self._t, self._max_m))
 
     def _r_a(self) -> float:
         """r_a,t: the largest arm radius among the candidates (paper: all equal, R sqrt(log(1/d)/2m_a))."""
@@ -493,30 +459,25 @@ class AdaptiveDoubleExploration(Policy):
             p += 1
         self._ra_ptr = p
         j = order[p]
-        return self._radius_at(self._delta_t)(self._m[j], self._s[j])
+        return self._radius_at(self._est.d)(self._m[j], self._s[j])
 
     # ------------------------------------------------------------------------------------------
     # classification (Alg. 1 lines 23-31)
     # ------------------------------------------------------------------------------------------
-    def _bounds_theta(self) -> tuple[float, float, float, float]:
-        th, r = self._theta_hat, self._r_theta
-        lo = self._mu_hat - self.k * self._sigma_hat
-        return th - r, th + r, lo - r, lo + r
-
     def _intervals(self, cand: list[int]) -> tuple[list[float], list[float]]:
         """``y_hat_i`` and ``r_i`` at the current ``delta_t`` for the arms ``cand`` (vectorised if many)."""
         m_, s_ = self._m, self._s
         if len(cand) < _VECTOR_MIN:
-            rad = self._radius_at(self._delta_t)
+            rad = self._radius_at(self._est.d)
             return [s_[i] / m_[i] for i in cand], [rad(m_[i], s_[i]) for i in cand]
         m = np.fromiter((m_[i] for i in cand), dtype=np.float64, count=len(cand))
         s = np.fromiter((s_[i] for i in cand), dtype=np.float64, count=len(cand))
-        return (s / m).tolist(), np.asarray(self.model.radii(m, s, self._delta_t), dtype=np.float64).tolist()
+        return (s / m).tolist(), np.asarray(self.model.radii(m, s, self._est.d), dtype=np.float64).tolist()
 
     def _check_all(self, cand: list[int], y: list[float], r: list[float]) -> list[Event]:
         """Check every candidate (after a sequential round, which cost ``|S|`` pulls)."""
-        Lt, Ut, Llo, Ulo = self._bounds_theta()
-        found: list[tuple[int, str, str | None, float, float, float]] = []
+        Lt, Ut, Llo, Ulo = self._est.bounds()
+        found: list[Found] = []
         hi_clear, lo_clear = self._hi_clear, self._lo_clear
         for j, i in enumerate(cand):
             U, L = y[j] + r[j], y[j] - r[j]
@@ -540,95 +501,18 @@ class AdaptiveDoubleExploration(Policy):
         return self._classify(found)
 
     def _check_heaps(self) -> list[Event]:
-        """Check the candidates whose interval can have crossed the threshold's (after a pair).
-
-        Each heap holds, per candidate, a bound on ``U_i`` (lower) or ``L_i`` (upper) computed at an
-        earlier round with the arm's current samples; ``r_i`` only grows as ``delta_t`` shrinks, so an
-        arm that is not near the top of a heap cannot satisfy that heap's condition now. Popped arms
-        are checked exactly and, if not classified, pushed back with their current (tighter) bound.
-        """
-        Lt, Ut, Llo, Ulo = self._bounds_theta()
-        rad = self._radius_at(self._delta_t)
-        found: list[tuple[int, str, str | None, float, float, float]] = []
-        taken: set[int] = set()
-        cleared: list[int] = []
-        alive, ver, m_, s_ = self._alive, self._ver, self._m, self._s
-        hi_clear, lo_clear = self._hi_clear, self._lo_clear
-        heappop, heappush = heapq.heappop, heapq.heappush
-
-        # upper side, outlier: L_i >= U_theta
-        h = self._h_hi_out
-        while h and -h[0][0] >= Ut:
-            _, i, v = heappop(h)
-            if not alive[i] or v != ver[i] or hi_clear[i] or i in taken:
-                continue
-            y = s_[i] / m_[i]
-            r = rad(m_[i], s_[i])
-            if y - r >= Ut:
-                taken.add(i)
-                found.append((i, "outlier", "high", y, y - r, y + r))
-            else:
-                heappush(h, (-(y - r), i, v))
-        # upper side cleared (one-sided: normal): U_i <= L_theta
-        h = self._h_hi_clr
-        while h and h[0][0] <= Lt:
-            _, i, v = heappop(h)
-            if not alive[i] or v != ver[i] or hi_clear[i] or i in taken:
-                continue
-            y = s_[i] / m_[i]
-            r = rad(m_[i], s_[i])
-            if y + r <= Lt:
-                if self.two_sided:
-                    hi_clear[i] = 1
-                    cleared.append(i)
-                else:
-                    taken.add(i)
-                    found.append((i, "normal", None, y, y - r, y + r))
-            else:
-                heappush(h, (y + r, i, v))
-        if self.two_sided:
-            # lower side, outlier: U_i <= L_theta_L
-            h = self._h_lo_out
-            while h and h[0][0] <= Llo:
-                _, i, v = heappop(h)
-                if not alive[i] or v != ver[i] or lo_clear[i] or i in taken:
-                    continue
-                y = s_[i] / m_[i]
-                r = rad(m_[i], s_[i])
-                if y + r <= Llo:
-                    taken.add(i)
-                    found.append((i, "outlier", "low", y, y - r, y + r))
-                else:
-                    heappush(h, (y + r, i, v))
-            # lower side cleared: L_i >= U_theta_L
-            h = self._h_lo_clr
-            while h and -h[0][0] >= Ulo:
-                _, i, v = heappop(h)
-                if not alive[i] or v != ver[i] or lo_clear[i] or i in taken:
-                    continue
-                y = s_[i] / m_[i]
-                r = rad(m_[i], s_[i])
-                if y - r >= Ulo:
-                    lo_clear[i] = 1
-                    cleared.append(i)
-                else:
-                    heappush(h, (-(y - r), i, v))
-            # normal once both sides are cleared; only an arm cleared this round can newly qualify
-            for i in cleared:
-                if i not in taken and hi_clear[i] and lo_clear[i]:
-                    taken.add(i)
-                    y = s_[i] / m_[i]
-                    r = rad(m_[i], s_[i])
-                    found.append((i, "normal", None, y, y - r, y + r))
+        """Check the candidates whose interval can have crossed the threshold's (after a pair)."""
+        found = self._heaps.scan(self._est.bounds(), self._radius_at(self._est.d), self._alive, self._ver,
+                                 self._m, self._s, self._hi_clear, self._lo_clear)
         return self._classify(found)
 
-    def _classify(self, found: list[tuple[int, str, str | None, float, float, float]]) -> list[Event]:
+    def _classify(self, found: list[Found]) -> list[Event]:
         """Remove the found arms from S and emit their events in arm order (the paper's loop order)."""
         if not found:
             return []
         found.sort(key=lambda f: f[0])
-        Lt, Ut, Llo, Ulo = self._bounds_theta()
-        th_lo = self._mu_hat - self.k * self._sigma_hat
+        Lt, Ut, Llo, Ulo = self._est.bounds()
+        th_lo = self._est.lower()
         events = []
         for i, kind, side, y, L, U in found:
             if not self._alive[i]:
@@ -640,7 +524,7 @@ class AdaptiveDoubleExploration(Policy):
             if side == "low":
                 thr, thr_iv = th_lo, (Llo, Ulo)
             else:
-                thr, thr_iv = self._theta_hat, (Lt, Ut)
+                thr, thr_iv = self._est.theta_hat, (Lt, Ut)
             events.append(Event(self.arms[i], kind, float(y), (float(L), float(U)), thr, thr_iv,
                                 self._m[i], self._pulls))
         return events
@@ -650,15 +534,7 @@ class AdaptiveDoubleExploration(Policy):
     # ------------------------------------------------------------------------------------------
     def _push_arm(self, i: int, rad: Callable[[int, float], float]) -> None:
         m, s = self._m[i], self._s[i]
-        y = s / m
-        r = rad(m, s)
-        v = self._ver[i]
-        if not self._hi_clear[i]:
-            heapq.heappush(self._h_hi_out, (-(y - r), i, v))
-            heapq.heappush(self._h_hi_clr, (y + r, i, v))
-        if self.two_sided and not self._lo_clear[i]:
-            heapq.heappush(self._h_lo_out, (y + r, i, v))
-            heapq.heappush(self._h_lo_clr, (-(y - r), i, v))
+        self._heaps.push(i, s / m, rad(m, s), self._ver[i], self._hi_clear[i], self._lo_clear[i])
 
     def _rebuild_heaps(self, cand: list[int] | None = None, y: list[float] | None = None,
                        r: list[float] | None = None) -> None:
@@ -666,7 +542,7 @@ class AdaptiveDoubleExploration(Policy):
         if cand is None:
             cand = [i for i in self._cand if self._alive[i]]
             y = r = None
-        self._h_hi_out, self._h_hi_clr, self._h_lo_out, self._h_lo_clr = [], [], [], []
+        self._heaps.rebuild(())
         if self._m_a == 0 or not cand:        # before round 2 some arms have no sample yet
             self._cand = [i for i in cand if self._alive[i]]
             self._ra_order, self._ra_ptr = list(self._cand), 0
@@ -674,18 +550,8 @@ class AdaptiveDoubleExploration(Policy):
         if y is None or r is None:
             y, r = self._intervals(cand)
         keep = [j for j, i in enumerate(cand) if self._alive[i]]
-        ver = self._ver
-        for j in keep:
-            i = cand[j]
-            U, L = y[j] + r[j], y[j] - r[j]
-            if not self._hi_clear[i]:
-                self._h_hi_out.append((-L, i, ver[i]))
-                self._h_hi_clr.append((U, i, ver[i]))
-            if self.two_sided and not self._lo_clear[i]:
-                self._h_lo_out.append((U, i, ver[i]))
-                self._h_lo_clr.append((-L, i, ver[i]))
-        for h in (self._h_hi_out, self._h_hi_clr, self._h_lo_out, self._h_lo_clr):
-            heapq.heapify(h)
+        ver, hc, lc = self._ver, self._hi_clear, self._lo_clear
+        self._heaps.rebuild([(cand[j], y[j], r[j], ver[cand[j]], hc[cand[j]], lc[cand[j]]) for j in keep])
         self._cand = [cand[j] for j in keep]
         # r_a,t order: largest radius first (stable sort: ties by arm index)
         self._ra_order = [cand[j] for j in sorted(keep, key=lambda j: -r[j])]
@@ -698,21 +564,22 @@ class AdaptiveDoubleExploration(Policy):
         outliers = [a for i, a in enumerate(self.arms) if self._status[i] == "outlier"]
         normals = [a for i, a in enumerate(self.arms) if self._status[i] == "normal"]
         undecided = [a for i, a in enumerate(self.arms) if self._status[i] is None]
-        th = self._theta_hat
-        th_iv = None if th is None else (th - self._r_theta, th + self._r_theta)
+        est = self._est
+        th = est.theta_hat
+        th_iv = None if th is None or est.r_theta is None else (th - est.r_theta, th + est.r_theta)
         estimated = set(outliers)
         extra: dict[str, Any] = {
-            "rounds": self._t - 1, "threshold_pairs": self._m_theta, "sequential_rounds": self._m_a,
-            "mu_hat": self._mu_hat, "sigma_hat": self._sigma_hat, "r_theta": self._r_theta,
-            "U_sigma": None if math.isinf(self._U_sigma) else self._U_sigma, "delta_t": self._delta_t,
+            "rounds": self._t - 1, "threshold_pairs": est.m_theta, "sequential_rounds": self._m_a,
+            "mu_hat": est.mu_hat, "sigma_hat": est.sigma_hat, "r_theta": est.r_theta,
+            "U_sigma": None if math.isinf(est.U_sigma) else est.U_sigma, "delta_t": est.delta_t,
             "high_outliers": [a for i, a in enumerate(self.arms) if self._side[i] == "high"],
             "low_outliers": [a for i, a in enumerate(self.arms) if self._side[i] == "low"],
         }
-        if th is not None:
-            th_lo = self._mu_hat - self.k * self._sigma_hat
+        if th is not None and est.r_theta is not None:
+            th_lo = est.lower()
             if self.two_sided:
                 extra["lower_threshold"] = th_lo
-                extra["lower_threshold_interval"] = (th_lo - self._r_theta, th_lo + self._r_theta)
+                extra["lower_threshold_interval"] = (th_lo - est.r_theta, th_lo + est.r_theta)
             for i, a in enumerate(self.arms):
                 if self._status[i] is None and self._m[i] > 0:
                     y = self._s[i] / self._m[i]
@@ -741,10 +608,7 @@ class AdaptiveDoubleExploration(Policy):
             "status": list(self._status), "side": list(self._side),
             "hi_clear": list(self._hi_clear), "lo_clear": list(self._lo_clear),
             "cand": [i for i in self._cand if self._alive[i]], "pulls": self._pulls,
-            "t": self._t, "m_a": self._m_a, "m_theta": self._m_theta,
-            "S": [self._S1, self._S2, self._S12],
-            "U_sigma": None if math.isinf(self._U_sigma) else self._U_sigma,
-            "est": [self._delta_t, self._mu_hat, self._sigma_hat, self._theta_hat, self._r_theta],
+            "t": self._t, "m_a": self._m_a, **self._est.to_dict(),
             "mode": self._mode,
             "pairs": [[rid, p[0], p[1], p[2]] for rid, p in sorted(self._pairs.items())],
             "pair_wish": list(self._pair_wish), "next_rid": self._next_rid, "next_proc_rid": self._next_proc_rid,
@@ -773,10 +637,8 @@ class AdaptiveDoubleExploration(Policy):
         self._n_alive = sum(self._alive)
         self._cand = [int(i) for i in state["cand"]]
         self._pulls = int(state["pulls"])
-        self._t, self._m_a, self._m_theta = int(state["t"]), int(state["m_a"]), int(state["m_theta"])
-        self._S1, self._S2, self._S12 = (float(v) for v in state["S"])
-        self._U_sigma = math.inf if state["U_sigma"] is None else float(state["U_sigma"])
-        self._delta_t, self._mu_hat, self._sigma_hat, self._theta_hat, self._r_theta = state["est"]
+        self._t, self._m_a = int(state["t"]), int(state["m_a"])
+        self._est.load(state)
         self._mode = state["mode"]
         self._pairs = {int(rid): [int(j), x1, x2, Request(self.arms[int(j)], _THRESHOLD, int(rid))]
                        for rid, j, x1, x2 in state["pairs"]}
