@@ -94,7 +94,7 @@ from __future__ import annotations
 import math
 import random
 from collections import deque
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, cast
 
 import numpy as np
 
@@ -250,11 +250,11 @@ class AdaptiveDoubleExploration(Policy):
             R = model.span
 
             def at(d: float) -> Callable[[int, float], float]:
-                return lambda m, s: bounds.hoeffding_radius(m, R, d)
+                return lambda m, s: float(bounds.hoeffding_radius(m, R, d))
         elif type(model) is BernoulliModel:
             def at(d: float) -> Callable[[int, float], float]:
                 z = model.z(d)
-                return lambda m, s: bounds.agresti_coull_radius(m, s, z)
+                return lambda m, s: float(bounds.agresti_coull_radius(m, s, z))
         else:
             def at(d: float) -> Callable[[int, float], float]:
                 return lambda m, s: model.radius(m, s, d)
@@ -361,7 +361,7 @@ class AdaptiveDoubleExploration(Policy):
             pair[1] = x
             return []
         pair[2] = x
-        self._pair_wish.remove(rid)
+        self._pair_wish.remove(cast(int, rid))
         events: list[Event] = []
         # pairs enter the estimates in draw order (the first m_theta draws are i.i.d. uniform)
         while self._next_proc_rid in self._pairs and self._pairs[self._next_proc_rid][2] is not None:
@@ -403,7 +403,7 @@ class AdaptiveDoubleExploration(Policy):
         elif self._m_a == 0:
             threshold = False
         else:
-            threshold = self._r_a() <= self._est.r_theta
+            threshold = self._r_a() <= cast(float, self._est.r_theta)
         if threshold:
             self._mode = _THRESHOLD
             self._draw_pair()
@@ -524,7 +524,7 @@ class AdaptiveDoubleExploration(Policy):
             if side == "low":
                 thr, thr_iv = th_lo, (Llo, Ulo)
             else:
-                thr, thr_iv = self._est.theta_hat, (Lt, Ut)
+                thr, thr_iv = cast(float, self._est.theta_hat), (Lt, Ut)
             events.append(Event(self.arms[i], kind, float(y), (float(L), float(U)), thr, thr_iv,
                                 self._m[i], self._pulls))
         return events
@@ -596,8 +596,7 @@ class AdaptiveDoubleExploration(Policy):
     def snapshot(self) -> dict[str, Any]:
         version, internal, gauss = self._rng.getstate()
         seq = [i for (i, tok) in self._seq_queue if self._seq_live((i, tok))] if self._mode == _SEQUENTIAL else []
-        seen: set[int] = set()
-        seq = [i for i in seq if not (i in seen or seen.add(i))]
+        seq = list(dict.fromkeys(seq))   # first occurrence of each arm, in order
         return {
             "policy": self.name, "format": 1, "arms": list(self.arms),
             "params": {"k": self.k, "delta": self.delta, "two_sided": self.two_sided,

@@ -76,7 +76,7 @@ import math
 import random
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Sequence, cast
 
 import numpy as np
 
@@ -334,13 +334,13 @@ class GenericOutlierDetection(RoundPlanned, Policy):
             self._at_T = self.T
             self._dp = bounds.gold_significance(self.delta, self.n, self.T)
             if self._bernoulli:
-                self._z = self.model.z(self._dp)
+                self._z = cast(BernoulliModel, self.model).z(self._dp)
 
     def _interval(self, i: int) -> tuple[float, float]:
         self._refresh_level()
         m, s = self.m[i], self.s[i]
         if self._bernoulli:
-            r = self.b * bounds.agresti_coull_radius(float(m), s, self._z)
+            r = self.b * float(bounds.agresti_coull_radius(float(m), s, self._z))
         else:
             r = self.b * float(self.model.radius(m, s, self._dp))
         y = s / m
