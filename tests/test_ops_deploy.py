@@ -287,8 +287,14 @@ def test_run_forever_serves_metrics_and_stops_on_sigterm(tmp_path):
         want = {"streamarms_samples_total", "streamarms_alerts_total", "streamarms_arms"}
         names = _scrape_until(proc, port, want)
         assert want <= names, sorted(names)
+        # readiness may lag the first scrape (the first checkpoint, a loaded machine): poll, don't read once
+        deadline = time.monotonic() + 40
         code, body = _get(port, "/healthz")
-        assert code == 200 and json.loads(body)["status"] == "ready"
+        while not (code == 200 and json.loads(body)["status"] == "ready") and time.monotonic() < deadline:
+            assert proc.poll() is None
+            time.sleep(0.3)
+            code, body = _get(port, "/healthz")
+        assert code == 200 and json.loads(body)["status"] == "ready", body
         code, body = _get(port, "/livez")
         assert code == 200
     finally:

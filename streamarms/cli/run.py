@@ -34,7 +34,7 @@ import time
 from types import SimpleNamespace
 from typing import Any, Sequence
 
-from ..checkpoint import CheckpointError, CheckpointStore, FileCheckpointStore
+from ..checkpoint import CheckpointError, CheckpointStore, FileCheckpointStore, checkpoint_key
 from ..daemon import Daemon, restore_checkpoint
 from ..errors import ConfigError
 from ..metrics import Metrics
@@ -96,20 +96,30 @@ def _kafka_config(s: SimpleNamespace) -> dict[str, Any]:
     return cfg
 
 
+#: the compacted topic that holds the checkpoints (key: the group) when a broker is configured
+DEFAULT_CHECKPOINT_TOPIC = "streamarms-checkpoints"
+
+
 def _checkpoint_store(s: SimpleNamespace, kafka_cfg: dict[str, Any] | None) -> CheckpointStore | None:
     spec = s.checkpoint
     if spec in (None, "", "none", False):
         return None
+    try:
+        secret = checkpoint_key()
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
     if spec == "auto":
         if kafka_cfg is None:
             return None
-        spec = f"streamarms-{s.group_id}.checkpoint"
+        # with a broker, the checkpoint lives next to the data: a container restart does not lose it, and
+        # (with the cluster id it records) another cluster cannot pick it up by sharing a group name
+        spec = f"kafka:{DEFAULT_CHECKPOINT_TOPIC}"
     if isinstance(spec, str) and spec.startswith("kafka:"):
         if kafka_cfg is None:
             raise ConfigError("--checkpoint kafka:TOPIC needs --bootstrap-servers")
         from streamarms.connectors.kafka import KafkaCheckpointStore
-        return KafkaCheckpointStore(kafka_cfg, spec[len("kafka:"):], key=s.group_id)
-    return FileCheckpointStore(spec, fsync=bool(s.fsync))
+        return KafkaCheckpointStore(kafka_cfg, spec[len("kafka:"):], key=s.group_id, secret=secret)
+    return FileCheckpointStore(spec, fsync=bool(s.fsync), secret=secret)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -121,8 +131,10 @@ def run_main(opts: argparse.Namespace) -> int:
     except ConfigError as e:
         print(f"streamarms run: error: {e}", file=sys.stderr)
         return 2
-    logging.basicConfig(level=getattr(logging, str(s.log_level).upper(), logging.INFO), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    level = getattr(logging, str(s.log_level).upper(), logging.INFO)
+    logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if level > logging.DEBUG:  # kafka-python's own lines (dozens per outage) only with --log-level debug;
+        logging.getLogger("kafka").setLevel(logging.CRITICAL)  # streamarms logs the outage in one line
     try:
         app = _App(s)
     except (ConfigError, CheckpointError) as e:
@@ -130,7 +142,10 @@ def run_main(opts: argparse.Namespace) -> int:
         return 2
     except Exception as e:  # the broker is unreachable, a file cannot be opened, ...
         log.debug("start-up failed", exc_info=True)
-        print(f"streamarms run: error: cannot start: {type(e).__name__}: {e}", file=sys.stderr)
+        text, name = str(e), type(e).__name__
+        # kafka-python repeats its type name in the message; BrokerUnreachable's message says it all
+        what = text if text.startswith(name) or name == "BrokerUnreachable" else f"{name}: {text}"
+        print(f"streamarms run: error: cannot start: {what}", file=sys.stderr)
         return 1
     return app.run()
 
@@ -170,7 +185,12 @@ class _App:
         self.run_info = {"mode": s.mode, "policy": s.policy,
                          "topics": sorted(s.rewards_topic or []) or sorted(s.rewards_file or []) or ["embedded"],
                          "k": s.k, "delta": s.delta, "reward_model": s.reward_model, "group_id": s.group_id}
+        if self.kafka_cfg is not None:  # one clear line within seconds if no broker answers
+            from streamarms.connectors.kafka import probe_cluster
+            self.run_info["cluster_id"] = probe_cluster(self.kafka_cfg)
         self.store = _checkpoint_store(s, self.kafka_cfg)
+        if self.store is not None:
+            log.info("checkpoint: %s, protected by %s", self.store.describe(), self.store.integrity())
         doc = restore_checkpoint(self.store, self.run_info) if self.store is not None else None
         resume = doc["source"] if doc else None
 
@@ -187,8 +207,11 @@ class _App:
         if doc is not None:
             try:
                 self.scheduler.restore(doc["scheduler"])
-            except ValueError as e:  # written by a run this one cannot continue (e.g. another mode)
+            except ValueError as e:  # another mode, a policy class that is not loaded (nothing imported)
                 raise CheckpointError(f"the checkpoint in {self.store.describe()}: {e}") from None
+            except (KeyError, TypeError) as e:  # a document with a valid hash but not our shape
+                raise CheckpointError(f"the checkpoint in {self.store.describe()} is malformed: "
+                                      f"{type(e).__name__}: {e}") from None
             log.info("resumed from %s: episode %d, %d records, %d samples", self.store.describe(),
                      self.scheduler.episode, self.scheduler.records, self.scheduler.used)
         self.metrics = Metrics() if s.metrics_port is not None else None
@@ -235,7 +258,8 @@ class _App:
             self.source = KafkaRewardSource(s.rewards_topic, s.group_id, cfg, resume=resume,
                                             ordered=s.order == "timestamp", max_poll_records=s.max_poll_records,
                                             from_beginning=bool(s.from_beginning),
-                                            consumer_options=dict(_kv(x) for x in (s.consumer_option or [])))
+                                            consumer_options=dict(_kv(x) for x in (s.consumer_option or [])),
+                                            on_out_of_range=s.on_out_of_range)
         elif s.rewards_file:
             from streamarms.connectors.files import JsonlDeadLetterSink, JsonlSink, JsonlSource
             if s.mode == ACTIVE:

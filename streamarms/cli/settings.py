@@ -24,6 +24,7 @@ DEFAULTS: dict[str, Any] = {
     "bootstrap_servers": None, "rewards_topic": None, "alerts_topic": "streamarms-alerts",
     "requests_topic": None, "dead_letter_topic": None, "group_id": "streamarms", "create_topics": False,
     "from_beginning": True, "max_poll_records": 1000, "order": "timestamp",
+    "on_out_of_range": "earliest",
     "rewards_file": None, "alerts_file": None, "dead_letter_file": None,
     # the policy
     "mode": PASSIVE, "passive_feed": "planned", "policy": "wrr", "k": 2.0, "delta": 0.1, "reward_model": "bernoulli", "reward_range": None,
@@ -32,7 +33,7 @@ DEFAULTS: dict[str, Any] = {
     "threshold": None, "budget": None, "epsilon": None, "ucbe_b": None, "alpha": None, "estimator": None,
     "moment_p": None, "moment_bound": None,
     # records
-    "reward_field": "reward", "request_id_field": "request_id", "max_key_bytes": 256, "validate": "used",
+    "reward_field": "reward", "request_id_field": "request_id", "max_key_bytes": 256, "validate": "all",
     "arms": None,
     # scheduling
     "max_episodes": None, "episode_interval": 300.0, "episode_timeout": None, "window": 32, "prefetch": 4,
@@ -72,6 +73,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-poll-records", type=positive_int, metavar="N", help="records per poll (default 1000)")
     g.add_argument("--order", choices=["timestamp", "arrival"],
                    help="record order across partitions: reproducible timestamp merge (default) or poll order")
+    g.add_argument("--on-out-of-range", choices=["earliest", "latest", "fail"],
+                   help="a checkpointed position outside its partition (topic recreated, records expired): read "
+                        "from the partition's start (default), its end, or stop with an error")
     g.add_argument("--security-protocol", choices=["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"])
     g.add_argument("--sasl-mechanism", metavar="MECH", help="PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, GSSAPI")
     g.add_argument("--sasl-username", metavar="USER")
@@ -116,7 +120,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--request-id-field", metavar="NAME", help="JSON field of answers holding the request id")
     g.add_argument("--max-key-bytes", type=positive_int, metavar="N", help="longer keys are refused (default 256)")
     g.add_argument("--validate", choices=["used", "all"],
-                   help="parse only the records the policy takes (default) or check every record")
+                   help="check every record, so every bad one is dead-lettered (default), or parse only "
+                        "the records the policy takes (fast path)")
     g.add_argument("--arms", metavar="A,B,..", help="fixed arm set (other keys are skipped)")
     g = p.add_argument_group("episodes and scheduling")
     g.add_argument("--max-episodes", type=positive_int, metavar="N", help="stop after N episodes (default: run forever; "
@@ -142,7 +147,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="alert an outlier again in every episode it is found (default: once until cleared)")
     g = p.add_argument_group("state, metrics, process")
     g.add_argument("--checkpoint", metavar="PATH|kafka:TOPIC|none",
-                   help="where to checkpoint (default: ./streamarms-<group>.checkpoint with Kafka, none otherwise)")
+                   help="where to checkpoint (default: the compacted topic kafka:streamarms-checkpoints, key = "
+                        "the group, with Kafka; none otherwise)")
     g.add_argument("--checkpoint-interval", type=nonneg_float, metavar="SEC", help="seconds between checkpoints (default 5)")
     g.add_argument("--fsync", action=argparse.BooleanOptionalAction, default=None, help="fsync checkpoints (default on)")
     g.add_argument("--metrics-port", type=port, metavar="PORT", help="serve /metrics and /healthz on this port")

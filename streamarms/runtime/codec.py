@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
 from ..models import RewardModel
+from . import decoder
 from .records import InvalidRecord
 
 __all__ = ["RewardCodec"]
@@ -60,25 +60,25 @@ class RewardCodec:
         if value is None:
             raise InvalidRecord("value_missing", f"record of arm {arm!r} has no value")
         try:
-            obj = json.loads(value)
-        except (ValueError, UnicodeDecodeError):
-            raise InvalidRecord("not_json", f"value of arm {arm!r} is not JSON: {bytes(value[:80])!r}"
-                                if isinstance(value, (bytes, bytearray)) else
-                                f"value of arm {arm!r} is not JSON: {value[:80]!r}") from None
+            obj = decoder.loads(value)
+        except ValueError as e:  # any failure (syntax, UTF-8, depth, overflow): refuse, never crash
+            shown = bytes(value[:80]) if isinstance(value, (bytes, bytearray, memoryview)) else value[:80]
+            raise InvalidRecord("not_json", f"value of arm {arm!r} is {e}: {shown!r}") from None
         if not isinstance(obj, dict):
-            raise InvalidRecord("not_object", f"value of arm {arm!r} is JSON but not an object: {str(obj)[:80]}")
+            raise InvalidRecord("not_object", f"value of arm {arm!r} is JSON but not an object: "
+                                              f"a JSON {type(obj).__name__}")
         return obj
 
     def reward_of(self, arm: str, obj: dict[str, Any]) -> float:
         """The reward in a parsed value."""
         try:
-            x = obj[self.reward_field]
+            x = decoder.reward(obj, self.reward_field)
         except KeyError:
             raise InvalidRecord("missing_reward", f"value of arm {arm!r} has no {self.reward_field!r} field") from None
-        if type(x) is float or type(x) is int:
-            x = float(x)
-        else:
-            raise InvalidRecord("not_numeric", f"reward of arm {arm!r} is not a JSON number: {x!r}")
+        if x is None:
+            v = obj[self.reward_field]
+            shown = repr(v[:80]) if isinstance(v, str) else f"a JSON {type(v).__name__}"  # never repr a deep value
+            raise InvalidRecord("not_numeric", f"reward of arm {arm!r} is not a JSON number: {shown}")
         if not math.isfinite(x):
             raise InvalidRecord("not_finite", f"reward of arm {arm!r} is not finite: {x!r}")
         if self.model is not None:

@@ -32,7 +32,7 @@ class SchedulerConfig:
     max_in_flight: int = 32
     #: active: drop a request not answered within this long
     request_timeout: float = 30.0
-    #: first episode: start once no new key appeared for this many records ...
+    #: first episode: start once no new key appeared for this many valid records (refused ones do not count) ...
     discovery_records: int = 1000
     #: ... or this long after the first record
     discovery_seconds: float = 10.0
@@ -48,8 +48,9 @@ class SchedulerConfig:
     max_arms: int = 10_000
     #: forget keys with no record for this long (checked when an episode starts; None: never)
     key_ttl: float | None = None
-    #: "used": parse only records the policy uses (the saving); "all": validate every record
-    validate: str = "used"
+    #: "all" (default): validate every record, so every bad one is refused (dead-lettered); "used":
+    #: parse only the records the policy takes (the fast path: bad records among the skipped pass unseen)
+    validate: str = "all"
     #: passive: "planned" gives the policy the rewards its plan asks for, in that order (its sampling
     #: rule runs as in a simulation); "all" gives it every reward of its arms as it arrives (sound for
     #: anytime-valid policies: :mod:`streamarms.runtime.intake`)

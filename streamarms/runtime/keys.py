@@ -14,7 +14,7 @@ streamarms.runtime.records.InvalidRecord: too_many_arms: new key 'c' refused: al
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 from .codec import RewardCodec
 from .records import InvalidRecord
@@ -47,9 +47,12 @@ class KeyRegistry:
     def __len__(self) -> int:
         return len(self.last_seen)
 
-    def new_key(self, key: bytes | str | None, now: float) -> str | None:
+    def new_key(self, key: bytes | str | None, now: float,
+                check: Callable[[str], object] | None = None) -> str | None:
         """The arm of a key not in :attr:`arm_of` yet, registering it; ``None`` for a key outside a
-        fixed arm set; :class:`InvalidRecord` for a bad key or one too many."""
+        fixed arm set; :class:`InvalidRecord` for a bad key or one too many. ``check(arm)`` runs
+        before a new arm is registered (the scheduler checks the record's reward: a bad record never
+        registers a key) and may raise :class:`InvalidRecord`."""
         arm = self.codec.arm(key)
         raw = arm.encode("utf-8")
         if raw in self.arm_of:  # a str key of an arm known by bytes
@@ -58,6 +61,8 @@ class KeyRegistry:
             return arm
         if self.fixed:
             return None
+        if check is not None:
+            check(arm)  # raises InvalidRecord: the key stays unknown
         if len(self.last_seen) >= self.max_arms:
             raise InvalidRecord("too_many_arms", f"new key {arm[:64]!r} refused: already "
                                                  f"{len(self.last_seen)} arms (max_arms={self.max_arms})")

@@ -57,7 +57,6 @@ and the wall clock in active mode (requests need real timeouts).
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import asdict
 from typing import Any, Callable, Sequence
 
@@ -81,14 +80,32 @@ def _class_path(obj: object) -> str:
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
+def _policy_classes() -> dict[str, type[Policy]]:
+    """Every loaded subclass of :class:`Policy`, by ``module:qualname``."""
+    out: dict[str, type[Policy]] = {}
+    stack: list[type[Policy]] = [Policy]
+    while stack:
+        for sub in stack.pop().__subclasses__():
+            out[f"{sub.__module__}:{sub.__qualname__}"] = sub
+            stack.append(sub)
+    return out
+
+
 def _resolve_policy_class(path: str) -> type[Policy]:
-    module, _, qualname = path.partition(":")
-    target: Any = importlib.import_module(module)
-    for part in qualname.split("."):
-        target = getattr(target, part)
-    if not (isinstance(target, type) and issubclass(target, Policy)):
-        raise ValueError(f"checkpoint names {path!r}, which is not a streamarms Policy class")
-    return target
+    """The policy class a checkpoint names, looked up among the loaded policy classes (the registry's
+    and the run's own): a checkpoint never makes the daemon import a module (``this:Zen``,
+    ``os:system``) -- a forged or foreign one is refused before any of its code runs.
+
+    >>> _resolve_policy_class("this:Zen")
+    Traceback (most recent call last):
+    ...
+    ValueError: checkpoint names policy class 'this:Zen', which is not a loaded streamarms policy class: refused (nothing imported)
+    """
+    cls = _policy_classes().get(str(path))
+    if cls is None:
+        raise ValueError(f"checkpoint names policy class {str(path)[:200]!r}, which is not a loaded streamarms "
+                         "policy class: refused (nothing imported)")
+    return cls
 
 
 def _check_snapshot(state: dict[str, Any], mode: str) -> None:
@@ -143,6 +160,8 @@ class Scheduler:
                                                            self._follow, v) if cfg.passive_feed == "all" else None)
         # when something time-based must happen, and the record count at which discovery ends
         self._deadline = self._record_deadline = float("inf")
+        #: records refused by the codec (every reason but rejected_by_policy): discovery counts valid records
+        self._refused_stream = 0
         self._recompute_deadline()
 
     # the parts' state, read by the daemon, the metrics and the CLI
@@ -188,9 +207,9 @@ class Scheduler:
         arm = self.keys.arm_of.get(key)  # type: ignore[arg-type]
         if arm is None:
             try:
-                arm = self._new_key(key)
+                arm = self._new_key(key, value)
             except InvalidRecord as e:
-                c.invalid[e.reason] += 1
+                self._refuse(e)
                 return e
             if arm is None:  # a key outside a fixed arm set
                 return None
@@ -201,7 +220,12 @@ class Scheduler:
         if now >= self._deadline or c.records >= self._record_deadline:
             self._deadline_in_record(now)
         if self._intake is not None:
-            return self._intake.take(arm, value, now)
+            bad = self._intake.take(arm, value, now)  # counts a refusal in counters.invalid itself
+            if bad is not None and bad.reason != "rejected_by_policy":
+                self._refused_stream += 1  # as _refuse: a refused record does not count for discovery
+                if self.episodes.phase == DISCOVERING:
+                    self._record_deadline += 1
+            return bad
         plan = self.plan
         want = plan.window.get(arm)
         held = plan.held.get(arm) if want is not None else None
@@ -212,7 +236,7 @@ class Scheduler:
                 return None  # skipped
             x = self.codec.reward(arm, value)
         except InvalidRecord as e:
-            c.invalid[e.reason] += 1
+            self._refuse(e)
             return e
         if arm == plan.head:
             bad = plan.give(arm, x, now)
@@ -222,11 +246,23 @@ class Scheduler:
         plan.hold(arm, x, now)
         return None
 
-    def _new_key(self, key: bytes | str | None) -> str | None:
+    def _refuse(self, e: InvalidRecord) -> None:
+        """Count a refused record. During discovery it does not count towards ``discovery_records``
+        either: a refused record changes nothing but its counter, so a stream with bad records
+        interleaved decides exactly as the same stream without them."""
+        self.counters.invalid[e.reason] += 1
+        self._refused_stream += 1
+        if self.episodes.phase == DISCOVERING:
+            self._record_deadline += 1
+
+    def _new_key(self, key: bytes | str | None, value: bytes | str | None) -> str | None:
+        """Register the arm of a key not seen before -- only once one of its records holds a valid
+        reward: a junk record with a junk key is refused without taking one of the ``max_arms`` slots
+        (nor a place in the checkpoint). Runs once per arm, so the extra parse costs nothing."""
         now, known = self.clock(), len(self.keys)
-        arm = self.keys.new_key(key, now)
+        arm = self.keys.new_key(key, now, lambda a: self.codec.reward(a, value))
         if len(self.keys) > known and self.episodes.phase == DISCOVERING:
-            self.episodes.on_new_key(self.counters.records, now)
+            self.episodes.on_new_key(self.counters.records - self._refused_stream, now)
             self._recompute_deadline()
         return arm
 
@@ -246,7 +282,7 @@ class Scheduler:
     def _on_deadline(self, now: float) -> None:
         e = self.episodes
         if e.phase == DISCOVERING:
-            if e.discovery_over(now, len(self.keys), self.counters.records, self.keys.fixed):
+            if e.discovery_over(now, len(self.keys), self.counters.records - self._refused_stream, self.keys.fixed):
                 self._start_episode(now)
             else:
                 self._recompute_deadline()
@@ -260,7 +296,8 @@ class Scheduler:
                 self._follow(now, self.plan.expire(now))
 
     def _recompute_deadline(self) -> None:
-        d, self._record_deadline = self.episodes.deadline(len(self.keys), self.keys.fixed)
+        d, valid_deadline = self.episodes.deadline(len(self.keys), self.keys.fixed)
+        self._record_deadline = valid_deadline + self._refused_stream  # in records, refused ones included
         self._deadline = min(d, self.plan.deadline()) if self.episodes.phase == RUNNING else d
 
     def _follow(self, now: float, deferred: set[str] | None = None, full: bool = True) -> None:
@@ -321,6 +358,7 @@ class Scheduler:
         policy = None if ps is None else _resolve_policy_class(ps["class"]).restore(ps["state"])
         self.keys.restore(state["arms"])
         self.counters.restore(state["counters"])
+        self._refused_stream = self.counters.refused - self.counters.invalid.get("rejected_by_policy", 0)
         self.episodes.restore(state, policy, int(state["counters"]["ep_start_records"]))
         self.plan.restore(state, policy, self.episodes.episode)
         if self.requests is not None:
