@@ -174,3 +174,42 @@ def test_batch_decoder_agrees_with_the_per_record_codec():
         except Exception:
             want = None
         assert x == want, v
+
+
+@pytest.mark.parametrize("n,seed", [(20, 1), (200, 2)])
+def test_policy_update_batch_equals_update_one_by_one(n, seed):
+    """AnytimeKSigma.update_batch skips ahead with numpy; the default (WRR) loops over update."""
+    from streamarms.policies.base import Policy
+
+    rng = random.Random(seed)
+    means = [0.2] * (n - 2) + [0.8, 0.9]
+    arms = [rng.randrange(n) for _ in range(400 * n if n < 100 else 100 * n)]
+    xs = [float(rng.random() < means[a]) for a in arms]
+    for j in range(0, len(xs), 997):
+        xs[j] = 0.5  # refused by the Bernoulli model: the batch stops before it, update() says why
+    names = [f"a{i}" for i in range(n)]
+    for make_policy in (lambda: AnytimeKSigma(names, k=2.0, delta=0.1),
+                        lambda: WeightedRoundRobin(names, k=2.0, delta=0.1)):
+        p, q = make_policy(), make_policy()
+        ev_p, bad_p = [], []
+        for j, (a, x) in enumerate(zip(arms, xs)):
+            try:
+                ev_p += [(j, e) for e in p.update(names[a], x)]
+            except ValueError as e:
+                bad_p.append((j, str(e)))
+        ev_q, bad_q, pos, calls = [], [], 0, 0
+        while pos < len(xs):
+            end = min(len(xs), pos + rng.choice([1, 15, 16, 100, 3000]))
+            k, ev = q.update_batch(arms[pos:end], xs[pos:end])
+            calls += 1
+            pos += k
+            ev_q += [(pos - 1, e) for e in ev]
+            if pos < end and not ev:
+                with pytest.raises(ValueError) as err:
+                    q.update(names[arms[pos]], xs[pos])
+                bad_q.append((pos, str(err.value)))
+                pos += 1
+        assert ev_q == ev_p and bad_q == bad_p and len(bad_p) > 0 and len(ev_p) > 0
+        assert json.dumps(q.snapshot()) == json.dumps(p.snapshot())
+        if isinstance(q, AnytimeKSigma):
+            assert type(q).update_batch is not Policy.update_batch
