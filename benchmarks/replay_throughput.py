@@ -5,8 +5,8 @@ two outlier keys among ``--keys``), three ways:
 
 * ``bare``: ``for line in f: json.loads(line)`` -- reading and parsing each line, nothing else
   (also with orjson, the parser the daemon uses);
-* ``idle``: the whole ``run`` command (JSONL source, daemon, scheduler, full validation) after its one
-  episode: every record is read, validated and skipped;
+* ``idle``: the whole ``run`` command (JSONL source, daemon, scheduler, full validation) with no
+  episode running (``--min-arms`` above the number of keys): every record is read, validated and skipped;
 * ``detecting``: ``run --forever --episode-interval 0``: detection episodes back to back.
 
 Every run is in this process (imports done once) and timed with **process time** (CPU seconds of this
@@ -61,9 +61,10 @@ def bare(path: str, loads) -> float:
 def daemon(path: str, n: int, detecting: bool, policy: str, extra: list[str]) -> tuple[float, dict]:
     summary = path + ".summary.json"
     args = ["run", "--rewards-file", path, "--policy", policy, "--checkpoint", "none", "--quiet",
-            "--summary-json", summary, "--discovery-records", "1000"]
-    # idle: one episode, then every record is read, validated and skipped (the next one is a day away)
-    args += ["--forever", "--episode-interval", "0" if detecting else "1e9"]
+            "--summary-json", summary, "--discovery-records", "1000", "--max-arms", "200000"]
+    # idle: no episode runs (more arms needed than there are keys): every record is read, validated
+    # and skipped -- the state of a deployment between episodes
+    args += ["--forever", "--episode-interval", "0"] if detecting else ["--forever", "--min-arms", "10000"]
     t0 = time.process_time()
     cli(args + extra)
     dt = time.process_time() - t0
@@ -79,12 +80,14 @@ def main() -> None:
     ap.add_argument("--policy", nargs="+", default=["wrr"])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--feed", default="planned", choices=["planned", "all"])
+    ap.add_argument("--plot", help="write a PNG of records/s vs keys (bare, idle, detecting) here")
     args = ap.parse_args()
     logging.disable(logging.WARNING)
     tmp = tempfile.mkdtemp()
     extra = ["--passive-feed", args.feed]
     print(f"{args.records:,} records per file; process time, best of {args.repeat}, cases interleaved; "
           f"passive feed {args.feed}")
+    rates: dict[str, list[float]] = {}
     for n_keys in args.keys:
         path = os.path.join(tmp, f"r{n_keys}.jsonl")
         make_file(path, args.records, n_keys)
@@ -106,6 +109,26 @@ def main() -> None:
             r, st = best[label]
             note = f"  ({st['samples']:,} samples, {len(st.get('episodes', []))} episodes)" if st else ""
             print(f"  {label:<26} {r:>10,.0f} records/s  {r / b:6.1%} of bare json.loads{note}")
+            rates.setdefault(label, []).append(r)
+    if args.plot:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for label, ys in rates.items():
+            ax.plot(args.keys, ys, marker="o", label=label, linestyle="--" if "bare" in label else "-")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("keys (arms)")
+        ax.set_ylabel("records/s (process time)")
+        ax.set_title(f"streamarms run --rewards-file, {args.records:,} records, feed {args.feed}")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(args.plot, dpi=110)
+        print(f"plot: {args.plot}")
 
 
 if __name__ == "__main__":
