@@ -19,11 +19,10 @@ The loop, per batch of records from ``source.poll``:
    consumer group. A crash at any point therefore resumes from a state and positions that belong
    together: no record is lost, none counted twice.
 
-Sources provide ``poll(timeout) -> list[record]`` (records with ``topic partition offset timestamp
-key value``), ``state()`` (positions, JSON-able), ``rollback(n)`` (only the first ``n`` records of the
-last batch were handled), ``commit(state)`` and ``close()``; optionally ``exhausted``, ``connected``
-(``False`` while the broker is unreachable: the loop keeps turning, checkpoints wait for the broker)
-and ``lag()``. Sinks provide ``flush()`` and ``close()``; the dead-letter sink ``send(record, reason, detail)``.
+The source and the sinks satisfy the contracts of :mod:`streamarms.runtime.contracts`
+(:class:`~streamarms.runtime.contracts.RewardSource`, ``AlertSink``, ``RequestSink``, ``DeadLetterSink``);
+a source may also offer ``exhausted``, ``connected`` (``False`` while the broker is unreachable: the loop
+keeps turning, checkpoints wait for the broker) and ``lag()``.
 
 **Progress.** Once a second the loop notes whether it made progress: records handled, or nothing to
 read (lag 0, or no ``lag()``), or the broker unreachable (an outage is ridden out, not a stall).
@@ -64,6 +63,7 @@ from typing import Any, Callable
 from .checkpoint import CheckpointError, CheckpointStore
 from .metrics import Metrics
 from .runtime import FINISHED, EventClock, InvalidRecord, Scheduler
+from .runtime.contracts import AlertSink, DeadLetterSink, RequestSink, RewardSource
 
 __all__ = ["Daemon", "restore_checkpoint", "checkpoint_document"]
 
@@ -104,8 +104,9 @@ def restore_checkpoint(store: CheckpointStore, run: dict[str, Any],
 class Daemon:
     """Runs the main loop (module docstring). ``run()`` returns the process exit code (0 = clean)."""
 
-    def __init__(self, scheduler: Scheduler, source: Any, *, clock: EventClock | None = None,
-                 alert_sink: Any = None, request_sink: Any = None, dead_letter_sink: Any = None,
+    def __init__(self, scheduler: Scheduler, source: RewardSource, *, clock: EventClock | None = None,
+                 alert_sink: AlertSink | None = None, request_sink: RequestSink | None = None,
+                 dead_letter_sink: DeadLetterSink | None = None,
                  checkpoint: CheckpointStore | None = None, checkpoint_interval: float = 5.0,
                  metrics: Metrics | None = None, run_info: dict[str, Any] | None = None,
                  poll_timeout: float = 0.2, stop_when_exhausted: bool = True,

@@ -166,3 +166,58 @@ def test_cli_uses_the_hmac_key_from_the_environment(tmp_path):
     assert p.returncode == 0 and "protected by HMAC-SHA256" in p.stderr, p.stderr[-2000:]
     p = _run(args, tmp_path)  # the same checkpoint without the key: refused, one line, exit 2
     assert p.returncode == 2 and "no checkpoint key is set" in p.stderr, p.stderr[-2000:]
+
+
+# -- item 3: liveness reflects a consumer that makes no progress while records wait ---------------
+def test_livez_fails_when_nothing_is_read_while_records_wait():
+    from streamarms.daemon import Daemon
+
+    class StuckSource:  # positions that point nowhere: polls return nothing, yet 5 records wait
+        exhausted = False
+        connected = True
+
+        def __init__(self):
+            self.polls = 0
+
+        def poll(self, timeout):
+            self.polls += 1
+            if self.polls >= 40:
+                d.stop("test over")
+            return []
+
+        def lag(self):
+            return {"t:0": 5}
+
+        def state(self):
+            return {}
+
+        def rollback(self, n):
+            pass
+
+        def commit(self, state):
+            pass
+
+        def close(self):
+            pass
+
+    t = [0.0]
+
+    def wall():
+        t[0] += 1.0  # one second per call: the loop's once-a-second progress note runs every turn
+        return t[0]
+
+    s, _ = scheduler()
+    src = StuckSource()
+    d = Daemon(s, src, handle_signals=False, wall=wall, stall_seconds=30.0, stop_when_exhausted=False)
+    d.run()
+    ok, info = d.health()
+    assert not ok and info["lag_records"] == 5 and "while 5 records wait" in info["reason"]
+    src.lag = lambda: {"t:0": 0}  # caught up: idle is fine
+    src.polls, d._interrupt, d._stop_requested = 0, False, False
+    d.run()
+    assert d.health()[0]
+    src.connected = False  # an outage is ridden out, not a stall
+    src.lag = lambda: {"t:0": 5}
+    src.polls, d._interrupt, d._stop_requested = 0, False, False
+    d.run()
+    assert d.health()[0]

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
+from .. import __version__
 from .run import add_run_parser
 from .simulate import add_simulate_parser
 
@@ -25,7 +26,8 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="streamarms", description="Find the outlier keys of a stream with a bandit.")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser.add_argument("--version", action="version", version=f"streamarms {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     add_simulate_parser(sub)
     add_run_parser(sub)
     return parser
@@ -34,6 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     opts = parser.parse_args(argv)
+    if opts.command is None:  # bare `streamarms`: how to use it
+        parser.print_help(sys.stderr)
+        return 2
     return int(opts.handler(opts) or 0)
 
 

@@ -40,6 +40,7 @@ from ..errors import ConfigError
 from ..metrics import Metrics
 from ..registry import POLICIES
 from ..runtime import ACTIVE, PASSIVE, EventClock, RewardCodec, Scheduler, SchedulerConfig
+from ..runtime.contracts import AlertSink, DeadLetterSink, RequestSink
 from .embedded import EmbeddedResponder, embedded_means, embedded_stream
 from .settings import _kv, add_run_arguments, resolve_settings
 
@@ -232,9 +233,9 @@ class _App:
 
     def _build_io(self, resume: dict[str, Any] | None) -> None:
         s = self.s
-        self.alert_sink: Any = None
-        self.request_sink: Any = None
-        self.dead_letter_sink: Any = None
+        self.alert_sink: AlertSink | None = None
+        self.request_sink: RequestSink | None = None
+        self.dead_letter_sink: DeadLetterSink | None = None
         self.embedded_arms: list[str] | None = None
         if s.bootstrap_servers:
             from streamarms.connectors.kafka import (KafkaAlertSink, KafkaDeadLetterSink, KafkaProducerPool,

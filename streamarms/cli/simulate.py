@@ -1,5 +1,7 @@
 """``streamarms simulate``: run a policy on simulated arms, many seeded runs, and report accuracy and
-pulls (a table, or one JSON object with ``--json``). Bad arguments: a one-line error, exit 2.
+pulls (a table, or one JSON object with ``--json``). Bad arguments: a one-line error, exit 2. Every
+policy runs on its defaults (its paper's instance and reward distribution) or says in one line which
+flag it needs. Long work shows a progress bar on stderr when that is a terminal (``--quiet``: none).
 """
 
 from __future__ import annotations
@@ -10,11 +12,26 @@ import sys
 from typing import Any
 
 from ..policies.thresholding import misclassified
+from ..progress import RunProgress
 from ..registry import POLICIES
 from ..sim import Environment, StudentTArm, run_policy, tbpz19_setup, yslk18_instance, zww17_example
 from .types import arm_means, budget, finite, positive_int
 
 __all__ = ["add_simulate_parser", "add_simulate_arguments", "simulate", "simulate_main"]
+
+#: ``--env`` values: how the simulator turns a mean into an arm
+ENVS = ["bernoulli", "bounded", "beta", "gaussian", "student-t"]
+#: the reward distribution of each policy family's paper instance (the default ``--env``)
+DEFAULT_ENV = {"best": "student-t"}
+#: the ``simulate`` options each policy reads, as printed in the table's first line
+TABLE_PARAMS = {
+    **{p: ("k", "delta", "bound") for p in ("rr", "nrr", "ade", "roai", "cs")},
+    "wrr": ("k", "delta", "bound", "rho"),
+    "gold": ("epsilon", "rho", "delta", "bound"),
+    **{p: ("threshold", "budget") for p in ("lsa", "apt", "ucbe", "uniform")},
+    "se": ("delta", "estimator"),
+    "sr": ("budget", "estimator"),
+}
 
 
 def add_simulate_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -57,9 +74,9 @@ def add_simulate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--delta", type=float, default=0.1, help="error probability (default 0.1)")
     p.add_argument("--bound", choices=["bernoulli", "hoeffding"], default="bernoulli",
                    help="confidence intervals: Agresti-Coull for 0/1 rewards or Hoeffding on [0,1]")
-    p.add_argument("--env", default=None,
-                   help="reward distribution of the simulated arms: bernoulli (default), bounded, beta, "
-                        "gaussian (sd 1) or student-t (--df degrees of freedom, scale 1)")
+    p.add_argument("--env", default=None, choices=ENVS, metavar="ENV",
+                   help="reward distribution of the simulated arms: bernoulli (default; se/sr: student-t), "
+                        "bounded, beta, gaussian (sd 1) or student-t (--df degrees of freedom, scale 1)")
     p.add_argument("--two-sided", action="store_true", help="also flag arms far below the mean")
     p.add_argument("--rho", type=float, default=None,
                    help="WRR: pulls per round of an active arm (default: rho* of Eq. 6); "
@@ -69,19 +86,21 @@ def add_simulate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-pulls", type=positive_int, default=None,
                    help="stop a run after this many pulls (it reports the current estimate)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     _add_threshold_and_best_arm_arguments(p)
 
 
-def simulate(opts: argparse.Namespace) -> dict[str, Any]:
+def simulate(opts: argparse.Namespace, progress: RunProgress | None = None) -> dict[str, Any]:
     spec = POLICIES[opts.policy]
     if opts.means is not None:
         means = opts.means
     else:  # each family's paper instance
         means = {"threshold": tbpz19_setup(2), "best": yslk18_instance("S1")}.get(spec.kind) or zww17_example()
     names = [str(i) for i in range(len(means))]
-    env_model = opts.env or "bernoulli"
+    env_model = opts.env = opts.env or DEFAULT_ENV.get(spec.kind, "bernoulli")
     opts.true_means = means
     truth = spec.truth(means, opts) if spec.truth else None
+    spec.build(names, opts)  # a missing or bad option fails here, before any run
     results = []
     for r in range(opts.runs):
         seed = opts.seed + r
@@ -92,7 +111,10 @@ def simulate(opts: argparse.Namespace) -> dict[str, Any]:
         ns = argparse.Namespace(**vars(opts))
         ns.seed = seed
         policy = spec.build(names, ns)
-        res = run_policy(policy, env, max_pulls=opts.max_pulls, keep_events=False)
+        res = run_policy(policy, env, max_pulls=opts.max_pulls, keep_events=False,
+                         on_progress=None if progress is None else progress.pulls)
+        if progress is not None:
+            progress.run_done(res.pulls)
         d = res.decision
         outliers = d.outliers if d.done else d.estimated_outliers
         row: dict[str, Any] = {"seed": seed, "outliers": outliers, "pulls": res.pulls, "done": d.done,
@@ -100,7 +122,7 @@ def simulate(opts: argparse.Namespace) -> dict[str, Any]:
         if d.ranking is not None:
             row["ranking"] = d.ranking
         if spec.kind == "threshold":
-            row["errors"] = misclassified(d, dict(zip(names, means)), d.threshold)
+            row["errors"] = misclassified(d, dict(zip(names, means)), float(opts.threshold))
         if spec.kind == "best":
             row["best"] = outliers[0] if outliers else None
         if truth is not None:
@@ -126,27 +148,30 @@ def simulate(opts: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-def print_table(out: dict[str, Any]) -> None:
-    print(f"policy {out['policy']}  arms {out['n_arms']}  k {out['k']}  delta {out['delta']}  "
-          f"bound {out['bound']}  true outliers {out['true_outliers']}")
+def print_table(out: dict[str, Any], opts: argparse.Namespace) -> None:
+    params = "".join(f"  {name} {getattr(opts, name)}" for name in TABLE_PARAMS.get(out["policy"], ())
+                     if getattr(opts, name, None) is not None)
+    print(f"policy {out['policy']}  arms {out['n_arms']}{params}  env {opts.env}  "
+          f"true outliers {out['true_outliers']}")
     print(f"{'run':>4} {'seed':>6} {'pulls':>12} {'done':>5} {'correct':>7}  outliers")
     for i, r in enumerate(out["results"]):
         print(f"{i:>4} {r['seed']:>6} {r['pulls']:>12} {str(r['done']):>5} {str(r.get('correct', '-')):>7}  "
               f"{','.join(r['outliers']) or '-'}")
     if "mean_errors" in out:
-        print(f"threshold {out['threshold']}  budget {out['budget']}  mean errors {out['mean_errors']:.3f}")
+        print(f"mean errors {out['mean_errors']:.3f}")
     acc = out["accuracy"]
     print(f"accuracy {acc if acc is None else f'{acc:.3f}'}  mean pulls {out['mean_pulls']:.1f}")
 
 
 def simulate_main(opts: argparse.Namespace) -> int:
     try:
-        out = simulate(opts)
+        with RunProgress(opts.runs, f"simulate {opts.policy}", quiet=opts.quiet) as progress:
+            out = simulate(opts, progress)
     except ValueError as e:
         print(f"streamarms simulate: error: {e}", file=sys.stderr)
         return 2
     if opts.json:
         print(json.dumps(out))
     else:
-        print_table(out)
+        print_table(out, opts)
     return 0

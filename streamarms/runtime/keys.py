@@ -14,12 +14,15 @@ streamarms.runtime.records.InvalidRecord: too_many_arms: new key 'c' refused: al
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Any, Sequence
 
 from .codec import RewardCodec
 from .records import InvalidRecord
 
 __all__ = ["KeyRegistry"]
+
+
+_NO_VALUE: Any = object()
 
 
 class KeyRegistry:
@@ -47,12 +50,13 @@ class KeyRegistry:
     def __len__(self) -> int:
         return len(self.last_seen)
 
-    def new_key(self, key: bytes | str | None, now: float,
-                check: Callable[[str], object] | None = None) -> str | None:
+    def new_key(self, key: bytes | str | None, now: float, value: Any = _NO_VALUE) -> str | None:
         """The arm of a key not in :attr:`arm_of` yet, registering it; ``None`` for a key outside a
-        fixed arm set; :class:`InvalidRecord` for a bad key or one too many. ``check(arm)`` runs
-        before a new arm is registered (the scheduler checks the record's reward: a bad record never
-        registers a key) and may raise :class:`InvalidRecord`."""
+        fixed arm set; :class:`InvalidRecord` for a bad key or one too many.
+
+        With ``value`` (the record's value), the key is registered only if the value holds a valid
+        reward: a junk record with a junk key is refused without taking one of the ``max_arms`` slots
+        (nor a place in the checkpoint). Once per arm, so the extra parse costs nothing."""
         arm = self.codec.arm(key)
         raw = arm.encode("utf-8")
         if raw in self.arm_of:  # a str key of an arm known by bytes
@@ -61,8 +65,8 @@ class KeyRegistry:
             return arm
         if self.fixed:
             return None
-        if check is not None:
-            check(arm)  # raises InvalidRecord: the key stays unknown
+        if value is not _NO_VALUE:
+            self.codec.reward(arm, value)  # raises InvalidRecord: the key stays unknown
         if len(self.last_seen) >= self.max_arms:
             raise InvalidRecord("too_many_arms", f"new key {arm[:64]!r} refused: already "
                                                  f"{len(self.last_seen)} arms (max_arms={self.max_arms})")
@@ -81,13 +85,14 @@ class KeyRegistry:
         if stale:
             for a in stale:
                 del self.last_seen[a]
-            self.arm_of = {k: v for k, v in self.arm_of.items() if v not in stale}
+            for k in [k for k, v in self.arm_of.items() if v in stale]:
+                del self.arm_of[k]  # in place: the scheduler holds this dict
 
     def snapshot(self) -> dict[str, float]:
         return dict(self.last_seen)
 
     def restore(self, state: dict[str, float]) -> None:
-        self.arm_of = {}
+        self.arm_of.clear()  # in place: the scheduler holds this dict
         self.last_seen = {}
         for a, t in state.items():
             self.register(a, float(t))

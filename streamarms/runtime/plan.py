@@ -52,7 +52,9 @@ class PlanFollower:
         """Forget the plan (the held rewards are counted as wasted); follow ``policy`` from now on."""
         self.stats.wasted += self.held_count()
         self.policy, self.episode = policy, episode
-        self.window, self.head, self.held, self.cooldown = {}, None, {}, {}
+        self.window.clear()  # window and held in place: the scheduler's record path holds them
+        self.held.clear()
+        self.head, self.cooldown = None, {}
         if self.requests is not None:
             self.requests.reset()
 
@@ -113,7 +115,8 @@ class PlanFollower:
                     if r.arm not in new:
                         prev = old.get(r.arm)
                         new[r.arm] = (r, prev[1] if prev is not None else now)
-                self.window = new
+                old.clear()  # in place: the scheduler's record path holds this dict
+                old.update(new)
                 head_req = reqs[0] if reqs else None
                 self.stale = 0
             else:
@@ -214,9 +217,11 @@ class PlanFollower:
 
     def restore(self, state: dict[str, Any], policy: Policy | None, episode: int) -> None:
         self.policy, self.episode = policy, episode
-        self.window = {a: (Request(str(r[0]), str(r[1]), None if r[2] is None else int(r[2])), float(t))
-                       for a, r, t in state["window"]}
+        self.window.clear()
+        self.window.update({a: (Request(str(r[0]), str(r[1]), None if r[2] is None else int(r[2])), float(t))
+                            for a, r, t in state["window"]})
         self.head = state["head"]
         self.stale = int(state["stale"])
-        self.held = {a: [float(x) for x in xs] for a, xs in state["held"].items()}
+        self.held.clear()
+        self.held.update({a: [float(x) for x in xs] for a, xs in state["held"].items()})
         self.cooldown = {a: float(t) for a, t in state["cooldown"].items()}

@@ -152,6 +152,8 @@ class Scheduler:
         self.plan = PlanFollower(self.counters, self.alerts, plan_len=cfg.max_in_flight if self._active else cfg.window,
                                  prefetch=cfg.prefetch, wait=cfg.request_timeout if self._active else cfg.want_timeout,
                                  requests=self.requests, max_in_flight=cfg.max_in_flight)
+        # the dicts every record looks into, without attribute hops (their owners update them in place)
+        self._arm_of, self._window, self._held = self.keys.arm_of, self.plan.window, self.plan.held
         self._track_seen = cfg.key_ttl is not None
         self._validate_all = v = cfg.validate == "all"
         # how a record reaches the policy when it is not the inline plan-following passive path
@@ -160,8 +162,6 @@ class Scheduler:
                                                            self._follow, v) if cfg.passive_feed == "all" else None)
         # when something time-based must happen, and the record count at which discovery ends
         self._deadline = self._record_deadline = float("inf")
-        #: records refused by the codec (every reason but rejected_by_policy): discovery counts valid records
-        self._refused_stream = 0
         self._recompute_deadline()
 
     # the parts' state, read by the daemon, the metrics and the CLI
@@ -204,12 +204,12 @@ class Scheduler:
         """Handle one record; return an :class:`InvalidRecord` if it was refused, else ``None``."""
         c = self.counters
         c.records += 1
-        arm = self.keys.arm_of.get(key)  # type: ignore[arg-type]
+        arm = self._arm_of.get(key)  # type: ignore[arg-type]
         if arm is None:
             try:
                 arm = self._new_key(key, value)
             except InvalidRecord as e:
-                self._refuse(e)
+                c.invalid[e.reason] += 1
                 return e
             if arm is None:  # a key outside a fixed arm set
                 return None
@@ -220,15 +220,10 @@ class Scheduler:
         if now >= self._deadline or c.records >= self._record_deadline:
             self._deadline_in_record(now)
         if self._intake is not None:
-            bad = self._intake.take(arm, value, now)  # counts a refusal in counters.invalid itself
-            if bad is not None and bad.reason != "rejected_by_policy":
-                self._refused_stream += 1  # as _refuse: a refused record does not count for discovery
-                if self.episodes.phase == DISCOVERING:
-                    self._record_deadline += 1
-            return bad
+            return self._intake.take(arm, value, now)
+        want = self._window.get(arm)
+        held = self._held.get(arm) if want is not None else None
         plan = self.plan
-        want = plan.window.get(arm)
-        held = plan.held.get(arm) if want is not None else None
         try:
             if want is None or (held is not None and len(held) >= plan.depth):
                 if self._validate_all:
@@ -236,7 +231,7 @@ class Scheduler:
                 return None  # skipped
             x = self.codec.reward(arm, value)
         except InvalidRecord as e:
-            self._refuse(e)
+            c.invalid[e.reason] += 1
             return e
         if arm == plan.head:
             bad = plan.give(arm, x, now)
@@ -326,25 +321,19 @@ class Scheduler:
                 plan.hold(arm, x, now)
         return len(xs), out
 
-    def _refuse(self, e: InvalidRecord) -> None:
-        """Count a refused record. During discovery it does not count towards ``discovery_records``
-        either: a refused record changes nothing but its counter, so a stream with bad records
-        interleaved decides exactly as the same stream without them."""
-        self.counters.invalid[e.reason] += 1
-        self._refused_stream += 1
-        if self.episodes.phase == DISCOVERING:
-            self._record_deadline += 1
-
     def _new_key(self, key: bytes | str | None, value: bytes | str | None) -> str | None:
-        """Register the arm of a key not seen before -- only once one of its records holds a valid
-        reward: a junk record with a junk key is refused without taking one of the ``max_arms`` slots
-        (nor a place in the checkpoint). Runs once per arm, so the extra parse costs nothing."""
         now, known = self.clock(), len(self.keys)
-        arm = self.keys.new_key(key, now, lambda a: self.codec.reward(a, value))
+        arm = self.keys.new_key(key, now, value)
         if len(self.keys) > known and self.episodes.phase == DISCOVERING:
-            self.episodes.on_new_key(self.counters.records - self._refused_stream, now)
+            self.episodes.on_new_key(self._valid_records(), now)
             self._recompute_deadline()
         return arm
+
+    def _valid_records(self) -> int:
+        """Records not refused: what discovery counts, so a stream with bad records interleaved decides
+        exactly as the same stream without them (a refused record changes nothing but its counter)."""
+        c = self.counters
+        return c.records - c.refused
 
     # -- time and episodes -------------------------------------------------------------------------
     def tick(self) -> None:
@@ -362,7 +351,7 @@ class Scheduler:
     def _on_deadline(self, now: float) -> None:
         e = self.episodes
         if e.phase == DISCOVERING:
-            if e.discovery_over(now, len(self.keys), self.counters.records - self._refused_stream, self.keys.fixed):
+            if e.discovery_over(now, len(self.keys), self._valid_records(), self.keys.fixed):
                 self._start_episode(now)
             else:
                 self._recompute_deadline()
@@ -376,8 +365,10 @@ class Scheduler:
                 self._follow(now, self.plan.expire(now))
 
     def _recompute_deadline(self) -> None:
-        d, valid_deadline = self.episodes.deadline(len(self.keys), self.keys.fixed)
-        self._record_deadline = valid_deadline + self._refused_stream  # in records, refused ones included
+        d, rd = self.episodes.deadline(len(self.keys), self.keys.fixed)
+        # rd counts valid records; the per-record check compares all records with it, so it may fire
+        # early after refusals: then discovery_over (exact) says no and the deadline is recomputed
+        self._record_deadline = rd + self.counters.refused
         self._deadline = min(d, self.plan.deadline()) if self.episodes.phase == RUNNING else d
 
     def _follow(self, now: float, deferred: set[str] | None = None, full: bool = True) -> None:
@@ -438,7 +429,6 @@ class Scheduler:
         policy = None if ps is None else _resolve_policy_class(ps["class"]).restore(ps["state"])
         self.keys.restore(state["arms"])
         self.counters.restore(state["counters"])
-        self._refused_stream = self.counters.refused - self.counters.invalid.get("rejected_by_policy", 0)
         self.episodes.restore(state, policy, int(state["counters"]["ep_start_records"]))
         self.plan.restore(state, policy, self.episodes.episode)
         if self.requests is not None:

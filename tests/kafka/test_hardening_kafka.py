@@ -38,3 +38,34 @@ def test_a_dead_letter_of_2_mb_is_truncated_with_a_header_and_delivered(kafka_br
     assert "truncated" not in dict(got[1].headers)
     assert "truncated" not in dict(got[2].headers) and len(got[2].value) == sink.max_bytes - 200  # fits: as is
     assert sink.truncated == 1
+
+
+def test_kafka_python_and_tansu_accept_a_transactional_producer(kafka_broker):
+    """What exactly-once alerts would build on (issue 10 item 8; README: not used by the daemon yet):
+    a committed transaction is visible to a read_committed consumer, an aborted one is not."""
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+    cfg = {"bootstrap_servers": [kafka_broker.bootstrap]}
+    ensure_topics(cfg, {"txn-probe": 1})
+    p = KafkaProducer(transactional_id="streamarms-probe", **cfg)
+    p.init_transactions()
+    p.begin_transaction()
+    p.send("txn-probe", b"committed")
+    p.commit_transaction()
+    p.begin_transaction()
+    p.send("txn-probe", b"aborted")
+    p.abort_transaction()
+    p.close()
+    c = KafkaConsumer(isolation_level="read_committed", enable_auto_commit=False, group_id=None, **cfg)
+    try:
+        tp = TopicPartition("txn-probe", 0)
+        c.assign([tp])
+        c.seek_to_beginning(tp)
+        seen = []
+        for _ in range(20):
+            for recs in c.poll(timeout_ms=300).values():
+                seen += [r.value for r in recs]
+            if seen:
+                break
+    finally:
+        c.close()
+    assert seen == [b"committed"]
