@@ -253,3 +253,10 @@ register(PolicySpec("se", lambda arms, o: SuccessiveElimination(arms, delta=_opt
                     _best_truth, kind="best", description="SE-delta, Yu et al. UAI'18 Alg. 1 (EA/TEA/MoM)"))
 register(PolicySpec("sr", _sr, _best_truth, kind="best",
                     description="SR-T, Yu et al. UAI'18 Alg. 2 (EA/TEA/MoM)"))
+
+
+# streamarms' own engine (issue 9): anytime-valid confidence sequences and the threshold track
+from .policies.anytime import AnytimeKSigma  # noqa: E402
+
+register(PolicySpec("cs", lambda arms, o: AnytimeKSigma(arms, **_ksigma_kw(o)), _ksigma_truth,
+                    description="anytime k-sigma: confidence sequences + threshold track (streamarms, issue 9)"))

@@ -20,3 +20,27 @@ def max_failures(runs: int, rate: float, alpha: float = 1e-3) -> int:
         if 1.0 - cdf <= alpha:
             return c
     return runs
+
+
+def clopper_pearson_upper(failures: int, runs: int, level: float = 0.95) -> float:
+    """One-sided Clopper-Pearson upper confidence bound of a binomial rate (``level`` = 0.95).
+
+    >>> round(clopper_pearson_upper(0, 1000), 5)
+    0.00299
+    """
+    if failures >= runs:
+        return 1.0
+    from scipy.stats import beta
+    return float(beta.ppf(level, failures + 1, runs - failures))
+
+
+def clopper_pearson_lower(failures: int, runs: int, level: float = 0.95) -> float:
+    """One-sided Clopper-Pearson lower confidence bound of a binomial rate.
+
+    >>> clopper_pearson_lower(0, 100)
+    0.0
+    """
+    if failures <= 0:
+        return 0.0
+    from scipy.stats import beta
+    return float(beta.ppf(1.0 - level, failures, runs - failures + 1))

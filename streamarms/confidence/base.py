@@ -1,0 +1,136 @@
+"""The interface of a confidence sequence for ONE arm's mean.
+
+A confidence sequence (CS) at level ``1 - alpha`` is a sequence of intervals ``C_1, C_2, ...`` with
+``P(mu in C_m for every m >= 1) >= 1 - alpha``: valid at every sample count simultaneously, so it may be
+read at any (data-dependent) stopping time with no union bound over time. Every CS here is built from a
+nonnegative (super)martingale and Ville's inequality (Howard, Ramdas, McAuliffe, Sekhon, *Time-uniform,
+nonparametric, nonasymptotic confidence sequences*, Ann. Statist. 49(2), 2021).
+
+Since the guarantee is simultaneous, the running intersection ``C_1 ∩ ... ∩ C_m`` is also a CS; every
+subclass keeps it (``interval()`` never widens).
+
+Contract of a subclass:
+
+* ``update(x)`` is O(1); it validates first (``ValueError`` naming the arm and the value, state unchanged);
+* ``interval()`` -> ``(lo, hi)`` (may be computed lazily, e.g. root-finding only when asked);
+* ``above(v)`` / ``below(v)``: whether the whole interval lies strictly above / below ``v``; these are the
+  cheap tests a policy calls on its hot path (a ``False`` may be conservative, a ``True`` never is);
+* ``snapshot()`` -> JSON-able dict; :func:`sequence_from_snapshot` continues bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+__all__ = ["ConfidenceSequence", "sequence_from_snapshot", "register_sequence"]
+
+_KINDS: dict[str, type["ConfidenceSequence"]] = {}
+
+
+def register_sequence(cls: type["ConfidenceSequence"]) -> type["ConfidenceSequence"]:
+    """Make a CS class restorable from its snapshot (``snapshot()["kind"] == cls.kind``)."""
+    _KINDS[cls.kind] = cls
+    return cls
+
+
+def sequence_from_snapshot(state: dict[str, Any]) -> "ConfidenceSequence":
+    """Rebuild any registered confidence sequence from its :meth:`ConfidenceSequence.snapshot`."""
+    kind = state.get("kind")
+    if kind not in _KINDS:
+        raise ValueError(f"unknown confidence sequence kind {kind!r}: one of {sorted(_KINDS)}")
+    return _KINDS[kind].restore(state)
+
+
+class ConfidenceSequence(ABC):
+    """One arm's anytime-valid confidence sequence at level ``1 - alpha`` (see the module docstring).
+
+    Subclasses hold ``m`` (count), ``s`` (sum of rewards) and the running intersection ``lo``/``hi``.
+    """
+
+    kind: ClassVar[str] = "cs"
+    #: the range of a reward (``None``: unbounded)
+    low: float | None = None
+    high: float | None = None
+
+    def __init__(self, alpha: float, arm: str = "arm") -> None:
+        alpha = float(alpha)
+        if not 0.0 < alpha < 1.0:
+            raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+        self.alpha = alpha
+        self.arm = str(arm)
+        self.m = 0
+        self.s = 0.0
+
+    # -- validation ------------------------------------------------------------------------------
+    def check(self, x: Any) -> float:
+        """The reward as a float, or ``ValueError`` naming the arm and the value."""
+        try:
+            v = float(x)
+        except (TypeError, ValueError):
+            raise ValueError(f"reward for arm {self.arm!r} is not a number: {x!r}") from None
+        if not math.isfinite(v):
+            raise ValueError(f"reward for arm {self.arm!r} is not finite: {x!r}")
+        if (self.low is not None and v < self.low) or (self.high is not None and v > self.high):
+            raise ValueError(f"reward for arm {self.arm!r} is {x!r}, outside [{self.low}, {self.high}]")
+        return v
+
+    def update(self, x: Any) -> None:
+        """Ingest one reward (validated first: a refused reward changes nothing)."""
+        self._update(self.check(x))
+
+    @abstractmethod
+    def _update(self, x: float) -> None:
+        """Ingest one validated reward."""
+
+    # -- reading ---------------------------------------------------------------------------------
+    @property
+    def n(self) -> int:
+        return self.m
+
+    @property
+    def mean(self) -> float:
+        return self.s / self.m if self.m else math.nan
+
+    @abstractmethod
+    def interval(self) -> tuple[float, float]:
+        """``(lo, hi)``, valid at every count simultaneously with probability >= 1 - alpha."""
+
+    def radius(self) -> float:
+        """Half the width of :meth:`interval` (infinite before any sample of an unbounded arm)."""
+        lo, hi = self.interval()
+        return (hi - lo) / 2.0
+
+    def above(self, v: float) -> bool:
+        """Whether the interval lies strictly above ``v``."""
+        return self.interval()[0] > v
+
+    def below(self, v: float) -> bool:
+        """Whether the interval lies strictly below ``v``."""
+        return self.interval()[1] < v
+
+    def excludes(self, v: float) -> bool:
+        """Whether ``v`` lies outside the interval."""
+        return self.above(v) or self.below(v)
+
+    # -- persistence -----------------------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        d = {k: v for k, v in vars(self).items() if not k.startswith("_")}
+        d["kind"] = self.kind
+        return d
+
+    @classmethod
+    def restore(cls, state: dict[str, Any]) -> "ConfidenceSequence":
+        obj = cls.__new__(cls)
+        d = dict(state)
+        d.pop("kind", None)
+        obj.__dict__.update(d)
+        obj._after_restore()
+        return obj
+
+    def _after_restore(self) -> None:
+        """Rebuild derived (private) fields after :meth:`restore`."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(arm={self.arm!r}, alpha={self.alpha}, n={self.m})"

@@ -1,0 +1,306 @@
+r"""An anytime-valid interval for the k-sigma threshold ``theta = mu + k sigma`` of n arms' means.
+
+``mu`` and ``sigma`` are the population mean and standard deviation of the arms' true means
+``y_1..y_n``. The interval tightens like ``sqrt((1 + k^2) / (n m))`` with m samples per arm, i.e. with
+the number of arms, where a box of arm intervals (or McDiarmid with the worst-case sensitivity of
+Zhuang et al., NeurIPS 2017) does not shrink with n at all. Sources: Howard, Ramdas, McAuliffe,
+Sekhon, *Time-uniform, nonparametric, nonasymptotic confidence sequences*, Ann. Statist. 49(2), 2021
+(Thm 1, the stitched sub-gamma boundary, :mod:`.stitched`); Bennett's / Bernstein's moment generating
+function bound for bounded variables; the k-sigma rule of Zhuang, Wang, Wang, NeurIPS 2017.
+
+Derivation
+----------
+**Reward table.** Arm i's rewards ``X_{i,1}, X_{i,2}, ...`` are iid with mean ``y_i`` and independent
+across arms; a sampling rule that decides from past rewards only reads a prefix of each row. So any
+statement about the table holding for all prefixes at once holds under adaptive sampling and at any
+stopping time.
+
+**Threshold track.** Let ``m`` be a count every arm has reached and ``yhat_i = S_i(m) / m`` the mean of
+arm i's *first m* rewards, ``e_i = yhat_i - y_i``, ``theta(x) = mean(x) + k sd(x)`` (population sd).
+With ``z_i = (y_i - mu) / sigma`` (so ``sum z = 0``, ``sum z^2 = n``), ``grad sd(y) = z / n`` and::
+
+    theta(yhat) - theta(y) = L + k R,   L = sum_i w_i e_i,   w_i = (1 + k z_i) / n,
+    sum_i w_i^2 = (1 + k^2) / n  exactly,   |w_i| <= (1 + k sqrt(n - 1)) / n  (|z_i| <= sqrt(n - 1)).
+
+``R = sd(yhat) - sd(y) - <z/n, e> >= 0`` because sd is convex (``z/n`` is a subgradient; if sigma = 0 take
+any subgradient, ``||z||^2 <= n``). Upper bounds: with ``P`` the centring projection, ``sd(x) =
+||P x|| / sqrt(n)`` and ``||a + b|| <= ||a|| + <a/||a||, b> + ||b||^2 / (2 ||a||)`` (square both sides:
+the difference is a square), so ``R <= ||P e||^2 / (2 n sigma) <= ||e||^2 / (2 n sigma)``; and by the
+triangle and Cauchy-Schwarz inequalities ``R <= 2 ||e|| / sqrt(n)``.
+
+Hence ``theta(y) in [theta(yhat) - |L| - k Rmax, theta(yhat) + |L|]``; for the lower threshold
+``mu - k sigma`` (weights ``(1 - k z_i) / n``, same sum of squares, sd enters with ``-k``) it is
+``[theta_-(yhat) - |L'|, theta_-(yhat) + |L'| + k Rmax]``.
+
+**Linear term.** ``m L = sum_{j <= m} D_j`` with ``D_j = sum_i w_i (X_{i,j} - y_i)``: one row ("round") of
+the table per j, iid in j, mean 0, a sum of n independent terms ``T_i`` with ``|T_i| <= b =
+max|w_i| (high - low)`` and ``Var T_i = w_i^2 v_i``. Bennett's bound ``log E exp(l T) <= Var(T) (e^{lb} -
+1 - lb) / b^2 <= Var(T) l^2 / (2 (1 - l b / 3))`` makes ``sum_j D_j`` (and ``-sum_j D_j``) sub-gamma with
+variance process ``m V``, ``V = sum_i w_i^2 v_i``, and scale ``c = b / 3``. The stitched boundary gives
+``P(exists m: |sum_{j<=m} D_j| >= u(m V)) <= alpha_L`` (``alpha_L / 2`` per tail). V is unknown but fixed,
+and ``u`` is increasing in its argument, so on the event that every arm's confidence sequence holds we
+may evaluate it at ``m Vbar`` with ``V <= Vbar = (1 + k^2)/n * max_i vbar_i``, ``vbar_i`` the largest
+variance a reward law on ``[low, high]`` with mean in arm i's interval can have (Bhatia-Davis:
+``(mu - low)(high - mu)``). ``v_min`` is fixed at construction. Sub-Gaussian arms: ``D_j`` is sub-Gaussian
+with variance proxy ``(1 + k^2) sigma_X^2 / n`` exactly, ``c = 0``.
+
+**Remainder.** Every arm's sequence holds at every count, in particular at m: ``|e_i| <= r_i(m) =
+max(yhat_i - lo_i(m), hi_i(m) - yhat_i)`` with ``lo_i(m), hi_i(m)`` arm i's interval when it reached m, so
+``||e||^2 <= E2 = sum_i r_i(m)^2`` (no extra probability). The true sigma is bounded below by
+``sd(yhat) - sqrt(E2 / n)`` and by the box bound below. ``Rmax = min(E2 / (2 n sigma_lo), 2 sqrt(E2 / n))``
+decays like 1/m.
+
+**Box.** Always intersected with the trivially valid box: with arm intervals ``[lo_i, hi_i]``, centres
+``c_i`` and half-widths ``h_i``, ``mu in [mean(lo), mean(hi)]`` and ``|sigma - sd(c)| <= rms(h)``.
+
+**Union.** Arm sequences (each at its own alpha) and the linear term(s) (``alpha_L``; two-sided:
+``alpha_L / 2`` for each threshold) hold together with probability ``>= 1 - sum alpha_i - alpha_L``;
+on that event the interval contains theta at every m at once.
+
+**Memory.** :class:`ThresholdTrack` keeps, for each grid level ``g >= m_theta`` of a geometric grid of
+counts (every count to 8, then ratio 1.2), additive totals over the arms that reached g: counts, sums of
+``yhat``, ``yhat^2``, ``r^2``, the max of ``vbar``, and the box sums. An arm adds its terms when its count
+hits a level (O(1), one interval evaluation); ``m_theta`` is the largest level every arm has reached.
+All totals are sums (or a max) over arms, so consumers of one group can merge them.
+
+>>> import random
+>>> from streamarms.confidence import BetaBinomialCS
+>>> rng = random.Random(1); means = [0.3] * 19 + [0.8]
+>>> track = ThresholdTrack(20, k=2.0, alpha=0.05, low=0.0, high=1.0)
+>>> arms = [BetaBinomialCS(0.0025) for _ in means]
+>>> for _ in range(400):
+...     for i, p in enumerate(means):
+...         arms[i].update(float(rng.random() < p))
+...         if arms[i].n in track.levels:
+...             _ = track.record(arms[i].n, arms[i].s, *arms[i].interval())
+>>> track.m_theta
+370
+>>> lo, hi = track.upper(); lo < 0.3 + 2 * 0.109 < hi, round(hi - lo, 3)
+(True, 0.355)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from .stitched import stitched_boundary
+
+__all__ = ["ThresholdTrack", "grid_levels", "threshold_bounds", "min_sd_over_box"]
+
+
+def grid_levels(limit: int = 10 ** 12, dense: int = 8, ratio: float = 1.2) -> list[int]:
+    """The counts at which arms report to the threshold track: 1..dense, then x ratio (rounded up).
+
+    >>> grid_levels(40)
+    [1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 15, 18, 22, 27, 33, 40]
+    """
+    out = list(range(1, dense + 1))
+    g = dense
+    while g < limit:
+        g = max(g + 1, math.ceil(g * ratio))
+        if g <= limit:
+            out.append(g)
+    return out
+
+
+_LEVELS = grid_levels()
+
+
+def _stitched_np(v: Any, alpha: float, v_min: float, c: Any) -> Any:
+    """:func:`stitched_boundary`, vectorised over ``v`` and ``c`` (numpy arrays or floats)."""
+    from .stitched import ETA, S_EXP, _A
+    use_v = np.maximum(v, v_min)
+    ell = S_EXP * np.log(np.log(ETA * use_v / v_min)) + _A(S_EXP, ETA) + math.log(1.0 / alpha)
+    k1 = (ETA ** 0.25 + ETA ** -0.25) / math.sqrt(2.0)
+    t2 = (math.sqrt(ETA) + 1.0) / 2.0 * c * ell
+    return np.sqrt(k1 * k1 * use_v * ell + t2 * t2) + t2
+
+
+def threshold_bounds(g: Any, n: int, k: float, alpha_lin: float, *, sum_y: Any, sum_y2: Any, sum_r2: Any,
+                     vmax: Any, sum_lo: Any, sum_hi: Any, sum_c: Any, sum_c2: Any, sum_h2: Any,
+                     span: float | None, sigma_x: float | None, two_sided: bool = False,
+                     v_min: float | None = None, sigma_floor: Any = 0.0) -> dict[str, Any]:
+    """The intervals of the module docstring from the totals at level ``g`` (floats or numpy arrays).
+
+    ``alpha_lin`` is the whole threshold share (split between the two thresholds when two-sided).
+    ``sigma_floor``: any other valid lower bound of sigma on the same event (e.g. :func:`min_sd_over_box`).
+    ``span = high - low`` for bounded rewards (``vmax`` = max Bhatia-Davis variance); ``sigma_x`` for
+    sub-Gaussian rewards; neither (heavy tails): the box alone. Returns ``upper`` = (lo, hi) of
+    ``mu + k sigma`` and ``upper_box`` / ``upper_track``, and the same for ``lower`` when two-sided.
+    """
+    g = np.asarray(g, dtype=float)
+    mu_hat = sum_y / n
+    sd_hat = np.sqrt(np.maximum(sum_y2 / n - mu_hat * mu_hat, 0.0))
+    mean_c = sum_c / n
+    sd_c = np.sqrt(np.maximum(sum_c2 / n - mean_c * mean_c, 0.0))
+    rms_h = np.sqrt(np.maximum(sum_h2, 0.0) / n)
+    rms_e = np.sqrt(np.maximum(sum_r2, 0.0) / n)
+    box_sd_lo, box_sd_hi = np.maximum(sd_c - rms_h, 0.0), sd_c + rms_h
+    out: dict[str, Any] = {}
+    a_each = alpha_lin / 2.0 if two_sided else alpha_lin
+    w2 = (1.0 + k * k) / n
+    if span is not None:
+        V = w2 * vmax
+        c = (1.0 + k * math.sqrt(n - 1.0)) * span / (3.0 * n)
+        vm = v_min if v_min is not None else w2 * span * span / 400.0
+    elif sigma_x is not None:
+        V, c = w2 * sigma_x * sigma_x, 0.0
+        vm = v_min if v_min is not None else V
+    else:
+        V = None
+    sigma_lo = np.maximum(np.maximum(sd_hat - rms_e, box_sd_lo), sigma_floor)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r_quad = np.where(sigma_lo > 0, sum_r2 / (2.0 * n * np.where(sigma_lo > 0, sigma_lo, 1.0)), np.inf)
+    r_max = np.minimum(r_quad, 2.0 * rms_e)
+    if V is not None:
+        lin = _stitched_np(g * V, a_each / 2.0, vm, c) / g
+    else:
+        lin = np.inf
+    sides = [("upper", 1.0)] + ([("lower", -1.0)] if two_sided else [])
+    for name, sgn in sides:
+        th = mu_hat + sgn * k * sd_hat
+        if sgn > 0:
+            t_lo, t_hi = th - lin - k * r_max, th + lin
+            b_lo, b_hi = sum_lo / n + k * box_sd_lo, sum_hi / n + k * box_sd_hi
+        else:
+            t_lo, t_hi = th - lin, th + lin + k * r_max
+            b_lo, b_hi = sum_lo / n - k * box_sd_hi, sum_hi / n - k * box_sd_lo
+        lo, hi = np.maximum(t_lo, b_lo), np.minimum(t_hi, b_hi)
+        hi = np.maximum(hi, lo)
+        out[name] = (lo, hi)
+        out[name + "_track"] = (t_lo, t_hi)
+        out[name + "_box"] = (b_lo, b_hi)
+        out[name + "_estimate"] = th
+    return out
+
+
+def min_sd_over_box(lo: Sequence[float], hi: Sequence[float]) -> float:
+    """``min sd(y)`` over the box ``lo_i <= y_i <= hi_i`` (population sd), exactly.
+
+    KKT for ``min sum (y_i - mean(y))^2`` on a box: ``y_i = clip(c, lo_i, hi_i)`` with ``c = mean(y)``;
+    ``c -> mean(clip(c, lo, hi))`` is non-decreasing with slope <= 1, so the fixed point is found by
+    bisection on ``mean(clip(c)) - c`` (decreasing). O(n) per step, 60 steps.
+
+    >>> round(min_sd_over_box([0.0, 0.4, 0.9], [0.2, 0.6, 1.0]), 4)
+    0.2858
+    """
+    lo_a, hi_a = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
+    if not (np.all(np.isfinite(lo_a)) and np.all(np.isfinite(hi_a))):
+        return 0.0
+    a, b = float(lo_a.min()), float(hi_a.max())
+    for _ in range(60):
+        c = (a + b) / 2.0
+        if np.clip(c, lo_a, hi_a).mean() > c:
+            a = c
+        else:
+            b = c
+    return float(np.clip((a + b) / 2.0, lo_a, hi_a).std())
+
+
+_FIELDS = ("cnt", "sum_y", "sum_y2", "sum_r2", "vmax", "sum_lo", "sum_hi", "sum_c", "sum_c2", "sum_h2")
+
+
+class ThresholdTrack:
+    """Per-level additive totals and the threshold interval at ``m_theta`` (module docstring).
+
+    ``record(g, S, lo, hi)``: an arm reached count ``g`` (a member of :attr:`levels`) with prefix sum
+    ``S`` and interval ``(lo, hi)``; returns whether ``m_theta`` advanced. ``upper()`` / ``lower()``:
+    the current intervals of ``mu + k sigma`` / ``mu - k sigma`` (``(-inf, inf)`` before every arm has
+    reported once). Reward range ``[low, high]`` (bounded, Bernoulli), or ``sigma_x`` (sub-Gaussian), or
+    neither (heavy tails: the box only).
+    """
+
+    levels = frozenset(_LEVELS)
+
+    def __init__(self, n: int, k: float, alpha: float, *, two_sided: bool = False, low: float | None = None,
+                 high: float | None = None, sigma_x: float | None = None) -> None:
+        if n < 2:
+            raise ValueError(f"the k-sigma threshold needs at least 2 arms, got {n}")
+        self.n, self.k, self.alpha, self.two_sided = int(n), float(k), float(alpha), bool(two_sided)
+        self.low, self.high, self.sigma_x = low, high, sigma_x
+        self.m_theta = 0
+        self.totals: dict[str, list[float]] = {}  # str(level) -> totals (JSON keys are strings)
+        self.result: dict[str, Any] = {}
+        self._after_restore()
+
+    def _after_restore(self) -> None:
+        b = self.low is not None and self.high is not None
+        self._span = (self.high - self.low) if b else None
+
+    def vbar(self, lo: float, hi: float) -> float:
+        """Largest variance of a law on ``[low, high]`` with mean in ``[lo, hi]`` (Bhatia-Davis)."""
+        if self._span is None:
+            return math.inf
+        mid = (self.low + self.high) / 2.0
+        x = min(max(mid, lo), hi)
+        return (x - self.low) * (self.high - x)
+
+    def record(self, g: int, S: float, lo: float, hi: float, box: Any = None) -> bool:
+        """Add one arm's terms at level ``g``; ``box()`` (optional) returns the arms' current intervals
+        ``(lo list, hi list)``, read only when ``m_theta`` advances (for :func:`min_sd_over_box`)."""
+        if g < self.m_theta or g not in self.levels:
+            return False
+        key = str(g)
+        t = self.totals.get(key)
+        if t is None:
+            t = self.totals[key] = [0.0] * len(_FIELDS)
+        y = S / g
+        r = max(y - lo, hi - y)
+        c, h = (lo + hi) / 2.0, (hi - lo) / 2.0
+        t[0] += 1
+        t[1] += y
+        t[2] += y * y
+        t[3] += r * r
+        v = self.vbar(lo, hi)
+        if v > t[4]:
+            t[4] = v
+        t[5] += lo
+        t[6] += hi
+        t[7] += c
+        t[8] += c * c
+        t[9] += h * h
+        if t[0] >= self.n:
+            self._advance(g, box)
+            return True
+        return False
+
+    def _advance(self, g: int, box: Any = None) -> None:
+        self.m_theta = g
+        t = dict(zip(_FIELDS, self.totals[str(g)]))
+        for key in [kk for kk in self.totals if int(kk) < g]:
+            del self.totals[key]
+        res = threshold_bounds(g, self.n, self.k, self.alpha, sum_y=t["sum_y"], sum_y2=t["sum_y2"],
+                               sum_r2=t["sum_r2"], vmax=t["vmax"], sum_lo=t["sum_lo"], sum_hi=t["sum_hi"],
+                               sum_c=t["sum_c"], sum_c2=t["sum_c2"], sum_h2=t["sum_h2"], span=self._span,
+                               sigma_x=self.sigma_x, two_sided=self.two_sided,
+                               sigma_floor=min_sd_over_box(*box()) if box is not None else 0.0)
+        self.result = {kk: (tuple(float(x) for x in v) if isinstance(v, tuple) else float(v))
+                       for kk, v in res.items()}
+
+    def upper(self) -> tuple[float, float]:
+        return self.result.get("upper", (-math.inf, math.inf))
+
+    def lower(self) -> tuple[float, float]:
+        return self.result.get("lower", (-math.inf, math.inf))
+
+    def estimate(self, side: str = "upper") -> float:
+        return self.result.get(side + "_estimate", math.nan)
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"n": self.n, "k": self.k, "alpha": self.alpha, "two_sided": self.two_sided, "low": self.low,
+                "high": self.high, "sigma_x": self.sigma_x, "m_theta": self.m_theta,
+                "totals": {kk: list(v) for kk, v in self.totals.items()},
+                "result": {kk: (list(v) if isinstance(v, tuple) else v) for kk, v in self.result.items()}}
+
+    @classmethod
+    def restore(cls, state: dict[str, Any]) -> "ThresholdTrack":
+        obj = cls.__new__(cls)
+        d = dict(state)
+        d["totals"] = {kk: list(v) for kk, v in d["totals"].items()}
+        d["result"] = {kk: (tuple(v) if isinstance(v, list) else v) for kk, v in d["result"].items()}
+        obj.__dict__.update(d)
+        obj._after_restore()
+        return obj

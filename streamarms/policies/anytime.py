@@ -1,0 +1,397 @@
+"""AnytimeKSigma (CLI ``cs``): streamarms' own fixed-confidence k-sigma outlier policy (issue 9).
+
+Built on anytime-valid confidence sequences (Howard, Ramdas, McAuliffe, Sekhon, *Time-uniform,
+nonparametric, nonasymptotic confidence sequences*, Ann. Statist. 2021; Waudby-Smith & Ramdas, JRSS-B
+2024; Robbins 1970) and the threshold interval of :mod:`streamarms.confidence.threshold`; the outlier
+definition is the k-sigma rule of Zhuang, Wang, Wang, *Identifying outlier arms in multi-armed bandit*,
+NeurIPS 2017 (arm i is an outlier when ``y_i > mu + k sigma``; two-sided also ``y_i < mu - k sigma``).
+Sampling follows APT (Locatelli, Gutzeit, Carpentier, ICML 2016) and LUCB in spirit.
+
+**Rule.** Every arm has a confidence sequence at ``alpha_arm = arm_share * delta / n``; the threshold
+track holds ``theta`` (two-sided: both thresholds) at ``(1 - arm_share) * delta`` (split in halves
+between the two thresholds when two-sided). An arm is classified (an :class:`Event`) as soon as its
+interval and the threshold's are disjoint: outlier when its interval lies above the upper threshold's
+interval (or below the lower one's, two-sided), normal when it lies below the upper threshold's (and
+above the lower one's). The policy stops when every arm is classified.
+
+**Guarantee.** On the event that every arm's sequence and the threshold's linear term hold (probability
+``>= 1 - delta`` by a union bound; each is valid at every count at once, Ville's inequality), every
+interval contains its target at every moment, so every event is correct whenever it is made, whatever
+the sampling order: the answer is correct with probability ``>= 1 - delta`` at any stopping time.
+
+**Sampling.** Among undecided arms, the one whose classification is least certain: the smallest
+``|mean_i - theta_hat| sqrt(m_i / v_i)`` (APT's index in units of the arm's standard error; ``v_i`` a
+variance proxy), kept in a heap with lazy invalidation (an arm's key changes only with its own samples;
+all keys are recomputed when ``theta_hat`` moves, i.e. when ``m_theta`` advances a grid level). When the
+threshold's half-width exceeds that arm's radius (proxy), the threshold is the bottleneck and the policy
+pulls an arm holding ``m_theta`` back (the first arm below the next grid level). O(log n) per reward,
+plus O(n) per grid level of ``m_theta`` (amortised O(1)).
+
+>>> import random
+>>> rng = random.Random(3)
+>>> means = [0.3] * 9 + [0.9]
+>>> pol = AnytimeKSigma([str(i) for i in range(10)], k=2.0, delta=0.1)
+>>> while not pol.done:
+...     arm = pol.next_request().arm
+...     _ = pol.update(arm, float(rng.random() < means[int(arm)]))
+>>> pol.decision().outliers, pol.pulls < 20000
+(['9'], True)
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from typing import Any, ClassVar, Sequence
+
+from ..confidence.base import sequence_from_snapshot
+from ..confidence.factory import sequence_for
+from ..confidence.threshold import ThresholdTrack, grid_levels
+from ..models import RewardModel, make_model, model_from_dict
+from .base import Decision, Event, Policy, Request
+
+__all__ = ["AnytimeKSigma"]
+
+_LEVELS = grid_levels()
+_LEVEL_SET = frozenset(_LEVELS)
+
+
+def _next_level(g: int) -> int:
+    """The smallest grid level > g."""
+    lo, hi = 0, len(_LEVELS) - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if _LEVELS[mid] > g:
+            hi = mid
+        else:
+            lo = mid + 1
+    return _LEVELS[lo]
+
+
+class AnytimeKSigma(Policy):
+    """Fixed-confidence k-sigma outlier arms with anytime-valid intervals (module docstring).
+
+    ``arm_share``: the part of delta spent on the arms' sequences (the rest on the threshold).
+
+    >>> pol = AnytimeKSigma(["a", "b", "c"], k=1.0)
+    >>> pol.update("a", 0.5)
+    Traceback (most recent call last):
+    ...
+    ValueError: reward for arm 'a' must be 0 or 1 under the bernoulli reward model, got 0.5
+    >>> pol.pulls
+    0
+    """
+
+    name: ClassVar[str] = "cs"
+
+    def __init__(self, arms: Sequence[str], *, k: float = 2.0, delta: float = 0.1,
+                 model: RewardModel | str = "bernoulli", two_sided: bool = False, arm_share: float = 0.5) -> None:
+        super().__init__(arms)
+        n = len(self.arms)
+        if not (isinstance(k, (int, float)) and math.isfinite(k) and k > 0):
+            raise ValueError(f"k must be a finite number > 0, got {k!r}")
+        if not (isinstance(delta, (int, float)) and 0 < delta < 1):
+            raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+        if not 0 < arm_share < 1:
+            raise ValueError(f"arm_share must be in (0, 1), got {arm_share!r}")
+        if n < 2:
+            raise ValueError(f"the k-sigma rule needs at least 2 arms, got {n}")
+        self.k, self.delta, self.two_sided, self.arm_share = float(k), float(delta), bool(two_sided), float(arm_share)
+        self.model = make_model(model)
+        self.alpha_arm = self.arm_share * self.delta / n
+        self.alpha_theta = (1.0 - self.arm_share) * self.delta
+        self.cs = [sequence_for(self.model, self.alpha_arm, a) for a in self.arms]
+        kw: dict[str, Any] = {}
+        if self.model.name in ("bernoulli", "bounded"):
+            kw = {"low": self.model.low, "high": self.model.high}
+        elif self.model.name == "subgaussian":
+            kw = {"sigma_x": self.model.sigma}
+        self.track = ThresholdTrack(n, self.k, self.alpha_theta, two_sided=self.two_sided, **kw)
+        self.state = [0] * n          # 0 undecided, 1 outlier, -1 normal
+        self.n_undecided = n
+        self.T = 0
+        self.ignored = 0
+        self.key = [-math.inf] * n    # sampling index of each undecided arm (smaller: wanted first)
+        self.deferred: list[int] = []
+        self._init_derived()
+
+    # -- derived state (rebuilt on restore) ------------------------------------------------------
+    def _init_derived(self) -> None:
+        self._requests = [Request(a) for a in self.arms]
+        self._deferred = set(self.deferred)
+        self._heap = [(self.key[i], i) for i in range(len(self.arms)) if self.state[i] == 0]
+        heapq.heapify(self._heap)
+        m = self.model
+        if m.name in ("bernoulli", "bounded"):
+            self._vlo, self._vhi = m.low, m.high
+            self._vconst = None
+        elif m.name == "subgaussian":
+            self._vconst = m.sigma ** 2
+        else:
+            self._vconst = m.B ** (2.0 / m.p)
+        self._L = math.log(1.0 / self.alpha_arm)
+        self._refresh_threshold()
+
+    def _refresh_threshold(self) -> None:
+        tr = self.track
+        self._u = tr.upper()
+        self._l = tr.lower() if self.two_sided else (-math.inf, math.inf)
+        self._th_u = tr.estimate("upper")
+        self._th_l = tr.estimate("lower") if self.two_sided else math.nan
+        w = (self._u[1] - self._u[0]) / 2.0
+        if self.two_sided:
+            w = max(w, (self._l[1] - self._l[0]) / 2.0)
+        self._W = w
+        self._next_g = _next_level(tr.m_theta)
+        self._lag = [i for i, c in enumerate(self.cs) if c.m < self._next_g]
+        self._lag.reverse()  # pop from the end: lowest index first
+
+    # -- sampling index --------------------------------------------------------------------------
+    def _var(self, mean: float, m: int) -> float:
+        if self._vconst is not None:
+            return self._vconst
+        return (mean - self._vlo) * (self._vhi - mean) + (self._vhi - self._vlo) ** 2 / (m + 1.0)
+
+    def _radius_proxy(self, i: int) -> float:
+        c = self.cs[i]
+        m = c.m
+        if m == 0:
+            return math.inf
+        return math.sqrt(2.0 * self._var(c.s / m, m) * (self._L + 1.4 * math.log(math.log(2.0 * m) + 1.0)) / m)
+
+    def _key_of(self, i: int) -> float:
+        c = self.cs[i]
+        m = c.m
+        if m == 0 or self.track.m_theta == 0:
+            return -math.inf
+        mean = c.s / m
+        gap = abs(mean - self._th_u)
+        if self.two_sided:
+            gap = min(gap, abs(mean - self._th_l))
+        return gap * math.sqrt(m / self._var(mean, m))
+
+    # -- classification --------------------------------------------------------------------------
+    def _classify(self, i: int) -> Event | None:
+        c = self.cs[i]
+        u_lo, u_hi = self._u
+        kind = None
+        if self.two_sided:
+            l_lo, l_hi = self._l
+            if c.above(u_hi) or c.below(l_lo):
+                kind = "outlier"
+            elif c.below(u_lo) and c.above(l_hi):
+                kind = "normal"
+        elif c.above(u_hi):
+            kind = "outlier"
+        elif c.below(u_lo):
+            kind = "normal"
+        if kind is None:
+            return None
+        self.state[i] = 1 if kind == "outlier" else -1
+        self.n_undecided -= 1
+        return Event(self.arms[i], kind, estimate=c.mean, interval=tuple(c.interval()), threshold=self._th_u,
+                     threshold_interval=self._u, samples=c.m, pulls=self.T)
+
+    def _box(self) -> tuple[list[float], list[float]]:
+        """The arms' current (cached) intervals, for the threshold's lower bound on sigma."""
+        return [c.lo for c in self.cs], [c.hi for c in self.cs]
+
+    def _on_advance(self) -> list[Event]:
+        self._refresh_threshold()
+        events = []
+        for i in range(len(self.arms)):
+            if self.state[i] == 0:
+                ev = self._classify(i)
+                if ev is not None:
+                    events.append(ev)
+        self.key = [self._key_of(i) if self.state[i] == 0 else math.inf for i in range(len(self.arms))]
+        self._heap = [(self.key[i], i) for i in range(len(self.arms)) if self.state[i] == 0]
+        heapq.heapify(self._heap)
+        return events
+
+    # -- Policy interface ------------------------------------------------------------------------
+    @property
+    def pulls(self) -> int:
+        return self.T
+
+    @property
+    def done(self) -> bool:
+        return self.n_undecided == 0
+
+    def update(self, arm: str, reward: float, request: Request | None = None) -> list[Event]:
+        i = self.index.get(arm)
+        if i is None:
+            i = self._arm_index(arm)  # raises, naming the arm
+        x = self.model.check(arm, reward)
+        if self.n_undecided == 0:
+            self.ignored += 1
+            return []
+        c = self.cs[i]
+        c._update(x)
+        self.T += 1
+        if self._deferred:
+            self._deferred.clear()
+            self.deferred = []
+        g = c.m
+        events: list[Event] = []
+        if g in _LEVEL_SET and g > self.track.m_theta:
+            lo, hi = c.interval()
+            if self.track.record(g, c.s, lo, hi, self._box):
+                events = self._on_advance()
+        if self.state[i] == 0:
+            ev = self._classify(i)
+            if ev is not None:
+                events.append(ev)
+                self.key[i] = math.inf
+            else:
+                k = self._key_of(i)
+                self.key[i] = k
+                heapq.heappush(self._heap, (k, i))
+                if len(self._heap) > 2 * len(self.arms) + 64:
+                    self._heap = [(self.key[j], j) for j in range(len(self.arms)) if self.state[j] == 0]
+                    heapq.heapify(self._heap)
+        return events
+
+    def _laggard(self, skip: set[int] | frozenset[int] = frozenset()) -> int | None:
+        lag, cs, g = self._lag, self.cs, self._next_g
+        while lag and cs[lag[-1]].m >= g:
+            lag.pop()
+        if not skip:
+            return lag[-1] if lag else None
+        for j in reversed(lag):
+            if cs[j].m < g and j not in skip:
+                return j
+        return None
+
+    def _top(self, k: int, skip: set[int] | frozenset[int]) -> list[int]:
+        heap, key, state = self._heap, self.key, self.state
+        while heap and (heap[0][0] != key[heap[0][1]] or state[heap[0][1]] != 0):
+            heapq.heappop(heap)
+        if not heap:
+            return []
+        if k == 1 and heap[0][1] not in skip:
+            return [heap[0][1]]
+        popped, out, seen = [], [], set()
+        while heap and len(out) < k:
+            e = heapq.heappop(heap)
+            popped.append(e)
+            j = e[1]
+            if e[0] != key[j] or state[j] != 0 or j in seen:
+                continue
+            seen.add(j)
+            if j not in skip:
+                out.append(j)
+        for e in popped:
+            heapq.heappush(heap, e)
+        return out
+
+    def _plan(self, k: int, skip: set[int] | frozenset[int]) -> list[int]:
+        if self.n_undecided == 0:
+            return []
+        top = self._top(k, skip)
+        bottleneck = self.track.m_theta == 0 or not top or self._threshold_first(top[0])
+        out: list[int] = []
+        if bottleneck:
+            j = self._laggard(skip)
+            if j is not None:
+                out.append(j)
+        for j in top:
+            if len(out) >= k:
+                break
+            if j not in out:
+                out.append(j)
+        if len(out) < k and not bottleneck:
+            j = self._laggard(skip | set(out))
+            if j is not None and j not in out:
+                out.append(j)
+        return out[:k]
+
+    def _threshold_first(self, i: int) -> bool:
+        """Whether one more round of the threshold track gains more than one more sample of arm i.
+
+        Both radii shrink like ``1/sqrt(count)``, so a sample of arm i cuts its radius by about
+        ``r_i / (2 m_i)`` and a pull of a laggard cuts the relevant side of the threshold's interval by
+        about ``w / (2 n m_theta)`` (a round needs n pulls), a gain shared by the undecided arms: pull the
+        laggard when ``n_undecided w / (n m_theta) > r_i / m_i``. ``w`` is the side of the threshold's
+        interval that arm i's classification needs (above the estimate for a candidate outlier)."""
+        c = self.cs[i]
+        mean = c.s / c.m
+        th, (lo, hi) = self._th_u, self._u
+        if self.two_sided and abs(mean - self._th_l) < abs(mean - th):
+            th, (lo, hi) = self._th_l, self._l
+        w = hi - th if mean > th else th - lo
+        return self.n_undecided * w / (len(self.arms) * self.track.m_theta) > self._radius_proxy(i) / c.m
+
+    def next_request(self) -> Request | None:
+        if self.n_undecided == 0:
+            return None
+        out = self._plan(1, self._deferred)
+        if not out and self._deferred:
+            self._deferred.clear()
+            self.deferred = []
+            out = self._plan(1, self._deferred)
+        return self._requests[out[0]] if out else None
+
+    def wanted(self, k: int) -> list[Request]:
+        if self.n_undecided == 0 or k <= 0:
+            return []
+        return [self._requests[j] for j in self._plan(k, self._deferred)]
+
+    def defer(self, arm: str) -> None:
+        i = self._arm_index(arm)
+        if i not in self._deferred:
+            self._deferred.add(i)
+            self.deferred.append(i)
+        if len(self._deferred) >= len(self.arms):
+            self._deferred.clear()
+            self.deferred = []
+
+    def decision(self) -> Decision:
+        arms, st = self.arms, self.state
+        means = [c.mean if c.m else math.nan for c in self.cs]
+        est: list[str] = []
+        if all(c.m for c in self.cs):
+            n = len(means)
+            mu = sum(means) / n
+            sd = math.sqrt(max(sum(y * y for y in means) / n - mu * mu, 0.0))
+            hi, lo = mu + self.k * sd, mu - self.k * sd
+            est = [a for a, y in zip(arms, means) if y > hi or (self.two_sided and y < lo)]
+        extra: dict[str, Any] = {"m_theta": self.track.m_theta, "ignored_after_done": self.ignored,
+                                 "threshold_track": self.track.result.get("upper_track"),
+                                 "threshold_box": self.track.result.get("upper_box")}
+        if self.two_sided:
+            extra["lower_threshold"] = self._th_l
+            extra["lower_threshold_interval"] = self._l
+        th = None if math.isnan(self._th_u) else self._th_u
+        return Decision(outliers=[a for a, s in zip(arms, st) if s == 1],
+                        normals=[a for a, s in zip(arms, st) if s == -1],
+                        undecided=[a for a, s in zip(arms, st) if s == 0], estimated_outliers=est,
+                        threshold=th, threshold_interval=self._u if self.track.m_theta else None,
+                        pulls=self.T, done=self.done, extra=extra)
+
+    # -- persistence -----------------------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        return {"policy": self.name, "arms": list(self.arms), "k": self.k, "delta": self.delta,
+                "two_sided": self.two_sided, "arm_share": self.arm_share, "model": self.model.to_dict(),
+                "cs": [c.snapshot() for c in self.cs], "track": self.track.snapshot(), "state": list(self.state),
+                "n_undecided": self.n_undecided, "T": self.T, "ignored": self.ignored, "key": list(self.key),
+                "deferred": list(self.deferred)}
+
+    @classmethod
+    def restore(cls, state: dict[str, Any]) -> "AnytimeKSigma":
+        obj = cls.__new__(cls)
+        Policy.__init__(obj, state["arms"])
+        obj.k, obj.delta, obj.two_sided, obj.arm_share = state["k"], state["delta"], state["two_sided"], state["arm_share"]
+        obj.model = model_from_dict(state["model"])
+        n = len(obj.arms)
+        obj.alpha_arm = obj.arm_share * obj.delta / n
+        obj.alpha_theta = (1.0 - obj.arm_share) * obj.delta
+        obj.cs = [sequence_from_snapshot(c) for c in state["cs"]]
+        obj.track = ThresholdTrack.restore(state["track"])
+        obj.state = list(state["state"])
+        obj.n_undecided = int(state["n_undecided"])
+        obj.T, obj.ignored = int(state["T"]), int(state["ignored"])
+        obj.key = [float(x) for x in state["key"]]
+        obj.deferred = [int(i) for i in state["deferred"]]
+        obj._init_derived()
+        return obj
