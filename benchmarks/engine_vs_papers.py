@@ -59,7 +59,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Callable
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+# the checkout's streamarms (not an installed copy elsewhere), and this folder's helpers
+sys.path[:0] = [str(Path(__file__).resolve().parent.parent), str(Path(__file__).resolve().parent)]
 
 from known_threshold_oracle import KnownThresholdOracle  # noqa: E402
 import known_threshold_oracle  # noqa: E402
@@ -299,6 +300,8 @@ def report(insts: list[Instance], labels: list[str], cells: dict[tuple[str, str]
 
 
 def plot(insts: list[Instance], labels: list[str], cells: dict[tuple[str, str], Cell], path: Path) -> None:
+    if not labels or not insts:
+        return
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
