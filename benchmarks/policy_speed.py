@@ -59,7 +59,7 @@ def measure(name: str, n: int, pulls: int, bound: str, **extra) -> tuple[float, 
 
 
 def main(argv: list[str]) -> None:
-    names = argv or [p for p in ("rr", "wrr", "nrr") if p in POLICIES]
+    names = argv or [p for p in ("rr", "wrr", "nrr", "cs") if p in POLICIES]
     print(f"{'policy':<8} {'bound':<10} {'n':>8} {'pulls':>9} {'updates/s':>12}")
     for name in names:
         for bound in ("hoeffding", "bernoulli"):

@@ -51,20 +51,21 @@ def log_mixture(p: float, m: int, S: float, a: float = 0.5, b: float = 0.5) -> f
 def _root(m: int, S: float, a: float, b: float, c: float) -> float:
     """The lower root of ``log M_m(p) = c`` in ``(0, S/m)``, for ``0 < S``: Newton in ``u = log p`` from
     the left; f(u) = K - S u - (m - S) log(1 - e^u) - c is convex and decreasing there."""
-    K = _lbeta(a + S, b + m - S) - _lbeta(a, b) - c
+    K = _lgamma(a + S) + _lgamma(b + m - S) - _lgamma(a + b + m) - _lbeta(a, b) - c
     phat = S / m
+    log, exp, log1p = math.log, math.exp, math.log1p
     # start: a p with f > 0 (f(u) >= K - S u, so u0 = (K - 1) / S ... clipped below phat)
-    u = min((K - 1.0) / S, math.log(phat)) if K < 0 else math.log(phat) - 50.0
+    u = min((K - 1.0) / S, log(phat)) if K < 0 else log(phat) - 50.0
     for _ in range(100):
-        p = math.exp(u)
-        f = K - S * u - (m - S) * math.log1p(-p)
-        if f <= 1e-10:
+        p = exp(u)
+        f = K - S * u - (m - S) * log1p(-p)
+        if f <= 1e-9:  # f > 0: still outside the set, i.e. conservative
             break
         fp = -S + (m - S) * p / (1.0 - p)
         if fp >= 0:  # at/after the minimum: should not happen from the left
             break
         u -= f / fp
-    return math.exp(u)
+    return exp(u)
 
 
 def beta_binomial_interval(m: int, S: float, alpha: float, a: float = 0.5, b: float = 0.5) -> tuple[float, float]:

@@ -50,11 +50,25 @@ max(yhat_i - lo_i(m), hi_i(m) - yhat_i)`` with ``lo_i(m), hi_i(m)`` arm i's inte
 ``sd(yhat) - sqrt(E2 / n)`` and by the box bound below. ``Rmax = min(E2 / (2 n sigma_lo), 2 sqrt(E2 / n))``
 decays like 1/m.
 
+**Remainder, second bound (its own probability).** ``E2`` pays each arm's ``log(1/alpha_arm)``; for
+many arms ``||e||^2`` concentrates near its mean ``sum v_i / m``. With ``Z_m = S(m) - m y`` (a vector
+martingale with independent sub-Gaussian coordinates, proxy ``m s2``, ``s2 = (high - low)^2 / 4`` or
+``sigma_X^2``), ``exp(c ||Z_m||^2)`` is a nonnegative submartingale and ``E exp(c Z_i^2) <= (1 - 2 c M
+s2)^(-1/2)`` (Gaussian linearisation of the sub-Gaussian MGF), so Doob's maximal inequality gives, for
+``u = 2 c M s2 in (0, 1)``, ``P(max_{m <= M} ||Z_m||^2 >= x) <= alpha_j`` with
+``x = 2 M s2 [ (n/2) log(1/(1 - u)) + log(1/alpha_j) ] / u``. Over the epochs ``M_j = 2^j``
+(``alpha_j = alpha_Q / ((j + 1)(j + 2))``, summing to ``alpha_Q``; u picked per epoch from a fixed grid,
+a function of n and alpha_j only) this bounds ``||e(m)||^2 = ||Z_m||^2 / m^2`` at every m at once: about
+``s2 (n + 2 sqrt(n log(1/alpha_j))) / m`` instead of ``~ 2 n s2 log(1/alpha_arm) / m``. ``E2`` is the
+smaller of the two. The threshold's share is split: ``Q_SHARE = 1/4`` of it (``alpha_Q``) here, the rest to the linear
+term(s): this bound depends on ``log(1/alpha_Q)`` only next to ``n/2``, the linear term on
+``sqrt(log(1/alpha_L))`` alone.
+
 **Box.** Always intersected with the trivially valid box: with arm intervals ``[lo_i, hi_i]``, centres
 ``c_i`` and half-widths ``h_i``, ``mu in [mean(lo), mean(hi)]`` and ``|sigma - sd(c)| <= rms(h)``.
 
-**Union.** Arm sequences (each at its own alpha) and the linear term(s) (``alpha_L``; two-sided:
-``alpha_L / 2`` for each threshold) hold together with probability ``>= 1 - sum alpha_i - alpha_L``;
+**Union.** Arm sequences (each at its own alpha), the linear term(s) (``alpha_L``; two-sided:
+``alpha_L / 2`` for each threshold) and the quadratic bound (``alpha_Q``) hold together with probability ``>= 1 - sum alpha_i - alpha_L``;
 on that event the interval contains theta at every m at once.
 
 **Memory.** :class:`ThresholdTrack` keeps, for each grid level ``g >= m_theta`` of a geometric grid of
@@ -76,7 +90,7 @@ All totals are sums (or a max) over arms, so consumers of one group can merge th
 >>> track.m_theta
 370
 >>> lo, hi = track.upper(); lo < 0.3 + 2 * 0.109 < hi, round(hi - lo, 3)
-(True, 0.355)
+(True, 0.175)
 """
 
 from __future__ import annotations
@@ -88,7 +102,7 @@ import numpy as np
 
 from .stitched import stitched_boundary
 
-__all__ = ["ThresholdTrack", "grid_levels", "threshold_bounds", "min_sd_over_box"]
+__all__ = ["ThresholdTrack", "grid_levels", "threshold_bounds", "min_sd_over_box", "quadratic_bound"]
 
 
 def grid_levels(limit: int = 10 ** 12, dense: int = 8, ratio: float = 1.2) -> list[int]:
@@ -119,13 +133,35 @@ def _stitched_np(v: Any, alpha: float, v_min: float, c: Any) -> Any:
     return np.sqrt(k1 * k1 * use_v * ell + t2 * t2) + t2
 
 
+#: the part of the threshold's share spent on the quadratic bound of the remainder
+Q_SHARE = 0.25
+_U_GRID = np.linspace(0.01, 0.99, 99)
+
+
+def quadratic_bound(g: Any, n: int, s2: float, alpha_q: float) -> Any:
+    """Anytime bound on ``||e(g)||^2`` (module docstring, "Remainder, second bound").
+
+    >>> b = quadratic_bound(1000, 50, 0.25, 0.025); round(b * 1000 / (50 * 0.25), 2)   # ~ (n + ...) s2 / m
+    2.12
+    """
+    g = np.asarray(g, dtype=float)
+    j = np.ceil(np.log2(np.maximum(g, 1.0)))
+    M = 2.0 ** j
+    a_j = alpha_q / ((j + 1.0) * (j + 2.0))
+    u = _U_GRID.reshape((-1,) + (1,) * g.ndim)
+    x = (2.0 * M * s2 * ((n / 2.0) * -np.log1p(-u) + np.log(1.0 / a_j)) / u).min(axis=0)
+    out = x / (g * g)
+    return float(out) if out.ndim == 0 else out
+
+
 def threshold_bounds(g: Any, n: int, k: float, alpha_lin: float, *, sum_y: Any, sum_y2: Any, sum_r2: Any,
                      vmax: Any, sum_lo: Any, sum_hi: Any, sum_c: Any, sum_c2: Any, sum_h2: Any,
                      span: float | None, sigma_x: float | None, two_sided: bool = False,
                      v_min: float | None = None, sigma_floor: Any = 0.0) -> dict[str, Any]:
     """The intervals of the module docstring from the totals at level ``g`` (floats or numpy arrays).
 
-    ``alpha_lin`` is the whole threshold share (split between the two thresholds when two-sided).
+    ``alpha_lin`` is the whole threshold share: ``Q_SHARE`` of it to the quadratic bound, the rest to the
+    linear term(s) (split between the two thresholds when two-sided).
     ``sigma_floor``: any other valid lower bound of sigma on the same event (e.g. :func:`min_sd_over_box`).
     ``span = high - low`` for bounded rewards (``vmax`` = max Bhatia-Davis variance); ``sigma_x`` for
     sub-Gaussian rewards; neither (heavy tails): the box alone. Returns ``upper`` = (lo, hi) of
@@ -137,15 +173,18 @@ def threshold_bounds(g: Any, n: int, k: float, alpha_lin: float, *, sum_y: Any, 
     mean_c = sum_c / n
     sd_c = np.sqrt(np.maximum(sum_c2 / n - mean_c * mean_c, 0.0))
     rms_h = np.sqrt(np.maximum(sum_h2, 0.0) / n)
+    a_each = alpha_lin * (1 - Q_SHARE) / (2.0 if two_sided else 1.0)  # the rest to the linear term(s)
+    s2 = span * span / 4.0 if span is not None else (sigma_x * sigma_x if sigma_x is not None else None)
+    if s2 is not None:
+        sum_r2 = np.minimum(sum_r2, quadratic_bound(g, n, s2, alpha_lin * Q_SHARE))
     rms_e = np.sqrt(np.maximum(sum_r2, 0.0) / n)
     box_sd_lo, box_sd_hi = np.maximum(sd_c - rms_h, 0.0), sd_c + rms_h
     out: dict[str, Any] = {}
-    a_each = alpha_lin / 2.0 if two_sided else alpha_lin
     w2 = (1.0 + k * k) / n
     if span is not None:
         V = w2 * vmax
         c = (1.0 + k * math.sqrt(n - 1.0)) * span / (3.0 * n)
-        vm = v_min if v_min is not None else w2 * span * span / 400.0
+        vm = v_min if v_min is not None else w2 * span * span / 4.0  # one reward at maximal variance
     elif sigma_x is not None:
         V, c = w2 * sigma_x * sigma_x, 0.0
         vm = v_min if v_min is not None else V
@@ -177,7 +216,7 @@ def threshold_bounds(g: Any, n: int, k: float, alpha_lin: float, *, sum_y: Any, 
     return out
 
 
-def min_sd_over_box(lo: Sequence[float], hi: Sequence[float]) -> float:
+def min_sd_over_box(lo: Any, hi: Any) -> Any:
     """``min sd(y)`` over the box ``lo_i <= y_i <= hi_i`` (population sd), exactly.
 
     KKT for ``min sum (y_i - mean(y))^2`` on a box: ``y_i = clip(c, lo_i, hi_i)`` with ``c = mean(y)``;
@@ -190,14 +229,14 @@ def min_sd_over_box(lo: Sequence[float], hi: Sequence[float]) -> float:
     lo_a, hi_a = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
     if not (np.all(np.isfinite(lo_a)) and np.all(np.isfinite(hi_a))):
         return 0.0
-    a, b = float(lo_a.min()), float(hi_a.max())
+    # vectorised over leading axes (one box per row of a 2-d array)
+    a, b = lo_a.min(axis=-1, keepdims=True), hi_a.max(axis=-1, keepdims=True)
     for _ in range(60):
         c = (a + b) / 2.0
-        if np.clip(c, lo_a, hi_a).mean() > c:
-            a = c
-        else:
-            b = c
-    return float(np.clip((a + b) / 2.0, lo_a, hi_a).std())
+        up = np.clip(c, lo_a, hi_a).mean(axis=-1, keepdims=True) > c
+        a, b = np.where(up, c, a), np.where(up, b, c)
+    sd = np.clip((a + b) / 2.0, lo_a, hi_a).std(axis=-1)
+    return float(sd) if sd.ndim == 0 else sd
 
 
 _FIELDS = ("cnt", "sum_y", "sum_y2", "sum_r2", "vmax", "sum_lo", "sum_hi", "sum_c", "sum_c2", "sum_h2")

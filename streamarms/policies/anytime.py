@@ -130,6 +130,7 @@ class AnytimeKSigma(Policy):
         else:
             self._vconst = m.B ** (2.0 / m.p)
         self._L = math.log(1.0 / self.alpha_arm)
+        self._rp = [self._radius_proxy(i) for i in range(len(self.arms))]
         self._refresh_threshold()
 
     def _refresh_threshold(self) -> None:
@@ -239,17 +240,32 @@ class AnytimeKSigma(Policy):
             if self.track.record(g, c.s, lo, hi, self._box):
                 events = self._on_advance()
         if self.state[i] == 0:
-            ev = self._classify(i)
-            if ev is not None:
-                events.append(ev)
-                self.key[i] = math.inf
+            m = g
+            mean = c.s / m
+            var = self._var(mean, m)
+            rp = math.sqrt(2.0 * var * (self._L + 1.4 * math.log(math.log(2.0 * m) + 1.0)) / m)
+            self._rp[i] = rp
+            # exact test only when the arm may be clear of the threshold's interval (a filter, never a
+            # decision: the proxy radius is not a bound)
+            if (mean - 0.5 * rp > self._u[1] or mean + 0.5 * rp < self._u[0]
+                    or (self.two_sided and (mean - 0.5 * rp > self._l[1] or mean + 0.5 * rp < self._l[0]))):
+                ev = self._classify(i)
+                if ev is not None:
+                    events.append(ev)
+                    self.key[i] = math.inf
+                    return events
+            if self.track.m_theta:
+                gap = abs(mean - self._th_u)
+                if self.two_sided:
+                    gap = min(gap, abs(mean - self._th_l))
+                k = gap * math.sqrt(m / var)
             else:
-                k = self._key_of(i)
-                self.key[i] = k
-                heapq.heappush(self._heap, (k, i))
-                if len(self._heap) > 2 * len(self.arms) + 64:
-                    self._heap = [(self.key[j], j) for j in range(len(self.arms)) if self.state[j] == 0]
-                    heapq.heapify(self._heap)
+                k = -math.inf
+            self.key[i] = k
+            heapq.heappush(self._heap, (k, i))
+            if len(self._heap) > 2 * len(self.arms) + 64:
+                self._heap = [(self.key[j], j) for j in range(len(self.arms)) if self.state[j] == 0]
+                heapq.heapify(self._heap)
         return events
 
     def _laggard(self, skip: set[int] | frozenset[int] = frozenset()) -> int | None:
@@ -320,11 +336,21 @@ class AnytimeKSigma(Policy):
         if self.two_sided and abs(mean - self._th_l) < abs(mean - th):
             th, (lo, hi) = self._th_l, self._l
         w = hi - th if mean > th else th - lo
-        return self.n_undecided * w / (len(self.arms) * self.track.m_theta) > self._radius_proxy(i) / c.m
+        return self.n_undecided * w / (len(self.arms) * self.track.m_theta) > self._rp[i] / c.m
 
     def next_request(self) -> Request | None:
         if self.n_undecided == 0:
             return None
+        if not self._deferred and self.track.m_theta:  # fast path of _plan(1, {})
+            heap, key, state = self._heap, self.key, self.state
+            while heap and (heap[0][0] != key[heap[0][1]] or state[heap[0][1]] != 0):
+                heapq.heappop(heap)
+            if heap:
+                i = heap[0][1]
+                if not self._threshold_first(i):
+                    return self._requests[i]
+                j = self._laggard()
+                return self._requests[i if j is None else j]
         out = self._plan(1, self._deferred)
         if not out and self._deferred:
             self._deferred.clear()

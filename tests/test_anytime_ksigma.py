@@ -1,0 +1,152 @@
+"""AnytimeKSigma (``cs``): the fixed-confidence guarantee (>= 1000 seeded runs on 6 small instances,
+Clopper-Pearson), every reward model, two-sided, the streaming contract, bad input, snapshot/restore."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+from streamarms.models import make_model
+from streamarms.policies.anytime import AnytimeKSigma
+from streamarms.policies.ksigma import ksigma_outliers
+from streamarms.registry import build_policy
+from streamarms.sim import Environment, run_policy
+
+from stats_util import clopper_pearson_upper
+
+ENV = {"bernoulli": "bernoulli", "bounded": "bounded", "subgaussian": "gaussian"}
+# (means, k, two_sided, reward model); delta = 0.2 so that errors would be measurable
+INSTANCES = {
+    "nearly-equal-one-above": ([0.2, 0.21, 0.22, 0.2, 0.9], 1.5, False, "bernoulli"),
+    "low-rate": ([0.01, 0.01, 0.012, 0.008, 0.01, 0.2], 1.5, False, "bernoulli"),
+    "n3": ([0.1, 0.15, 0.9], 1.0, False, "bernoulli"),
+    "two-sided": ([0.5, 0.52, 0.48, 0.5, 0.51, 0.49, 0.05, 0.97], 1.5, True, "bernoulli"),
+    "bounded": ([0.2, 0.25, 0.3, 0.22, 0.9], 1.5, False, "bounded"),
+    "gaussian": ([0.0, 0.2, 0.1, 0.0, 3.0], 1.5, False, "subgaussian"),
+}
+DELTA = 0.2
+
+
+def _model(name):
+    return make_model("subgaussian", sigma=1.0) if name == "subgaussian" else make_model(name)
+
+
+def _run(means, k, two_sided, model, seed, max_pulls=2_000_000):
+    env = Environment(means, seed=seed, model=ENV[model])
+    pol = AnytimeKSigma(env.arm_names, k=k, delta=DELTA, model=_model(model), two_sided=two_sided)
+    return pol, run_policy(pol, env, max_pulls=max_pulls)
+
+
+def _errors(name, runs):
+    means, k, two_sided, model = INSTANCES[name]
+    truth = sorted(str(i) for i in ksigma_outliers(means, k, two_sided))
+    wrong = 0
+    for seed in range(runs):
+        pol, res = _run(means, k, two_sided, model, 1000 + seed)
+        assert res.decision.done
+        wrong += sorted(res.decision.outliers) != truth
+        # every event is final and consistent with the decision
+        assert set(e.arm for e in res.events if e.kind == "outlier") == set(res.decision.outliers)
+    return wrong
+
+
+@pytest.mark.parametrize("name", list(INSTANCES))
+def test_guarantee_quick(name):
+    """30 runs of each instance (the full 1000-run test is marked slow): all finish, at most the
+    Clopper-Pearson-consistent number of errors."""
+    assert clopper_pearson_upper(_errors(name, 30), 30) <= 0.2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(INSTANCES))
+def test_guarantee_1000_runs(name):
+    runs = 1000
+    wrong = _errors(name, runs)
+    assert clopper_pearson_upper(wrong, runs) <= DELTA, (name, wrong)
+
+
+def test_heavy_tailed_tea_runs_to_a_correct_answer():
+    means = [0.0, 0.1, 0.0, 5.0]
+    env = Environment(means, seed=3, model="gaussian")
+    pol = AnytimeKSigma(env.arm_names, k=1.0, delta=0.1, model=make_model("heavy_tailed", p=2.0, B=30.0))
+    res = run_policy(pol, env, max_pulls=3_000_000)
+    assert res.decision.done and res.decision.outliers == ["3"]
+
+
+def test_registered_and_built_by_name():
+    pol = build_policy("cs", ["a", "b", "c"], k=1.5, delta=0.05, two_sided=True)
+    assert isinstance(pol, AnytimeKSigma) and pol.two_sided and pol.k == 1.5
+
+
+@pytest.mark.parametrize("bad", [0.5, float("nan"), "x", None])
+def test_bad_reward_names_arm_and_value_state_unchanged(bad):
+    pol, _ = _run([0.1, 0.2, 0.9], 1.0, False, "bernoulli", 0, max_pulls=500)
+    before = json.dumps(pol.snapshot(), sort_keys=True)
+    with pytest.raises(ValueError, match=r"'1'.*" + (r"0\.5" if bad == 0.5 else "")):
+        pol.update("1", bad)
+    with pytest.raises(ValueError, match="'zz'"):
+        pol.update("zz", 1.0)
+    assert json.dumps(pol.snapshot(), sort_keys=True) == before
+
+
+def test_bounded_out_of_range_refused():
+    pol = AnytimeKSigma(["a", "b"], k=1.0, model=make_model("bounded", a=0.0, b=2.0))
+    with pytest.raises(ValueError, match=r"'b'.*2\.5"):
+        pol.update("b", 2.5)
+    assert pol.pulls == 0
+
+
+@pytest.mark.parametrize("two_sided", [False, True])
+def test_snapshot_json_restore_continues_bit_for_bit(two_sided):
+    means = [0.5, 0.52, 0.48, 0.5, 0.51, 0.49, 0.05, 0.97]
+    env = Environment(means, seed=5)
+    pol = AnytimeKSigma(env.arm_names, k=1.5, delta=0.1, two_sided=two_sided)
+    for _ in range(1777):
+        r = pol.next_request()
+        pol.update(r.arm, env.pull(r.arm), r)
+    pol.defer(pol.next_request().arm)
+    twin = AnytimeKSigma.restore(json.loads(json.dumps(pol.snapshot())))
+    rng_state = env.rng.getstate()
+    seq_a, seq_b = [], []
+    for p, out in ((pol, seq_a), (twin, seq_b)):
+        env.rng.setstate(rng_state)
+        while not p.done:
+            r = p.next_request()
+            out.append(r.arm)
+            p.update(r.arm, env.pull(r.arm), r)
+    assert seq_a == seq_b
+    assert pol.decision().to_dict() == twin.decision().to_dict()
+
+
+def test_streaming_contract_any_order_wanted_and_defer():
+    means = [0.2, 0.25, 0.3, 0.22, 0.9]
+    pol = AnytimeKSigma([str(i) for i in range(5)], k=1.5, delta=0.1)
+    rng = random.Random(0)
+    while not pol.done:  # rewards for random arms, ignoring the plan: still correct
+        i = rng.randrange(5)
+        pol.update(str(i), float(rng.random() < means[i]))
+    assert pol.decision().outliers == ["4"]
+    pol.update("0", 1.0)  # after done: validated, counted, ignored
+    assert pol.decision().extra["ignored_after_done"] == 1
+    pol2 = AnytimeKSigma([str(i) for i in range(5)], k=1.5, delta=0.1)
+    w = pol2.wanted(3)
+    assert len(w) == 3 and len({r.arm for r in w}) == 3
+    first = pol2.next_request().arm
+    pol2.defer(first)
+    assert pol2.next_request().arm != first
+
+
+def test_every_event_is_correct_under_adaptive_sampling():
+    means = [0.3] * 9 + [0.31, 0.9]
+    truth = set(str(i) for i in ksigma_outliers(means, 2.0))
+    for seed in range(5):
+        env = Environment(means, seed=seed)
+        _, res = (lambda p: (p, run_policy(p, env)))(AnytimeKSigma(env.arm_names, k=2.0, delta=0.1))
+        for e in res.events:
+            assert (e.kind == "outlier") == (e.arm in truth)
+            assert e.interval[0] <= e.interval[1] and e.samples <= e.pulls
+            # (the running intersection need not contain the current mean: a lucky early streak can
+            # leave it behind, which is one of the alpha-probability misses)
