@@ -311,6 +311,26 @@ def report(insts: list[Instance], labels: list[str], cells: dict[tuple[str, str]
     return "\n".join(lines), verdict
 
 
+def markdown(insts: list[Instance], labels: list[str], cells: dict[tuple[str, str], Cell],
+             verdict: dict) -> str:
+    """The README's table: mean samples per policy (">" = capped lower bound) and the engine's ratios."""
+    head = ["instance", "n"] + labels + ["engine / oracle", "engine / best paper", "bar"]
+    out = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for inst in insts:
+        row = [f"`{inst.name}`", str(len(inst.draw(0)))]
+        for lb in labels:
+            c = cells.get((inst.name, lb))
+            row.append("-" if c is None else (">" if c.capped else "") + fmt_count(c.mean))
+        v = verdict.get(inst.name)
+        if v:
+            row += [f"{v['engine_over_oracle']:.1f}", ("<" if v["best_capped"] else "") +
+                    f"{v['engine_over_best']:.2f} ({v['best']})", "met" if v["meets_bar"] else "**not met**"]
+        else:
+            row += ["-", "-", "-"]
+        out.append("| " + " | ".join(row) + " |")
+    return "\n".join(out)
+
+
 def plot(insts: list[Instance], labels: list[str], cells: dict[tuple[str, str], Cell], path: Path) -> None:
     if not labels or not insts:
         return
@@ -444,6 +464,7 @@ def main(argv: list[str]) -> int:
                   f"# (2 shared cores; sample counts do not depend on machine load)\n")
         (RESULTS / f"{args.name}.txt").write_text(header + text + "\n")
         (RESULTS / f"{args.name}.json").write_text(json.dumps(verdict, indent=1, sort_keys=True) + "\n")
+        (RESULTS / f"{args.name}.md").write_text(markdown(insts, labels, cells, verdict) + "\n")
         plot(insts, labels, cells, RESULTS / f"{args.name}.png")
         print(f"wrote {RESULTS / (args.name + '.txt')} and .png", file=sys.stderr)
     return 0
