@@ -429,8 +429,10 @@ def main(argv: list[str]) -> int:
     # everything, then the rest only where those did not both hit the cap (a capped cell is a lower
     # bound either way; more capped runs add cost, not information)
     jobs.sort(key=lambda j: (POLICY_SETS[j[1]][2], len(j[3])))
-    first = [j for j in jobs if j[2] < FIRST_RUNS]
-    rest = [j for j in jobs if j[2] >= FIRST_RUNS]
+    phases = []
+    for slow in (False, True):  # all runs of the fast policies before the slow baselines
+        phases.append([j for j in jobs if POLICY_SETS[j[1]][2] == slow and j[2] < FIRST_RUNS])
+        phases.append([j for j in jobs if POLICY_SETS[j[1]][2] == slow and j[2] >= FIRST_RUNS])
     print(f"{len(jobs)} runs to do ({sum(len(v) for v in results.values())} cached)", file=sys.stderr)
     t0 = time.time()
     workers = max(1, min(2, args.workers))
@@ -442,9 +444,9 @@ def main(argv: list[str]) -> int:
         return all(g is not None and g["capped"] for g in got)
 
     with Pool(workers) as pool:
-        for phase in (first, rest):
-            if phase is rest:
-                phase = [j for j in rest if not all_capped((j[0], j[1]))]
+        for p_i, phase in enumerate(phases):
+            if p_i % 2:
+                phase = [j for j in phase if not all_capped((j[0], j[1]))]
             for inst, lb, r, res in pool.imap_unordered(one_run, phase):
                 results[(inst, lb)][str(r)] = res
                 if not args.quick:
