@@ -10,6 +10,11 @@ at the first record (the consumer-group join is not counted) and stops when all 
 * ``daemon, detecting``: detection episodes back to back (``--episode-interval 0``): the policy (WRR,
   k=2, Bernoulli) takes a reward of about one record in three; its own cost per reward is included.
 
+Idle is measured three ways (issue 10, item 7): ``--validate all`` (the default: every record is
+decoded and checked, so every bad one reaches the dead letters) with the default decoder (orjson),
+the same with the standard library's :mod:`json`, and ``--validate used`` (the fast path: only the
+records the policy takes are decoded).
+
 Usage::
 
     python benchmarks/kafka_throughput.py                  # starts a local Tansu broker
@@ -27,12 +32,11 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from streamarms._paths import use_local_connectors  # noqa: E402
-
-use_local_connectors()
-
 from kafka import KafkaConsumer, KafkaProducer  # noqa: E402
 
+import json  # noqa: E402
+
+from streamarms.runtime import decoder  # noqa: E402
 from streamarms.checkpoint import FileCheckpointStore  # noqa: E402
 from streamarms.connectors.kafka import KafkaRewardSource, client_config, ensure_topics  # noqa: E402
 from streamarms.connectors.tansu import TansuBroker  # noqa: E402
@@ -40,7 +44,7 @@ from streamarms.daemon import Daemon  # noqa: E402
 from streamarms.metrics import Metrics  # noqa: E402
 from streamarms.models import BernoulliModel  # noqa: E402
 from streamarms.policies.ksigma import WeightedRoundRobin  # noqa: E402
-from streamarms.scheduler import EventClock, RewardCodec, Scheduler, SchedulerConfig  # noqa: E402
+from streamarms.runtime import EventClock, RewardCodec, Scheduler, SchedulerConfig  # noqa: E402
 from streamarms.sim import zww17_example  # noqa: E402
 
 MAX_POLL = 1000
@@ -76,14 +80,27 @@ def bare(bootstrap: str, topic: str, n: int, group: str) -> float:
     return n / dt
 
 
-def daemon(bootstrap: str, topic: str, n: int, group: str, detecting: bool, ordered: bool) -> tuple[float, dict]:
+def daemon(bootstrap: str, topic: str, n: int, group: str, detecting: bool, ordered: bool,
+           validate: str = "all", parser: str = "default") -> tuple[float, dict]:
+    default_loads = decoder._loads
+    if parser == "json":
+        decoder._loads = json.loads
+    try:
+        return _daemon(bootstrap, topic, n, group, detecting, ordered, validate)
+    finally:
+        decoder._loads = default_loads
+
+
+def _daemon(bootstrap: str, topic: str, n: int, group: str, detecting: bool, ordered: bool,
+            validate: str) -> tuple[float, dict]:
     cfg = client_config(bootstrap)
     src = KafkaRewardSource([topic], group, cfg, ordered=ordered, max_poll_records=MAX_POLL,
                             consumer_options={k: v for k, v in CONSUMER.items() if k != "max_poll_records"})
     clock = EventClock()
     sched = Scheduler(lambda arms, ep: WeightedRoundRobin(arms, k=2.0, delta=0.1), clock=clock,
                       codec=RewardCodec(model=BernoulliModel()), policy_name="wrr", delta=0.1,
-                      config=SchedulerConfig(discovery_records=1000, episode_interval=0.0 if detecting else 1e9))
+                      config=SchedulerConfig(discovery_records=1000, episode_interval=0.0 if detecting else 1e9,
+                                             validate=validate))
     tmp = tempfile.mkdtemp()
     d = Daemon(sched, src, clock=clock, checkpoint=FileCheckpointStore(os.path.join(tmp, "ck")),
                checkpoint_interval=5.0, metrics=Metrics(), handle_signals=False, stop_when_exhausted=False)
@@ -108,47 +125,95 @@ def daemon(bootstrap: str, topic: str, n: int, group: str, detecting: bool, orde
     return (st["records"] - marks["records0"]) / (marks["end"] - marks["start"]), st
 
 
+def offer_cost(validate: str, parser: str, n: int = 200_000, repeat: int = 5) -> float:
+    """Process-time nanoseconds per record of ``Scheduler.offer`` in the idle state (every record
+    skipped), without a broker: the part of the daemon's per-record cost that validation changes,
+    measured with process time, best of ``repeat`` (robust on a shared machine, unlike records/s)."""
+    default_loads = decoder._loads
+    if parser == "json":
+        decoder._loads = json.loads
+    try:
+        means = zww17_example()
+        keys = [f"region-{i:02d}".encode() for i in range(len(means))]
+        rng = random.Random(3)
+        recs = [(keys[a], b'{"reward": %d}' % (rng.random() < means[a]))
+                for a in (rng.randrange(len(keys)) for _ in range(n))]
+        clock = EventClock()
+        sched = Scheduler(lambda arms, ep: WeightedRoundRobin(arms, k=2.0, delta=0.1), clock=clock,
+                          codec=RewardCodec(model=BernoulliModel()), policy_name="wrr", delta=0.1,
+                          config=SchedulerConfig(discovery_records=1000, episode_interval=1e9, max_episodes=None,
+                                                 validate=validate))
+        while sched.episodes_done < 1:  # run the first episode to its end: then every record is skipped
+            for k, v in recs[:10_000]:
+                sched.offer(k, v)
+        best = float("inf")
+        offer = sched.offer
+        for _ in range(repeat):
+            t0 = time.process_time()
+            for k, v in recs:
+                offer(k, v)
+            best = min(best, time.process_time() - t0)
+        return best / n * 1e9
+    finally:
+        decoder._loads = default_loads
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bootstrap-servers")
     ap.add_argument("--records", type=int, default=300_000)
     ap.add_argument("--partitions", type=int, nargs="+", default=[1, 4])
     ap.add_argument("--repeat", type=int, default=2, help="best of this many runs each")
+    ap.add_argument("--offline-only", action="store_true", help="only the per-record validation cost (no broker)")
     args = ap.parse_args()
+    costs = {(v, p): offer_cost(v, p) for v, p in (("used", "default"), ("all", "default"), ("all", "json"))}
+    print(f"per-record cost of Scheduler.offer when idle (process time, best of 5, 200,000 records; "
+          f"decoder {decoder.BACKEND}):")
+    for (v, p), ns in costs.items():
+        print(f"  --validate {v:<4} {'(stdlib json)' if p == 'json' else '':<14} {ns:7.0f} ns/record")
+    if args.offline_only:
+        return
     broker = None
     if args.bootstrap_servers is None:
         broker = TansuBroker().start()
         args.bootstrap_servers = broker.bootstrap
     try:
         tag = str(int(time.time()))
-        print(f"broker {args.bootstrap_servers}, {args.records:,} records per topic, 20 keys, best of {args.repeat}")
+        print(f"broker {args.bootstrap_servers}, {args.records:,} records per topic, 20 keys, best of {args.repeat}; "
+              f"decoder {decoder.BACKEND}; idle/detecting validate every record unless marked")
         for parts in args.partitions:
             topic = f"bench-{parts}p-{tag}"
             produce(args.bootstrap_servers, topic, args.records, parts)
-            cases = [("daemon, idle (records skipped)", False, True),
-                     ("daemon, detecting back to back", True, True)]
+            cases = [("daemon, idle (records skipped)", False, True, "all", "default"),
+                     ("daemon, idle, stdlib json", False, True, "all", "json"),
+                     ("daemon, idle, --validate used", False, True, "used", "default"),
+                     ("daemon, detecting back to back", True, True, "all", "default")]
             if parts > 1:
-                cases.append(("daemon, idle, --order arrival", False, False))
+                cases.append(("daemon, idle, --order arrival", False, False, "all", "default"))
             best: dict[str, tuple[float, dict]] = {"bare": (0.0, {})}
             for r in range(args.repeat):  # interleaved, best of each: the machine may be shared
                 rate = bare(args.bootstrap_servers, topic, args.records, f"bare-{topic}-{r}")
                 best["bare"] = max(best["bare"], (rate, {}), key=lambda x: x[0])
-                for label, detecting, ordered in cases:
-                    rate, st = daemon(args.bootstrap_servers, topic, args.records,
-                                      f"d-{topic}-{label[8:16]}-{r}".replace(" ", "").replace(",", ""), detecting,
-                                      ordered)
+                for i, (label, detecting, ordered, validate, parser) in enumerate(cases):
+                    rate, st = daemon(args.bootstrap_servers, topic, args.records, f"d-{topic}-{i}-{r}",
+                                      detecting, ordered, validate, parser)
                     if rate > best.get(label, (0.0, {}))[0]:
                         best[label] = (rate, st)
             b = best["bare"][0]
             print(f"\n{parts} partition(s):")
             print(f"  {'bare kafka-python loop':<34} {b:>10,.0f} records/s")
-            for label, _, _ in cases:
+            for label, *_ in cases:
                 rate, st = best.get(label, (0.0, None))
                 if st is None:
                     print(f"  {label:<34} n/a (the first episode did not end within {args.records:,} records)")
                     continue
                 note = f"episodes {st['episodes']}, samples {st['used']:,} of {st['records']:,} records"
                 print(f"  {label:<34} {rate:>10,.0f} records/s  {rate / b:6.1%} of bare  ({note})")
+            fast = best.get("daemon, idle, --validate used", (0.0, None))[0]
+            if fast:
+                extra = (costs[("all", "default")] - costs[("used", "default")]) * 1e-9
+                print(f"  validating every record adds {extra * 1e9:.0f} ns/record = {extra * fast:.1%} of the idle "
+                      f"daemon's time per record at {fast:,.0f} records/s (the issue's budget: <= 10%)")
     finally:
         if broker is not None:
             broker.stop()

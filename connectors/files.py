@@ -28,6 +28,7 @@ is its line number, so a checkpoint resumes a replay exactly.
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from typing import IO, Any, Sequence
@@ -38,28 +39,40 @@ from .ordering import PartitionMerger
 __all__ = ["JsonlSource", "JsonlSink", "JsonlDeadLetterSink"]
 
 
+def _bytes(text: str) -> bytes:
+    """Text read with ``surrogateescape`` back to the file's bytes (invalid UTF-8 stays invalid, so the
+    codec refuses such a key as ``key_not_utf8`` instead of seeing replacement characters)."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a JSON escape of a lone surrogate: keep it as (invalid) UTF-8 bytes
+        return text.encode("utf-8", "surrogatepass")
+
+
 def _to_record(path: str, offset: int, line: str) -> MemoryRecord:
     try:
         obj = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # a poison line (even nested 100,000 deep) is one bad record
         obj = None
     if not isinstance(obj, dict):
-        return MemoryRecord(path, 0, offset, None, None, line.rstrip("\n").encode("utf-8"), None)
+        return MemoryRecord(path, 0, offset, None, None, _bytes(line.rstrip("\n")), None)
     ts = obj.get("timestamp")
-    ts = int(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) else None
+    ts = int(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) and math.isfinite(ts) else None
     if "key" in obj:
         key = obj["key"]
         value = obj.get("value")
         if isinstance(value, str):
-            vb: bytes | None = value.encode("utf-8")
+            vb: bytes | None = _bytes(value)
         elif value is None:
             vb = None
         else:
-            vb = json.dumps(value).encode("utf-8")
+            try:
+                vb = json.dumps(value).encode("utf-8")
+            except (ValueError, RecursionError):
+                vb = _bytes(line.rstrip("\n"))
     else:
         key = obj.get("arm")
-        vb = line.rstrip("\n").encode("utf-8")
-    kb = None if key is None else str(key).encode("utf-8")
+        vb = _bytes(line.rstrip("\n"))
+    kb = None if key is None else _bytes(str(key))
     return MemoryRecord(path, 0, offset, ts, kb, vb, None)
 
 
@@ -76,7 +89,7 @@ class JsonlSource:
         self._line: dict[str, int] = {}
         self._eof: dict[str, bool] = {}
         for p in self.paths:
-            f = open(p, encoding="utf-8", errors="replace")
+            f = open(p, encoding="utf-8", errors="surrogateescape")
             start = self.merger.next_offset((p, 0)) or 0
             self.merger.set_position((p, 0), start)
             for _ in range(start):
@@ -159,7 +172,7 @@ class JsonlDeadLetterSink(JsonlSink):
 
     def send(self, record: Any, reason: str, detail: str = "") -> None:  # type: ignore[override]
         def text(b: Any) -> Any:
-            return b.decode("utf-8", "replace") if isinstance(b, (bytes, bytearray)) else b
+            return b.decode("utf-8", "backslashreplace") if isinstance(b, (bytes, bytearray)) else b
 
         self._f.write(json.dumps({"reason": reason, "detail": detail,
                                   "source": f"{record.topic}:{record.partition}:{record.offset}",

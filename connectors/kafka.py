@@ -8,9 +8,30 @@
   (``ordered=False``: poll order). The daemon assumes it is the only member of its group: the k-sigma
   threshold is a function of *all* arms, so splitting partitions between two daemons would give each a
   different threshold (a second instance is a hot standby that takes over on rebalance).
+  **Outages.** A broker that goes away never stops the daemon: a transient client error in ``poll``
+  (connection lost, no broker, timeout, the "partition is not assigned" state kafka-python is left in
+  by a broker restart) makes the source report ``connected = False`` and return no records; every
+  ``check_interval`` seconds without records it asks the broker for the partitions' end offsets
+  (``timeout_ms=1000``) -- the answer is the reconnection test and refreshes the lag. One warning when
+  the broker becomes unreachable (and every 60 s while it stays so), one line when it is back; the
+  daemon keeps its state, skips checkpoints while disconnected, and readiness reports it.
+  **Out-of-range positions.** A checkpointed position beyond a partition's end (the topic was
+  recreated, or the checkpoint comes from another cluster) or before its start (retention deleted
+  the records) is replaced by the rule ``on_out_of_range``: ``"earliest"`` (default: read what the
+  partition holds now), ``"latest"`` (only new records) or ``"fail"`` (stop with an error, exit 1).
+  Below the start: checked after each assignment against the partition's first offset. Beyond the
+  end: the broker answers OFFSET_OUT_OF_RANGE and kafka-python silently rewinds the fetch position,
+  so records arrive wholly below our position (they would all be dropped as read: a silent stall);
+  that is one signal; the other (brokers that answer such a fetch with no records, as Tansu does) is
+  the high watermark of the fetch responses being below our position, checked every
+  ``check_interval`` seconds without records. (``end_offsets`` is not used for this: Tansu answers
+  it with the last batch's base offset, so a caught-up consumer would look out of range.)
+  Each reset is logged as a warning and counted (``out_of_range_resets``). Not detected: a
+  recreated topic that has already grown past the checkpointed offset (Kafka's topic ids would tell;
+  not used here).
 * :class:`KafkaAlertSink`, :class:`KafkaRequestSink` -- JSON values keyed by arm.
 * :class:`KafkaDeadLetterSink` -- the refused record's key and value unchanged, with headers
-  ``reason`` (one of ``streamarms.scheduler.INVALID_REASONS``), ``detail``, ``source`` (topic:partition:offset).
+  ``reason`` (one of ``streamarms.runtime.INVALID_REASONS``), ``detail``, ``source`` (topic:partition:offset).
 * :class:`KafkaCheckpointStore` -- checkpoints as the latest value of a key in a compacted topic.
 
 All clients share one configuration dict (``bootstrap_servers`` plus security settings: SASL/SSL are
@@ -26,11 +47,13 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from typing import Any, Callable, Sequence
 
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
+import kafka.errors as kafka_errors
 from kafka.errors import KafkaError, TopicAlreadyExistsError
 from kafka.structs import OffsetAndMetadata
 
@@ -38,7 +61,7 @@ from streamarms.checkpoint import CheckpointStore, decode, encode
 
 from .ordering import PartitionMerger, parse_tp, tp_name
 
-__all__ = ["client_config", "ensure_topics", "KafkaRewardSource", "KafkaProducerPool", "KafkaAlertSink",
+__all__ = ["client_config", "ensure_topics", "probe_cluster", "BrokerUnreachable", "KafkaRewardSource", "OffsetsOutOfRange", "OUT_OF_RANGE_RULES", "KafkaProducerPool", "KafkaAlertSink",
            "KafkaRequestSink", "KafkaDeadLetterSink", "KafkaCheckpointStore", "SinkError"]
 
 log = logging.getLogger("streamarms.kafka")
@@ -54,6 +77,24 @@ class SinkError(RuntimeError):
     """A record could not be delivered to a sink topic."""
 
 
+class OffsetsOutOfRange(RuntimeError):
+    """A checkpointed position is outside its partition and the rule is ``"fail"``."""
+
+
+#: what to do with a position outside its partition (module docstring)
+OUT_OF_RANGE_RULES = ("earliest", "latest", "fail")
+
+
+_TRANSIENT = tuple(getattr(kafka_errors, n) for n in (
+    "KafkaConnectionError", "NoBrokersAvailable", "KafkaTimeoutError", "IllegalStateError", "NodeNotReadyError",
+    "RequestTimedOutError", "BrokerNotAvailableError", "MetadataEmptyBrokerList") if hasattr(kafka_errors, n))
+
+
+def _transient(e: BaseException) -> bool:
+    """A client error an outage explains (ride it out) rather than a configuration error (stop)."""
+    return isinstance(e, _TRANSIENT) or bool(getattr(e, "retriable", False))
+
+
 def client_config(bootstrap_servers: str | Sequence[str], **settings: Any) -> dict[str, Any]:
     """Common client configuration: bootstrap servers plus the given settings with ``None`` dropped.
 
@@ -65,6 +106,49 @@ def client_config(bootstrap_servers: str | Sequence[str], **settings: Any) -> di
     cfg: dict[str, Any] = {"bootstrap_servers": [s for s in servers if s]}
     cfg.update({k: v for k, v in settings.items() if v is not None})
     return cfg
+
+
+class BrokerUnreachable(RuntimeError):
+    """No bootstrap server answers (start-up): one clear line instead of a minute of client retries."""
+
+
+def probe_cluster(config: dict[str, Any], timeout: float = 5.0) -> str | None:
+    """Fail fast if no bootstrap server accepts a TCP connection within ``timeout`` seconds
+    (:class:`BrokerUnreachable`, naming them); else the cluster id (``None`` if the broker does not
+    say) -- a checkpoint records it, and one from another cluster is refused."""
+    import socket
+    servers = list(config.get("bootstrap_servers") or [])
+    errors = []
+    for server in servers:
+        host, _, port = str(server).rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]") or "localhost", int(port or 9092)), timeout=timeout):
+                break
+        except (OSError, ValueError) as e:
+            errors.append(f"{server} ({getattr(e, 'strerror', None) or e})")
+    else:
+        raise BrokerUnreachable(f"no Kafka broker reachable at {', '.join(errors) or 'no bootstrap servers'}")
+    try:
+        admin = KafkaAdminClient(**_admin_config(config), request_timeout_ms=int(timeout * 1000),
+                                 bootstrap_timeout_ms=int(timeout * 1000))
+    except KafkaError as e:
+        raise BrokerUnreachable(f"the Kafka broker at {', '.join(servers)} does not answer: {_describe(e)}") from None
+    try:
+        info = admin.describe_cluster()
+        cid = info.get("cluster_id") if isinstance(info, dict) else getattr(info, "cluster_id", None)
+        return str(cid) if cid else None
+    except (KafkaError, AttributeError, TypeError) as e:
+        log.debug("describe_cluster failed: %s", e)
+        return None
+    finally:
+        admin.close()
+
+
+def _describe(e: BaseException) -> str:
+    """``Type: message`` without kafka-python's habit of repeating the type in the message."""
+    text = str(e)
+    name = type(e).__name__
+    return text if text.startswith(name) else f"{name}: {text}" if text else name
 
 
 def _admin_config(config: dict[str, Any]) -> dict[str, Any]:
@@ -114,7 +198,25 @@ class KafkaRewardSource:
     def __init__(self, topics: Sequence[str], group_id: str, config: dict[str, Any], *,
                  resume: dict[str, Any] | None = None, ordered: bool = True, max_poll_records: int = 1000,
                  from_beginning: bool = True, consumer_options: dict[str, Any] | None = None,
-                 max_buffer: int = 20_000) -> None:
+                 max_buffer: int = 20_000, on_out_of_range: str = "earliest", check_interval: float = 5.0,
+                 rebuild_after: float = 10.0) -> None:
+        if on_out_of_range not in OUT_OF_RANGE_RULES:
+            raise ValueError(f"on_out_of_range must be one of {', '.join(OUT_OF_RANGE_RULES)}, got {on_out_of_range!r}")
+        self.on_out_of_range = on_out_of_range
+        self.check_interval = check_interval
+        #: the broker answered the last poll / end-offset check
+        self.connected = True
+        self.disconnected_since: float | None = None
+        self.disconnects = 0
+        #: positions replaced by the ``on_out_of_range`` rule
+        self.out_of_range_resets = 0
+        self._fatal: Exception | None = None
+        self._last_records = time.monotonic()
+        self._last_check = time.monotonic()
+        self._last_warn = 0.0
+        self._last_rebuild = 0.0
+        self._ends: dict[tuple[str, int], int] = {}
+        self._verify: dict[Any, int] = {}
         self.topics = list(topics)
         self.group_id = group_id
         self.merger = PartitionMerger(ordered=ordered, max_buffer=max_buffer)
@@ -130,14 +232,42 @@ class KafkaRewardSource:
             "session_timeout_ms": 10_000,
             "heartbeat_interval_ms": 1_000,
             "max_poll_interval_ms": 300_000,
+            # after an outage, try the broker again at least every 5 s (kafka-python's default backs off
+            # to 30 s, so a daemon would stay idle up to half a minute after the broker is back)
+            "reconnect_backoff_max_ms": 5_000,
         }
         opts.update(config)
         opts.update(consumer_options or {})
-        self.consumer = KafkaConsumer(**opts)
+        self._opts = opts
+        self.rebuild_after = rebuild_after
+        self.rebuilds = 0
         self._paused: set[Any] = set()
         self._resumed_any = False
         self.partial_assignment = False
-        self.consumer.subscribe(self.topics, listener=_Listener(self))
+        self.consumer = self._new_consumer()
+
+    def _new_consumer(self) -> KafkaConsumer:
+        consumer = KafkaConsumer(**self._opts)
+        consumer.subscribe(self.topics, listener=_Listener(self))
+        return consumer
+
+    def _rebuild(self) -> None:
+        """Replace a consumer that has not reached the broker for ``rebuild_after`` seconds.
+
+        kafka-python (3.0.x) does not always find a restarted broker again (its client stops trying);
+        a new consumer does. Nothing is lost: positions live in the merger and go to the new
+        consumer's assignment like a checkpoint's (records released are handled before the next poll).
+        """
+        self._resume.update(self.merger.state())
+        try:
+            self.consumer.close(autocommit=False, timeout_ms=1000)
+        except Exception as e:  # a consumer without a broker may fail to close cleanly
+            log.debug("closing the old consumer failed: %s", e)
+        self.consumer = self._new_consumer()
+        self._paused.clear()
+        self._resumed_any = False
+        self.rebuilds += 1
+        log.warning("new Kafka consumer after %.0f s without the broker", time.monotonic() - (self.disconnected_since or 0))
 
     # -- rebalance ---------------------------------------------------------------------------
     def _assigned(self, assigned: list[TopicPartition]) -> None:
@@ -145,10 +275,14 @@ class KafkaRewardSource:
         resume.update(self.merger.state())  # positions of partitions we keep win over older ones
         self.merger.assign([(tp.topic, tp.partition) for tp in assigned], resume)
         self._paused.clear()
+        self._verify = {}
         for tp in assigned:
             off = self.merger.next_offset((tp.topic, tp.partition))
             if off is not None:
                 self.consumer.seek(tp, off)
+                # checked against the partition's bounds by the next poll (kafka-python 3 forbids
+                # blocking calls in a rebalance callback)
+                self._verify[tp] = off
         self.partial_assignment = False
         for topic in self.topics:
             total = self.consumer.partitions_for_topic(topic) or set()
@@ -174,7 +308,10 @@ class KafkaRewardSource:
     # -- reading -----------------------------------------------------------------------------
     def _ended(self, tp: tuple[str, int]) -> bool:
         ktp = TopicPartition(tp[0], tp[1])
-        hw = self.consumer.highwater(ktp)
+        try:
+            hw = self.consumer.highwater(ktp)
+        except (KafkaError, AssertionError):  # not assigned (a rebalance under way, a broker restart)
+            return False
         if hw is None:
             return False
         b = self.merger._bufs.get(tp)
@@ -201,10 +338,152 @@ class KafkaRewardSource:
         if slot is not None and not slot:
             f._next_partition_records = None
 
+    # -- outages and out-of-range positions -------------------------------------------------------
+    def _out_of_range(self, tp: tuple[str, int], off: int, lo: int | None, why: str, hi: int | None = None) -> None:
+        rule = self.on_out_of_range
+        msg = (f"{tp_name(tp)}: the position {off} is outside the partition ({why}) -- the topic was "
+               "recreated, its records expired, or the checkpoint comes from another cluster")
+        if rule == "fail":
+            self._fatal = OffsetsOutOfRange(f"{msg}; --on-out-of-range fail: stopping")
+            return
+        ktp = TopicPartition(*tp)
+        try:
+            if rule == "latest":
+                new = hi if hi is not None else self.consumer.end_offsets([ktp], timeout_ms=5000)[ktp]
+            elif lo is None:
+                new = self.consumer.beginning_offsets([ktp], timeout_ms=5000)[ktp]
+            else:
+                new = lo
+        except KafkaError:
+            new = lo if lo is not None else 0
+        log.warning("%s; rule --on-out-of-range %s: reading from offset %d", msg, rule, new)
+        self.merger.reset_position(tp, new)
+        self.out_of_range_resets += 1
+        try:
+            self.consumer.seek(ktp, new)
+        except (KafkaError, AssertionError, ValueError):  # not assigned (yet): the next assignment seeks
+            pass
+
+    def _verify_positions(self, got: dict[Any, list[Any]]) -> None:
+        """Positions resumed at the last assignment vs the partitions' first and end offsets; the
+        records of a partition found out of range are dropped (read again from the rule's offset)."""
+        tps = list(self._verify)
+        try:
+            lo = self.consumer.beginning_offsets(tps, timeout_ms=5000)
+        except KafkaError as e:
+            if not _transient(e):
+                raise
+            log.warning("cannot check the resumed positions against the partitions' bounds yet: %s", e)
+            got.clear()  # nothing is handled before the check (the records are fetched again)
+            for tp, off in self._verify.items():
+                try:
+                    self.consumer.seek(tp, off)
+                except (KafkaError, AssertionError, ValueError):
+                    pass
+            return
+        verify, self._verify = self._verify, {}
+        for tp, off in verify.items():
+            if tp in lo and off < lo[tp]:
+                self._out_of_range((tp.topic, tp.partition), off, lo[tp], f"it starts at {lo[tp]}")
+                got.pop(tp, None)
+
+    def _rewound(self, got: dict[Any, list[Any]]) -> None:
+        """A position beyond a partition's end makes the broker answer OFFSET_OUT_OF_RANGE, and
+        kafka-python silently moves the fetch position (``auto_offset_reset``) *below* ours: its
+        records would all be dropped as already read -- a silent stall. Delivered records that lie
+        wholly below our position are that signal (our own seeks never go backwards of it)."""
+        for ktp in list(got):
+            recs = got[ktp]
+            b = self.merger._bufs.get((ktp.topic, ktp.partition))
+            if not recs or b is None or b.last_fetched is None or recs[-1].offset > b.last_fetched:
+                continue
+            self._out_of_range((ktp.topic, ktp.partition), b.last_fetched + 1, None,
+                               f"the broker rewound the consumer to offset {recs[0].offset}")
+            del got[ktp]
+
+    def _disconnected(self, e: BaseException) -> None:
+        now = time.monotonic()
+        if self.connected:
+            self.connected = False
+            self.disconnected_since = now
+            self.disconnects += 1
+            self._last_warn = now
+            log.warning("broker unreachable (%s: %s): keeping the state, retrying", type(e).__name__, e)
+        elif now - self._last_warn >= 60.0:
+            self._last_warn = now
+            log.warning("broker still unreachable after %.0f s (%s: %s): retrying", now - (self.disconnected_since or now),
+                        type(e).__name__, e)
+
+    def _reconnected(self) -> None:
+        if not self.connected:
+            log.warning("broker reachable again after %.1f s: resuming", time.monotonic() - (self.disconnected_since or 0))
+            self.connected = True
+            self.disconnected_since = None
+
+    def _check(self) -> None:
+        """No records for a while: does the broker answer (its end offsets also refresh the lag), and
+        does a fetch response say a partition ends before our position?"""
+        tps = [TopicPartition(*tp) for tp in self.merger.partitions]
+        if not tps:
+            return
+        try:
+            ends = self.consumer.end_offsets(tps, timeout_ms=1000)
+        except KafkaError as e:
+            if not _transient(e):
+                raise
+            self._disconnected(e)
+            return
+        self._reconnected()
+        for ktp, hi in ends.items():
+            tp = (ktp.topic, ktp.partition)
+            self._ends[tp] = hi
+            try:
+                hw = self.consumer.highwater(ktp)
+            except (KafkaError, AssertionError):
+                continue
+            b = self.merger._bufs.get(tp)
+            nxt = None if b is None or b.last_fetched is None else b.last_fetched + 1
+            if hw is not None and nxt is not None and nxt > hw:  # a fetch says the log ends before us
+                self._out_of_range(tp, nxt, None, f"it ends at {hw}", hw)
+
     def poll(self, timeout: float = 0.2) -> list[Any]:
+        if self._fatal is not None:
+            raise self._fatal
         if self._resumed_any:
             self._unpark()
-        got = self.consumer.poll(timeout_ms=int(timeout * 1000), max_records=self.max_poll_records)
+        try:
+            got = self.consumer.poll(timeout_ms=int(timeout * 1000), max_records=self.max_poll_records)
+        except KafkaError as e:
+            if not _transient(e):
+                raise
+            self._disconnected(e)
+            time.sleep(timeout)
+            got = {}
+        if got or self._verify:
+            got = dict(got)
+            if self._verify:
+                self._verify_positions(got)
+            self._rewound(got)
+        now = time.monotonic()
+        if got:
+            self._last_records = now
+            self._last_check = now
+            if not self.connected:
+                self._reconnected()
+        elif now - self._last_check >= (self.check_interval if self.connected else 1.0):
+            self._last_check = now
+            self._check()
+            if not self.connected and now - self._last_rebuild >= self.rebuild_after \
+                    and now - (self.disconnected_since or now) >= self.rebuild_after:
+                self._last_rebuild = now
+                try:
+                    self._rebuild()
+                except KafkaError as e:
+                    if not _transient(e):
+                        raise
+                    log.debug("new consumer failed: %s", e)
+            if self._fatal is not None:
+                raise self._fatal
         merger = self.merger
         for ktp, recs in got.items():
             merger.add((ktp.topic, ktp.partition), recs)
@@ -233,6 +512,8 @@ class KafkaRewardSource:
 
     def commit(self, state: dict[str, Any] | None = None) -> None:
         st = self.state() if state is None else state
+        if not self.connected:
+            return  # the checkpoint holds the positions; the next commit after the outage catches up
         assigned = {(tp.topic, tp.partition) for tp in self.consumer.assignment()}
         offsets = {}
         for name, (off, _) in st.items():
@@ -243,7 +524,7 @@ class KafkaRewardSource:
             return
         try:
             self.consumer.commit(offsets)
-        except KafkaError as e:  # the checkpoint, not the group offset, is the source of truth
+        except (KafkaError, AssertionError) as e:  # the checkpoint, not the group offset, is the source of truth
             log.warning("committing offsets to group %s failed (the checkpoint stays authoritative): %s",
                         self.group_id, e)
 
@@ -251,7 +532,12 @@ class KafkaRewardSource:
         """Records behind the high watermark, per ``topic:partition`` (after the last fetch)."""
         out = {}
         for tp in self.merger.partitions:
-            hw = self.consumer.highwater(TopicPartition(*tp))
+            try:
+                hw = self.consumer.highwater(TopicPartition(*tp))
+            except (KafkaError, AssertionError):
+                hw = None
+            if hw is None:
+                hw = self._ends.get(tp)
             nxt = self.merger.next_offset(tp)
             if hw is not None and nxt is not None:
                 out[tp_name(tp)] = max(0, hw - nxt)
@@ -269,7 +555,10 @@ class KafkaProducerPool:
 
     def __init__(self, config: dict[str, Any], producer_options: dict[str, Any] | None = None,
                  topics: Sequence[str] = ()) -> None:
-        opts: dict[str, Any] = {"acks": "all", "linger_ms": 5, "retries": 5}
+        opts: dict[str, Any] = {"acks": "all", "linger_ms": 5, "reconnect_backoff_max_ms": 5_000,
+                                # a send survives a broker outage of up to 10 minutes (then SinkError at the
+                                # next checkpoint: exit 1, and the restart re-sends from the checkpoint)
+                                "delivery_timeout_ms": 600_000}
         opts.update(config)
         opts.update(producer_options or {})
         self.producer = KafkaProducer(**opts)
@@ -338,13 +627,53 @@ class KafkaRequestSink(_Sink):
 
 
 class KafkaDeadLetterSink(_Sink):
-    """Refused records, unchanged, with ``reason`` / ``detail`` / ``source`` headers (original headers kept)."""
+    """Refused records, unchanged, with ``reason`` / ``detail`` / ``source`` headers (original headers kept).
+
+    A dead letter is always deliverable: a record larger than ``max_bytes`` (default: the producer's
+    ``max_request_size`` and the broker's default ``message.max.bytes``, 1 MB, whichever is smaller,
+    less 8 KiB for the record's framing) is cut to fit -- its key to 1 KiB, its original headers dropped
+    if they alone take a quarter of the budget, the value to what is left -- and carries a header
+    ``truncated`` = ``key=<bytes>,value=<bytes>,headers=<n>`` giving the original sizes (else a sink
+    failure at the next flush would stop the daemon, and a restart would fail on the same record).
+    """
+
+    #: the broker's default ``message.max.bytes`` (1 MB + 12): the smallest limit a topic is likely to have
+    BROKER_DEFAULT = 1_048_588
+    FRAMING = 8192
+    MAX_KEY = 1024
+
+    def __init__(self, pool: KafkaProducerPool, topic: str, max_bytes: int | None = None) -> None:
+        super().__init__(pool, topic)
+        if max_bytes is None:
+            cfg = getattr(pool.producer, "config", {}) or {}
+            max_bytes = min(int(cfg.get("max_request_size", 1_048_576)), self.BROKER_DEFAULT) - self.FRAMING
+        if max_bytes < 4 * self.MAX_KEY:
+            raise ValueError(f"dead-letter max_bytes must be >= {4 * self.MAX_KEY}, got {max_bytes}")
+        self.max_bytes = max_bytes
+        self.truncated = 0
 
     def send(self, record: Any, reason: str, detail: str) -> None:
+        key, value = record.key, record.value
         headers = list(getattr(record, "headers", None) or [])
-        headers += [("reason", reason.encode()), ("detail", detail[:1000].encode("utf-8", "replace")),
-                    ("source", f"{record.topic}:{record.partition}:{record.offset}".encode())]
-        self.pool.send(self.topic, record.key, record.value, headers)
+        ours = [("reason", reason.encode()), ("detail", detail[:1000].encode("utf-8", "replace")),
+                ("source", f"{record.topic}:{record.partition}:{record.offset}".encode())]
+
+        def size(hs: list[tuple[str, bytes]]) -> int:
+            return sum(len(h) + len(v or b"") + 8 for h, v in hs)
+
+        total = len(key or b"") + len(value or b"") + size(headers) + size(ours)
+        if total > self.max_bytes:
+            cut = f"key={len(key or b'')},value={len(value or b'')},headers={len(headers)}"
+            if size(headers) > self.max_bytes // 4:
+                headers = []
+            if key is not None and len(key) > self.MAX_KEY:
+                key = bytes(key[:self.MAX_KEY])
+            ours.append(("truncated", cut.encode()))
+            room = self.max_bytes - len(key or b"") - size(headers) - size(ours)
+            if value is not None and len(value) > room:
+                value = bytes(value[:max(0, room)])
+            self.truncated += 1
+        self.pool.send(self.topic, key, value, headers + ours)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -359,8 +688,9 @@ class KafkaCheckpointStore(CheckpointStore):
     """
 
     def __init__(self, config: dict[str, Any], topic: str, key: str, *, create: bool = True,
-                 max_bytes: int = 16 * 1024 * 1024) -> None:
+                 max_bytes: int = 16 * 1024 * 1024, secret: bytes | None = None) -> None:
         self.config = config
+        self.secret = secret or None
         self.topic = topic
         self.key = key.encode("utf-8")
         self.max_bytes = max_bytes
@@ -373,7 +703,7 @@ class KafkaCheckpointStore(CheckpointStore):
         return f"kafka topic {self.topic} (key {self.key.decode()})"
 
     def save(self, state: dict[str, Any]) -> None:
-        data = encode(state)
+        data = encode(state, self.secret)
         if len(data) > self.max_bytes:
             raise SinkError(f"checkpoint of {len(data)} bytes exceeds {self.max_bytes}; use a file checkpoint")
         self.producer.send(self.topic, key=self.key, value=data).get(timeout=60)
@@ -396,7 +726,7 @@ class KafkaCheckpointStore(CheckpointStore):
                             last, found = r.value, True
             if not found or last is None:
                 return None
-            return decode(last, self.describe())
+            return decode(last, self.describe(), self.secret)
         finally:
             consumer.close(autocommit=False)
 

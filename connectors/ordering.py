@@ -128,6 +128,16 @@ class PartitionMerger:
             b.next_offset = offset
             b.last_fetched = offset - 1
 
+    def reset_position(self, tp: TP, offset: int) -> None:
+        """Move ``tp`` to ``offset`` (an out-of-range position replaced by the source's rule): what was
+        buffered is dropped and the running maximum restarts (the log it belonged to is gone)."""
+        b = self._bufs[tp]
+        b.recs.clear()
+        b.keys.clear()
+        b.next_offset = offset
+        b.runmax = b.fetched_max = None
+        b.last_fetched = offset - 1
+
     def buffered(self, tp: TP) -> int:
         return len(self._bufs[tp].recs)
 

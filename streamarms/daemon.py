@@ -16,12 +16,18 @@ The loop, per batch of records from ``source.poll``:
    consumer group. A crash at any point therefore resumes from a state and positions that belong
    together: no record is lost, none counted twice.
 
-Sources provide ``poll(timeout) -> list[record]`` (records with ``topic partition offset timestamp
-key value``), ``state()`` (positions, JSON-able), ``rollback(n)`` (only the first ``n`` records of the
-last batch were handled), ``commit(state)`` and ``close()``; optionally ``exhausted``. Sinks provide
-``flush()`` and ``close()``; the dead-letter sink ``send(record, reason, detail)``.
+The source and the sinks satisfy the contracts of :mod:`streamarms.runtime.contracts`
+(:class:`~streamarms.runtime.contracts.RewardSource`, ``AlertSink``, ``RequestSink``, ``DeadLetterSink``);
+a source may also offer ``exhausted``, ``connected`` (``False`` while the broker is unreachable: the loop
+keeps turning, checkpoints wait for the broker) and ``lag()``.
 
->>> from streamarms.scheduler import Scheduler, SchedulerConfig, EventClock, _ExamplePolicy
+**Progress.** Once a second the loop notes whether it made progress: records handled, or nothing to
+read (lag 0, or no ``lag()``), or the broker unreachable (an outage is ridden out, not a stall).
+:meth:`Daemon.health` (``/livez``) fails when the loop has not turned for ``stall_seconds`` *or* has
+read nothing for ``stall_seconds`` while records wait (lag > 0) -- the silent stall of a consumer whose
+positions point nowhere.
+
+>>> from streamarms.runtime.scheduler import Scheduler, SchedulerConfig, EventClock, _ExamplePolicy
 >>> from collections import namedtuple
 >>> Rec = namedtuple("Rec", "topic partition offset timestamp key value")
 >>> class ListSource:
@@ -53,7 +59,8 @@ from typing import Any, Callable
 
 from .checkpoint import CheckpointError, CheckpointStore
 from .metrics import Metrics
-from .scheduler import FINISHED, EventClock, InvalidRecord, Scheduler
+from .runtime import FINISHED, EventClock, InvalidRecord, Scheduler
+from .runtime.contracts import AlertSink, DeadLetterSink, RequestSink, RewardSource
 
 __all__ = ["Daemon", "restore_checkpoint", "checkpoint_document"]
 
@@ -79,6 +86,11 @@ def restore_checkpoint(store: CheckpointStore, run: dict[str, Any],
     if doc is None:
         return None
     prev = doc.get("run", {})
+    if prev.get("cluster_id") and run.get("cluster_id") and prev["cluster_id"] != run["cluster_id"]:
+        raise CheckpointError(
+            f"the checkpoint in {store.describe()} was written against Kafka cluster {prev['cluster_id']!r}, this "
+            f"broker is cluster {run['cluster_id']!r}: its positions mean nothing here; use another --checkpoint "
+            "(or --group-id) to start afresh")
     for k in compare:
         if k in run and prev.get(k) != run.get(k):
             raise CheckpointError(
@@ -90,12 +102,14 @@ def restore_checkpoint(store: CheckpointStore, run: dict[str, Any],
 class Daemon:
     """Runs the main loop (module docstring). ``run()`` returns the process exit code (0 = clean)."""
 
-    def __init__(self, scheduler: Scheduler, source: Any, *, clock: EventClock | None = None,
-                 alert_sink: Any = None, request_sink: Any = None, dead_letter_sink: Any = None,
+    def __init__(self, scheduler: Scheduler, source: RewardSource, *, clock: EventClock | None = None,
+                 alert_sink: AlertSink | None = None, request_sink: RequestSink | None = None,
+                 dead_letter_sink: DeadLetterSink | None = None,
                  checkpoint: CheckpointStore | None = None, checkpoint_interval: float = 5.0,
                  metrics: Metrics | None = None, run_info: dict[str, Any] | None = None,
                  poll_timeout: float = 0.2, stop_when_exhausted: bool = True,
-                 handle_signals: bool = True, wall: Callable[[], float] = time.monotonic) -> None:
+                 handle_signals: bool = True, wall: Callable[[], float] = time.monotonic,
+                 stall_seconds: float = 30.0) -> None:
         self.scheduler = scheduler
         self.source = source
         self.clock = clock
@@ -112,6 +126,10 @@ class Daemon:
         self.wall = wall
         self.stop_reason: str | None = None
         self.heartbeat = wall()
+        self.stall_seconds = stall_seconds
+        #: last time the loop made progress (module docstring), and the lag then
+        self.progress_at = self.heartbeat
+        self.lag_records = 0
         self.dead_letters = 0
         self._interrupt = False
         self._stop_requested = False
@@ -150,12 +168,31 @@ class Daemon:
             self._user_episode_end(summary)
 
     def health(self) -> tuple[bool, dict[str, Any]]:
-        """For ``/healthz``: the loop has turned within the last 30 s."""
-        age = self.wall() - self.heartbeat
+        """For ``/livez``: the loop has turned, and made progress, within ``stall_seconds``."""
+        now = self.wall()
+        age = now - self.heartbeat
+        idle = now - self.progress_at
         s = self.scheduler
-        ok = age < 30.0
-        return ok, {"status": "ok" if ok else "stalled", "loop_age_seconds": round(age, 3), "phase": s.phase,
-                    "episode": s.episode, "records": s.records, "samples": s.used}
+        ok = age < self.stall_seconds and idle < self.stall_seconds
+        info = {"status": "ok" if ok else "stalled", "loop_age_seconds": round(age, 3), "phase": s.phase,
+                "episode": s.episode, "records": s.records, "samples": s.used,
+                "no_progress_seconds": round(idle, 3), "lag_records": self.lag_records}
+        if idle >= self.stall_seconds:
+            info["reason"] = f"no record handled for {idle:.0f} s while {self.lag_records} records wait"
+        return ok, info
+
+    def _note_progress(self, now: float, records_before: int) -> None:
+        source = self.source
+        lag_fn = getattr(source, "lag", None)
+        lag = 0
+        if callable(lag_fn):
+            try:
+                lag = sum(lag_fn().values())
+            except Exception:  # lag is advisory
+                lag = 0
+        self.lag_records = lag
+        if self.scheduler.records != records_before or lag == 0 or getattr(source, "connected", True) is False:
+            self.progress_at = now
 
     # -- main loop ---------------------------------------------------------------------------
     def run(self) -> int:
@@ -187,6 +224,8 @@ class Daemon:
         dead_letter = self._dead_letter
         last_ckpt = wall()
         last_states = 0.0
+        last_progress = 0.0
+        records_then = sched.records
         if sched.phase == FINISHED:
             self.stop_reason = self.stop_reason or "max episodes reached (restored from checkpoint)"
             return
@@ -226,11 +265,16 @@ class Daemon:
                 sched.tick()
             now = wall()
             self.heartbeat = now
+            if now - last_progress >= 1.0:
+                self._note_progress(now, records_then)
+                last_progress = now
+                records_then = sched.records
             if metrics is not None and now - last_states >= 1.0:
                 metrics.set_arm_states(sched.arm_states())
                 metrics.refresh()
                 last_states = now
-            if self._checkpoint_now or now - last_ckpt >= self.checkpoint_interval:
+            if (self._checkpoint_now or now - last_ckpt >= self.checkpoint_interval) \
+                    and getattr(source, "connected", True) is not False:  # an outage: checkpoint once back
                 if not self._interrupt:
                     self.checkpoint()
                 last_ckpt = now

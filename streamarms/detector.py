@@ -3,7 +3,7 @@
 Records are dicts (river's ``x``). The detector reads two features: the *key* (which stream key, i.e.
 which arm, the record belongs to) and the *reward* (the record's value for that key: clicked or not,
 late or not, an error, a latency scaled to [0, 1]...). ``learn_one(x)`` offers the record to a
-*passive* :class:`~streamarms.scheduler.Scheduler` exactly as the daemon does with Kafka records: the
+*passive* :class:`~streamarms.runtime.Scheduler` exactly as the daemon does with Kafka records: the
 policy uses the reward only if it currently wants a sample of that key, otherwise the record is
 skipped. ``score_one(x)`` says how outlying the record's *key* is.
 
@@ -50,8 +50,27 @@ model) raises ``ValueError`` naming the key and value, with the detector unchang
 
 The policy is given as a name of :data:`streamarms.registry.POLICIES` (``policy_params`` are then the
 options of ``streamarms simulate``: ``k``, ``delta``, ``bound`` ("bernoulli" or "hoeffding"),
-``two_sided``, ``rho``...) or as a policy class / callable ``policy(arms, **policy_params)``. If
-``policy_params`` has a ``seed``, episode ``e`` uses ``seed + e - 1``.
+``two_sided``, ``rho``...) or as a policy class / callable ``policy(arms, **policy_params)``.
+
+**Randomness.** ``seed`` (like river's randomised models) seeds the policy's random draws: episode
+``e`` builds its policy with ``seed + e - 1``, so a detector is a deterministic function of its records
+and its parameters. Policies without random draws (RR, WRR, NRR, GOLD, roai) ignore it; a callable
+policy receives it only if it has a ``seed`` parameter. (A ``seed`` in ``policy_params`` does the same;
+giving both is an error.)
+
+**In river's anomaly filters.** ``anomaly.QuantileFilter`` and ``anomaly.ThresholdFilter`` by default
+*protect* their detector: a record whose score is classified anomalous is not learnt. That is right for
+a detector that models normal records, and wrong for this one: the score is a property of the record's
+*key*, so protection withholds every record of a key once it looks outlying, and the policy, which
+must keep sampling every key of an episode (the threshold is a function of all of them), waits for it
+until ``episode_timeout``. (With QuantileFilter it is worse: the first scores are all 0.5, the 0.5
+quantile is 0.5, and every record is classified anomalous.) Use
+``QuantileFilter(detector, q, protect_anomaly_detector=False)``: the filter then learns every record
+and still classifies the records of outlying keys as anomalous, so a model behind it in a pipeline
+never learns from them. ``ThresholdFilter`` cannot be used that way in river <= 0.26.1: its
+``learn_one`` only updates the detector when protection is *on* (with it off the detector never
+learns, whatever the detector). With ThresholdFilter, learn the detector yourself and use the filter
+(or ``score >= t``) only to classify; ``tests/test_ops_detector.py`` runs both pipelines.
 
 >>> import random
 >>> from streamarms import OutlierArmDetector
@@ -82,6 +101,7 @@ OutlierArmDetector (
   max_arms=10000
   episode_interval=0
   episode_timeout=1000000
+  seed=None
 )
 """
 
@@ -90,14 +110,15 @@ from __future__ import annotations
 import inspect
 import math
 import numbers
+from collections.abc import Callable
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any
 
 from river import base
 
 from .models import RewardModel, make_model
 from .policies.base import Decision, Policy
-from .scheduler import EventClock, InvalidRecord, RewardCodec, Scheduler, SchedulerConfig
+from .runtime import EventClock, InvalidRecord, RewardCodec, Scheduler, SchedulerConfig
 
 __all__ = ["OutlierArmDetector"]
 
@@ -112,7 +133,7 @@ class _PassThroughCodec(RewardCodec):
     def __init__(self) -> None:
         super().__init__(model=None)
 
-    def reward(self, arm: str, value: Any) -> float:  # type: ignore[override]
+    def reward(self, arm: str, value: Any) -> float:
         return value
 
 
@@ -147,13 +168,20 @@ class OutlierArmDetector(base.AnomalyDetector):
         Records between episode starts (0: the next episode starts when the previous one ends).
     episode_timeout
         End an episode that has not finished after this many records (``None``: never).
+    seed
+        Random seed of the policy; episode ``e`` uses ``seed + e - 1`` (``None``: unseeded).
     """
+
+    _verdict: dict[str, float]
+    _final: dict[str, float]
+    _tally: dict[str, list[float]]
+    _cache: dict[str, Any] | None
 
     def __init__(self, key: str = "key", reward: str = "reward", policy: str | Callable[..., Policy] = "wrr",
                  policy_params: dict[str, Any] | None = None, window: int = 32, prefetch: int = 32,
                  want_timeout: int = 1000,
                  discovery: int = 500, min_arms: int = 3, max_arms: int = 10_000, episode_interval: int = 0,
-                 episode_timeout: int | None = 1_000_000) -> None:
+                 episode_timeout: int | None = 1_000_000, seed: int | None = None) -> None:
         self.key = key
         self.reward = reward
         self.policy = policy
@@ -166,6 +194,7 @@ class OutlierArmDetector(base.AnomalyDetector):
         self.max_arms = max_arms
         self.episode_interval = episode_interval
         self.episode_timeout = episode_timeout
+        self.seed = seed
         if not isinstance(policy, str) and not callable(policy):
             raise ValueError(f"policy must be a registered policy name or a callable, got {policy!r}")
         if isinstance(policy, str):
@@ -174,6 +203,10 @@ class OutlierArmDetector(base.AnomalyDetector):
                 raise ValueError(f"unknown policy {policy!r}: choose one of {', '.join(sorted(POLICIES))}")
         if policy_params is not None and not isinstance(policy_params, dict):
             raise ValueError(f"policy_params must be a dict or None, got {policy_params!r}")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):
+            raise ValueError(f"seed must be an integer or None, got {seed!r}")
+        if seed is not None and policy_params and policy_params.get("seed") is not None:
+            raise ValueError("give the seed either as seed= or in policy_params, not both")
         self._config = SchedulerConfig(
             mode="passive", window=window, prefetch=prefetch, want_timeout=float(want_timeout), discovery_records=discovery,
             discovery_seconds=float("inf"), min_arms=min_arms, max_arms=max_arms,
@@ -188,9 +221,23 @@ class OutlierArmDetector(base.AnomalyDetector):
         yield {}
         yield {"policy": "rr", "policy_params": {"k": 1.5, "delta": 0.05}, "window": 4, "discovery": 50,
                "want_timeout": 100, "episode_timeout": 5000}
+        yield {"policy": "ade", "policy_params": {"k": 1.5}, "discovery": 50, "episode_timeout": 5000, "seed": 3}
 
     def _params(self) -> dict[str, Any]:
-        return dict(self.policy_params or {})
+        params = dict(self.policy_params or {})
+        if self.seed is not None and self._accepts_seed():
+            params["seed"] = int(self.seed)
+        return params
+
+    def _accepts_seed(self) -> bool:
+        """Registered policies take ``seed`` as an option; a callable only if it has the parameter."""
+        if isinstance(self.policy, str):
+            return True
+        try:
+            ps = inspect.signature(self.policy).parameters
+        except (TypeError, ValueError):
+            return False
+        return "seed" in ps
 
     def _reward_model(self) -> RewardModel | None:
         """The reward model the policy will use, to validate every reward (not only the used ones)."""
@@ -248,10 +295,10 @@ class OutlierArmDetector(base.AnomalyDetector):
         self.n_records = 0          # learn_one calls
         self.n_ignored = 0          # records without the key or the reward feature
         self.n_refused = 0          # records of keys beyond max_arms
-        self._verdict: dict[str, float] = {}     # current episode: confident classifications
-        self._final: dict[str, float] = {}       # last finished episode: every arm's final score
-        self._tally: dict[str, list[float]] = {}  # current episode: [samples, sum] per arm
-        self._cache: dict[str, Any] | None = None
+        self._verdict = {}     # current episode: confident classifications
+        self._final = {}       # last finished episode: every arm's final score
+        self._tally = {}       # current episode: [samples, sum] per arm
+        self._cache = None
 
     def _make_scheduler(self) -> Scheduler:
         return Scheduler(self._build, clock=self._clock, config=self._config,

@@ -24,6 +24,10 @@ partition}``                                             end of each assigned pa
                                                          (the most recently flagged); off by default
 ``streamarms_time_to_alert_seconds``            histo    from the start of an episode to each of its
                                                          outlier alerts (scheduler clock)
+``streamarms_broker_connected``                 gauge    1 while the broker answers, 0 during an outage
+``streamarms_broker_disconnects_total``         counter  times the broker became unreachable
+``streamarms_offset_resets_total``              counter  checkpointed positions outside their partition,
+                                                         replaced by the ``--on-out-of-range`` rule
 ``streamarms_ready``                            gauge    1 when ``/healthz`` answers 200
 ``streamarms_loop_heartbeat_age_seconds``       gauge    seconds since the main loop last turned
 ``streamarms_build_info{version,policy,mode}``  gauge    always 1; the labels say what runs
@@ -35,12 +39,14 @@ thread-safe); the HTTP thread that serves ``/metrics`` only reads the last compu
 
 Readiness (``/healthz``, :meth:`OperatorMetrics.health`): ready once the checkpoint has been loaded
 (the daemon restores it before its loop starts), the loop has turned at least once, the consumer has
-partitions assigned, and the loop has turned within the last ``stall_seconds``. A consumer that has
-no partitions (more replicas than partitions, or during a rebalance) is alive but not ready; the
-liveness endpoint ``/livez`` only checks the loop.
+partitions assigned, the broker answers, the loop has turned within the last ``stall_seconds``, and it
+has not gone ``stall_seconds`` without handling a record while records wait (lag > 0). A consumer that
+has no partitions (more replicas than partitions, or during a rebalance) or has lost its broker is
+alive but not ready; the liveness endpoint ``/livez`` (:meth:`streamarms.daemon.Daemon.health`) fails
+on a loop that does not turn or makes no progress while records wait.
 
 >>> from streamarms.metrics import Metrics
->>> from streamarms.scheduler import EventClock, Scheduler, SchedulerConfig, _ExamplePolicy
+>>> from streamarms.runtime.scheduler import EventClock, Scheduler, SchedulerConfig, _ExamplePolicy
 >>> clock = EventClock()
 >>> s = Scheduler(lambda arms, ep: _ExamplePolicy(arms), clock=clock,
 ...               config=SchedulerConfig(discovery_records=5, max_episodes=1))
@@ -69,10 +75,10 @@ import time
 from typing import Any, Callable, Iterable
 
 from prometheus_client import Histogram
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from .metrics import EPISODE_BUCKETS, Metrics
-from .scheduler import PHASES, Scheduler
+from .runtime import PHASES, Scheduler
 
 __all__ = ["OperatorMetrics", "FLAGGED_ARMS_MAX"]
 
@@ -120,7 +126,7 @@ class OperatorMetrics:
             if alert.get("kind") == "outlier":
                 t = alert.get("time")
                 if isinstance(t, (int, float)):
-                    self.time_to_alert.observe(max(0.0, float(t) - float(self.scheduler.episode_started)))
+                    self.time_to_alert.observe(max(0.0, float(t) - float(self.scheduler.episodes.started)))
             emit(alert)
 
         am.emit = observed
@@ -139,6 +145,9 @@ class OperatorMetrics:
         snap["lag"] = dict(lag_fn()) if callable(lag_fn) else None
         merger = getattr(self.source, "merger", None)
         snap["assigned"] = (len(merger.partitions) > 0) if merger is not None else True
+        snap["connected"] = getattr(self.source, "connected", True) is not False
+        snap["disconnects"] = int(getattr(self.source, "disconnects", 0))
+        snap["offset_resets"] = int(getattr(self.source, "out_of_range_resets", 0))
         d = s.decision() if s.policy is not None else None
         if d is not None and d.threshold is not None:
             snap["threshold"] = float(d.threshold)
@@ -171,8 +180,14 @@ class OperatorMetrics:
             reasons.append("main loop not started")
         elif not snap["assigned"]:
             reasons.append("no partitions assigned")
+        if snap is not None and not snap.get("connected", True):
+            reasons.append("broker unreachable")
         if age is not None and age >= self.stall_seconds:
             reasons.append(f"main loop stalled for {age:.0f} s")
+        if self.daemon is not None and hasattr(self.daemon, "progress_at"):
+            idle = self.wall() - self.daemon.progress_at
+            if idle >= self.stall_seconds:
+                reasons.append(f"no record handled for {idle:.0f} s while {self.daemon.lag_records} records wait")
         ready = not reasons
         info: dict[str, Any] = {"status": "ready" if ready else "not ready", "checkpoint": self.checkpoint}
         if reasons:
@@ -200,6 +215,14 @@ class OperatorMetrics:
                                     "Seconds since the main loop last turned.", value=age)
         if snap is None:
             return
+        yield GaugeMetricFamily("streamarms_broker_connected",
+                                "1 while the broker answers; 0 during an outage (the daemon keeps its state).",
+                                value=1.0 if snap.get("connected", True) else 0.0)
+        yield CounterMetricFamily("streamarms_broker_disconnects", "Times the broker became unreachable.",
+                                  value=float(snap.get("disconnects", 0)))
+        yield CounterMetricFamily("streamarms_offset_resets",
+                                  "Positions outside their partition replaced by the --on-out-of-range rule.",
+                                  value=float(snap.get("offset_resets", 0)))
         if snap["lag"] is not None:
             lag = GaugeMetricFamily("streamarms_consumer_lag_records",
                                     "Records between the consumer position and the end of the partition.",

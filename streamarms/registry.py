@@ -11,13 +11,14 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any
 
 from .models import make_model
-from .policies.base import Policy
 from .policies.ade import AdaptiveDoubleExploration, ade_outliers
+from .policies.base import Policy
 from .policies.gold import GenericOutlierDetection, true_outliers
 from .policies.ksigma import NaiveRoundRobin, RoundRobin, WeightedRoundRobin, ksigma_outliers
 from .policies.robust import RobustOutlierArmIdentification, robust_true_outliers
@@ -208,7 +209,7 @@ def _threshold_kw(arms: list[str], opts: Any, policy: str) -> dict[str, Any]:
 
 
 def _threshold_truth(means: list[float], opts: Any) -> list[str]:
-    return [str(i) for i in threshold_truth(means, _threshold(opts, "threshold"))]
+    return [str(i) for i in threshold_truth(means, _threshold(opts, _opt(opts, "policy", "lsa")))]
 
 
 def _ucbe(arms: list[str], o: Any) -> UCBE:

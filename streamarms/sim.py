@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Protocol, Sequence
+from typing import Protocol, cast, runtime_checkable
 
 from .policies.base import Decision, Event, Policy
 
@@ -25,10 +26,12 @@ __all__ = ["Arm", "BernoulliArm", "BoundedArm", "GaussianArm", "StudentTArm", "E
            "yslk18_instance"]
 
 
+@runtime_checkable
 class Arm(Protocol):
     """Anything with a ``mean`` and a ``pull(rng)`` returning one reward."""
 
-    mean: float
+    @property
+    def mean(self) -> float: ...
 
     def pull(self, rng: random.Random) -> float: ...
 
@@ -174,7 +177,7 @@ class Environment:
         if isinstance(arms, Mapping):
             self.arms: dict[str, Arm] = {str(k): v for k, v in arms.items()}
         else:
-            self.arms = {str(i): (x if hasattr(x, "pull") else _make_arm(float(x), model, a, b))
+            self.arms = {str(i): (x if isinstance(x, Arm) else _make_arm(float(cast(float, x)), model, a, b))
                          for i, x in enumerate(arms)}
         self.rng = random.Random(seed)
         self._pull = {name: arm.pull for name, arm in self.arms.items()}
@@ -205,25 +208,39 @@ class RunResult:
 
 
 def run_policy(policy: Policy, env: Environment, max_pulls: int | None = None,
-               keep_events: bool = True) -> RunResult:
+               keep_events: bool = True, on_progress: Callable[[int], None] | None = None,
+               progress_every: int = 1 << 16) -> RunResult:
     """Run ``policy`` on ``env`` until it stops (or ``max_pulls`` rewards were used).
 
     Each step: ``req = policy.next_request(); x = env.pull(req.arm); policy.update(req.arm, x, req)``.
+    ``on_progress(pulls)`` is called every ``progress_every`` pulls (for a progress bar; the loop's
+    only per-pull check is the one against the next stop, so it costs nothing when absent).
 
     >>> from streamarms.policies.ksigma import RoundRobin
     >>> env = Environment([0.1, 0.1, 0.1, 0.1, 0.1, 0.9], seed=0)
     >>> run_policy(RoundRobin(env.arm_names, k=1.5), env, max_pulls=10).capped
     True
+    >>> seen = []
+    >>> _ = run_policy(RoundRobin(env.arm_names, k=1.5), env, max_pulls=10, on_progress=seen.append,
+    ...                progress_every=4)
+    >>> seen
+    [4, 8]
     """
     events: list[Event] = []
     pull, update, nxt = env.pull, policy.update, policy.next_request
     cap = math.inf if max_pulls is None else max_pulls
+    report = math.inf if on_progress is None else progress_every
+    limit = min(cap, report)
     n = 0
     capped = False
     while True:
-        if n >= cap:
-            capped = not policy.done
-            break
+        if n >= limit:
+            if n >= cap:
+                capped = not policy.done
+                break
+            on_progress(n)  # type: ignore[misc]  # report < inf only when on_progress is given
+            report += progress_every
+            limit = min(cap, report)
         req = nxt()
         if req is None:
             break

@@ -624,7 +624,7 @@ def test_runs_under_the_passive_scheduler():
     """The streaming runtime drives ADE by key only (head = next_request, prefetch = wanted, defer on
     timeouts); threshold pairs come back with their request. A scheduler snapshot taken mid-episode
     restores into a run that ends exactly like the uninterrupted one."""
-    from streamarms.scheduler import EventClock, RewardCodec, Scheduler, SchedulerConfig
+    from streamarms.runtime import EventClock, RewardCodec, Scheduler, SchedulerConfig
 
     keys, means = ["a", "b", "c", "d", "e"], [0.1, 0.2, 0.35, 0.7, 0.9]
 

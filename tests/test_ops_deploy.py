@@ -172,7 +172,7 @@ def test_compose_services_line_up():
 
 def _resolve(toml_text: str, tmp_path: Path):
     from streamarms.cli import build_parser
-    from streamarms.run_cli import resolve_settings
+    from streamarms.cli.settings import resolve_settings
     p = tmp_path / "s.toml"
     p.write_text(toml_text)
     return resolve_settings(build_parser().parse_args(["run", "--config", str(p)]))
@@ -287,8 +287,14 @@ def test_run_forever_serves_metrics_and_stops_on_sigterm(tmp_path):
         want = {"streamarms_samples_total", "streamarms_alerts_total", "streamarms_arms"}
         names = _scrape_until(proc, port, want)
         assert want <= names, sorted(names)
+        # readiness may lag the first scrape (the first checkpoint, a loaded machine): poll, don't read once
+        deadline = time.monotonic() + 40
         code, body = _get(port, "/healthz")
-        assert code == 200 and json.loads(body)["status"] == "ready"
+        while not (code == 200 and json.loads(body)["status"] == "ready") and time.monotonic() < deadline:
+            assert proc.poll() is None
+            time.sleep(0.3)
+            code, body = _get(port, "/healthz")
+        assert code == 200 and json.loads(body)["status"] == "ready", body
         code, body = _get(port, "/livez")
         assert code == 200
     finally:

@@ -13,7 +13,6 @@ from river import checks, compose, datasets
 from streamarms import OutlierArmDetector
 from streamarms.policies.ksigma import RoundRobin, WeightedRoundRobin
 
-
 # -- river's check_estimator, offline ----------------------------------------------------------
 # For anomaly detectors river's checks stream `datasets.CreditCard().take(1000)`, a 150 MB download.
 # The tests run offline, so `_yield_datasets` is replaced by streams of the same shape: a stand-in of
@@ -34,7 +33,7 @@ def _keyed(n: int, seed: int = 1):
     rng = random.Random(seed)
     means = {f"k{i}": 0.1 for i in range(9)} | {"k9": 0.9}
     keys = sorted(means)
-    for i in range(n):
+    for _ in range(n):
         k = rng.choice(keys)
         yield {"key": k, "reward": int(rng.random() < means[k]), "other": rng.random()}, int(means[k] > 0.5)
 
@@ -237,3 +236,124 @@ def test_readme_example():
     assert model.score_one({"host": "host-07", "latency_ms": 10}) == 1.0
     assert model.score_one({"host": "host-03", "latency_ms": 10}) == 0.0
     assert detector.episodes >= 1 and detector.n_samples < detector.n_records
+
+
+# -- seed and river's anomaly filters (issue 12) ---------------------------------------------------
+def test_seed_parameter_seeds_each_episode_and_makes_runs_repeatable():
+    calls = []
+
+    def factory(arms, seed=None, **kw):
+        calls.append(seed)
+        return WeightedRoundRobin(arms, **kw)
+
+    det = OutlierArmDetector(policy=factory, policy_params={"k": 1.5}, seed=10, discovery=20,
+                             episode_timeout=200)
+    for x in _stream(MEANS, 1500, seed=1):
+        det.learn_one(x)
+    assert calls[:3] == [10, 11, 12]
+    # a policy with random draws (ADE's threshold pairs): same seed, same samples; the seed matters
+    xs = list(_stream(MEANS, 6000, seed=2))
+
+    def run(seed):
+        d = OutlierArmDetector(policy="ade", policy_params={"k": 1.5}, seed=seed, discovery=50)
+        for x in xs:
+            d.learn_one(x)
+        return d.n_samples, d.outliers, [d.score_one(x) for x in xs[:50]]
+
+    assert run(5) == run(5)
+    assert len({run(s)[0] for s in (5, 6, 7)}) > 1
+    # a policy class without a seed parameter is built without one
+    det = OutlierArmDetector(policy=RoundRobin, seed=3, discovery=20)
+    for x in _stream(MEANS, 500, seed=1):
+        det.learn_one(x)
+    assert det._scheduler.policy is not None
+
+
+def test_seed_parameter_is_checked():
+    with pytest.raises(ValueError, match="seed must be an integer"):
+        OutlierArmDetector(seed="1")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="not both"):
+        OutlierArmDetector(seed=1, policy_params={"seed": 2})
+
+
+def _hosts(n: int, seed: int):
+    rng = random.Random(seed)
+    slow = {f"h{i:02d}": 0.1 for i in range(30)} | {"h30": 0.9}
+    hosts = sorted(slow)
+    for _ in range(n):
+        h = rng.choice(hosts)
+        yield {"host": h, "slow": int(rng.random() < slow[h])}
+
+
+def test_quantile_filter_with_protection_off_keeps_detecting_episode_after_episode():
+    from river import anomaly
+
+    det = OutlierArmDetector(key="host", reward="slow")
+    filt = anomaly.QuantileFilter(det, q=0.95, protect_anomaly_detector=False)
+    flagged: dict[str, int] = {}
+    total: dict[str, int] = {}
+    for x in _hosts(40_000, seed=3):
+        total[x["host"]] = total.get(x["host"], 0) + 1
+        if filt.classify(filt.score_one(x)):
+            flagged[x["host"]] = flagged.get(x["host"], 0) + 1
+        filt.learn_one(x)
+    assert det.n_records == 40_000            # every record reached the detector
+    assert det.episodes >= 3                  # and episodes keep ending
+    assert det.outliers == ["h30"]
+    # the filter classifies (nearly) all of the outlier key's records as anomalous, few of the others'
+    share = {h: flagged.get(h, 0) / n for h, n in total.items()}
+    assert share.pop("h30") > 0.9
+    assert max(share.values()) < 0.1
+
+
+def test_quantile_filter_in_a_pipeline_keeps_the_outlier_key_from_the_model_behind_it():
+    from river import anomaly, compose
+    det = OutlierArmDetector(key="host", reward="slow")
+    learnt: dict[str, int] = {}
+
+    def remember(x):
+        learnt[x["host"]] = learnt.get(x["host"], 0) + 1
+        return x
+
+    class Remember(compose.FuncTransformer):
+        def learn_one(self, x):
+            remember(x)
+
+    pipe = anomaly.QuantileFilter(det, q=0.95, protect_anomaly_detector=False) | Remember(lambda x: x)
+    for x in _hosts(40_000, seed=4):
+        pipe.learn_one(x)
+    # after the first episode the outlier key's records are filtered out before the model behind
+    assert det.outliers == ["h30"]
+    share = {h: learnt.get(h, 0) / 40_000 for h in ("h30", "h00")}
+    assert share["h30"] < 0.5 * share["h00"]
+
+
+def test_protected_filters_starve_the_detector_documented():
+    """Why the docstring says protect_anomaly_detector=False: with protection on the detector
+    does not see the records it needs (river's behaviour, pinned here so a river change shows)."""
+    from river import anomaly
+
+    det = OutlierArmDetector(key="host", reward="slow")
+    filt = anomaly.QuantileFilter(det, q=0.95)
+    for x in _hosts(5000, seed=5):
+        filt.score_one(x)
+        filt.learn_one(x)
+    assert det.n_records < 50
+    det = OutlierArmDetector(key="host", reward="slow")
+    filt = anomaly.ThresholdFilter(det, threshold=0.9, protect_anomaly_detector=False)
+    for x in _hosts(2000, seed=5):
+        filt.learn_one(x)
+    assert det.n_records == 0   # river <= 0.26.1: ThresholdFilter learns only with protection on
+
+
+def test_threshold_filter_classifies_while_the_detector_learns_every_record():
+    from river import anomaly
+
+    det = OutlierArmDetector(key="host", reward="slow")
+    filt = anomaly.ThresholdFilter(det, threshold=1.0)
+    flagged = set()
+    for x in _hosts(40_000, seed=6):
+        if filt.classify(filt.score_one(x)):
+            flagged.add(x["host"])
+        det.learn_one(x)
+    assert det.episodes >= 3 and flagged == {"h30"}

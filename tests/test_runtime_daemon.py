@@ -20,8 +20,8 @@ from streamarms.daemon import Daemon, restore_checkpoint
 from streamarms.metrics import Metrics
 from streamarms.models import BernoulliModel
 from streamarms.policies.ksigma import WeightedRoundRobin
-from streamarms.run_cli import main as run_main_argv
-from streamarms.scheduler import EventClock, RewardCodec, Scheduler, SchedulerConfig
+from streamarms.cli.run import main as run_main_argv
+from streamarms.runtime import EventClock, RewardCodec, Scheduler, SchedulerConfig
 from streamarms.sim import zww17_example
 
 MEANS = zww17_example()

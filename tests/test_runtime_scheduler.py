@@ -10,7 +10,7 @@ import pytest
 from runtime_policy import PlanCheckingRR
 from streamarms.models import BernoulliModel
 from streamarms.policies.ksigma import WeightedRoundRobin
-from streamarms.scheduler import (INVALID_REASONS, EventClock, InvalidRecord, RewardCodec, Scheduler,
+from streamarms.runtime import (INVALID_REASONS, EventClock, InvalidRecord, RewardCodec, Scheduler,
                                   SchedulerConfig)
 from streamarms.sim import zww17_example
 
@@ -173,7 +173,7 @@ def test_active_mode_requests_bounded_matched_and_timed_out():
         peak = max(peak, s.stats()["in_flight"])
     assert s.finished and ends[0]["reason"] == "done" and s.used == 6 * 15
     assert peak <= 4
-    assert s.timeouts > 0 and s.unmatched > 0
+    assert s.counters.timeouts > 0 and s.counters.unmatched > 0
     assert set(bad) == {"request_mismatch"}
     assert [a["arm"] for a in alerts] == ["w5"]
 
@@ -197,13 +197,14 @@ def test_alerts_outlier_then_cleared_and_no_repeat():
     assert need <= set(alerts[0])
 
 
-@pytest.mark.parametrize("which", ["plan-rr", "wrr"])
+@pytest.mark.parametrize("which", ["plan-rr", "wrr", "wrr-feed-all"])
 def test_snapshot_restore_mid_run_equals_uninterrupted(which):
     means = zww17_example()
     keys = [f"r{i:02d}" for i in range(len(means))]
-    if which == "wrr":
+    if which.startswith("wrr"):
         build = lambda names, ep: WeightedRoundRobin(names, k=2.0, delta=0.1)  # noqa: E731
-        cfg = dict(discovery_records=200, max_episodes=2, episode_interval=30.0, want_timeout=0.5)
+        cfg = dict(discovery_records=200, max_episodes=2, episode_interval=30.0, want_timeout=0.5,
+                   passive_feed="all" if which == "wrr-feed-all" else "planned")
         n = 300_000
     else:
         build = lambda names, ep: PlanCheckingRR(names, need=200, pair_every=5)  # noqa: E731
@@ -238,7 +239,37 @@ def test_snapshot_restore_mid_run_equals_uninterrupted(which):
         assert ends1 == ends0
         assert alerts1 == alerts0
         assert s1.stats() == s0.stats()
-    assert s0.timeouts > 0
+    assert s0.counters.timeouts > 0 or which == "wrr-feed-all"
+
+
+def test_feed_all_gives_every_reward_of_an_episode_arm_and_reads_fewer_records():
+    means = zww17_example()
+    keys = [f"r{i:02d}" for i in range(len(means))]
+    runs = {}
+    for feed_mode in ("planned", "all"):
+        s, clock, alerts, ends = make(lambda names, ep: WeightedRoundRobin(names, k=2.0, delta=0.1),
+                                      discovery_records=200, max_episodes=1, passive_feed=feed_mode)
+        feed(s, clock, bern_stream(keys, means, 400_000, seed=3))
+        assert s.finished and ends[0]["outliers"] == ["r18", "r19"]
+        runs[feed_mode] = ends[0]
+    assert runs["all"]["samples"] == runs["all"]["records"]  # nothing skipped while the episode ran
+    assert runs["planned"]["samples"] < runs["planned"]["records"]
+    assert runs["all"]["records"] < runs["planned"]["records"]
+
+
+def test_feed_all_skips_keys_outside_the_episode_and_counts_bad_records():
+    s, clock, alerts, ends = make(lambda names, ep: WeightedRoundRobin(names, k=2.0, delta=0.1),
+                                  arms=["a", "b", "c"], passive_feed="all")
+    bad = feed(s, clock, [(b"a", b'{"reward": 1}', 0.0), (b"zz", b'{"reward": 1}', 0.1),
+                          (b"b", b'{"reward": 2}', 0.2), (b"c", b'{"reward": 0}', 0.3)])
+    assert bad == ["out_of_model"] and s.used == 2 and s.policy.pulls == 2
+
+
+def test_feed_all_is_for_passive_mode():
+    with pytest.raises(ValueError, match="passive_feed 'all' applies to passive mode only"):
+        SchedulerConfig(mode="active", passive_feed="all")
+    with pytest.raises(ValueError, match="passive_feed must be 'planned' or 'all'"):
+        SchedulerConfig(passive_feed="some")
 
 
 def test_invalid_records_each_reason():
@@ -276,7 +307,7 @@ def test_bad_records_never_stop_the_scheduler_and_are_counted():
     bad = feed(s, clock, recs)
     assert s.finished
     assert set(bad) == {"out_of_model", "key_missing"}
-    assert s.invalid["out_of_model"] == bad.count("out_of_model") > 0
+    assert s.counters.invalid["out_of_model"] == bad.count("out_of_model") > 0
 
 
 def test_max_arms_refuses_a_key_flood():
@@ -350,4 +381,4 @@ def test_an_episode_that_cannot_be_built_is_retried_later():
     recs = list(bern_stream(["a", "b", "c"], [0.1] * 3, 300, seed=17, dt=0.01))
     recs += list(bern_stream(["a", "b", "c", "d", "e"], [0.1] * 5, 3000, seed=18, dt=0.01, t0=3.0))
     feed(s, clock, recs)
-    assert s.finished and ends[0]["arms"] == 5 and s.build_error is None
+    assert s.finished and ends[0]["arms"] == 5 and s.episodes.build_error is None

@@ -1,7 +1,7 @@
 """Adaptive Double Exploration (ADE): outlier arms with random threshold samples.
 
 Zhang, Zhuang, Zhang, Zhou. *Adaptive Double-Exploration Tradeoff for Outlier Detection*. AAAI 2020,
-Algorithm 1 ([ZZZZ20]; ``../shared/seeds/000_c527589d95185ce8.txt``).
+Algorithm 1 ([ZZZZ20]).
 
 The problem is the k-sigma outlier-arm problem of [ZWW17] (NeurIPS 2017): arm i, with rewards in
 ``[a, b]`` and mean ``y_i``, is an outlier iff ``y_i >= theta = mu_y + k sigma_y``, where ``mu_y`` and
@@ -155,6 +155,10 @@ class AdaptiveDoubleExploration(Policy):
     """
 
     name = "ade"
+
+    @classmethod
+    def _unit_test_params(cls) -> list[dict[str, Any]]:
+        return [{"seed": 1}, {"seed": 2, "two_sided": True}]
 
     def __init__(self, arms: Sequence[str], *, k: float = 2.5, delta: float = 0.1,
                  model: RewardModel | str = "bernoulli", seed: int | None = None,

@@ -144,6 +144,12 @@ class Policy(ABC):
             raise ValueError(f"reward for arm {arm!r} is not finite: {reward!r}")
         return x
 
+    @classmethod
+    def _unit_test_params(cls) -> list[dict[str, Any]]:
+        """Parameter sets the conformance suite (:mod:`streamarms.checks`) builds the policy with, on
+        arms with 0/1 rewards (default: the defaults)."""
+        return [{}]
+
     # -- the interface ---------------------------------------------------------------------------
     @abstractmethod
     def next_request(self) -> Request | None:

@@ -317,6 +317,10 @@ class SuccessiveRejects(_Eliminator):
 
     name = "sr"
 
+    @classmethod
+    def _unit_test_params(cls) -> list[dict[str, Any]]:
+        return [{"budget": 2_000, "seed": 1}]
+
     def __init__(self, arms: Sequence[str], *, budget: int, model: RewardModel | str = "bernoulli",
                  epsilon: float | None = None, seed: int | None = None, maximize: bool = True) -> None:
         model = make_model(model)

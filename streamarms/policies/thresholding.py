@@ -133,6 +133,10 @@ class ThresholdingPolicy(Policy):
 
     name: ClassVar[str] = "thresholding"
 
+    @classmethod
+    def _unit_test_params(cls) -> list[dict[str, Any]]:
+        return [{"threshold": 0.5, "budget": 2_000}, {"threshold": 0.5}]
+
     def __init__(self, arms: Sequence[str], *, threshold: float, budget: int | None = None,
                  model: RewardModel | str = "bernoulli", seed: int | None = None) -> None:
         super().__init__(arms)
@@ -374,6 +378,10 @@ class UCBE(ThresholdingPolicy):
     """
 
     name = "ucbe"
+
+    @classmethod
+    def _unit_test_params(cls) -> list[dict[str, Any]]:
+        return [{"threshold": 0.5, "budget": 2_000, "a": 1.0}]
 
     def __init__(self, arms: Sequence[str], *, threshold: float, budget: int | None = None,
                  b: float = 0.0, H: float | None = None, a: float | None = None,

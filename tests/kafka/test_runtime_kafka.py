@@ -39,7 +39,8 @@ FAST_GROUP = ["--consumer-option", "session_timeout_ms=6000", "--consumer-option
 def produce(bootstrap, topic, records, partitions=1):
     """records: (key, value bytes, timestamp ms)."""
     ensure_topics({"bootstrap_servers": [bootstrap]}, {topic: partitions})
-    p = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=50, batch_size=1024 * 1024, acks=1)
+    p = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=50, batch_size=1024 * 1024, acks=1,
+                      max_request_size=4 << 20)
     for key, value, ts in records:
         p.send(topic, key=None if key is None else key.encode() if isinstance(key, str) else key,
                value=value, timestamp_ms=ts)

@@ -1,0 +1,46 @@
+"""The ``streamarms`` command: a parser with one sub-command per job (``simulate``, ``run``).
+
+>>> build_parser().parse_args(["simulate", "--policy", "wrr"]).policy
+'wrr'
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from .. import __version__
+from .run import add_run_parser
+from .simulate import add_simulate_parser
+
+__all__ = ["main", "build_parser"]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error and exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="streamarms", description="Find the outlier keys of a stream with a bandit.")
+    parser.add_argument("--version", action="version", version=f"streamarms {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    add_simulate_parser(sub)
+    add_run_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    opts = parser.parse_args(argv)
+    if opts.command is None:  # bare `streamarms`: how to use it
+        parser.print_help(sys.stderr)
+        return 2
+    return int(opts.handler(opts) or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

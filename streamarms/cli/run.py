@@ -1,0 +1,393 @@
+"""``streamarms run``: the long-running detector (the product's main job).
+
+Three ways to feed it:
+
+* **Kafka** (``--bootstrap-servers`` and ``--rewards-topic``): consume the reward topics as group
+  ``--group-id``, publish alerts to ``--alerts-topic``, refused records to ``--dead-letter-topic`` and,
+  in ``--mode active``, sample requests to ``--requests-topic``; checkpoint to a file (default
+  ``./streamarms-<group>.checkpoint``) or a compacted topic (``--checkpoint kafka:TOPIC``).
+* **JSONL replay** (``--rewards-file``, repeatable): a recorded stream; alerts to ``--alerts-file``.
+* **Embedded default** (nothing configured): an in-memory stream of 20 keys with two known outliers,
+  one episode, a readable summary (outliers found vs truth, rewards used vs seen), exit 0 -- in a few
+  seconds. ``--forever`` keeps it running in new episodes; ``--mode active`` answers the requests with
+  a built-in responder.
+
+Every flag has a TOML equivalent in ``--config FILE`` (same name, dashes or underscores; tables
+``[kafka]``, ``[consumer]``, ``[producer]`` pass settings through to kafka-python); flags win over
+the file, the file over the defaults. SASL/SSL: ``--security-protocol``, ``--sasl-mechanism``,
+``--sasl-username``, ``--sasl-password`` (or env ``STREAMARMS_SASL_PASSWORD``), ``--ssl-cafile``,
+``--ssl-certfile``, ``--ssl-keyfile``, ``--ssl-password`` (or env ``STREAMARMS_SSL_PASSWORD``), and any
+kafka-python client setting with ``--kafka-option KEY=VALUE``.
+
+Exit codes: 0 clean stop (episodes done, SIGTERM/SIGINT, input exhausted); 1 runtime failure (a sink
+could not deliver, the broker is unreachable); 2 bad configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+from types import SimpleNamespace
+from typing import Any, Sequence
+
+from ..checkpoint import CheckpointError, CheckpointStore, FileCheckpointStore, checkpoint_key
+from ..daemon import Daemon, restore_checkpoint
+from ..errors import ConfigError
+from ..metrics import Metrics
+from ..registry import POLICIES
+from ..runtime import ACTIVE, PASSIVE, EventClock, RewardCodec, Scheduler, SchedulerConfig
+from ..runtime.contracts import AlertSink, DeadLetterSink, RequestSink
+from .embedded import EmbeddedResponder, embedded_means, embedded_stream
+from .settings import _kv, add_run_arguments, resolve_settings
+
+__all__ = ["add_run_parser", "run_main", "main"]
+
+log = logging.getLogger("streamarms.run")
+
+
+# ----------------------------------------------------------------------------------------------
+# argument parsing
+# ----------------------------------------------------------------------------------------------
+def add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``run`` to the ``streamarms`` sub-commands (sets ``handler=run_main``)."""
+    p = subparsers.add_parser(
+        "run", help="run the streaming detector (Kafka, JSONL replay, or the embedded demo)",
+        description=__doc__.split("\n\n")[0] + " With nothing configured it runs an embedded demo.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_run_arguments(p)
+    p.set_defaults(handler=run_main)
+    return p
+
+
+# ----------------------------------------------------------------------------------------------
+# building the pieces
+# ----------------------------------------------------------------------------------------------
+def _policy_builder(s: SimpleNamespace) -> Any:
+    spec = POLICIES[s.policy]
+
+    def build(arms: list[str], episode: int) -> Any:
+        ns = SimpleNamespace(**vars(s))
+        ns.seed = None if s.seed is None else int(s.seed) + episode - 1
+        return spec.build(list(arms), ns)
+
+    return build
+
+
+def _scheduler_config(s: SimpleNamespace) -> SchedulerConfig:
+    return SchedulerConfig(
+        mode=s.mode, window=s.window, prefetch=s.prefetch, want_timeout=s.want_timeout,
+        max_in_flight=s.max_in_flight, request_timeout=s.request_timeout, discovery_records=s.discovery_records,
+        discovery_seconds=s.discovery_seconds, min_arms=s.min_arms,
+        max_episodes=None if s.forever and s.embedded and "max_episodes" not in s.explicit else s.max_episodes,
+        episode_interval=s.episode_interval, episode_timeout=s.episode_timeout or None, max_arms=s.max_arms,
+        key_ttl=s.key_ttl or None, validate=s.validate, passive_feed=s.passive_feed)
+
+
+def _kafka_config(s: SimpleNamespace) -> dict[str, Any]:
+    from streamarms.connectors.kafka import client_config
+    cfg = client_config(s.bootstrap_servers, security_protocol=s.security_protocol, sasl_mechanism=s.sasl_mechanism,
+                        sasl_plain_username=s.sasl_username, sasl_plain_password=s.sasl_password,
+                        ssl_cafile=s.ssl_cafile, ssl_certfile=s.ssl_certfile, ssl_keyfile=s.ssl_keyfile,
+                        ssl_password=s.ssl_password)
+    cfg.update(dict(_kv(x) for x in (s.kafka_option or [])))
+    return cfg
+
+
+#: the compacted topic that holds the checkpoints (key: the group) when a broker is configured
+DEFAULT_CHECKPOINT_TOPIC = "streamarms-checkpoints"
+
+
+def _checkpoint_store(s: SimpleNamespace, kafka_cfg: dict[str, Any] | None) -> CheckpointStore | None:
+    spec = s.checkpoint
+    if spec in (None, "", "none", False):
+        return None
+    try:
+        secret = checkpoint_key()
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    if spec == "auto":
+        if kafka_cfg is None:
+            return None
+        # with a broker, the checkpoint lives next to the data: a container restart does not lose it, and
+        # (with the cluster id it records) another cluster cannot pick it up by sharing a group name
+        spec = f"kafka:{DEFAULT_CHECKPOINT_TOPIC}"
+    if isinstance(spec, str) and spec.startswith("kafka:"):
+        if kafka_cfg is None:
+            raise ConfigError("--checkpoint kafka:TOPIC needs --bootstrap-servers")
+        from streamarms.connectors.kafka import KafkaCheckpointStore
+        return KafkaCheckpointStore(kafka_cfg, spec[len("kafka:"):], key=s.group_id, secret=secret)
+    return FileCheckpointStore(spec, fsync=bool(s.fsync), secret=secret)
+
+
+# ----------------------------------------------------------------------------------------------
+# main
+# ----------------------------------------------------------------------------------------------
+def run_main(opts: argparse.Namespace) -> int:
+    try:
+        s = resolve_settings(opts)
+    except ConfigError as e:
+        print(f"streamarms run: error: {e}", file=sys.stderr)
+        return 2
+    level = getattr(logging, str(s.log_level).upper(), logging.INFO)
+    logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if level > logging.DEBUG:  # kafka-python's own lines (dozens per outage) only with --log-level debug;
+        logging.getLogger("kafka").setLevel(logging.CRITICAL)  # streamarms logs the outage in one line
+    try:
+        app = _App(s)
+    except (ConfigError, CheckpointError) as e:
+        print(f"streamarms run: error: {e}", file=sys.stderr)
+        return 2
+    except Exception as e:  # the broker is unreachable, a file cannot be opened, ...
+        log.debug("start-up failed", exc_info=True)
+        text, name = str(e), type(e).__name__
+        # kafka-python repeats its type name in the message; BrokerUnreachable's message says it all
+        what = text if text.startswith(name) or name == "BrokerUnreachable" else f"{name}: {text}"
+        print(f"streamarms run: error: cannot start: {what}", file=sys.stderr)
+        return 1
+    return app.run()
+
+
+class _App:
+    """The wiring of one ``streamarms run``."""
+
+    def __init__(self, s: SimpleNamespace) -> None:
+        self.s = s
+        if s.policy not in POLICIES:
+            raise ConfigError(f"unknown policy {s.policy!r}: choose one of {', '.join(sorted(POLICIES))}")
+        if s.mode == ACTIVE and not s.embedded and not s.requests_topic:
+            raise ConfigError("--mode active needs --requests-topic (where sample requests are published)")
+        if s.bootstrap_servers and not s.rewards_topic:
+            raise ConfigError("--bootstrap-servers needs at least one --rewards-topic")
+        if s.passive_feed == "all" and POLICIES[s.policy].kind in ("threshold", "best"):
+            raise ConfigError(f"--passive-feed all needs a policy whose guarantee holds for any sampling order; "
+                              f"{s.policy!r} has a budget or rounds of its own (use --passive-feed planned)")
+        build = _policy_builder(s)
+        # bad parameters fail here, before anything connects (enough arms for every family's constraints)
+        try:
+            probe = build([f"probe-{i}" for i in range(64)], 1)
+            self.codec = RewardCodec(s.reward_field, getattr(probe, "model", None),
+                                     request_id_field=s.request_id_field, max_key_bytes=s.max_key_bytes)
+            self.sched_config = _scheduler_config(s)
+        except ConfigError:
+            raise
+        except ValueError as e:  # the policy's, the codec's or the scheduler's check of a setting
+            raise ConfigError(f"{e}") from None
+        self.alerts: list[dict[str, Any]] = []
+        self.closers: list[Any] = []
+        self.truth: list[str] | None = None
+        self.kafka_cfg = _kafka_config(s) if s.bootstrap_servers else None
+        clock_kind = s.clock if s.clock != "auto" else ("wall" if s.mode == ACTIVE else "event")
+        self.event_clock = EventClock() if clock_kind == "event" else None
+        clock = self.event_clock if self.event_clock is not None else time.time
+        self.run_info = {"mode": s.mode, "policy": s.policy,
+                         "topics": sorted(s.rewards_topic or []) or sorted(s.rewards_file or []) or ["embedded"],
+                         "k": s.k, "delta": s.delta, "reward_model": s.reward_model, "group_id": s.group_id}
+        if self.kafka_cfg is not None:  # one clear line within seconds if no broker answers
+            from streamarms.connectors.kafka import probe_cluster
+            self.run_info["cluster_id"] = probe_cluster(self.kafka_cfg)
+        self.store = _checkpoint_store(s, self.kafka_cfg)
+        if self.store is not None:
+            log.info("checkpoint: %s, protected by %s", self.store.describe(), self.store.integrity())
+        doc = restore_checkpoint(self.store, self.run_info) if self.store is not None else None
+        resume = doc["source"] if doc else None
+
+        self._build_io(resume)
+        arms = [a.strip() for a in s.arms.split(",") if a.strip()] if isinstance(s.arms, str) else s.arms
+        if self.embedded_arms is not None and s.mode == ACTIVE:
+            arms = self.embedded_arms
+        self.scheduler = Scheduler(
+            build, clock=clock, config=self.sched_config, codec=self.codec, emit_alert=self._alert,
+            emit_request=self.request_sink.send if self.request_sink is not None else None,
+            on_episode_end=self._episode_end, arms=arms, policy_name=s.policy, delta=s.delta,
+            emit_normal=bool(s.emit_normal), alert_repeat=bool(s.alert_repeat),
+            request_prefix=os.urandom(3).hex() + "-")
+        if doc is not None:
+            try:
+                self.scheduler.restore(doc["scheduler"])
+            except ValueError as e:  # another mode, a policy class that is not loaded (nothing imported)
+                raise CheckpointError(f"the checkpoint in {self.store.describe()}: {e}") from None
+            except (KeyError, TypeError) as e:  # a document with a valid hash but not our shape
+                raise CheckpointError(f"the checkpoint in {self.store.describe()} is malformed: "
+                                      f"{type(e).__name__}: {e}") from None
+            log.info("resumed from %s: episode %d, %d records, %d samples", self.store.describe(),
+                     self.scheduler.episode, self.scheduler.records, self.scheduler.used)
+        self.metrics = Metrics() if s.metrics_port is not None else None
+        self.daemon = Daemon(self.scheduler, self.source, clock=self.event_clock, alert_sink=self.alert_sink,
+                             request_sink=self.request_sink, dead_letter_sink=self.dead_letter_sink,
+                             checkpoint=self.store, checkpoint_interval=s.checkpoint_interval, metrics=self.metrics,
+                             run_info=self.run_info, stop_when_exhausted=bool(s.rewards_file))
+        self.server = None
+        if self.metrics is not None:
+            from ..observability import OperatorMetrics  # operator's series and readiness (/healthz)
+            self.ops = OperatorMetrics(
+                self.metrics, self.scheduler, self.source, daemon=self.daemon,
+                flagged_arms=int(s.metrics_flagged_arms or 0), info={"policy": s.policy, "mode": s.mode},
+                checkpoint="disabled" if self.store is None else ("restored" if doc is not None else "none found"))
+            self.server = self.metrics.serve(s.metrics_port, s.metrics_addr, health=self.ops.health,
+                                             live=self.daemon.health)
+            log.info("metrics on http://%s:%d/metrics", s.metrics_addr, self.server.port)
+
+    def _build_io(self, resume: dict[str, Any] | None) -> None:
+        s = self.s
+        self.alert_sink: AlertSink | None = None
+        self.request_sink: RequestSink | None = None
+        self.dead_letter_sink: DeadLetterSink | None = None
+        self.embedded_arms: list[str] | None = None
+        if s.bootstrap_servers:
+            from streamarms.connectors.kafka import (KafkaAlertSink, KafkaDeadLetterSink, KafkaProducerPool,
+                                                     KafkaRequestSink, KafkaRewardSource, ensure_topics)
+            cfg = self.kafka_cfg
+            assert cfg is not None
+            if s.create_topics:
+                want = {t: 1 for t in s.rewards_topic}
+                for t in (s.alerts_topic, s.requests_topic, s.dead_letter_topic):
+                    if t:
+                        want[t] = 1
+                ensure_topics(cfg, want)
+            sink_topics = [t for t in (s.alerts_topic, s.requests_topic if s.mode == ACTIVE else None,
+                                       s.dead_letter_topic) if t]
+            pool = KafkaProducerPool(cfg, dict(_kv(x) for x in (s.producer_option or [])), sink_topics)
+            self.alert_sink = KafkaAlertSink(pool, s.alerts_topic) if s.alerts_topic else None
+            if s.mode == ACTIVE:
+                self.request_sink = KafkaRequestSink(pool, s.requests_topic)
+            if s.dead_letter_topic:
+                self.dead_letter_sink = KafkaDeadLetterSink(pool, s.dead_letter_topic)
+            self.source = KafkaRewardSource(s.rewards_topic, s.group_id, cfg, resume=resume,
+                                            ordered=s.order == "timestamp", max_poll_records=s.max_poll_records,
+                                            from_beginning=bool(s.from_beginning),
+                                            consumer_options=dict(_kv(x) for x in (s.consumer_option or [])),
+                                            on_out_of_range=s.on_out_of_range)
+        elif s.rewards_file:
+            from streamarms.connectors.files import JsonlDeadLetterSink, JsonlSink, JsonlSource
+            if s.mode == ACTIVE:
+                raise ConfigError("--mode active needs Kafka (--bootstrap-servers): a file cannot answer requests")
+            self.source = JsonlSource(s.rewards_file, resume=resume, ordered=s.order == "timestamp")
+            self.alert_sink = JsonlSink(s.alerts_file) if s.alerts_file else None
+            self.dead_letter_sink = JsonlDeadLetterSink(s.dead_letter_file) if s.dead_letter_file else None
+        else:
+            from streamarms.connectors.memory import GeneratedSource, MemoryBroker, MemorySource
+            n = int(s.embedded_keys)
+            means = embedded_means(n)
+            names = [f"region-{i:02d}" for i in range(n)]
+            self.embedded_means = dict(zip(names, means))
+            spec = POLICIES[s.policy]
+            if spec.truth is not None:
+                self.truth = sorted(names[int(i)] for i in spec.truth(means, s))
+            if s.mode == PASSIVE:
+                keys = [nm.encode() for nm in names]
+                self.source = GeneratedSource(lambda: embedded_stream(keys, means, int(s.seed or 0), s.embedded_rate),
+                                              resume=resume)
+            else:
+                broker = MemoryBroker()
+                broker.create_topic("answers")
+                self.source = MemorySource(broker, ["answers"], resume=resume)
+                self.request_sink = EmbeddedResponder(broker, "answers", self.embedded_means, int(s.seed or 0), None)
+                self.embedded_arms = names
+            if s.alerts_file:
+                from streamarms.connectors.files import JsonlSink
+                self.alert_sink = JsonlSink(s.alerts_file)
+
+    # -- callbacks -----------------------------------------------------------------------------
+    def _alert(self, alert: dict[str, Any]) -> None:
+        self.alerts.append(alert)
+        del self.alerts[:-1000]
+        if self.alert_sink is not None:
+            self.alert_sink.send(alert)
+        est = alert.get("estimate")
+        iv = alert.get("interval")
+        thr = alert.get("threshold")
+        msg = (f"ALERT {alert['kind']:<7} {alert['arm']}  episode {alert['episode']}"
+               + (f"  estimate {est:.4g}" if isinstance(est, (int, float)) else "")
+               + (f" [{iv[0]:.4g}, {iv[1]:.4g}]" if iv else "")
+               + (f"  threshold {thr:.4g}" if isinstance(thr, (int, float)) else "")
+               + (f"  after {alert['pulls']:,} samples" if alert.get("pulls") is not None else ""))
+        if self.s.embedded and not self.s.quiet:
+            print(msg, flush=True)
+        else:
+            log.info(msg)
+
+    def _episode_end(self, summary: dict[str, Any]) -> None:
+        st = self.scheduler.stats()
+        log.info("episode %d %s: %d arms, %d samples over %d records, outliers %s%s", summary["episode"],
+                 "done" if summary["reason"] == "done" else f"ended ({summary['reason']})", summary["arms"],
+                 summary["samples"], summary["records"], ", ".join(summary["outliers"]) or "none",
+                 f", undecided {len(summary['undecided'])}" if summary["undecided"] else "")
+        if self.s.embedded and not self.s.quiet:
+            self._print_episode(summary, st)
+
+    # -- output --------------------------------------------------------------------------------
+    def _print_episode(self, e: dict[str, Any], st: dict[str, Any]) -> None:
+        used_share = e["samples"] / e["records"] if e["records"] else 0.0
+        print(f"episode {e['episode']} {'done' if e['done'] else 'ended: ' + e['reason']}: "
+              f"{e['samples']:,} rewards used of {e['records']:,} seen ({100 * used_share:.1f}%), "
+              f"{e['arms']} arms", flush=True)
+        print(f"  outliers found: {', '.join(e['outliers']) or 'none'}")
+        if self.truth is not None:
+            found = set(e["outliers"])
+            truth = set(self.truth)
+            missed = sorted(truth - found)
+            false = sorted(found - truth)
+            verdict = "all found, no false alarm" if not missed and not false else \
+                f"missed {', '.join(missed) or 'none'}; false alarms {', '.join(false) or 'none'}"
+            print(f"  true outliers:  {', '.join(self.truth) or 'none'}  -> {verdict}")
+        if e["undecided"]:
+            print(f"  undecided: {len(e['undecided'])} arms")
+
+    def summary(self, code: int, elapsed: float) -> dict[str, Any]:
+        st = self.scheduler.stats()
+        return {"exit_code": code, "stop_reason": self.daemon.stop_reason, "elapsed_seconds": round(elapsed, 3),
+                "policy": self.s.policy, "mode": self.s.mode, "k": self.s.k, "delta": self.s.delta,
+                "records": st["records"], "samples": st["used"], "skipped": st["skipped"],
+                "invalid": {k: v for k, v in st["invalid"].items() if v}, "dead_letters": self.daemon.dead_letters,
+                "episodes": self.scheduler.history, "alerts": st["alerts"], "flagged": sorted(self.scheduler.alerts.flagged),
+                "true_outliers": self.truth, "known_arms": st["known_arms"]}
+
+    def run(self) -> int:
+        s = self.s
+        if s.embedded and not s.quiet:
+            means = getattr(self, "embedded_means", {})
+            print(f"streamarms run: embedded demo (no --bootstrap-servers): {len(means)} keys with Bernoulli "
+                  f"rewards, known outliers {', '.join(self.truth or []) or 'none'}; policy {s.policy} "
+                  f"k={s.k:g} delta={s.delta:g}, {s.mode} mode", flush=True)
+        t0 = time.monotonic()
+        code = 0
+        try:
+            code = self.daemon.run()
+        except Exception as e:  # a sink could not deliver, the broker went away, ...
+            log.error("stopping on error: %s", e, exc_info=log.isEnabledFor(logging.DEBUG))
+            print(f"streamarms run: error: {e}", file=sys.stderr)
+            code = 1
+        finally:
+            if self.server is not None:
+                self.server.close()
+            if self.store is not None:
+                self.store.close()
+        elapsed = time.monotonic() - t0
+        out = self.summary(code, elapsed)
+        if code == 0 and not s.quiet:
+            st = self.scheduler.stats()
+            share = st["used"] / st["records"] if st["records"] else 0.0
+            print(f"stopped ({self.daemon.stop_reason}) after {elapsed:.1f} s: {self.scheduler.episodes_done} "
+                  f"episode(s), {st['used']:,} rewards used of {st['records']:,} seen ({100 * share:.1f}%), "
+                  f"{sum(st['invalid'].values())} refused; flagged now: "
+                  f"{', '.join(sorted(self.scheduler.alerts.flagged)) or 'none'}", flush=True)
+        if s.summary_json:
+            text = json.dumps(out, indent=None if s.summary_json == "-" else 1, default=str)
+            if s.summary_json == "-":
+                print(text)
+            else:
+                with open(s.summary_json, "w") as f:
+                    f.write(text + "\n")
+        return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``streamarms run [flags]`` as a function (tests, embedding): the same as the command."""
+    parser = argparse.ArgumentParser(prog="streamarms run", description=__doc__.split("\n\n")[0])
+    add_run_arguments(parser)
+    return run_main(parser.parse_args(argv))
+

@@ -1,0 +1,310 @@
+"""The settings of ``streamarms run``: every setting and its default (:data:`DEFAULTS`), its flag
+(:func:`add_run_arguments`), the TOML file, and the merge flags > file > defaults
+(:func:`resolve_settings`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tomllib
+from types import SimpleNamespace
+from typing import Any
+
+from ..errors import ConfigError
+from ..registry import POLICIES
+from ..runtime import ACTIVE, PASSIVE
+from .types import nonneg_float, port, positive_int
+
+__all__ = ["DEFAULTS", "add_run_arguments", "resolve_settings"]
+
+#: every setting of ``streamarms run`` and its default (flags and TOML keys use these names)
+DEFAULTS: dict[str, Any] = {
+    # where rewards come from / where results go
+    "bootstrap_servers": None, "rewards_topic": None, "alerts_topic": "streamarms-alerts",
+    "requests_topic": None, "dead_letter_topic": None, "group_id": "streamarms", "create_topics": False,
+    "from_beginning": True, "max_poll_records": 1000, "order": "timestamp",
+    "on_out_of_range": "earliest",
+    "rewards_file": None, "alerts_file": None, "dead_letter_file": None,
+    # the policy
+    "mode": PASSIVE, "passive_feed": "planned", "policy": "wrr", "k": 2.0, "delta": 0.1, "reward_model": "bernoulli", "reward_range": None,
+    "model_param": None, "two_sided": False, "rho": None, "seed": 0,
+    # parameters of the other policy families (see `streamarms simulate --help`)
+    "threshold": None, "budget": None, "epsilon": None, "ucbe_b": None, "alpha": None, "estimator": None,
+    "moment_p": None, "moment_bound": None,
+    # records
+    "reward_field": "reward", "request_id_field": "request_id", "max_key_bytes": 256, "validate": "all",
+    "arms": None,
+    # scheduling
+    "max_episodes": None, "episode_interval": 300.0, "episode_timeout": None, "window": 32, "prefetch": 4,
+    "want_timeout": 30.0, "max_in_flight": 32, "request_timeout": 30.0, "discovery_records": 1000,
+    "discovery_seconds": 10.0, "min_arms": 3, "max_arms": 10_000, "key_ttl": None, "clock": "auto",
+    # alerts
+    "emit_normal": False, "alert_repeat": False,
+    # state, metrics, process
+    "checkpoint": "auto", "checkpoint_interval": 5.0, "fsync": True, "metrics_port": None,
+    "metrics_addr": "0.0.0.0", "metrics_flagged_arms": 0, "forever": False, "summary_json": None, "log_level": "info", "quiet": False,
+    # Kafka security and pass-through
+    "security_protocol": None, "sasl_mechanism": None, "sasl_username": None, "sasl_password": None,
+    "ssl_cafile": None, "ssl_certfile": None, "ssl_keyfile": None, "ssl_password": None,
+    "kafka_option": None, "consumer_option": None, "producer_option": None,
+    # embedded demo
+    "embedded_keys": 20, "embedded_rate": 1000.0,
+}
+
+_TABLES = {"kafka": "kafka_option", "consumer": "consumer_option", "producer": "producer_option",
+           "model": "model_param"}
+
+
+def add_run_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags of ``streamarms run`` (every default is ``None``: see :data:`DEFAULTS`)."""
+    d = DEFAULTS
+    p.add_argument("--config", metavar="FILE", help="TOML file with any of these settings (flags win)")
+    g = p.add_argument_group("Kafka")
+    g.add_argument("--bootstrap-servers", metavar="HOST:PORT[,..]", help="Kafka brokers (none: embedded demo)")
+    g.add_argument("--rewards-topic", action="append", metavar="TOPIC", help="reward topic (repeatable)")
+    g.add_argument("--alerts-topic", metavar="TOPIC", help=f"alert topic (default {d['alerts_topic']})")
+    g.add_argument("--requests-topic", metavar="TOPIC", help="sample-request topic (active mode)")
+    g.add_argument("--dead-letter-topic", metavar="TOPIC", help="topic for refused records (reason in a header)")
+    g.add_argument("--group-id", metavar="ID", help=f"consumer group (default {d['group_id']})")
+    g.add_argument("--create-topics", action="store_true", default=None, help="create missing topics at start")
+    g.add_argument("--from-beginning", action=argparse.BooleanOptionalAction, default=None,
+                   help="with no committed offset, start at the earliest record (default) or the latest")
+    g.add_argument("--max-poll-records", type=positive_int, metavar="N", help="records per poll (default 1000)")
+    g.add_argument("--order", choices=["timestamp", "arrival"],
+                   help="record order across partitions: reproducible timestamp merge (default) or poll order")
+    g.add_argument("--on-out-of-range", choices=["earliest", "latest", "fail"],
+                   help="a checkpointed position outside its partition (topic recreated, records expired): read "
+                        "from the partition's start (default), its end, or stop with an error")
+    g.add_argument("--security-protocol", choices=["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"])
+    g.add_argument("--sasl-mechanism", metavar="MECH", help="PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, GSSAPI")
+    g.add_argument("--sasl-username", metavar="USER")
+    g.add_argument("--sasl-password", metavar="PASS", help="(prefer env STREAMARMS_SASL_PASSWORD)")
+    g.add_argument("--ssl-cafile", metavar="FILE")
+    g.add_argument("--ssl-certfile", metavar="FILE")
+    g.add_argument("--ssl-keyfile", metavar="FILE")
+    g.add_argument("--ssl-password", metavar="PASS", help="(prefer env STREAMARMS_SSL_PASSWORD)")
+    g.add_argument("--kafka-option", action="append", metavar="KEY=VALUE", help="kafka-python setting for all clients")
+    g.add_argument("--consumer-option", action="append", metavar="KEY=VALUE", help="kafka-python consumer setting")
+    g.add_argument("--producer-option", action="append", metavar="KEY=VALUE", help="kafka-python producer setting")
+    g = p.add_argument_group("files")
+    g.add_argument("--rewards-file", action="append", metavar="PATH", help="replay a JSONL file of records (repeatable)")
+    g.add_argument("--alerts-file", metavar="PATH", help="append alerts as JSON lines ('-': stdout)")
+    g.add_argument("--dead-letter-file", metavar="PATH", help="append refused records as JSON lines")
+    g = p.add_argument_group("policy")
+    g.add_argument("--mode", choices=[PASSIVE, ACTIVE], help="passive: sample the stream; active: request samples")
+    g.add_argument("--passive-feed", choices=["planned", "all"],
+                   help="passive: give the policy the rewards its plan asks for (planned, default) or every "
+                        "reward of its arms as it arrives (all: fewer records read; k-sigma, GOLD, robust)")
+    g.add_argument("--policy", choices=sorted(POLICIES), help=f"policy (default {d['policy']})")
+    g.add_argument("--k", type=float, help="k of the k-sigma rule (default 2)")
+    g.add_argument("--delta", type=float, help="error probability (default 0.1)")
+    g.add_argument("--reward-model", choices=["bernoulli", "bounded", "heavy_tailed"],
+                   help="what a reward is: 0/1 (default), bounded in --reward-range, heavy-tailed")
+    g.add_argument("--reward-range", metavar="A,B", help="range of bounded rewards (default 0,1)")
+    g.add_argument("--model-param", action="append", metavar="KEY=VALUE", help="reward-model parameter")
+    g.add_argument("--two-sided", action="store_true", default=None, help="also flag arms far below the mean")
+    g.add_argument("--rho", type=float, help="WRR rho (default rho* of the paper)")
+    g.add_argument("--seed", type=int, help="seed of randomised policies (episode e uses seed + e - 1)")
+    g = p.add_argument_group("parameters of other policy families (as in `streamarms simulate`)")
+    g.add_argument("--threshold", type=float, help="lsa/apt/ucbe/uniform: the known threshold theta")
+    g.add_argument("--budget", type=positive_int, metavar="T", help="lsa/apt/ucbe/uniform/sr: samples per episode")
+    g.add_argument("--epsilon", type=float, help="GOLD distance factor; APT precision; SR-T(TEA) design gap")
+    g.add_argument("--b", dest="ucbe_b", type=float, metavar="B", help="UCBE exploration parameter b")
+    g.add_argument("--alpha", type=float, help="LSA alpha (default 1.35)")
+    g.add_argument("--estimator", choices=["ea", "tea", "mom"], help="heavy-tailed mean estimate")
+    g.add_argument("--moment-p", type=float, metavar="P", help="heavy-tailed: moment order p in (1, 2]")
+    g.add_argument("--moment-bound", type=float, metavar="B", help="heavy-tailed: bound B on E|X|^p")
+    g = p.add_argument_group("records")
+    g.add_argument("--reward-field", metavar="NAME", help="JSON field holding the reward (default reward)")
+    g.add_argument("--request-id-field", metavar="NAME", help="JSON field of answers holding the request id")
+    g.add_argument("--max-key-bytes", type=positive_int, metavar="N", help="longer keys are refused (default 256)")
+    g.add_argument("--validate", choices=["used", "all"],
+                   help="check every record, so every bad one is dead-lettered (default), or parse only "
+                        "the records the policy takes (fast path)")
+    g.add_argument("--arms", metavar="A,B,..", help="fixed arm set (other keys are skipped)")
+    g = p.add_argument_group("episodes and scheduling")
+    g.add_argument("--max-episodes", type=positive_int, metavar="N", help="stop after N episodes (default: run forever; "
+                   "the embedded demo runs 1)")
+    g.add_argument("--episode-interval", type=nonneg_float, metavar="SEC", help="between episode starts (default 300)")
+    g.add_argument("--episode-timeout", type=nonneg_float, metavar="SEC", help="end an unfinished episode after this")
+    g.add_argument("--window", type=positive_int, metavar="N", help="planned arms to take rewards for (default 32)")
+    g.add_argument("--prefetch", type=positive_int, metavar="N", help="rewards held per planned arm (default 4)")
+    g.add_argument("--want-timeout", type=nonneg_float, metavar="SEC", help="defer an arm after this (default 30)")
+    g.add_argument("--max-in-flight", type=positive_int, metavar="N", help="active: outstanding requests (default 32)")
+    g.add_argument("--request-timeout", type=nonneg_float, metavar="SEC", help="active: drop a request (default 30)")
+    g.add_argument("--discovery-records", type=positive_int, metavar="N",
+                   help="first episode starts when no new key appeared for N records (default 1000) ...")
+    g.add_argument("--discovery-seconds", type=nonneg_float, metavar="SEC", help="... or after SEC (default 10)")
+    g.add_argument("--min-arms", type=positive_int, metavar="N", help="arms needed to start an episode (default 3)")
+    g.add_argument("--max-arms", type=positive_int, metavar="N", help="refuse new keys beyond N arms (default 10000)")
+    g.add_argument("--key-ttl", type=nonneg_float, metavar="SEC", help="forget keys silent for this long")
+    g.add_argument("--clock", choices=["auto", "event", "wall"],
+                   help="scheduler time: record timestamps (passive default) or the wall clock (active default)")
+    g = p.add_argument_group("alerts")
+    g.add_argument("--emit-normal", action="store_true", default=None, help="also alert 'normal' classifications")
+    g.add_argument("--alert-repeat", action="store_true", default=None,
+                   help="alert an outlier again in every episode it is found (default: once until cleared)")
+    g = p.add_argument_group("state, metrics, process")
+    g.add_argument("--checkpoint", metavar="PATH|kafka:TOPIC|none",
+                   help="where to checkpoint (default: the compacted topic kafka:streamarms-checkpoints, key = "
+                        "the group, with Kafka; none otherwise)")
+    g.add_argument("--checkpoint-interval", type=nonneg_float, metavar="SEC", help="seconds between checkpoints (default 5)")
+    g.add_argument("--fsync", action=argparse.BooleanOptionalAction, default=None, help="fsync checkpoints (default on)")
+    g.add_argument("--metrics-port", type=port, metavar="PORT", help="serve /metrics and /healthz on this port")
+    g.add_argument("--metrics-addr", metavar="ADDR", help="bind address of the metrics server (default 0.0.0.0)")
+    g.add_argument("--metrics-flagged-arms", type=int, metavar="N",
+                   help="also export streamarms_flagged_arm{arm} for at most N flagged keys (default 0: none)")
+    g.add_argument("--forever", action="store_true", default=None, help="embedded demo: keep running new episodes")
+    g.add_argument("--summary-json", metavar="PATH", help="write the final summary as JSON ('-': stdout)")
+    g.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
+    g.add_argument("--quiet", action="store_true", default=None, help="no summary on stdout")
+    g.add_argument("--embedded-keys", type=positive_int, metavar="N", help=argparse.SUPPRESS)
+    g.add_argument("--embedded-rate", type=float, metavar="R", help=argparse.SUPPRESS)
+
+
+def _norm(key: str) -> str:
+    return key.replace("-", "_")
+
+
+def _flags() -> dict[str, argparse.Action]:
+    """Setting name -> its flag (type, choices, kind), to validate TOML values exactly as flags."""
+    p = argparse.ArgumentParser(add_help=False)
+    add_run_arguments(p)
+    return {a.dest: a for a in p._actions if a.dest in DEFAULTS}
+
+
+def _toml_value(key: str, value: Any, flag: argparse.Action | None, where: str) -> Any:
+    """A TOML value through the validator of its flag: the same checks, a :class:`ConfigError` if bad.
+
+    >>> f = _flags()
+    >>> _toml_value("window", 8, f["window"], "c.toml"), _toml_value("rewards_topic", "r", f["rewards_topic"], "")
+    (8, ['r'])
+    >>> _toml_value("metrics_port", "abc", f["metrics_port"], "c.toml")
+    Traceback (most recent call last):
+    ...
+    streamarms.errors.ConfigError: c.toml: metrics_port = 'abc': expected a TCP port, got 'abc'
+    """
+    if flag is None:  # pragma: no cover - every setting has a flag
+        return value
+    bad = f"{where}: {key} = {value!r}"
+    if flag.nargs == 0 or isinstance(flag, argparse.BooleanOptionalAction):
+        if not isinstance(value, bool):
+            raise ConfigError(f"{bad}: expected true or false")
+        return value
+    if isinstance(flag, argparse._AppendAction):
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list):
+            raise ConfigError(f"{bad}: expected a string or a list of strings")
+        return [_toml_scalar(key, v, flag, where) for v in items]
+    return _toml_scalar(key, value, flag, where)
+
+
+def _toml_scalar(key: str, value: Any, flag: argparse.Action, where: str) -> Any:
+    bad = f"{where}: {key} = {value!r}"
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ConfigError(f"{bad}: expected {'a number' if flag.type in (int, float) else 'a string'}")
+    out: Any = value if flag.type is None else None
+    if flag.type is not None:
+        try:
+            out = flag.type(str(value))  # type: ignore[misc]
+        except (argparse.ArgumentTypeError, ValueError, TypeError) as e:
+            raise ConfigError(f"{bad}: {e}") from None
+    elif not isinstance(value, str):
+        out = str(value)
+    if flag.choices is not None and out not in flag.choices:
+        raise ConfigError(f"{bad}: choose one of {', '.join(map(str, flag.choices))}")
+    return out
+
+
+def _load_toml(path: str) -> dict[str, Any]:
+    where = f"--config {path}"
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except FileNotFoundError:
+        raise ConfigError(f"--config: no such file {path!r}") from None
+    except OSError as e:
+        raise ConfigError(f"{where}: cannot read: {e.strerror or e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{where}: {e}") from None
+    flags = _flags()
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        k = _norm(key)
+        if k in _TABLES:
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where}: [{k}] must be a table of KEY = VALUE")
+            out[_TABLES[k]] = [f"{kk}={vv if not isinstance(vv, bool) else str(vv).lower()}" for kk, vv in value.items()]
+        elif k in DEFAULTS:
+            out[k] = _toml_value(k, value, flags.get(k), where)
+        else:
+            raise ConfigError.unknown(key, [*DEFAULTS, *_TABLES], where=where)
+    return out
+
+
+def resolve_settings(opts: argparse.Namespace) -> SimpleNamespace:
+    """Flags > TOML file > :data:`DEFAULTS` (plus the embedded demo's own defaults)."""
+    from_file = _load_toml(opts.config) if getattr(opts, "config", None) else {}
+    cfg: dict[str, Any] = {}
+    explicit: set[str] = set()
+    for key, default in DEFAULTS.items():
+        flag = getattr(opts, key, None)
+        if flag is not None:
+            cfg[key] = flag
+            explicit.add(key)
+        elif key in from_file:
+            cfg[key] = from_file[key]
+            explicit.add(key)
+        else:
+            cfg[key] = list(default) if isinstance(default, list) else default
+    s = SimpleNamespace(**cfg)
+    s.explicit = explicit
+    s.embedded = not s.bootstrap_servers and not s.rewards_file
+    if s.sasl_password is None:
+        s.sasl_password = os.environ.get("STREAMARMS_SASL_PASSWORD")
+    if s.ssl_password is None:
+        s.ssl_password = os.environ.get("STREAMARMS_SSL_PASSWORD")
+    if s.embedded:
+        if "max_episodes" not in explicit and not s.forever:
+            s.max_episodes = 1
+        if "episode_interval" not in explicit:
+            s.episode_interval = 30.0
+        if "discovery_records" not in explicit:
+            s.discovery_records = 200
+        if "log_level" not in explicit:
+            s.log_level = "warning"  # the demo prints its own readable lines
+    # the registry reads the reward model from these names
+    s.bound = None
+    s.a, s.b_max = 0.0, 1.0
+    if s.reward_range:
+        try:
+            a, b = (float(v) for v in str(s.reward_range).split(","))
+        except ValueError:
+            raise ConfigError(f"--reward-range must be A,B (two numbers), got {s.reward_range!r}") from None
+        s.a, s.b_max = a, b
+    s.model_params = dict(_kv(x) for x in (s.model_param or []))
+    return s
+
+
+def _kv(text: str) -> tuple[str, Any]:
+    """``"max_poll_records=500"`` -> ``("max_poll_records", 500)``.
+
+    >>> _kv("ssl_check_hostname=false"), _kv("client_id=a=b")
+    (('ssl_check_hostname', False), ('client_id', 'a=b'))
+    """
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"expected KEY=VALUE, got {text!r}")
+    raw = raw.strip()
+    value: Any = raw
+    if raw.lower() in ("true", "false"):
+        value = raw.lower() == "true"
+    else:
+        for conv in (int, float):
+            try:
+                value = conv(raw)
+                break
+            except ValueError:
+                pass
+    return key.strip().replace("-", "_").replace(".", "_"), value

@@ -1,0 +1,177 @@
+"""``streamarms simulate``: run a policy on simulated arms, many seeded runs, and report accuracy and
+pulls (a table, or one JSON object with ``--json``). Bad arguments: a one-line error, exit 2. Every
+policy runs on its defaults (its paper's instance and reward distribution) or says in one line which
+flag it needs. Long work shows a progress bar on stderr when that is a terminal (``--quiet``: none).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from ..policies.thresholding import misclassified
+from ..progress import RunProgress
+from ..registry import POLICIES
+from ..sim import Environment, StudentTArm, run_policy, tbpz19_setup, yslk18_instance, zww17_example
+from .types import arm_means, budget, finite, positive_int
+
+__all__ = ["add_simulate_parser", "add_simulate_arguments", "simulate", "simulate_main"]
+
+#: ``--env`` values: how the simulator turns a mean into an arm
+ENVS = ["bernoulli", "bounded", "beta", "gaussian", "student-t"]
+#: the reward distribution of each policy family's paper instance (the default ``--env``)
+DEFAULT_ENV = {"best": "student-t"}
+#: the ``simulate`` options each policy reads, as printed in the table's first line
+TABLE_PARAMS = {
+    **{p: ("k", "delta", "bound") for p in ("rr", "nrr", "ade", "roai", "cs")},
+    "wrr": ("k", "delta", "bound", "rho"),
+    "gold": ("epsilon", "rho", "delta", "bound"),
+    **{p: ("threshold", "budget") for p in ("lsa", "apt", "ucbe", "uniform")},
+    "se": ("delta", "estimator"),
+    "sr": ("budget", "estimator"),
+}
+
+
+def add_simulate_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``simulate`` to the ``streamarms`` sub-commands (sets ``handler=simulate_main``)."""
+    p = subparsers.add_parser("simulate", help="run a policy on simulated arms")
+    add_simulate_arguments(p)
+    p.set_defaults(handler=simulate_main)
+    return p
+
+
+def _add_threshold_and_best_arm_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("known threshold on a budget (lsa, apt, ucbe, uniform) and best arm (se, sr)")
+    g.add_argument("--threshold", type=finite, default=None,
+                   help="the known threshold theta of lsa/apt/ucbe/uniform (inside the reward range)")
+    g.add_argument("--budget", type=budget, default=None,
+                   help="sample budget T (lsa/apt/ucbe/uniform: stop there; sr: required), >= number of arms")
+    g.add_argument("--epsilon", type=finite, default=None,
+                   help="GOLD: the (epsilon, rho) distance factor, > e^(1/16) - 1 ~ 0.0645 (default 2.5); "
+                        "APT precision (default 0.05); SR-T(TEA) design parameter, at most the smallest gap "
+                        "(default: the true smallest gap)")
+    g.add_argument("--b", dest="ucbe_b", type=finite, default=None,
+                   help="UCBE b: a = 4^b (T - K) / H with the true complexity H (default 0)")
+    g.add_argument("--alpha", type=finite, default=None, help="LSA alpha (default 1.35)")
+    g.add_argument("--estimator", choices=["ea", "tea", "mom"], default=None,
+                   help="heavy-tailed mean estimate: empirical (ea), truncated (tea, default for se/sr) or "
+                        "median of means (mom, se/sr only)")
+    g.add_argument("--df", type=finite, default=3.0, help="degrees of freedom of --env student-t (default 3)")
+    g.add_argument("--moment-p", type=finite, default=None,
+                   help="moment order p in (1, 2] of the heavy-tailed model (default 2)")
+    g.add_argument("--moment-bound", type=finite, default=None,
+                   help="bound B on E|X|^p (default: computed from the simulated arms)")
+
+
+def add_simulate_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--policy", required=True, choices=sorted(POLICIES), help="the policy to run")
+    p.add_argument("--means", type=arm_means, default=None,
+                   help="comma-separated arm means; arm i is named \"i\" (default: a built-in 20-arm "
+                        "instance with outliers 18 and 19 at k = 2)")
+    p.add_argument("--k", type=float, default=2.0, help="k of the k-sigma rule (default 2)")
+    p.add_argument("--delta", type=float, default=0.1, help="error probability (default 0.1)")
+    p.add_argument("--bound", choices=["bernoulli", "hoeffding"], default="bernoulli",
+                   help="confidence intervals: Agresti-Coull for 0/1 rewards or Hoeffding on [0,1]")
+    p.add_argument("--env", default=None, choices=ENVS, metavar="ENV",
+                   help="reward distribution of the simulated arms: bernoulli (default; se/sr: student-t), "
+                        "bounded, beta, gaussian (sd 1) or student-t (--df degrees of freedom, scale 1)")
+    p.add_argument("--two-sided", action="store_true", help="also flag arms far below the mean")
+    p.add_argument("--rho", type=float, default=None,
+                   help="WRR: pulls per round of an active arm (default: rho* of Eq. 6); "
+                        "GOLD: assumed share of normal arms, in (0.5, 1) (default 0.9)")
+    p.add_argument("--runs", type=positive_int, default=1, help="number of seeded runs (default 1)")
+    p.add_argument("--seed", type=int, default=0, help="seed of run 0; run r uses seed + r")
+    p.add_argument("--max-pulls", type=positive_int, default=None,
+                   help="stop a run after this many pulls (it reports the current estimate)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+    _add_threshold_and_best_arm_arguments(p)
+
+
+def simulate(opts: argparse.Namespace, progress: RunProgress | None = None) -> dict[str, Any]:
+    spec = POLICIES[opts.policy]
+    if opts.means is not None:
+        means = opts.means
+    else:  # each family's paper instance
+        means = {"threshold": tbpz19_setup(2), "best": yslk18_instance("S1")}.get(spec.kind) or zww17_example()
+    names = [str(i) for i in range(len(means))]
+    env_model = opts.env = opts.env or DEFAULT_ENV.get(spec.kind, "bernoulli")
+    opts.true_means = means
+    truth = spec.truth(means, opts) if spec.truth else None
+    spec.build(names, opts)  # a missing or bad option fails here, before any run
+    results = []
+    for r in range(opts.runs):
+        seed = opts.seed + r
+        if env_model == "student-t":
+            env = Environment([StudentTArm(mu, opts.df) for mu in means], seed=seed)
+        else:
+            env = Environment(means, seed=seed, model=env_model)
+        ns = argparse.Namespace(**vars(opts))
+        ns.seed = seed
+        policy = spec.build(names, ns)
+        res = run_policy(policy, env, max_pulls=opts.max_pulls, keep_events=False,
+                         on_progress=None if progress is None else progress.pulls)
+        if progress is not None:
+            progress.run_done(res.pulls)
+        d = res.decision
+        outliers = d.outliers if d.done else d.estimated_outliers
+        row: dict[str, Any] = {"seed": seed, "outliers": outliers, "pulls": res.pulls, "done": d.done,
+                               "capped": res.capped}
+        if d.ranking is not None:
+            row["ranking"] = d.ranking
+        if spec.kind == "threshold":
+            row["errors"] = misclassified(d, dict(zip(names, means)), float(opts.threshold))
+        if spec.kind == "best":
+            row["best"] = outliers[0] if outliers else None
+        if truth is not None:
+            row["correct"] = (spec.judge(d, truth) if spec.judge is not None
+                              else sorted(outliers, key=int) == sorted(truth, key=int))
+        results.append(row)
+    out: dict[str, Any] = {
+        "policy": opts.policy,
+        "runs": opts.runs,
+        "n_arms": len(means),
+        "k": opts.k,
+        "delta": opts.delta,
+        "bound": opts.bound,
+        "true_outliers": truth,
+        "accuracy": (sum(r["correct"] for r in results) / len(results)) if truth is not None else None,
+        "mean_pulls": sum(r["pulls"] for r in results) / len(results),
+        "results": results,
+    }
+    if spec.kind == "threshold":
+        out["threshold"] = opts.threshold
+        out["budget"] = opts.budget
+        out["mean_errors"] = sum(r["errors"] for r in results) / len(results)
+    return out
+
+
+def print_table(out: dict[str, Any], opts: argparse.Namespace) -> None:
+    params = "".join(f"  {name} {getattr(opts, name)}" for name in TABLE_PARAMS.get(out["policy"], ())
+                     if getattr(opts, name, None) is not None)
+    print(f"policy {out['policy']}  arms {out['n_arms']}{params}  env {opts.env}  "
+          f"true outliers {out['true_outliers']}")
+    print(f"{'run':>4} {'seed':>6} {'pulls':>12} {'done':>5} {'correct':>7}  outliers")
+    for i, r in enumerate(out["results"]):
+        print(f"{i:>4} {r['seed']:>6} {r['pulls']:>12} {str(r['done']):>5} {str(r.get('correct', '-')):>7}  "
+              f"{','.join(r['outliers']) or '-'}")
+    if "mean_errors" in out:
+        print(f"mean errors {out['mean_errors']:.3f}")
+    acc = out["accuracy"]
+    print(f"accuracy {acc if acc is None else f'{acc:.3f}'}  mean pulls {out['mean_pulls']:.1f}")
+
+
+def simulate_main(opts: argparse.Namespace) -> int:
+    try:
+        with RunProgress(opts.runs, f"simulate {opts.policy}", quiet=opts.quiet) as progress:
+            out = simulate(opts, progress)
+    except ValueError as e:
+        print(f"streamarms simulate: error: {e}", file=sys.stderr)
+        return 2
+    if opts.json:
+        print(json.dumps(out))
+    else:
+        print_table(out, opts)
+    return 0

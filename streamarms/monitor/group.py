@@ -1,0 +1,131 @@
+"""A group's k-sigma threshold in epochs: restarted whenever the keys it aggregates change.
+
+``theta_G = mu_G + k sigma_G`` is the k-sigma threshold of the current means of the keys of group ``G``.
+Its interval is the engine's :class:`~streamarms.confidence.threshold.ThresholdTrack`, which is valid
+while those means are constant. A group therefore lives in **epochs**: a new epoch (a fresh track over
+the current members) starts when a key joins the group and when a member's restart rule restarts it (its
+mean moved, so theta moved). Each key feeds the track from an *epoch sequence* of its rewards since the
+epoch began (created lazily on its first reward of the epoch: a restart is O(1)).
+
+A member with no record for ``ttl`` of the group's records is dropped (a new epoch starts without it; it
+joins again with its next record): otherwise a key that went silent would hold the track's common count
+level, and so the threshold, still forever. Members are kept in least-recently-seen order
+(``OrderedDict``), so finding the stale ones is O(1) amortised per record.
+
+Probability budget per epoch: ``alpha_theta`` in all, half to the track, half split over the ``n``
+members' epoch sequences (as in the ``cs`` policy); by a union bound the threshold's interval holds at
+every moment of the epoch with probability ``>= 1 - alpha_theta`` while the group's means are constant.
+
+>>> g = ThresholdGroup("eu", k=2.0, alpha_theta=0.01, low=0.0, high=1.0, ttl=3)
+>>> g.join("a"); g.join("b"); g.epoch, g.n
+(2, 2)
+>>> g.interval()
+(-inf, inf)
+>>> [g.touch("a") for _ in range(4)], g.members, g.epoch
+([[], [], [], ['b']], ['a'], 3)
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from typing import Any
+
+from ..confidence.threshold import ThresholdTrack
+
+__all__ = ["ThresholdGroup"]
+
+
+class ThresholdGroup:
+    """The members of one group and the threshold track of their current epoch (module docstring)."""
+
+    def __init__(self, name: str, *, k: float, alpha_theta: float, low: float, high: float,
+                 ttl: int | None = None) -> None:
+        if ttl is not None and not (isinstance(ttl, int) and ttl >= 1):
+            raise ValueError(f"ttl must be a positive number of records or None, got {ttl!r}")
+        self.name = str(name)
+        self.k, self.alpha_theta, self.low, self.high = float(k), float(alpha_theta), float(low), float(high)
+        self.ttl = ttl
+        #: member -> the group's record count at its last record, least recently seen first
+        self.last_seen: OrderedDict[str, int] = OrderedDict()
+        self.records = 0
+        self.epoch = 0
+        self.track: ThresholdTrack | None = None
+        #: stream time at which the current epoch began (``None``: before any record)
+        self.since: float | None = None
+
+    @property
+    def n(self) -> int:
+        return len(self.last_seen)
+
+    @property
+    def members(self) -> list[str]:
+        return list(self.last_seen)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.last_seen
+
+    @property
+    def alpha_member(self) -> float:
+        """The level of each member's epoch sequence in the current epoch."""
+        return self.alpha_theta / 2.0 / max(self.n, 1)
+
+    def join(self, key: str, time: float | None = None) -> None:
+        """A new key: theta's definition changed, start a new epoch including it."""
+        self.last_seen[str(key)] = self.records
+        self.restart(time)
+
+    def touch(self, key: str, time: float | None = None) -> list[str]:
+        """A record of member ``key``; returns the members dropped for silence (then a new epoch began)."""
+        self.records += 1
+        ls = self.last_seen
+        ls[key] = self.records
+        ls.move_to_end(key)
+        dropped: list[str] = []
+        if self.ttl is not None:
+            while True:
+                first = next(iter(ls))
+                if self.records - ls[first] <= self.ttl:
+                    break
+                del ls[first]
+                dropped.append(first)
+            if dropped:
+                self.restart(time)
+        return dropped
+
+    def restart(self, time: float | None = None) -> None:
+        """Start a new epoch (O(1): members' epoch sequences are rebuilt on their next reward)."""
+        self.epoch += 1
+        self.since = time
+        n = self.n
+        self.track = (ThresholdTrack(n, self.k, self.alpha_theta / 2.0, low=self.low, high=self.high)
+                      if n >= 2 else None)
+
+    def record(self, g: int, S: float, lo: float, hi: float) -> None:
+        """A member's epoch sequence reached count ``g`` (a track level) with sum ``S`` and interval."""
+        if self.track is not None and g in self.track.levels:
+            self.track.record(g, S, lo, hi)
+
+    def interval(self) -> tuple[float, float]:
+        """The current interval of ``theta_G`` (``(-inf, inf)`` until every member reported once)."""
+        if self.track is None:
+            return -math.inf, math.inf
+        return self.track.upper()
+
+    def estimate(self) -> float:
+        return self.track.estimate() if self.track is not None else math.nan
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"name": self.name, "k": self.k, "alpha_theta": self.alpha_theta, "low": self.low,
+                "high": self.high, "ttl": self.ttl, "last_seen": [[kk, v] for kk, v in self.last_seen.items()],
+                "records": self.records, "epoch": self.epoch, "since": self.since,
+                "track": self.track.snapshot() if self.track is not None else None}
+
+    @classmethod
+    def restore(cls, state: dict[str, Any]) -> "ThresholdGroup":
+        obj = cls.__new__(cls)
+        d = dict(state)
+        d["last_seen"] = OrderedDict((kk, v) for kk, v in d["last_seen"])
+        d["track"] = ThresholdTrack.restore(d["track"]) if d["track"] is not None else None
+        obj.__dict__.update(d)
+        return obj

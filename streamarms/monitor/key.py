@@ -1,0 +1,63 @@
+"""One key's evidence in the continuous monitor: its segment, its restart rule, its epoch sequence.
+
+* ``segment``: the key's anytime-valid confidence sequence (level ``1 - alpha``) over its rewards since its
+  last restart -- what it is classified by;
+* ``rule``: the restart rule (:mod:`.restart`) fed with the segment's *predictable* interval ``base``
+  (refreshed at the threshold track's count levels, so an interval evaluation is O(1) amortised);
+* ``epoch_cs``: the sequence over its rewards since its group's epoch began, which feeds the threshold;
+* ``flagged``: whether an ``outlier`` alert is standing (cleared only by evidence of ``normal``).
+
+>>> from streamarms.confidence import BetaBinomialCS
+>>> ks = KeyState("a", "g", BetaBinomialCS(0.01, "a"))
+>>> ks.state, ks.flagged, ks.samples
+('undecided', False, 0)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..confidence import ConfidenceSequence, sequence_from_snapshot
+from .restart import EDetector, WindowRestart, restart_from_snapshot
+
+__all__ = ["KeyState", "OUTLIER", "NORMAL", "UNDECIDED"]
+
+OUTLIER, NORMAL, UNDECIDED = "outlier", "normal", "undecided"
+
+
+class KeyState:
+    """Mutable per-key evidence (module docstring); the monitor drives it."""
+
+    def __init__(self, key: str, group: str, segment: ConfidenceSequence,
+                 rule: EDetector | WindowRestart | None = None) -> None:
+        self.key, self.group = str(key), str(group)
+        self.segment = segment
+        self.rule = rule
+        self.base = (segment.low if segment.low is not None else -float("inf"),
+                     segment.high if segment.high is not None else float("inf"))
+        self.epoch = 0
+        self.epoch_cs: ConfidenceSequence | None = None
+        self.state = UNDECIDED
+        self.flagged = False
+        #: all rewards ever seen, restarts of the segment, stream time of the last restart
+        self.samples = 0
+        self.restarts = 0
+        self.segment_since: float | None = None
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"key": self.key, "group": self.group, "segment": self.segment.snapshot(),
+                "rule": self.rule.snapshot() if self.rule is not None else None, "base": list(self.base),
+                "epoch": self.epoch, "epoch_cs": self.epoch_cs.snapshot() if self.epoch_cs is not None else None,
+                "state": self.state, "flagged": self.flagged, "samples": self.samples,
+                "restarts": self.restarts, "segment_since": self.segment_since}
+
+    @classmethod
+    def restore(cls, state: dict[str, Any]) -> "KeyState":
+        obj = cls.__new__(cls)
+        d = dict(state)
+        d["segment"] = sequence_from_snapshot(d["segment"])
+        d["rule"] = restart_from_snapshot(d["rule"]) if d["rule"] is not None else None
+        d["base"] = tuple(d["base"])
+        d["epoch_cs"] = sequence_from_snapshot(d["epoch_cs"]) if d["epoch_cs"] is not None else None
+        obj.__dict__.update(d)
+        return obj

@@ -1,0 +1,92 @@
+"""Record keys to arm names, record values to rewards: :class:`RewardCodec`."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..models import RewardModel
+from . import decoder
+from .records import InvalidRecord
+
+__all__ = ["RewardCodec"]
+
+
+class RewardCodec:
+    """Decodes record keys into arm names and record values into rewards.
+
+    Key: UTF-8, at most ``max_key_bytes`` bytes. Value: a JSON object whose ``reward_field`` is a JSON
+    number (not a boolean, not a string), finite, and accepted by ``model`` (if given).
+
+    >>> c = RewardCodec(model=None)
+    >>> c.arm(b"eu-west"), c.reward("eu-west", b'{"reward": 0.25, "x": 1}')
+    ('eu-west', 0.25)
+    >>> c.reward("eu-west", b'{"reward": "1"}')
+    Traceback (most recent call last):
+    ...
+    streamarms.runtime.records.InvalidRecord: not_numeric: reward of arm 'eu-west' is not a JSON number: '1'
+    """
+
+    def __init__(self, reward_field: str = "reward", model: RewardModel | None = None, *,
+                 request_id_field: str = "request_id", max_key_bytes: int = 256) -> None:
+        if max_key_bytes < 1:
+            raise ValueError(f"max_key_bytes must be >= 1, got {max_key_bytes}")
+        self.reward_field = reward_field
+        self.model = model
+        self.request_id_field = request_id_field
+        self.max_key_bytes = max_key_bytes
+
+    def arm(self, key: bytes | str | None) -> str:
+        if key is None:
+            raise InvalidRecord("key_missing", "record has no key")
+        if isinstance(key, str):
+            raw = key.encode("utf-8")
+            arm = key
+        else:
+            raw = bytes(key)
+            try:
+                arm = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise InvalidRecord("key_not_utf8", f"key {raw[:64]!r} is not UTF-8") from None
+        if len(raw) > self.max_key_bytes:
+            raise InvalidRecord("key_too_long", f"key of {len(raw)} bytes > max_key_bytes={self.max_key_bytes}: "
+                                                f"{raw[:64]!r}...")
+        if not arm:
+            raise InvalidRecord("key_missing", "record has an empty key")
+        return arm
+
+    def parse(self, arm: str, value: bytes | str | None) -> dict[str, Any]:
+        """The value as a JSON object."""
+        if value is None:
+            raise InvalidRecord("value_missing", f"record of arm {arm!r} has no value")
+        try:
+            obj = decoder.loads(value)
+        except ValueError as e:  # any failure (syntax, UTF-8, depth, overflow): refuse, never crash
+            shown = bytes(value[:80]) if isinstance(value, (bytes, bytearray, memoryview)) else value[:80]
+            raise InvalidRecord("not_json", f"value of arm {arm!r} is {e}: {shown!r}") from None
+        if not isinstance(obj, dict):
+            raise InvalidRecord("not_object", f"value of arm {arm!r} is JSON but not an object: "
+                                              f"a JSON {type(obj).__name__}")
+        return obj
+
+    def reward_of(self, arm: str, obj: dict[str, Any]) -> float:
+        """The reward in a parsed value."""
+        try:
+            x = decoder.reward(obj, self.reward_field)
+        except KeyError:
+            raise InvalidRecord("missing_reward", f"value of arm {arm!r} has no {self.reward_field!r} field") from None
+        if x is None:
+            v = obj[self.reward_field]
+            shown = repr(v[:80]) if isinstance(v, str) else f"a JSON {type(v).__name__}"  # never repr a deep value
+            raise InvalidRecord("not_numeric", f"reward of arm {arm!r} is not a JSON number: {shown}")
+        if not math.isfinite(x):
+            raise InvalidRecord("not_finite", f"reward of arm {arm!r} is not finite: {x!r}")
+        if self.model is not None:
+            try:
+                self.model.check(arm, x)
+            except ValueError as e:
+                raise InvalidRecord("out_of_model", str(e)) from None
+        return x
+
+    def reward(self, arm: str, value: bytes | str | None) -> float:
+        return self.reward_of(arm, self.parse(arm, value))

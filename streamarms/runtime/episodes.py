@@ -1,0 +1,147 @@
+"""Detection episodes: :class:`EpisodeLifecycle`, the phase machine of the scheduler.
+
+``discovering`` (before the first episode: the episode starts once ``min_arms`` keys are known and
+either no new key has appeared for ``discovery_records`` records or ``discovery_seconds`` have passed
+since the first record) -> ``running`` (a policy on the arms known when it started) -> ``idle`` (until
+``episode_interval`` after the previous start) -> ``running`` ... -> ``finished`` (``max_episodes``).
+
+>>> from streamarms.runtime.config import SchedulerConfig
+>>> e = EpisodeLifecycle(SchedulerConfig(min_arms=2, discovery_records=10, discovery_seconds=5.0))
+>>> e.on_new_key(records=1, now=0.0); e.on_new_key(records=2, now=0.5)
+>>> e.discovery_over(now=1.0, n_arms=2, records=5, fixed=False), e.deadline(n_arms=2, fixed=False)
+(False, (5.0, 12))
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+
+from ..policies.base import Decision, Policy
+from .config import SchedulerConfig
+
+__all__ = ["DISCOVERING", "RUNNING", "IDLE", "FINISHED", "PHASES", "EpisodeLifecycle"]
+
+DISCOVERING, RUNNING, IDLE, FINISHED = "discovering", "running", "idle", "finished"
+PHASES = (DISCOVERING, RUNNING, IDLE, FINISHED)
+_INF = math.inf
+log = logging.getLogger("streamarms.scheduler")
+
+
+class EpisodeLifecycle:
+    """The phase, the current episode and its policy, the discovery state and the episodes' history."""
+
+    def __init__(self, config: SchedulerConfig, history: int = 100) -> None:
+        self.config = config
+        self.history_len = history
+        self.phase = DISCOVERING
+        self.episode = 0
+        self.policy: Policy | None = None
+        self.started = 0.0
+        self.next_start = _INF
+        self.start_records = 0  # the record count when the current episode started
+        self.history: list[dict[str, Any]] = []
+        self.build_error: str | None = None  # why the last episode could not start, if it could not
+        self.first_record_at: float | None = None
+        self.new_key_record = 0  # the record count when the last new key appeared
+
+    def on_new_key(self, records: int, now: float) -> None:
+        if self.phase == DISCOVERING:
+            self.new_key_record = records
+            if self.first_record_at is None:
+                self.first_record_at = now
+
+    def discovery_over(self, now: float, n_arms: int, records: int, fixed: bool) -> bool:
+        cfg = self.config
+        if n_arms < cfg.min_arms:
+            return False
+        if fixed or self.first_record_at is None:  # arms given up front, no record needed
+            return True
+        return (records - self.new_key_record >= cfg.discovery_records
+                or now >= self.first_record_at + cfg.discovery_seconds)
+
+    def deadline(self, n_arms: int, fixed: bool) -> tuple[float, float]:
+        """(the moment, the record count) at which the phase may change by itself."""
+        cfg = self.config
+        if self.phase == DISCOVERING:
+            if n_arms < cfg.min_arms:
+                return _INF, _INF  # nothing can start before a new key arrives
+            if fixed or self.first_record_at is None:
+                return -_INF, _INF  # arms given up front: start at the first opportunity
+            return self.first_record_at + cfg.discovery_seconds, self.new_key_record + cfg.discovery_records
+        if self.phase == IDLE:
+            return self.next_start, _INF
+        if self.phase == RUNNING and cfg.episode_timeout is not None:
+            return self.started + cfg.episode_timeout, _INF
+        return _INF, _INF
+
+    def retry_later(self, now: float, wait: float, idle: bool) -> None:
+        """An episode could not start (too few arms, the policy refused them): ``idle`` until the next
+        interval, or keep discovering keys."""
+        if idle:
+            self.phase = IDLE
+            self.next_start = now + max(self.config.episode_interval, wait)
+        else:
+            self.phase = DISCOVERING
+
+    def build_failed(self, now: float, wait: float, n_arms: int, error: Exception) -> None:
+        """The policy refused the arms (e.g. a family's constraint on their number): try again later."""
+        self.build_error = str(error)
+        log.warning("cannot start episode %d on %d arms: %s; next attempt in %g s", self.episode + 1,
+                    n_arms, error, max(self.config.episode_interval, wait))
+        self.retry_later(now, wait, idle=True)
+
+    def begin(self, policy: Policy, now: float, records: int) -> None:
+        self.build_error = None
+        self.episode += 1
+        self.policy = policy
+        self.phase = RUNNING
+        self.started = now
+        self.next_start = now + self.config.episode_interval
+        self.start_records = records
+
+    def end(self, summary: dict[str, Any], episodes_done: int) -> None:
+        self.history.append(summary)
+        del self.history[:-self.history_len]
+        m = self.config.max_episodes
+        if m is not None and episodes_done >= m:
+            self.phase = FINISHED
+            self.next_start = _INF
+        else:
+            self.phase = IDLE
+
+    def arm_states(self) -> dict[str, int]:
+        """Arms of the current (or last) episode by state: ``active`` (undecided), ``outlier``, ``normal``."""
+        if self.policy is None:
+            return {"active": 0, "outlier": 0, "normal": 0}
+        d = self.policy.decision()
+        return {"active": len(d.undecided) if not d.done else 0, "outlier": len(d.outliers), "normal": len(d.normals)}
+
+    def summary(self, d: Decision, now: float, reason: str, records: int, policy_name: str) -> dict[str, Any]:
+        return {
+            "episode": self.episode, "policy": policy_name, "reason": reason,
+            "arms": len(self.policy.arms) if self.policy is not None else 0,
+            "started": self.started, "ended": now, "duration": now - self.started,
+            "records": records - self.start_records, "samples": d.pulls, "done": d.done,
+            "outliers": sorted(d.outliers), "normals": len(d.normals), "undecided": sorted(d.undecided),
+            "estimated_outliers": sorted(d.estimated_outliers), "threshold": d.threshold,
+            "threshold_interval": list(d.threshold_interval) if d.threshold_interval is not None else None,
+        }
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"phase": self.phase, "episode": self.episode, "episode_started": self.started,
+                "next_start": None if self.next_start == _INF else self.next_start,
+                "discovery": {"first_record_at": self.first_record_at, "new_key_record": self.new_key_record},
+                "history": list(self.history)}
+
+    def restore(self, state: dict[str, Any], policy: Policy | None, start_records: int) -> None:
+        self.phase = state["phase"]
+        self.episode = int(state["episode"])
+        self.started = float(state["episode_started"])
+        self.next_start = _INF if state["next_start"] is None else float(state["next_start"])
+        self.first_record_at = state["discovery"]["first_record_at"]
+        self.new_key_record = int(state["discovery"]["new_key_record"])
+        self.history = list(state["history"])
+        self.policy = policy
+        self.start_records = start_records

@@ -1,0 +1,100 @@
+"""Configuration errors of ``streamarms run`` (issue 10 item 10): one line on stderr, exit 2, TOML values
+through the same validators as the flags, an unknown key answered with the nearest valid one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from streamarms.cli import main
+from streamarms.cli.settings import DEFAULTS, resolve_settings
+from streamarms.errors import ConfigError, StreamarmsError
+
+
+def _run_config(tmp_path: Path, text: str, capsys, *flags: str) -> tuple[int, str]:
+    p = tmp_path / "c.toml"
+    p.write_text(text)
+    code = main(["run", "--config", str(p), "--quiet", *flags])
+    err = capsys.readouterr().err.strip()
+    return code, err
+
+
+@pytest.mark.parametrize("text, says", [
+    ('metrics_port = "abc"', "metrics_port = 'abc': expected a TCP port"),
+    ("metrics_port = 70000", "a TCP port is in 0..65535"),
+    ("window = 0", "window = 0: expected a positive integer"),
+    ("window = 2.5", "window = 2.5: expected a positive integer"),
+    ('log_level = "loud"', "log_level = 'loud': choose one of debug, info, warning, error"),
+    ('quiet = "yes"', "quiet = 'yes': expected true or false"),
+    ('k = "two"', "k = 'two'"),
+    ("k = true", "k = True: expected a number"),
+    ('rewards_topic = 5', "rewards_topic = 5"),
+    ("want_timeout = -1", "want_timeout = -1: expected a number >= 0"),
+    ('kafka = "x"', "[kafka] must be a table"),
+    ("window = [", "--config"),  # not TOML at all
+])
+def test_a_bad_toml_value_is_one_line_and_exit_2(tmp_path, capsys, text, says):
+    code, err = _run_config(tmp_path, text, capsys)
+    assert code == 2
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith("streamarms run: error: ") and says in err, err
+
+
+@pytest.mark.parametrize("key, near", [("metrics_prot", "metrics_port"), ("bootstrap-server", "bootstrap_servers"),
+                                       ("rewardstopic", "rewards_topic")])
+def test_an_unknown_key_suggests_the_nearest(tmp_path, capsys, key, near):
+    code, err = _run_config(tmp_path, f'{key} = "x"', capsys)
+    assert code == 2 and len(err.splitlines()) == 1
+    assert f"unknown setting {key!r} (did you mean {near!r}?)" in err, err
+
+
+def test_an_unknown_key_far_from_all_names_has_no_suggestion(tmp_path, capsys):
+    code, err = _run_config(tmp_path, 'zzzzqqq = 1', capsys)
+    assert code == 2 and "unknown setting 'zzzzqqq'" in err and "did you mean" not in err
+
+
+def test_a_missing_config_file(tmp_path, capsys):
+    code = main(["run", "--config", str(tmp_path / "nope.toml")])
+    err = capsys.readouterr().err
+    assert code == 2 and "no such file" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("flags, says", [
+    (["--delta", "2"], "delta"),
+    (["--policy", "gold", "--rho", "3"], "rho"),
+    (["--reward-range", "0;1"], "--reward-range must be A,B"),
+    (["--model-param", "oops"], "expected KEY=VALUE"),
+    (["--mode", "active", "--rewards-file", "x.jsonl"], "--mode active needs --requests-topic"),
+    (["--passive-feed", "all", "--policy", "apt", "--threshold", "0.5", "--budget", "1000"],
+     "--passive-feed all needs a policy whose guarantee holds for any sampling order"),
+    (["--passive-feed", "all", "--mode", "active"], "passive_feed 'all' applies to passive mode only"),
+])
+def test_a_bad_setting_found_at_start_up_is_exit_2(tmp_path, capsys, flags, says):
+    code = main(["run", "--quiet", *flags])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and says in err, err
+
+
+def test_good_toml_values_equal_the_flags(tmp_path):
+    p = tmp_path / "c.toml"
+    p.write_text('window = 8\nwant_timeout = 2\nrewards_topic = "r"\nfrom_beginning = false\nlog_level = "debug"\n'
+                 'metrics_port = 9000\nk = 3\n[consumer]\nfetch_max_wait_ms = 100\n')
+    from streamarms.cli.main import build_parser
+    s = resolve_settings(build_parser().parse_args(["run", "--config", str(p)]))
+    assert (s.window, s.want_timeout, s.rewards_topic, s.from_beginning, s.log_level, s.metrics_port, s.k) == \
+        (8, 2.0, ["r"], False, "debug", 9000, 3.0)
+    assert s.consumer_option == ["fetch_max_wait_ms=100"]
+
+
+def test_every_setting_has_a_flag():
+    from streamarms.cli.settings import _flags
+    assert set(_flags()) == set(DEFAULTS)
+
+
+def test_the_error_hierarchy():
+    from streamarms.checkpoint import CheckpointError
+    from streamarms.runtime import InvalidRecord
+    assert issubclass(ConfigError, StreamarmsError) and issubclass(ConfigError, ValueError)
+    assert issubclass(InvalidRecord, StreamarmsError) and issubclass(InvalidRecord, ValueError)
+    assert issubclass(CheckpointError, StreamarmsError)

@@ -1,0 +1,101 @@
+"""A newcomer's first commands (issue 12): --version, bare `streamarms`, every policy on its
+defaults, the --env error, the table's parameters, progress on stderr only."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+
+import streamarms
+from streamarms.cli import main
+from streamarms.registry import POLICIES
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "streamarms.cli", *args], capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_version():
+    p = cli("--version")
+    assert p.returncode == 0 and p.stdout.strip() == f"streamarms {streamarms.__version__}"
+
+
+def test_bare_command_prints_usage_and_the_commands():
+    p = cli()
+    assert p.returncode == 2
+    assert p.stderr.startswith("usage: streamarms")
+    assert "simulate" in p.stderr and "run" in p.stderr
+
+
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+def test_every_policy_runs_on_its_defaults_or_names_the_flag_it_needs(policy, capsys):
+    rc = main(["simulate", "--policy", policy, "--max-pulls", "3000", "--json"])
+    out, err = capsys.readouterr()
+    if rc == 0:
+        assert json.loads(out)["policy"] == policy and err == ""
+    else:
+        assert rc == 2 and out == ""
+        assert len(err.strip().splitlines()) == 1
+        assert f"'{policy}'" in err and " needs --" in err, err
+
+
+@pytest.mark.parametrize("policy,flags", [("se", []), ("sr", ["--budget", "2000"]),
+                                          ("lsa", ["--threshold", "0.5", "--budget", "2000"]),
+                                          ("apt", ["--threshold", "0.5", "--budget", "2000"])])
+def test_the_flag_named_is_the_one_missing(policy, flags, capsys):
+    assert main(["simulate", "--policy", policy, "--max-pulls", "3000", "--json", *flags]) == 0
+    assert json.loads(capsys.readouterr().out)["results"][0]["pulls"] > 0
+
+
+def test_env_error_lists_every_environment():
+    p = cli("simulate", "--policy", "rr", "--env", "cauchy")
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1
+    for env in ("bernoulli", "bounded", "beta", "gaussian", "student-t"):
+        assert env in p.stderr
+
+
+def test_table_prints_only_the_parameters_that_apply(capsys):
+    assert main(["simulate", "--policy", "lsa", "--threshold", "0.5", "--budget", "500"]) == 0
+    head = capsys.readouterr().out.splitlines()[0]
+    assert "threshold 0.5" in head and "budget 500" in head
+    assert " k " not in head and "delta" not in head and "bound" not in head
+    assert main(["simulate", "--policy", "wrr", "--max-pulls", "500"]) == 0
+    head = capsys.readouterr().out.splitlines()[0]
+    assert " k 2.0" in head and "delta 0.1" in head and "bound bernoulli" in head
+    assert main(["simulate", "--policy", "se", "--max-pulls", "500"]) == 0
+    head = capsys.readouterr().out.splitlines()[0]
+    assert "delta 0.1" in head and " k " not in head and "bound" not in head and "env student-t" in head
+
+
+def test_progress_goes_to_a_terminal_stderr_only(monkeypatch, capsys):
+    from streamarms import progress
+
+    # not a terminal (capsys, pipes, CI): nothing but the JSON
+    assert main(["simulate", "--policy", "rr", "--runs", "2", "--max-pulls", "70000", "--json"]) == 0
+    out, err = capsys.readouterr()
+    json.loads(out)
+    assert err == ""
+    # a terminal: the bar and the running pull count on stderr, stdout still exactly the JSON
+    tty = io.StringIO()
+    tty.isatty = lambda: True  # type: ignore[method-assign]
+    monkeypatch.setattr(progress.sys, "stderr", tty)
+    assert main(["simulate", "--policy", "rr", "--runs", "2", "--max-pulls", "140000", "--json"]) == 0
+    out, _ = capsys.readouterr()
+    assert json.loads(out)["runs"] == 2
+    assert "rr" in tty.getvalue() and "run" in tty.getvalue()
+    # --quiet: nothing even on a terminal
+    tty.seek(0)
+    tty.truncate()
+    assert main(["simulate", "--policy", "rr", "--max-pulls", "70000", "--json", "--quiet"]) == 0
+    assert tty.getvalue() == ""
+
+
+def test_every_registered_policy_has_its_table_parameters():
+    from streamarms.cli.simulate import TABLE_PARAMS
+
+    assert set(POLICIES) <= set(TABLE_PARAMS), sorted(set(POLICIES) - set(TABLE_PARAMS))

@@ -1,0 +1,108 @@
+"""Drills of issue 10 on the JSONL path (no broker): a fuzzed stream and kill -9 restarts.
+
+* >= 1e5 bad records (every kind the issue lists) interleaved with a clean stream: no crash, every
+  bad record in the dead letters with a reason, and the decision equal to the clean stream's;
+* kill -9 ten times in the middle of an episode (a real ``streamarms run`` process), restarting from
+  the file checkpoint each time: the same decision, samples and records as an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from drill_util import OUTLIERS, clean_stream, fuzzed, jsonl_line
+from streamarms.runtime import INVALID_REASONS
+
+pytestmark = pytest.mark.drill
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_cli(args, **kw):
+    return subprocess.run([sys.executable, "-m", "streamarms.cli", "run", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600, **kw)
+
+
+def write(path, recs):
+    with open(path, "wb") as f:
+        for k, v, ts in recs:
+            f.write(jsonl_line(k, v, ts) + b"\n")
+
+
+def args_for(src, tmp_path, tag):
+    return ["--rewards-file", str(src), "--policy", "wrr", "--k", "2", "--delta", "0.1", "--seed", "0",
+            "--discovery-records", "500", "--episode-interval", "1e9", "--forever",
+            "--summary-json", str(tmp_path / f"{tag}.json"), "--log-level", "warning"]
+
+
+def test_fuzz_1e5_bad_records_through_jsonl(tmp_path):
+    clean = clean_stream(150_000, seed=11)
+    fuzz, bad_at = fuzzed(clean, 100_000, seed=12)
+    write(tmp_path / "clean.jsonl", clean)
+    write(tmp_path / "fuzz.jsonl", fuzz)
+    p = run_cli(args_for(tmp_path / "clean.jsonl", tmp_path, "clean"))
+    assert p.returncode == 0, p.stderr[-3000:]
+    dl = tmp_path / "dl.jsonl"
+    p = run_cli([*args_for(tmp_path / "fuzz.jsonl", tmp_path, "fuzz"), "--dead-letter-file", str(dl)])
+    assert p.returncode == 0, p.stderr[-3000:]
+    ref = json.loads((tmp_path / "clean.json").read_text())
+    got = json.loads((tmp_path / "fuzz.json").read_text())
+    assert set(ref["flagged"]) <= set(OUTLIERS) and ref["flagged"]
+    e_ref, e_got = ref["episodes"][0], got["episodes"][0]
+    for k in ("outliers", "samples", "threshold", "threshold_interval", "undecided", "normals"):
+        assert e_got[k] == e_ref[k], k
+    assert got["samples"] == ref["samples"] and got["flagged"] == ref["flagged"]
+    assert got["known_arms"] == 20  # junk keys took no arm slot
+    # every bad record, and only those, in the dead letters, each with a reason
+    lines = [json.loads(x) for x in dl.read_text().splitlines()]
+    offsets = sorted(int(x["source"].rsplit(":", 1)[1]) for x in lines)
+    assert offsets == sorted(bad_at)
+    assert all(x["reason"] in INVALID_REASONS and x["reason"] != "rejected_by_policy" for x in lines)
+    assert got["dead_letters"] == len(bad_at) == sum(got["invalid"].values())
+    assert len({x["reason"] for x in lines}) >= 9  # the kinds really differ
+
+
+def test_kill_9_ten_times_with_the_file_checkpoint(tmp_path):
+    clean = clean_stream(400_000, seed=21)
+    fuzz, _ = fuzzed(clean, 20_000, seed=22, big=1)
+    write(tmp_path / "in.jsonl", fuzz)
+    common = ["--rewards-file", str(tmp_path / "in.jsonl"), "--policy", "wrr", "--k", "2", "--delta", "0.02",
+              "--discovery-records", "500", "--max-episodes", "1", "--log-level", "warning"]
+    p = run_cli([*common, "--summary-json", str(tmp_path / "ref.json")])
+    assert p.returncode == 0, p.stderr[-3000:]
+    ref = json.loads((tmp_path / "ref.json").read_text())
+    ck = tmp_path / "state.ckpt"
+    killed = 0
+    env = dict(os.environ)
+    for i in range(10):  # kill -9 while the episode runs, at a point that moves on each time
+        proc = subprocess.Popen([sys.executable, "-m", "streamarms.cli", "run", *common, "--checkpoint", str(ck),
+                                 "--checkpoint-interval", "0.05", "--fsync"], cwd=ROOT, env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            if ck.exists() and ck.stat().st_size and (i == 0 or ck.stat().st_mtime > last):
+                break
+            time.sleep(0.01)
+        time.sleep(0.05 * (i % 4))
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            killed += 1
+        proc.wait()
+        last = ck.stat().st_mtime if ck.exists() else 0
+    assert killed >= 5  # most kills landed mid-run (a fast machine may finish a few runs first)
+    p = run_cli([*common, "--checkpoint", str(ck), "--summary-json", str(tmp_path / "got.json")])
+    assert p.returncode == 0, p.stderr[-3000:]
+    got = json.loads((tmp_path / "got.json").read_text())
+    # the summary of the resumed run covers the whole stream: its counters come from the checkpoint
+    assert got["episodes"][-1]["outliers"] == ref["episodes"][-1]["outliers"]
+    for k in ("samples", "threshold", "records", "done"):
+        assert got["episodes"][-1][k] == ref["episodes"][-1][k], k
+    assert (got["records"], got["samples"], got["skipped"]) == (ref["records"], ref["samples"], ref["skipped"])
+    assert got["invalid"] == ref["invalid"]
