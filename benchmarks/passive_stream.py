@@ -11,7 +11,7 @@ uniformly. A passive policy cannot ask for a key; it can only use records as the
   guarantee holds under any sampling order that does not depend on the rewards (an anytime-valid
   policy; the k-sigma papers' RR/WRR also tolerate it, see policies/base.py). Measured with the
   scheduler's own mode when ``streamarms run`` has ``--passive-feed`` (the ``house`` branch adds it),
-  and always simulated here: the embedded stream's records in arrival order (``run_cli._embedded_stream``,
+  and always simulated here: the embedded stream's records in arrival order (``cli.embedded.embedded_stream``,
   same seed) fed to ``policy.update`` until ``policy.done``, counting records from the stream's start.
 
 Prints mean records (+- s.e.) over ``--runs`` seeds per (policy, mode) and the ratio to today's
@@ -45,10 +45,7 @@ K, DELTA = 2.0, 0.1
 
 
 def embedded_stream(seed: int):
-    try:
-        from streamarms.cli.embedded import _embedded_stream, embedded_means  # after the house move
-    except ImportError:
-        from streamarms.run_cli import _embedded_stream, embedded_means
+    from streamarms.cli.embedded import embedded_means, embedded_stream as _embedded_stream
     means = embedded_means(N_KEYS)
     names = [f"region-{i:02d}" for i in range(N_KEYS)]
     return names, means, _embedded_stream([nm.encode() for nm in names], means, seed, 1000.0)
