@@ -288,7 +288,8 @@ def report(insts: list[Instance], labels: list[str], cells: dict[tuple[str, str]
             row2 += f"{f'[{c.errors}/{c.runs}' + (f' +{c.capped}c' if c.capped else '') + ']':>{w}}"
         lines += [row, row2]
     lines.append("")
-    lines.append("ratios: engine / oracle, engine / best baseline (min of RR/WRR x bernoulli/hoeffding and ADE); "
+    lines.append("ratios: engine / oracle, engine / best baseline (min of RR/WRR x bernoulli/hoeffding and ADE; "
+                 "* = a capped baseline's lower bound is below it; < = every baseline capped, an upper bound); "
                  "bar: <= 3 vs oracle, <= 0.5 vs best at n >= 20, <= 0.25 at n >= 200")
     lines.append(f"{'instance':<16}{'n':>6}{'eng/oracle':>12}{'eng/best':>12}{'best':>10}{'bar':>8}")
     verdict = {}
@@ -299,7 +300,13 @@ def report(insts: list[Instance], labels: list[str], cells: dict[tuple[str, str]
         if e is None or o is None or not base:
             lines.append(f"{inst.name:<16}{n:>6}{'-':>12}{'-':>12}")
             continue
-        best, bname = min(base, key=lambda cb: cb[0].mean)
+        # a capped cell is a lower bound: the best is the smallest uncapped mean ("*": some capped
+        # baseline's lower bound is below it, i.e. it was not run long enough to rule it out); with no
+        # uncapped baseline, the smallest lower bound (the ratio is then an upper bound, "<")
+        done_ = [cb for cb in base if not cb[0].capped]
+        best, bname = min(done_ or base, key=lambda cb: cb[0].mean)
+        if done_ and any(cb[0].mean < best.mean for cb in base if cb[0].capped):
+            bname += "*"
         r_or = e.mean / o.mean
         r_best = e.mean / best.mean
         need = 0.25 if n >= 200 else 0.5 if n >= 20 else math.inf
