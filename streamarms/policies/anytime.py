@@ -142,7 +142,8 @@ class AnytimeKSigma(Policy):
             kw = {"low": self.model.low, "high": self.model.high}
         elif self.model.name == "subgaussian":
             kw = {"sigma_x": self.model.sigma}
-        self.track = ThresholdTrack(n, self.k, self.alpha_theta, two_sided=self.two_sided, **kw)
+        self.track = ThresholdTrack(n, self.k, self.alpha_theta, two_sided=self.two_sided,
+                                    bernoulli=self.model.name == "bernoulli", **kw)
         self.state = [0] * n          # 0 undecided, 1 outlier, -1 normal
         self.n_undecided = n
         self.T = 0
