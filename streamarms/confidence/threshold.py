@@ -67,6 +67,9 @@ term(s): this bound depends on ``log(1/alpha_Q)`` only next to ``n/2``, the line
 **Box.** Always intersected with the trivially valid box: with arm intervals ``[lo_i, hi_i]``, centres
 ``c_i`` and half-widths ``h_i``, ``mu in [mean(lo), mean(hi)]`` and ``|sigma - sd(c)| <= rms(h)``.
 
+**Running intersection.** The interval at every level holds on one event, so the track reports the
+intersection of the intervals of all levels so far (``upper_level``: the current level's alone).
+
 **Union.** Arm sequences (each at its own alpha), the linear term(s) (``alpha_L``; two-sided:
 ``alpha_L / 2`` for each threshold) and the quadratic bound (``alpha_Q``) hold together with probability ``>= 1 - sum alpha_i - alpha_L``;
 on that event the interval contains theta at every m at once.
@@ -90,7 +93,7 @@ All totals are sums (or a max) over arms, so consumers of one group can merge th
 >>> track.m_theta
 370
 >>> lo, hi = track.upper(); lo < 0.3 + 2 * 0.109 < hi, round(hi - lo, 3)
-(True, 0.175)
+(True, 0.172)
 """
 
 from __future__ import annotations
@@ -425,8 +428,16 @@ class ThresholdTrack:
                                sigma_x=self.sigma_x, two_sided=self.two_sided, sum_lq=t["sum_lq"],
                                sigma_floor=min_sd_over_box(lo_b, hi_b) if box is not None else 0.0,
                                box=(lo_b, hi_b, [self.vbar(a, b) for a, b in zip(lo_b, hi_b)]) if box is not None else None)
+        prev = self.result
         self.result = {kk: (tuple(float(x) for x in v) if isinstance(v, tuple) else float(v))
                        for kk, v in res.items()}
+        for side in ("upper", "lower"):  # every level's interval holds on the same event: intersect them
+            if side in self.result:
+                lo, hi = self.result[side]
+                self.result[side + "_level"] = (lo, hi)
+                p_lo, p_hi = prev.get(side, (-math.inf, math.inf))
+                lo, hi = max(lo, p_lo), min(hi, p_hi)
+                self.result[side] = (lo, max(hi, lo))
 
     def upper(self) -> tuple[float, float]:
         return self.result.get("upper", (-math.inf, math.inf))
