@@ -36,6 +36,8 @@ from abc import ABC, abstractmethod
 from functools import partial
 from typing import Any, Callable
 
+from .validation import finite_reward
+
 import numpy as np
 
 from . import bounds
@@ -61,12 +63,7 @@ class RewardModel(ABC):
 
     def check(self, arm: str, reward: Any) -> float:
         """Return the reward as a float, or raise ``ValueError`` naming the arm and value."""
-        try:
-            x = float(reward)
-        except (TypeError, ValueError):
-            raise ValueError(f"reward for arm {arm!r} is not a number: {reward!r}") from None
-        if not math.isfinite(x):
-            raise ValueError(f"reward for arm {arm!r} is not finite: {reward!r}")
+        x = finite_reward(arm, reward)
         self._check_value(arm, x)
         return x
 

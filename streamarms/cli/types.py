@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from typing import Any, Callable
 
 __all__ = ["arm_means", "positive_int", "budget", "finite", "nonneg_float", "port"]
 
@@ -25,51 +26,34 @@ def arm_means(text: str) -> list[float]:
     return vals
 
 
-def positive_int(text: str) -> int:
+def _number(text: str, conv: Callable[[str], Any], ok: Callable[[Any], bool], unparsed: str, bad: str) -> Any:
+    """``conv(text)`` if ``ok`` of it, else :class:`argparse.ArgumentTypeError` (``unparsed`` when
+    ``conv`` fails, ``bad`` when the value is out of range), each followed by ``, got {text!r}``."""
     try:
-        v = int(text)
+        v = conv(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+        raise argparse.ArgumentTypeError(f"{unparsed}, got {text!r}") from None
+    if not ok(v):
+        raise argparse.ArgumentTypeError(f"{bad}, got {text!r}")
     return v
+
+
+def positive_int(text: str) -> int:
+    return _number(text, int, lambda v: v > 0, "expected a positive integer", "expected a positive integer")
 
 
 def budget(text: str) -> int:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--budget must be a non-negative integer, got {text!r}") from None
-    if not math.isfinite(v) or v < 0 or v != int(v):
-        raise argparse.ArgumentTypeError(f"--budget must be a non-negative integer, got {text!r}")
-    return int(v)
+    what = "--budget must be a non-negative integer"
+    return int(_number(text, float, lambda v: math.isfinite(v) and v >= 0 and v == int(v), what, what))
 
 
 def finite(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(v):
-        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
-    return v
+    return _number(text, float, math.isfinite, "expected a number", "expected a finite number")
 
 
 def nonneg_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not v >= 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
-    return v
+    return _number(text, float, lambda v: v >= 0, "expected a number of seconds", "expected a number >= 0")
 
 
 def port(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a TCP port, got {text!r}") from None
-    if not 0 <= v <= 65535:
-        raise argparse.ArgumentTypeError(f"a TCP port is in 0..65535, got {text!r}")
-    return v
+    return _number(text, int, lambda v: 0 <= v <= 65535, "expected a TCP port", "a TCP port is in 0..65535")

@@ -22,10 +22,11 @@ Streaming contract (used by the scheduler):
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, Iterable, Sequence
+
+from ..validation import finite_reward
 
 __all__ = ["Request", "Event", "Decision", "Policy"]
 
@@ -134,15 +135,8 @@ class Policy(ABC):
             raise ValueError(f"unknown arm {arm!r}: this policy's arms are fixed at construction "
                              f"({len(self.arms)} arms)") from None
 
-    @staticmethod
-    def _finite(arm: str, reward: Any) -> float:
-        try:
-            x = float(reward)
-        except (TypeError, ValueError):
-            raise ValueError(f"reward for arm {arm!r} is not a number: {reward!r}") from None
-        if not math.isfinite(x):
-            raise ValueError(f"reward for arm {arm!r} is not finite: {reward!r}")
-        return x
+    #: the reward as a float, or ``ValueError`` naming the arm and the value
+    _finite = staticmethod(finite_reward)
 
     @classmethod
     def _unit_test_params(cls) -> list[dict[str, Any]]:
