@@ -630,7 +630,7 @@ class _ConfidentKSigma(_KSigmaEstimates):
                 pol._rfn_lo = pol.model.radius_fn(pol.significance(max(pol._win_lo, 1)))
                 pol._rfn_hi = pol.model.radius_fn(pol.significance(pol._win_hi))
             pol._ctx_T = int(chk["ctx_T"])
-            pol._ctx = tuple(float(v) for v in chk["ctx"])  # type: ignore[assignment]
+            pol._ctx = tuple(float(v) for v in chk["ctx"])
             pol._rad_lo = [float(v) for v in chk["rad_lo"]]
             pol._rad_hi = [float(v) for v in chk["rad_hi"]]
             pol._bsums = [float(v) for v in chk["bsums"]]
