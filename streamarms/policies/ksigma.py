@@ -797,7 +797,7 @@ class NaiveRoundRobin(_KSigmaEstimates):
             if i == self._cur:
                 self._cur = (self._cur + 1) % self.n
             ohi, olo = self._theta_prev
-            side = (lambda v, h, l: v > h or (self.two_sided and v < l))
+            side = (lambda v, h, low: v > h or (self.two_sided and v < low))
             changed = side(y_old, ohi, olo) != side(y_new, hi, lo)
             changed = changed or self._members_between(ohi, hi, i)
             if self.two_sided:
