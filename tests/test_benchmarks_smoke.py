@@ -1,0 +1,56 @@
+"""Smoke test of the engine-vs-papers benchmark's ``--quick`` path: it runs, prints its table, and the
+known-threshold oracle it compares against answers correctly and far below the papers' policies."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def test_engine_vs_papers_quick_runs_and_prints_its_table() -> None:
+    out = subprocess.run([sys.executable, str(BENCH / "engine_vs_papers.py"), "--quick", "--workers", "1"],
+                         capture_output=True, text=True, timeout=600, cwd=BENCH.parent)
+    assert out.returncode == 0, out.stderr
+    assert "quick-6" in out.stdout and "oracle" in out.stdout and "wrr-bern" in out.stdout
+    assert "WRONG" not in out.stderr
+
+
+def test_known_threshold_oracle_is_right_and_cheaper_than_wrr() -> None:
+    sys.path.insert(0, str(BENCH))
+    try:
+        from known_threshold_oracle import KnownThresholdOracle
+    finally:
+        sys.path.remove(str(BENCH))
+    from streamarms.registry import build_policy
+    from streamarms.sim import Environment, run_policy, zww17_example
+
+    means = zww17_example()
+    n = len(means)
+    mu = sum(means) / n
+    theta = mu + 2.0 * math.sqrt(sum((y - mu) ** 2 for y in means) / n)
+    env = Environment(means, seed=0)
+    oracle = run_policy(KnownThresholdOracle(env.arm_names, threshold=theta, delta=0.1), env)
+    assert oracle.decision.done and sorted(oracle.decision.outliers) == ["18", "19"]
+    env = Environment(means, seed=0)
+    wrr = run_policy(build_policy("wrr", env.arm_names, k=2.0, delta=0.1), env)
+    assert oracle.pulls < wrr.pulls / 3
+
+
+def test_oracle_refuses_bad_input_without_changing_state() -> None:
+    sys.path.insert(0, str(BENCH))
+    try:
+        from known_threshold_oracle import KnownThresholdOracle
+    finally:
+        sys.path.remove(str(BENCH))
+    pol = KnownThresholdOracle(["a", "b"], threshold=0.5)
+    with pytest.raises(ValueError, match="'c'"):
+        pol.update("c", 1.0)
+    with pytest.raises(ValueError, match="'a'.*nan"):
+        pol.update("a", float("nan"))
+    assert pol.pulls == 0
