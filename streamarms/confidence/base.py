@@ -53,6 +53,9 @@ class ConfidenceSequence(ABC):
     #: the range of a reward (``None``: unbounded)
     low: float | None = None
     high: float | None = None
+    #: the running intersection of the intervals (set by every subclass)
+    lo: float
+    hi: float
 
     def __init__(self, alpha: float, arm: str = "arm") -> None:
         alpha = float(alpha)

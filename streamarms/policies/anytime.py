@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar, Sequence, cast
 
 import numpy as np
 
@@ -50,7 +50,7 @@ from ..confidence.base import sequence_from_snapshot
 from ..confidence.beta_binomial import BetaBinomialCS
 from ..confidence.factory import sequence_for
 from ..confidence.threshold import ThresholdTrack, grid_levels
-from ..models import RewardModel, make_model, model_from_dict
+from ..models import HeavyTailedModel, RewardModel, SubGaussianModel, make_model, model_from_dict
 from .base import Decision, Event, Policy, Request
 
 __all__ = ["AnytimeKSigma"]
@@ -151,7 +151,7 @@ class AnytimeKSigma(Policy):
         if self.model.name in ("bernoulli", "bounded"):
             kw = {"low": self.model.low, "high": self.model.high}
         elif self.model.name == "subgaussian":
-            kw = {"sigma_x": self.model.sigma}
+            kw = {"sigma_x": cast(SubGaussianModel, self.model).sigma}
         self.track = ThresholdTrack(n, self.k, self.alpha_theta, two_sided=self.two_sided,
                                     bernoulli=self.model.name == "bernoulli", **kw)
         self.state = [0] * n          # 0 undecided, 1 outlier, -1 normal
@@ -171,14 +171,18 @@ class AnytimeKSigma(Policy):
         m = self.model
         self._bern = m.name == "bernoulli" and all(type(c) is BetaBinomialCS for c in self.cs)
         self._heap_cap = 2 * len(self.arms) + 64
+        self._vconst: float | None
         if m.name in ("bernoulli", "bounded"):
-            self._vlo, self._vhi = m.low, m.high
+            assert m.low is not None and m.high is not None  # both models have a finite range
+            self._vlo: float = m.low
+            self._vhi: float = m.high
             self._span2 = (m.high - m.low) ** 2
             self._vconst = None
         elif m.name == "subgaussian":
-            self._vconst = m.sigma ** 2
+            self._vconst = cast(SubGaussianModel, m).sigma ** 2
         else:
-            self._vconst = m.B ** (2.0 / m.p)
+            ht = cast(HeavyTailedModel, m)
+            self._vconst = ht.B ** (2.0 / ht.p)
         self._L = math.log(1.0 / self.alpha_arm)
         self._rp = [self._radius_proxy(i) for i in range(len(self.arms))]
         self._refresh_threshold()
@@ -240,7 +244,8 @@ class AnytimeKSigma(Policy):
             return None
         self.state[i] = 1 if kind == "outlier" else -1
         self.n_undecided -= 1
-        return Event(self.arms[i], kind, estimate=c.mean, interval=tuple(c.interval()), threshold=self._th_u,
+        c_lo, c_hi = c.interval()
+        return Event(self.arms[i], kind, estimate=c.mean, interval=(c_lo, c_hi), threshold=self._th_u,
                      threshold_interval=self._u, samples=c.m, pulls=self.T)
 
     def _box(self) -> tuple[list[float], list[float]]:
@@ -483,7 +488,9 @@ class AnytimeKSigma(Policy):
             return []
         if k == 1 and heap[0][1] not in skip:
             return [heap[0][1]]
-        popped, out, seen = [], [], set()
+        popped: list[tuple[float, int]] = []
+        out: list[int] = []
+        seen: set[int] = set()
         while heap and len(out) < k:
             e = heapq.heappop(heap)
             popped.append(e)
