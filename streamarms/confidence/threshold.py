@@ -99,7 +99,7 @@ All totals are sums (or a max) over arms, so consumers of one group can merge th
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -356,8 +356,8 @@ class ThresholdTrack:
         self._after_restore()
 
     def _after_restore(self) -> None:
-        b = self.low is not None and self.high is not None
-        self._span = (self.high - self.low) if b else None
+        low, high = self.low, self.high
+        self._span: float | None = (high - low) if low is not None and high is not None else None
         self.bernoulli = bool(getattr(self, "bernoulli", False))
         self._s2 = (self._span * self._span / 4.0 if self._span is not None
                     else (self.sigma_x * self.sigma_x if self.sigma_x is not None else None))
@@ -367,22 +367,25 @@ class ThresholdTrack:
             if len(t) < len(_FIELDS):
                 t.append(t[0] * -math.log1p(-epoch_u(int(key), self.n, a_q)))
 
-    def proxy(self, lo: float, hi: float) -> float:
+    def proxy(self, lo: float, hi: float) -> float | None:
         """Bound on the arm's sub-Gaussian proxy, valid while its mean is in ``[lo, hi]``: Bernoulli, the
-        Kearns-Saul proxy at the point nearest 1/2 (it increases towards 1/2); otherwise ``s2``."""
+        Kearns-Saul proxy at the point nearest 1/2 (it increases towards 1/2); otherwise ``s2`` (``None``
+        without a range or ``sigma_x``: heavy tails)."""
         if not self.bernoulli:
             return self._s2
         return kearns_saul(min(max(0.5, lo), hi))
 
     def vbar(self, lo: float, hi: float) -> float:
         """Largest variance of a law on ``[low, high]`` with mean in ``[lo, hi]`` (Bhatia-Davis)."""
-        if self._span is None:
+        low, high = self.low, self.high
+        if low is None or high is None:  # exactly when _span is None
             return math.inf
-        mid = (self.low + self.high) / 2.0
+        mid = (low + high) / 2.0
         x = min(max(mid, lo), hi)
-        return (x - self.low) * (self.high - x)
+        return (x - low) * (high - x)
 
-    def record(self, g: int, S: float, lo: float, hi: float, box: Any = None) -> bool:
+    def record(self, g: int, S: float, lo: float, hi: float,
+               box: Callable[[], tuple[list[float], list[float]]] | None = None) -> bool:
         """Add one arm's terms at level ``g``; ``box()`` (optional) returns the arms' current intervals
         ``(lo list, hi list)``, read only when ``m_theta`` advances (for :func:`min_sd_over_box`)."""
         if g < self.m_theta or g not in self.levels:
@@ -410,7 +413,9 @@ class ThresholdTrack:
             u = self._u_of.get(g)
             if u is None:
                 u = self._u_of[g] = epoch_u(g, self.n, self.alpha * Q_SHARE)
-            t[10] += -math.log1p(-u * min(self.proxy(lo, hi) / self._s2, 1.0))
+            p = self.proxy(lo, hi)
+            assert p is not None  # s2 is set, so proxy is s2 or the Bernoulli proxy
+            t[10] += -math.log1p(-u * min(p / self._s2, 1.0))
         if t[0] >= self.n:
             self._advance(g, box)
             return True
@@ -419,15 +424,19 @@ class ThresholdTrack:
     def _advance(self, g: int, box: Any = None) -> None:
         self.m_theta = g
         t = dict(zip(_FIELDS, self.totals[str(g)]))
-        lo_b, hi_b = box() if box is not None else (None, None)
+        box_arg: tuple[list[float], list[float], list[float]] | None = None
+        sigma_floor = 0.0
+        if box is not None:
+            lo_b, hi_b = box()
+            box_arg = (lo_b, hi_b, [self.vbar(a, b) for a, b in zip(lo_b, hi_b)])
+            sigma_floor = min_sd_over_box(lo_b, hi_b)
         for key in [kk for kk in self.totals if int(kk) < g]:
             del self.totals[key]
         res = threshold_bounds(g, self.n, self.k, self.alpha, sum_y=t["sum_y"], sum_y2=t["sum_y2"],
                                sum_r2=t["sum_r2"], vmax=t["vmax"], sum_lo=t["sum_lo"], sum_hi=t["sum_hi"],
                                sum_c=t["sum_c"], sum_c2=t["sum_c2"], sum_h2=t["sum_h2"], span=self._span,
                                sigma_x=self.sigma_x, two_sided=self.two_sided, sum_lq=t["sum_lq"],
-                               sigma_floor=min_sd_over_box(lo_b, hi_b) if box is not None else 0.0,
-                               box=(lo_b, hi_b, [self.vbar(a, b) for a, b in zip(lo_b, hi_b)]) if box is not None else None)
+                               sigma_floor=sigma_floor, box=box_arg)
         prev = self.result
         self.result = {kk: (tuple(float(x) for x in v) if isinstance(v, tuple) else float(v))
                        for kk, v in res.items()}
