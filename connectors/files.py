@@ -31,10 +31,13 @@ import json
 import math
 import os
 import sys
+from collections.abc import Callable
 from typing import IO, Any, Sequence
 
 from .memory import MemoryRecord
 
+_fast_loads: Callable[[bytes | str], Any]
+_fast_dumps: Callable[[Any], bytes]
 try:
     import orjson
 

@@ -198,7 +198,7 @@ class Daemon:
 
     # -- main loop ---------------------------------------------------------------------------
     def run(self) -> int:
-        old_handlers: dict[int, Any] = {}
+        old_handlers: dict[signal.Signals, Any] = {}
         if self.handle_signals and threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
                 old_handlers[sig] = signal.signal(sig, self._on_signal)

@@ -206,6 +206,7 @@ class _App:
             emit_normal=bool(s.emit_normal), alert_repeat=bool(s.alert_repeat),
             request_prefix=os.urandom(3).hex() + "-")
         if doc is not None:
+            assert self.store is not None  # doc was read from it
             try:
                 self.scheduler.restore(doc["scheduler"])
             except ValueError as e:  # another mode, a policy class that is not loaded (nothing imported)

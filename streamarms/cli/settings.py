@@ -204,10 +204,13 @@ def _toml_scalar(key: str, value: Any, flag: argparse.Action, where: str) -> Any
     bad = f"{where}: {key} = {value!r}"
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise ConfigError(f"{bad}: expected {'a number' if flag.type in (int, float) else 'a string'}")
-    out: Any = value if flag.type is None else None
-    if flag.type is not None:
+    conv = flag.type
+    out: Any = value if conv is None else None
+    if conv is not None:
         try:
-            out = flag.type(str(value))  # type: ignore[misc]
+            if not callable(conv):  # argparse also takes a registered type's name; no flag of ours uses one
+                raise TypeError(f"type {conv!r} is a name, not a converter")
+            out = conv(str(value))
         except (argparse.ArgumentTypeError, ValueError, TypeError) as e:
             raise ConfigError(f"{bad}: {e}") from None
     elif not isinstance(value, str):

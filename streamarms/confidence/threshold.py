@@ -99,7 +99,8 @@ All totals are sums (or a max) over arms, so consumers of one group can merge th
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Sequence
+from collections.abc import Callable
+from typing import Any, Sequence
 
 import numpy as np
 

@@ -111,7 +111,7 @@ class RewardCodec:
         for v in values:
             try:
                 obj = loads(v)
-                x = obj[field] if type(obj) is dict else None
+                x: Any = obj[field] if type(obj) is dict else None  # a float once checked below
                 t = type(x)
                 if t is float or t is int:
                     x = float(x)

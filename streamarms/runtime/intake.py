@@ -94,6 +94,6 @@ class FeedAllIntake:
         if not (self.episodes.phase == RUNNING and policy is not None and arm in policy.index):
             return None  # skipped
         bad = self.plan.take(arm, x, now)
-        if bad is None and policy.done:  # type: ignore[union-attr]
+        if bad is None and policy.done:
             self.follow(now, full=False)  # ends the episode
         return bad

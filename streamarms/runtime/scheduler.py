@@ -83,12 +83,15 @@ def _class_path(obj: object) -> str:
 def _policy_classes() -> dict[str, type[Policy]]:
     """Every loaded subclass of :class:`Policy`, by ``module:qualname``."""
     out: dict[str, type[Policy]] = {}
-    stack: list[type[Policy]] = [Policy]
-    while stack:
-        for sub in stack.pop().__subclasses__():
+    level = Policy.__subclasses__()  # (not a stack seeded with the abstract Policy: mypy refuses that)
+    stack: list[type[Policy]] = []
+    while True:
+        for sub in level:
             out[f"{sub.__module__}:{sub.__qualname__}"] = sub
             stack.append(sub)
-    return out
+        if not stack:
+            return out
+        level = stack.pop().__subclasses__()
 
 
 def _resolve_policy_class(path: str) -> type[Policy]:
@@ -242,7 +245,7 @@ class Scheduler:
         return None
 
     def offer_batch(self, keys: Sequence[bytes | str | None], values: Sequence[bytes | str | None],
-                    stamps: Sequence[int | None] | None = None,
+                    stamps: Sequence[float | None] | None = None,
                     clock: EventClock | None = None) -> tuple[int, list[tuple[int, InvalidRecord]]]:
         """Handle a poll batch, in record order, exactly as :meth:`offer` record by record would
         (same decisions, events, counters, state). Returns how many records were handled -- all of
@@ -373,7 +376,7 @@ class Scheduler:
 
     def _follow(self, now: float, deferred: set[str] | None = None, full: bool = True) -> None:
         """Follow the plan; end the episode when the policy is done."""
-        if self.policy.done or self.plan.replan(now, deferred, full):  # type: ignore[union-attr]
+        if self.policy.done or self.plan.replan(now, deferred, full):
             self._end_episode(now, "done")
         else:
             self._recompute_deadline()
@@ -397,7 +400,7 @@ class Scheduler:
         self._follow(now)
 
     def _end_episode(self, now: float, reason: str) -> None:
-        decision = self.policy.decision()  # type: ignore[union-attr]
+        decision = self.policy.decision()
         self.alerts.on_decision(decision, now)
         self.counters.episodes_done += 1
         self.plan.reset()
