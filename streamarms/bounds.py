@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from statistics import NormalDist
-from typing import Union, overload
+from typing import overload
 
 import numpy as np
 
@@ -67,10 +67,14 @@ __all__ = [
     "distance_bounds",
 ]
 
-ArrayOrFloat = Union[float, np.ndarray]
+ArrayOrFloat = float | np.ndarray
 _STD_NORMAL = NormalDist()
 
 
+@overload
+def _sqrt(x: float) -> float: ...
+@overload
+def _sqrt(x: np.ndarray) -> np.ndarray: ...
 def _sqrt(x: ArrayOrFloat) -> ArrayOrFloat:
     return math.sqrt(x) if isinstance(x, (float, int)) else np.sqrt(x)
 
@@ -111,6 +115,10 @@ def gold_significance(delta: float, n: int, T: int) -> float:
 # --------------------------------------------------------------------------------------------
 # bounded rewards (Hoeffding / McDiarmid)
 # --------------------------------------------------------------------------------------------
+@overload
+def hoeffding_radius(m: float, R: float, delta: float) -> float: ...
+@overload
+def hoeffding_radius(m: np.ndarray, R: float, delta: float) -> np.ndarray: ...
 def hoeffding_radius(m: ArrayOrFloat, R: float, delta: float) -> ArrayOrFloat:
     """[ZWW17] Sec. 4.3: ``beta_i = R sqrt(log(1/delta) / (2 m_i))`` for rewards in [a, a + R].
 
@@ -178,6 +186,12 @@ def agresti_coull_z(delta: float, rule: str = "normal") -> float:
     raise ValueError(f"unknown Agresti-Coull z rule {rule!r}: use 'normal' or 'paper'")
 
 
+@overload
+def agresti_coull_center(m: float, m_plus: float, z: float) -> float: ...
+@overload
+def agresti_coull_center(m: np.ndarray, m_plus: ArrayOrFloat, z: float) -> np.ndarray: ...
+@overload
+def agresti_coull_center(m: ArrayOrFloat, m_plus: np.ndarray, z: float) -> np.ndarray: ...
 def agresti_coull_center(m: ArrayOrFloat, m_plus: ArrayOrFloat, z: float) -> ArrayOrFloat:
     """``p~ = (m+ + z^2/2) / (m + z^2)``.
 
@@ -188,6 +202,12 @@ def agresti_coull_center(m: ArrayOrFloat, m_plus: ArrayOrFloat, z: float) -> Arr
     return (m_plus + z2 / 2.0) / (m + z2)
 
 
+@overload
+def agresti_coull_radius(m: float, m_plus: float, z: float) -> float: ...
+@overload
+def agresti_coull_radius(m: np.ndarray, m_plus: ArrayOrFloat, z: float) -> np.ndarray: ...
+@overload
+def agresti_coull_radius(m: ArrayOrFloat, m_plus: np.ndarray, z: float) -> np.ndarray: ...
 def agresti_coull_radius(m: ArrayOrFloat, m_plus: ArrayOrFloat, z: float) -> ArrayOrFloat:
     """[ZWW17] Sec. 4.3: ``beta_i = z sqrt(p~ (1 - p~) / m_i)``, ``m_plus`` = number of 1s.
 
@@ -285,6 +305,10 @@ def ade_threshold_radius(R: float, R_prime: float, b: float, k: float, U_sigma: 
 # --------------------------------------------------------------------------------------------
 # sub-Gaussian rewards
 # --------------------------------------------------------------------------------------------
+@overload
+def subgaussian_radius(m: float, sigma: float, delta: float) -> float: ...
+@overload
+def subgaussian_radius(m: np.ndarray, sigma: float, delta: float) -> np.ndarray: ...
 def subgaussian_radius(m: ArrayOrFloat, sigma: float, delta: float) -> ArrayOrFloat:
     """Two-sided sub-Gaussian radius ``sigma sqrt(2 log(2/delta) / m)``.
 
@@ -326,6 +350,10 @@ def central_moment_bound(p: float, B: float) -> float:
     return 2.0 ** p * B
 
 
+@overload
+def ea_radius(m: float, p: float, C: float, delta: float) -> float: ...
+@overload
+def ea_radius(m: np.ndarray, p: float, C: float, delta: float) -> np.ndarray: ...
 def ea_radius(m: ArrayOrFloat, p: float, C: float, delta: float) -> ArrayOrFloat:
     """[YSLK18] Lemma 1, empirical average (EA): ``(2 C / (m^(p-1) delta))^(1/p)``.
 
@@ -338,6 +366,10 @@ def ea_radius(m: ArrayOrFloat, p: float, C: float, delta: float) -> ArrayOrFloat
     return (2.0 * C / (m ** (p - 1.0) * delta)) ** (1.0 / p)
 
 
+@overload
+def tea_truncation_level(i: float, p: float, B: float, delta: float) -> float: ...
+@overload
+def tea_truncation_level(i: np.ndarray, p: float, B: float, delta: float) -> np.ndarray: ...
 def tea_truncation_level(i: ArrayOrFloat, p: float, B: float, delta: float) -> ArrayOrFloat:
     """[YSLK18] Eq. 9 / Alg. 1 line 6: ``b_i = (B i / log(2/delta))^(1/p)``.
 
@@ -350,6 +382,10 @@ def tea_truncation_level(i: ArrayOrFloat, p: float, B: float, delta: float) -> A
     return (B * i / math.log(2.0 / delta)) ** (1.0 / p)
 
 
+@overload
+def tea_radius(m: float, p: float, B: float, delta: float) -> float: ...
+@overload
+def tea_radius(m: np.ndarray, p: float, B: float, delta: float) -> np.ndarray: ...
 def tea_radius(m: ArrayOrFloat, p: float, B: float, delta: float) -> ArrayOrFloat:
     """[YSLK18] Lemma 1, Eq. 9 (TEA): ``5 B^(1/p) (log(2/delta) / m)^((p-1)/p)``.
 
@@ -364,6 +400,10 @@ def tea_radius(m: ArrayOrFloat, p: float, B: float, delta: float) -> ArrayOrFloa
     return 5.0 * B ** (1.0 / p) * (math.log(2.0 / delta) / m) ** ((p - 1.0) / p)
 
 
+@overload
+def tea_radius_fixed_truncation(m: float, p: float, B: float, delta: float, delta0: float) -> float: ...
+@overload
+def tea_radius_fixed_truncation(m: np.ndarray, p: float, B: float, delta: float, delta0: float) -> np.ndarray: ...
 def tea_radius_fixed_truncation(m: ArrayOrFloat, p: float, B: float, delta: float,
                                 delta0: float) -> ArrayOrFloat:
     """TEA radius at significance ``delta`` when the truncation levels were built with ``delta0``.
@@ -418,6 +458,10 @@ def mom_blocks(delta: float, p: float = 2.0) -> int:
     return max(1, math.ceil(2.0 * math.log(1.0 / delta) / (p - 1.0)))
 
 
+@overload
+def mom_radius(m: float, p: float, C: float, delta: float, k: int) -> float: ...
+@overload
+def mom_radius(m: np.ndarray, p: float, C: float, delta: float, k: int) -> np.ndarray: ...
 def mom_radius(m: ArrayOrFloat, p: float, C: float, delta: float, k: int) -> ArrayOrFloat:
     """Radius of the median of ``k`` block means of ``m`` samples at significance ``delta``.
 
@@ -436,10 +480,10 @@ def mom_radius(m: ArrayOrFloat, p: float, C: float, delta: float, k: int) -> Arr
     h = (k + 1) // 2
     q = min(1.0, (delta / math.comb(k, h)) ** (1.0 / h))
     if isinstance(m, np.ndarray):
-        N = np.floor(m / k)
+        N_arr = np.floor(m / k)
         with np.errstate(divide="ignore"):
-            r = (2.0 * C / (q * N ** (p - 1.0))) ** (1.0 / p)
-        return np.where(N >= 1, r, np.inf)
+            r = (2.0 * C / (q * N_arr ** (p - 1.0))) ** (1.0 / p)
+        return np.where(N_arr >= 1, r, np.inf)
     N = math.floor(m / k)
     if N < 1:
         return math.inf
@@ -518,6 +562,10 @@ def gold_b(epsilon: float) -> float:
 MAD_NORMAL_CONSTANT = 1.4826
 
 
+@overload
+def anytime_arm_significance(delta: float, n: int, m: float) -> float: ...
+@overload
+def anytime_arm_significance(delta: float, n: int, m: np.ndarray) -> np.ndarray: ...
 def anytime_arm_significance(delta: float, n: int, m: ArrayOrFloat) -> ArrayOrFloat:
     """Per-arm anytime schedule ``delta_m = 6 delta / (pi^2 n m^2)`` for an arm's m-th sample mean.
 
@@ -581,15 +629,15 @@ def median_mad_bounds(lower: np.ndarray, upper: np.ndarray, grid: int = 9) -> tu
     """
     lower = np.asarray(lower, dtype=float)
     upper = np.asarray(upper, dtype=float)
-    med_lo = fast_median(lower)
-    med_hi = fast_median(upper)
+    med_lo = float(fast_median(lower))  # 1-D input: a scalar
+    med_hi = float(fast_median(upper))
     if grid <= 1 or med_hi <= med_lo:
         d_lo, d_hi = distance_bounds(lower, upper, med_lo, med_hi)
-        return med_lo, med_hi, fast_median(d_lo), fast_median(d_hi)
+        return med_lo, med_hi, float(fast_median(d_lo)), float(fast_median(d_hi))
     c = np.linspace(med_lo, med_hi, grid)[:, None]
     h = (med_hi - med_lo) / (grid - 1)
-    f = fast_median(np.maximum(0.0, np.maximum(lower[None, :] - c, c - upper[None, :])), axis=1)
-    F = fast_median(np.maximum(upper[None, :] - c, c - lower[None, :]), axis=1)
+    f = np.asarray(fast_median(np.maximum(0.0, np.maximum(lower[None, :] - c, c - upper[None, :])), axis=1))
+    F = np.asarray(fast_median(np.maximum(upper[None, :] - c, c - lower[None, :]), axis=1))
     mad_lo = float(np.min((f[:-1] + f[1:] - h) / 2.0))
     mad_hi = float(np.max((F[:-1] + F[1:] + h) / 2.0))
     return med_lo, med_hi, max(0.0, mad_lo), mad_hi

@@ -162,6 +162,8 @@ class BoundedModel(RewardModel):
     """
 
     name = "bounded"
+    low: float   # always bounded here (the base class allows None)
+    high: float
 
     def __init__(self, a: float = 0.0, b: float = 1.0) -> None:
         a, b = float(a), float(b)

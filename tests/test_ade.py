@@ -418,11 +418,11 @@ def test_bad_requests_raise_and_change_nothing():
     req = p.next_request()
     other = str((int(req.arm) + 1) % 3)
     before = json.dumps(p.snapshot())
-    with pytest.raises(ValueError, match=r"'%s'.*value 1.*not pending" % req.arm):
+    with pytest.raises(ValueError, match=rf"'{req.arm}'.*value 1.*not pending"):
         p.update(req.arm, 1, Request(req.arm, "threshold", 99))
-    with pytest.raises(ValueError, match=r"'%s'.*asked for arm '%s'" % (other, req.arm)):
+    with pytest.raises(ValueError, match=rf"'{other}'.*asked for arm '{req.arm}'"):
         p.update(other, 1, Request(other, "threshold", req.request_id))
-    with pytest.raises(ValueError, match=r"'%s'.*request for arm" % other):
+    with pytest.raises(ValueError, match=rf"'{other}'.*request for arm"):
         p.update(other, 1, req)
     with pytest.raises(ValueError, match=r"unknown kind 'probe'"):
         p.update(req.arm, 1, Request(req.arm, "probe"))

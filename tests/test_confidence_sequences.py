@@ -80,27 +80,29 @@ def test_agresti_coull_fails_the_same_anytime_coverage(p):
 def _prpl_eb_missed(draw, mu: float, horizon: int, alpha: float) -> np.ndarray:
     """Vectorised PrPl-EB (same recursion as EmpiricalBernsteinCS, rewards in [0, 1])."""
     log2a = math.log(2 / alpha)
-    sum_u = np.zeros(PATHS); mu_t = np.full(PATHS, 0.5); sq = np.full(PATHS, 0.25)
-    sl = np.zeros(PATHS); slx = np.zeros(PATHS); sdev = np.zeros(PATHS)
-    lo = np.zeros(PATHS); hi = np.ones(PATHS)
+    sum_u, mu_t, sq = np.zeros(PATHS), np.full(PATHS, 0.5), np.full(PATHS, 0.25)
+    sl, slx, sdev = np.zeros(PATHS), np.zeros(PATHS), np.zeros(PATHS)
+    lo, hi = np.zeros(PATHS), np.ones(PATHS)
     for t in range(1, horizon + 1):
         u = draw()
         lam = np.minimum(0.5, np.sqrt(2 * log2a / (sq / t * t * math.log(1 + t))))
         d = u - mu_t
         sdev += d * d * (-np.log1p(-lam) - lam)
-        sl += lam; slx += lam * u
+        sl += lam
+        slx += lam * u
         sum_u += u
         mu_t = (0.5 + sum_u) / (t + 1)
         sq += (u - mu_t) ** 2
-        c = slx / sl; w = (log2a + sdev) / sl
-        lo = np.maximum(lo, c - w); hi = np.minimum(hi, c + w)
+        c, w = slx / sl, (log2a + sdev) / sl
+        lo, hi = np.maximum(lo, c - w), np.minimum(hi, c + w)
     return (lo > mu) | (hi < mu)
 
 
 @pytest.mark.parametrize("law", ["bernoulli-0.05", "bernoulli-0.5", "beta-0.3"])
 def test_empirical_bernstein_anytime_coverage(law):
     rng = np.random.default_rng(21)
-    name, mu = law.split("-"); mu = float(mu)
+    name, mu_text = law.split("-")
+    mu = float(mu_text)
     if name == "bernoulli":
         draw = lambda: (rng.random(PATHS) < mu).astype(float)  # noqa: E731
     else:

@@ -80,6 +80,7 @@ def test_kill_9_ten_times_with_the_file_checkpoint(tmp_path):
     ref = json.loads((tmp_path / "ref.json").read_text())
     ck = tmp_path / "state.ckpt"
     killed = 0
+    last = 0.0  # mtime of the checkpoint after the previous kill (unused at i == 0)
     env = dict(os.environ)
     for i in range(10):  # kill -9 while the episode runs, at a point that moves on each time
         proc = subprocess.Popen([sys.executable, "-m", "streamarms.cli", "run", *common, "--checkpoint", str(ck),

@@ -189,7 +189,7 @@ def test_partition_merge_is_independent_of_fetch_sizes():
             n = rr.randint(0, 60)
             m.add(tp, logs[tp][pos[tp]:pos[tp] + n])
             pos[tp] += len(logs[tp][pos[tp]:pos[tp] + n])
-            out.extend(m.release(lambda q: pos[q] >= 500))
+            out.extend(m.release(lambda q, pos=pos: pos[q] >= 500))
         orders.append([(r.partition, r.offset) for r in out])
     assert all(o == orders[0] for o in orders)
     for p in range(4):  # each partition's records stay in offset order

@@ -48,6 +48,8 @@ class EmpiricalBernsteinCS(ConfidenceSequence):
     """
 
     kind = "prpl_eb"
+    low: float   # always bounded here (the base class allows None)
+    high: float
 
     def __init__(self, alpha: float, arm: str = "arm", *, low: float = 0.0, high: float = 1.0,
                  lam_max: float = 0.5) -> None:

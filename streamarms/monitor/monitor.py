@@ -103,9 +103,7 @@ class ContinuousMonitor:
             raise ValueError(f"window must be a positive integer, got {window!r}")
         if key_ttl is not None and not (isinstance(key_ttl, int) and key_ttl >= 1):
             raise ValueError(f"key_ttl must be a positive number of records or None, got {key_ttl!r}")
-        self.model = make_model(model)
-        if self.model.low is None or self.model.high is None:
-            raise ValueError(f"the continuous monitor needs a bounded reward model, got {self.model.name!r}")
+        self._set_model(make_model(model))
         self.k, self.alpha, self.alpha_theta, self.alpha_cd = float(k), float(alpha), float(alpha_theta), float(alpha_cd)
         self.restart, self.window, self.key_ttl = restart, window, key_ttl
         self.keys: dict[str, KeyState] = {}
@@ -145,9 +143,10 @@ class ContinuousMonitor:
         seg._update(x)
         if seg.m in _LEVELS:
             ks.base = seg.interval()
-        if ks.epoch != g.epoch:
-            ks.epoch, ks.epoch_cs = g.epoch, sequence_for(self.model, g.alpha_member, ks.key)
         ecs = ks.epoch_cs
+        if ecs is None or ks.epoch != g.epoch:   # the key's first reward of this epoch
+            ecs = sequence_for(self.model, g.alpha_member, ks.key)
+            ks.epoch, ks.epoch_cs = g.epoch, ecs
         ecs._update(x)
         if ecs.m in _LEVELS:
             g.record(ecs.m, ecs.s, *ecs.interval())
@@ -170,13 +169,19 @@ class ContinuousMonitor:
             ks.state = UNDECIDED
         return []
 
+    def _set_model(self, model: RewardModel) -> None:
+        if model.low is None or model.high is None:
+            raise ValueError(f"the continuous monitor needs a bounded reward model, got {model.name!r}")
+        self.model = model
+        self._low, self._high = model.low, model.high   # the model's finite reward range
+
     # -- joins and restarts ----------------------------------------------------------------------
     def _new_key(self, key: str, group: str) -> KeyState:
         if not isinstance(key, str) or not isinstance(group, str):
             raise ValueError(f"key and group must be strings, got {key!r} / {group!r}")
         rule: EDetector | WindowRestart | None
         if self.restart == "edetector":
-            rule = EDetector(self.alpha_cd, low=self.model.low, high=self.model.high)
+            rule = EDetector(self.alpha_cd, low=self._low, high=self._high)
         elif self.restart == "window":
             rule = WindowRestart(self.window)
         else:
@@ -188,7 +193,7 @@ class ContinuousMonitor:
         g = self.groups.get(ks.group)
         if g is None:
             g = self.groups[ks.group] = ThresholdGroup(ks.group, k=self.k, alpha_theta=self.alpha_theta,
-                                                       low=self.model.low, high=self.model.high,
+                                                       low=self._low, high=self._high,
                                                        ttl=self.key_ttl)
         ks.segment_since = time
         g.join(ks.key, time)
@@ -196,7 +201,7 @@ class ContinuousMonitor:
 
     def _restart_key(self, ks: KeyState, g: ThresholdGroup, time: float | None) -> None:
         ks.segment = sequence_for(self.model, self.alpha, ks.key)
-        ks.base = (self.model.low, self.model.high)
+        ks.base = (self._low, self._high)
         ks.restarts += 1
         ks.segment_since = time
         ks.state = UNDECIDED
@@ -214,7 +219,7 @@ class ContinuousMonitor:
         if ks is None:
             raise KeyError(f"unknown key {key!r}")
         g = self.groups[ks.group]
-        lo, hi = ks.segment.interval() if ks.segment.m else (self.model.low, self.model.high)
+        lo, hi = ks.segment.interval() if ks.segment.m else (self._low, self._high)
         th_lo, th_hi = g.interval()
         radii = (hi - lo) / 2.0 + (th_hi - th_lo) / 2.0
         gap = max(lo - th_hi, th_lo - hi)
@@ -252,7 +257,7 @@ class ContinuousMonitor:
         obj = cls.__new__(cls)
         obj.k, obj.alpha, obj.alpha_theta, obj.alpha_cd = state["k"], state["alpha"], state["alpha_theta"], state["alpha_cd"]
         obj.restart, obj.window, obj.key_ttl = state["restart"], state["window"], state["key_ttl"]
-        obj.model = model_from_dict(state["model"])
+        obj._set_model(model_from_dict(state["model"]))
         obj.records, obj.counts = state["records"], dict(state["counts"])
         obj.keys = {d["key"]: KeyState.restore(d) for d in state["keys"]}
         obj.groups = {d["name"]: ThresholdGroup.restore(d) for d in state["groups"]}

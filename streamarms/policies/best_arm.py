@@ -325,9 +325,10 @@ class SuccessiveRejects(_Eliminator):
                  epsilon: float | None = None, seed: int | None = None, maximize: bool = True) -> None:
         model = make_model(model)
         super().__init__(arms, model, maximize)
-        self.budget = check_budget(budget, len(self.arms))
-        if self.budget is None:
+        T = check_budget(budget, len(self.arms))
+        if T is None:
             raise ValueError("SR-T needs a budget: an integer >= the number of arms")
+        self.budget: int = T
         self.epsilon = epsilon
         self.trunc_level: float | None = None
         if isinstance(model, HeavyTailedModel) and model.estimator == "tea":

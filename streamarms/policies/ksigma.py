@@ -630,7 +630,7 @@ class _ConfidentKSigma(_KSigmaEstimates):
                 pol._rfn_lo = pol.model.radius_fn(pol.significance(max(pol._win_lo, 1)))
                 pol._rfn_hi = pol.model.radius_fn(pol.significance(pol._win_hi))
             pol._ctx_T = int(chk["ctx_T"])
-            pol._ctx = tuple(float(v) for v in chk["ctx"])  # type: ignore[assignment]
+            pol._ctx = tuple(float(v) for v in chk["ctx"])
             pol._rad_lo = [float(v) for v in chk["rad_lo"]]
             pol._rad_hi = [float(v) for v in chk["rad_hi"]]
             pol._bsums = [float(v) for v in chk["bsums"]]
@@ -797,7 +797,7 @@ class NaiveRoundRobin(_KSigmaEstimates):
             if i == self._cur:
                 self._cur = (self._cur + 1) % self.n
             ohi, olo = self._theta_prev
-            side = (lambda v, h, l: v > h or (self.two_sided and v < l))
+            side = (lambda v, h, low: v > h or (self.two_sided and v < low))
             changed = side(y_old, ohi, olo) != side(y_new, hi, lo)
             changed = changed or self._members_between(ohi, hi, i)
             if self.two_sided:

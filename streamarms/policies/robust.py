@@ -53,7 +53,7 @@ never be classified with confidence; such a run only stops at a pull cap, report
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 
 import numpy as np
 
@@ -73,7 +73,7 @@ def _check_k(k: float) -> float:
     return float(k)
 
 
-def robust_threshold(means: Sequence[float], k: float) -> tuple[float, float]:
+def robust_threshold(means: Sequence[float] | np.ndarray, k: float) -> tuple[float, float]:
     """``(median - c MAD, median + c MAD)`` of the means, ``c = 1.4826 k``.
 
     >>> [round(v, 4) for v in robust_threshold([1.0, 2.0, 3.0, 4.0, 100.0], 2.0)]
@@ -155,7 +155,8 @@ class RobustOutlierArmIdentification(RoundPlanned, Policy):
         if self._z is not None:           # Bernoulli: Agresti-Coull interval around its centre p~
             z = self._z.get(m)
             if z is None:
-                z = self._z[m] = self.model.z(bounds.anytime_arm_significance(self.delta, self.n, m))
+                model = cast(BernoulliModel, self.model)  # _z is set only for a BernoulliModel
+                z = self._z[m] = model.z(bounds.anytime_arm_significance(self.delta, self.n, m))
             centre = bounds.agresti_coull_center(m, s, z)
             r = bounds.agresti_coull_radius(m, s, z)
         else:
@@ -168,7 +169,11 @@ class RobustOutlierArmIdentification(RoundPlanned, Policy):
         as of the last round end (``None`` before the first)."""
         if self._stats is None:
             return None
-        med_lo, med_hi, mad_lo, mad_hi = self._stats
+        return self._threshold_intervals(self._stats)
+
+    def _threshold_intervals(self, stats: tuple[float, float, float, float]
+                             ) -> tuple[tuple[float, float], tuple[float, float]]:
+        med_lo, med_hi, mad_lo, mad_hi = stats
         c = self.c
         return (med_lo + c * mad_lo, med_hi + c * mad_hi), (med_lo - c * mad_hi, med_hi - c * mad_lo)
 
@@ -194,8 +199,8 @@ class RobustOutlierArmIdentification(RoundPlanned, Policy):
             self._plan.start(np.flatnonzero(~sampled).tolist())
             return []
         L, U = self.L, self.U
-        self._stats = bounds.median_mad_bounds(L, U, self.grid)
-        (up_lo, up_hi), (low_lo, low_hi) = self.thresholds()
+        self._stats = stats = bounds.median_mad_bounds(L, U, self.grid)
+        (up_lo, up_hi), (low_lo, low_hi) = self._threshold_intervals(stats)
         out = L > up_hi
         normal = U < up_lo
         if self.two_sided:
@@ -249,7 +254,7 @@ class RobustOutlierArmIdentification(RoundPlanned, Policy):
             est = [self.arms[i] for i in np.flatnonzero(flag).tolist()]
         th = self.thresholds()
         extra: dict[str, Any] = {"k": self.k, "two_sided": self.two_sided, "rounds": self.rounds}
-        if th is not None:
+        if th is not None and self._stats is not None:  # both set by the first round end
             med_lo, med_hi, mad_lo, mad_hi = self._stats
             extra.update(median_interval=(med_lo, med_hi), mad_interval=(mad_lo, mad_hi))
             if self.two_sided:
@@ -283,6 +288,8 @@ class RobustOutlierArmIdentification(RoundPlanned, Policy):
         pol._pulls = int(state["pulls"])
         pol._done = bool(state["done"])
         pol.rounds = int(state["rounds"])
-        pol._stats = None if state["stats"] is None else tuple(float(v) for v in state["stats"])
+        if state["stats"] is not None:
+            med_lo, med_hi, mad_lo, mad_hi = (float(v) for v in state["stats"])
+            pol._stats = (med_lo, med_hi, mad_lo, mad_hi)
         pol._plan.start(int(i) for i in state["plan"])
         return pol

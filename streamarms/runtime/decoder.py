@@ -92,7 +92,7 @@ def reward(obj: Any, field: str) -> float | None:
     x = obj[field]
     t = type(x)
     if t is float:
-        return x  # type: ignore[no-any-return]
+        return x
     if t is int:
         try:
             return float(x)
