@@ -113,9 +113,10 @@ class AdwinMonitor(ContinuousMonitor):
 
 
 def run_episodes(keys: np.ndarray, x: np.ndarray, policy: str) -> dict[str, Any]:
+    from types import SimpleNamespace
+
     from streamarms.registry import POLICIES
     from streamarms.runtime import EventClock, Scheduler, SchedulerConfig
-    from types import SimpleNamespace
     opts = SimpleNamespace(k=2.0, delta=0.1, reward_model="bernoulli", two_sided=False, seed=None, bound=None,
                            a=0.0, b_max=1.0, estimator=None, rho=None)
     spec = POLICIES[policy]

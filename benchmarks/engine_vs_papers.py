@@ -56,17 +56,17 @@ import random
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing import Pool
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Callable
 
 # the checkout's streamarms (not an installed copy elsewhere), and this folder's helpers
 sys.path[:0] = [str(Path(__file__).resolve().parent.parent), str(Path(__file__).resolve().parent)]
 
-from known_threshold_oracle import KnownThresholdOracle  # noqa: E402
 import known_threshold_oracle  # noqa: E402
+from known_threshold_oracle import KnownThresholdOracle  # noqa: E402
 
 from streamarms.registry import POLICIES, build_policy  # noqa: E402
 from streamarms.sim import Environment, run_policy, zww17_example  # noqa: E402

@@ -32,11 +32,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from kafka import KafkaConsumer, KafkaProducer  # noqa: E402
-
 import json  # noqa: E402
 
-from streamarms.runtime import decoder  # noqa: E402
+from kafka import KafkaConsumer, KafkaProducer  # noqa: E402
+
 from streamarms.checkpoint import FileCheckpointStore  # noqa: E402
 from streamarms.connectors.kafka import KafkaRewardSource, client_config, ensure_topics  # noqa: E402
 from streamarms.connectors.tansu import TansuBroker  # noqa: E402
@@ -44,7 +43,13 @@ from streamarms.daemon import Daemon  # noqa: E402
 from streamarms.metrics import Metrics  # noqa: E402
 from streamarms.models import BernoulliModel  # noqa: E402
 from streamarms.policies.ksigma import WeightedRoundRobin  # noqa: E402
-from streamarms.runtime import EventClock, RewardCodec, Scheduler, SchedulerConfig  # noqa: E402
+from streamarms.runtime import (  # noqa: E402
+    EventClock,
+    RewardCodec,
+    Scheduler,
+    SchedulerConfig,
+    decoder,  # noqa: E402
+)
 from streamarms.sim import zww17_example  # noqa: E402
 
 MAX_POLL = 1000

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import heapq
 import math
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from streamarms.policies.base import Decision, Event, Policy, Request
 
@@ -208,5 +209,5 @@ class KnownThresholdOracle(Policy):
         raise NotImplementedError("the benchmark oracle is not checkpointed")
 
     @classmethod
-    def restore(cls, state: dict[str, Any]) -> "KnownThresholdOracle":
+    def restore(cls, state: dict[str, Any]) -> KnownThresholdOracle:
         raise NotImplementedError("the benchmark oracle is not checkpointed")

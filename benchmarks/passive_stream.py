@@ -45,7 +45,8 @@ K, DELTA = 2.0, 0.1
 
 
 def embedded_stream(seed: int):
-    from streamarms.cli.embedded import embedded_means, embedded_stream as _embedded_stream
+    from streamarms.cli.embedded import embedded_means
+    from streamarms.cli.embedded import embedded_stream as _embedded_stream
     means = embedded_means(N_KEYS)
     names = [f"region-{i:02d}" for i in range(N_KEYS)]
     return names, means, _embedded_stream([nm.encode() for nm in names], means, seed, 1000.0)
@@ -55,8 +56,8 @@ def greedy(policy_name: str, seed: int, cap: int = 5_000_000) -> tuple[int, bool
     """Records until ``done`` when every record is fed to the policy; and whether the answer is right."""
     names, means, stream = embedded_stream(seed)
     if policy_name == "oracle":
-        from known_threshold_oracle import KnownThresholdOracle
         from engine_vs_papers import ksigma_theta
+        from known_threshold_oracle import KnownThresholdOracle
         theta = ksigma_theta(means, K)
         pol = KnownThresholdOracle(names, threshold=theta, delta=DELTA)
         truth = {names[i] for i, y in enumerate(means) if y > theta}

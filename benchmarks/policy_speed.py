@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from streamarms.registry import build_policy, POLICIES
+from streamarms.registry import POLICIES, build_policy
 
 SIZES = [(20, 300_000), (1_000, 300_000), (100_000, 400_000)]
 

@@ -31,10 +31,11 @@ import json
 import math
 import os
 import sys
-from collections.abc import Callable
-from typing import IO, Any, Sequence
+from collections.abc import Callable, Sequence
+from typing import IO, Any
 
 from .memory import MemoryRecord
+from .ordering import PartitionMerger
 
 _fast_loads: Callable[[bytes | str], Any]
 _fast_dumps: Callable[[Any], bytes]
@@ -44,7 +45,6 @@ try:
     _fast_loads, _fast_dumps = orjson.loads, orjson.dumps
 except ImportError:  # pragma: no cover - orjson is a dependency of streamarms
     _fast_loads, _fast_dumps = json.loads, lambda v: json.dumps(v).encode("utf-8")
-from .ordering import PartitionMerger
 
 __all__ = ["JsonlSource", "JsonlSink", "JsonlDeadLetterSink"]
 

@@ -48,12 +48,13 @@ import json
 import logging
 import threading
 import time
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
+import kafka.errors as kafka_errors
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
-import kafka.errors as kafka_errors
 from kafka.errors import KafkaError, TopicAlreadyExistsError
 from kafka.structs import OffsetAndMetadata
 
@@ -178,7 +179,7 @@ def ensure_topics(config: dict[str, Any], topics: dict[str, int], topic_configs:
 # source
 # ----------------------------------------------------------------------------------------------
 class _Listener(ConsumerRebalanceListener):
-    def __init__(self, source: "KafkaRewardSource") -> None:
+    def __init__(self, source: KafkaRewardSource) -> None:
         self.source = source
 
     def on_partitions_revoked(self, revoked: Any) -> None:

@@ -21,7 +21,8 @@ import json
 import threading
 import zlib
 from collections import namedtuple
-from typing import Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 from .ordering import PartitionMerger, tp_name
 

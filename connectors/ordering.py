@@ -38,7 +38,8 @@ so a restarted daemon continues the same order.
 from __future__ import annotations
 
 from bisect import bisect_right
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 __all__ = ["PartitionMerger", "tp_name", "parse_tp"]
 

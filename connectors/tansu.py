@@ -89,7 +89,7 @@ class TansuBroker:
                     return bundled
         return shutil.which("tansu")
 
-    def start(self) -> "TansuBroker":
+    def start(self) -> TansuBroker:
         url = f"tcp://127.0.0.1:{self.port}"
         self._log = tempfile.TemporaryFile()
         extra = ["--cluster-id", self.cluster_id] if self.cluster_id else []
@@ -126,7 +126,7 @@ class TansuBroker:
                 self.proc.wait()
         self.proc = None
 
-    def __enter__(self) -> "TansuBroker":
+    def __enter__(self) -> TansuBroker:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

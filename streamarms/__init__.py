@@ -5,9 +5,9 @@ from the research literature decide which keys to sample and stop, or alert, as 
 with probability at least ``1 - delta`` which keys are outliers.
 """
 
+from .detector import OutlierArmDetector
 from .models import BernoulliModel, BoundedModel, RewardModel, make_model
 from .policies.base import Decision, Event, Policy, Request
-from .detector import OutlierArmDetector
 
 __version__ = "0.1.0"
 

@@ -31,7 +31,8 @@ consumer can drop the duplicates that at-least-once delivery after a crash may p
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from .policies.base import Decision, Event
 

@@ -28,7 +28,8 @@ import copy
 import json
 import math
 import random
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from .policies.base import Policy
 

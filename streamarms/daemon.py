@@ -57,8 +57,9 @@ import logging
 import signal
 import threading
 import time
+from collections.abc import Callable
 from time import perf_counter
-from typing import Any, Callable
+from typing import Any
 
 from .checkpoint import CheckpointError, CheckpointStore
 from .metrics import Metrics

@@ -21,7 +21,7 @@ True
 from __future__ import annotations
 
 import difflib
-from typing import Iterable
+from collections.abc import Iterable
 
 __all__ = ["StreamarmsError", "ConfigError"]
 
@@ -34,7 +34,7 @@ class ConfigError(StreamarmsError, ValueError):
     """A bad setting; the message is one line and names the setting and the value."""
 
     @classmethod
-    def unknown(cls, key: str, known: Iterable[str], *, where: str = "") -> "ConfigError":
+    def unknown(cls, key: str, known: Iterable[str], *, where: str = "") -> ConfigError:
         """An unknown setting ``key``, with the nearest of ``known`` as a suggestion (difflib)."""
         near = difflib.get_close_matches(key.replace("-", "_"), list(known), n=1, cutoff=0.6)
         hint = f" (did you mean {near[0]!r}?)" if near else ""

@@ -55,8 +55,9 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -125,7 +126,7 @@ class Metrics:
 
     def serve(self, port: int, addr: str = "0.0.0.0",
               health: Callable[[], tuple[bool, dict[str, Any]]] | None = None,
-              live: Callable[[], tuple[bool, dict[str, Any]]] | None = None) -> "MetricsServer":
+              live: Callable[[], tuple[bool, dict[str, Any]]] | None = None) -> MetricsServer:
         """Serve ``/metrics``, ``/healthz`` and ``/livez`` on ``addr:port`` from a daemon thread (port 0:
         any free port)."""
         return MetricsServer(self, port, addr, health, live)

@@ -33,14 +33,14 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from functools import partial
-from typing import Any, Callable
-
-from .validation import finite_reward
+from typing import Any
 
 import numpy as np
 
 from . import bounds
+from .validation import finite_reward
 
 __all__ = ["RewardModel", "BernoulliModel", "BoundedModel", "SubGaussianModel", "HeavyTailedModel",
            "make_model", "model_from_dict", "register_model"]
@@ -275,7 +275,7 @@ class HeavyTailedModel(RewardModel):
         self._e = (p - 1.0) / p
         self._scales: dict[float, float] = {}
 
-    def tuned(self, delta0: float) -> "HeavyTailedModel":
+    def tuned(self, delta0: float) -> HeavyTailedModel:
         """The same model with the estimator tuned for significance ``delta0``."""
         return HeavyTailedModel(self.p, self.B, self.estimator, self.C, delta0)
 

@@ -8,7 +8,8 @@ plan step asks for a ``kind="pair"`` request with a request id, which must come 
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from streamarms.policies.base import Decision, Event, Policy, Request
 
@@ -94,7 +95,7 @@ class PlanCheckingRR(Policy):
                 "log": self.log, "deferred": self.deferred, "requests_seen": self.requests_seen}
 
     @classmethod
-    def restore(cls, st: dict[str, Any]) -> "PlanCheckingRR":
+    def restore(cls, st: dict[str, Any]) -> PlanCheckingRR:
         p = cls(st["arms"], st["need"], st["cut"], st["strict"], st["pair_every"])
         p.m = {a: int(v) for a, v in st["m"].items()}
         p.s = {a: float(v) for a, v in st["s"].items()}

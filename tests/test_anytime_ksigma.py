@@ -6,16 +6,14 @@ from __future__ import annotations
 import json
 import random
 
-import numpy as np
 import pytest
+from stats_util import clopper_pearson_upper
 
 from streamarms.models import make_model
 from streamarms.policies.anytime import AnytimeKSigma
 from streamarms.policies.ksigma import ksigma_outliers
 from streamarms.registry import build_policy
 from streamarms.sim import Environment, run_policy
-
-from stats_util import clopper_pearson_upper
 
 ENV = {"bernoulli": "bernoulli", "bounded": "bounded", "subgaussian": "gaussian"}
 # (means, k, two_sided, reward model); delta = 0.2 so that errors would be measurable

@@ -13,14 +13,19 @@ import math
 import numpy as np
 import pytest
 from scipy.special import gammaln
+from stats_util import clopper_pearson_lower, clopper_pearson_upper
 
 from streamarms import bounds
-from streamarms.confidence import (BetaBinomialCS, EmpiricalBernsteinCS, StitchedCS, TruncatedMeanCS,
-                                   sequence_from_snapshot, stitched_boundary)
+from streamarms.confidence import (
+    BetaBinomialCS,
+    EmpiricalBernsteinCS,
+    StitchedCS,
+    TruncatedMeanCS,
+    sequence_from_snapshot,
+    stitched_boundary,
+)
 from streamarms.confidence.beta_binomial import beta_binomial_interval
 from streamarms.confidence.stitched import stitched_radius
-
-from stats_util import clopper_pearson_lower, clopper_pearson_upper
 
 PATHS = 10_000
 ALPHA = 0.05

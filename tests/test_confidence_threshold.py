@@ -11,12 +11,17 @@ import numpy as np
 import pytest
 from scipy.special import gammaln
 from scipy.stats import norm
+from stats_util import clopper_pearson_lower, clopper_pearson_upper
 
 from streamarms.confidence import BetaBinomialCS
-from streamarms.confidence.threshold import (Q_SHARE, ThresholdTrack, epoch_u, grid_levels, min_sd_over_box,
-                                             threshold_bounds)
-
-from stats_util import clopper_pearson_lower, clopper_pearson_upper
+from streamarms.confidence.threshold import (
+    Q_SHARE,
+    ThresholdTrack,
+    epoch_u,
+    grid_levels,
+    min_sd_over_box,
+    threshold_bounds,
+)
 
 PATHS = 10_000
 DELTA = 0.1
@@ -74,10 +79,12 @@ def _coverage(means, k, two_sided, horizon, seed):
     rng = np.random.default_rng(seed)
     alpha_arm, alpha_th = DELTA / (2 * n), DELTA / 2
     missed = np.zeros(PATHS, dtype=bool)
-    lo_run = np.zeros((PATHS, n)); hi_run = np.ones((PATHS, n))
+    lo_run = np.zeros((PATHS, n))
+    hi_run = np.ones((PATHS, n))
     S, prev = np.zeros((PATHS, n)), 0
     for g in grid_levels(horizon):
-        S = S + rng.binomial(g - prev, y, size=(PATHS, n)); prev = g  # the prefix sums at the grid levels
+        S = S + rng.binomial(g - prev, y, size=(PATHS, n))  # the prefix sums at the grid levels
+        prev = g
         lo, hi = bb_interval(g, S, alpha_arm)
         lo_run, hi_run = np.maximum(lo_run, lo), np.minimum(hi_run, hi)  # the policy's running intersection
         vbar = np.clip(0.5, lo_run, hi_run) * (1 - np.clip(0.5, lo_run, hi_run))
@@ -138,7 +145,8 @@ def test_track_equals_vectorised_formula_and_tightens_with_n():
         assert g == max(lv for lv in grid_levels(300))
         widths[n] = track.upper()[1] - track.upper()[0]
         S = np.array([[a.s for a in arms]])  # every arm has exactly g samples here
-        lo = np.array([[a.lo for a in arms]]); hi = np.array([[a.hi for a in arms]])
+        lo = np.array([[a.lo for a in arms]])
+        hi = np.array([[a.hi for a in arms]])
         res = threshold_bounds(g, n, 2.0, 0.05, span=1.0, sigma_x=None, **_totals(g, S, lo, hi, 0.05))
         level = track.result["upper_level"]
         assert level == pytest.approx((float(res["upper"][0][0]), float(res["upper"][1][0])), rel=1e-9)

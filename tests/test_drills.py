@@ -16,8 +16,8 @@ import sys
 import time
 
 import pytest
-
 from drill_util import OUTLIERS, clean_stream, fuzzed, jsonl_line
+
 from streamarms.runtime import INVALID_REASONS
 
 pytestmark = pytest.mark.drill

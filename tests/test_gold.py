@@ -10,16 +10,20 @@ import random
 
 import numpy as np
 import pytest
+from gold_reference import LiteralGOLD, RefinedRunsGOLD
+from stats_util import max_failures
 
 from streamarms import bounds
 from streamarms.models import BoundedModel
-from streamarms.policies.gold import (GenericOutlierDetection, OutlierGroup, outlier_groups,
-                                      ranking_respects_groups, true_outliers)
+from streamarms.policies.gold import (
+    GenericOutlierDetection,
+    OutlierGroup,
+    outlier_groups,
+    ranking_respects_groups,
+    true_outliers,
+)
 from streamarms.policies.ksigma import RoundRobin, WeightedRoundRobin
 from streamarms.sim import Environment, run_policy
-
-from gold_reference import LiteralGOLD, RefinedRunsGOLD
-from stats_util import max_failures
 
 FIVE = list(np.linspace(0.05, 0.20, 23)) + list(np.linspace(0.80, 0.95, 22)) + [0.35, 0.37, 0.58, 0.60, 0.62]
 FIVE_OUT = {"45", "46", "47", "48", "49"}

@@ -9,12 +9,11 @@ import numpy as np
 import pytest
 from river import bandit, stats
 from river.checks import common
+from stats_util import max_failures
 
 from streamarms import bounds
 from streamarms.estimators import MedianOfMeans, TruncatedMean
 from streamarms.models import HeavyTailedModel, SubGaussianModel, make_model, model_from_dict
-
-from stats_util import max_failures
 
 # river.checks.yield_checks(estimator): the checks that do not need a learn_one dataset. check_tags is
 # for river Estimators (learners), not statistics: river's own stats.Mean has no _tags either.

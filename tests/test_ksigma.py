@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import json
-import math
 import random
 
-import numpy as np
 import pytest
+from ksigma_reference import reference_run
+from stats_util import max_failures
 
 from streamarms.models import BernoulliModel, BoundedModel
 from streamarms.policies.ksigma import NaiveRoundRobin, RoundRobin, WeightedRoundRobin, ksigma_outliers
 from streamarms.sim import Environment, run_policy, zww17_example, zww17_synthetic
-
-from ksigma_reference import reference_run
-from stats_util import max_failures
 
 
 class RecordingEnv(Environment):

@@ -8,14 +8,13 @@ import math
 
 import numpy as np
 import pytest
+from stats_util import max_failures
 
 from streamarms.bounds import median_mad_bounds
 from streamarms.models import BoundedModel
 from streamarms.policies.ksigma import RoundRobin, WeightedRoundRobin, ksigma_outliers
 from streamarms.policies.robust import RobustOutlierArmIdentification, robust_threshold, robust_true_outliers
 from streamarms.sim import Environment, run_policy
-
-from stats_util import max_failures
 
 MASKING = list(np.linspace(0.2, 0.3, 45)) + [0.6, 0.65, 0.7, 0.9, 0.95]
 

@@ -10,9 +10,10 @@ import urllib.request
 from collections import namedtuple
 
 import pytest
-
 from runtime_policy import PlanCheckingRR
+
 from streamarms.checkpoint import CheckpointError, FileCheckpointStore, decode, encode
+from streamarms.cli.run import main as run_main_argv
 from streamarms.connectors.files import JsonlSource
 from streamarms.connectors.memory import MemoryBroker, MemoryDeadLetterSink, MemorySink, MemorySource
 from streamarms.connectors.ordering import PartitionMerger
@@ -20,7 +21,6 @@ from streamarms.daemon import Daemon, restore_checkpoint
 from streamarms.metrics import Metrics
 from streamarms.models import BernoulliModel
 from streamarms.policies.ksigma import WeightedRoundRobin
-from streamarms.cli.run import main as run_main_argv
 from streamarms.runtime import EventClock, RewardCodec, Scheduler, SchedulerConfig
 from streamarms.sim import zww17_example
 

@@ -6,12 +6,11 @@ import json
 import random
 
 import pytest
-
 from runtime_policy import PlanCheckingRR
+
 from streamarms.models import BernoulliModel
 from streamarms.policies.ksigma import WeightedRoundRobin
-from streamarms.runtime import (INVALID_REASONS, EventClock, InvalidRecord, RewardCodec, Scheduler,
-                                  SchedulerConfig)
+from streamarms.runtime import INVALID_REASONS, EventClock, InvalidRecord, RewardCodec, Scheduler, SchedulerConfig
 from streamarms.sim import zww17_example
 
 

@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 from streamarms.models import BoundedModel, HeavyTailedModel
-from streamarms.policies.thresholding import (APT, LSA, UCBE, Uniform, check_budget, complexity_H,
-                                              misclassified)
+from streamarms.policies.thresholding import APT, LSA, UCBE, Uniform, complexity_H, misclassified
 from streamarms.sim import tbpz19_setup
 
 SETUP2 = tbpz19_setup(2)

@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 import random
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 __all__ = ["embedded_means", "embedded_stream", "EmbeddedResponder"]
 

@@ -31,8 +31,9 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Sequence
 from types import SimpleNamespace
-from typing import Any, Sequence
+from typing import Any
 
 from ..checkpoint import CheckpointError, CheckpointStore, FileCheckpointStore, checkpoint_key
 from ..daemon import Daemon, restore_checkpoint
@@ -239,8 +240,14 @@ class _App:
         self.dead_letter_sink: DeadLetterSink | None = None
         self.embedded_arms: list[str] | None = None
         if s.bootstrap_servers:
-            from streamarms.connectors.kafka import (KafkaAlertSink, KafkaDeadLetterSink, KafkaProducerPool,
-                                                     KafkaRequestSink, KafkaRewardSource, ensure_topics)
+            from streamarms.connectors.kafka import (
+                KafkaAlertSink,
+                KafkaDeadLetterSink,
+                KafkaProducerPool,
+                KafkaRequestSink,
+                KafkaRewardSource,
+                ensure_topics,
+            )
             cfg = self.kafka_cfg
             assert cfg is not None
             if s.create_topics:

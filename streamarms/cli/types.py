@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["arm_means", "positive_int", "budget", "finite", "nonneg_float", "port"]
 

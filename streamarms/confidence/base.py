@@ -26,16 +26,16 @@ from typing import Any, ClassVar
 
 __all__ = ["ConfidenceSequence", "sequence_from_snapshot", "register_sequence"]
 
-_KINDS: dict[str, type["ConfidenceSequence"]] = {}
+_KINDS: dict[str, type[ConfidenceSequence]] = {}
 
 
-def register_sequence(cls: type["ConfidenceSequence"]) -> type["ConfidenceSequence"]:
+def register_sequence(cls: type[ConfidenceSequence]) -> type[ConfidenceSequence]:
     """Make a CS class restorable from its snapshot (``snapshot()["kind"] == cls.kind``)."""
     _KINDS[cls.kind] = cls
     return cls
 
 
-def sequence_from_snapshot(state: dict[str, Any]) -> "ConfidenceSequence":
+def sequence_from_snapshot(state: dict[str, Any]) -> ConfidenceSequence:
     """Rebuild any registered confidence sequence from its :meth:`ConfidenceSequence.snapshot`."""
     kind = state.get("kind")
     if kind not in _KINDS:
@@ -124,7 +124,7 @@ class ConfidenceSequence(ABC):
         return d
 
     @classmethod
-    def restore(cls, state: dict[str, Any]) -> "ConfidenceSequence":
+    def restore(cls, state: dict[str, Any]) -> ConfidenceSequence:
         obj = cls.__new__(cls)
         d = dict(state)
         d.pop("kind", None)

@@ -100,11 +100,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
-
-from .stitched import stitched_boundary
 
 __all__ = ["ThresholdTrack", "grid_levels", "threshold_bounds", "min_sd_over_box", "quadratic_bound"]
 
@@ -129,7 +127,7 @@ _LEVELS = grid_levels()
 
 def _stitched_np(v: Any, alpha: float, v_min: float, c: Any) -> Any:
     """:func:`stitched_boundary`, vectorised over ``v`` and ``c`` (numpy arrays or floats)."""
-    from .stitched import ETA, S_EXP, _A
+    from .stitched import _A, ETA, S_EXP
     use_v = np.maximum(v, v_min)
     ell = S_EXP * np.log(np.log(ETA * use_v / v_min)) + _A(S_EXP, ETA) + math.log(1.0 / alpha)
     k1 = (ETA ** 0.25 + ETA ** -0.25) / math.sqrt(2.0)
@@ -466,7 +464,7 @@ class ThresholdTrack:
                 "result": {kk: (list(v) if isinstance(v, tuple) else v) for kk, v in self.result.items()}}
 
     @classmethod
-    def restore(cls, state: dict[str, Any]) -> "ThresholdTrack":
+    def restore(cls, state: dict[str, Any]) -> ThresholdTrack:
         obj = cls.__new__(cls)
         d = dict(state)
         d["totals"] = {kk: list(v) for kk, v in d["totals"].items()}

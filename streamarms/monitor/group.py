@@ -122,7 +122,7 @@ class ThresholdGroup:
                 "track": self.track.snapshot() if self.track is not None else None}
 
     @classmethod
-    def restore(cls, state: dict[str, Any]) -> "ThresholdGroup":
+    def restore(cls, state: dict[str, Any]) -> ThresholdGroup:
         obj = cls.__new__(cls)
         d = dict(state)
         d["last_seen"] = OrderedDict((kk, v) for kk, v in d["last_seen"])

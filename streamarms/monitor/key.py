@@ -52,7 +52,7 @@ class KeyState:
                 "restarts": self.restarts, "segment_since": self.segment_since}
 
     @classmethod
-    def restore(cls, state: dict[str, Any]) -> "KeyState":
+    def restore(cls, state: dict[str, Any]) -> KeyState:
         obj = cls.__new__(cls)
         d = dict(state)
         d["segment"] = sequence_from_snapshot(d["segment"])

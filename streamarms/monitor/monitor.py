@@ -253,7 +253,7 @@ class ContinuousMonitor:
                 "groups": [g.snapshot() for g in self.groups.values()]}
 
     @classmethod
-    def restore(cls, state: dict[str, Any]) -> "ContinuousMonitor":
+    def restore(cls, state: dict[str, Any]) -> ContinuousMonitor:
         obj = cls.__new__(cls)
         obj.k, obj.alpha, obj.alpha_theta, obj.alpha_cd = state["k"], state["alpha"], state["alpha_theta"], state["alpha_cd"]
         obj.restart, obj.window, obj.key_ttl = state["restart"], state["window"], state["key_ttl"]
@@ -267,5 +267,5 @@ class ContinuousMonitor:
         return json.dumps(self.snapshot())
 
     @classmethod
-    def loads(cls, text: str) -> "ContinuousMonitor":
+    def loads(cls, text: str) -> ContinuousMonitor:
         return cls.restore(json.loads(text))

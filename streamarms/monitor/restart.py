@@ -65,7 +65,6 @@ True
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 __all__ = ["EDetector", "WindowRestart", "restart_from_snapshot", "LAMBDAS"]

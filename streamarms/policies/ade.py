@@ -94,7 +94,8 @@ from __future__ import annotations
 import math
 import random
 from collections import deque
-from typing import Any, Callable, Sequence, cast
+from collections.abc import Callable, Sequence
+from typing import Any, cast
 
 import numpy as np
 
@@ -616,7 +617,7 @@ class AdaptiveDoubleExploration(Policy):
         }
 
     @classmethod
-    def restore(cls, state: dict[str, Any]) -> "AdaptiveDoubleExploration":
+    def restore(cls, state: dict[str, Any]) -> AdaptiveDoubleExploration:
         if state.get("policy") != cls.name:
             raise ValueError(f"not an ADE snapshot: policy={state.get('policy')!r}")
         p = state["params"]

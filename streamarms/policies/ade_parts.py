@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import heapq
 import math
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .. import bounds
 

@@ -42,7 +42,8 @@ from __future__ import annotations
 
 import heapq
 import math
-from typing import Any, ClassVar, Sequence, cast
+from collections.abc import Sequence
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
@@ -607,7 +608,7 @@ class AnytimeKSigma(Policy):
                 "deferred": list(self.deferred)}
 
     @classmethod
-    def restore(cls, state: dict[str, Any]) -> "AnytimeKSigma":
+    def restore(cls, state: dict[str, Any]) -> AnytimeKSigma:
         obj = cls.__new__(cls)
         Policy.__init__(obj, state["arms"])
         obj.k, obj.delta, obj.two_sided, obj.arm_share = state["k"], state["delta"], state["two_sided"], state["arm_share"]

@@ -23,8 +23,9 @@ Streaming contract (used by the scheduler):
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, ClassVar, Iterable, Sequence
+from typing import Any, ClassVar
 
 from ..validation import finite_reward
 
@@ -185,7 +186,7 @@ class Policy(ABC):
 
     @classmethod
     @abstractmethod
-    def restore(cls, state: dict[str, Any]) -> "Policy":
+    def restore(cls, state: dict[str, Any]) -> Policy:
         """Rebuild a policy from :meth:`snapshot` output."""
 
     def update_batch(self, arms: Sequence[int], rewards: Sequence[float]) -> tuple[int, list[Event]]:

@@ -50,7 +50,8 @@ from __future__ import annotations
 import math
 import random
 from collections import deque
-from typing import Any, ClassVar, Sequence
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 from .. import bounds
 from ..models import HeavyTailedModel, RewardModel, make_model, model_from_dict
@@ -293,7 +294,7 @@ class SuccessiveElimination(_Eliminator):
         return st
 
     @classmethod
-    def restore(cls, state: dict[str, Any]) -> "SuccessiveElimination":
+    def restore(cls, state: dict[str, Any]) -> SuccessiveElimination:
         if state.get("policy") != cls.name:
             raise ValueError(f"snapshot is of policy {state.get('policy')!r}, not {cls.name!r}")
         pol = cls(state["arms"], delta=state["delta"], model=model_from_dict(state["model"]),
@@ -384,7 +385,7 @@ class SuccessiveRejects(_Eliminator):
         return st
 
     @classmethod
-    def restore(cls, state: dict[str, Any]) -> "SuccessiveRejects":
+    def restore(cls, state: dict[str, Any]) -> SuccessiveRejects:
         if state.get("policy") != cls.name:
             raise ValueError(f"snapshot is of policy {state.get('policy')!r}, not {cls.name!r}")
         pol = cls(state["arms"], budget=state["budget"], model=model_from_dict(state["model"]),

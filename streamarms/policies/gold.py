@@ -73,10 +73,10 @@ Reading of Alg. 1 (stated where the pseudo-code is ambiguous):
 from __future__ import annotations
 
 import math
-import random
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Iterable, Sequence, cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -523,7 +523,7 @@ class GenericOutlierDetection(RoundPlanned, Policy):
         }
 
     @classmethod
-    def restore(cls, state: dict[str, Any]) -> "GenericOutlierDetection":
+    def restore(cls, state: dict[str, Any]) -> GenericOutlierDetection:
         pol = cls(state["arms"], epsilon=state["epsilon"], rho=state["rho"], delta=state["delta"],
                   model=model_from_dict(state["model"]), seed=state.get("seed"))
         pol.m = [int(v) for v in state["m"]]

@@ -19,7 +19,8 @@ core endpoints and the explicit edge set ``S``; it knows nothing of pulls, round
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

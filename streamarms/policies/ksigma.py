@@ -59,7 +59,8 @@ from __future__ import annotations
 
 import bisect
 import math
-from typing import Any, ClassVar, Sequence
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -612,7 +613,7 @@ class _ConfidentKSigma(_KSigmaEstimates):
         return st
 
     @classmethod
-    def restore(cls, state: dict[str, Any]) -> "_ConfidentKSigma":
+    def restore(cls, state: dict[str, Any]) -> _ConfidentKSigma:
         pol = cls._construct(state)
         pol._load_base_state(state)
         pol._reported = bytearray(int(v) for v in state["reported"])
@@ -829,7 +830,7 @@ class NaiveRoundRobin(_KSigmaEstimates):
         return st
 
     @classmethod
-    def restore(cls, state: dict[str, Any]) -> "NaiveRoundRobin":
+    def restore(cls, state: dict[str, Any]) -> NaiveRoundRobin:
         pol = cls._construct(state)
         pol._load_base_state(state)
         pol._last_change = int(state["last_change"])

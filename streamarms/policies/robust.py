@@ -53,7 +53,8 @@ never be classified with confidence; such a run only stops at a pull cap, report
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence, cast
+from collections.abc import Sequence
+from typing import Any, cast
 
 import numpy as np
 
@@ -277,7 +278,7 @@ class RobustOutlierArmIdentification(RoundPlanned, Policy):
                 "stats": None if self._stats is None else list(self._stats), "plan": self._plan.to_list()}
 
     @classmethod
-    def restore(cls, state: dict[str, Any]) -> "RobustOutlierArmIdentification":
+    def restore(cls, state: dict[str, Any]) -> RobustOutlierArmIdentification:
         pol = cls(state["arms"], k=state["k"], two_sided=state["two_sided"], delta=state["delta"],
                   model=model_from_dict(state["model"]), seed=state.get("seed"))
         pol.m = np.array(state["m"], dtype=np.int64)

@@ -9,7 +9,7 @@ is over when every arm of it has been sampled. Removal and deferral are O(1): th
 from __future__ import annotations
 
 from collections import deque
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from .base import Request
 

@@ -49,7 +49,8 @@ from __future__ import annotations
 
 import heapq
 import math
-from typing import Any, ClassVar, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 from ..models import RewardModel, make_model, model_from_dict
 from .base import Decision, Event, Policy, Request
@@ -293,7 +294,7 @@ class ThresholdingPolicy(Policy):
                 "truncated": self.n_truncated, "ignored": self.ignored}
 
     @classmethod
-    def restore(cls, state: dict[str, Any]) -> "ThresholdingPolicy":
+    def restore(cls, state: dict[str, Any]) -> ThresholdingPolicy:
         if state.get("policy") != cls.name:
             raise ValueError(f"snapshot is of policy {state.get('policy')!r}, not {cls.name!r}")
         pol = cls(state["arms"], threshold=state["threshold"], budget=state["budget"],

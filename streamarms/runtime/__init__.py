@@ -11,8 +11,8 @@ wires them.
 from .clock import EventClock
 from .codec import RewardCodec
 from .config import ACTIVE, PASSIVE, SchedulerConfig
-from .records import INVALID_REASONS, InvalidRecord
 from .episodes import DISCOVERING, FINISHED, IDLE, PHASES, RUNNING
+from .records import INVALID_REASONS, InvalidRecord
 from .scheduler import Scheduler
 from .stats import SchedulerStats
 

@@ -18,7 +18,8 @@ inheritance needed). ``streamarms.connectors`` has the Kafka, JSONL and in-memor
 
 from __future__ import annotations
 
-from typing import Any, Protocol, Sequence, runtime_checkable
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
 
 __all__ = ["SourceRecord", "RewardSource", "Sink", "AlertSink", "RequestSink", "DeadLetterSink"]
 

@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["BACKEND", "loads", "reward"]
 

@@ -18,7 +18,7 @@ the registry) are refused by the command line: they would spend their budget on 
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from .codec import RewardCodec
 from .episodes import RUNNING, EpisodeLifecycle

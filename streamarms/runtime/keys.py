@@ -14,7 +14,8 @@ streamarms.runtime.records.InvalidRecord: too_many_arms: new key 'c' refused: al
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .codec import RewardCodec
 from .records import InvalidRecord

@@ -57,8 +57,9 @@ and the wall clock in active mode (requests need real timeouts).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from ..alerts import AlertManager
 from ..policies.base import Decision, Event, Policy, Request
@@ -494,7 +495,7 @@ class _ExamplePolicy(Policy):
         return {"arms": self.arms, "need": self.need, "m": self.m, "s": self.s}
 
     @classmethod
-    def restore(cls, state: dict[str, Any]) -> "_ExamplePolicy":
+    def restore(cls, state: dict[str, Any]) -> _ExamplePolicy:
         p = cls(state["arms"], state["need"])
         p.m = {a: int(v) for a, v in state["m"].items()}
         p.s = {a: float(v) for a, v in state["s"].items()}

@@ -61,7 +61,7 @@ class OutageProxy:
                 continue
             try:
                 client, _ = s.accept()
-            except (socket.timeout, OSError):
+            except (TimeoutError, OSError):
                 continue
             try:
                 upstream = socket.create_connection(self.target, timeout=5)

@@ -15,20 +15,17 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
-
 from drill_util import clean_stream, fuzzed, jsonl_line
 from outage import OutageProxy
-from streamarms.connectors.kafka import ensure_topics
+from test_runtime_kafka import FAST_GROUP, ROOT, cli, produce, read_topic
+
 from streamarms.connectors.tansu import TansuBroker, free_port
 from streamarms.runtime import INVALID_REASONS
-from test_runtime_kafka import FAST_GROUP, ROOT, cli, produce, read_topic
 
 pytestmark = [pytest.mark.kafka, pytest.mark.drill]
 

@@ -6,10 +6,9 @@ from __future__ import annotations
 from collections import namedtuple
 
 import pytest
+from test_runtime_kafka import read_topic
 
 from streamarms.connectors.kafka import KafkaDeadLetterSink, KafkaProducerPool, ensure_topics
-
-from test_runtime_kafka import read_topic
 
 pytestmark = pytest.mark.kafka
 
