@@ -6,9 +6,12 @@ core never imports the connectors.
 
 The loop, per batch of records from ``source.poll``:
 
-1. each record: advance the stream clock to its timestamp, ``scheduler.offer(key, value)``; a refused
-   record goes to the dead-letter sink with its reason; a stop request (SIGTERM/SIGINT) or the last
-   episode's end is honoured *after the record in hand*;
+1. the batch, in one pass (:meth:`Scheduler.offer_batch`, which decides exactly as
+   ``scheduler.offer(key, value)`` record by record, the stream clock advancing to each record's
+   timestamp); a refused record goes to the dead-letter sink with its reason; the last episode's end
+   stops the batch after the record that ended it (the rest is rolled back: read again by the next
+   run), a stop request (SIGTERM/SIGINT) is honoured *after the batch in hand* -- the batch is the
+   unit a checkpoint and a rollback reason about;
 2. ``scheduler.tick()`` (time-based transitions without records);
 3. every ``checkpoint_interval`` seconds, after an episode ends, and at exit: **checkpoint** =
    flush the sinks (so every alert the saved state has emitted is delivered), save scheduler state +
@@ -67,7 +70,6 @@ __all__ = ["Daemon", "restore_checkpoint", "checkpoint_document"]
 log = logging.getLogger("streamarms.daemon")
 
 #: every how many records the processing latency is observed
-LATENCY_SAMPLE_MASK = 15
 
 
 def checkpoint_document(run: dict[str, Any], scheduler: Scheduler, source_state: dict[str, Any]) -> dict[str, Any]:
@@ -215,12 +217,11 @@ class Daemon:
     def _loop(self) -> None:
         sched = self.scheduler
         source = self.source
-        offer = sched.offer
+        offer_batch = sched.offer_batch
         clock = self.clock
         wall = self.wall
         metrics = self.metrics
         observe = metrics.processing_latency.observe if metrics is not None else None
-        mask = LATENCY_SAMPLE_MASK
         dead_letter = self._dead_letter
         last_ckpt = wall()
         last_states = 0.0
@@ -233,31 +234,13 @@ class Daemon:
             batch = source.poll(self.poll_timeout)
             t0 = perf_counter()
             n = 0
-            if clock is not None:  # stream time: the largest record timestamp so far
-                clock_ms = clock.now * 1000.0
-                for rec in batch:
-                    if self._interrupt:
-                        break
-                    ts = rec.timestamp
-                    if ts is not None and ts > clock_ms:
-                        clock_ms = ts
-                        clock.now = ts * 0.001
-                    bad = offer(rec.key, rec.value)
-                    n += 1
-                    if bad is not None:
-                        dead_letter(rec, bad)
-                    if not (n & mask) and observe is not None:
-                        observe(perf_counter() - t0)
-            else:
-                for rec in batch:
-                    if self._interrupt:
-                        break
-                    bad = offer(rec.key, rec.value)
-                    n += 1
-                    if bad is not None:
-                        dead_letter(rec, bad)
-                    if not (n & mask) and observe is not None:
-                        observe(perf_counter() - t0)
+            if batch:  # one batch, one pass (Scheduler.offer_batch: the same as offer record by record)
+                n, refused = offer_batch([r.key for r in batch], [r.value for r in batch],
+                                         [r.timestamp for r in batch] if clock is not None else None, clock)
+                for i, bad in refused:
+                    dead_letter(batch[i], bad)
+                if observe is not None:
+                    observe(perf_counter() - t0)
             if n < len(batch):
                 source.rollback(n)
                 break

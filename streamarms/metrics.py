@@ -29,8 +29,8 @@ metric                                         type     meaning
 ``streamarms_requests_in_flight``              gauge    active mode: requests awaiting an answer
 ``streamarms_held_rewards``                     gauge    rewards held for planned arms, not yet used
 ``streamarms_checkpoint_age_seconds``          gauge    time since the last durable checkpoint
-``streamarms_processing_latency_seconds``      histo    from a batch's arrival to a record handled
-                                                        (every 16th record is timed)
+``streamarms_processing_latency_seconds``      histo    from a batch's arrival to the batch handled
+                                                        (its last record's latency; one per batch)
 ``streamarms_episode_duration_seconds``        histo    episode length, scheduler clock
 =============================================  =======  ==========================================
 
@@ -85,7 +85,7 @@ class Metrics:
         self.last_checkpoint: float | None = None  # time.monotonic() of the last durable checkpoint
         self.processing_latency = Histogram(
             "streamarms_processing_latency_seconds",
-            "Time from the arrival of a batch of records to the handling of a record (every 16th record timed).",
+            "Time from the arrival of a batch of records to the handling of the whole batch (one per batch).",
             buckets=LATENCY_BUCKETS, registry=self.registry)
         self.episode_duration = Histogram(
             "streamarms_episode_duration_seconds", "Duration of completed detection episodes (scheduler clock).",

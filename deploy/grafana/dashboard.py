@@ -166,8 +166,8 @@ def panels() -> list[tuple[dict[str, Any], int, int]]:
                 [_q(f"streamarms_consumer_lag_records{{{SEL}}}", "{{topic}}:{{partition}}")], stack=True),
          12, 8),
         (series("Processing latency",
-                "Time from the arrival of a batch of records to the handling of a record (every 16th record "
-                "timed), 50th and 99th percentile.",
+                "Time from the arrival of a batch of records to the handling of the whole batch (one per "
+                "batch), 50th and 99th percentile.",
                 [_q(f"histogram_quantile(0.5, sum by (le) (rate(streamarms_processing_latency_seconds_bucket{{{SEL}}}[$__rate_interval])))",
                     "p50"),
                  _q(f"histogram_quantile(0.99, sum by (le) (rate(streamarms_processing_latency_seconds_bucket{{{SEL}}}[$__rate_interval])))",

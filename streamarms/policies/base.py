@@ -188,6 +188,32 @@ class Policy(ABC):
     def restore(cls, state: dict[str, Any]) -> "Policy":
         """Rebuild a policy from :meth:`snapshot` output."""
 
+    def update_batch(self, arms: Sequence[int], rewards: Sequence[float]) -> tuple[int, list[Event]]:
+        """Ingest rewards in order (``arms[j]``: an index into :attr:`arms`) until one makes events.
+
+        Returns ``(n, events)``: the first ``n`` rewards were ingested, exactly as ``n`` calls of
+        :meth:`update` would have, and ``events`` are those of the ``n``-th -- the batch stops right
+        after a reward with events (the caller emits them at that reward's time, then calls again
+        with the rest). ``n < len(rewards)`` with no events means reward ``n`` is refused: the caller
+        asks :meth:`update` for the error (the state is unchanged). Default: :meth:`update` one by
+        one; a policy whose state depends only on per-arm counts and sums overrides it to skip ahead
+        with numpy (``AnytimeKSigma``).
+
+        >>> from streamarms.policies.ksigma import WeightedRoundRobin
+        >>> p = WeightedRoundRobin(["a", "b", "c"], k=2.0, delta=0.1)
+        >>> p.update_batch([0, 1, 2, 0], [1.0, 0.0, 1.0, 5.0]), p.pulls
+        ((3, []), 3)
+        """
+        names = self.arms
+        for j in range(len(rewards)):
+            try:
+                events = self.update(names[arms[j]], rewards[j])
+            except ValueError:
+                return j, []
+            if events:
+                return j + 1, events
+        return len(rewards), []
+
     def feed(self, samples: Iterable[tuple[str, float]]) -> list[Event]:
         """Ingest several ``(arm, reward)`` pairs; return all events."""
         events: list[Event] = []

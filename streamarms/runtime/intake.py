@@ -86,6 +86,13 @@ class FeedAllIntake:
         except InvalidRecord as e:
             self.counters.invalid[e.reason] += 1
             return e
+        return self.take_valid(arm, x, now)
+
+    def take_valid(self, arm: str, x: float, now: float) -> InvalidRecord | None:
+        """:meth:`take` for a reward already decoded and valid (the batched path)."""
+        policy = self.episodes.policy
+        if not (self.episodes.phase == RUNNING and policy is not None and arm in policy.index):
+            return None  # skipped
         bad = self.plan.take(arm, x, now)
         if bad is None and policy.done:  # type: ignore[union-attr]
             self.follow(now, full=False)  # ends the episode
