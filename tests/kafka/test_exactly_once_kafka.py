@@ -101,7 +101,9 @@ def test_sigterm_restarts_with_exactly_once_publish_each_alert_once(kafka_broker
         time.sleep(3.0 + 0.5 * i)
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=120) == 0
+        # -15: the signal came before the daemon installed its handler (a slow start on a busy machine):
+        # nothing was read or published yet, so it is a stop like any other
+        assert proc.wait(timeout=120) in (0, -signal.SIGTERM)
     ids = _finish_and_check(kafka_broker, tmp_path, common, ref, "eos-term")
     assert len(ids) == len(set(ids)), sorted(ids)
 
@@ -127,4 +129,37 @@ def test_kill_9_ten_times_with_exactly_once(kafka_broker, tmp_path):
         proc.wait()
     assert killed >= 5
     ids = _finish_and_check(kafka_broker, tmp_path, common, ref, "eos-k9")
+    assert len(ids) == len(set(ids)), sorted(ids)
+
+
+@pytest.mark.drill
+@pytest.mark.xfail(reason="Tansu exposes a fenced producer's open transaction instead of aborting it "
+                          "(test_tansu_exposes_a_fenced_open_transaction)", strict=False)
+def test_kill_9_with_an_alert_in_the_open_transaction(kafka_broker, tmp_path):
+    """The targeted case the random kill -9 drill rarely hits: killed while a published alert waits in
+    the open transaction (checkpoint interval 60 s). The restart must leave it published once."""
+    from kafka import KafkaConsumer, TopicPartition
+    clean = clean_stream(150_000, seed=73)
+    produce(kafka_broker.bootstrap, "r-eos-open", clean)
+    ref = reference(tmp_path, clean, "eos-open")
+    common = _common(kafka_broker, "eos-open")
+    slow = [*common[:common.index("--checkpoint-interval") + 1], "60", *common[common.index("--checkpoint-interval") + 2:]]
+    ensure_topics({"bootstrap_servers": [kafka_broker.bootstrap]}, {"alerts-eos-open": 1})
+    c = KafkaConsumer(bootstrap_servers=kafka_broker.bootstrap, enable_auto_commit=False, group_id=None,
+                      isolation_level="read_uncommitted")
+    tp = TopicPartition("alerts-eos-open", 0)
+    c.assign([tp])
+    c.seek_to_beginning(tp)
+    proc = subprocess.Popen(cli(slow), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        seen, t0 = [], time.monotonic()
+        while not seen and proc.poll() is None and time.monotonic() - t0 < 120:
+            for recs in c.poll(timeout_ms=100).values():
+                seen += recs
+        assert seen, "no alert published before the episode ended"
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait()
+        c.close()
+    ids = _finish_and_check(kafka_broker, tmp_path, common, ref, "eos-open")
     assert len(ids) == len(set(ids)), sorted(ids)
