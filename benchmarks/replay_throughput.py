@@ -44,8 +44,8 @@ def make_file(path: str, n: int, n_keys: int, seed: int = 1) -> None:
     with open(path, "w") as f:
         for i in range(n):
             a = rng.randrange(n_keys)
-            f.write('{"arm": "k%06d", "reward": %d, "timestamp": %d}\n'
-                    % (a, rng.random() < means[a], 1_700_000_000_000 + i))
+            f.write(f'{{"arm": "k{a:06d}", "reward": {int(rng.random() < means[a])}, '
+                    f'"timestamp": {1_700_000_000_000 + i}}}\n')
 
 
 def bare(path: str, loads) -> float:

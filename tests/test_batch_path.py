@@ -13,8 +13,8 @@ import json
 import random
 
 import pytest
-
 from runtime_policy import PlanCheckingRR
+
 from streamarms.models import BernoulliModel
 from streamarms.policies.anytime import AnytimeKSigma
 from streamarms.policies.ksigma import WeightedRoundRobin

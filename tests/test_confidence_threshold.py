@@ -13,7 +13,8 @@ from scipy.special import gammaln
 from scipy.stats import norm
 
 from streamarms.confidence import BetaBinomialCS
-from streamarms.confidence.threshold import ThresholdTrack, grid_levels, min_sd_over_box, threshold_bounds
+from streamarms.confidence.threshold import (Q_SHARE, ThresholdTrack, epoch_u, grid_levels, min_sd_over_box,
+                                             threshold_bounds)
 
 from stats_util import clopper_pearson_lower, clopper_pearson_upper
 
@@ -44,13 +45,25 @@ def bb_interval(m, S, alpha):
     return _bb_root(m, S, c), 1 - _bb_root(m, m - np.asarray(S, dtype=float), c)
 
 
-def _totals(g, S, lo, hi):
+def _kearns_saul(p):
+    p = np.asarray(p, dtype=float)
+    inner = (p > 0) & (p < 1) & (np.abs(p - 0.5) > 1e-9)
+    q = np.where(inner, p, 0.25)
+    return np.where(inner, (1 - 2 * q) / (2 * np.log((1 - q) / q)), np.where(np.abs(p - 0.5) <= 1e-9, 0.25, 0.0))
+
+
+def _totals(g, S, lo, hi, alpha_th):
+    """The track's totals for Bernoulli arms (Kearns-Saul proxies at the interval's point nearest 1/2)."""
+    n = lo.shape[-1]
+    u = epoch_u(g, n, alpha_th * Q_SHARE)
+    ks = _kearns_saul(np.clip(0.5, lo, hi))
     y = S / g
     r = np.maximum(y - lo, hi - y)
     c, h = (lo + hi) / 2, (hi - lo) / 2
     x = np.clip(0.5, lo, hi)
     return dict(sum_y=y.sum(-1), sum_y2=(y * y).sum(-1), sum_r2=(r * r).sum(-1), vmax=(x * (1 - x)).max(-1),
-                sum_lo=lo.sum(-1), sum_hi=hi.sum(-1), sum_c=c.sum(-1), sum_c2=(c * c).sum(-1), sum_h2=(h * h).sum(-1))
+                sum_lo=lo.sum(-1), sum_hi=hi.sum(-1), sum_c=c.sum(-1), sum_c2=(c * c).sum(-1), sum_h2=(h * h).sum(-1),
+                sum_lq=(-np.log1p(-u * np.minimum(ks / 0.25, 1.0))).sum(-1))
 
 
 def _coverage(means, k, two_sided, horizon, seed):
@@ -59,16 +72,18 @@ def _coverage(means, k, two_sided, horizon, seed):
     y = np.asarray(means)
     theta_u, theta_l = y.mean() + k * y.std(), y.mean() - k * y.std()
     rng = np.random.default_rng(seed)
-    x = rng.random((PATHS, horizon, n)) < y
-    S_all = np.cumsum(x, axis=1, dtype=np.float64)
     alpha_arm, alpha_th = DELTA / (2 * n), DELTA / 2
     missed = np.zeros(PATHS, dtype=bool)
     lo_run = np.zeros((PATHS, n)); hi_run = np.ones((PATHS, n))
+    S, prev = np.zeros((PATHS, n)), 0
     for g in grid_levels(horizon):
-        lo, hi = bb_interval(g, S_all[:, g - 1, :], alpha_arm)
+        S = S + rng.binomial(g - prev, y, size=(PATHS, n)); prev = g  # the prefix sums at the grid levels
+        lo, hi = bb_interval(g, S, alpha_arm)
         lo_run, hi_run = np.maximum(lo_run, lo), np.minimum(hi_run, hi)  # the policy's running intersection
+        vbar = np.clip(0.5, lo_run, hi_run) * (1 - np.clip(0.5, lo_run, hi_run))
         res = threshold_bounds(g, n, k, alpha_th, span=1.0, sigma_x=None, two_sided=two_sided,
-                               sigma_floor=min_sd_over_box(lo_run, hi_run), **_totals(g, S_all[:, g - 1, :], lo_run, hi_run))
+                               sigma_floor=min_sd_over_box(lo_run, hi_run), box=(lo_run, hi_run, vbar),
+                               **_totals(g, S, lo_run, hi_run, alpha_th))
         u_lo, u_hi = res["upper"]
         missed |= (u_lo > theta_u) | (u_hi < theta_u)
         if two_sided:
@@ -81,9 +96,11 @@ def _coverage(means, k, two_sided, horizon, seed):
     ([0.30, 0.31, 0.32], 1.0, False),                       # n = 3, nearly equal
     ([0.30 + 0.002 * i for i in range(20)], 2.0, False),    # n = 20, nearly equal
     ([0.30 + 0.002 * i for i in range(19)] + [0.36], 2.0, True),  # two-sided
-], ids=["n3", "n20", "n20-two-sided"])
+    ([0.010 + 0.0005 * i for i in range(20)], 2.0, False),   # low rates: small Kearns-Saul proxies
+], ids=["n3", "n20", "n20-two-sided", "n20-low-rate"])
 def test_threshold_interval_anytime_coverage(means, k, two_sided):
-    miss, res = _coverage(means, k, two_sided, horizon=400 if len(means) > 3 else 1500, seed=7)
+    horizon = 1500 if len(means) == 3 else (20000 if means[0] < 0.05 else 400)
+    miss, res = _coverage(means, k, two_sided, horizon=horizon, seed=7)
     assert clopper_pearson_upper(miss, PATHS) <= DELTA, miss
     # which part is tighter at the end (reported, see -s): the track or the box
     tw = float(np.median(res["upper_track"][1] - res["upper_track"][0]))
@@ -110,7 +127,7 @@ def test_track_equals_vectorised_formula_and_tightens_with_n():
     widths = {}
     for n in (20, 200):
         means = list(0.2 + 0.5 * rng.random(n))  # the same law of means: sigma ~ 0.14 for both n
-        track = ThresholdTrack(n, 2.0, 0.05, low=0.0, high=1.0)
+        track = ThresholdTrack(n, 2.0, 0.05, low=0.0, high=1.0, bernoulli=True)
         arms = [BetaBinomialCS(0.05 / n) for _ in means]
         for _ in range(max(grid_levels(300))):
             for i, p in enumerate(means):
@@ -122,6 +139,8 @@ def test_track_equals_vectorised_formula_and_tightens_with_n():
         widths[n] = track.upper()[1] - track.upper()[0]
         S = np.array([[a.s for a in arms]])  # every arm has exactly g samples here
         lo = np.array([[a.lo for a in arms]]); hi = np.array([[a.hi for a in arms]])
-        res = threshold_bounds(g, n, 2.0, 0.05, span=1.0, sigma_x=None, **_totals(g, S, lo, hi))
-        assert track.upper() == pytest.approx((float(res["upper"][0][0]), float(res["upper"][1][0])), rel=1e-9)
+        res = threshold_bounds(g, n, 2.0, 0.05, span=1.0, sigma_x=None, **_totals(g, S, lo, hi, 0.05))
+        level = track.result["upper_level"]
+        assert level == pytest.approx((float(res["upper"][0][0]), float(res["upper"][1][0])), rel=1e-9)
+        assert level[0] <= track.upper()[0] <= track.upper()[1] <= level[1]  # the running intersection
     assert widths[200] < widths[20]

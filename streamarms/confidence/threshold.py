@@ -67,6 +67,9 @@ term(s): this bound depends on ``log(1/alpha_Q)`` only next to ``n/2``, the line
 **Box.** Always intersected with the trivially valid box: with arm intervals ``[lo_i, hi_i]``, centres
 ``c_i`` and half-widths ``h_i``, ``mu in [mean(lo), mean(hi)]`` and ``|sigma - sd(c)| <= rms(h)``.
 
+**Running intersection.** The interval at every level holds on one event, so the track reports the
+intersection of the intervals of all levels so far (``upper_level``: the current level's alone).
+
 **Union.** Arm sequences (each at its own alpha), the linear term(s) (``alpha_L``; two-sided:
 ``alpha_L / 2`` for each threshold) and the quadratic bound (``alpha_Q``) hold together with probability ``>= 1 - sum alpha_i - alpha_L``;
 on that event the interval contains theta at every m at once.
@@ -90,7 +93,7 @@ All totals are sums (or a max) over arms, so consumers of one group can merge th
 >>> track.m_theta
 370
 >>> lo, hi = track.upper(); lo < 0.3 + 2 * 0.109 < hi, round(hi - lo, 3)
-(True, 0.175)
+(True, 0.172)
 """
 
 from __future__ import annotations
@@ -138,18 +141,62 @@ Q_SHARE = 0.25
 _U_GRID = np.linspace(0.01, 0.99, 99)
 
 
-def quadratic_bound(g: Any, n: int, s2: float, alpha_q: float) -> Any:
+def _epoch(g: Any, alpha_q: float) -> tuple[Any, Any]:
+    """Epoch ``M = 2^j`` (``j = ceil(log2 g)``) of count ``g`` and its share ``alpha_j``."""
+    j = np.ceil(np.log2(np.maximum(np.asarray(g, dtype=float), 1.0)))
+    return 2.0 ** j, alpha_q / ((j + 1.0) * (j + 2.0))
+
+
+def epoch_u(g: Any, n: int, alpha_q: float) -> Any:
+    """The epoch's ``u = 2 c M s_ref`` (module docstring, "Remainder, second bound"): the grid point that
+    minimises the bound when every arm has the reference proxy. A function of ``n`` and the epoch only, so
+    it can be fixed before the data; arms with smaller proxies then add ``-log(1 - u s_i / s_ref)``.
+
+    >>> round(epoch_u(1000, 50, 0.025), 2)
+    0.52
+    """
+    g = np.asarray(g, dtype=float)
+    _, a_j = _epoch(g, alpha_q)
+    u = _U_GRID.reshape((-1,) + (1,) * g.ndim)
+    f = ((n / 2.0) * -np.log1p(-u) + np.log(1.0 / a_j)) / u
+    out = _U_GRID[np.argmin(f, axis=0)]
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def kearns_saul(p: float) -> float:
+    """Optimal sub-Gaussian variance proxy of a Bernoulli(p) law (Kearns & Saul, UAI 1998; Berend &
+    Kontorovich, Electron. Commun. Probab. 2013): ``(1 - 2p) / (2 log((1 - p) / p))``, 1/4 at p = 1/2,
+    0 at p in {0, 1}; symmetric about 1/2 and increasing on [0, 1/2].
+
+    >>> kearns_saul(0.5), round(kearns_saul(0.01), 4), kearns_saul(0.0)
+    (0.25, 0.1066, 0.0)
+    """
+    if p <= 0.0 or p >= 1.0:
+        return 0.0
+    if abs(p - 0.5) < 1e-9:
+        return 0.25
+    return (1.0 - 2.0 * p) / (2.0 * math.log((1.0 - p) / p))
+
+
+def quadratic_bound(g: Any, n: int, s2: float, alpha_q: float, sum_lq: Any = None) -> Any:
     """Anytime bound on ``||e(g)||^2`` (module docstring, "Remainder, second bound").
+
+    ``s2`` is the reference proxy; ``sum_lq`` (optional) ``sum_i -log(1 - u s_i / s2)`` over the arms with
+    ``u = epoch_u(g, n, alpha_q)`` and ``s_i <= s2`` bounds of the arms' proxies (default: every ``s_i = s2``).
 
     >>> b = quadratic_bound(1000, 50, 0.25, 0.025); round(b * 1000 / (50 * 0.25), 2)   # ~ (n + ...) s2 / m
     2.12
+    >>> u = epoch_u(1000, 50, 0.025)    # half the arms with proxy s2 / 4
+    >>> b2 = quadratic_bound(1000, 50, 0.25, 0.025, 25 * -math.log1p(-u) + 25 * -math.log1p(-u / 4))
+    >>> round(b2 * 1000 / (50 * 0.25), 2)
+    1.53
     """
     g = np.asarray(g, dtype=float)
-    j = np.ceil(np.log2(np.maximum(g, 1.0)))
-    M = 2.0 ** j
-    a_j = alpha_q / ((j + 1.0) * (j + 2.0))
-    u = _U_GRID.reshape((-1,) + (1,) * g.ndim)
-    x = (2.0 * M * s2 * ((n / 2.0) * -np.log1p(-u) + np.log(1.0 / a_j)) / u).min(axis=0)
+    M, a_j = _epoch(g, alpha_q)
+    u = np.asarray(epoch_u(g, n, alpha_q), dtype=float)
+    if sum_lq is None:
+        sum_lq = n * -np.log1p(-u)
+    x = 2.0 * M * s2 * (np.asarray(sum_lq, dtype=float) / 2.0 + np.log(1.0 / a_j)) / u
     out = x / (g * g)
     return float(out) if out.ndim == 0 else out
 
@@ -157,12 +204,17 @@ def quadratic_bound(g: Any, n: int, s2: float, alpha_q: float) -> Any:
 def threshold_bounds(g: Any, n: int, k: float, alpha_lin: float, *, sum_y: Any, sum_y2: Any, sum_r2: Any,
                      vmax: Any, sum_lo: Any, sum_hi: Any, sum_c: Any, sum_c2: Any, sum_h2: Any,
                      span: float | None, sigma_x: float | None, two_sided: bool = False,
-                     v_min: float | None = None, sigma_floor: Any = 0.0) -> dict[str, Any]:
+                     v_min: float | None = None, sigma_floor: Any = 0.0, sum_lq: Any = None,
+                     box: Any = None) -> dict[str, Any]:
     """The intervals of the module docstring from the totals at level ``g`` (floats or numpy arrays).
 
     ``alpha_lin`` is the whole threshold share: ``Q_SHARE`` of it to the quadratic bound, the rest to the
     linear term(s) (split between the two thresholds when two-sided).
     ``sigma_floor``: any other valid lower bound of sigma on the same event (e.g. :func:`min_sd_over_box`).
+    ``sum_lq``: the heterogeneous proxies' term of :func:`quadratic_bound` (default: all at ``s2``).
+    ``box``: optional ``(lo, hi, vbar)`` arrays (``(..., n)``) of the arms' current intervals and variance
+    bounds: the linear term's variance and scale then come from :func:`linear_variance_bound` where
+    that is smaller.
     ``span = high - low`` for bounded rewards (``vmax`` = max Bhatia-Davis variance); ``sigma_x`` for
     sub-Gaussian rewards; neither (heavy tails): the box alone. Returns ``upper`` = (lo, hi) of
     ``mu + k sigma`` and ``upper_box`` / ``upper_track``, and the same for ``lower`` when two-sided.
@@ -176,21 +228,25 @@ def threshold_bounds(g: Any, n: int, k: float, alpha_lin: float, *, sum_y: Any, 
     a_each = alpha_lin * (1 - Q_SHARE) / (2.0 if two_sided else 1.0)  # the rest to the linear term(s)
     s2 = span * span / 4.0 if span is not None else (sigma_x * sigma_x if sigma_x is not None else None)
     if s2 is not None:
-        sum_r2 = np.minimum(sum_r2, quadratic_bound(g, n, s2, alpha_lin * Q_SHARE))
+        sum_r2 = np.minimum(sum_r2, quadratic_bound(g, n, s2, alpha_lin * Q_SHARE, sum_lq))
     rms_e = np.sqrt(np.maximum(sum_r2, 0.0) / n)
     box_sd_lo, box_sd_hi = np.maximum(sd_c - rms_h, 0.0), sd_c + rms_h
     out: dict[str, Any] = {}
     w2 = (1.0 + k * k) / n
+    sigma_lo = np.maximum(np.maximum(sd_hat - rms_e, box_sd_lo), sigma_floor)
     if span is not None:
         V = w2 * vmax
         c = (1.0 + k * math.sqrt(n - 1.0)) * span / (3.0 * n)
+        if box is not None:
+            v_box, w_max = linear_variance_bound(box[0], box[1], box[2], k, sigma_lo)
+            V = np.minimum(V, v_box)
+            c = np.minimum(c, w_max * span / 3.0)
         vm = v_min if v_min is not None else w2 * span * span / 4.0  # one reward at maximal variance
     elif sigma_x is not None:
         V, c = w2 * sigma_x * sigma_x, 0.0
         vm = v_min if v_min is not None else V
     else:
         V = None
-    sigma_lo = np.maximum(np.maximum(sd_hat - rms_e, box_sd_lo), sigma_floor)
     with np.errstate(divide="ignore", invalid="ignore"):
         r_quad = np.where(sigma_lo > 0, sum_r2 / (2.0 * n * np.where(sigma_lo > 0, sigma_lo, 1.0)), np.inf)
     r_max = np.minimum(r_quad, 2.0 * rms_e)
@@ -216,6 +272,39 @@ def threshold_bounds(g: Any, n: int, k: float, alpha_lin: float, *, sum_y: Any, 
     return out
 
 
+def linear_variance_bound(lo: Any, hi: Any, vbar: Any, k: float, sigma_lo: Any) -> tuple[Any, Any]:
+    """Bounds ``(Vbar, wbar)`` on the linear term's ``V = sum_i w_i^2 v_i`` and on ``max_i |w_i|`` from the
+    box (module docstring, "Linear term"), valid whenever every ``y_i in [lo_i, hi_i]``, ``v_i <= vbar_i``
+    and ``sigma >= sigma_lo``.
+
+    ``w_i = (1 +- k z_i) / n`` with ``|z_i| = |y_i - mu| / sigma <= d_i / sigma_lo``, ``d_i = max(hi_i -
+    mean(lo), mean(hi) - lo_i)``, and ``|z_i| <= sqrt(n - 1)``: ``|w_i| <= W_i``. With ``a_i = w_i^2``,
+    ``sum a_i = (1 + k^2) / n`` (at most that if sigma = 0), ``0 <= a_i <= W_i^2``, ``V = sum a_i v_i`` is
+    at most the value of that fractional knapsack: fill the largest ``vbar_i`` first. It is never above
+    ``(1 + k^2) / n * max vbar`` (the bound without the box).
+
+    >>> v, w = linear_variance_bound([0.0, 0.29, 0.29, 0.8], [0.02, 0.31, 0.31, 0.9], [0.0196, 0.2139, 0.2139, 0.16],
+    ...                              2.0, 0.2)
+    >>> round(v, 4), round((1 + 4) / 4 * 0.2139, 4), round(w, 3)
+    (0.2256, 0.2674, 1.116)
+    """
+    lo_a, hi_a, v_a = (np.asarray(x, dtype=float) for x in (lo, hi, vbar))  # (..., n): one box per row
+    n = lo_a.shape[-1]
+    z_cap = math.sqrt(n - 1.0)
+    s_lo = np.asarray(sigma_lo, dtype=float)[..., None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d = np.maximum(hi_a - lo_a.mean(axis=-1, keepdims=True), hi_a.mean(axis=-1, keepdims=True) - lo_a)
+        z = np.where((s_lo > 0) & np.isfinite(d), np.minimum(d / np.where(s_lo > 0, s_lo, 1.0), z_cap), z_cap)
+    W2 = ((1.0 + k * z) / n) ** 2
+    budget = (1.0 + k * k) / n
+    order = np.argsort(-v_a, axis=-1, kind="stable")
+    W2o, vo = np.take_along_axis(W2, order, -1), np.take_along_axis(v_a, order, -1)
+    cum = np.cumsum(W2o, axis=-1)
+    take = np.minimum(W2o, np.maximum(budget - (cum - W2o), 0.0))
+    V, w = (take * vo).sum(axis=-1), np.sqrt(W2.max(axis=-1))
+    return (float(V), float(w)) if V.ndim == 0 else (V, w)
+
+
 def min_sd_over_box(lo: Any, hi: Any) -> Any:
     """``min sd(y)`` over the box ``lo_i <= y_i <= hi_i`` (population sd), exactly.
 
@@ -239,7 +328,7 @@ def min_sd_over_box(lo: Any, hi: Any) -> Any:
     return float(sd) if sd.ndim == 0 else sd
 
 
-_FIELDS = ("cnt", "sum_y", "sum_y2", "sum_r2", "vmax", "sum_lo", "sum_hi", "sum_c", "sum_c2", "sum_h2")
+_FIELDS = ("cnt", "sum_y", "sum_y2", "sum_r2", "vmax", "sum_lo", "sum_hi", "sum_c", "sum_c2", "sum_h2", "sum_lq")
 
 
 class ThresholdTrack:
@@ -255,11 +344,12 @@ class ThresholdTrack:
     levels = frozenset(_LEVELS)
 
     def __init__(self, n: int, k: float, alpha: float, *, two_sided: bool = False, low: float | None = None,
-                 high: float | None = None, sigma_x: float | None = None) -> None:
+                 high: float | None = None, sigma_x: float | None = None, bernoulli: bool = False) -> None:
         if n < 2:
             raise ValueError(f"the k-sigma threshold needs at least 2 arms, got {n}")
         self.n, self.k, self.alpha, self.two_sided = int(n), float(k), float(alpha), bool(two_sided)
         self.low, self.high, self.sigma_x = low, high, sigma_x
+        self.bernoulli = bool(bernoulli) and low == 0.0 and high == 1.0
         self.m_theta = 0
         self.totals: dict[str, list[float]] = {}  # str(level) -> totals (JSON keys are strings)
         self.result: dict[str, Any] = {}
@@ -268,6 +358,21 @@ class ThresholdTrack:
     def _after_restore(self) -> None:
         b = self.low is not None and self.high is not None
         self._span = (self.high - self.low) if b else None
+        self.bernoulli = bool(getattr(self, "bernoulli", False))
+        self._s2 = (self._span * self._span / 4.0 if self._span is not None
+                    else (self.sigma_x * self.sigma_x if self.sigma_x is not None else None))
+        a_q = self.alpha * Q_SHARE
+        self._u_of: dict[int, float] = {}
+        for key, t in self.totals.items():  # a snapshot from before the proxies' field: every arm at s2
+            if len(t) < len(_FIELDS):
+                t.append(t[0] * -math.log1p(-epoch_u(int(key), self.n, a_q)))
+
+    def proxy(self, lo: float, hi: float) -> float:
+        """Bound on the arm's sub-Gaussian proxy, valid while its mean is in ``[lo, hi]``: Bernoulli, the
+        Kearns-Saul proxy at the point nearest 1/2 (it increases towards 1/2); otherwise ``s2``."""
+        if not self.bernoulli:
+            return self._s2
+        return kearns_saul(min(max(0.5, lo), hi))
 
     def vbar(self, lo: float, hi: float) -> float:
         """Largest variance of a law on ``[low, high]`` with mean in ``[lo, hi]`` (Bhatia-Davis)."""
@@ -301,6 +406,11 @@ class ThresholdTrack:
         t[7] += c
         t[8] += c * c
         t[9] += h * h
+        if self._s2 is not None:
+            u = self._u_of.get(g)
+            if u is None:
+                u = self._u_of[g] = epoch_u(g, self.n, self.alpha * Q_SHARE)
+            t[10] += -math.log1p(-u * min(self.proxy(lo, hi) / self._s2, 1.0))
         if t[0] >= self.n:
             self._advance(g, box)
             return True
@@ -309,15 +419,25 @@ class ThresholdTrack:
     def _advance(self, g: int, box: Any = None) -> None:
         self.m_theta = g
         t = dict(zip(_FIELDS, self.totals[str(g)]))
+        lo_b, hi_b = box() if box is not None else (None, None)
         for key in [kk for kk in self.totals if int(kk) < g]:
             del self.totals[key]
         res = threshold_bounds(g, self.n, self.k, self.alpha, sum_y=t["sum_y"], sum_y2=t["sum_y2"],
                                sum_r2=t["sum_r2"], vmax=t["vmax"], sum_lo=t["sum_lo"], sum_hi=t["sum_hi"],
                                sum_c=t["sum_c"], sum_c2=t["sum_c2"], sum_h2=t["sum_h2"], span=self._span,
-                               sigma_x=self.sigma_x, two_sided=self.two_sided,
-                               sigma_floor=min_sd_over_box(*box()) if box is not None else 0.0)
+                               sigma_x=self.sigma_x, two_sided=self.two_sided, sum_lq=t["sum_lq"],
+                               sigma_floor=min_sd_over_box(lo_b, hi_b) if box is not None else 0.0,
+                               box=(lo_b, hi_b, [self.vbar(a, b) for a, b in zip(lo_b, hi_b)]) if box is not None else None)
+        prev = self.result
         self.result = {kk: (tuple(float(x) for x in v) if isinstance(v, tuple) else float(v))
                        for kk, v in res.items()}
+        for side in ("upper", "lower"):  # every level's interval holds on the same event: intersect them
+            if side in self.result:
+                lo, hi = self.result[side]
+                self.result[side + "_level"] = (lo, hi)
+                p_lo, p_hi = prev.get(side, (-math.inf, math.inf))
+                lo, hi = max(lo, p_lo), min(hi, p_hi)
+                self.result[side] = (lo, max(hi, lo))
 
     def upper(self) -> tuple[float, float]:
         return self.result.get("upper", (-math.inf, math.inf))
@@ -330,6 +450,7 @@ class ThresholdTrack:
 
     def snapshot(self) -> dict[str, Any]:
         return {"n": self.n, "k": self.k, "alpha": self.alpha, "two_sided": self.two_sided, "low": self.low,
+                "bernoulli": self.bernoulli,
                 "high": self.high, "sigma_x": self.sigma_x, "m_theta": self.m_theta,
                 "totals": {kk: list(v) for kk, v in self.totals.items()},
                 "result": {kk: (list(v) if isinstance(v, tuple) else v) for kk, v in self.result.items()}}

@@ -47,6 +47,7 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 
 from ..confidence.base import sequence_from_snapshot
+from ..confidence.beta_binomial import BetaBinomialCS
 from ..confidence.factory import sequence_for
 from ..confidence.threshold import ThresholdTrack, grid_levels
 from ..models import RewardModel, make_model, model_from_dict
@@ -90,6 +91,15 @@ def _may_cross(m: np.ndarray, s: np.ndarray, v: float, above: bool, cached: np.n
     out = sure.copy()
     out[open_] |= lm >= c0._c - 1e-7
     return out
+
+
+def _lil(m: int) -> float:
+    """The proxy radius's iterated-logarithm term ``1.4 log(log(2 m) + 1)``."""
+    return 1.4 * math.log(math.log(2.0 * m) + 1.0)
+
+
+#: ``_lil(m)`` for small m (index 0 unused), read on every reward
+_LIL = [0.0] + [_lil(m) for m in range(1, 1 << 16)]
 
 
 def _next_level(g: int) -> int:
@@ -142,7 +152,8 @@ class AnytimeKSigma(Policy):
             kw = {"low": self.model.low, "high": self.model.high}
         elif self.model.name == "subgaussian":
             kw = {"sigma_x": self.model.sigma}
-        self.track = ThresholdTrack(n, self.k, self.alpha_theta, two_sided=self.two_sided, **kw)
+        self.track = ThresholdTrack(n, self.k, self.alpha_theta, two_sided=self.two_sided,
+                                    bernoulli=self.model.name == "bernoulli", **kw)
         self.state = [0] * n          # 0 undecided, 1 outlier, -1 normal
         self.n_undecided = n
         self.T = 0
@@ -158,8 +169,11 @@ class AnytimeKSigma(Policy):
         self._heap = [(self.key[i], i) for i in range(len(self.arms)) if self.state[i] == 0]
         heapq.heapify(self._heap)
         m = self.model
+        self._bern = m.name == "bernoulli" and all(type(c) is BetaBinomialCS for c in self.cs)
+        self._heap_cap = 2 * len(self.arms) + 64
         if m.name in ("bernoulli", "bounded"):
             self._vlo, self._vhi = m.low, m.high
+            self._span2 = (m.high - m.low) ** 2
             self._vconst = None
         elif m.name == "subgaussian":
             self._vconst = m.sigma ** 2
@@ -256,35 +270,50 @@ class AnytimeKSigma(Policy):
         return self.n_undecided == 0
 
     def update(self, arm: str, reward: float, request: Request | None = None) -> list[Event]:
+        # the hot path: one dict lookup for the arm, the Bernoulli check inlined for plain 0.0 / 1.0
+        # floats, the LIL term from a table, attributes read once (same floats as the formulas above)
         i = self.index.get(arm)
         if i is None:
             i = self._arm_index(arm)  # raises, naming the arm
-        x = self.model.check(arm, reward)
+        if self._bern and reward.__class__ is float and (reward == 1.0 or reward == 0.0):
+            x = reward
+        else:
+            x = self.model.check(arm, reward)
         if self.n_undecided == 0:
             self.ignored += 1
             return []
         c = self.cs[i]
-        c._update(x)
+        if self._bern:  # BetaBinomialCS._update, inlined
+            g = c.m = c.m + 1
+            s = c.s = c.s + x
+        else:
+            c._update(x)
+            g, s = c.m, c.s
         self.T += 1
         if self._deferred:
             self._deferred.clear()
             self.deferred = []
-        g = c.m
         events: list[Event] = []
         if g in _LEVEL_SET and g > self.track.m_theta:
             lo, hi = c.interval()
-            if self.track.record(g, c.s, lo, hi, self._box):
+            if self.track.record(g, s, lo, hi, self._box):
                 events = self._on_advance()
         if self.state[i] == 0:
             m = g
-            mean = c.s / m
-            var = self._var(mean, m)
-            rp = math.sqrt(2.0 * var * (self._L + 1.4 * math.log(math.log(2.0 * m) + 1.0)) / m)
+            mean = s / m
+            if self._vconst is None:
+                var = (mean - self._vlo) * (self._vhi - mean) + self._span2 / (m + 1.0)
+            else:
+                var = self._vconst
+            lil = _LIL[m] if m < len(_LIL) else _lil(m)
+            rp = math.sqrt(2.0 * var * (self._L + lil) / m)
             self._rp[i] = rp
             # exact test only when the arm may be clear of the threshold's interval (a filter, never a
             # decision: the proxy radius is not a bound)
-            if (mean - 0.5 * rp > self._u[1] or mean + 0.5 * rp < self._u[0]
-                    or (self.two_sided and (mean - 0.5 * rp > self._l[1] or mean + 0.5 * rp < self._l[0]))):
+            u_lo, u_hi = self._u
+            half = 0.5 * rp
+            if (mean - half > u_hi or mean + half < u_lo
+                    or (self.two_sided and (mean - half > self._l[1] or mean + half < self._l[0]))):
                 ev = self._classify(i)
                 if ev is not None:
                     events.append(ev)
@@ -298,8 +327,9 @@ class AnytimeKSigma(Policy):
             else:
                 k = -math.inf
             self.key[i] = k
-            heapq.heappush(self._heap, (k, i))
-            if len(self._heap) > 2 * len(self.arms) + 64:
+            heap = self._heap
+            heapq.heappush(heap, (k, i))
+            if len(heap) > self._heap_cap:
                 self._heap = [(self.key[j], j) for j in range(len(self.arms)) if self.state[j] == 0]
                 heapq.heapify(self._heap)
         return events
