@@ -92,7 +92,7 @@ def _finish_and_check(broker, tmp_path, common, ref, tag):
 
 @pytest.mark.drill
 def test_sigterm_restarts_with_exactly_once_publish_each_alert_once(kafka_broker, tmp_path):
-    clean = clean_stream(150_000, seed=72)
+    clean = clean_stream(150_000, seed=71)  # seed 71: the episode ends within the stream (not every seed does)
     produce(kafka_broker.bootstrap, "r-eos-term", clean)
     ref = reference(tmp_path, clean, "eos-term")
     common = _common(kafka_broker, "eos-term")
