@@ -20,11 +20,11 @@ import subprocess
 import time
 
 import pytest
+from drill_util import clean_stream
+from test_drills_kafka import POLICY, reference
+from test_runtime_kafka import FAST_GROUP, ROOT, cli, produce
 
 from streamarms.connectors.kafka import ensure_topics
-from test_drills_kafka import POLICY, reference
-from drill_util import clean_stream
-from test_runtime_kafka import FAST_GROUP, ROOT, cli, produce
 
 pytestmark = [pytest.mark.kafka]
 
