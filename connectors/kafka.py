@@ -63,7 +63,7 @@ from streamarms.checkpoint import CheckpointStore, decode, encode
 from .ordering import PartitionMerger, parse_tp, tp_name
 
 __all__ = ["client_config", "ensure_topics", "probe_cluster", "BrokerUnreachable", "KafkaRewardSource", "OffsetsOutOfRange", "OUT_OF_RANGE_RULES", "KafkaProducerPool", "KafkaAlertSink",
-           "KafkaRequestSink", "KafkaDeadLetterSink", "KafkaCheckpointStore", "SinkError"]
+           "KafkaRequestSink", "KafkaDeadLetterSink", "KafkaCheckpointStore", "KafkaTransaction", "SinkError"]
 
 log = logging.getLogger("streamarms.kafka")
 
@@ -515,12 +515,7 @@ class KafkaRewardSource:
         st = self.state() if state is None else state
         if not self.connected:
             return  # the checkpoint holds the positions; the next commit after the outage catches up
-        assigned = {(tp.topic, tp.partition) for tp in self.consumer.assignment()}
-        offsets = {}
-        for name, (off, _) in st.items():
-            tp = parse_tp(name)
-            if tp in assigned and off is not None:
-                offsets[TopicPartition(*tp)] = OffsetAndMetadata(int(off), "", -1)
+        offsets = self.offsets(st)
         if not offsets:
             return
         try:
@@ -528,6 +523,16 @@ class KafkaRewardSource:
         except (KafkaError, AssertionError) as e:  # the checkpoint, not the group offset, is the source of truth
             log.warning("committing offsets to group %s failed (the checkpoint stays authoritative): %s",
                         self.group_id, e)
+
+    def offsets(self, state: dict[str, Any]) -> dict[TopicPartition, OffsetAndMetadata]:
+        """The positions of ``state`` for the partitions assigned now, as a commit (or a transaction) takes them."""
+        assigned = {(tp.topic, tp.partition) for tp in self.consumer.assignment()}
+        out = {}
+        for name, (off, _) in state.items():
+            tp = parse_tp(name)
+            if tp in assigned and off is not None:
+                out[TopicPartition(*tp)] = OffsetAndMetadata(int(off), "", -1)
+        return out
 
     def lag(self) -> dict[str, int]:
         """Records behind the high watermark, per ``topic:partition`` (after the last fetch)."""
@@ -555,14 +560,24 @@ class KafkaProducerPool:
     """One :class:`KafkaProducer` shared by the sinks of a daemon; tracks failed sends."""
 
     def __init__(self, config: dict[str, Any], producer_options: dict[str, Any] | None = None,
-                 topics: Sequence[str] = ()) -> None:
+                 topics: Sequence[str] = (), *, transactional_id: str | None = None) -> None:
         opts: dict[str, Any] = {"acks": "all", "linger_ms": 5, "reconnect_backoff_max_ms": 5_000,
                                 # a send survives a broker outage of up to 10 minutes (then SinkError at the
                                 # next checkpoint: exit 1, and the restart re-sends from the checkpoint)
                                 "delivery_timeout_ms": 600_000}
+        if transactional_id:
+            # a transaction stays open one checkpoint interval; the broker's coordinator aborts it after
+            # this long without a commit (Kafka's default, 60 s); delivery_timeout_ms must not exceed it
+            opts.update(transactional_id=transactional_id, transaction_timeout_ms=60_000, delivery_timeout_ms=60_000)
         opts.update(config)
         opts.update(producer_options or {})
         self.producer = KafkaProducer(**opts)
+        #: every send belongs to a transaction that :meth:`commit_transaction` ends (``transactional_id``)
+        self.transactional = bool(transactional_id)
+        self._in_txn = False
+        if self.transactional:
+            # fences a previous producer with this id (a zombie of a killed run) and ends its open transaction
+            self.producer.init_transactions()
         # Track every sink topic in the producer's metadata from the start. kafka-python only adds a
         # topic to its tracked set when its partitions are unknown at the first send; a broker that
         # answers the bootstrap metadata request with all topics (Tansu does) makes them "known", and
@@ -579,6 +594,9 @@ class KafkaProducerPool:
 
     def send(self, topic: str, key: bytes | None, value: bytes | None,
              headers: list[tuple[str, bytes]] | None = None) -> None:
+        if self.transactional and not self._in_txn:
+            self.producer.begin_transaction()
+            self._in_txn = True
         fut = self.producer.send(topic, key=key, value=value, headers=headers)
         fut.add_errback(self._failed, topic)
         self.sent += 1
@@ -593,6 +611,35 @@ class KafkaProducerPool:
             errors, self._errors = self._errors, []
         if errors:
             raise SinkError(f"{len(errors)} record(s) could not be delivered, first: {errors[0]}")
+
+    def commit_transaction(self, offsets: dict[TopicPartition, OffsetAndMetadata], group_metadata: Any) -> None:
+        """End the open transaction: everything sent since the last one, plus the consumed ``offsets``
+        of the group, become visible to read_committed readers at once, or none of it (exactly-once).
+
+        A failed send aborts the transaction and raises :class:`SinkError` (the daemon exits; the
+        restart resumes from the last committed checkpoint, whose alerts are all published)."""
+        try:
+            self.flush()
+        except SinkError:
+            self.abort_transaction()
+            raise
+        if offsets:
+            if not self._in_txn:
+                self.producer.begin_transaction()
+                self._in_txn = True
+            self.producer.send_offsets_to_transaction(offsets, group_metadata)
+        if self._in_txn:
+            self.producer.commit_transaction()
+            self._in_txn = False
+
+    def abort_transaction(self) -> None:
+        """Abort the open transaction, if any (its records stay invisible to read_committed readers)."""
+        if self._in_txn:
+            self._in_txn = False
+            try:
+                self.producer.abort_transaction()
+            except KafkaError as e:  # the broker's coordinator aborts it at its timeout anyway
+                log.warning("aborting the transaction failed: %s", e)
 
     def close(self) -> None:
         if not self._closed:
@@ -689,7 +736,8 @@ class KafkaCheckpointStore(CheckpointStore):
     """
 
     def __init__(self, config: dict[str, Any], topic: str, key: str, *, create: bool = True,
-                 max_bytes: int = 16 * 1024 * 1024, secret: bytes | None = None) -> None:
+                 max_bytes: int = 16 * 1024 * 1024, secret: bytes | None = None,
+                 pool: KafkaProducerPool | None = None) -> None:
         self.config = config
         self.secret = secret or None
         self.topic = topic
@@ -697,8 +745,10 @@ class KafkaCheckpointStore(CheckpointStore):
         self.max_bytes = max_bytes
         if create:
             ensure_topics(config, {topic: 1}, {topic: {"cleanup.policy": "compact"}})
-        self.producer = KafkaProducer(acks="all", compression_type="gzip", max_request_size=max_bytes,
-                                      linger_ms=0, **config)
+        #: a transactional pool (exactly-once): ``save`` joins its open transaction, durable at its commit
+        self.pool = pool if pool is not None and pool.transactional else None
+        self.producer = None if self.pool is not None else KafkaProducer(
+            acks="all", compression_type="gzip", max_request_size=max_bytes, linger_ms=0, **config)
 
     def describe(self) -> str:
         return f"kafka topic {self.topic} (key {self.key.decode()})"
@@ -707,10 +757,16 @@ class KafkaCheckpointStore(CheckpointStore):
         data = encode(state, self.secret)
         if len(data) > self.max_bytes:
             raise SinkError(f"checkpoint of {len(data)} bytes exceeds {self.max_bytes}; use a file checkpoint")
+        if self.pool is not None:
+            self.pool.send(self.topic, self.key, data)
+            return
+        assert self.producer is not None  # built in __init__ whenever no transactional pool is given
         self.producer.send(self.topic, key=self.key, value=data).get(timeout=60)
 
     def load(self) -> dict[str, Any] | None:
+        # read_committed: a checkpoint of an unfinished (or aborted) exactly-once transaction is not one
         consumer = KafkaConsumer(enable_auto_commit=False, group_id=None, fetch_max_bytes=self.max_bytes,
+                                 isolation_level="read_committed",
                                  max_partition_fetch_bytes=self.max_bytes, **self.config)
         try:
             parts = consumer.partitions_for_topic(self.topic) or {0}
@@ -732,4 +788,45 @@ class KafkaCheckpointStore(CheckpointStore):
             consumer.close(autocommit=False)
 
     def close(self) -> None:
-        self.producer.close(timeout=10)
+        if self.producer is not None:
+            self.producer.close(timeout=10)
+
+
+# ----------------------------------------------------------------------------------------------
+# exactly-once
+# ----------------------------------------------------------------------------------------------
+class KafkaTransaction:
+    """Exactly-once checkpoints: the alerts, requests and dead letters of a checkpoint interval, the
+    checkpoint record and the consumed offsets are one Kafka transaction (the consume-transform-produce
+    pattern of Kafka Streams' ``exactly_once_v2``).
+
+    ``pool`` is a transactional :class:`KafkaProducerPool` (``transactional_id`` derived from the group,
+    stable across restarts: the restarted member's ``init_transactions`` fences its zombie and ends the
+    unfinished transaction); the checkpoint store writes through the same pool. :meth:`commit` is the
+    daemon's checkpoint: the consumed offsets of ``source`` join the transaction, which commits. A
+    read_committed reader of the alert topic then sees each alert of a committed checkpoint once, and
+    none of a run killed before its commit -- the restart re-emits those from the checkpoint.
+
+    >>> KafkaTransaction.transactional_id("fraud-detector")
+    'streamarms-fraud-detector'
+    """
+
+    def __init__(self, pool: KafkaProducerPool, source: KafkaRewardSource) -> None:
+        if not pool.transactional:
+            raise ValueError("KafkaTransaction needs a KafkaProducerPool with a transactional_id")
+        self.pool = pool
+        self.source = source
+        self.commits = 0
+
+    @staticmethod
+    def transactional_id(group_id: str) -> str:
+        """The transactional id of a daemon of ``group_id`` (the same after a restart)."""
+        return f"streamarms-{group_id}"
+
+    def commit(self, source_state: dict[str, Any]) -> None:
+        consumer = self.source.consumer
+        self.pool.commit_transaction(self.source.offsets(source_state), consumer.group_metadata())
+        self.commits += 1
+
+    def abort(self) -> None:
+        self.pool.abort_transaction()

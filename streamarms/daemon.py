@@ -17,7 +17,9 @@ The loop, per batch of records from ``source.poll``:
    flush the sinks (so every alert the saved state has emitted is delivered), save scheduler state +
    source positions in one document (durable when ``save`` returns), then commit the positions to the
    consumer group. A crash at any point therefore resumes from a state and positions that belong
-   together: no record is lost, none counted twice.
+   together: no record is lost, none counted twice. With a ``transaction`` (exactly-once, e.g.
+   ``streamarms.connectors.kafka.KafkaTransaction``) the sinks' records, the checkpoint and the
+   positions are one transaction instead: a crash also publishes no alert twice.
 
 The source and the sinks satisfy the contracts of :mod:`streamarms.runtime.contracts`
 (:class:`~streamarms.runtime.contracts.RewardSource`, ``AlertSink``, ``RequestSink``, ``DeadLetterSink``);
@@ -112,7 +114,7 @@ class Daemon:
                  metrics: Metrics | None = None, run_info: dict[str, Any] | None = None,
                  poll_timeout: float = 0.2, stop_when_exhausted: bool = True,
                  handle_signals: bool = True, wall: Callable[[], float] = time.monotonic,
-                 stall_seconds: float = 30.0) -> None:
+                 stall_seconds: float = 30.0, transaction: Any | None = None) -> None:
         self.scheduler = scheduler
         self.source = source
         self.clock = clock
@@ -121,6 +123,9 @@ class Daemon:
         self.dead_letter_sink = dead_letter_sink
         self.checkpoint_store = checkpoint
         self.checkpoint_interval = checkpoint_interval
+        #: exactly-once (:meth:`_checkpoint_in_transaction`): an object whose ``commit(source_state)``
+        #: commits the sinks' records, the checkpoint record and the consumed positions as one transaction
+        self.transaction = transaction
         self.metrics = metrics
         self.run_info = run_info or {}
         self.poll_timeout = poll_timeout
@@ -284,6 +289,9 @@ class Daemon:
     def checkpoint(self) -> None:
         """Flush sinks, save state + positions durably, then commit the positions."""
         self._checkpoint_now = False
+        if self.transaction is not None:
+            self._checkpoint_in_transaction()
+            return
         for sink in self._sinks():
             sink.flush()
         state = self.source.state()
@@ -292,6 +300,20 @@ class Daemon:
             if self.metrics is not None:
                 self.metrics.checkpointed()
         self.source.commit(state)
+
+    def _checkpoint_in_transaction(self) -> None:
+        """Exactly-once checkpoint: the alerts, requests and dead letters sent since the last one (already
+        in the open transaction), the checkpoint document (``save`` joins the transaction) and the
+        consumed positions commit together, or -- a crash before ``commit`` -- none of them does, and
+        the restart resumes from the previous checkpoint, whose records are all committed."""
+        transaction = self.transaction
+        assert transaction is not None  # only called when the daemon was given one
+        state = self.source.state()
+        if self.checkpoint_store is not None:
+            self.checkpoint_store.save(checkpoint_document(self.run_info, self.scheduler, state))
+        transaction.commit(state)
+        if self.metrics is not None and self.checkpoint_store is not None:
+            self.metrics.checkpointed()
 
     def _sinks(self) -> list[Any]:
         out: list[Any] = []

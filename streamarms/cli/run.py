@@ -102,7 +102,7 @@ def _kafka_config(s: SimpleNamespace) -> dict[str, Any]:
 DEFAULT_CHECKPOINT_TOPIC = "streamarms-checkpoints"
 
 
-def _checkpoint_store(s: SimpleNamespace, kafka_cfg: dict[str, Any] | None) -> CheckpointStore | None:
+def _checkpoint_store(s: SimpleNamespace, kafka_cfg: dict[str, Any] | None, pool: Any = None) -> CheckpointStore | None:
     spec = s.checkpoint
     if spec in (None, "", "none", False):
         return None
@@ -120,7 +120,10 @@ def _checkpoint_store(s: SimpleNamespace, kafka_cfg: dict[str, Any] | None) -> C
         if kafka_cfg is None:
             raise ConfigError("--checkpoint kafka:TOPIC needs --bootstrap-servers")
         from streamarms.connectors.kafka import KafkaCheckpointStore
-        return KafkaCheckpointStore(kafka_cfg, spec[len("kafka:"):], key=s.group_id, secret=secret)
+        return KafkaCheckpointStore(kafka_cfg, spec[len("kafka:"):], key=s.group_id, secret=secret, pool=pool)
+    if pool is not None:
+        raise ConfigError("--exactly-once needs the checkpoint in Kafka (--checkpoint kafka:TOPIC or auto): a file "
+                          "cannot join the transaction")
     return FileCheckpointStore(spec, fsync=bool(s.fsync), secret=secret)
 
 
@@ -190,7 +193,10 @@ class _App:
         if self.kafka_cfg is not None:  # one clear line within seconds if no broker answers
             from streamarms.connectors.kafka import probe_cluster
             self.run_info["cluster_id"] = probe_cluster(self.kafka_cfg)
-        self.store = _checkpoint_store(s, self.kafka_cfg)
+        # exactly-once: the transactional producer starts (fencing a killed run's zombie and ending its
+        # transaction) before the checkpoint is read, so the read sees only committed checkpoints
+        self.pool = self._transactional_pool() if s.exactly_once else None
+        self.store = _checkpoint_store(s, self.kafka_cfg, self.pool)
         if self.store is not None:
             log.info("checkpoint: %s, protected by %s", self.store.describe(), self.store.integrity())
         doc = restore_checkpoint(self.store, self.run_info) if self.store is not None else None
@@ -221,7 +227,8 @@ class _App:
         self.daemon = Daemon(self.scheduler, self.source, clock=self.event_clock, alert_sink=self.alert_sink,
                              request_sink=self.request_sink, dead_letter_sink=self.dead_letter_sink,
                              checkpoint=self.store, checkpoint_interval=s.checkpoint_interval, metrics=self.metrics,
-                             run_info=self.run_info, stop_when_exhausted=bool(s.rewards_file))
+                             run_info=self.run_info, stop_when_exhausted=bool(s.rewards_file),
+                             transaction=self.transaction)
         self.server = None
         if self.metrics is not None:
             from ..observability import OperatorMetrics  # operator's series and readiness (/healthz)
@@ -233,12 +240,40 @@ class _App:
                                              live=self.daemon.health)
             log.info("metrics on http://%s:%d/metrics", s.metrics_addr, self.server.port)
 
+    def _sink_topics(self) -> list[str]:
+        s = self.s
+        return [t for t in (s.alerts_topic, s.requests_topic if s.mode == ACTIVE else None, s.dead_letter_topic) if t]
+
+    def _transactional_pool(self) -> Any:
+        """The one transactional producer of ``--exactly-once`` (transactional id from the group id)."""
+        s = self.s
+        if self.kafka_cfg is None:
+            raise ConfigError("--exactly-once needs Kafka (--bootstrap-servers)")
+        from streamarms.connectors.kafka import KafkaProducerPool, KafkaTransaction
+        if s.create_topics:
+            self._create_topics()
+        opts = {"max_request_size": 16 * 1024 * 1024, "compression_type": "gzip"}  # the checkpoint rides along
+        opts.update(dict(_kv(x) for x in (s.producer_option or [])))
+        return KafkaProducerPool(self.kafka_cfg, opts, self._sink_topics(),
+                                 transactional_id=KafkaTransaction.transactional_id(s.group_id))
+
+    def _create_topics(self) -> None:
+        from streamarms.connectors.kafka import ensure_topics
+        s = self.s
+        want = {t: 1 for t in s.rewards_topic}
+        for t in (s.alerts_topic, s.requests_topic, s.dead_letter_topic):
+            if t:
+                want[t] = 1
+        assert self.kafka_cfg is not None
+        ensure_topics(self.kafka_cfg, want)
+
     def _build_io(self, resume: dict[str, Any] | None) -> None:
         s = self.s
         self.alert_sink: AlertSink | None = None
         self.request_sink: RequestSink | None = None
         self.dead_letter_sink: DeadLetterSink | None = None
         self.embedded_arms: list[str] | None = None
+        self.transaction: Any = None
         if s.bootstrap_servers:
             from streamarms.connectors.kafka import (
                 KafkaAlertSink,
@@ -246,19 +281,13 @@ class _App:
                 KafkaProducerPool,
                 KafkaRequestSink,
                 KafkaRewardSource,
-                ensure_topics,
             )
             cfg = self.kafka_cfg
             assert cfg is not None
-            if s.create_topics:
-                want = {t: 1 for t in s.rewards_topic}
-                for t in (s.alerts_topic, s.requests_topic, s.dead_letter_topic):
-                    if t:
-                        want[t] = 1
-                ensure_topics(cfg, want)
-            sink_topics = [t for t in (s.alerts_topic, s.requests_topic if s.mode == ACTIVE else None,
-                                       s.dead_letter_topic) if t]
-            pool = KafkaProducerPool(cfg, dict(_kv(x) for x in (s.producer_option or [])), sink_topics)
+            if s.create_topics and self.pool is None:
+                self._create_topics()
+            pool = self.pool if self.pool is not None else \
+                KafkaProducerPool(cfg, dict(_kv(x) for x in (s.producer_option or [])), self._sink_topics())
             self.alert_sink = KafkaAlertSink(pool, s.alerts_topic) if s.alerts_topic else None
             if s.mode == ACTIVE:
                 self.request_sink = KafkaRequestSink(pool, s.requests_topic)
@@ -269,6 +298,9 @@ class _App:
                                             from_beginning=bool(s.from_beginning),
                                             consumer_options=dict(_kv(x) for x in (s.consumer_option or [])),
                                             on_out_of_range=s.on_out_of_range)
+            if self.pool is not None:
+                from streamarms.connectors.kafka import KafkaTransaction
+                self.transaction = KafkaTransaction(self.pool, self.source)
         elif s.rewards_file:
             from streamarms.connectors.files import JsonlDeadLetterSink, JsonlSink, JsonlSource
             if s.mode == ACTIVE:

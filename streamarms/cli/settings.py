@@ -42,7 +42,7 @@ DEFAULTS: dict[str, Any] = {
     # alerts
     "emit_normal": False, "alert_repeat": False,
     # state, metrics, process
-    "checkpoint": "auto", "checkpoint_interval": 5.0, "fsync": True, "metrics_port": None,
+    "checkpoint": "auto", "checkpoint_interval": 5.0, "fsync": True, "exactly_once": False, "metrics_port": None,
     "metrics_addr": "0.0.0.0", "metrics_flagged_arms": 0, "forever": False, "summary_json": None, "log_level": "info", "quiet": False,
     # Kafka security and pass-through
     "security_protocol": None, "sasl_mechanism": None, "sasl_username": None, "sasl_password": None,
@@ -150,6 +150,10 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="where to checkpoint (default: the compacted topic kafka:streamarms-checkpoints, key = "
                         "the group, with Kafka; none otherwise)")
     g.add_argument("--checkpoint-interval", type=nonneg_float, metavar="SEC", help="seconds between checkpoints (default 5)")
+    g.add_argument("--exactly-once", action=argparse.BooleanOptionalAction, default=None,
+                   help="Kafka: alerts, dead letters, requests, the checkpoint (kafka:TOPIC) and the consumed offsets "
+                        "as one transaction per checkpoint; read the alerts with isolation.level=read_committed "
+                        "(default off: at-least-once, deduplicate by alert_id)")
     g.add_argument("--fsync", action=argparse.BooleanOptionalAction, default=None, help="fsync checkpoints (default on)")
     g.add_argument("--metrics-port", type=port, metavar="PORT", help="serve /metrics and /healthz on this port")
     g.add_argument("--metrics-addr", metavar="ADDR", help="bind address of the metrics server (default 0.0.0.0)")

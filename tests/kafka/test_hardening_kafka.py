@@ -40,7 +40,7 @@ def test_a_dead_letter_of_2_mb_is_truncated_with_a_header_and_delivered(kafka_br
 
 
 def test_kafka_python_and_tansu_accept_a_transactional_producer(kafka_broker):
-    """What exactly-once alerts would build on (issue 10 item 8; README: not used by the daemon yet):
+    """What exactly-once alerts would build on (issue 10 item 8; used by `--exactly-once`, see test_exactly_once_kafka.py):
     a committed transaction is visible to a read_committed consumer, an aborted one is not."""
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
     cfg = {"bootstrap_servers": [kafka_broker.bootstrap]}
