@@ -24,6 +24,8 @@ import math
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
+from ..validation import finite_reward
+
 __all__ = ["ConfidenceSequence", "sequence_from_snapshot", "register_sequence"]
 
 _KINDS: dict[str, type[ConfidenceSequence]] = {}
@@ -69,12 +71,7 @@ class ConfidenceSequence(ABC):
     # -- validation ------------------------------------------------------------------------------
     def check(self, x: Any) -> float:
         """The reward as a float, or ``ValueError`` naming the arm and the value."""
-        try:
-            v = float(x)
-        except (TypeError, ValueError):
-            raise ValueError(f"reward for arm {self.arm!r} is not a number: {x!r}") from None
-        if not math.isfinite(v):
-            raise ValueError(f"reward for arm {self.arm!r} is not finite: {x!r}")
+        v = finite_reward(self.arm, x)
         if (self.low is not None and v < self.low) or (self.high is not None and v > self.high):
             raise ValueError(f"reward for arm {self.arm!r} is {x!r}, outside [{self.low}, {self.high}]")
         return v
@@ -137,3 +134,19 @@ class ConfidenceSequence(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(arm={self.arm!r}, alpha={self.alpha}, n={self.m})"
+
+
+class EagerConfidenceSequence(ConfidenceSequence):
+    """A sequence whose running intersection ``lo``/``hi`` is brought up to date by every update, so
+    reading it is two attribute loads (the stitched, empirical-Bernstein and heavy-tail sequences; the
+    Beta-Binomial mixture computes its interval lazily and answers ``above``/``below`` in O(1) instead).
+    """
+
+    def interval(self) -> tuple[float, float]:
+        return self.lo, self.hi
+
+    def above(self, v: float) -> bool:
+        return self.lo > v
+
+    def below(self, v: float) -> bool:
+        return self.hi < v

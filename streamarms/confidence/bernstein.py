@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import math
 
-from .base import ConfidenceSequence, register_sequence
+from .base import EagerConfidenceSequence, register_sequence
 
 __all__ = ["EmpiricalBernsteinCS"]
 
 
 @register_sequence
-class EmpiricalBernsteinCS(ConfidenceSequence):
+class EmpiricalBernsteinCS(EagerConfidenceSequence):
     """PrPl-EB confidence sequence for rewards in ``[low, high]`` (module docstring).
 
     >>> cs = EmpiricalBernsteinCS(0.1, "k1", low=0.0, high=2.0)
@@ -93,12 +93,3 @@ class EmpiricalBernsteinCS(ConfidenceSequence):
             self.lo = lo
         if hi < self.hi:
             self.hi = hi
-
-    def interval(self) -> tuple[float, float]:
-        return self.lo, self.hi
-
-    def above(self, v: float) -> bool:
-        return self.lo > v
-
-    def below(self, v: float) -> bool:
-        return self.hi < v

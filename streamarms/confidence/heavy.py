@@ -22,13 +22,13 @@ from __future__ import annotations
 import math
 
 from .. import bounds
-from .base import ConfidenceSequence, register_sequence
+from .base import EagerConfidenceSequence, register_sequence
 
 __all__ = ["TruncatedMeanCS"]
 
 
 @register_sequence
-class TruncatedMeanCS(ConfidenceSequence):
+class TruncatedMeanCS(EagerConfidenceSequence):
     """Anytime TEA confidence sequence for rewards with ``E|X|^p <= B`` (module docstring)."""
 
     kind = "tea"
@@ -58,12 +58,3 @@ class TruncatedMeanCS(ConfidenceSequence):
             self.lo = mean - r
         if mean + r < self.hi:
             self.hi = mean + r
-
-    def interval(self) -> tuple[float, float]:
-        return self.lo, self.hi
-
-    def above(self, v: float) -> bool:
-        return self.lo > v
-
-    def below(self, v: float) -> bool:
-        return self.hi < v

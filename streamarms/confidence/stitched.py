@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .base import ConfidenceSequence, register_sequence
+from .base import EagerConfidenceSequence, register_sequence
 
 __all__ = ["stitched_boundary", "stitched_radius", "zeta", "StitchedCS"]
 
@@ -91,7 +91,7 @@ def stitched_radius(m: int, sigma2: float, alpha: float, m0: float = 8.0) -> flo
 
 
 @register_sequence
-class StitchedCS(ConfidenceSequence):
+class StitchedCS(EagerConfidenceSequence):
     """Stitched sub-Gaussian CS for rewards in ``[low, high]`` (sigma = (high - low)/2) or for
     unbounded sigma-sub-Gaussian rewards (pass ``sigma``). See the module docstring.
 
@@ -131,15 +131,6 @@ class StitchedCS(ConfidenceSequence):
             self.lo = mean - r
         if mean + r < self.hi:
             self.hi = mean + r
-
-    def interval(self) -> tuple[float, float]:
-        return self.lo, self.hi
-
-    def above(self, v: float) -> bool:
-        return self.lo > v
-
-    def below(self, v: float) -> bool:
-        return self.hi < v
 
     def snapshot(self) -> dict[str, Any]:
         d = super().snapshot()
