@@ -308,6 +308,7 @@ STAT_CASES = [
 ]
 
 
+@pytest.mark.slow  # a long statistical test: run by .ci/run with the drills (-m "slow or drill")
 @pytest.mark.parametrize("means,k,model,two_sided,runs", STAT_CASES)
 def test_error_rate_at_most_delta(means, k, model, two_sided, runs):
     delta = 0.1

@@ -219,6 +219,7 @@ def test_in_between_outliers_ranked_first_where_ksigma_sees_none():
 GUARANTEE = list(np.linspace(0.05, 0.15, 8)) + list(np.linspace(0.85, 0.95, 8)) + [0.4, 0.42, 0.6, 0.62]
 
 
+@pytest.mark.slow  # a long statistical test: run by .ci/run with the drills (-m "slow or drill")
 @pytest.mark.parametrize("model, runs", [("bernoulli", 16), ("bounded", 6)])
 def test_guarantee_ranking_correct_in_1_minus_delta_of_runs(model, runs):
     groups = outlier_groups(GUARANTEE, 2.5, 0.8)

@@ -81,6 +81,7 @@ def _wrong_answers(cls, model, delta, runs, **kw):
     return wrong
 
 
+@pytest.mark.slow  # a long statistical test: run by .ci/run with the drills (-m "slow or drill")
 @pytest.mark.parametrize("cls", [RoundRobin, WeightedRoundRobin], ids=["rr", "wrr"])
 @pytest.mark.parametrize("model", ["bernoulli", "bounded"])
 def test_error_rate_at_most_delta(cls, model):

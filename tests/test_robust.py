@@ -84,6 +84,7 @@ ONE_SIDED = list(np.linspace(0.2, 0.6, 18)) + [0.98, 0.99]           # threshold
 TWO_SIDED = [0.02] + list(np.linspace(0.3, 0.6, 17)) + [0.95, 0.97]  # thresholds 0.18 and 0.74
 
 
+@pytest.mark.slow  # a long statistical test: run by .ci/run with the drills (-m "slow or drill")
 @pytest.mark.parametrize("means, two_sided, runs, model", [
     (ONE_SIDED, False, 10, "bernoulli"),
     (TWO_SIDED, True, 4, "bernoulli"),
