@@ -186,9 +186,15 @@ class _KSigmaEstimates(Policy):
         self._sinv += 1.0 / mi
         self.T += 1
 
-    def _validate(self, arm: str, reward: Any) -> tuple[int, float]:
+    def _accept(self, arm: str, reward: Any) -> tuple[int, float] | None:
+        """The arm's index and the checked reward (``ValueError`` if bad); ``None`` once done (a reward
+        after the stop is counted and ignored)."""
         i = self._arm_index(arm)
-        return i, self.model.check(arm, reward)
+        x = self.model.check(arm, reward)
+        if self._done:
+            self._ignored_after_done += 1
+            return None
+        return i, x
 
     def _estimated_outliers(self) -> list[int]:
         if not self.initialised:
@@ -513,10 +519,9 @@ class _ConfidentKSigma(_KSigmaEstimates):
 
     # -- the interface ------------------------------------------------------------------------------------
     def update(self, arm: str, reward: float, request: Request | None = None) -> list[Event]:
-        i, x = self._validate(arm, reward)
-        if self._done:
-            self._ignored_after_done += 1
+        if (taken := self._accept(arm, reward)) is None:
             return []
+        i, x = taken
         was_init = self.initialised
         y_old = self.s[i] / self.m[i] if self.m[i] else 0.0
         self._ingest(i, x)
@@ -777,10 +782,9 @@ class NaiveRoundRobin(_KSigmaEstimates):
         return False
 
     def update(self, arm: str, reward: float, request: Request | None = None) -> list[Event]:
-        i, x = self._validate(arm, reward)
-        if self._done:
-            self._ignored_after_done += 1
+        if (taken := self._accept(arm, reward)) is None:
             return []
+        i, x = taken
         was_init = self.initialised
         y_old = self.s[i] / self.m[i] if self.m[i] else None
         if y_old is not None:

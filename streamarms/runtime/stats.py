@@ -65,6 +65,9 @@ class StatsView:
     """The counters and gauges of a scheduler at one moment: what metrics, health and summaries read
     (:meth:`Scheduler.stats_view <streamarms.runtime.Scheduler.stats_view>`).
 
+    Its counters repeat :class:`SchedulerStats`' names on purpose: a frozen copy at one moment that
+    readers see flat, beside the gauges the scheduler's parts compute (held, known arms, in flight, ...).
+
     >>> v = StatsView(records=10, used=3, skipped=7, invalid={"not_json": 1})
     >>> v.records - v.used, v.as_dict()["invalid"]
     (7, {'not_json': 1})
