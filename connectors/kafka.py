@@ -26,9 +26,17 @@
   the high watermark of the fetch responses being below our position, checked every
   ``check_interval`` seconds without records. (``end_offsets`` is not used for this: Tansu answers
   it with the last batch's base offset, so a caught-up consumer would look out of range.)
-  Each reset is logged as a warning and counted (``out_of_range_resets``). Not detected: a
-  recreated topic that has already grown past the checkpointed offset (Kafka's topic ids would tell;
-  not used here).
+  **Replaced partitions.** A topic recreated (or a broker that lost its data and was refilled) may
+  already hold *more* records than the checkpointed position: the position is in range, but its
+  records are other records. So the checkpoint also keeps a fingerprint of the last record consumed
+  per partition, ``[offset, timestamp, hash of key and value]`` (:func:`record_fingerprint`, a third
+  element after ``[next_offset, runmax]``); after each assignment the source reads that record again
+  (it seeks one record back, and drops it once compared) and a different record applies the same rule
+  ``on_out_of_range``. A checkpoint without fingerprints (older versions) is resumed unchecked; a
+  record that is gone (expired, compacted away, a transaction marker) cannot be compared, and the
+  position is kept. A checkpoint from another cluster (another cluster id) is refused at start-up
+  (``streamarms.daemon.restore_checkpoint``). Each reset is logged as a warning and counted
+  (``out_of_range_resets``; fingerprint mismatches also in ``fingerprint_mismatches``).
 * :class:`KafkaAlertSink`, :class:`KafkaRequestSink` -- JSON values keyed by arm.
 * :class:`KafkaDeadLetterSink` -- the refused record's key and value unchanged, with headers
   ``reason`` (one of ``streamarms.runtime.INVALID_REASONS``), ``detail``, ``source`` (topic:partition:offset).
@@ -44,6 +52,7 @@ Integration tests against a real broker: ``tests/kafka/``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import threading
@@ -62,7 +71,7 @@ from streamarms.checkpoint import CheckpointStore, decode, encode
 
 from .ordering import PartitionMerger, parse_tp, tp_name
 
-__all__ = ["client_config", "ensure_topics", "probe_cluster", "BrokerUnreachable", "KafkaRewardSource", "OffsetsOutOfRange", "OUT_OF_RANGE_RULES", "KafkaProducerPool", "KafkaAlertSink",
+__all__ = ["client_config", "ensure_topics", "record_fingerprint", "probe_cluster", "BrokerUnreachable", "KafkaRewardSource", "OffsetsOutOfRange", "OUT_OF_RANGE_RULES", "KafkaProducerPool", "KafkaAlertSink",
            "KafkaRequestSink", "KafkaDeadLetterSink", "KafkaCheckpointStore", "KafkaTransaction", "SinkError"]
 
 log = logging.getLogger("streamarms.kafka")
@@ -107,6 +116,29 @@ def client_config(bootstrap_servers: str | Sequence[str], **settings: Any) -> di
     cfg: dict[str, Any] = {"bootstrap_servers": [s for s in servers if s]}
     cfg.update({k: v for k, v in settings.items() if v is not None})
     return cfg
+
+
+def record_fingerprint(rec: Any) -> list[Any]:
+    """``[offset, timestamp, hash]`` of a consumed record: the checkpoint keeps it for the last record of
+    each partition, and a restart reads that record again to check that the partition is the same log
+    (module docstring). The hash is a BLAKE2b-64 of the length-prefixed key and value (``None`` and
+    empty differ).
+
+    >>> from collections import namedtuple
+    >>> R = namedtuple("R", "offset timestamp key value")
+    >>> record_fingerprint(R(41, 1700000000000, b"region-03", b'{"reward": 1}'))
+    [41, 1700000000000, 'b172c9d5f02d4ba0']
+    >>> record_fingerprint(R(41, 1700000000000, None, b"")) == record_fingerprint(R(41, 1700000000000, b"", None))
+    False
+    """
+    h = hashlib.blake2b(digest_size=8)
+    for part in (rec.key, rec.value):
+        if part is None:
+            h.update(b"\x00")
+        else:
+            h.update(b"\x01" + len(part).to_bytes(8, "big"))
+            h.update(part)
+    return [int(rec.offset), rec.timestamp, h.hexdigest()]
 
 
 class BrokerUnreachable(RuntimeError):
@@ -211,6 +243,8 @@ class KafkaRewardSource:
         self.disconnects = 0
         #: positions replaced by the ``on_out_of_range`` rule
         self.out_of_range_resets = 0
+        #: of those, positions whose last record is not the one the checkpoint saw (a replaced partition)
+        self.fingerprint_mismatches = 0
         self._fatal: Exception | None = None
         self._last_records = time.monotonic()
         self._last_check = time.monotonic()
@@ -218,6 +252,10 @@ class KafkaRewardSource:
         self._last_rebuild = 0.0
         self._ends: dict[tuple[str, int], int] = {}
         self._verify: dict[Any, int] = {}
+        #: fingerprints to check once the first offset is known (``_verify_positions``), then once the
+        #: record they name is fetched again (``_check_fingerprints``)
+        self._verify_fp: dict[Any, list[Any]] = {}
+        self._fp_pending: dict[Any, list[Any]] = {}
         self.topics = list(topics)
         self.group_id = group_id
         self.merger = PartitionMerger(ordered=ordered, max_buffer=max_buffer)
@@ -259,7 +297,7 @@ class KafkaRewardSource:
         a new consumer does. Nothing is lost: positions live in the merger and go to the new
         consumer's assignment like a checkpoint's (records released are handled before the next poll).
         """
-        self._resume.update(self.merger.state())
+        self._resume.update(self._positions())
         try:
             self.consumer.close(autocommit=False, timeout_ms=1000)
         except Exception as e:  # a consumer without a broker may fail to close cleanly
@@ -273,10 +311,13 @@ class KafkaRewardSource:
     # -- rebalance ---------------------------------------------------------------------------
     def _assigned(self, assigned: list[TopicPartition]) -> None:
         resume = dict(self._resume)
-        resume.update(self.merger.state())  # positions of partitions we keep win over older ones
+        resume.update(self._positions())  # positions of partitions we keep win over older ones
+        self._resume = resume
         self.merger.assign([(tp.topic, tp.partition) for tp in assigned], resume)
         self._paused.clear()
         self._verify = {}
+        self._verify_fp = {}
+        self._fp_pending = {}
         for tp in assigned:
             off = self.merger.next_offset((tp.topic, tp.partition))
             if off is not None:
@@ -284,6 +325,9 @@ class KafkaRewardSource:
                 # checked against the partition's bounds by the next poll (kafka-python 3 forbids
                 # blocking calls in a rebalance callback)
                 self._verify[tp] = off
+                fp = self._fingerprint((tp.topic, tp.partition), off)
+                if fp is not None:
+                    self._verify_fp[tp] = fp
         self.partial_assignment = False
         for topic in self.topics:
             total = self.consumer.partitions_for_topic(topic) or set()
@@ -304,7 +348,7 @@ class KafkaRewardSource:
                 self.before_revoke()
             except Exception as e:  # never break the rebalance: the last checkpoint stays valid
                 log.warning("checkpoint before revoking partitions failed: %s", e)
-        self._resume.update(self.merger.state())
+        self._resume.update(self._positions())
 
     # -- reading -----------------------------------------------------------------------------
     def _ended(self, tp: tuple[str, int]) -> bool:
@@ -359,6 +403,8 @@ class KafkaRewardSource:
             new = lo if lo is not None else 0
         log.warning("%s; rule --on-out-of-range %s: reading from offset %d", msg, rule, new)
         self.merger.reset_position(tp, new)
+        self._resume.pop(tp_name(tp), None)  # its fingerprint names a record of the old log
+        self._fp_pending.pop(ktp, None)
         self.out_of_range_resets += 1
         try:
             self.consumer.seek(ktp, new)
@@ -383,10 +429,47 @@ class KafkaRewardSource:
                     pass
             return
         verify, self._verify = self._verify, {}
+        verify_fp, self._verify_fp = self._verify_fp, {}
         for tp, off in verify.items():
             if tp in lo and off < lo[tp]:
                 self._out_of_range((tp.topic, tp.partition), off, lo[tp], f"it starts at {lo[tp]}")
                 got.pop(tp, None)
+            elif tp in verify_fp and tp in lo and off - 1 >= lo[tp]:
+                # read the last consumed record again: _check_fingerprints compares it, then drops it
+                try:
+                    self.consumer.seek(tp, off - 1)
+                except (KafkaError, AssertionError, ValueError):  # revoked meanwhile: the next assignment checks
+                    continue
+                got.pop(tp, None)
+                self._fp_pending[tp] = verify_fp[tp]
+
+    def _check_fingerprints(self, got: dict[Any, list[Any]]) -> None:
+        """The record before a resumed position, fetched again: the one the checkpoint saw, or a
+        replaced partition (``on_out_of_range``)? Either way it is dropped (it was counted already)."""
+        for ktp, fp in list(self._fp_pending.items()):
+            recs = got.get(ktp)
+            if not recs:
+                continue
+            del self._fp_pending[ktp]
+            first = recs[0]
+            if first.offset != fp[0]:
+                # above: the record is gone (compacted away, a transaction marker): nothing to compare;
+                # below: the broker rewound the consumer (a position beyond the end): _rewound's case
+                if first.offset > fp[0]:
+                    log.debug("%s:%d: the record at offset %d cannot be read again; position kept",
+                              ktp.topic, ktp.partition, fp[0])
+                continue
+            if len(recs) > 1:
+                got[ktp] = recs[1:]
+            else:
+                del got[ktp]
+            now = record_fingerprint(first)
+            if now != list(fp):
+                self.fingerprint_mismatches += 1
+                got.pop(ktp, None)
+                self._out_of_range((ktp.topic, ktp.partition), fp[0] + 1, None,
+                                   f"its record at offset {fp[0]} is not the one the checkpoint read: "
+                                   f"timestamp {now[1]}, hash {now[2]}, checkpoint {fp[1]}, {fp[2]}")
 
     def _rewound(self, got: dict[Any, list[Any]]) -> None:
         """A position beyond a partition's end makes the broker answer OFFSET_OUT_OF_RANGE, and
@@ -464,6 +547,8 @@ class KafkaRewardSource:
             got = dict(got)
             if self._verify:
                 self._verify_positions(got)
+            if self._fp_pending:
+                self._check_fingerprints(got)
             self._rewound(got)
         now = time.monotonic()
         if got:
@@ -506,9 +591,31 @@ class KafkaRewardSource:
     def rollback(self, processed: int) -> None:
         self.merger.rollback(processed)
 
+    def _fingerprint(self, tp: tuple[str, int], off: int) -> list[Any] | None:
+        """The fingerprint of the record at ``off - 1`` of ``tp``: read in this process, or carried from
+        the checkpoint (a resumed partition that has delivered nothing since); ``None`` if unknown."""
+        rec = self.merger.last_released(tp)
+        if rec is not None and rec.offset == off - 1:
+            return record_fingerprint(rec)
+        old = self._resume.get(tp_name(tp))
+        if old is not None and len(old) > 2 and isinstance(old[2], list) and len(old[2]) == 3 and old[2][0] == off - 1:
+            return list(old[2])
+        return None
+
+    def _positions(self) -> dict[str, list[Any]]:
+        """The merger's ``{"topic:partition": [next_offset, runmax]}`` plus the last record's fingerprint."""
+        out: dict[str, list[Any]] = {}
+        for name, (off, runmax) in self.merger.state().items():
+            entry: list[Any] = [off, runmax]
+            fp = None if off is None else self._fingerprint(parse_tp(name), off)
+            if fp is not None:
+                entry.append(fp)
+            out[name] = entry
+        return out
+
     def state(self) -> dict[str, Any]:
         st = dict(self._resume)
-        st.update(self.merger.state())
+        st.update(self._positions())
         return st
 
     def commit(self, state: dict[str, Any] | None = None) -> None:
@@ -528,8 +635,8 @@ class KafkaRewardSource:
         """The positions of ``state`` for the partitions assigned now, as a commit (or a transaction) takes them."""
         assigned = {(tp.topic, tp.partition) for tp in self.consumer.assignment()}
         out = {}
-        for name, (off, _) in state.items():
-            tp = parse_tp(name)
+        for name, pos in state.items():
+            tp, off = parse_tp(name), pos[0]
             if tp in assigned and off is not None:
                 out[TopicPartition(*tp)] = OffsetAndMetadata(int(off), "", -1)
         return out

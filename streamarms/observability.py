@@ -26,7 +26,8 @@ partition}``                                             end of each assigned pa
                                                          outlier alerts (scheduler clock)
 ``streamarms_broker_connected``                 gauge    1 while the broker answers, 0 during an outage
 ``streamarms_broker_disconnects_total``         counter  times the broker became unreachable
-``streamarms_offset_resets_total``              counter  checkpointed positions outside their partition,
+``streamarms_offset_resets_total``              counter  checkpointed positions outside their partition (or
+                                                         whose last record changed: a replaced topic),
                                                          replaced by the ``--on-out-of-range`` rule
 ``streamarms_ready``                            gauge    1 when ``/healthz`` answers 200
 ``streamarms_loop_heartbeat_age_seconds``       gauge    seconds since the main loop last turned

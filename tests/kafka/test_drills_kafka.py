@@ -235,3 +235,69 @@ def test_kill_9_ten_times_with_the_checkpoint_in_a_compacted_topic(kafka_broker,
     # at least once: duplicates possible across kill -9, never a lost or a foreign alert
     ids = [json.loads(r.value)["alert_id"] for r in read_topic(kafka_broker.bootstrap, "alerts-k9")]
     assert set(ids) == {f"1:{a}:outlier" for a in ref["episodes"][0]["outliers"]}
+
+
+def _metric(port, name):
+    import urllib.request
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    return float(next(x.split()[-1] for x in text.splitlines() if x.startswith(name + " ")))
+
+
+def test_a_recreated_topic_grown_past_the_checkpoint_is_detected(kafka_broker, tmp_path):
+    """The topic behind a checkpoint is deleted and recreated, then refilled with *more* records than
+    the checkpointed offset: the position is in range but names another log. The fingerprint of the last
+    consumed record (kept in the checkpoint) no longer matches: the ``--on-out-of-range`` rule, a
+    warning and ``streamarms_offset_resets_total``. A restart against the same, grown topic is not
+    flagged (the control), and a checkpoint without fingerprints (older versions) still loads."""
+    from kafka import KafkaAdminClient
+
+    from streamarms.checkpoint import FileCheckpointStore
+    ck = tmp_path / "rec.ckpt"
+    port = free_port()
+    common = ["--bootstrap-servers", kafka_broker.bootstrap, "--rewards-topic", "r-rec", "--group-id", "g-rec",
+              *POLICY, "--forever", "--episode-interval", "1e9", "--checkpoint", str(ck), "--create-topics",
+              "--metrics-port", str(port), *FAST_GROUP]
+
+    def run_until(records, extra=()):
+        out = tmp_path / "rec.json"
+        proc = subprocess.Popen(cli([*common, "--summary-json", str(out), *extra]), cwd=ROOT,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        ok = wait_for(lambda: ck.exists() and FileCheckpointStore(ck).load()["scheduler"]["counters"]["records"]
+                      >= records, 120, proc)
+        resets = _metric(port, "streamarms_offset_resets_total") if ok else None
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+        assert ok and proc.returncode == 0, err.decode()[-3000:]
+        return json.loads(out.read_text()), err.decode(), resets
+
+    produce(kafka_broker.bootstrap, "r-rec", clean_stream(6_000, seed=81))
+    got, err, resets = run_until(6_000)
+    assert got["records"] == 6_000 and resets == 0
+    pos = FileCheckpointStore(ck).load()["source"]["r-rec:0"]
+    assert pos[0] == 6_000 and pos[2][0] == 5_999 and len(pos[2]) == 3  # [offset, timestamp, hash]
+
+    produce(kafka_broker.bootstrap, "r-rec", clean_stream(2_000, seed=82))  # control: same log, grown
+    got, err, resets = run_until(8_000)
+    assert got["records"] == 8_000 and resets == 0 and "outside the partition" not in err, err[-3000:]
+
+    admin = KafkaAdminClient(bootstrap_servers=kafka_broker.bootstrap)
+    try:
+        admin.delete_topics(["r-rec"])
+        assert wait_for(lambda: "r-rec" not in admin.list_topics(), 30)
+    finally:
+        admin.close()
+    recreated = clean_stream(12_000, seed=83)  # more than the checkpointed 8,000
+    produce(kafka_broker.bootstrap, "r-rec", recreated)
+    got, err, resets = run_until(8_000 + 12_000)
+    assert "r-rec:0: the position 8000 is outside the partition (its record at offset 7999 is not the one the " \
+           "checkpoint read" in err and "--on-out-of-range earliest: reading from offset 0" in err, err[-3000:]
+    assert resets == 1 and got["records"] == 20_000  # the new log read whole, once
+
+    # a checkpoint written before fingerprints existed: loaded, resumed unchecked
+    doc = FileCheckpointStore(ck).load()
+    doc["source"] = {k: v[:2] for k, v in doc["source"].items()}
+    FileCheckpointStore(ck).save(doc)
+    produce(kafka_broker.bootstrap, "r-rec", clean_stream(1_000, seed=84))
+    got, err, resets = run_until(21_000)
+    assert got["records"] == 21_000 and resets == 0
+    assert len(FileCheckpointStore(ck).load()["source"]["r-rec:0"]) == 3  # fingerprinted again
