@@ -37,6 +37,15 @@
   position is kept. A checkpoint from another cluster (another cluster id) is refused at start-up
   (``streamarms.daemon.restore_checkpoint``). Each reset is logged as a warning and counted
   (``out_of_range_resets``; fingerprint mismatches also in ``fingerprint_mismatches``).
+  **Group joins.** The source never leaves its group while a join is pending: :meth:`close` first
+  lets the join finish (at most ``leave_grace`` seconds). Tansu (0.5, the test broker) keeps a member
+  that sends LeaveGroup while its JoinGroup is pending as the group's leader, and the group never
+  assigns a partition again (``tests/kafka/test_hardening_kafka.py::test_tansu_wedges_a_group_left_mid_join``):
+  a daemon stopped by SIGTERM during its first seconds would leave the next run waiting forever (the
+  ``--exactly-once`` stop/restart hang). And a join that does not complete within ``join_timeout``
+  seconds (default 120; a join normally takes seconds, the broker's initial rebalance delay) while the
+  broker answers stops the daemon with :class:`GroupJoinTimeout` naming the group (exit 1) instead of
+  a silent wait.
 * :class:`KafkaAlertSink`, :class:`KafkaRequestSink` -- JSON values keyed by arm.
 * :class:`KafkaDeadLetterSink` -- the refused record's key and value unchanged, with headers
   ``reason`` (one of ``streamarms.runtime.INVALID_REASONS``), ``detail``, ``source`` (topic:partition:offset).
@@ -71,7 +80,7 @@ from streamarms.checkpoint import CheckpointStore, decode, encode
 
 from .ordering import PartitionMerger, parse_tp, tp_name
 
-__all__ = ["client_config", "ensure_topics", "record_fingerprint", "probe_cluster", "BrokerUnreachable", "KafkaRewardSource", "OffsetsOutOfRange", "OUT_OF_RANGE_RULES", "KafkaProducerPool", "KafkaAlertSink",
+__all__ = ["client_config", "ensure_topics", "record_fingerprint", "probe_cluster", "BrokerUnreachable", "KafkaRewardSource", "OffsetsOutOfRange", "GroupJoinTimeout", "OUT_OF_RANGE_RULES", "KafkaProducerPool", "KafkaAlertSink",
            "KafkaRequestSink", "KafkaDeadLetterSink", "KafkaCheckpointStore", "KafkaTransaction", "SinkError"]
 
 log = logging.getLogger("streamarms.kafka")
@@ -85,6 +94,10 @@ SECURITY_KEYS = ("security_protocol", "sasl_mechanism", "sasl_plain_username", "
 
 class SinkError(RuntimeError):
     """A record could not be delivered to a sink topic."""
+
+
+class GroupJoinTimeout(RuntimeError):
+    """The consumer group did not assign partitions within ``join_timeout`` seconds (module docstring)."""
 
 
 class OffsetsOutOfRange(RuntimeError):
@@ -232,7 +245,7 @@ class KafkaRewardSource:
                  resume: dict[str, Any] | None = None, ordered: bool = True, max_poll_records: int = 1000,
                  from_beginning: bool = True, consumer_options: dict[str, Any] | None = None,
                  max_buffer: int = 20_000, on_out_of_range: str = "earliest", check_interval: float = 5.0,
-                 rebuild_after: float = 10.0) -> None:
+                 rebuild_after: float = 10.0, join_timeout: float = 120.0, leave_grace: float = 15.0) -> None:
         if on_out_of_range not in OUT_OF_RANGE_RULES:
             raise ValueError(f"on_out_of_range must be one of {', '.join(OUT_OF_RANGE_RULES)}, got {on_out_of_range!r}")
         self.on_out_of_range = on_out_of_range
@@ -279,6 +292,11 @@ class KafkaRewardSource:
         opts.update(consumer_options or {})
         self._opts = opts
         self.rebuild_after = rebuild_after
+        self.join_timeout = join_timeout
+        self.leave_grace = leave_grace
+        #: the group has assigned partitions (possibly none: a standby) since the last (re)join began
+        self.joined = False
+        self._unjoined_since = time.monotonic()
         self.rebuilds = 0
         self._paused: set[Any] = set()
         self._resumed_any = False
@@ -288,6 +306,8 @@ class KafkaRewardSource:
     def _new_consumer(self) -> KafkaConsumer:
         consumer = KafkaConsumer(**self._opts)
         consumer.subscribe(self.topics, listener=_Listener(self))
+        self.joined = False
+        self._unjoined_since = time.monotonic()
         return consumer
 
     def _rebuild(self) -> None:
@@ -310,6 +330,7 @@ class KafkaRewardSource:
 
     # -- rebalance ---------------------------------------------------------------------------
     def _assigned(self, assigned: list[TopicPartition]) -> None:
+        self.joined = True
         resume = dict(self._resume)
         resume.update(self._positions())  # positions of partitions we keep win over older ones
         self._resume = resume
@@ -343,6 +364,8 @@ class KafkaRewardSource:
                            for tp in sorted(assigned)))
 
     def _revoked(self, revoked: list[TopicPartition]) -> None:
+        self.joined = False  # a (re)join follows
+        self._unjoined_since = time.monotonic()
         if revoked and self.before_revoke is not None:
             try:
                 self.before_revoke()
@@ -504,6 +527,21 @@ class KafkaRewardSource:
             self.connected = True
             self.disconnected_since = None
 
+    def _join_timed_out(self, now: float) -> None:
+        """No assignment for ``join_timeout`` s: an outage explains it (count again from the reconnection),
+        else the group is stuck -- :class:`GroupJoinTimeout` (module docstring)."""
+        try:
+            self.consumer.end_offsets([TopicPartition(self.topics[0], 0)], timeout_ms=2000)
+        except KafkaError as e:
+            if _transient(e):
+                self._disconnected(e)
+                self._unjoined_since = now
+                return
+        raise GroupJoinTimeout(
+            f"consumer group {self.group_id!r} has assigned no partitions for {now - self._unjoined_since:.0f} s "
+            "although the broker answers: its coordinator seems stuck (Tansu keeps a member that left during a "
+            "join as the group's leader); use another --group-id, or restart the broker")
+
     def _check(self) -> None:
         """No records for a while: does the broker answer (its end offsets also refresh the lag), and
         does a fetch response say a partition ends before our position?"""
@@ -556,7 +594,9 @@ class KafkaRewardSource:
             self._last_check = now
             if not self.connected:
                 self._reconnected()
-        elif now - self._last_check >= (self.check_interval if self.connected else 1.0):
+        if not self.joined and now - self._unjoined_since >= self.join_timeout:
+            self._join_timed_out(now)
+        if not got and now - self._last_check >= (self.check_interval if self.connected else 1.0):
             self._last_check = now
             self._check()
             if not self.connected and now - self._last_rebuild >= self.rebuild_after \
@@ -657,6 +697,17 @@ class KafkaRewardSource:
         return out
 
     def close(self) -> None:
+        """Leave the group -- after a pending join has finished (module docstring), at most ``leave_grace`` s."""
+        if not self.joined and self.connected and self.leave_grace > 0:
+            log.info("finishing the group join before leaving group %s", self.group_id)
+            deadline = time.monotonic() + self.leave_grace
+            try:
+                while not self.joined and time.monotonic() < deadline:
+                    self.consumer.poll(timeout_ms=100, max_records=1)  # records are dropped: the checkpoint is saved
+            except Exception as e:  # closing goes on whatever happens
+                log.debug("finishing the join failed: %s", e)
+            if not self.joined:
+                log.warning("leaving group %s with its join still pending (after %.0f s)", self.group_id, self.leave_grace)
         self.consumer.close(autocommit=False)
 
 

@@ -6,8 +6,8 @@
   transaction visible instead of aborting it (Kafka aborts it, KIP-98) -- recorded by
   :func:`test_tansu_exposes_a_fenced_open_transaction` so the day Tansu fixes it the test says so;
 * a clean (SIGTERM) stop / restart cycle with ``--exactly-once``: no duplicate alert id for a
-  read_committed reader, the decision equal to the uninterrupted run's -- SKIPPED: an open bug, the
-  last run hangs after SIGTERM restarts (see the marker);
+  read_committed reader, the decision equal to the uninterrupted run's (the former hang: Tansu wedges a
+  group left mid-join; the source no longer leaves mid-join);
 * kill -9 ten times mid-episode with ``--exactly-once`` (the drill of the issue): the decision equals the
   uninterrupted run's; no duplicate alert id is expected on a Kafka broker, and on Tansu only where
   the defect above applies (``xfail``, not strict, while it does).
@@ -92,10 +92,11 @@ def _finish_and_check(broker, tmp_path, common, ref, tag):
 
 
 @pytest.mark.drill
-@pytest.mark.skip(reason="OPEN BUG: after SIGTERM stop/restart cycles with --exactly-once the last run does not "
-                         "finish within 300 s (seen twice on Tansu, 22:45 and 22:52 UTC; cause not found yet); "
-                         "skipped rather than xfail so it does not cost 6 min of CI per run")
 def test_sigterm_restarts_with_exactly_once_publish_each_alert_once(kafka_broker, tmp_path):
+    """Was the "hang after ~4 SIGTERM restarts": with ``--exactly-once`` start-up is slower, so SIGTERM
+    came while the group join was pending, and Tansu wedges a group whose member leaves mid-join
+    (``test_hardening_kafka.py::test_tansu_wedges_a_group_left_mid_join``). The source now lets a pending
+    join finish before it leaves (``KafkaRewardSource.close``)."""
     clean = clean_stream(150_000, seed=71)  # seed 71: the episode ends within the stream (not every seed does)
     produce(kafka_broker.bootstrap, "r-eos-term", clean)
     ref = reference(tmp_path, clean, "eos-term")
