@@ -38,7 +38,7 @@
   (``streamarms.daemon.restore_checkpoint``). Each reset is logged as a warning and counted
   (``out_of_range_resets``; fingerprint mismatches also in ``fingerprint_mismatches``).
   **Group joins.** The source never leaves its group while a join is pending: :meth:`close` first
-  lets the join finish (at most ``leave_grace`` seconds). Tansu (0.5, the test broker) keeps a member
+  lets the join finish (at most ``leave_grace`` seconds). Tansu (0.6.0, the test broker) keeps a member
   that sends LeaveGroup while its JoinGroup is pending as the group's leader, and the group never
   assigns a partition again (``tests/kafka/test_hardening_kafka.py::test_tansu_wedges_a_group_left_mid_join``):
   a daemon stopped by SIGTERM during its first seconds would leave the next run waiting forever (the

@@ -221,3 +221,33 @@ def test_livez_fails_when_nothing_is_read_while_records_wait():
     src.polls, d._interrupt, d._stop_requested = 0, False, False
     d.run()
     assert d.health()[0]
+
+
+def test_alert_dedupe_recipe_keeps_the_first_of_each_alert_id():
+    """Issue 10 item 8: the documented dedupe recipe for at-least-once alerts is a real function."""
+    from streamarms.alerts import AlertDeduplicator
+    stream = [{"alert_id": i, "n": n} for n, i in enumerate(
+        ["1:a:outlier", "1:b:outlier", "1:a:outlier", "2:a:cleared", "1:b:outlier", "2:a:cleared", "2:c:outlier"])]
+    d = AlertDeduplicator()
+    assert [a["n"] for a in d.filter(stream)] == [0, 1, 3, 6] and (d.passed, d.dropped) == (4, 3)
+    bounded = AlertDeduplicator(keep_episodes=1)  # episode 1 forgotten once episode 2 starts
+    assert [a["n"] for a in bounded.filter(stream)] == [0, 1, 3, 4, 6]
+    with pytest.raises(ValueError, match="no alert_id"):
+        AlertDeduplicator().accept({"arm": "a"})
+    with pytest.raises(ValueError):
+        AlertDeduplicator(keep_episodes=0)
+
+
+def test_dedupe_alerts_cli(tmp_path):
+    import subprocess
+    import sys
+    lines = ['{"alert_id":"1:a:outlier","arm":"a"}', '{"alert_id":"1:a:outlier","arm":"a"}',
+             '{"alert_id":"1:b:outlier","arm":"b"}']
+    f = tmp_path / "alerts.jsonl"
+    f.write_text("\n".join(lines) + "\n")
+    p = subprocess.run([sys.executable, "-m", "streamarms.cli", "dedupe-alerts", str(f)], capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout.splitlines() == [lines[0], lines[2]], p.stderr
+    assert "2 alerts, 1 repeats dropped" in p.stderr
+    p = subprocess.run([sys.executable, "-m", "streamarms.cli", "dedupe-alerts"], input="not json\n",
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and p.stderr.startswith("streamarms dedupe-alerts: error: <stdin>:1:"), p.stderr
