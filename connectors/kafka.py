@@ -77,6 +77,7 @@ from kafka.errors import KafkaError, TopicAlreadyExistsError
 from kafka.structs import OffsetAndMetadata
 
 from streamarms.checkpoint import CheckpointStore, decode, encode
+from streamarms.errors import SinkUnavailable
 
 from .ordering import PartitionMerger, parse_tp, tp_name
 
@@ -714,6 +715,16 @@ class KafkaRewardSource:
 # ----------------------------------------------------------------------------------------------
 # sinks
 # ----------------------------------------------------------------------------------------------
+#: producer settings of the non-transactional sinks and the checkpoint store: no idempotence. Their
+#: delivery is at-least-once anyway (a crash re-sends; alerts carry a stable ``alert_id``), and an
+#: idempotent kafka-python (3.0.x) producer never recovers from a broker that lost its producer id (a
+#: restarted broker without that state): it takes UNKNOWN_PRODUCER_ID for retention (KAFKA-5793), resets
+#: the sequence and retries forever (``test_broker_process_restart_mid_run_is_ridden_out``). Order is
+#: not at stake: alerts of different episodes are never in flight together (a checkpoint, which
+#: flushes, follows every episode end), and a checkpoint is saved only once the previous one is acked.
+NON_IDEMPOTENT = {"enable_idempotence": False}
+
+
 class KafkaProducerPool:
     """One :class:`KafkaProducer` shared by the sinks of a daemon; tracks failed sends."""
 
@@ -727,6 +738,8 @@ class KafkaProducerPool:
             # a transaction stays open one checkpoint interval; the broker's coordinator aborts it after
             # this long without a commit (Kafka's default, 60 s); delivery_timeout_ms must not exceed it
             opts.update(transactional_id=transactional_id, transaction_timeout_ms=60_000, delivery_timeout_ms=60_000)
+        else:
+            opts.update(NON_IDEMPOTENT)
         opts.update(config)
         opts.update(producer_options or {})
         self.producer = KafkaProducer(**opts)
@@ -763,8 +776,16 @@ class KafkaProducerPool:
         with self._lock:
             self._errors.append(f"{topic}: {exc!r}")
 
-    def flush(self, timeout: float | None = 60.0) -> None:
-        self.producer.flush(timeout=timeout)
+    def flush(self, timeout: float | None = 5.0) -> None:
+        """Wait for every pending send; :class:`SinkUnavailable` if the broker has not acknowledged them
+        within ``timeout`` s (an outage: they stay pending, up to ``delivery_timeout_ms``), :class:`SinkError`
+        for sends that failed. The timeout is short on purpose: the daemon's loop, which also keeps the
+        consumer in its group, waits here (a wait longer than the session timeout loses the group)."""
+        try:
+            self.producer.flush(timeout=timeout)
+        except kafka_errors.KafkaTimeoutError:
+            raise SinkUnavailable(f"the broker has not acknowledged the pending records within {timeout:g} s "
+                                  "(unreachable?); they stay pending") from None
         with self._lock:
             errors, self._errors = self._errors, []
         if errors:
@@ -906,7 +927,7 @@ class KafkaCheckpointStore(CheckpointStore):
         #: a transactional pool (exactly-once): ``save`` joins its open transaction, durable at its commit
         self.pool = pool if pool is not None and pool.transactional else None
         self.producer = None if self.pool is not None else KafkaProducer(
-            acks="all", compression_type="gzip", max_request_size=max_bytes, linger_ms=0, **config)
+            acks="all", compression_type="gzip", max_request_size=max_bytes, linger_ms=0, **NON_IDEMPOTENT, **config)
 
     def describe(self) -> str:
         return f"kafka topic {self.topic} (key {self.key.decode()})"
@@ -919,7 +940,11 @@ class KafkaCheckpointStore(CheckpointStore):
             self.pool.send(self.topic, self.key, data)
             return
         assert self.producer is not None  # built in __init__ whenever no transactional pool is given
-        self.producer.send(self.topic, key=self.key, value=data).get(timeout=60)
+        try:
+            self.producer.send(self.topic, key=self.key, value=data).get(timeout=15)
+        except kafka_errors.KafkaTimeoutError:
+            raise SinkUnavailable(f"the checkpoint was not acknowledged by {self.topic} within 15 s (broker "
+                                  "unreachable?)") from None
 
     def load(self) -> dict[str, Any] | None:
         # read_committed: a checkpoint of an unfinished (or aborted) exactly-once transaction is not one

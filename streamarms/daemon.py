@@ -19,7 +19,10 @@ The loop, per batch of records from ``source.poll``:
    consumer group. A crash at any point therefore resumes from a state and positions that belong
    together: no record is lost, none counted twice. With a ``transaction`` (exactly-once, e.g.
    ``streamarms.connectors.kafka.KafkaTransaction``) the sinks' records, the checkpoint and the
-   positions are one transaction instead: a crash also publishes no alert twice.
+   positions are one transaction instead: a crash also publishes no alert twice. A sink that cannot
+   deliver in time (:class:`~streamarms.errors.SinkUnavailable`: its broker went away, and the source
+   has not noticed yet) postpones the checkpoint, with a warning; at exit it fails the run (exit 1:
+   the restart resumes from the last checkpoint, nothing lost).
 
 The source and the sinks satisfy the contracts of :mod:`streamarms.runtime.contracts`
 (:class:`~streamarms.runtime.contracts.RewardSource`, ``AlertSink``, ``RequestSink``, ``DeadLetterSink``);
@@ -64,6 +67,7 @@ from time import perf_counter
 from typing import Any
 
 from .checkpoint import CheckpointError, CheckpointStore
+from .errors import SinkUnavailable
 from .metrics import Metrics
 from .runtime import FINISHED, EventClock, InvalidRecord, Scheduler
 from .runtime.contracts import AlertSink, DeadLetterSink, RequestSink, RewardSource
@@ -265,7 +269,10 @@ class Daemon:
             if (self._checkpoint_now or now - last_ckpt >= self.checkpoint_interval) \
                     and getattr(source, "connected", True) is not False:  # an outage: checkpoint once back
                 if not self._interrupt:
-                    self.checkpoint()
+                    try:
+                        self.checkpoint()
+                    except SinkUnavailable as e:  # an outage the source has not noticed yet: try again later
+                        log.warning("checkpoint postponed: %s", e)
                 last_ckpt = now
             if not batch and self.stop_when_exhausted and getattr(source, "exhausted", False):
                 self.stop_reason = self.stop_reason or "input exhausted"

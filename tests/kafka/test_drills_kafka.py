@@ -4,6 +4,7 @@
   on the dead-letter topic with its reason, the decision equal to the clean stream's;
 * a broker outage mid-run (a proxy drops every connection for 12 s; Tansu keeps its data): no crash,
   no loss, no double count -- the same decision and counters as an undisturbed run;
+* a broker process restart mid-run (a new Tansu on the same port, refilled with the same log): the same;
 * a broker restart that lost the topic (Tansu's storage is memory only) under a stale checkpoint: a
   clear warning, the rule applied, progress;
 * a checkpoint written against another cluster (another cluster id): refused, exit 2;
@@ -27,6 +28,7 @@ from drill_util import clean_stream, fuzzed, jsonl_line
 from outage import OutageProxy
 from test_runtime_kafka import FAST_GROUP, ROOT, cli, produce
 
+from streamarms.connectors.kafka import ensure_topics
 from streamarms.connectors.tansu import TansuBroker, free_port
 from streamarms.runtime import INVALID_REASONS
 
@@ -175,6 +177,50 @@ def test_broker_outage_mid_run_is_ridden_out(tmp_path):
     same_decision(got, ref)
     assert (got["samples"], got["skipped"] + got["samples"]) == (ref["samples"], ref["samples"] + ref["skipped"])
     assert "kafka." not in err  # kafka-python's own lines stay quiet at the default log level
+
+
+def test_broker_process_restart_mid_run_is_ridden_out(tmp_path):
+    """A real broker restart, not only lost connections: the Tansu process is stopped mid-run and a new
+    one started on the same port (its group coordinator and producer ids are new: the daemon's member is
+    unknown, its producer's id too). Tansu keeps topics in memory only, so the test refills the new broker
+    with the same records at the same offsets -- what a broker with durable storage would hold -- while
+    the daemon is frozen (SIGSTOP), then lets it go on (SIGCONT). No crash, no loss, no double count: the
+    decision and counters of an undisturbed run (the last record's fingerprint matches: position kept)."""
+    from streamarms.checkpoint import FileCheckpointStore
+    port = free_port()
+    clean = clean_stream(150_000, seed=43)
+    ref = reference(tmp_path, clean, "restart")
+    ck = tmp_path / "r.ckpt"
+    args = ["--bootstrap-servers", f"127.0.0.1:{port}", "--rewards-topic", "r-restart", "--group-id", "g-restart",
+            "--alerts-topic", "alerts-restart", *POLICY, "--max-episodes", "1", "--create-topics",
+            "--checkpoint", str(ck), "--checkpoint-interval", "0.5", "--summary-json", str(tmp_path / "r.json"),
+            "--max-poll-records", "200", *FAST_GROUP]
+    broker = TansuBroker(port=port).start()
+    proc = None
+    try:
+        produce(broker.bootstrap, "r-restart", clean)
+        proc = subprocess.Popen(cli(args), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert wait_for(lambda: ck.exists() and FileCheckpointStore(ck).load()["source"].get("r-restart:0", [0])[0]
+                        >= 5_000, 120, proc)
+        proc.send_signal(signal.SIGSTOP)
+        broker.stop()
+        broker = TansuBroker(port=port).start()
+        produce(broker.bootstrap, "r-restart", clean)
+        ensure_topics({"bootstrap_servers": [broker.bootstrap]}, {"alerts-restart": 1})
+        proc.send_signal(signal.SIGCONT)
+        _, err = proc.communicate(timeout=300)
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGCONT)
+            proc.kill()
+        broker.stop()
+    err = err.decode()
+    assert proc.returncode == 0, err[-3000:]
+    assert err.count("assigned 1 partitions") >= 2, err[-3000:]  # joined the new broker's group
+    assert "outside the partition" not in err, err[-3000:]  # the same log: the position kept
+    got = json.loads((tmp_path / "r.json").read_text())
+    same_decision(got, ref)
+    assert (got["records"], got["samples"], got["skipped"]) == (ref["records"], ref["samples"], ref["skipped"])
 
 
 def test_stale_checkpoint_against_a_recreated_topic_warns_and_progresses(tmp_path):
