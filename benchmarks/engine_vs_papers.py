@@ -10,7 +10,8 @@ the error rate (answer != true outlier set, a capped run counted separately) of
   Outlier Arms in Multi-Armed Bandit", NeurIPS 2017) with Agresti-Coull arm intervals
   (``--bound bernoulli``), ``rr-hoef``/``wrr-hoef``: the same with Hoeffding/McDiarmid (``--bound hoeffding``);
 * ``ade``: Adaptive Double Exploration (Zhang et al., "Identifying Outlier Arms ...", AAAI 2020);
-* ``roai``: robust k-sigma (median + 1.4826 k MAD, after Zhu et al. ICML 2020), judged by its own truth.
+* ``roai``: robust k-sigma (median + 1.4826 k MAD, after Zhu et al. ICML 2020), judged by its own truth;
+  ``roai-cs``: the same rule with the engine's confidence sequences as arm intervals (not a baseline).
 
 Instances (Bernoulli rewards, delta = 0.1; families draw one instance per run, seeded by run index,
 so every policy sees the same instances):
@@ -60,7 +61,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing import Pool
 from pathlib import Path
-from types import SimpleNamespace
 
 # the checkout's streamarms (not an installed copy elsewhere), and this folder's helpers
 sys.path[:0] = [str(Path(__file__).resolve().parent.parent), str(Path(__file__).resolve().parent)]
@@ -90,6 +90,8 @@ POLICY_SETS: dict[str, tuple[str, dict, bool]] = {
     "wrr-hoef": ("wrr", {"bound": "hoeffding"}, True),
     "ade": ("ade", {"bound": "bernoulli"}, True),
     "roai": ("roai", {"bound": "bernoulli"}, True),
+    # roai with the engine's arm sequences (rule unchanged): what the engine's intervals save a paper's rule
+    "roai-cs": ("roai-cs", {"bound": "bernoulli"}, False),
 }
 BASELINES = ("rr-bern", "wrr-bern", "rr-hoef", "wrr-hoef", "ade")
 
@@ -189,7 +191,6 @@ def one_run(job: tuple) -> tuple:
     inst, label, r, means, k, name, opts, cap = job
     t0 = time.process_time()
     env = Environment(means, seed=r)
-    ns = SimpleNamespace(k=k, delta=DELTA, seed=r, **opts)
     if name == "oracle":
         theta = ksigma_theta(means, k)
         policy = KnownThresholdOracle(env.arm_names, threshold=theta, delta=DELTA)
@@ -197,7 +198,7 @@ def one_run(job: tuple) -> tuple:
         judge = None
     else:
         policy = build_policy(name, env.arm_names, k=k, delta=DELTA, seed=r, **opts)
-        truth = POLICIES[name].truth(means, ns)
+        truth = POLICIES[name].truth(means, k=k, delta=DELTA, seed=r, **opts)
         judge = POLICIES[name].judge
     res = run_policy(policy, env, max_pulls=cap, keep_events=False)
     d = res.decision
