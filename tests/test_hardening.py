@@ -251,3 +251,79 @@ def test_dedupe_alerts_cli(tmp_path):
     p = subprocess.run([sys.executable, "-m", "streamarms.cli", "dedupe-alerts"], input="not json\n",
                        capture_output=True, text=True)
     assert p.returncode == 2 and p.stderr.startswith("streamarms dedupe-alerts: error: <stdin>:1:"), p.stderr
+
+
+def test_a_sink_that_cannot_deliver_postpones_the_checkpoint_and_fails_only_at_exit():
+    """A flush that times out (SinkUnavailable: the broker went away, the source has not noticed) must
+    not stop the daemon, nor save a checkpoint past the undelivered records; at exit it fails the run."""
+    from collections import namedtuple
+
+    from streamarms.checkpoint import CheckpointStore
+    from streamarms.daemon import Daemon
+    from streamarms.errors import SinkUnavailable
+    Rec = namedtuple("Rec", "topic partition offset timestamp key value")
+    recs = [Rec("t", 0, i, 1000 * i, b"abcd"[i % 4:i % 4 + 1], b'{"reward": %d}' % (i % 4 == 3)) for i in range(40)]
+
+    class Source:
+        exhausted, connected = False, True
+
+        def __init__(self):
+            self.pos = 0
+
+        def poll(self, timeout):
+            b = recs[self.pos:self.pos + 4]
+            self.pos += len(b)
+            if not b:
+                d.stop("test over")
+            return b
+
+        def state(self):
+            return {"t:0": [self.pos, None]}
+
+        def rollback(self, n):
+            pass
+
+        def commit(self, state):
+            pass
+
+        def close(self):
+            pass
+
+    class Sink:
+        down = True
+
+        def send(self, alert):
+            pass
+
+        def flush(self):
+            if self.down:
+                raise SinkUnavailable("the broker has not acknowledged the pending records within 5 s")
+
+        def close(self):
+            pass
+
+    class Store(CheckpointStore):
+        def __init__(self):
+            self.saved = []
+
+        def save(self, state):
+            self.saved.append(state["source"]["t:0"][0])
+
+        def load(self):
+            return None
+
+        def describe(self):
+            return "memory"
+
+    s, _ = scheduler()
+    sink, store = Sink(), Store()
+    d = Daemon(s, Source(), alert_sink=sink, checkpoint=store, checkpoint_interval=0.0, handle_signals=False,
+               stop_when_exhausted=False)
+    with pytest.raises(SinkUnavailable):
+        d.run()  # every periodic checkpoint postponed (no crash), the one at exit fails the run
+    assert store.saved == [] and s.records == 40
+    sink.down = False
+    d = Daemon(s, Source(), alert_sink=sink, checkpoint=store, checkpoint_interval=0.0, handle_signals=False,
+                stop_when_exhausted=False)
+    d.run()
+    assert store.saved and store.saved[-1] == 40
