@@ -150,7 +150,7 @@ class Daemon:
         self._user_episode_end = scheduler.on_episode_end
         scheduler.on_episode_end = self._episode_ended
         if metrics is not None:
-            metrics.bind(scheduler.stats)
+            metrics.bind(scheduler.stats_view)
 
     # -- control -----------------------------------------------------------------------------
     def stop(self, reason: str = "stop requested") -> None:

@@ -41,10 +41,10 @@ values that must be computed in the daemon's thread are refreshed by callables g
 ``/healthz`` (readiness) and ``/livez`` (liveness) answer from the callables given to :meth:`Metrics.serve`
 (:mod:`streamarms.observability` adds the operator's series and readiness).
 
+>>> from streamarms.runtime.stats import StatsView
 >>> m = Metrics()
->>> m.bind(lambda: {"records": 10, "used": 3, "skipped": 7, "invalid": {"not_json": 1},
-...                 "alerts": {"outlier": 2}, "episodes": 1, "timeouts": 0, "requests_sent": 0,
-...                 "known_arms": 20, "in_flight": 0}, baseline=False)
+>>> m.bind(lambda: StatsView(records=10, used=3, skipped=7, invalid={"not_json": 1}, alerts={"outlier": 2},
+...                          episodes=1, known_arms=20), baseline=False)
 >>> text = m.render().decode()
 >>> "streamarms_samples_total 3.0" in text, 'streamarms_alerts_total{kind="outlier"} 2.0' in text
 (True, True)
@@ -62,6 +62,8 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
+from .runtime.stats import StatsView
+
 __all__ = ["Metrics", "MetricsServer", "LATENCY_BUCKETS", "EPISODE_BUCKETS"]
 
 LATENCY_BUCKETS = (1e-6, 5e-6, 1e-5, 5e-5, 1e-4, 5e-4, 1e-3, 5e-3, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0)
@@ -76,8 +78,8 @@ class Metrics:
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
-        self._stats: Callable[[], dict[str, Any]] = lambda: {}
-        self._baseline: dict[str, Any] = {}
+        self._stats: Callable[[], StatsView] = StatsView
+        self._baseline = StatsView()
         self._providers: list[Callable[[], Iterable[Metric]]] = []
         self._refreshers: list[Callable[[], None]] = []
         self.arm_states: dict[str, int] = {s: 0 for s in _ARM_STATES}
@@ -94,11 +96,11 @@ class Metrics:
         self.registry.register(_Collector(self))
 
     # -- wiring ------------------------------------------------------------------------------
-    def bind(self, stats: Callable[[], dict[str, Any]], baseline: bool = True) -> None:
-        """Read counters from ``stats()`` (e.g. :meth:`Scheduler.stats`); with ``baseline``, export them
+    def bind(self, stats: Callable[[], StatsView], baseline: bool = True) -> None:
+        """Read counters from ``stats()`` (e.g. :meth:`Scheduler.stats_view`); with ``baseline``, export them
         relative to their current values (totals restored from a checkpoint are not re-exported)."""
         self._stats = stats
-        self._baseline = _copy(stats()) if baseline else {}
+        self._baseline = stats() if baseline else StatsView()
 
     def add_provider(self, provider: Callable[[], Iterable[Metric]]) -> None:
         """Add series computed at scrape time (``provider()`` yields metric families)."""
@@ -132,12 +134,11 @@ class Metrics:
         return MetricsServer(self, port, addr, health, live)
 
     # -- collection --------------------------------------------------------------------------
-    def _delta(self, st: dict[str, Any], key: str, sub: str | None = None) -> float:
-        cur = st.get(key, 0)
-        base = self._baseline.get(key, 0)
+    def _delta(self, st: StatsView, key: str, sub: str | None = None) -> float:
+        """Counter ``key`` (``sub``: its entry) since :meth:`bind`."""
+        cur, base = getattr(st, key), getattr(self._baseline, key)
         if sub is not None:
-            cur = cur.get(sub, 0) if isinstance(cur, dict) else 0
-            base = base.get(sub, 0) if isinstance(base, dict) else 0
+            cur, base = cur.get(sub, 0), base.get(sub, 0)
         return float(max(0, cur - base))
 
     def collect(self) -> Iterable[Metric]:
@@ -155,8 +156,7 @@ class Metrics:
             c.add_metric([], d(st, key))
             yield c
         inv = CounterMetricFamily("streamarms_invalid_records", "Records refused, by reason.", labels=["reason"])
-        reasons = st.get("invalid", {}) or {}
-        for reason in sorted(reasons):
+        for reason in sorted(st.invalid):
             inv.add_metric([reason], d(st, "invalid", reason))
         yield inv
         al = CounterMetricFamily("streamarms_alerts", "Alerts emitted, by kind.", labels=["kind"])
@@ -174,11 +174,11 @@ class Metrics:
             arms.add_metric([s], float(self.arm_states.get(s, 0)))
         yield arms
         yield GaugeMetricFamily("streamarms_keys", "Stream keys known (the arms of the next episode).",
-                                value=float(st.get("known_arms", 0)))
+                                value=float(st.known_arms))
         yield GaugeMetricFamily("streamarms_requests_in_flight", "Sample requests awaiting an answer.",
-                                value=float(st.get("in_flight", 0)))
+                                value=float(st.in_flight))
         yield GaugeMetricFamily("streamarms_held_rewards", "Rewards held for planned arms, not yet used.",
-                                value=float(st.get("held", 0)))
+                                value=float(st.held))
         if self.last_checkpoint is not None:
             yield GaugeMetricFamily("streamarms_checkpoint_age_seconds", "Seconds since the last durable checkpoint.",
                                     value=time.monotonic() - self.last_checkpoint)
@@ -192,10 +192,6 @@ class _Collector:
 
     def collect(self) -> Iterable[Metric]:
         return self.metrics.collect()
-
-
-def _copy(d: dict[str, Any]) -> dict[str, Any]:
-    return {k: (dict(v) if isinstance(v, dict) else v) for k, v in d.items()}
 
 
 class MetricsServer:

@@ -141,8 +141,8 @@ class OperatorMetrics:
     def refresh(self) -> None:
         """Compute every value (call from the thread that runs the scheduler)."""
         s = self.scheduler
-        st = s.stats()
-        snap: dict[str, Any] = {"at": self.wall(), "phase": st.get("phase"), "episode": st.get("episode", 0)}
+        st = s.stats_view()
+        snap: dict[str, Any] = {"at": self.wall(), "phase": st.phase, "episode": st.episode}
         lag_fn = getattr(self.source, "lag", None)
         snap["lag"] = dict(lag_fn()) if callable(lag_fn) else None
         merger = getattr(self.source, "merger", None)
@@ -155,9 +155,8 @@ class OperatorMetrics:
             snap["threshold"] = float(d.threshold)
             ti = d.threshold_interval
             snap["threshold_interval"] = (float(ti[0]), float(ti[1])) if ti is not None else None
-        ep_records = st.get("episode_records", getattr(s, "_ep_records", None))
-        if ep_records is not None and s.policy is not None:
-            snap["episode_records"] = int(ep_records)
+        if s.policy is not None:
+            snap["episode_records"] = st.episode_records
             snap["episode_samples"] = int(s.policy.pulls)
         flagged = s.alerts.flagged
         snap["flagged"] = len(flagged)
