@@ -65,7 +65,7 @@ def run(name: str, means: list[float], k: float, bound: str, seed: int) -> tuple
     policy = build_policy(name, env.arm_names, **opts)
     res = run_policy(policy, env, max_pulls=CAP, keep_events=False)
     d = res.decision
-    truth = POLICIES[name].truth(means, argparse.Namespace(**opts))
+    truth = POLICIES[name].truth(means, **opts) or []
     return res.pulls, d.done and sorted(d.outliers, key=int) == sorted(truth, key=int)
 
 

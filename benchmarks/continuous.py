@@ -113,12 +113,9 @@ class AdwinMonitor(ContinuousMonitor):
 
 
 def run_episodes(keys: np.ndarray, x: np.ndarray, policy: str) -> dict[str, Any]:
-    from types import SimpleNamespace
-
     from streamarms.registry import POLICIES
     from streamarms.runtime import EventClock, Scheduler, SchedulerConfig
-    opts = SimpleNamespace(k=2.0, delta=0.1, reward_model="bernoulli", two_sided=False, seed=None, bound=None,
-                           a=0.0, b_max=1.0, estimator=None, rho=None)
+    opts = {"k": 2.0, "delta": 0.1, "reward_model": "bernoulli"}
     spec = POLICIES[policy]
     clock = EventClock()
     cur = [0]
@@ -127,7 +124,7 @@ def run_episodes(keys: np.ndarray, x: np.ndarray, policy: str) -> dict[str, Any]
     def emit(a: dict[str, Any]) -> None:
         alerts.append((cur[0], a["arm"], a["kind"]))
 
-    sched = Scheduler(lambda arms, ep: spec.build(list(arms), opts), clock=clock, emit_alert=emit,
+    sched = Scheduler(lambda arms, ep: spec.build(list(arms), **opts), clock=clock, emit_alert=emit,
                       config=SchedulerConfig(max_episodes=None, episode_interval=300.0, discovery_records=1000),
                       policy_name=policy, delta=0.1)
     values = [b'{"reward": 0}', b'{"reward": 1}']

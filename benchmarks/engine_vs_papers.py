@@ -60,7 +60,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing import Pool
 from pathlib import Path
-from types import SimpleNamespace
 
 # the checkout's streamarms (not an installed copy elsewhere), and this folder's helpers
 sys.path[:0] = [str(Path(__file__).resolve().parent.parent), str(Path(__file__).resolve().parent)]
@@ -189,7 +188,6 @@ def one_run(job: tuple) -> tuple:
     inst, label, r, means, k, name, opts, cap = job
     t0 = time.process_time()
     env = Environment(means, seed=r)
-    ns = SimpleNamespace(k=k, delta=DELTA, seed=r, **opts)
     if name == "oracle":
         theta = ksigma_theta(means, k)
         policy = KnownThresholdOracle(env.arm_names, threshold=theta, delta=DELTA)
@@ -197,7 +195,7 @@ def one_run(job: tuple) -> tuple:
         judge = None
     else:
         policy = build_policy(name, env.arm_names, k=k, delta=DELTA, seed=r, **opts)
-        truth = POLICIES[name].truth(means, ns)
+        truth = POLICIES[name].truth(means, k=k, delta=DELTA, seed=r, **opts)
         judge = POLICIES[name].judge
     res = run_policy(policy, env, max_pulls=cap, keep_events=False)
     d = res.decision

@@ -63,7 +63,7 @@ def greedy(policy_name: str, seed: int, cap: int = 5_000_000) -> tuple[int, bool
         truth = {names[i] for i, y in enumerate(means) if y > theta}
     else:
         pol = build_policy(policy_name, names, k=K, delta=DELTA, seed=seed)
-        truth = {names[int(i)] for i in POLICIES[policy_name].truth(means, argparse.Namespace(k=K, delta=DELTA))}
+        truth = {names[int(i)] for i in POLICIES[policy_name].truth(means, k=K, delta=DELTA) or []}
     update = pol.update
     seen = 0
     for key, value, _ts in stream:

@@ -111,7 +111,6 @@ import inspect
 import math
 import numbers
 from collections.abc import Callable
-from types import SimpleNamespace
 from typing import Any
 
 from river import base
@@ -243,8 +242,8 @@ class OutlierArmDetector(base.AnomalyDetector):
         """The reward model the policy will use, to validate every reward (not only the used ones)."""
         params = self._params()
         if isinstance(self.policy, str):
-            from .registry import model_from_opts
-            return model_from_opts(SimpleNamespace(**params))
+            from .registry import PolicyParams, reward_model_of
+            return reward_model_of(PolicyParams.of(params))
         if "model" in params:
             return make_model(params["model"])
         try:

@@ -1,44 +1,126 @@
 """Policies by name: how the CLI (and the daemon) build a policy and compute the true answer.
 
-Each :class:`PolicySpec` says how to build the policy from a list of arm names and parsed options,
-and how to compute the true outlier set from the true means under that policy's own definition.
+Each :class:`PolicySpec` builds its policy from a list of arm names and explicit keyword parameters
+(the fields of :class:`PolicyParams`, each with its one default), and computes the true outlier set
+from the true means under that policy's own definition.
 
 >>> {"rr", "wrr", "nrr", "ade", "gold", "roai", "lsa", "se"} <= set(POLICIES)
 True
 >>> POLICIES["wrr"].kind
 'outlier'
+>>> POLICIES["rr"].build(["a", "b", "c"], k=1.5).k
+1.5
+>>> POLICIES["rr"].truth([0.1, 0.1, 0.1, 0.9], k=1.0)
+['3']
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from types import SimpleNamespace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any
 
-from .models import make_model
+from .errors import ConfigError
+from .models import HeavyTailedModel, RewardModel, make_model
 from .policies.ade import AdaptiveDoubleExploration, ade_outliers
+from .policies.anytime import AnytimeKSigma
 from .policies.base import Policy
+from .policies.best_arm import SuccessiveElimination, SuccessiveRejects, best_arm_truth
 from .policies.gold import GenericOutlierDetection, true_outliers
 from .policies.ksigma import NaiveRoundRobin, RoundRobin, WeightedRoundRobin, ksigma_outliers
 from .policies.robust import RobustOutlierArmIdentification, robust_true_outliers
+from .policies.thresholding import APT, LSA, UCBE, Uniform, complexity_H, threshold_truth
 
-__all__ = ["PolicySpec", "POLICIES", "register", "build_policy", "model_from_opts"]
+__all__ = ["PolicyParams", "PolicySpec", "POLICIES", "register", "build_policy", "reward_model_of",
+           "heavy_model_of"]
+
+
+@dataclass(frozen=True)
+class PolicyParams:
+    """Every parameter a registered policy reads, with its default (``None``: the family's own default,
+    e.g. GOLD's ``rho`` 0.9 but WRR's ``rho*``). A policy reads only the ones it needs (its
+    :attr:`PolicySpec.params`).
+
+    >>> PolicyParams.of({"k": 3}).k
+    3
+    >>> PolicyParams.of({"kk": 3})
+    Traceback (most recent call last):
+    ...
+    streamarms.errors.ConfigError: unknown setting 'kk' (did you mean 'k'?)
+    """
+
+    # the k-sigma families (rr, wrr, nrr, ade, roai, cs)
+    k: float = 2.0
+    delta: float = 0.1
+    two_sided: bool = False
+    #: WRR: pulls per round of an active arm (None: rho* of Eq. 6); GOLD: share of normal arms (None: 0.9)
+    rho: float | None = None
+    # the reward model: its name (or a model), the range of "bounded", the parameters of the others;
+    # ``bound`` is ``streamarms simulate --bound`` (bernoulli/hoeffding) and wins over ``reward_model``
+    reward_model: str | RewardModel = "bernoulli"
+    bound: str | None = None
+    reward_range: tuple[float, float] = (0.0, 1.0)
+    model_params: Mapping[str, Any] = field(default_factory=dict)
+    #: seed of randomised policies (ADE, SE, SR)
+    seed: int | None = None
+    # GOLD distance factor; APT precision; SR-T(TEA) design gap (None: each family's default)
+    epsilon: float | None = None
+    # known threshold on a budget (lsa, apt, ucbe, uniform) and best arm (se, sr)
+    threshold: float | None = None
+    budget: int | None = None
+    ucbe_b: float | None = None
+    alpha: float | None = None
+    estimator: str | None = None
+    moment_p: float | None = None
+    moment_bound: float | None = None
+    # what the simulator knows (oracle parameters of UCBE, SR-T and the heavy-tailed moment bound)
+    env: str = "bernoulli"
+    df: float = 3.0
+    true_means: tuple[float, ...] | None = None
+
+    @classmethod
+    def of(cls, params: Mapping[str, Any]) -> PolicyParams:
+        """The parameters named in ``params``; an unknown name is a :class:`ConfigError`."""
+        known = _PARAM_NAMES
+        for key in params:
+            if key not in known:
+                raise ConfigError.unknown(key, known)
+        kw = dict(params)
+        if kw.get("true_means") is not None:
+            kw["true_means"] = tuple(kw["true_means"])
+        if kw.get("reward_range") is not None:
+            a, b = kw["reward_range"]
+            kw["reward_range"] = (float(a), float(b))
+        return cls(**{k: v for k, v in kw.items() if v is not None})  # None: the default
+
+
+_PARAM_NAMES = tuple(f.name for f in fields(PolicyParams))
 
 
 @dataclass(frozen=True)
 class PolicySpec:
-    """A named policy: ``build(arms, opts) -> Policy``; ``truth(means, opts) -> true outlier names``;
-    ``kind``: ``"outlier"`` (fixed confidence), ``"threshold"`` (fixed budget) or ``"best"``."""
+    """A named policy: :meth:`build` ``(arms, **params) -> Policy``; :meth:`truth` ``(means, **params)``
+    -> the true outlier names; ``kind``: ``"outlier"`` (fixed confidence), ``"threshold"`` (fixed
+    budget) or ``"best"``; ``params``: the :class:`PolicyParams` it reads (as ``simulate`` prints them)."""
 
     name: str
-    build: Callable[[list[str], Any], Policy]
-    truth: Callable[[list[float], Any], list[str]] | None
+    factory: Callable[[list[str], PolicyParams], Policy]
+    truth_rule: Callable[[list[float], PolicyParams], list[str]] | None
     kind: str = "outlier"
     description: str = ""
     #: ``judge(decision, truth) -> bool``: whether a run's answer is correct (default: the reported
     #: outlier set equals the truth)
     judge: Callable[[Any, list[str]], bool] | None = None
+    params: tuple[str, ...] = ()
+
+    def build(self, arms: list[str], **params: Any) -> Policy:
+        """The policy on ``arms`` with ``params`` (fields of :class:`PolicyParams`, others refused)."""
+        return self.factory(list(arms), PolicyParams.of(params))
+
+    def truth(self, means: list[float], **params: Any) -> list[str] | None:
+        """The true outliers (arm ``i`` named ``str(i)``) under this policy's definition, ``None`` if it
+        has none."""
+        return None if self.truth_rule is None else self.truth_rule(list(means), PolicyParams.of(params))
 
 
 POLICIES: dict[str, PolicySpec] = {}
@@ -49,61 +131,79 @@ def register(spec: PolicySpec) -> PolicySpec:
     return spec
 
 
-def _opt(opts: Any, name: str, default: Any = None) -> Any:
-    v = getattr(opts, name, None)
-    return default if v is None else v
+def build_policy(name: str, arms: list[str], **params: Any) -> Policy:
+    """Build a registered policy by name with keyword parameters (as the CLI would).
+
+    >>> build_policy("rr", ["a", "b", "c"], k=1.5).k
+    1.5
+    """
+    if name not in POLICIES:
+        raise ValueError(f"unknown policy {name!r}: choose one of {', '.join(sorted(POLICIES))}")
+    return POLICIES[name].build(arms, **params)
 
 
-def model_from_opts(opts: Any) -> Any:
-    """The reward model named by ``opts.bound`` (CLI ``--bound``) or ``opts.reward_model``."""
-    name = _opt(opts, "bound") or _opt(opts, "reward_model") or "bernoulli"
+def _or(value: Any, default: Any) -> Any:
+    return default if value is None else value
+
+
+def reward_model_of(p: PolicyParams) -> RewardModel:
+    """The reward model named by ``p.bound`` (``simulate --bound``) or ``p.reward_model``."""
+    name = p.bound or p.reward_model or "bernoulli"
+    if isinstance(name, RewardModel):
+        return name
     if name in ("hoeffding", "bounded"):
-        return make_model("bounded", a=_opt(opts, "a", 0.0), b=_opt(opts, "b_max", 1.0))
+        return make_model("bounded", a=p.reward_range[0], b=p.reward_range[1])
     if name == "bernoulli":
         return make_model("bernoulli")
-    return make_model(name, **dict(_opt(opts, "model_params", {})))
+    return make_model(name, **dict(p.model_params))
 
 
-def _ksigma_truth(means: list[float], opts: Any) -> list[str]:
-    return [str(i) for i in ksigma_outliers(means, _opt(opts, "k", 2.0), bool(_opt(opts, "two_sided", False)))]
+# ------------------------------------------------------------------------------------------------
+# k-sigma outliers (NeurIPS'17, AAAI'20), GOLD (KDD'20), robust k-sigma, anytime k-sigma (issue 9)
+# ------------------------------------------------------------------------------------------------
+_KSIGMA = ("k", "delta", "bound")
 
 
-def _ksigma_kw(opts: Any) -> dict[str, Any]:
-    return {"k": _opt(opts, "k", 2.0), "delta": _opt(opts, "delta", 0.1), "model": model_from_opts(opts),
-            "two_sided": bool(_opt(opts, "two_sided", False))}
+def _ksigma_truth(means: list[float], p: PolicyParams) -> list[str]:
+    return [str(i) for i in ksigma_outliers(means, p.k, p.two_sided)]
 
 
-register(PolicySpec("rr", lambda arms, o: RoundRobin(arms, **_ksigma_kw(o)), _ksigma_truth,
-                    description="Round-Robin, Zhuang et al. NeurIPS'17 Alg. 1"))
-register(PolicySpec("wrr", lambda arms, o: WeightedRoundRobin(arms, rho=_opt(o, "rho"), **_ksigma_kw(o)),
-                    _ksigma_truth, description="Weighted Round-Robin, Zhuang et al. NeurIPS'17 Alg. 2"))
-register(PolicySpec("nrr", lambda arms, o: NaiveRoundRobin(arms, **_ksigma_kw(o)), _ksigma_truth,
-                    description="Naive Round-Robin baseline (no guarantee), NeurIPS'17 Sec. 5.2"))
+def _ksigma_kw(p: PolicyParams) -> dict[str, Any]:
+    return {"k": p.k, "delta": p.delta, "model": reward_model_of(p), "two_sided": p.two_sided}
 
 
+register(PolicySpec("rr", lambda arms, p: RoundRobin(arms, **_ksigma_kw(p)), _ksigma_truth,
+                    description="Round-Robin, Zhuang et al. NeurIPS'17 Alg. 1", params=_KSIGMA))
+register(PolicySpec("wrr", lambda arms, p: WeightedRoundRobin(arms, rho=p.rho, **_ksigma_kw(p)),
+                    _ksigma_truth, description="Weighted Round-Robin, Zhuang et al. NeurIPS'17 Alg. 2",
+                    params=(*_KSIGMA, "rho")))
+register(PolicySpec("nrr", lambda arms, p: NaiveRoundRobin(arms, **_ksigma_kw(p)), _ksigma_truth,
+                    description="Naive Round-Robin baseline (no guarantee), NeurIPS'17 Sec. 5.2", params=_KSIGMA))
 
-def _ade_truth(means: list[float], opts: Any) -> list[str]:
-    return [str(i) for i in ade_outliers(means, _opt(opts, "k", 2.0), bool(_opt(opts, "two_sided", False)))]
+
+def _ade_truth(means: list[float], p: PolicyParams) -> list[str]:
+    return [str(i) for i in ade_outliers(means, p.k, p.two_sided)]
 
 
-def _ade_seed(opts: Any) -> int | None:
+def _ade_seed(p: PolicyParams) -> int | None:
     """ADE's own seed (threshold arm draws), derived from the run seed: a simulator seeded with the
     same number would otherwise replay the same Mersenne Twister stream, and the drawn arm would be
     correlated with the reward it gets."""
-    s = _opt(opts, "seed")
-    return None if s is None else (int(s) * 0x9E3779B97F4A7C15 + 0xADE) % (1 << 63)
+    return None if p.seed is None else (int(p.seed) * 0x9E3779B97F4A7C15 + 0xADE) % (1 << 63)
 
 
-register(PolicySpec("ade", lambda arms, o: AdaptiveDoubleExploration(arms, seed=_ade_seed(o), **_ksigma_kw(o)),
-                    _ade_truth, description="Adaptive Double Exploration, Zhang et al. AAAI'20 Alg. 1"))
+register(PolicySpec("ade", lambda arms, p: AdaptiveDoubleExploration(arms, seed=_ade_seed(p), **_ksigma_kw(p)),
+                    _ade_truth, description="Adaptive Double Exploration, Zhang et al. AAAI'20 Alg. 1",
+                    params=_KSIGMA))
+
+
 # GOLD (Ban & He, KDD'20): rho is the assumed share of normal arms (CLI --rho, default 0.9)
-def _gold_kw(opts: Any) -> dict[str, Any]:
-    return {"epsilon": _opt(opts, "epsilon", 2.5), "rho": _opt(opts, "rho", 0.9),
-            "delta": _opt(opts, "delta", 0.1), "model": model_from_opts(opts)}
+def _gold_kw(p: PolicyParams) -> dict[str, Any]:
+    return {"epsilon": _or(p.epsilon, 2.5), "rho": _or(p.rho, 0.9), "delta": p.delta, "model": reward_model_of(p)}
 
 
-def _gold_truth(means: list[float], opts: Any) -> list[str]:
-    kw = _gold_kw(opts)
+def _gold_truth(means: list[float], p: PolicyParams) -> list[str]:
+    kw = _gold_kw(p)
     return [str(i) for i in true_outliers(means, kw["epsilon"], kw["rho"])]
 
 
@@ -113,60 +213,42 @@ def _ranking_judge(decision: Any, truth: list[str]) -> bool:
     return set(ranking[:len(truth)]) == set(truth)
 
 
-register(PolicySpec("gold", lambda arms, o: GenericOutlierDetection(arms, **_gold_kw(o)), _gold_truth,
+register(PolicySpec("gold", lambda arms, p: GenericOutlierDetection(arms, **_gold_kw(p)), _gold_truth,
                     description="GOLD, Ban & He KDD'20 Alg. 1: (epsilon, rho) outliers, ranked",
-                    judge=_ranking_judge))
+                    judge=_ranking_judge, params=("epsilon", "rho", "delta", "bound")))
 
 
-def _roai_truth(means: list[float], opts: Any) -> list[str]:
-    return [str(i) for i in robust_true_outliers(means, _opt(opts, "k", 2.0), bool(_opt(opts, "two_sided", False)))]
+def _roai_truth(means: list[float], p: PolicyParams) -> list[str]:
+    return [str(i) for i in robust_true_outliers(means, p.k, p.two_sided)]
 
 
-register(PolicySpec("roai", lambda arms, o: RobustOutlierArmIdentification(arms, **_ksigma_kw(o)), _roai_truth,
-                    description="robust k-sigma: median + 1.4826 k MAD (after Zhu et al. ICML'20)"))
-
-
-def build_policy(name: str, arms: list[str], **opts: Any) -> Policy:
-    """Build a registered policy by name with keyword options (as the CLI would).
-
-    >>> build_policy("rr", ["a", "b", "c"], k=1.5).k
-    1.5
-    """
-    if name not in POLICIES:
-        raise ValueError(f"unknown policy {name!r}: choose one of {', '.join(sorted(POLICIES))}")
-    return POLICIES[name].build(arms, SimpleNamespace(**opts))
+register(PolicySpec("roai", lambda arms, p: RobustOutlierArmIdentification(arms, **_ksigma_kw(p)), _roai_truth,
+                    description="robust k-sigma: median + 1.4826 k MAD (after Zhu et al. ICML'20)", params=_KSIGMA))
 
 
 # ------------------------------------------------------------------------------------------------
 # known threshold on a budget (NeurIPS'19) and best arm with heavy tails (UAI'18)
 # ------------------------------------------------------------------------------------------------
-from .models import HeavyTailedModel  # noqa: E402
-from .policies.best_arm import SuccessiveElimination, SuccessiveRejects, best_arm_truth  # noqa: E402
-from .policies.thresholding import APT, LSA, UCBE, Uniform, complexity_H, threshold_truth  # noqa: E402
-
-
-def _threshold(opts: Any, policy: str) -> float:
-    theta = getattr(opts, "threshold", None)
-    if theta is None:
+def _threshold(p: PolicyParams, policy: str) -> float:
+    if p.threshold is None:
         raise ValueError(f"policy {policy!r} needs --threshold")
-    return float(theta)
+    return float(p.threshold)
 
 
 _UNIT_RANGE_ENVS = ("bernoulli", "bounded", "hoeffding", "two-point", "beta")
 
 
-def _second_moments(opts: Any) -> tuple[float, float] | None:
+def _second_moments(p: PolicyParams) -> tuple[float, float] | None:
     """(max_i E X_i^2, max_i Var X_i) of the simulated arms, when the CLI passed them (``true_means``)."""
-    means = getattr(opts, "true_means", None)
+    means = p.true_means
     if means is None:
         return None
-    env = _opt(opts, "env", "bernoulli")
-    if env in _UNIT_RANGE_ENVS:  # rewards in [0, 1]
+    if p.env in _UNIT_RANGE_ENVS:  # rewards in [0, 1]
         return 1.0, 0.25
-    if env == "gaussian":
+    if p.env == "gaussian":
         return max(m * m for m in means) + 1.0, 1.0
-    if env == "student-t":
-        df = float(_opt(opts, "df", 3.0))
+    if p.env == "student-t":
+        df = float(p.df)
         if df <= 2.0:
             return None
         var = df / (df - 2.0)
@@ -174,90 +256,84 @@ def _second_moments(opts: Any) -> tuple[float, float] | None:
     return None
 
 
-def heavy_model_from_opts(opts: Any, n_arms: int, estimator_default: str = "tea") -> HeavyTailedModel:
+def heavy_model_of(p: PolicyParams, n_arms: int, estimator_default: str = "tea") -> HeavyTailedModel:
     """The ``heavy_tailed`` reward model from ``--estimator``, ``--moment-p``, ``--moment-bound``.
 
     Without ``--moment-bound``, B (and the central bound C) are computed from the simulated arms:
     ``B = (max_i E X_i^2)^(p/2) >= E|X|^p`` (Jensen), ``C = (max_i Var X_i)^(p/2)``.
     """
-    p = float(_opt(opts, "moment_p", 2.0))
-    B = getattr(opts, "moment_bound", None)
-    C = None
+    order = float(_or(p.moment_p, 2.0))
+    B, C = p.moment_bound, None
     if B is None:
-        mom = _second_moments(opts)
+        mom = _second_moments(p)
         if mom is None:
             raise ValueError("the heavy-tailed estimators need --moment-bound (a bound B on E|X|^p)")
-        B, C = mom[0] ** (p / 2.0), mom[1] ** (p / 2.0)
-    return HeavyTailedModel(p=p, B=float(B), estimator=_opt(opts, "estimator", estimator_default), C=C,
-                            delta0=_opt(opts, "delta", 0.1) / max(n_arms, 1))
+        B, C = mom[0] ** (order / 2.0), mom[1] ** (order / 2.0)
+    return HeavyTailedModel(p=order, B=float(B), estimator=_or(p.estimator, estimator_default), C=C,
+                            delta0=p.delta / max(n_arms, 1))
 
 
-def _threshold_model(opts: Any, n_arms: int) -> Any:
-    env = _opt(opts, "env", "bernoulli")
-    if env == "bernoulli":
+def _threshold_model(p: PolicyParams, n_arms: int) -> Any:
+    if p.env == "bernoulli":
         return make_model("bernoulli")
-    if env in _UNIT_RANGE_ENVS and getattr(opts, "estimator", None) is None:
+    if p.env in _UNIT_RANGE_ENVS and p.estimator is None:
         return make_model("bounded", a=0.0, b=1.0)
-    if env == "gaussian" and getattr(opts, "estimator", None) is None:
+    if p.env == "gaussian" and p.estimator is None:
         return make_model("subgaussian", sigma=1.0)
-    return heavy_model_from_opts(opts, n_arms, estimator_default="ea")
+    return heavy_model_of(p, n_arms, estimator_default="ea")
 
 
-def _threshold_kw(arms: list[str], opts: Any, policy: str) -> dict[str, Any]:
-    return {"threshold": _threshold(opts, policy), "budget": getattr(opts, "budget", None),
-            "model": _threshold_model(opts, len(arms))}
+def _threshold_kw(arms: list[str], p: PolicyParams, policy: str) -> dict[str, Any]:
+    return {"threshold": _threshold(p, policy), "budget": p.budget, "model": _threshold_model(p, len(arms))}
 
 
-def _threshold_truth(means: list[float], opts: Any) -> list[str]:
-    return [str(i) for i in threshold_truth(means, _threshold(opts, _opt(opts, "policy", "lsa")))]
+def _threshold_truth(policy: str) -> Callable[[list[float], PolicyParams], list[str]]:
+    return lambda means, p: [str(i) for i in threshold_truth(means, _threshold(p, policy))]
 
 
-def _ucbe(arms: list[str], o: Any) -> UCBE:
-    kw = _threshold_kw(arms, o, "ucbe")
-    means = getattr(o, "true_means", None)
-    H = complexity_H(means, kw["threshold"]) if means is not None else None
-    return UCBE(arms, b=_opt(o, "ucbe_b", 0.0), H=H, **kw)
+def _ucbe(arms: list[str], p: PolicyParams) -> UCBE:
+    kw = _threshold_kw(arms, p, "ucbe")
+    H = complexity_H(list(p.true_means), kw["threshold"]) if p.true_means is not None else None
+    return UCBE(arms, b=_or(p.ucbe_b, 0.0), H=H, **kw)
 
 
-register(PolicySpec("lsa", lambda arms, o: LSA(arms, alpha=_opt(o, "alpha", 1.35), **_threshold_kw(arms, o, "lsa")),
-                    _threshold_truth, kind="threshold",
+_THRESHOLD = ("threshold", "budget")
+register(PolicySpec("lsa", lambda arms, p: LSA(arms, alpha=_or(p.alpha, 1.35), **_threshold_kw(arms, p, "lsa")),
+                    _threshold_truth("lsa"), kind="threshold", params=_THRESHOLD,
                     description="Logarithmic-Sample Algorithm, Tao et al. NeurIPS'19 Alg. 1"))
-register(PolicySpec("apt", lambda arms, o: APT(arms, epsilon=_opt(o, "epsilon", 0.05), **_threshold_kw(arms, o, "apt")),
-                    _threshold_truth, kind="threshold", description="APT(epsilon), Locatelli et al. ICML'16"))
-register(PolicySpec("ucbe", _ucbe, _threshold_truth, kind="threshold",
+register(PolicySpec("apt", lambda arms, p: APT(arms, epsilon=_or(p.epsilon, 0.05), **_threshold_kw(arms, p, "apt")),
+                    _threshold_truth("apt"), kind="threshold", params=_THRESHOLD,
+                    description="APT(epsilon), Locatelli et al. ICML'16"))
+register(PolicySpec("ucbe", _ucbe, _threshold_truth("ucbe"), kind="threshold", params=_THRESHOLD,
                     description="UCBE(b), Audibert & Bubeck COLT'10, a = 4^b (T-K)/H with the oracle H"))
-register(PolicySpec("uniform", lambda arms, o: Uniform(arms, **_threshold_kw(arms, o, "uniform")),
-                    _threshold_truth, kind="threshold", description="uniform sampling baseline"))
+register(PolicySpec("uniform", lambda arms, p: Uniform(arms, **_threshold_kw(arms, p, "uniform")),
+                    _threshold_truth("uniform"), kind="threshold", params=_THRESHOLD,
+                    description="uniform sampling baseline"))
 
 
-def _best_truth(means: list[float], opts: Any) -> list[str]:
+def _best_truth(means: list[float], p: PolicyParams) -> list[str]:
     return [str(i) for i in best_arm_truth(means)]
 
 
-def _sr(arms: list[str], o: Any) -> SuccessiveRejects:
-    budget = getattr(o, "budget", None)
-    if budget is None:
+def _sr(arms: list[str], p: PolicyParams) -> SuccessiveRejects:
+    if p.budget is None:
         raise ValueError("policy 'sr' needs --budget")
-    model = heavy_model_from_opts(o, len(arms))
-    eps = getattr(o, "epsilon", None)
-    means = getattr(o, "true_means", None)
-    if eps is None and model.estimator == "tea" and means is not None:
-        top = max(means)
-        gaps = [top - m for m in means if m < top]
+    model = heavy_model_of(p, len(arms))
+    eps = p.epsilon
+    if eps is None and model.estimator == "tea" and p.true_means is not None:
+        top = max(p.true_means)
+        gaps = [top - m for m in p.true_means if m < top]
         eps = min(gaps) if gaps else None  # oracle: the smallest gap, as the paper suggests
-    return SuccessiveRejects(arms, budget=budget, model=model, epsilon=eps, seed=_opt(o, "seed"))
+    return SuccessiveRejects(arms, budget=p.budget, model=model, epsilon=eps, seed=p.seed)
 
 
-register(PolicySpec("se", lambda arms, o: SuccessiveElimination(arms, delta=_opt(o, "delta", 0.1),
-                                                                 model=heavy_model_from_opts(o, len(arms)),
-                                                                 seed=_opt(o, "seed")),
-                    _best_truth, kind="best", description="SE-delta, Yu et al. UAI'18 Alg. 1 (EA/TEA/MoM)"))
-register(PolicySpec("sr", _sr, _best_truth, kind="best",
+register(PolicySpec("se", lambda arms, p: SuccessiveElimination(arms, delta=p.delta, model=heavy_model_of(p, len(arms)),
+                                                                 seed=p.seed),
+                    _best_truth, kind="best", params=("delta", "estimator"),
+                    description="SE-delta, Yu et al. UAI'18 Alg. 1 (EA/TEA/MoM)"))
+register(PolicySpec("sr", _sr, _best_truth, kind="best", params=("budget", "estimator"),
                     description="SR-T, Yu et al. UAI'18 Alg. 2 (EA/TEA/MoM)"))
 
-
 # streamarms' own engine (issue 9): anytime-valid confidence sequences and the threshold track
-from .policies.anytime import AnytimeKSigma  # noqa: E402
-
-register(PolicySpec("cs", lambda arms, o: AnytimeKSigma(arms, **_ksigma_kw(o)), _ksigma_truth,
+register(PolicySpec("cs", lambda arms, p: AnytimeKSigma(arms, **_ksigma_kw(p)), _ksigma_truth, params=_KSIGMA,
                     description="anytime k-sigma: confidence sequences + threshold track (streamarms, issue 9)"))

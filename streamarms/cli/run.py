@@ -31,19 +31,20 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Sequence
-from types import SimpleNamespace
+from collections.abc import Callable, Sequence
+from dataclasses import fields
 from typing import Any
 
 from ..checkpoint import CheckpointError, CheckpointStore, FileCheckpointStore, checkpoint_key
 from ..daemon import Daemon, restore_checkpoint
 from ..errors import ConfigError
 from ..metrics import Metrics
+from ..policies.base import Policy
 from ..registry import POLICIES
 from ..runtime import ACTIVE, PASSIVE, EventClock, RewardCodec, Scheduler, SchedulerConfig
 from ..runtime.contracts import AlertSink, DeadLetterSink, RequestSink
 from .embedded import EmbeddedResponder, embedded_means, embedded_stream
-from .settings import _kv, add_run_arguments, resolve_settings
+from .settings import RunSettings, _kv, add_run_arguments, resolve_settings
 
 __all__ = ["add_run_parser", "run_main", "main"]
 
@@ -67,28 +68,24 @@ def add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
 # ----------------------------------------------------------------------------------------------
 # building the pieces
 # ----------------------------------------------------------------------------------------------
-def _policy_builder(s: SimpleNamespace) -> Any:
+def _policy_builder(s: RunSettings) -> Callable[[list[str], int], Policy]:
+    """Episode ``e``'s policy: the settings' parameters, seed ``seed + e - 1``."""
     spec = POLICIES[s.policy]
 
-    def build(arms: list[str], episode: int) -> Any:
-        ns = SimpleNamespace(**vars(s))
-        ns.seed = None if s.seed is None else int(s.seed) + episode - 1
-        return spec.build(list(arms), ns)
+    def build(arms: list[str], episode: int) -> Policy:
+        return spec.build(arms, **s.policy_params(seed=None if s.seed is None else int(s.seed) + episode - 1))
 
     return build
 
 
-def _scheduler_config(s: SimpleNamespace) -> SchedulerConfig:
-    return SchedulerConfig(
-        mode=s.mode, window=s.window, prefetch=s.prefetch, want_timeout=s.want_timeout,
-        max_in_flight=s.max_in_flight, request_timeout=s.request_timeout, discovery_records=s.discovery_records,
-        discovery_seconds=s.discovery_seconds, min_arms=s.min_arms,
-        max_episodes=None if s.forever and s.embedded and "max_episodes" not in s.explicit else s.max_episodes,
-        episode_interval=s.episode_interval, episode_timeout=s.episode_timeout or None, max_arms=s.max_arms,
-        key_ttl=s.key_ttl or None, validate=s.validate, passive_feed=s.passive_feed)
+def _scheduler_config(s: RunSettings) -> SchedulerConfig:
+    """The settings of the same names (every field of :class:`SchedulerConfig` is one); 0 s timeouts: none."""
+    kw = {f.name: getattr(s, f.name) for f in fields(SchedulerConfig)}
+    kw.update(episode_timeout=s.episode_timeout or None, key_ttl=s.key_ttl or None)
+    return SchedulerConfig(**kw)
 
 
-def _kafka_config(s: SimpleNamespace) -> dict[str, Any]:
+def _kafka_config(s: RunSettings) -> dict[str, Any]:
     from streamarms.connectors.kafka import client_config
     cfg = client_config(s.bootstrap_servers, security_protocol=s.security_protocol, sasl_mechanism=s.sasl_mechanism,
                         sasl_plain_username=s.sasl_username, sasl_plain_password=s.sasl_password,
@@ -102,7 +99,7 @@ def _kafka_config(s: SimpleNamespace) -> dict[str, Any]:
 DEFAULT_CHECKPOINT_TOPIC = "streamarms-checkpoints"
 
 
-def _checkpoint_store(s: SimpleNamespace, kafka_cfg: dict[str, Any] | None, pool: Any = None) -> CheckpointStore | None:
+def _checkpoint_store(s: RunSettings, kafka_cfg: dict[str, Any] | None, pool: Any = None) -> CheckpointStore | None:
     spec = s.checkpoint
     if spec in (None, "", "none", False):
         return None
@@ -158,7 +155,7 @@ def run_main(opts: argparse.Namespace) -> int:
 class _App:
     """The wiring of one ``streamarms run``."""
 
-    def __init__(self, s: SimpleNamespace) -> None:
+    def __init__(self, s: RunSettings) -> None:
         self.s = s
         if s.policy not in POLICIES:
             raise ConfigError(f"unknown policy {s.policy!r}: choose one of {', '.join(sorted(POLICIES))}")
@@ -230,7 +227,7 @@ class _App:
                              run_info=self.run_info, stop_when_exhausted=bool(s.rewards_file),
                              transaction=self.transaction)
         self.server = None
-        if self.metrics is not None:
+        if self.metrics is not None and s.metrics_port is not None:
             from ..observability import OperatorMetrics  # operator's series and readiness (/healthz)
             self.ops = OperatorMetrics(
                 self.metrics, self.scheduler, self.source, daemon=self.daemon,
@@ -260,7 +257,7 @@ class _App:
     def _create_topics(self) -> None:
         from streamarms.connectors.kafka import ensure_topics
         s = self.s
-        want = {t: 1 for t in s.rewards_topic}
+        want = {t: 1 for t in s.rewards_topic or []}
         for t in (s.alerts_topic, s.requests_topic, s.dead_letter_topic):
             if t:
                 want[t] = 1
@@ -314,9 +311,9 @@ class _App:
             means = embedded_means(n)
             names = [f"region-{i:02d}" for i in range(n)]
             self.embedded_means = dict(zip(names, means))
-            spec = POLICIES[s.policy]
-            if spec.truth is not None:
-                self.truth = sorted(names[int(i)] for i in spec.truth(means, s))
+            truth = POLICIES[s.policy].truth(means, **s.policy_params())
+            if truth is not None:
+                self.truth = sorted(names[int(i)] for i in truth)
             if s.mode == PASSIVE:
                 keys = [nm.encode() for nm in names]
                 self.source = GeneratedSource(lambda: embedded_stream(keys, means, int(s.seed or 0), s.embedded_rate),

@@ -8,49 +8,139 @@ from __future__ import annotations
 import argparse
 import os
 import tomllib
-from types import SimpleNamespace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from ..errors import ConfigError
-from ..registry import POLICIES
-from ..runtime import ACTIVE, PASSIVE
+from ..registry import POLICIES, PolicyParams
+from ..runtime import ACTIVE, PASSIVE, SchedulerConfig
 from .types import nonneg_float, port, positive_int
 
-__all__ = ["DEFAULTS", "add_run_arguments", "resolve_settings"]
+__all__ = ["RunSettings", "DEFAULTS", "EMBEDDED_DEFAULTS", "add_run_arguments", "resolve_settings"]
 
-#: every setting of ``streamarms run`` and its default (flags and TOML keys use these names)
-DEFAULTS: dict[str, Any] = {
+_SCHED, _POLICY = SchedulerConfig(), PolicyParams()
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """Every setting of ``streamarms run`` with its type and default (flags and TOML keys use these
+    names); :func:`resolve_settings` fills it from flags > file > defaults. The last four fields are
+    derived, not settings.
+
+    >>> s = RunSettings()
+    >>> s.policy, s.k, s.window, s.embedded
+    ('wrr', 2.0, 32, False)
+    >>> s.policy_params(seed=3)["seed"], s.policy_params()["reward_range"]
+    (3, (0.0, 1.0))
+    """
+
     # where rewards come from / where results go
-    "bootstrap_servers": None, "rewards_topic": None, "alerts_topic": "streamarms-alerts",
-    "requests_topic": None, "dead_letter_topic": None, "group_id": "streamarms", "create_topics": False,
-    "from_beginning": True, "max_poll_records": 1000, "order": "timestamp",
-    "on_out_of_range": "earliest",
-    "rewards_file": None, "alerts_file": None, "dead_letter_file": None,
+    bootstrap_servers: str | None = None
+    rewards_topic: list[str] | None = None
+    alerts_topic: str | None = "streamarms-alerts"
+    requests_topic: str | None = None
+    dead_letter_topic: str | None = None
+    group_id: str = "streamarms"
+    create_topics: bool = False
+    from_beginning: bool = True
+    max_poll_records: int = 1000
+    order: str = "timestamp"
+    on_out_of_range: str = "earliest"
+    rewards_file: list[str] | None = None
+    alerts_file: str | None = None
+    dead_letter_file: str | None = None
     # the policy
-    "mode": PASSIVE, "passive_feed": "planned", "policy": "wrr", "k": 2.0, "delta": 0.1, "reward_model": "bernoulli", "reward_range": None,
-    "model_param": None, "two_sided": False, "rho": None, "seed": 0,
+    mode: str = _SCHED.mode
+    passive_feed: str = _SCHED.passive_feed
+    policy: str = "wrr"
+    k: float = _POLICY.k
+    delta: float = _POLICY.delta
+    reward_model: str = "bernoulli"
+    reward_range: str | None = None
+    model_param: list[str] | None = None
+    two_sided: bool = _POLICY.two_sided
+    rho: float | None = None
+    seed: int | None = 0
     # parameters of the other policy families (see `streamarms simulate --help`)
-    "threshold": None, "budget": None, "epsilon": None, "ucbe_b": None, "alpha": None, "estimator": None,
-    "moment_p": None, "moment_bound": None,
+    threshold: float | None = None
+    budget: int | None = None
+    epsilon: float | None = None
+    ucbe_b: float | None = None
+    alpha: float | None = None
+    estimator: str | None = None
+    moment_p: float | None = None
+    moment_bound: float | None = None
     # records
-    "reward_field": "reward", "request_id_field": "request_id", "max_key_bytes": 256, "validate": "all",
-    "arms": None,
-    # scheduling
-    "max_episodes": None, "episode_interval": 300.0, "episode_timeout": None, "window": 32, "prefetch": 4,
-    "want_timeout": 30.0, "max_in_flight": 32, "request_timeout": 30.0, "discovery_records": 1000,
-    "discovery_seconds": 10.0, "min_arms": 3, "max_arms": 10_000, "key_ttl": None, "clock": "auto",
+    reward_field: str = "reward"
+    request_id_field: str = "request_id"
+    max_key_bytes: int = 256
+    validate: str = _SCHED.validate
+    arms: str | list[str] | None = None
+    # scheduling (the defaults are SchedulerConfig's)
+    max_episodes: int | None = _SCHED.max_episodes
+    episode_interval: float = _SCHED.episode_interval
+    episode_timeout: float | None = _SCHED.episode_timeout
+    window: int = _SCHED.window
+    prefetch: int = _SCHED.prefetch
+    want_timeout: float = _SCHED.want_timeout
+    max_in_flight: int = _SCHED.max_in_flight
+    request_timeout: float = _SCHED.request_timeout
+    discovery_records: int = _SCHED.discovery_records
+    discovery_seconds: float = _SCHED.discovery_seconds
+    min_arms: int = _SCHED.min_arms
+    max_arms: int = _SCHED.max_arms
+    key_ttl: float | None = _SCHED.key_ttl
+    clock: str = "auto"
     # alerts
-    "emit_normal": False, "alert_repeat": False,
+    emit_normal: bool = False
+    alert_repeat: bool = False
     # state, metrics, process
-    "checkpoint": "auto", "checkpoint_interval": 5.0, "fsync": True, "exactly_once": False, "metrics_port": None,
-    "metrics_addr": "0.0.0.0", "metrics_flagged_arms": 0, "forever": False, "summary_json": None, "log_level": "info", "quiet": False,
+    checkpoint: str | None = "auto"
+    checkpoint_interval: float = 5.0
+    fsync: bool = True
+    exactly_once: bool = False
+    metrics_port: int | None = None
+    metrics_addr: str = "0.0.0.0"
+    metrics_flagged_arms: int = 0
+    forever: bool = False
+    summary_json: str | None = None
+    log_level: str = "info"
+    quiet: bool = False
     # Kafka security and pass-through
-    "security_protocol": None, "sasl_mechanism": None, "sasl_username": None, "sasl_password": None,
-    "ssl_cafile": None, "ssl_certfile": None, "ssl_keyfile": None, "ssl_password": None,
-    "kafka_option": None, "consumer_option": None, "producer_option": None,
+    security_protocol: str | None = None
+    sasl_mechanism: str | None = None
+    sasl_username: str | None = None
+    sasl_password: str | None = None
+    ssl_cafile: str | None = None
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
+    ssl_password: str | None = None
+    kafka_option: list[str] | None = None
+    consumer_option: list[str] | None = None
+    producer_option: list[str] | None = None
     # embedded demo
-    "embedded_keys": 20, "embedded_rate": 1000.0,
-}
+    embedded_keys: int = 20
+    embedded_rate: float = 1000.0
+    # derived by resolve_settings (not settings: no flag, no TOML key)
+    explicit: frozenset[str] = field(default=frozenset(), metadata={"derived": True})
+    embedded: bool = field(default=False, metadata={"derived": True})
+    reward_bounds: tuple[float, float] = field(default=(0.0, 1.0), metadata={"derived": True})
+    model_params: dict[str, Any] = field(default_factory=dict, metadata={"derived": True})
+
+    def policy_params(self, *, seed: int | None = None) -> dict[str, Any]:
+        """The :class:`~streamarms.registry.PolicyParams` these settings give (``seed``: this episode's)."""
+        return {"k": self.k, "delta": self.delta, "two_sided": self.two_sided, "rho": self.rho,
+                "reward_model": self.reward_model, "reward_range": self.reward_bounds,
+                "model_params": self.model_params, "seed": seed, "epsilon": self.epsilon,
+                "threshold": self.threshold, "budget": self.budget, "ucbe_b": self.ucbe_b, "alpha": self.alpha,
+                "estimator": self.estimator, "moment_p": self.moment_p, "moment_bound": self.moment_bound}
+
+
+#: every setting of ``streamarms run`` and its default (from :class:`RunSettings`)
+DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(RunSettings) if not f.metadata.get("derived")}
+#: what the embedded demo (nothing configured) changes, unless set: one short episode, its own output
+EMBEDDED_DEFAULTS: dict[str, Any] = {"max_episodes": 1, "episode_interval": 30.0, "discovery_records": 200,
+                                     "log_level": "warning"}
 
 _TABLES = {"kafka": "kafka_option", "consumer": "consumer_option", "producer": "producer_option",
            "model": "model_param"}
@@ -250,48 +340,35 @@ def _load_toml(path: str) -> dict[str, Any]:
     return out
 
 
-def resolve_settings(opts: argparse.Namespace) -> SimpleNamespace:
-    """Flags > TOML file > :data:`DEFAULTS` (plus the embedded demo's own defaults)."""
+def resolve_settings(opts: argparse.Namespace) -> RunSettings:
+    """Flags > TOML file > :data:`EMBEDDED_DEFAULTS` (the embedded demo only) > :data:`DEFAULTS`."""
     from_file = _load_toml(opts.config) if getattr(opts, "config", None) else {}
     cfg: dict[str, Any] = {}
-    explicit: set[str] = set()
-    for key, default in DEFAULTS.items():
+    for key in DEFAULTS:
         flag = getattr(opts, key, None)
         if flag is not None:
             cfg[key] = flag
-            explicit.add(key)
         elif key in from_file:
             cfg[key] = from_file[key]
-            explicit.add(key)
-        else:
-            cfg[key] = list(default) if isinstance(default, list) else default
-    s = SimpleNamespace(**cfg)
-    s.explicit = explicit
-    s.embedded = not s.bootstrap_servers and not s.rewards_file
-    if s.sasl_password is None:
-        s.sasl_password = os.environ.get("STREAMARMS_SASL_PASSWORD")
-    if s.ssl_password is None:
-        s.ssl_password = os.environ.get("STREAMARMS_SSL_PASSWORD")
-    if s.embedded:
-        if "max_episodes" not in explicit and not s.forever:
-            s.max_episodes = 1
-        if "episode_interval" not in explicit:
-            s.episode_interval = 30.0
-        if "discovery_records" not in explicit:
-            s.discovery_records = 200
-        if "log_level" not in explicit:
-            s.log_level = "warning"  # the demo prints its own readable lines
-    # the registry reads the reward model from these names
-    s.bound = None
-    s.a, s.b_max = 0.0, 1.0
+    explicit = frozenset(cfg)
+    embedded = not cfg.get("bootstrap_servers") and not cfg.get("rewards_file")
+    if embedded:
+        for key, value in EMBEDDED_DEFAULTS.items():
+            if key not in explicit and not (key == "max_episodes" and cfg.get("forever")):
+                cfg[key] = value
+    for key, env in (("sasl_password", "STREAMARMS_SASL_PASSWORD"), ("ssl_password", "STREAMARMS_SSL_PASSWORD")):
+        if cfg.get(key) is None:
+            cfg[key] = os.environ.get(env)
+    s = RunSettings(**cfg)
+    bounds = (0.0, 1.0)
     if s.reward_range:
         try:
             a, b = (float(v) for v in str(s.reward_range).split(","))
         except ValueError:
             raise ConfigError(f"--reward-range must be A,B (two numbers), got {s.reward_range!r}") from None
-        s.a, s.b_max = a, b
-    s.model_params = dict(_kv(x) for x in (s.model_param or []))
-    return s
+        bounds = (a, b)
+    return replace(s, explicit=explicit, embedded=embedded, reward_bounds=bounds,
+                   model_params=dict(_kv(x) for x in (s.model_param or [])))
 
 
 def _kv(text: str) -> tuple[str, Any]:

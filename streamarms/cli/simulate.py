@@ -23,15 +23,6 @@ __all__ = ["add_simulate_parser", "add_simulate_arguments", "simulate", "simulat
 ENVS = ["bernoulli", "bounded", "beta", "gaussian", "student-t"]
 #: the reward distribution of each policy family's paper instance (the default ``--env``)
 DEFAULT_ENV = {"best": "student-t"}
-#: the ``simulate`` options each policy reads, as printed in the table's first line
-TABLE_PARAMS = {
-    **{p: ("k", "delta", "bound") for p in ("rr", "nrr", "ade", "roai", "cs")},
-    "wrr": ("k", "delta", "bound", "rho"),
-    "gold": ("epsilon", "rho", "delta", "bound"),
-    **{p: ("threshold", "budget") for p in ("lsa", "apt", "ucbe", "uniform")},
-    "se": ("delta", "estimator"),
-    "sr": ("budget", "estimator"),
-}
 
 
 def add_simulate_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -90,6 +81,16 @@ def add_simulate_arguments(p: argparse.ArgumentParser) -> None:
     _add_threshold_and_best_arm_arguments(p)
 
 
+def policy_params(opts: argparse.Namespace, means: list[float], seed: int) -> dict[str, Any]:
+    """The :class:`~streamarms.registry.PolicyParams` of a run: the flags, and what the simulator knows
+    (the true means, the reward distribution) for the oracle parameters of UCBE, SR-T and the
+    heavy-tailed moment bound."""
+    return {"k": opts.k, "delta": opts.delta, "bound": opts.bound, "two_sided": opts.two_sided, "rho": opts.rho,
+            "seed": seed, "threshold": opts.threshold, "budget": opts.budget, "epsilon": opts.epsilon,
+            "ucbe_b": opts.ucbe_b, "alpha": opts.alpha, "estimator": opts.estimator, "moment_p": opts.moment_p,
+            "moment_bound": opts.moment_bound, "env": opts.env, "df": opts.df, "true_means": means}
+
+
 def simulate(opts: argparse.Namespace, progress: RunProgress | None = None) -> dict[str, Any]:
     spec = POLICIES[opts.policy]
     if opts.means is not None:
@@ -98,9 +99,8 @@ def simulate(opts: argparse.Namespace, progress: RunProgress | None = None) -> d
         means = {"threshold": tbpz19_setup(2), "best": yslk18_instance("S1")}.get(spec.kind) or zww17_example()
     names = [str(i) for i in range(len(means))]
     env_model = opts.env = opts.env or DEFAULT_ENV.get(spec.kind, "bernoulli")
-    opts.true_means = means
-    truth = spec.truth(means, opts) if spec.truth else None
-    spec.build(names, opts)  # a missing or bad option fails here, before any run
+    truth = spec.truth(means, **policy_params(opts, means, opts.seed))
+    spec.build(names, **policy_params(opts, means, opts.seed))  # a missing or bad option fails here, before any run
     results = []
     for r in range(opts.runs):
         seed = opts.seed + r
@@ -108,9 +108,7 @@ def simulate(opts: argparse.Namespace, progress: RunProgress | None = None) -> d
             env = Environment([StudentTArm(mu, opts.df) for mu in means], seed=seed)
         else:
             env = Environment(means, seed=seed, model=env_model)
-        ns = argparse.Namespace(**vars(opts))
-        ns.seed = seed
-        policy = spec.build(names, ns)
+        policy = spec.build(names, **policy_params(opts, means, seed))
         res = run_policy(policy, env, max_pulls=opts.max_pulls, keep_events=False,
                          on_progress=None if progress is None else progress.pulls)
         if progress is not None:
@@ -149,7 +147,7 @@ def simulate(opts: argparse.Namespace, progress: RunProgress | None = None) -> d
 
 
 def print_table(out: dict[str, Any], opts: argparse.Namespace) -> None:
-    params = "".join(f"  {name} {getattr(opts, name)}" for name in TABLE_PARAMS.get(out["policy"], ())
+    params = "".join(f"  {name} {getattr(opts, name)}" for name in POLICIES[out["policy"]].params
                      if getattr(opts, name, None) is not None)
     print(f"policy {out['policy']}  arms {out['n_arms']}{params}  env {opts.env}  "
           f"true outliers {out['true_outliers']}")
