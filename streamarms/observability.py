@@ -211,8 +211,9 @@ class OperatorMetrics:
         bi = GaugeMetricFamily("streamarms_build_info", "Always 1; the labels say what runs.",
                                labels=["version", "policy", "mode"])
         from . import __version__
-        bi.add_metric([__version__, str(self.info.get("policy", self.scheduler.policy_name)),
-                       str(self.info.get("mode", self.scheduler.config.mode))], 1.0)
+        mode = self.info["mode"] if "mode" in self.info else getattr(self.scheduler, "mode", None) or \
+            self.scheduler.config.mode
+        bi.add_metric([__version__, str(self.info.get("policy", self.scheduler.policy_name)), str(mode)], 1.0)
         yield bi
         age = self._heartbeat_age()
         if age is not None:

@@ -97,6 +97,11 @@ def _kafka_config(s: RunSettings) -> dict[str, Any]:
     return cfg
 
 
+#: settings that mean something in the episode modes only (an error in the continuous mode, not ignored)
+_EPISODE_ONLY = frozenset({"policy", "delta", "max_episodes", "episode_interval", "episode_timeout", "passive_feed",
+                           "window", "prefetch", "want_timeout", "discovery_records", "discovery_seconds"})
+
+
 #: the compacted topic that holds the checkpoints (key: the group) when a broker is configured
 DEFAULT_CHECKPOINT_TOPIC = "streamarms-checkpoints"
 
@@ -174,6 +179,11 @@ class _App:
             raise ConfigError("--group-by needs a field name")
         if not self.continuous and "group_by" in s.explicit:
             raise ConfigError("--group-by applies to the continuous mode (--forever, or --mode continuous)")
+        episodic = sorted(_EPISODE_ONLY & s.explicit)
+        if self.continuous and episodic:
+            raise ConfigError(f"{', '.join('--' + e.replace('_', '-') for e in episodic)}: the continuous mode "
+                              "(the default of --forever) has no episodes and no policy; add --mode episodes to run "
+                              "episodes, or drop them")
         build = _policy_builder(s)
         # bad parameters fail here, before anything connects (enough arms for every family's constraints)
         if not self.continuous:
