@@ -93,23 +93,19 @@ from __future__ import annotations
 
 import math
 import random
-from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
-import numpy as np
-
-from .. import bounds
-from ..models import BernoulliModel, BoundedModel, RewardModel, make_model, model_from_dict
-from .ade_parts import ClassificationHeaps, Found, ThresholdEstimator
+from ..models import RewardModel, make_model, model_from_dict
+from .ade_parts import ClassificationHeaps, Found, ThresholdEstimator, check_all, intervals, scalar_radius_at
+from .ade_rounds import THRESHOLD, PendingPairs, SequentialRound
 from .base import Decision, Event, Policy, Request
 
 __all__ = ["AdaptiveDoubleExploration", "ade_outliers"]
 
-_THRESHOLD = "threshold"
+_THRESHOLD = THRESHOLD
 _SEQUENTIAL = "sequential"
 _ARM = "arm"
-_VECTOR_MIN = 64     # candidate sets at least this large are evaluated with numpy
 
 
 def ade_outliers(means: Sequence[float], k: float, two_sided: bool = False) -> list[int]:
@@ -194,7 +190,7 @@ class AdaptiveDoubleExploration(Policy):
         self._rng = random.Random(seed)
         # range, in the translated coordinates x - a (see module docstring): b' = R, R' = R^2
         self._lo, self._hi = float(lo), float(hi)
-        self._radius_at = self._radius_factory()
+        self._radius_at: Callable[[float], Callable[[int, float], float]] = scalar_radius_at(self.model)
         self._requests = [Request(a) for a in self.arms]
         self._init_state()
 
@@ -221,14 +217,8 @@ class AdaptiveDoubleExploration(Policy):
         self._est = ThresholdEstimator(n, self.k, self.delta, self._lo, self._hi - self._lo)
         # open round
         self._mode: str | None = None
-        self._pairs: dict[int, list[Any]] = {}         # rid -> [arm, x1 | None, x2 | None, Request]
-        self._pair_wish: list[int] = []                # pending rids, most wanted first
-        self._next_rid = 0
-        self._next_proc_rid = 0                        # pairs enter the estimates in draw order
-        self._in_round = bytearray(n)
-        self._seq_queue: deque[tuple[int, int]] = deque()
-        self._seq_token: dict[int, int] = {}
-        self._seq_remaining = 0
+        self._pairs = PendingPairs(self.arms)
+        self._seq = SequentialRound(n)
         # r_a,t: arms ordered by radius at the last sequential round; first alive one is the largest
         self._ra_order: list[int] = []
         self._ra_ptr = 0
@@ -236,30 +226,6 @@ class AdaptiveDoubleExploration(Policy):
         self._ver = [0] * n
         self._heaps = ClassificationHeaps(self.two_sided)
         self._open_next_round()
-
-    def _radius_factory(self) -> Callable[[float], Callable[[int, float], float]]:
-        """``radius_at(delta)`` -> scalar ``r(m, s)``, identical to ``model.radius(m, s, delta)``."""
-        model = self.model
-        cache: list[Any] = [None, None]     # the last (delta, radius function): delta_t changes once a round
-
-        def cached(d: float) -> Callable[[int, float], float]:
-            if cache[0] != d:
-                cache[0], cache[1] = d, at(d)
-            return cache[1]
-
-        if type(model) is BoundedModel:
-            R = model.span
-
-            def at(d: float) -> Callable[[int, float], float]:
-                return lambda m, s: float(bounds.hoeffding_radius(m, R, d))
-        elif type(model) is BernoulliModel:
-            def at(d: float) -> Callable[[int, float], float]:
-                z = model.z(d)
-                return lambda m, s: float(bounds.agresti_coull_radius(m, s, z))
-        else:
-            def at(d: float) -> Callable[[int, float], float]:
-                return lambda m, s: model.radius(m, s, d)
-        return cached
 
     # ------------------------------------------------------------------------------------------
     # the interface
@@ -276,57 +242,25 @@ class AdaptiveDoubleExploration(Policy):
         if self._n_alive == 0:
             return None
         if self._mode == _THRESHOLD:
-            return self._pairs[self._pair_wish[0]][3]
-        q = self._seq_queue
-        while not self._seq_live(q[0]):
-            q.popleft()
-        return self._requests[q[0][0]]
+            return self._pairs.head()
+        return self._requests[self._seq.head()]
 
     def wanted(self, k: int) -> list[Request]:
         if self.done or k <= 0:
             return []
-        out: list[Request] = []
         if self._mode == _THRESHOLD:
-            seen: set[int] = set()
-            for rid in self._pair_wish:
-                j = self._pairs[rid][0]
-                if j not in seen:
-                    seen.add(j)
-                    out.append(self._pairs[rid][3])
-                    if len(out) >= k:
-                        break
-            return out
-        q = self._seq_queue
-        while q and not self._seq_live(q[0]):
-            q.popleft()
-        for entry in q:
-            if self._seq_live(entry):
-                out.append(self._requests[entry[0]])
-                if len(out) >= k:
-                    break
-        return out
-
-    def _seq_live(self, entry: tuple[int, int]) -> bool:
-        i, tok = entry
-        return bool(self._in_round[i]) and self._seq_token.get(i, 0) == tok
+            return self._pairs.wanted(k)
+        return [self._requests[i] for i in self._seq.wanted(k)]
 
     def defer(self, arm: str) -> None:
         i = self._arm_index(arm)
         if self.done:
             return
         if self._mode == _THRESHOLD:
-            rids = [r for r in self._pair_wish if self._pairs[r][0] == i]
-            if not rids:
-                return
-            for r in rids:
-                self._pair_wish.remove(r)
-                self._pair_wish.append(r)
-            if len(self._pairs) < self.max_pending_pairs:
-                self._draw_pair(front=True)
-        elif self._mode == _SEQUENTIAL and self._in_round[i]:
-            tok = self._seq_token.get(i, 0) + 1
-            self._seq_token[i] = tok
-            self._seq_queue.append((i, tok))
+            if self._pairs.defer(i) and len(self._pairs) < self.max_pending_pairs:
+                self._pairs.draw(self._rng, self.n, front=True)
+        elif self._mode == _SEQUENTIAL:
+            self._seq.defer(i)
 
     def update(self, arm: str, reward: float, request: Request | None = None) -> list[Event]:
         i = self.index.get(arm)
@@ -349,27 +283,13 @@ class AdaptiveDoubleExploration(Policy):
     # ingesting samples
     # ------------------------------------------------------------------------------------------
     def _threshold_half(self, i: int, x: float, request: Request, raw: Any) -> list[Event]:
-        rid = request.request_id
-        pair = self._pairs.get(rid) if isinstance(rid, int) else None
-        if pair is None:
-            raise ValueError(f"reward for arm {self.arms[i]!r} (value {raw!r}) answers threshold request "
-                             f"{rid!r}, which is not pending (already complete or never issued)")
-        if pair[0] != i:
-            raise ValueError(f"reward for arm {self.arms[i]!r} (value {raw!r}) answers threshold request "
-                             f"{rid!r}, which asked for arm {self.arms[pair[0]]!r}")
+        # complete pairs enter the estimates in draw order (the first m_theta draws are i.i.d. uniform)
+        ready = self._pairs.add_half(i, x, request, raw)
         self._pulls += 1
-        if pair[1] is None:
-            pair[1] = x
-            return []
-        pair[2] = x
-        self._pair_wish.remove(cast(int, rid))
         events: list[Event] = []
-        # pairs enter the estimates in draw order (the first m_theta draws are i.i.d. uniform)
-        while self._next_proc_rid in self._pairs and self._pairs[self._next_proc_rid][2] is not None:
-            _, x1, x2, _ = self._pairs.pop(self._next_proc_rid)
-            self._next_proc_rid += 1
+        for x1, x2 in ready:
             events.extend(self._finish_threshold_round(x1, x2))
-        if not self._pairs and not self.done:
+        if ready and not self._pairs and not self.done:
             self._open_next_round()
         return events
 
@@ -380,12 +300,8 @@ class AdaptiveDoubleExploration(Policy):
         self._s[i] += x
         if m > self._max_m:
             self._max_m = m
-        if self._mode == _SEQUENTIAL and self._in_round[i]:
-            self._in_round[i] = 0
-            self._seq_remaining -= 1
-            if self._seq_remaining == 0:
-                return self._finish_sequential_round()
-            return []
+        if self._mode == _SEQUENTIAL and self._seq.take(i):
+            return self._finish_sequential_round() if self._seq.remaining == 0 else []
         # an extra sample outside the plan: refresh the arm's entries for the amortised check
         if self._alive[i] and self._m_a >= 1:
             self._ver[i] += 1
@@ -407,27 +323,11 @@ class AdaptiveDoubleExploration(Policy):
             threshold = self._r_a() <= cast(float, self._est.r_theta)
         if threshold:
             self._mode = _THRESHOLD
-            self._draw_pair()
+            self._pairs.draw(self._rng, self.n)
         else:
             self._mode = _SEQUENTIAL
-            cand = [i for i in self._cand if self._alive[i]]
-            self._cand = cand
-            self._seq_token.clear()
-            self._seq_queue = deque((i, 0) for i in cand)
-            for i in cand:
-                self._in_round[i] = 1
-            self._seq_remaining = len(cand)
-
-    def _draw_pair(self, front: bool = False) -> None:
-        """A threshold sample: an arm uniformly at random from all n arms, to be pulled twice."""
-        rid = self._next_rid
-        self._next_rid += 1
-        j = self._rng.randrange(self.n)
-        self._pairs[rid] = [j, None, None, Request(self.arms[j], _THRESHOLD, rid)]
-        if front:
-            self._pair_wish.insert(0, rid)
-        else:
-            self._pair_wish.append(rid)
+            self._cand = [i for i in self._cand if self._alive[i]]
+            self._seq.open(self._cand)
 
     def _finish_threshold_round(self, x1: float, x2: float) -> list[Event]:
         self._est.add_pair(x1, x2)
@@ -466,40 +366,13 @@ class AdaptiveDoubleExploration(Policy):
     # classification (Alg. 1 lines 23-31)
     # ------------------------------------------------------------------------------------------
     def _intervals(self, cand: list[int]) -> tuple[list[float], list[float]]:
-        """``y_hat_i`` and ``r_i`` at the current ``delta_t`` for the arms ``cand`` (vectorised if many)."""
-        m_, s_ = self._m, self._s
-        if len(cand) < _VECTOR_MIN:
-            rad = self._radius_at(self._est.d)
-            return [s_[i] / m_[i] for i in cand], [rad(m_[i], s_[i]) for i in cand]
-        m = np.fromiter((m_[i] for i in cand), dtype=np.float64, count=len(cand))
-        s = np.fromiter((s_[i] for i in cand), dtype=np.float64, count=len(cand))
-        return (s / m).tolist(), np.asarray(self.model.radii(m, s, self._est.d), dtype=np.float64).tolist()
+        """``y_hat_i`` and ``r_i`` at the current ``delta_t`` for the arms ``cand``."""
+        return intervals(cand, self._m, self._s, self._radius_at(self._est.d), self.model, self._est.d)
 
     def _check_all(self, cand: list[int], y: list[float], r: list[float]) -> list[Event]:
         """Check every candidate (after a sequential round, which cost ``|S|`` pulls)."""
-        Lt, Ut, Llo, Ulo = self._est.bounds()
-        found: list[Found] = []
-        hi_clear, lo_clear = self._hi_clear, self._lo_clear
-        for j, i in enumerate(cand):
-            U, L = y[j] + r[j], y[j] - r[j]
-            if not self.two_sided:
-                if U <= Lt:
-                    found.append((i, "normal", None, y[j], L, U))
-                elif L >= Ut:
-                    found.append((i, "outlier", "high", y[j], L, U))
-                continue
-            if not hi_clear[i] and L >= Ut:
-                found.append((i, "outlier", "high", y[j], L, U))
-            elif not lo_clear[i] and U <= Llo:
-                found.append((i, "outlier", "low", y[j], L, U))
-            else:
-                if U <= Lt:
-                    hi_clear[i] = 1
-                if L >= Ulo:
-                    lo_clear[i] = 1
-                if hi_clear[i] and lo_clear[i]:
-                    found.append((i, "normal", None, y[j], L, U))
-        return self._classify(found)
+        return self._classify(check_all(cand, y, r, self._est.bounds(), self.two_sided, self._hi_clear,
+                                        self._lo_clear))
 
     def _check_heaps(self) -> list[Event]:
         """Check the candidates whose interval can have crossed the threshold's (after a pair)."""
@@ -596,8 +469,7 @@ class AdaptiveDoubleExploration(Policy):
     # ------------------------------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
         version, internal, gauss = self._rng.getstate()
-        seq = [i for (i, tok) in self._seq_queue if self._seq_live((i, tok))] if self._mode == _SEQUENTIAL else []
-        seq = list(dict.fromkeys(seq))   # first occurrence of each arm, in order
+        seq = self._seq.pending() if self._mode == _SEQUENTIAL else []
         return {
             "policy": self.name, "format": 1, "arms": list(self.arms),
             "params": {"k": self.k, "delta": self.delta, "two_sided": self.two_sided,
@@ -609,10 +481,7 @@ class AdaptiveDoubleExploration(Policy):
             "hi_clear": list(self._hi_clear), "lo_clear": list(self._lo_clear),
             "cand": [i for i in self._cand if self._alive[i]], "pulls": self._pulls,
             "t": self._t, "m_a": self._m_a, **self._est.to_dict(),
-            "mode": self._mode,
-            "pairs": [[rid, p[0], p[1], p[2]] for rid, p in sorted(self._pairs.items())],
-            "pair_wish": list(self._pair_wish), "next_rid": self._next_rid, "next_proc_rid": self._next_proc_rid,
-            "seq_pending": seq,
+            "mode": self._mode, **self._pairs.to_dict(), "seq_pending": seq,
             "ra_order": [i for i in self._ra_order[self._ra_ptr:] if self._alive[i]],
         }
 
@@ -640,17 +509,8 @@ class AdaptiveDoubleExploration(Policy):
         self._t, self._m_a = int(state["t"]), int(state["m_a"])
         self._est.load(state)
         self._mode = state["mode"]
-        self._pairs = {int(rid): [int(j), x1, x2, Request(self.arms[int(j)], _THRESHOLD, int(rid))]
-                       for rid, j, x1, x2 in state["pairs"]}
-        self._pair_wish = [int(r) for r in state["pair_wish"]]
-        self._next_rid = int(state["next_rid"])
-        self._next_proc_rid = int(state["next_proc_rid"])
-        self._in_round = bytearray(n)
-        self._seq_token = {}
-        self._seq_queue = deque((int(i), 0) for i in state["seq_pending"])
-        for i, _ in self._seq_queue:
-            self._in_round[i] = 1
-        self._seq_remaining = len(self._seq_queue)
+        self._pairs.load(state)
+        self._seq.load(state["seq_pending"])
         self._ver = [0] * n
         self._rebuild_heaps()
         self._ra_order = [int(i) for i in state["ra_order"]]

@@ -1,9 +1,10 @@
-"""ADE's two bookkeeping parts: the threshold-pair estimator and the candidates' classification heaps.
+"""ADE's confidence parts: the threshold-pair estimator, the arm radii, and the candidates' checks.
 
 Zhang, Zhuang, Zhang, Zhou. *Adaptive Double-Exploration Tradeoff for Outlier Detection*. AAAI 2020
 ([ZZZZ20]); see :mod:`streamarms.policies.ade` for the algorithm, its reading and the proofs of the
 amortised check. :class:`ThresholdEstimator` is the confidence computation for ``theta = mu + k sigma``
-from pairs of samples of one uniformly drawn arm (Eq. 3, Lemmas 3-4); :class:`ClassificationHeaps` keeps,
+from pairs of samples of one uniformly drawn arm (Eq. 3, Lemmas 3-4); :func:`scalar_radius_at` the arm
+radius ``r_i`` at ``delta_t``; :func:`check_all` checks every candidate; :class:`ClassificationHeaps` keeps,
 per candidate arm, stale-but-valid bounds on ``U_i`` / ``L_i`` so that a threshold round checks only the
 arms whose interval can have crossed the threshold's. Neither decides what to sample next.
 
@@ -23,14 +24,93 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
+
+import numpy as np
 
 from .. import bounds
+from ..models import BernoulliModel, BoundedModel, RewardModel
 
-__all__ = ["ThresholdEstimator", "ClassificationHeaps", "Found"]
+__all__ = ["ThresholdEstimator", "ClassificationHeaps", "Found", "check_all", "scalar_radius_at"]
 
 #: (arm, "outlier" / "normal", "high" / "low" / None, y_hat, L, U)
 Found = tuple[int, str, "str | None", float, float, float]
+
+
+def scalar_radius_at(model: RewardModel) -> Callable[[float], Callable[[int, float], float]]:
+    """``radius_at(delta)`` -> scalar ``r(m, s)``, identical to ``model.radius(m, s, delta)`` (the paper's
+    models without the generic dispatch; ``delta_t`` changes once a round, so the last one is cached).
+
+    >>> r = scalar_radius_at(BoundedModel(0.0, 1.0))(0.1)
+    >>> r(10, 5.0) == BoundedModel(0.0, 1.0).radius(10, 5.0, 0.1)
+    True
+    """
+    cache: list[Any] = [None, None]     # the last (delta, radius function)
+
+    def cached(d: float) -> Callable[[int, float], float]:
+        if cache[0] != d:
+            cache[0], cache[1] = d, at(d)
+        return cast(Callable[[int, float], float], cache[1])
+
+    if type(model) is BoundedModel:
+        R = model.span
+
+        def at(d: float) -> Callable[[int, float], float]:
+            return lambda m, s: float(bounds.hoeffding_radius(m, R, d))
+    elif type(model) is BernoulliModel:
+        bern = model
+
+        def at(d: float) -> Callable[[int, float], float]:
+            z = bern.z(d)
+            return lambda m, s: float(bounds.agresti_coull_radius(m, s, z))
+    else:
+        def at(d: float) -> Callable[[int, float], float]:
+            return lambda m, s: model.radius(m, s, d)
+    return cached
+
+
+#: candidate sets at least this large are evaluated with numpy
+_VECTOR_MIN = 64
+
+
+def intervals(cand: Sequence[int], m_: Sequence[int], s_: Sequence[float], rad: Callable[[int, float], float],
+              model: RewardModel, d: float) -> tuple[list[float], list[float]]:
+    """``y_hat_i = s_i / m_i`` and ``r_i`` at ``delta_t = d`` for the arms ``cand``: ``rad`` (the scalar
+    radius at ``d``) for a few, ``model.radii`` vectorised for many (the same values)."""
+    if len(cand) < _VECTOR_MIN:
+        return [s_[i] / m_[i] for i in cand], [rad(m_[i], s_[i]) for i in cand]
+    m = np.fromiter((m_[i] for i in cand), dtype=np.float64, count=len(cand))
+    s = np.fromiter((s_[i] for i in cand), dtype=np.float64, count=len(cand))
+    return (s / m).tolist(), np.asarray(model.radii(m, s, d), dtype=np.float64).tolist()
+
+
+def check_all(cand: Sequence[int], y: Sequence[float], r: Sequence[float],
+              theta_bounds: tuple[float, float, float, float], two_sided: bool,
+              hi_clear: bytearray, lo_clear: bytearray) -> list[Found]:
+    """Alg. 1 lines 23-31 for every candidate ``cand[j]`` with ``y_hat = y[j]``, ``r_i = r[j]`` (the check
+    after a sequential round). Two-sided: sets ``hi_clear`` / ``lo_clear`` for arms cleared on one side."""
+    Lt, Ut, Llo, Ulo = theta_bounds
+    found: list[Found] = []
+    for j, i in enumerate(cand):
+        U, L = y[j] + r[j], y[j] - r[j]
+        if not two_sided:
+            if U <= Lt:
+                found.append((i, "normal", None, y[j], L, U))
+            elif L >= Ut:
+                found.append((i, "outlier", "high", y[j], L, U))
+            continue
+        if not hi_clear[i] and L >= Ut:
+            found.append((i, "outlier", "high", y[j], L, U))
+        elif not lo_clear[i] and U <= Llo:
+            found.append((i, "outlier", "low", y[j], L, U))
+        else:
+            if U <= Lt:
+                hi_clear[i] = 1
+            if L >= Ulo:
+                lo_clear[i] = 1
+            if hi_clear[i] and lo_clear[i]:
+                found.append((i, "normal", None, y[j], L, U))
+    return found
 
 
 class ThresholdEstimator:

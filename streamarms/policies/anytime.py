@@ -161,6 +161,9 @@ class AnytimeKSigma(Policy):
         self.ignored = 0
         self.key = [-math.inf] * n    # sampling index of each undecided arm (smaller: wanted first)
         self.deferred: list[int] = []
+        #: sums of squared rewards (non-Bernoulli: the threshold's sample variances); None: restored from a
+        #: snapshot without them (the bias-free lower side then stays off)
+        self.q: list[float] | None = [0.0] * n
         self._init_derived()
 
     # -- derived state (rebuilt on restore) ------------------------------------------------------
@@ -295,6 +298,8 @@ class AnytimeKSigma(Policy):
         else:
             c._update(x)
             g, s = c.m, c.s
+            if self.q is not None:
+                self.q[i] += x * x
         self.T += 1
         if self._deferred:
             self._deferred.clear()
@@ -302,7 +307,8 @@ class AnytimeKSigma(Policy):
         events: list[Event] = []
         if g in _LEVEL_SET and g > self.track.m_theta:
             lo, hi = c.interval()
-            if self.track.record(g, s, lo, hi, self._box):
+            if self.track.record(g, s, lo, hi, self._box,
+                                 None if self._bern or self.q is None else self.q[i]):
                 events = self._on_advance()
         if self.state[i] == 0:
             m = g
@@ -605,7 +611,7 @@ class AnytimeKSigma(Policy):
                 "two_sided": self.two_sided, "arm_share": self.arm_share, "model": self.model.to_dict(),
                 "cs": [c.snapshot() for c in self.cs], "track": self.track.snapshot(), "state": list(self.state),
                 "n_undecided": self.n_undecided, "T": self.T, "ignored": self.ignored, "key": list(self.key),
-                "deferred": list(self.deferred)}
+                "deferred": list(self.deferred), "q": None if self.q is None else list(self.q)}
 
     @classmethod
     def restore(cls, state: dict[str, Any]) -> AnytimeKSigma:
@@ -623,5 +629,7 @@ class AnytimeKSigma(Policy):
         obj.T, obj.ignored = int(state["T"]), int(state["ignored"])
         obj.key = [float(x) for x in state["key"]]
         obj.deferred = [int(i) for i in state["deferred"]]
+        q = state.get("q")  # absent in a snapshot from before the sums of squares
+        obj.q = None if q is None else [float(x) for x in q]
         obj._init_derived()
         return obj
