@@ -16,11 +16,9 @@
   the broker becomes unreachable (and every 60 s while it stays so), one line when it is back; the
   daemon keeps its state, skips checkpoints while disconnected, and readiness reports it.
   **Backfill.** ``start_from`` (``"earliest"``, ``"latest"`` or a timestamp in ms) says where a partition
-  assigned *without a checkpointed position* starts, whatever the group's committed offset says: a
-  timestamp seeks to the first record at or after it (``offsets_for_times``; records before it that a
-  broker's coarser answer lets through are skipped), to warm a new deployment
-  on history (alerts raised then carry the historical record times). A partition with a checkpointed
-  position resumes there (a restart never reads a record twice).
+  assigned *without a checkpointed position* starts, whatever the group's committed offset says
+  (:mod:`streamarms.connectors.backfill`): to warm a new deployment on history. A partition with a
+  checkpointed position resumes there (a restart never reads a record twice).
   **Out-of-range positions.** A checkpointed position beyond a partition's end (the topic was
   recreated, or the checkpoint comes from another cluster) or before its start (retention deleted
   the records) is replaced by the rule ``on_out_of_range``: ``"earliest"`` (default: read what the
@@ -66,6 +64,7 @@ from kafka.structs import OffsetAndMetadata
 
 from streamarms.checkpoint import CheckpointStore, decode, encode
 
+from .backfill import StartFrom
 from .ordering import PartitionMerger, parse_tp, tp_name
 
 __all__ = ["client_config", "ensure_topics", "probe_cluster", "BrokerUnreachable", "KafkaRewardSource", "OffsetsOutOfRange", "OUT_OF_RANGE_RULES", "KafkaProducerPool", "KafkaAlertSink",
@@ -209,15 +208,10 @@ class KafkaRewardSource:
                  rebuild_after: float = 10.0, start_from: str | int | None = None) -> None:
         if on_out_of_range not in OUT_OF_RANGE_RULES:
             raise ValueError(f"on_out_of_range must be one of {', '.join(OUT_OF_RANGE_RULES)}, got {on_out_of_range!r}")
-        if not (start_from is None or start_from in ("earliest", "latest")
-                or (isinstance(start_from, int) and not isinstance(start_from, bool) and start_from >= 0)):
-            raise ValueError(f"start_from must be 'earliest', 'latest' or a timestamp in ms >= 0, got {start_from!r}")
-        #: where a partition without a checkpointed position starts (backfill; ``None``: the group's
-        #: committed offset, else ``from_beginning``), and the partitions still to be sought there
+        #: where a partition without a checkpointed position starts (``None``: the group's committed
+        #: offset, else ``from_beginning``)
         self.start_from = start_from
-        self._start: set[Any] = set()
-        #: partitions sought to a timestamp whose first record at or after it has not come yet
-        self._skip_before: dict[Any, int] = {}
+        self._backfill = StartFrom(start_from, transient=_transient) if start_from is not None else None
         self.on_out_of_range = on_out_of_range
         self.check_interval = check_interval
         #: the broker answered the last poll / end-offset check
@@ -292,8 +286,7 @@ class KafkaRewardSource:
         self.merger.assign([(tp.topic, tp.partition) for tp in assigned], resume)
         self._paused.clear()
         self._verify = {}
-        self._start = set()
-        self._skip_before = {}
+        fresh = []
         for tp in assigned:
             off = self.merger.next_offset((tp.topic, tp.partition))
             if off is not None:
@@ -301,8 +294,10 @@ class KafkaRewardSource:
                 # checked against the partition's bounds by the next poll (kafka-python 3 forbids
                 # blocking calls in a rebalance callback)
                 self._verify[tp] = off
-            elif self.start_from is not None:
-                self._start.add(tp)  # sought by the next poll (no blocking call here)
+            else:
+                fresh.append(tp)
+        if self._backfill is not None:
+            self._backfill.assign(fresh)  # sought by the next poll (no blocking call here)
         self.partial_assignment = False
         for topic in self.topics:
             total = self.consumer.partitions_for_topic(topic) or set()
@@ -383,72 +378,6 @@ class KafkaRewardSource:
             self.consumer.seek(ktp, new)
         except (KafkaError, AssertionError, ValueError):  # not assigned (yet): the next assignment seeks
             pass
-
-    def _seek_start(self, got: dict[Any, list[Any]]) -> None:
-        """Backfill (``start_from``): seek the partitions assigned without a checkpointed position to the
-        first offset whose timestamp is ``>= start_from`` (``offsets_for_times``; the partition's end if
-        none is), or to their beginning / end. What the poll fetched for them from elsewhere is dropped
-        (fetched again from there). A broker that cannot answer yet: tried again at the next poll."""
-        tps = list(self._start)
-        for tp in tps:
-            got.pop(tp, None)
-        try:
-            if self.start_from == "earliest":
-                where = self.consumer.beginning_offsets(tps, timeout_ms=5000)
-            elif self.start_from == "latest":
-                # the high watermark of a fetch response (``end_offsets`` is not used: Tansu answers it
-                # with the last batch's base offset); a partition not fetched yet waits for the next poll
-                hw = {tp: self._highwater(tp) for tp in tps}
-                tps = [tp for tp in tps if hw[tp] is not None]
-                where = {tp: hw[tp] for tp in tps}
-            else:
-                found = self.consumer.offsets_for_times({tp: self.start_from for tp in tps}, timeout_ms=5000)
-                missing = [tp for tp in tps if found.get(tp) is None]
-                ends = self.consumer.end_offsets(missing, timeout_ms=5000) if missing else {}
-                where = {tp: (found[tp].offset if found.get(tp) is not None else ends[tp]) for tp in tps}
-        except KafkaError as e:
-            if not _transient(e):
-                raise
-            log.warning("cannot find the --start-from offsets yet: %s", e)
-            return
-        self._start.difference_update(tps)
-        for tp in tps:
-            self.merger.reset_position((tp.topic, tp.partition), where[tp])
-            if isinstance(self.start_from, int):
-                self._skip_before[tp] = self.start_from
-            try:
-                self.consumer.seek(tp, where[tp])
-            except (KafkaError, AssertionError, ValueError):  # revoked meanwhile: the next assignment decides
-                continue
-        if tps:
-            log.info("--start-from %s: %s", self.start_from,
-                     ", ".join(f"{tp.topic}:{tp.partition}@{where[tp]}" for tp in sorted(tps)))
-
-    def _highwater(self, tp: Any) -> int | None:
-        try:
-            return self.consumer.highwater(tp)
-        except (KafkaError, AssertionError):  # not assigned (a rebalance under way)
-            return None
-
-    def _skip_early(self, got: dict[Any, list[Any]]) -> None:
-        """A broker may answer ``offsets_for_times`` with an earlier offset than the first record at or
-        after the timestamp (Tansu answers 0): the records before that first one are skipped here, and
-        the position moves past them (a checkpoint meanwhile does not resume before it)."""
-        for ktp in list(got):
-            ts = self._skip_before.get(ktp)
-            if ts is None:
-                continue
-            recs = got[ktp]
-            i = next((j for j, r in enumerate(recs) if r.timestamp is not None and r.timestamp >= ts), None)
-            if i is None:
-                del got[ktp]
-                if recs:
-                    self.merger.reset_position((ktp.topic, ktp.partition), recs[-1].offset + 1)
-                continue
-            del self._skip_before[ktp]
-            if i:
-                self.merger.reset_position((ktp.topic, ktp.partition), recs[i].offset)
-                got[ktp] = recs[i:]
 
     def _verify_positions(self, got: dict[Any, list[Any]]) -> None:
         """Positions resumed at the last assignment vs the partitions' first and end offsets; the
@@ -545,15 +474,16 @@ class KafkaRewardSource:
             self._disconnected(e)
             time.sleep(timeout)
             got = {}
-        if got or self._verify or self._start:
+        bf = self._backfill
+        if got or self._verify or (bf is not None and bf.pending):
             got = dict(got)
-            if self._start:
-                self._seek_start(got)
+            if bf is not None and bf.pending:
+                bf.seek(self.consumer, self.merger, got)
             if self._verify:
                 self._verify_positions(got)
             self._rewound(got)
-            if self._skip_before:
-                self._skip_early(got)
+            if bf is not None and bf.skip_before:
+                bf.skip_early(self.merger, got)
         now = time.monotonic()
         if got:
             self._last_records = now

@@ -84,10 +84,10 @@ class MonitorMetrics:
         if self.flagged_keys:
             recent = sorted(self.runner.alerts.flagged.items(), key=lambda kv: (-kv[1], kv[0]))[: self.flagged_keys]
             for key, _ in sorted(recent):
-                ks = mon.keys.get(key)
-                if ks is not None and ks.segment.m:
-                    lo, hi = ks.segment.interval()
-                    shown.append((key, ks.group, ks.segment.mean, lo, hi))
+                st = mon.keys.get(key)
+                if st is not None and st.segment.m:
+                    lo, hi = st.segment.interval()
+                    shown.append((key, st.group, st.segment.mean, lo, hi))
         self._snap = {"keys": keys, "flagged": flagged, "band": band, "shown": shown,
                       "restarts": mon.counts["restarts"] - self._base["restarts"],
                       "epochs": mon.counts["epochs"] - self._base["epochs"]}

@@ -43,8 +43,8 @@ from ..policies.base import Policy
 from ..registry import POLICIES, PolicyParams, reward_model_of
 from ..runtime import ACTIVE, EventClock, RewardCodec, Scheduler, SchedulerConfig
 from ..runtime.continuous import CONTINUOUS, ContinuousRunner
-from .continuous import alert_line, build_runner
 from ..runtime.contracts import AlertSink, DeadLetterSink, RequestSink
+from .continuous import alert_line, build_runner
 from .embedded import EmbeddedResponder, embedded_means, embedded_stream
 from .settings import RunSettings, _kv, add_run_arguments, resolve_settings
 
@@ -257,9 +257,9 @@ class _App:
         if self.metrics is not None and s.metrics_port is not None:
             from ..observability import OperatorMetrics  # operator's series and readiness (/healthz)
             self.ops = OperatorMetrics(
-                self.metrics, self.scheduler, self.source, daemon=self.daemon,  # type: ignore[arg-type]
+                self.metrics, self.scheduler, self.source, daemon=self.daemon,  # type: ignore[arg-type]  # the facade
                 flagged_arms=int(s.metrics_flagged_arms or 0),
-                info={"policy": self.run_info["policy"], "mode": s.mode},
+                info={"policy": str(self.run_info["policy"]), "mode": s.mode},
                 checkpoint="disabled" if self.store is None else ("restored" if doc is not None else "none found"))
             explain = None
             if isinstance(self.scheduler, ContinuousRunner):

@@ -87,7 +87,7 @@ def start_from(text: str) -> str | int:
         raise argparse.ArgumentTypeError(f"expected earliest, latest, milliseconds since the epoch or an ISO 8601 "
                                          f"date-time, got {text!r}") from None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.timezone.utc)
+        when = when.replace(tzinfo=dt.UTC)
     ms = int(round(when.timestamp() * 1000))
     if ms < 0:
         raise argparse.ArgumentTypeError(f"a timestamp before 1970, got {text!r}")

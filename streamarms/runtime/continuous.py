@@ -229,7 +229,7 @@ class ContinuousRunner:
                         out.append((i, bad))
                     continue
                 c.records += 1
-                feed(arm, float(x), g, t)
+                feed(arm, float(x), g, t)  # type: ignore[arg-type]  # x is set only for a known arm
         return len(values), out
 
     # -- internals ---------------------------------------------------------------------------------
