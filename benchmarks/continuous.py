@@ -195,7 +195,8 @@ def part_shifts(out: list[str], seeds: int) -> dict[str, Any]:
     up, back, end = 200_000, 600_000, 1_600_000
     res: dict[str, Any] = {}
     out.append(f"## shifts: 30 keys at 0.10-0.12 (theta 0.122), k0 (0.10) + d at {up}, back at {back}, "
-               f"{end} records; median over {seeds} seeds (never = not within the run)")
+               f"{end} records; median over {seeds} seeds (never = not within the run; n/a = nothing to "
+               "clear: no alert)")
     out.append(f"{'d':>5} {'method':<14} {'restart(up)':>11} {'alert':>9} {'restart(back)':>13} {'clear':>9} "
                f"{'other':>6}")
     for d in (0.05, 0.1, 0.3):
@@ -216,7 +217,7 @@ def part_shifts(out: list[str], seeds: int) -> dict[str, Any]:
             res.setdefault(str(d), {})[method] = med
             out.append(f"{d:>5} {method:<14} {fmt(med[0]) if method.startswith('cont') else '-':>11} "
                        f"{fmt(med[1]):>9} {fmt(med[2]) if method.startswith('cont') else '-':>13} "
-                       f"{fmt(med[3]):>9} {sum(row[4] for row in rows):>6}")
+                       f"{fmt(med[3]) if med[1] == med[1] else 'n/a':>9} {sum(row[4] for row in rows):>6}")
             print(out[-1], flush=True)
     return res
 
