@@ -80,3 +80,41 @@ def test_a_checkpointed_position_wins_over_start_from(kafka_broker, history):
         assert drain(src, 1, seconds=5.0) == []
     finally:
         src.close()
+
+
+def test_run_forever_start_from_warms_on_history_then_resumes(kafka_broker, history, tmp_path):
+    """``streamarms run --forever --start-from T``: the continuous monitor reads exactly the records from T
+    on (its alerts would carry their historical times); restarted with the same flag, it resumes from
+    its checkpoint and reads nothing twice."""
+    import json
+    import signal
+    import subprocess
+
+    from test_runtime_kafka import FAST_GROUP, ROOT, cli, read_topic
+
+    from streamarms.checkpoint import FileCheckpointStore
+    ck = tmp_path / "bf.ckpt"
+    want = sum(r.timestamp >= T0 + 2500 for r in read_topic(kafka_broker.bootstrap, history))  # other tests add some
+    assert want >= N - 2500
+    args = cli(["--forever", "--bootstrap-servers", kafka_broker.bootstrap, "--rewards-topic", history,
+                "--group-id", "g-bf-cli", "--alerts-topic", "alerts-bf", "--start-from", str(T0 + 2500),
+                "--checkpoint", str(ck), "--checkpoint-interval", "0.3", "--summary-json", str(tmp_path / "s.json"),
+                "--create-topics", *FAST_GROUP])
+
+    def records() -> int:
+        try:
+            return FileCheckpointStore(ck).load()["scheduler"]["counters"]["records"]
+        except Exception:
+            return -1
+
+    for _ in range(2):
+        proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while records() < want and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.3)
+        time.sleep(2.0)  # anything more would show up now
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0, err[-3000:]
+        s = json.loads((tmp_path / "s.json").read_text())
+        assert s["mode"] == "continuous" and s["records"] == want, (s, err[-2000:])
