@@ -27,6 +27,7 @@ Usage::
 
     python benchmarks/continuous.py                 # all parts (tens of minutes on a busy 2-core box)
     python benchmarks/continuous.py trial shifts    # some parts
+    python benchmarks/continuous.py cli --seeds 2   # the trial through `streamarms run --forever`
     python benchmarks/continuous.py stationary --records 10000000
     python benchmarks/continuous.py trial stationary --methods cont-adwin --restart adwin --records 1000000 --tag _adwin
 """
@@ -184,6 +185,46 @@ def part_trial(out: list[str], seeds: int) -> dict[str, Any]:
     return res
 
 
+def part_cli(out: list[str], seeds: int) -> dict[str, Any]:
+    """The issue's operator trial as the operator ran it: a JSONL replay through ``streamarms run --forever``
+    (the CLI, the daemon, the checkpointed continuous mode); record t has timestamp T0 + t ms, so an
+    alert's stream time says at which record it was raised."""
+    import resource
+    import subprocess
+    import tempfile
+    rates = np.linspace(0.10, 0.20, 30)
+    t0_ms = 1_700_000_000_000
+    res: dict[str, Any] = {}
+    out.append("## operator trial through `streamarms run --forever --rewards-file` (the CLI): "
+               "k15 (0.152) -> 0.8 at record 300k, back at 600k, 900k records")
+    out.append(f"{'seed':>4} {'alert delay':>12} {'clear delay':>12} {'other alerts':>13} {'child cpu s':>12} "
+               f"{'us/record':>10}")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for seed in range(seeds):
+        keys, x = make_stream(rates, 900_000, seed, [(300_000, 15, 0.8), (600_000, 15, rates[15])])
+        with tempfile.TemporaryDirectory() as d:
+            src, alerts = os.path.join(d, "r.jsonl"), os.path.join(d, "a.jsonl")
+            with open(src, "w") as f:
+                for t, (kk, xx) in enumerate(zip(keys.tolist(), x.tolist())):
+                    f.write(f'{{"key": "k{kk}", "value": {{"reward": {xx}}}, "timestamp": {t0_ms + t}}}\n')
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            subprocess.run([sys.executable, "-m", "streamarms.cli", "run", "--forever", "--rewards-file", src,
+                            "--alerts-file", alerts, "--checkpoint", os.path.join(d, "ck"), "--quiet"],
+                           cwd=root, check=True, env=dict(os.environ, PYTHONPATH=root))
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+            with open(alerts) as f:
+                got = [json.loads(line) for line in f]
+        al = [(round(a["time"] * 1000) - t0_ms, a["arm"], a["kind"]) for a in got]
+        a_ = delay(first(al, "k15", "outlier", 300_000), 300_000)
+        c_ = delay(first(al, "k15", "cleared", 600_000), 600_000)
+        o = other_alerts(al, "k15")
+        res[str(seed)] = (a_, c_, o, cpu)
+        out.append(f"{seed:>4} {fmt(a_):>12} {fmt(c_):>12} {o:>13} {cpu:>12.1f} {1e6 * cpu / 900_000:>10.1f}")
+        print(out[-1], flush=True)
+    return res
+
+
 def fmt(v: float) -> str:
     return "never" if v != v else f"{int(v)}"
 
@@ -325,6 +366,9 @@ def main(argv: list[str] | None = None) -> None:
         out = []
         shifts = part_shifts(out, a.seeds)
         _save("continuous_shifts" + a.tag, out, shifts)
+    if "cli" in a.parts:
+        out = []
+        _save("continuous_cli" + a.tag, out, part_cli(out, a.seeds))
     if "stationary" in a.parts:
         out = []
         st = part_stationary(out, a.records, a.restart)

@@ -119,3 +119,5 @@ def test_mode_episodes_keeps_the_episode_behaviour(tmp_path):
     assert s["mode"] == "passive" and len(s["episodes"]) == 1
     # a checkpoint of one mode is refused by the other (exit 2, a clear error)
     assert run_main(args(tmp_path)) == 2
+    # episode settings in the continuous mode: an error, not silently ignored
+    assert run_main(args(tmp_path, "--checkpoint", "none", "--policy", "wrr", "--key-ttl", "60")) == 2
