@@ -15,6 +15,10 @@
   (``timeout_ms=1000``) -- the answer is the reconnection test and refreshes the lag. One warning when
   the broker becomes unreachable (and every 60 s while it stays so), one line when it is back; the
   daemon keeps its state, skips checkpoints while disconnected, and readiness reports it.
+  **Backfill.** ``start_from`` (``"earliest"``, ``"latest"`` or a timestamp in ms) says where a partition
+  assigned *without a checkpointed position* starts, whatever the group's committed offset says
+  (:mod:`streamarms.connectors.backfill`): to warm a new deployment on history. A partition with a
+  checkpointed position resumes there (a restart never reads a record twice).
   **Out-of-range positions.** A checkpointed position beyond a partition's end (the topic was
   recreated, or the checkpoint comes from another cluster) or before its start (retention deleted
   the records) is replaced by the rule ``on_out_of_range``: ``"earliest"`` (default: read what the
@@ -79,6 +83,7 @@ from kafka.structs import OffsetAndMetadata
 from streamarms.checkpoint import CheckpointStore, decode, encode
 from streamarms.errors import SinkUnavailable
 
+from .backfill import StartFrom
 from .ordering import PartitionMerger, parse_tp, tp_name
 
 __all__ = ["client_config", "ensure_topics", "record_fingerprint", "probe_cluster", "BrokerUnreachable", "KafkaRewardSource", "OffsetsOutOfRange", "GroupJoinTimeout", "OUT_OF_RANGE_RULES", "KafkaProducerPool", "KafkaAlertSink",
@@ -246,9 +251,14 @@ class KafkaRewardSource:
                  resume: dict[str, Any] | None = None, ordered: bool = True, max_poll_records: int = 1000,
                  from_beginning: bool = True, consumer_options: dict[str, Any] | None = None,
                  max_buffer: int = 20_000, on_out_of_range: str = "earliest", check_interval: float = 5.0,
-                 rebuild_after: float = 10.0, join_timeout: float = 120.0, leave_grace: float = 15.0) -> None:
+                 rebuild_after: float = 10.0, join_timeout: float = 120.0, leave_grace: float = 15.0,
+                 start_from: str | int | None = None) -> None:
         if on_out_of_range not in OUT_OF_RANGE_RULES:
             raise ValueError(f"on_out_of_range must be one of {', '.join(OUT_OF_RANGE_RULES)}, got {on_out_of_range!r}")
+        #: where a partition without a checkpointed position starts (``None``: the group's committed
+        #: offset, else ``from_beginning``)
+        self.start_from = start_from
+        self._backfill = StartFrom(start_from, transient=_transient) if start_from is not None else None
         self.on_out_of_range = on_out_of_range
         self.check_interval = check_interval
         #: the broker answered the last poll / end-offset check
@@ -340,6 +350,7 @@ class KafkaRewardSource:
         self._verify = {}
         self._verify_fp = {}
         self._fp_pending = {}
+        fresh = []
         for tp in assigned:
             off = self.merger.next_offset((tp.topic, tp.partition))
             if off is not None:
@@ -350,6 +361,10 @@ class KafkaRewardSource:
                 fp = self._fingerprint((tp.topic, tp.partition), off)
                 if fp is not None:
                     self._verify_fp[tp] = fp
+            else:
+                fresh.append(tp)
+        if self._backfill is not None:
+            self._backfill.assign(fresh)  # sought by the next poll (no blocking call here)
         self.partial_assignment = False
         for topic in self.topics:
             total = self.consumer.partitions_for_topic(topic) or set()
@@ -582,13 +597,18 @@ class KafkaRewardSource:
             self._disconnected(e)
             time.sleep(timeout)
             got = {}
-        if got or self._verify:
+        bf = self._backfill
+        if got or self._verify or (bf is not None and bf.pending):
             got = dict(got)
+            if bf is not None and bf.pending:
+                bf.seek(self.consumer, self.merger, got)
             if self._verify:
                 self._verify_positions(got)
             if self._fp_pending:
                 self._check_fingerprints(got)
             self._rewound(got)
+            if bf is not None and bf.skip_before:
+                bf.skip_early(self.merger, got)
         now = time.monotonic()
         if got:
             self._last_records = now

@@ -119,7 +119,7 @@ def test_a_checkpoint_naming_a_module_is_refused_without_importing_it(tmp_path):
     _jsonl(tmp_path / "r.jsonl")
     ck = tmp_path / "c.ckpt"
     args = ["--rewards-file", str(tmp_path / "r.jsonl"), "--checkpoint", str(ck), "--policy", "wrr",
-            "--discovery-records", "8", "--forever", "--max-episodes", "1"]
+            "--discovery-records", "8", "--forever", "--mode", "episodes", "--max-episodes", "1"]
     assert _run(args, tmp_path).returncode == 0
     store = FileCheckpointStore(ck)
     doc = store.load()

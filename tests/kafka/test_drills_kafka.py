@@ -123,7 +123,7 @@ def test_fuzz_1e4_bad_records_through_kafka(kafka_broker, tmp_path):
     produce(kafka_broker.bootstrap, "fuzz", fuzz)  # produce() sends through a 1 MB-capable producer
     ref = reference(tmp_path, clean, "fuzz")
     args = ["--bootstrap-servers", kafka_broker.bootstrap, "--rewards-topic", "fuzz", "--group-id", "g-fuzz",
-            "--dead-letter-topic", "dlq-fuzz", "--alerts-topic", "alerts-fuzz", *POLICY, "--forever",
+            "--dead-letter-topic", "dlq-fuzz", "--alerts-topic", "alerts-fuzz", *POLICY, "--forever", "--mode", "episodes",
             "--episode-interval", "1e9", "--checkpoint", str(tmp_path / "fuzz.ckpt"), "--create-topics",
             "--summary-json", str(tmp_path / "fuzz.json"), "--metrics-port", str(free_port()), *FAST_GROUP]
     proc = subprocess.Popen(cli(args), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -227,7 +227,7 @@ def test_stale_checkpoint_against_a_recreated_topic_warns_and_progresses(tmp_pat
     port = free_port()
     ck = tmp_path / "stale.ckpt"
     common = ["--rewards-topic", "r-stale", "--group-id", "g-stale", "--alerts-topic", "alerts-stale", *POLICY,
-              "--forever", "--episode-interval", "1e9", "--checkpoint", str(ck), "--create-topics",
+              "--forever", "--mode", "episodes", "--episode-interval", "1e9", "--checkpoint", str(ck), "--create-topics",
               *FAST_GROUP]
     from streamarms.checkpoint import FileCheckpointStore
     with TansuBroker(port=port) as broker:
