@@ -58,6 +58,7 @@ import time
 from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -128,10 +129,11 @@ class Metrics:
 
     def serve(self, port: int, addr: str = "0.0.0.0",
               health: Callable[[], tuple[bool, dict[str, Any]]] | None = None,
-              live: Callable[[], tuple[bool, dict[str, Any]]] | None = None) -> MetricsServer:
-        """Serve ``/metrics``, ``/healthz`` and ``/livez`` on ``addr:port`` from a daemon thread (port 0:
-        any free port)."""
-        return MetricsServer(self, port, addr, health, live)
+              live: Callable[[], tuple[bool, dict[str, Any]]] | None = None,
+              explain: Callable[[str], dict[str, Any]] | None = None) -> MetricsServer:
+        """Serve ``/metrics``, ``/healthz`` and ``/livez`` (and ``/explain?key=`` with ``explain``) on
+        ``addr:port`` from a daemon thread (port 0: any free port)."""
+        return MetricsServer(self, port, addr, health, live, explain)
 
     # -- collection --------------------------------------------------------------------------
     def _delta(self, st: StatsView, key: str, sub: str | None = None) -> float:
@@ -196,15 +198,18 @@ class _Collector:
 
 class MetricsServer:
     """HTTP endpoint: ``/metrics`` (Prometheus text format), ``/healthz`` (readiness) and ``/livez``
-    (liveness), both JSON with status 200 or 503."""
+    (liveness), both JSON with status 200 or 503; with ``explain`` (the continuous mode),
+    ``/explain?key=KEY``: ``explain(KEY)`` as JSON (404 for an unknown key, 400 without one)."""
 
     def __init__(self, metrics: Metrics, port: int, addr: str = "0.0.0.0",
                  health: Callable[[], tuple[bool, dict[str, Any]]] | None = None,
-                 live: Callable[[], tuple[bool, dict[str, Any]]] | None = None) -> None:
+                 live: Callable[[], tuple[bool, dict[str, Any]]] | None = None,
+                 explain: Callable[[str], dict[str, Any]] | None = None) -> None:
         outer = self
         self.metrics = metrics
         self.health = health or (lambda: (True, {"status": "ok"}))
         self.live = live or self.health
+        self.explain = explain
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802
@@ -215,8 +220,13 @@ class MetricsServer:
                     ok, info = outer.live() if path == "/livez" else outer.health()
                     body = json.dumps(info).encode()
                     ctype, code = "application/json", 200 if ok else 503
+                elif path == "/explain" and outer.explain is not None:
+                    code, info = outer._explain(self.path)
+                    body, ctype = json.dumps(info, allow_nan=False).encode(), "application/json"
                 elif path == "/":
-                    body, ctype, code = b"streamarms: /metrics /healthz /livez\n", "text/plain", 200
+                    body, ctype, code = (b"streamarms: /metrics /healthz /livez"
+                                         + (b" /explain?key=KEY" if outer.explain is not None else b"") + b"\n",
+                                         "text/plain", 200)
                 else:
                     body, ctype, code = b"not found\n", "text/plain", 404
                 self.send_response(code)
@@ -233,6 +243,16 @@ class MetricsServer:
         self.port = self.httpd.server_address[1]
         self.thread = threading.Thread(target=self.httpd.serve_forever, name="streamarms-metrics", daemon=True)
         self.thread.start()
+
+    def _explain(self, target: str) -> tuple[int, dict[str, Any]]:
+        keys = parse_qs(urlsplit(target).query).get("key")
+        if not keys:
+            return 400, {"error": "give the key: /explain?key=KEY"}
+        assert self.explain is not None
+        try:
+            return 200, self.explain(keys[0])
+        except KeyError:
+            return 404, {"error": f"unknown key {keys[0]!r}", "key": keys[0]}
 
     def close(self) -> None:
         self.httpd.shutdown()

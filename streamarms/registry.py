@@ -112,6 +112,10 @@ class PolicySpec:
     #: outlier set equals the truth)
     judge: Callable[[Any, list[str]], bool] | None = None
     params: tuple[str, ...] = ()
+    #: ``streamarms run``'s passive feed when the user names none: ``"planned"`` (the rewards its plan
+    #: asks for) or ``"all"`` (every reward of its arms; for a policy valid under any sampling order whose
+    #: plan is narrow, e.g. ``cs``: 0.37x the records of WRR's plan vs 3.0x following its own plan)
+    passive_feed: str = "planned"
 
     def build(self, arms: list[str], **params: Any) -> Policy:
         """The policy on ``arms`` with ``params`` (fields of :class:`PolicyParams`, others refused)."""
@@ -216,6 +220,10 @@ def _ranking_judge(decision: Any, truth: list[str]) -> bool:
 register(PolicySpec("gold", lambda arms, p: GenericOutlierDetection(arms, **_gold_kw(p)), _gold_truth,
                     description="GOLD, Ban & He KDD'20 Alg. 1: (epsilon, rho) outliers, ranked",
                     judge=_ranking_judge, params=("epsilon", "rho", "delta", "bound")))
+register(PolicySpec("gold-cs", lambda arms, p: GenericOutlierDetection(arms, intervals="cs", **_gold_kw(p)),
+                    _gold_truth, description="GOLD with the engine's confidence sequences as arm intervals "
+                                             "(its rule unchanged)",
+                    judge=_ranking_judge, params=("epsilon", "rho", "delta", "bound")))
 
 
 def _roai_truth(means: list[float], p: PolicyParams) -> list[str]:
@@ -224,6 +232,9 @@ def _roai_truth(means: list[float], p: PolicyParams) -> list[str]:
 
 register(PolicySpec("roai", lambda arms, p: RobustOutlierArmIdentification(arms, **_ksigma_kw(p)), _roai_truth,
                     description="robust k-sigma: median + 1.4826 k MAD (after Zhu et al. ICML'20)", params=_KSIGMA))
+register(PolicySpec("roai-cs", lambda arms, p: RobustOutlierArmIdentification(arms, intervals="cs", **_ksigma_kw(p)),
+                    _roai_truth, description="roai with the engine's confidence sequences as arm intervals "
+                                             "(its rule unchanged)", params=_KSIGMA))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -336,4 +347,5 @@ register(PolicySpec("sr", _sr, _best_truth, kind="best", params=("budget", "esti
 
 # streamarms' own engine (issue 9): anytime-valid confidence sequences and the threshold track
 register(PolicySpec("cs", lambda arms, p: AnytimeKSigma(arms, **_ksigma_kw(p)), _ksigma_truth, params=_KSIGMA,
-                    description="anytime k-sigma: confidence sequences + threshold track (streamarms, issue 9)"))
+                    description="anytime k-sigma: confidence sequences + threshold track (streamarms, issue 9)",
+                    passive_feed="all"))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["finite_reward"]
+__all__ = ["finite_reward", "check_ksigma_params"]
 
 
 def finite_reward(arm: str | None, reward: Any) -> float:
@@ -37,3 +37,20 @@ def finite_reward(arm: str | None, reward: Any) -> float:
 
 def _what(arm: str | None) -> str:
     return "value" if arm is None else f"reward for arm {arm!r}"
+
+
+def check_ksigma_params(k: Any, delta: Any, n: int) -> None:
+    """The k-sigma policies' parameters: ``k`` finite and > 0, ``delta`` in (0, 1), at least 2 arms.
+
+    >>> check_ksigma_params(2.0, 0.1, 5)
+    >>> check_ksigma_params(2.0, 1.5, 5)
+    Traceback (most recent call last):
+    ...
+    ValueError: delta must be in (0, 1), got 1.5
+    """
+    if not (isinstance(k, (int, float)) and math.isfinite(k) and k > 0):
+        raise ValueError(f"k must be a finite number > 0, got {k!r}")
+    if not (isinstance(delta, (int, float)) and 0 < delta < 1):
+        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+    if n < 2:
+        raise ValueError(f"the k-sigma rule needs at least 2 arms, got {n}")

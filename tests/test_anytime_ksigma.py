@@ -66,12 +66,15 @@ def test_guarantee_1000_runs(name):
     assert clopper_pearson_upper(wrong, runs) <= DELTA, (name, wrong)
 
 
-def test_heavy_tailed_tea_runs_to_a_correct_answer():
+@pytest.mark.parametrize("estimator", ["tea", "mom"])
+def test_heavy_tailed_runs_to_a_correct_answer(estimator):
     means = [0.0, 0.1, 0.0, 5.0]
     env = Environment(means, seed=3, model="gaussian")
-    pol = AnytimeKSigma(env.arm_names, k=1.0, delta=0.1, model=make_model("heavy_tailed", p=2.0, B=30.0))
+    model = make_model("heavy_tailed", p=2.0, B=30.0, estimator=estimator)
+    pol = AnytimeKSigma(env.arm_names, k=1.0, delta=0.1, model=model)
     res = run_policy(pol, env, max_pulls=3_000_000)
     assert res.decision.done and res.decision.outliers == ["3"]
+    assert type(pol.cs[0]).__name__ == ("TruncatedMeanCS" if estimator == "tea" else "MedianOfMeansCS")
 
 
 def test_registered_and_built_by_name():
@@ -148,3 +151,30 @@ def test_every_event_is_correct_under_adaptive_sampling():
             assert e.interval[0] <= e.interval[1] and e.samples <= e.pulls
             # (the running intersection need not contain the current mean: a lucky early streak can
             # leave it behind, which is one of the alpha-probability misses)
+
+
+def _spread_instance() -> list[float]:
+    """29 arms: 27 spread in [0.2, 0.4], one far outlier (0.9), one just (0.05) above theta (k = 2): at
+    n = 29 the threshold's bias-free lower side decides the near arm, so an error there would show."""
+    rng = random.Random(0)
+    base = [round(rng.uniform(0.2, 0.4), 3) for _ in range(28)] + [0.9]
+    x = 0.7
+    for _ in range(50):  # the fixed point x = theta(base + [x]) + 0.05
+        a = base + [x]
+        mu = sum(a) / len(a)
+        x = mu + 2.0 * (sum((v - mu) ** 2 for v in a) / len(a)) ** 0.5 + 0.05
+    return base + [x]
+
+
+@pytest.mark.slow
+def test_guarantee_spread_arms_one_just_above_threshold():
+    means = _spread_instance()
+    truth = sorted(str(i) for i in ksigma_outliers(means, 2.0, False))
+    runs, wrong = 300, 0
+    for seed in range(runs):
+        env = Environment(means, seed=5000 + seed)
+        pol = AnytimeKSigma(env.arm_names, k=2.0, delta=DELTA)
+        res = run_policy(pol, env, max_pulls=5_000_000)
+        assert res.decision.done
+        wrong += sorted(res.decision.outliers) != truth
+    assert clopper_pearson_upper(wrong, runs) <= DELTA, wrong

@@ -60,9 +60,33 @@ s2)^(-1/2)`` (Gaussian linearisation of the sub-Gaussian MGF), so Doob's maximal
 (``alpha_j = alpha_Q / ((j + 1)(j + 2))``, summing to ``alpha_Q``; u picked per epoch from a fixed grid,
 a function of n and alpha_j only) this bounds ``||e(m)||^2 = ||Z_m||^2 / m^2`` at every m at once: about
 ``s2 (n + 2 sqrt(n log(1/alpha_j))) / m`` instead of ``~ 2 n s2 log(1/alpha_arm) / m``. ``E2`` is the
-smaller of the two. The threshold's share is split: ``Q_SHARE = 1/4`` of it (``alpha_Q``) here, the rest to the linear
-term(s): this bound depends on ``log(1/alpha_Q)`` only next to ``n/2``, the linear term on
+smaller of the two. The threshold's share is split: ``Q_SHARE = 1/4`` of it (``alpha_Q``) here, ``B_SHARE`` to the bias-free
+lower side below, the rest to the linear term(s): this bound depends on ``log(1/alpha_Q)`` only next to ``n/2``, the linear term on
 ``sqrt(log(1/alpha_L))`` alone.
+
+**Lower side without the bias (its own probability).** ``sd(yhat)^2`` overshoots ``sigma^2`` by about
+``mean(v_i) / m`` (the arms' own noise), and the remainder above pays for that bias with a bound that does
+not shrink with n. Remove it instead. With ``s_i^2`` arm i's unbiased sample variance of its first m
+rewards, ``A = sd(yhat)^2 - (1/n) sum_i s_i^2 / m`` (observable). Exactly (expand ``sd(y + e)^2``, and
+``e_i^2 - s_i^2 / m = 2 U_i / (m (m - 1))`` with ``U_i(m) = sum_{2 <= l <= m} (X_{i,l} - y_i) Z_i(l - 1)``)::
+
+    (sigma + l')^2 = A - B + ebar^2 + l'^2,   l' = (1/n) sum_i z_i e_i,   B = 2 sum_i U_i(m) / (n m (m - 1)).
+
+``M_m = sum_i U_i(m)`` is a martingale over the rows of the table whose increment ``sum_i (X_{i,m} - y_i)
+Z_i(m - 1)`` is, given the first m - 1 rows, sub-Gaussian with proxy ``sum_i s_i Z_i(m - 1)^2`` (s_i the
+arms' proxies): ``exp(l M_m - l^2 V_m / 2)`` is a supermartingale with the *predictable* variance process
+``V_m = sum_{l < m} sum_i s_i Z_i(l)^2``, and the stitched boundary (Howard et al. 2021, Thm 1, which allows
+any adapted V) gives ``P(exists m: M_m >= u(V_m)) <= alpha_B``. On the quadratic bound's event
+``||Z_l||^2 <= x_j`` for every l of epoch j (x_j with every arm's proxy at
+most smax: the same epoch's u, so the same event), so ``V_m <= Vbar_m = smax sum_{l < m} x_{j(l)}`` (smax the
+largest arm proxy bound; u is increasing), and ``B <= Bbar = 2 u(Vbar_m) / (n m (m - 1))``, of size
+``~ s2 sqrt(log) / (sqrt(n) m)``: it shrinks with n, where the biased remainder does not. If
+``sigma + l' >= 0`` then ``theta = mu_hat - L + k (sigma + l') >= mu_hat - |L| + k sqrt(A - Bbar)``. If
+``sigma + l' < 0`` then ``0 <= sigma < -l'``, so ``(sigma + l')^2 <= l'^2`` and ``A - B <= 0``: impossible
+when ``A > Bbar``. So when ``A > Bbar``, ``theta >= mu_hat - |L| + k sqrt(A - Bbar)`` (and, two-sided,
+``mu - k sigma <= mu_hat + |L'| - k sqrt(A - Bbar)``); also ``sigma >= sqrt(A - Bbar) - rms(e)``
+(``|l'| <= ||e|| / sqrt(n)``). ``L`` is the linear term above (same event). ``B_SHARE`` of the threshold's
+share is spent here.
 
 **Box.** Always intersected with the trivially valid box: with arm intervals ``[lo_i, hi_i]``, centres
 ``c_i`` and half-widths ``h_i``, ``mu in [mean(lo), mean(hi)]`` and ``|sigma - sd(c)| <= rms(h)``.
@@ -71,12 +95,12 @@ term(s): this bound depends on ``log(1/alpha_Q)`` only next to ``n/2``, the line
 intersection of the intervals of all levels so far (``upper_level``: the current level's alone).
 
 **Union.** Arm sequences (each at its own alpha), the linear term(s) (``alpha_L``; two-sided:
-``alpha_L / 2`` for each threshold) and the quadratic bound (``alpha_Q``) hold together with probability ``>= 1 - sum alpha_i - alpha_L``;
+``alpha_L / 2`` for each threshold), the quadratic bound (``alpha_Q``) and the bilinear one (``alpha_B``) hold together with probability ``>= 1 - sum alpha_i - alpha_L``;
 on that event the interval contains theta at every m at once.
 
 **Memory.** :class:`ThresholdTrack` keeps, for each grid level ``g >= m_theta`` of a geometric grid of
 counts (every count to 8, then ratio 1.2), additive totals over the arms that reached g: counts, sums of
-``yhat``, ``yhat^2``, ``r^2``, the max of ``vbar``, and the box sums. An arm adds its terms when its count
+``yhat``, ``yhat^2``, ``r^2``, ``s_i^2 / g``, the max of ``vbar`` and of the proxies, and the box sums. An arm adds its terms when its count
 hits a level (O(1), one interval evaluation); ``m_theta`` is the largest level every arm has reached.
 All totals are sums (or a max) over arms, so consumers of one group can merge them.
 
@@ -93,7 +117,7 @@ All totals are sums (or a max) over arms, so consumers of one group can merge th
 >>> track.m_theta
 370
 >>> lo, hi = track.upper(); lo < 0.3 + 2 * 0.109 < hi, round(hi - lo, 3)
-(True, 0.172)
+(True, 0.176)
 """
 
 from __future__ import annotations
@@ -104,7 +128,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ThresholdTrack", "grid_levels", "threshold_bounds", "min_sd_over_box", "quadratic_bound"]
+__all__ = ["ThresholdTrack", "grid_levels", "threshold_bounds", "min_sd_over_box", "quadratic_bound", "bilinear_bound"]
 
 
 def grid_levels(limit: int = 10 ** 12, dense: int = 8, ratio: float = 1.2) -> list[int]:
@@ -137,6 +161,8 @@ def _stitched_np(v: Any, alpha: float, v_min: float, c: Any) -> Any:
 
 #: the part of the threshold's share spent on the quadratic bound of the remainder
 Q_SHARE = 0.25
+#: the part spent on the bilinear term of the bias-free lower side (module docstring)
+B_SHARE = 0.25
 _U_GRID = np.linspace(0.01, 0.99, 99)
 
 
@@ -200,11 +226,36 @@ def quadratic_bound(g: Any, n: int, s2: float, alpha_q: float, sum_lq: Any = Non
     return float(out) if out.ndim == 0 else out
 
 
+def bilinear_bound(g: Any, n: int, s2: float, smax: Any, alpha_q: float, alpha_b: float) -> Any:
+    """``Bbar``: anytime upper bound on ``B = 2 sum_i U_i(g) / (n g (g - 1))`` (module docstring, "Lower side
+    without the bias"), on the quadratic bound's event (``alpha_q``, proxy ``s2``) and its own (``alpha_b``).
+    ``smax``: a bound on every arm's proxy. ``inf`` below g = 2.
+
+    >>> b = bilinear_bound(100, 200, 0.25, 0.25, 0.0125, 0.0125); round(b * 100 * math.sqrt(200) / 0.25, 1)
+    9.1
+    """
+    g = np.asarray(g, dtype=float)
+    top = int(np.ceil(np.log2(max(float(np.max(g)), 2.0))))
+    vsum = np.zeros_like(g)
+    for j in range(top + 1):  # counts l in [1, g - 1] of epoch j (l = 1: j = 0; else 2^(j-1) < l <= 2^j)
+        lo_l, hi_l = (1.0, 1.0) if j == 0 else (2.0 ** (j - 1) + 1.0, 2.0 ** j)
+        cnt = np.clip(np.minimum(g - 1.0, hi_l) - lo_l + 1.0, 0.0, None)
+        u_j = epoch_u(hi_l, n, alpha_q)  # every arm's proxy at most smax: the quadratic bound's own event
+        lq = n * -np.log1p(-u_j * np.minimum(np.asarray(smax, dtype=float) / s2, 1.0))
+        x_j = quadratic_bound(hi_l, n, s2, alpha_q, lq) * hi_l * hi_l  # bound on max ||Z_l||^2 over the epoch
+        vsum = vsum + cnt * x_j
+    v_bar = np.asarray(smax, dtype=float) * vsum
+    u = _stitched_np(v_bar, alpha_b, n * s2 * s2, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(g >= 2.0, 2.0 * u / (n * g * np.maximum(g - 1.0, 1.0)), np.inf)
+    return float(out) if out.ndim == 0 else out
+
+
 def threshold_bounds(g: Any, n: int, k: float, alpha_lin: float, *, sum_y: Any, sum_y2: Any, sum_r2: Any,
                      vmax: Any, sum_lo: Any, sum_hi: Any, sum_c: Any, sum_c2: Any, sum_h2: Any,
                      span: float | None, sigma_x: float | None, two_sided: bool = False,
                      v_min: float | None = None, sigma_floor: Any = 0.0, sum_lq: Any = None,
-                     box: Any = None) -> dict[str, Any]:
+                     box: Any = None, sum_w: Any = None, smax: Any = None) -> dict[str, Any]:
     """The intervals of the module docstring from the totals at level ``g`` (floats or numpy arrays).
 
     ``alpha_lin`` is the whole threshold share: ``Q_SHARE`` of it to the quadratic bound, the rest to the
@@ -214,6 +265,8 @@ def threshold_bounds(g: Any, n: int, k: float, alpha_lin: float, *, sum_y: Any, 
     ``box``: optional ``(lo, hi, vbar)`` arrays (``(..., n)``) of the arms' current intervals and variance
     bounds: the linear term's variance and scale then come from :func:`linear_variance_bound` where
     that is smaller.
+    ``sum_w``, ``smax``: ``sum_i s_i^2 / g`` (the arms' unbiased sample variances) and the largest proxy
+    bound: with both, the bias-free lower side (module docstring) where it is tighter.
     ``span = high - low`` for bounded rewards (``vmax`` = max Bhatia-Davis variance); ``sigma_x`` for
     sub-Gaussian rewards; neither (heavy tails): the box alone. Returns ``upper`` = (lo, hi) of
     ``mu + k sigma`` and ``upper_box`` / ``upper_track``, and the same for ``lower`` when two-sided.
@@ -224,7 +277,7 @@ def threshold_bounds(g: Any, n: int, k: float, alpha_lin: float, *, sum_y: Any, 
     mean_c = sum_c / n
     sd_c = np.sqrt(np.maximum(sum_c2 / n - mean_c * mean_c, 0.0))
     rms_h = np.sqrt(np.maximum(sum_h2, 0.0) / n)
-    a_each = alpha_lin * (1 - Q_SHARE) / (2.0 if two_sided else 1.0)  # the rest to the linear term(s)
+    a_each = alpha_lin * (1 - Q_SHARE - B_SHARE) / (2.0 if two_sided else 1.0)  # the rest: linear term(s)
     s2 = span * span / 4.0 if span is not None else (sigma_x * sigma_x if sigma_x is not None else None)
     if s2 is not None:
         sum_r2 = np.minimum(sum_r2, quadratic_bound(g, n, s2, alpha_lin * Q_SHARE, sum_lq))
@@ -233,6 +286,14 @@ def threshold_bounds(g: Any, n: int, k: float, alpha_lin: float, *, sum_y: Any, 
     out: dict[str, Any] = {}
     w2 = (1.0 + k * k) / n
     sigma_lo = np.maximum(np.maximum(sd_hat - rms_e, box_sd_lo), sigma_floor)
+    sd_unb = None  # sqrt(A - Bbar) where A > Bbar (the bias-free lower side), else nan
+    if sum_w is not None and smax is not None and s2 is not None:
+        A = sd_hat * sd_hat - np.asarray(sum_w, dtype=float) / n
+        b_bar = bilinear_bound(g, n, s2, smax, alpha_lin * Q_SHARE, alpha_lin * B_SHARE)
+        with np.errstate(invalid="ignore"):
+            ok = np.isfinite(A) & (A > b_bar)
+            sd_unb = np.where(ok, np.sqrt(np.where(ok, A - b_bar, 0.0)), np.nan)
+        sigma_lo = np.maximum(sigma_lo, np.where(ok, sd_unb - rms_e, 0.0))
     if span is not None:
         V = w2 * vmax
         c = (1.0 + k * math.sqrt(n - 1.0)) * span / (3.0 * n)
@@ -258,9 +319,13 @@ def threshold_bounds(g: Any, n: int, k: float, alpha_lin: float, *, sum_y: Any, 
         th = mu_hat + sgn * k * sd_hat
         if sgn > 0:
             t_lo, t_hi = th - lin - k * r_max, th + lin
+            if sd_unb is not None:
+                t_lo = np.where(np.isnan(sd_unb), t_lo, np.maximum(t_lo, mu_hat - lin + k * sd_unb))
             b_lo, b_hi = sum_lo / n + k * box_sd_lo, sum_hi / n + k * box_sd_hi
         else:
             t_lo, t_hi = th - lin, th + lin + k * r_max
+            if sd_unb is not None:
+                t_hi = np.where(np.isnan(sd_unb), t_hi, np.minimum(t_hi, mu_hat + lin - k * sd_unb))
             b_lo, b_hi = sum_lo / n - k * box_sd_hi, sum_hi / n - k * box_sd_lo
         lo, hi = np.maximum(t_lo, b_lo), np.minimum(t_hi, b_hi)
         hi = np.maximum(hi, lo)
@@ -327,14 +392,16 @@ def min_sd_over_box(lo: Any, hi: Any) -> Any:
     return float(sd) if sd.ndim == 0 else sd
 
 
-_FIELDS = ("cnt", "sum_y", "sum_y2", "sum_r2", "vmax", "sum_lo", "sum_hi", "sum_c", "sum_c2", "sum_h2", "sum_lq")
+_FIELDS = ("cnt", "sum_y", "sum_y2", "sum_r2", "vmax", "sum_lo", "sum_hi", "sum_c", "sum_c2", "sum_h2", "sum_lq",
+           "sum_w", "smax")
 
 
 class ThresholdTrack:
     """Per-level additive totals and the threshold interval at ``m_theta`` (module docstring).
 
-    ``record(g, S, lo, hi)``: an arm reached count ``g`` (a member of :attr:`levels`) with prefix sum
-    ``S`` and interval ``(lo, hi)``; returns whether ``m_theta`` advanced. ``upper()`` / ``lower()``:
+    ``record(g, S, lo, hi, S2=...)``: an arm reached count ``g`` (a member of :attr:`levels`) with prefix
+    sum ``S``, sum of squares ``S2`` (Bernoulli: ``S``; ``None``: no bias-free lower side at this level) and
+    interval ``(lo, hi)``; returns whether ``m_theta`` advanced. ``upper()`` / ``lower()``:
     the current intervals of ``mu + k sigma`` / ``mu - k sigma`` (``(-inf, inf)`` before every arm has
     reported once). Reward range ``[low, high]`` (bounded, Bernoulli), or ``sigma_x`` (sub-Gaussian), or
     neither (heavy tails: the box only).
@@ -363,8 +430,10 @@ class ThresholdTrack:
         a_q = self.alpha * Q_SHARE
         self._u_of: dict[int, float] = {}
         for key, t in self.totals.items():  # a snapshot from before the proxies' field: every arm at s2
-            if len(t) < len(_FIELDS):
+            if len(t) < 11:
                 t.append(t[0] * -math.log1p(-epoch_u(int(key), self.n, a_q)))
+            if len(t) < len(_FIELDS):  # ... or before the sample variances: none at this level
+                t.extend([-1.0, 0.0])
 
     def proxy(self, lo: float, hi: float) -> float | None:
         """Bound on the arm's sub-Gaussian proxy, valid while its mean is in ``[lo, hi]``: Bernoulli, the
@@ -384,7 +453,7 @@ class ThresholdTrack:
         return (x - low) * (high - x)
 
     def record(self, g: int, S: float, lo: float, hi: float,
-               box: Callable[[], tuple[list[float], list[float]]] | None = None) -> bool:
+               box: Callable[[], tuple[list[float], list[float]]] | None = None, S2: float | None = None) -> bool:
         """Add one arm's terms at level ``g``; ``box()`` (optional) returns the arms' current intervals
         ``(lo list, hi list)``, read only when ``m_theta`` advances (for :func:`min_sd_over_box`)."""
         if g < self.m_theta or g not in self.levels:
@@ -415,6 +484,14 @@ class ThresholdTrack:
             p = self.proxy(lo, hi)
             assert p is not None  # s2 is set, so proxy is s2 or the Bernoulli proxy
             t[10] += -math.log1p(-u * min(p / self._s2, 1.0))
+            if p > t[12]:
+                t[12] = p
+        if S2 is None and self.bernoulli:
+            S2 = S
+        if S2 is None or g < 2 or t[11] < 0.0:
+            t[11] = -1.0  # negative: not every arm gave its sample variance (JSON-safe, unlike nan)
+        else:  # the unbiased sample variance over g: (S2 - S^2 / g) / ((g - 1) g)
+            t[11] += max(S2 - S * y, 0.0) / ((g - 1.0) * g)
         if t[0] >= self.n:
             self._advance(g, box)
             return True
@@ -435,7 +512,8 @@ class ThresholdTrack:
                                sum_r2=t["sum_r2"], vmax=t["vmax"], sum_lo=t["sum_lo"], sum_hi=t["sum_hi"],
                                sum_c=t["sum_c"], sum_c2=t["sum_c2"], sum_h2=t["sum_h2"], span=self._span,
                                sigma_x=self.sigma_x, two_sided=self.two_sided, sum_lq=t["sum_lq"],
-                               sigma_floor=sigma_floor, box=box_arg)
+                               sigma_floor=sigma_floor, box=box_arg,
+                               sum_w=None if t["sum_w"] < 0.0 else t["sum_w"], smax=t["smax"])
         prev = self.result
         self.result = {kk: (tuple(float(x) for x in v) if isinstance(v, tuple) else float(v))
                        for kk, v in res.items()}

@@ -45,53 +45,20 @@ import math
 from collections.abc import Sequence
 from typing import Any, ClassVar, cast
 
-import numpy as np
-
 from ..confidence.base import sequence_from_snapshot
 from ..confidence.beta_binomial import BetaBinomialCS
 from ..confidence.factory import sequence_for
 from ..confidence.threshold import ThresholdTrack, grid_levels
 from ..models import HeavyTailedModel, RewardModel, SubGaussianModel, make_model, model_from_dict
+from ..validation import check_ksigma_params
+from . import anytime_batch
 from .base import Decision, Event, Policy, Request
+from .ksigma import ksigma_outliers
 
 __all__ = ["AnytimeKSigma"]
 
 _LEVELS = grid_levels()
 _LEVEL_SET = frozenset(_LEVELS)
-_LEVEL_ARRAY = np.array(sorted(_LEVELS), dtype=np.float64)
-
-
-_LGAMMA = np.frompyfunc(math.lgamma, 1, 1)
-#: below this many arms the candidates are too dense for skipping ahead to pay (measured:
-#: ``benchmarks/policy_batch_speed.py``, n = 20 about 2x slower than update(); n = 1e3 within -20%..+5%)
-_SKIP_MIN_ARMS = 256
-
-
-def _may_cross(m: np.ndarray, s: np.ndarray, v: float, above: bool, cached: np.ndarray, c0: Any) -> np.ndarray:
-    """Where ``BetaBinomialCS.above(v)`` (``below(v)`` if not ``above``) may hold at counts ``m``, sums
-    ``s`` and cached bound ``cached`` (``lo``, resp. ``hi``): its tests, the log-mixture with a margin."""
-    if above:
-        if v < 0.0:
-            return np.ones(len(m), dtype=bool)
-        sure = cached > v
-        open_ = ~((m == 0) | (v >= 1.0) | (s <= v * m))
-        if v <= 0.0:
-            return sure | open_
-    else:
-        if v > 1.0:
-            return np.ones(len(m), dtype=bool)
-        sure = cached < v
-        open_ = ~((m == 0) | (v <= 0.0) | (s >= v * m))
-        if v >= 1.0:
-            return sure | open_
-    if not open_.any():
-        return sure
-    mm, ss = m[open_], s[open_]
-    lm = (_LGAMMA(c0.a + ss).astype(np.float64) + _LGAMMA(c0.b + mm - ss).astype(np.float64)
-          - _LGAMMA(c0.a + c0.b + mm).astype(np.float64) - c0._lb0 - ss * math.log(v) - (mm - ss) * math.log1p(-v))
-    out = sure.copy()
-    out[open_] |= lm >= c0._c - 1e-7
-    return out
 
 
 def _lil(m: int) -> float:
@@ -135,14 +102,9 @@ class AnytimeKSigma(Policy):
                  model: RewardModel | str = "bernoulli", two_sided: bool = False, arm_share: float = 0.5) -> None:
         super().__init__(arms)
         n = len(self.arms)
-        if not (isinstance(k, (int, float)) and math.isfinite(k) and k > 0):
-            raise ValueError(f"k must be a finite number > 0, got {k!r}")
-        if not (isinstance(delta, (int, float)) and 0 < delta < 1):
-            raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+        check_ksigma_params(k, delta, n)
         if not 0 < arm_share < 1:
             raise ValueError(f"arm_share must be in (0, 1), got {arm_share!r}")
-        if n < 2:
-            raise ValueError(f"the k-sigma rule needs at least 2 arms, got {n}")
         self.k, self.delta, self.two_sided, self.arm_share = float(k), float(delta), bool(two_sided), float(arm_share)
         self.model = make_model(model)
         self.alpha_arm = self.arm_share * self.delta / n
@@ -161,6 +123,9 @@ class AnytimeKSigma(Policy):
         self.ignored = 0
         self.key = [-math.inf] * n    # sampling index of each undecided arm (smaller: wanted first)
         self.deferred: list[int] = []
+        #: sums of squared rewards (non-Bernoulli: the threshold's sample variances); None: restored from a
+        #: snapshot without them (the bias-free lower side then stays off)
+        self.q: list[float] | None = [0.0] * n
         self._init_derived()
 
     # -- derived state (rebuilt on restore) ------------------------------------------------------
@@ -295,6 +260,8 @@ class AnytimeKSigma(Policy):
         else:
             c._update(x)
             g, s = c.m, c.s
+            if self.q is not None:
+                self.q[i] += x * x
         self.T += 1
         if self._deferred:
             self._deferred.clear()
@@ -302,7 +269,8 @@ class AnytimeKSigma(Policy):
         events: list[Event] = []
         if g in _LEVEL_SET and g > self.track.m_theta:
             lo, hi = c.interval()
-            if self.track.record(g, s, lo, hi, self._box):
+            if self.track.record(g, s, lo, hi, self._box,
+                                 None if self._bern or self.q is None else self.q[i]):
                 events = self._on_advance()
         if self.state[i] == 0:
             m = g
@@ -343,19 +311,7 @@ class AnytimeKSigma(Policy):
     def update_batch(self, arms: Sequence[int], rewards: Sequence[float]) -> tuple[int, list[Event]]:
         """:meth:`Policy.update_batch`, skipping ahead with numpy: exactly :meth:`update` reward by reward.
 
-        Why skipping ahead is exact. Between two rewards that can make an event, a reward of arm i only
-        adds to ``m_i``, ``s_i`` and ``T``, and leaves ``key_i``, ``rp_i`` and a heap entry that the next
-        reward of arm i overwrites (the heap is read through ``key``: stale entries are skipped, so only
-        an arm's last entry matters). A reward can make an event only (a) when ``m_i`` reaches a grid
-        level above ``m_theta`` (the threshold track may advance) or (b) when the proxy filter of
-        :meth:`update` lets the exact test run (``mean_i -+ rp_i / 2`` clear of the threshold's
-        interval). Both are found for every reward of the batch at once (counts and sums by arm, a
-        cumulative sum), (b) with a margin of 1e-9 so numpy's rounding can only add candidates; the
-        rewards before the first candidate are applied in one pass (sums added in order, so the floats
-        are the same), the arms' keys computed once with the same formulas as :meth:`update`; the
-        candidate itself goes through :meth:`update`. Only for the Bernoulli model (the Beta-Binomial
-        sequence depends on counts and sums alone), one-sided, and at least ``_SKIP_MIN_ARMS`` arms;
-        otherwise the per-reward default.
+        Why that is exact: :mod:`streamarms.policies.anytime_batch`.
 
         >>> import random
         >>> rng = random.Random(1); arms = [rng.randrange(300) for _ in range(4000)]
@@ -368,107 +324,7 @@ class AnytimeKSigma(Policy):
         >>> ev_p == ev_q and p.snapshot() == q.snapshot()
         True
         """
-        if self.model.name != "bernoulli" or self.two_sided or len(rewards) < 16 or len(self.arms) < _SKIP_MIN_ARMS:
-            return super().update_batch(arms, rewards)
-        a = np.asarray(arms, dtype=np.intp)
-        x = np.asarray(rewards, dtype=np.float64)
-        if not bool(np.all((x == 0.0) | (x == 1.0))):  # a refused reward: find it reward by reward
-            return super().update_batch(arms, rewards)
-        if self.n_undecided == 0:
-            self.ignored += len(x)
-            return len(x), []
-        al, xl, n = a.tolist(), x.tolist(), len(x)  # plain ints and floats, as update() stores
-        pos = 0
-        while pos < n:
-            cands, level = self._candidates(a[pos:], x[pos:])
-            u = self._u
-            for p, lv in zip((cands + pos).tolist(), level.tolist()):
-                if p > pos:
-                    self._skip_ahead(al, xl, pos, p)
-                events = self.update(self.arms[al[p]], xl[p])
-                pos = p + 1
-                if events:
-                    return pos, events
-                # a new level may move the threshold or narrow the arm's cached interval (which
-                # above/below read first): then the candidates after it are found again
-                if lv and (self._u != u or self.cs[al[p]].lo > u[1] or self.cs[al[p]].hi < u[0]):
-                    break
-            else:
-                self._skip_ahead(al, xl, pos, n)
-                pos = n
-        return n, []
-
-    def _candidates(self, a: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Positions of the rewards that may make an event, in order, and whether each reaches a new
-        grid level (:meth:`update_batch`): counts and sums by arm at every reward, then (a) a grid
-        level above ``m_theta``, (b) the proxy filter of :meth:`update` *and* the Beta-Binomial test
-        of :meth:`_classify` (with a margin: numpy's rounding only adds candidates)."""
-        n = len(x)
-        order = np.argsort(a, kind="stable")
-        sa, sx = a[order], x[order]
-        new = np.r_[True, sa[1:] != sa[:-1]]
-        start = np.flatnonzero(new)
-        seg = np.cumsum(new) - 1
-        rank = np.arange(n) - start[seg] + 1
-        ua = sa[start].tolist()
-        cs = self.cs
-        m0 = np.array([cs[i].m for i in ua], dtype=np.float64)
-        s0 = np.array([cs[i].s for i in ua], dtype=np.float64)
-        cum = np.cumsum(sx)
-        base = cum[start] - sx[start]  # the cumulative sum before each arm's first reward
-        m = m0[seg] + rank
-        sums = s0[seg] + (cum - base[seg])
-        level = np.isin(m, _LEVEL_ARRAY) & (m > self.track.m_theta)
-        cand = level.copy()
-        und = np.array([self.state[i] == 0 for i in ua])[seg]
-        if und.any():
-            mean = sums / m
-            var = (mean - self._vlo) * (self._vhi - mean) + (self._vhi - self._vlo) ** 2 / (m + 1.0)
-            half = 0.5 * np.sqrt(2.0 * var * (self._L + 1.4 * np.log(np.log(2.0 * m) + 1.0)) / m)
-            eps = 1e-9
-            u_lo, u_hi = self._u
-            f = und & ((mean - half > u_hi - eps) | (mean + half < u_lo + eps))
-            if f.any():
-                k = np.flatnonzero(f)
-                c0 = cs[0]
-                lo = np.array([cs[i].lo for i in ua])[seg[k]]
-                hi = np.array([cs[i].hi for i in ua])[seg[k]]
-                f[k] = (_may_cross(m[k], sums[k], u_hi, True, lo, c0) | _may_cross(m[k], sums[k], u_lo, False, hi, c0))
-                cand |= f
-        idx = np.flatnonzero(cand)
-        pos = order[idx]
-        srt = np.argsort(pos, kind="stable")
-        return pos[srt], level[idx][srt]
-
-    def _skip_ahead(self, arms: list[int], rewards: list[float], start: int, stop: int) -> None:
-        """Apply rewards ``[start, stop)``, none of which can make an event (:meth:`update_batch`)."""
-        cs, state = self.cs, self.state
-        touched: dict[int, None] = {}
-        for j in range(start, stop):  # sums in arrival order: the same floats as update()
-            i = arms[j]
-            c = cs[i]
-            c.m += 1
-            c.s += rewards[j]
-            touched[i] = None
-        self.T += stop - start
-        if self._deferred:
-            self._deferred.clear()
-            self.deferred = []
-        mt, th_u, L, heap, key, rps = self.track.m_theta, self._th_u, self._L, self._heap, self.key, self._rp
-        for i in touched:
-            if state[i] != 0:
-                continue
-            c = cs[i]
-            m = c.m
-            mean = c.s / m
-            var = self._var(mean, m)
-            rps[i] = math.sqrt(2.0 * var * (L + 1.4 * math.log(math.log(2.0 * m) + 1.0)) / m)
-            k = abs(mean - th_u) * math.sqrt(m / var) if mt else -math.inf
-            key[i] = k
-            heapq.heappush(heap, (k, i))
-        if len(heap) > 2 * len(self.arms) + 64:
-            self._heap = [(key[j], j) for j in range(len(self.arms)) if state[j] == 0]
-            heapq.heapify(self._heap)
+        return anytime_batch.update_batch(self, arms, rewards)
 
     def _laggard(self, skip: set[int] | frozenset[int] = frozenset()) -> int | None:
         lag, cs, g = self._lag, self.cs, self._next_g
@@ -578,14 +434,8 @@ class AnytimeKSigma(Policy):
 
     def decision(self) -> Decision:
         arms, st = self.arms, self.state
-        means = [c.mean if c.m else math.nan for c in self.cs]
-        est: list[str] = []
-        if all(c.m for c in self.cs):
-            n = len(means)
-            mu = sum(means) / n
-            sd = math.sqrt(max(sum(y * y for y in means) / n - mu * mu, 0.0))
-            hi, lo = mu + self.k * sd, mu - self.k * sd
-            est = [a for a, y in zip(arms, means) if y > hi or (self.two_sided and y < lo)]
+        est = [arms[i] for i in ksigma_outliers([c.mean for c in self.cs], self.k, self.two_sided)] \
+            if all(c.m for c in self.cs) else []
         extra: dict[str, Any] = {"m_theta": self.track.m_theta, "ignored_after_done": self.ignored,
                                  "threshold_track": self.track.result.get("upper_track"),
                                  "threshold_box": self.track.result.get("upper_box")}
@@ -605,7 +455,7 @@ class AnytimeKSigma(Policy):
                 "two_sided": self.two_sided, "arm_share": self.arm_share, "model": self.model.to_dict(),
                 "cs": [c.snapshot() for c in self.cs], "track": self.track.snapshot(), "state": list(self.state),
                 "n_undecided": self.n_undecided, "T": self.T, "ignored": self.ignored, "key": list(self.key),
-                "deferred": list(self.deferred)}
+                "deferred": list(self.deferred), "q": None if self.q is None else list(self.q)}
 
     @classmethod
     def restore(cls, state: dict[str, Any]) -> AnytimeKSigma:
@@ -623,5 +473,7 @@ class AnytimeKSigma(Policy):
         obj.T, obj.ignored = int(state["T"]), int(state["ignored"])
         obj.key = [float(x) for x in state["key"]]
         obj.deferred = [int(i) for i in state["deferred"]]
+        q = state.get("q")  # absent in a snapshot from before the sums of squares
+        obj.q = None if q is None else [float(x) for x in q]
         obj._init_derived()
         return obj

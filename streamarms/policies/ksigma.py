@@ -66,6 +66,7 @@ import numpy as np
 
 from .. import bounds
 from ..models import BernoulliModel, BoundedModel, RewardModel, make_model, model_from_dict
+from ..validation import check_ksigma_params
 from .base import Decision, Event, Policy, Request
 
 __all__ = ["RoundRobin", "WeightedRoundRobin", "NaiveRoundRobin", "ksigma_outliers"]
@@ -86,15 +87,6 @@ def ksigma_outliers(means: Sequence[float], k: float, two_sided: bool = False) -
     return [i for i, v in enumerate(y) if v > hi or (two_sided and v < lo)]
 
 
-def _check_params(k: float, delta: float, n: int) -> None:
-    if not (isinstance(k, (int, float)) and math.isfinite(k) and k > 0):
-        raise ValueError(f"k must be a finite number > 0, got {k!r}")
-    if not (isinstance(delta, (int, float)) and 0 < delta < 1):
-        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
-    if n < 2:
-        raise ValueError(f"the k-sigma rule needs at least 2 arms, got {n}")
-
-
 class _KSigmaEstimates(Policy):
     """Shared state of the k-sigma policies: counts, sums, running sums, theta_hat, RR cursor."""
 
@@ -104,7 +96,7 @@ class _KSigmaEstimates(Policy):
                  model: RewardModel | str = "bernoulli", two_sided: bool = False) -> None:
         super().__init__(arms)
         n = len(self.arms)
-        _check_params(k, delta, n)
+        check_ksigma_params(k, delta, n)
         self.k = float(k)
         self.delta = float(delta)
         self.model = make_model(model)
