@@ -32,7 +32,7 @@ when ``S`` is empty and returns the outlier set ``O``. Confidence ([ZZZZ20] Lemm
 * with probability >= 1 - delta every interval holds at every round (union bound
   ``sum_t (2n + 8) delta_t = delta``), so every classification, and the output, is correct.
 
-Choices and deviations (each keeps the guarantee; tests in ``tests/test_ade.py``):
+Choices and deviations (each keeps the guarantee; tests in ``tests/policies/test_ade.py``):
 
 * **Reward range.** The paper assumes ``a >= 0`` "without loss of generality" (Lemma 2 needs it). We
   take that literally: threshold statistics are computed on ``x - a`` (a translation changes neither

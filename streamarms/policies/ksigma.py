@@ -41,7 +41,7 @@ used by WRR and the returned set are exactly the paper's:
   sums are kept for z at both ends of a short window of T, bracketing the exact radius; the exact
   O(n) value is computed only when the bracket cannot decide.
 
-``tests/test_ksigma.py`` runs a literal O(n)-per-pull reference of Alg. 1 and Alg. 2 side by side and
+``tests/policies/test_ksigma.py`` runs a literal O(n)-per-pull reference of Alg. 1 and Alg. 2 side by side and
 checks the same pulls, the same stopping time and the same answer.
 
 Classification events: an arm whose interval is disjoint from the threshold's interval is reported as

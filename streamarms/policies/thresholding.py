@@ -26,7 +26,7 @@ Ties go to the arm listed first (the ``argmin`` of numpy).
 Speed (a deviation in *how*, not *what*): since an arm's index changes only when that arm gets a sample,
 the argmin is kept in a binary heap with lazy invalidation (an entry is stale when its key is no longer
 the arm's current key; the heap is rebuilt in O(n) when it holds more than 2n + 64 entries). A sample
-costs amortised O(log n), not the O(n) scan of the paper's argmin; ``tests/test_thresholding.py``
+costs amortised O(log n), not the O(n) scan of the paper's argmin; ``tests/policies/test_thresholding.py``
 checks that the pull sequence equals a literal numpy-argmin implementation, and
 ``benchmarks/thresholding.py`` prints the cost per sample.
 
