@@ -92,6 +92,10 @@ class _KSigmaEstimates(Policy):
 
     two_sided: bool
 
+    @classmethod
+    def _unit_test_params(cls) -> list[dict[str, Any]]:
+        return [{}, {"k": 1.5, "model": "bounded"}]
+
     def __init__(self, arms: Sequence[str], *, k: float = 2.0, delta: float = 0.1,
                  model: RewardModel | str = "bernoulli", two_sided: bool = False) -> None:
         super().__init__(arms)

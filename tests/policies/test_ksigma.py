@@ -170,24 +170,6 @@ def test_bad_parameters(kw, msg):
         WeightedRoundRobin(["a", "b"], rho=0.5)
 
 
-@pytest.mark.parametrize("cls", [RoundRobin, WeightedRoundRobin, NaiveRoundRobin])
-@pytest.mark.parametrize("model", ["bernoulli", "bounded"])
-def test_snapshot_restore_continues_identically(cls, model):
-    means = [0.2, 0.25, 0.3, 0.22, 0.8, 0.27]
-    env_a = Environment(means, seed=5)
-    a = cls(env_a.arm_names, k=1.5, model=model)
-    full = run_policy(a, env_a, max_pulls=200000)
-    env_b = Environment(means, seed=5)
-    b = cls(env_b.arm_names, k=1.5, model=model)
-    run_policy(b, env_b, max_pulls=777)
-    snap = json.loads(json.dumps(b.snapshot()))
-    b2 = cls.restore(snap)
-    rest = run_policy(b2, env_b, max_pulls=200000 - 777)
-    assert rest.pulls == full.pulls
-    assert rest.decision.outliers == full.decision.outliers
-    assert rest.decision.done == full.decision.done
-
-
 def test_events_are_correct_and_consistent_with_decision():
     means = zww17_example()
     env = Environment(means, seed=3)

@@ -141,28 +141,15 @@ def test_bad_delta_refused():
         RobustOutlierArmIdentification(["a", "b", "c"], delta=1.0)
 
 
-def test_bad_reward_and_unknown_arm_leave_state_unchanged():
+def test_a_reward_outside_the_model_leaves_state_unchanged():
+    """(NaN, inf and unknown arms: the conformance suite, streamarms.checks, for every policy.)"""
     pol = RobustOutlierArmIdentification([str(i) for i in range(6)], k=2.0)
     env = Environment([0.1, 0.2, 0.3, 0.2, 0.1, 0.9], seed=0)
     run_policy(pol, env, max_pulls=333)
     before = json.dumps(pol.snapshot())
     with pytest.raises(ValueError, match="arm '2'.*0.3"):
         pol.update("2", 0.3)
-    with pytest.raises(ValueError, match="unknown arm 'x'"):
-        pol.update("x", 1)
     assert json.dumps(pol.snapshot()) == before
-
-
-def test_snapshot_restore_continues_identically():
-    env_a = Environment(ONE_SIDED, seed=5)
-    a = RobustOutlierArmIdentification(env_a.arm_names, k=2.0)
-    run_policy(a, env_a, max_pulls=40001)
-    b = RobustOutlierArmIdentification.restore(json.loads(json.dumps(a.snapshot())))
-    env_b = Environment(ONE_SIDED, seed=0)
-    env_b.rng.setstate(env_a.rng.getstate())
-    ra, rb = run_policy(a, env_a), run_policy(b, env_b)
-    assert ra.decision.to_dict() == rb.decision.to_dict() and ra.decision.done
-    assert [e.to_dict() for e in ra.events] == [e.to_dict() for e in rb.events]
 
 
 def test_unrequested_rewards_and_defer():
