@@ -27,23 +27,13 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any
 
 from river import stats
 
 from . import bounds
+from .validation import finite_reward
 
 __all__ = ["TruncatedMean", "MedianOfMeans"]
-
-
-def _finite(x: Any) -> float:
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        raise ValueError(f"value is not a number: {x!r}") from None
-    if not math.isfinite(v):
-        raise ValueError(f"value is not finite: {x!r}")
-    return v
 
 
 def _check_delta(delta: float) -> None:
@@ -93,7 +83,7 @@ class TruncatedMean(stats.base.Univariate):
         return bounds.tea_truncation_level(i, self.p, self.B, self.delta)
 
     def update(self, x: float) -> None:
-        x = _finite(x)
+        x = finite_reward(None, x)
         i = self.n + 1
         if abs(x) ** self.p <= self.B * i / self._L:  # |x| <= b_i, without the root
             self.total += x
@@ -155,7 +145,7 @@ class MedianOfMeans(stats.base.Univariate):
         self._sums = [0.0] * self.k
 
     def update(self, x: float) -> None:
-        x = _finite(x)
+        x = finite_reward(None, x)
         b = self.n % self.k
         self._counts[b] += 1
         self._sums[b] += x

@@ -112,6 +112,10 @@ class PolicySpec:
     #: outlier set equals the truth)
     judge: Callable[[Any, list[str]], bool] | None = None
     params: tuple[str, ...] = ()
+    #: ``streamarms run``'s passive feed when the user names none: ``"planned"`` (the rewards its plan
+    #: asks for) or ``"all"`` (every reward of its arms; for a policy valid under any sampling order whose
+    #: plan is narrow, e.g. ``cs``: 0.37x the records of WRR's plan vs 3.0x following its own plan)
+    passive_feed: str = "planned"
 
     def build(self, arms: list[str], **params: Any) -> Policy:
         """The policy on ``arms`` with ``params`` (fields of :class:`PolicyParams`, others refused)."""
@@ -343,4 +347,5 @@ register(PolicySpec("sr", _sr, _best_truth, kind="best", params=("budget", "esti
 
 # streamarms' own engine (issue 9): anytime-valid confidence sequences and the threshold track
 register(PolicySpec("cs", lambda arms, p: AnytimeKSigma(arms, **_ksigma_kw(p)), _ksigma_truth, params=_KSIGMA,
-                    description="anytime k-sigma: confidence sequences + threshold track (streamarms, issue 9)"))
+                    description="anytime k-sigma: confidence sequences + threshold track (streamarms, issue 9)",
+                    passive_feed="all"))

@@ -17,15 +17,26 @@ from typing import Any
 __all__ = ["finite_reward", "check_ksigma_params"]
 
 
-def finite_reward(arm: str, reward: Any) -> float:
-    """The reward as a float, or ``ValueError`` naming the arm and the value (not a number, not finite)."""
+def finite_reward(arm: str | None, reward: Any) -> float:
+    """The reward as a float, or ``ValueError`` naming the arm and the value (not a number, not finite);
+    ``arm=None``: a value with no arm (an estimator's input), named "value".
+
+    >>> finite_reward(None, "inf")
+    Traceback (most recent call last):
+    ...
+    ValueError: value is not finite: 'inf'
+    """
     try:
         x = float(reward)
     except (TypeError, ValueError):
-        raise ValueError(f"reward for arm {arm!r} is not a number: {reward!r}") from None
+        raise ValueError(f"{_what(arm)} is not a number: {reward!r}") from None
     if not math.isfinite(x):
-        raise ValueError(f"reward for arm {arm!r} is not finite: {reward!r}")
+        raise ValueError(f"{_what(arm)} is not finite: {reward!r}")
     return x
+
+
+def _what(arm: str | None) -> str:
+    return "value" if arm is None else f"reward for arm {arm!r}"
 
 
 def check_ksigma_params(k: Any, delta: Any, n: int) -> None:

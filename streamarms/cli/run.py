@@ -84,6 +84,8 @@ def _scheduler_config(s: RunSettings) -> SchedulerConfig:
     """The settings of the same names (every field of :class:`SchedulerConfig` is one); 0 s timeouts: none."""
     kw = {f.name: getattr(s, f.name) for f in fields(SchedulerConfig)}
     kw.update(episode_timeout=s.episode_timeout or None, key_ttl=s.key_ttl or None)
+    if "passive_feed" not in s.explicit and s.mode != ACTIVE and s.policy in POLICIES:
+        kw["passive_feed"] = POLICIES[s.policy].passive_feed  # the policy's own default
     return SchedulerConfig(**kw)
 
 
@@ -431,6 +433,12 @@ class _App:
                        epochs=mon.counts["epochs"], group_by=self.s.group_by)
         return out
 
+    def _mode_text(self) -> str:
+        cfg = getattr(self, "sched_config", None)
+        if cfg is None or cfg.mode == ACTIVE:
+            return f"{self.s.mode} mode"
+        return "passive mode, " + ("every reward of its keys fed" if cfg.passive_feed == "all" else "following its plan")
+
     def run(self) -> int:
         s = self.s
         if s.embedded and not s.quiet:
@@ -439,7 +447,7 @@ class _App:
                   f"rewards, known outliers {', '.join(self.truth or []) or 'none'}; "
                   + (f"continuous monitor k={s.k:g} alpha={s.monitor_alpha:g} (every record used, no episodes; "
                      f"Ctrl-C to stop)" if self.continuous else f"policy {s.policy} k={s.k:g} delta={s.delta:g}, "
-                                                                 f"{s.mode} mode"), flush=True)
+                                                                 f"{self._mode_text()}"), flush=True)
         t0 = time.monotonic()
         code = 0
         try:

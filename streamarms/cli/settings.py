@@ -200,8 +200,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                         "episodes (= passive): detection episodes sampling the stream (the default without "
                         "--forever); active: episodes that request samples")
     g.add_argument("--passive-feed", choices=["planned", "all"],
-                   help="passive: give the policy the rewards its plan asks for (planned, default) or every "
-                        "reward of its arms as it arrives (all: fewer records read; k-sigma, GOLD, robust)")
+                   help="passive: give the policy the rewards its plan asks for (planned) or every "
+                        "reward of its arms as it arrives (all: fewer records read; k-sigma, GOLD, robust). "
+                        "Default: the policy's own (cs: all; the papers' policies: planned)")
     g.add_argument("--policy", choices=sorted(POLICIES), help=f"policy (default {d['policy']})")
     g.add_argument("--k", type=float, help="k of the k-sigma rule (default 2)")
     g.add_argument("--delta", type=float, help="error probability (default 0.1)")

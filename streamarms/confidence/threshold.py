@@ -77,7 +77,8 @@ Z_i(m - 1)`` is, given the first m - 1 rows, sub-Gaussian with proxy ``sum_i s_i
 arms' proxies): ``exp(l M_m - l^2 V_m / 2)`` is a supermartingale with the *predictable* variance process
 ``V_m = sum_{l < m} sum_i s_i Z_i(l)^2``, and the stitched boundary (Howard et al. 2021, Thm 1, which allows
 any adapted V) gives ``P(exists m: M_m >= u(V_m)) <= alpha_B``. On the quadratic bound's event
-``||Z_l||^2 <= x_j`` for every l of epoch j, so ``V_m <= Vbar_m = smax sum_{l < m} x_{j(l)}`` (smax the
+``||Z_l||^2 <= x_j`` for every l of epoch j (x_j with every arm's proxy at
+most smax: the same epoch's u, so the same event), so ``V_m <= Vbar_m = smax sum_{l < m} x_{j(l)}`` (smax the
 largest arm proxy bound; u is increasing), and ``B <= Bbar = 2 u(Vbar_m) / (n m (m - 1))``, of size
 ``~ s2 sqrt(log) / (sqrt(n) m)``: it shrinks with n, where the biased remainder does not. If
 ``sigma + l' >= 0`` then ``theta = mu_hat - L + k (sigma + l') >= mu_hat - |L| + k sqrt(A - Bbar)``. If
@@ -116,7 +117,7 @@ All totals are sums (or a max) over arms, so consumers of one group can merge th
 >>> track.m_theta
 370
 >>> lo, hi = track.upper(); lo < 0.3 + 2 * 0.109 < hi, round(hi - lo, 3)
-(True, 0.172)
+(True, 0.176)
 """
 
 from __future__ import annotations
@@ -231,7 +232,7 @@ def bilinear_bound(g: Any, n: int, s2: float, smax: Any, alpha_q: float, alpha_b
     ``smax``: a bound on every arm's proxy. ``inf`` below g = 2.
 
     >>> b = bilinear_bound(100, 200, 0.25, 0.25, 0.0125, 0.0125); round(b * 100 * math.sqrt(200) / 0.25, 1)
-    7.6
+    9.1
     """
     g = np.asarray(g, dtype=float)
     top = int(np.ceil(np.log2(max(float(np.max(g)), 2.0))))
@@ -239,7 +240,9 @@ def bilinear_bound(g: Any, n: int, s2: float, smax: Any, alpha_q: float, alpha_b
     for j in range(top + 1):  # counts l in [1, g - 1] of epoch j (l = 1: j = 0; else 2^(j-1) < l <= 2^j)
         lo_l, hi_l = (1.0, 1.0) if j == 0 else (2.0 ** (j - 1) + 1.0, 2.0 ** j)
         cnt = np.clip(np.minimum(g - 1.0, hi_l) - lo_l + 1.0, 0.0, None)
-        x_j = quadratic_bound(hi_l, n, s2, alpha_q) * hi_l * hi_l  # bound on max ||Z_l||^2 over the epoch
+        u_j = epoch_u(hi_l, n, alpha_q)  # every arm's proxy at most smax: the quadratic bound's own event
+        lq = n * -np.log1p(-u_j * np.minimum(np.asarray(smax, dtype=float) / s2, 1.0))
+        x_j = quadratic_bound(hi_l, n, s2, alpha_q, lq) * hi_l * hi_l  # bound on max ||Z_l||^2 over the epoch
         vsum = vsum + cnt * x_j
     v_bar = np.asarray(smax, dtype=float) * vsum
     u = _stitched_np(v_bar, alpha_b, n * s2 * s2, 0.0)

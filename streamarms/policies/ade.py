@@ -32,7 +32,7 @@ when ``S`` is empty and returns the outlier set ``O``. Confidence ([ZZZZ20] Lemm
 * with probability >= 1 - delta every interval holds at every round (union bound
   ``sum_t (2n + 8) delta_t = delta``), so every classification, and the output, is correct.
 
-Choices and deviations (each keeps the guarantee; tests in ``tests/test_ade.py``):
+Choices and deviations (each keeps the guarantee; tests in ``tests/policies/test_ade.py``):
 
 * **Reward range.** The paper assumes ``a >= 0`` "without loss of generality" (Lemma 2 needs it). We
   take that literally: threshold statistics are computed on ``x - a`` (a translation changes neither
@@ -242,7 +242,8 @@ class AdaptiveDoubleExploration(Policy):
         if self._n_alive == 0:
             return None
         if self._mode == _THRESHOLD:
-            return self._pairs.head()
+            pairs = self._pairs  # PendingPairs.head(), inline: this runs for every threshold pull
+            return pairs.pairs[pairs.wish[0]][3]
         return self._requests[self._seq.head()]
 
     def wanted(self, k: int) -> list[Request]:
@@ -273,7 +274,10 @@ class AdaptiveDoubleExploration(Policy):
                 raise ValueError(f"reward for arm {arm!r} (value {reward!r}) was passed with a request for "
                                  f"arm {request.arm!r}")
             if request.kind == _THRESHOLD:
-                return self._threshold_half(i, x, request, reward)
+                # complete pairs enter the estimates in draw order (the first m_theta draws are i.i.d. uniform)
+                ready = self._pairs.add_half(i, x, request, reward)
+                self._pulls += 1
+                return self._threshold_rounds(ready) if ready else []
             if request.kind != _ARM:
                 raise ValueError(f"reward for arm {arm!r} (value {reward!r}) came with a request of unknown "
                                  f"kind {request.kind!r}; ADE issues 'arm' and 'threshold' requests")
@@ -282,14 +286,12 @@ class AdaptiveDoubleExploration(Policy):
     # ------------------------------------------------------------------------------------------
     # ingesting samples
     # ------------------------------------------------------------------------------------------
-    def _threshold_half(self, i: int, x: float, request: Request, raw: Any) -> list[Event]:
-        # complete pairs enter the estimates in draw order (the first m_theta draws are i.i.d. uniform)
-        ready = self._pairs.add_half(i, x, request, raw)
-        self._pulls += 1
+    def _threshold_rounds(self, ready: Sequence[tuple[float, float]]) -> list[Event]:
+        """One threshold round per complete pair, in draw order; the next round once none is pending."""
         events: list[Event] = []
         for x1, x2 in ready:
             events.extend(self._finish_threshold_round(x1, x2))
-        if ready and not self._pairs and not self.done:
+        if not self._pairs.pairs and not self.done:
             self._open_next_round()
         return events
 
@@ -487,8 +489,7 @@ class AdaptiveDoubleExploration(Policy):
 
     @classmethod
     def restore(cls, state: dict[str, Any]) -> AdaptiveDoubleExploration:
-        if state.get("policy") != cls.name:
-            raise ValueError(f"not an ADE snapshot: policy={state.get('policy')!r}")
+        cls._check_snapshot(state)
         p = state["params"]
         self = cls(state["arms"], k=p["k"], delta=p["delta"], model=model_from_dict(state["model"]),
                    seed=p["seed"], two_sided=p["two_sided"], max_pending_pairs=p["max_pending_pairs"])

@@ -24,7 +24,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -50,7 +50,7 @@ def scalar_radius_at(model: RewardModel) -> Callable[[float], Callable[[int, flo
     def cached(d: float) -> Callable[[int, float], float]:
         if cache[0] != d:
             cache[0], cache[1] = d, at(d)
-        return cast(Callable[[int, float], float], cache[1])
+        return cache[1]
 
     if type(model) is BoundedModel:
         R = model.span
@@ -233,6 +233,10 @@ class ClassificationHeaps:
         arm that is not near the top of a heap cannot satisfy that heap's condition now. Popped arms
         are checked exactly and, if not classified, pushed back with their current (tighter) bound.
         Sets ``hi_clear`` / ``lo_clear`` for arms cleared on one side (two-sided mode).
+
+        (The four heap loops are written out on purpose, not one helper taking a key sign and a
+        predicate: this runs after every threshold pair, ADE's hot path, and a call per popped entry
+        would cost more than the lines it saves.)
         """
         Lt, Ut, Llo, Ulo = theta_bounds
         found: list[Found] = []

@@ -14,7 +14,7 @@ of round comes next; both only book-keep the one that is open.
 >>> req = pairs.head(); req
 Request(arm='a', kind='threshold', request_id=0)
 >>> pairs.add_half(0, 1.0, req, 1.0), pairs.add_half(0, 0.0, req, 0.0)
-([], [(1.0, 0.0)])
+((), [(1.0, 0.0)])
 >>> rnd = SequentialRound(3); rnd.open([0, 2]); rnd.defer(0); rnd.wanted(5)
 [2, 0]
 >>> rnd.take(2), rnd.take(0), rnd.remaining
@@ -85,7 +85,7 @@ class PendingPairs:
             self.wish.append(r)
         return bool(rids)
 
-    def add_half(self, i: int, x: float, request: Request, raw: Any) -> list[tuple[float, float]]:
+    def add_half(self, i: int, x: float, request: Request, raw: Any) -> Sequence[tuple[float, float]]:
         """Book reward ``x`` of arm ``i`` for ``request``'s pair (``ValueError``, nothing changed, if the
         request is not a pending pair of arm ``i``); the pairs now complete in draw order, removed."""
         rid = request.request_id
@@ -98,7 +98,7 @@ class PendingPairs:
                              f"{rid!r}, which asked for arm {self.arms[pair[0]]!r}")
         if pair[1] is None:
             pair[1] = x
-            return []
+            return ()
         pair[2] = x
         self.wish.remove(pair[3].request_id)
         ready: list[tuple[float, float]] = []

@@ -189,6 +189,12 @@ class Policy(ABC):
     def restore(cls, state: dict[str, Any]) -> Policy:
         """Rebuild a policy from :meth:`snapshot` output."""
 
+    @classmethod
+    def _check_snapshot(cls, state: dict[str, Any]) -> None:
+        """``ValueError`` unless ``state`` is a snapshot of this policy (for :meth:`restore`)."""
+        if state.get("policy") != cls.name:
+            raise ValueError(f"snapshot is of policy {state.get('policy')!r}, not {cls.name!r}")
+
     def update_batch(self, arms: Sequence[int], rewards: Sequence[float]) -> tuple[int, list[Event]]:
         """Ingest rewards in order (``arms[j]``: an index into :attr:`arms`) until one makes events.
 

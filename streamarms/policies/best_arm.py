@@ -295,8 +295,7 @@ class SuccessiveElimination(_Eliminator):
 
     @classmethod
     def restore(cls, state: dict[str, Any]) -> SuccessiveElimination:
-        if state.get("policy") != cls.name:
-            raise ValueError(f"snapshot is of policy {state.get('policy')!r}, not {cls.name!r}")
+        cls._check_snapshot(state)
         pol = cls(state["arms"], delta=state["delta"], model=model_from_dict(state["model"]),
                   seed=state.get("seed"), maximize=state["maximize"])
         pol.round = int(state["round"])
@@ -386,8 +385,7 @@ class SuccessiveRejects(_Eliminator):
 
     @classmethod
     def restore(cls, state: dict[str, Any]) -> SuccessiveRejects:
-        if state.get("policy") != cls.name:
-            raise ValueError(f"snapshot is of policy {state.get('policy')!r}, not {cls.name!r}")
+        cls._check_snapshot(state)
         pol = cls(state["arms"], budget=state["budget"], model=model_from_dict(state["model"]),
                   epsilon=state["epsilon"], seed=state.get("seed"), maximize=state["maximize"])
         pol.phase = int(state["phase"])

@@ -381,8 +381,7 @@ class GenericOutlierDetection(RoundPlanned, Policy):
         x = self.model.check(arm, reward)
         self.T += 1
         self.m[i] += 1
-        if self.model.transforms:  # TEA: a sample above its truncation level contributes 0
-            x = self.model.contribution(int(self.m[i]), x)
+        x = self.model.contribution(int(self.m[i]), x)  # x itself, but 0 above TEA's truncation level
         self.s[i] += x
         if self._cs is not None:
             self._cs.update(i, x)

@@ -41,7 +41,7 @@ used by WRR and the returned set are exactly the paper's:
   sums are kept for z at both ends of a short window of T, bracketing the exact radius; the exact
   O(n) value is computed only when the bracket cannot decide.
 
-``tests/test_ksigma.py`` runs a literal O(n)-per-pull reference of Alg. 1 and Alg. 2 side by side and
+``tests/policies/test_ksigma.py`` runs a literal O(n)-per-pull reference of Alg. 1 and Alg. 2 side by side and
 checks the same pulls, the same stopping time and the same answer.
 
 Classification events: an arm whose interval is disjoint from the threshold's interval is reported as
@@ -178,9 +178,15 @@ class _KSigmaEstimates(Policy):
         self._sinv += 1.0 / mi
         self.T += 1
 
-    def _validate(self, arm: str, reward: Any) -> tuple[int, float]:
+    def _accept(self, arm: str, reward: Any) -> tuple[int, float] | None:
+        """The arm's index and the checked reward (``ValueError`` if bad); ``None`` once done (a reward
+        after the stop is counted and ignored)."""
         i = self._arm_index(arm)
-        return i, self.model.check(arm, reward)
+        x = self.model.check(arm, reward)
+        if self._done:
+            self._ignored_after_done += 1
+            return None
+        return i, x
 
     def _estimated_outliers(self) -> list[int]:
         if not self.initialised:
@@ -505,10 +511,9 @@ class _ConfidentKSigma(_KSigmaEstimates):
 
     # -- the interface ------------------------------------------------------------------------------------
     def update(self, arm: str, reward: float, request: Request | None = None) -> list[Event]:
-        i, x = self._validate(arm, reward)
-        if self._done:
-            self._ignored_after_done += 1
+        if (taken := self._accept(arm, reward)) is None:
             return []
+        i, x = taken
         was_init = self.initialised
         y_old = self.s[i] / self.m[i] if self.m[i] else 0.0
         self._ingest(i, x)
@@ -769,10 +774,9 @@ class NaiveRoundRobin(_KSigmaEstimates):
         return False
 
     def update(self, arm: str, reward: float, request: Request | None = None) -> list[Event]:
-        i, x = self._validate(arm, reward)
-        if self._done:
-            self._ignored_after_done += 1
+        if (taken := self._accept(arm, reward)) is None:
             return []
+        i, x = taken
         was_init = self.initialised
         y_old = self.s[i] / self.m[i] if self.m[i] else None
         if y_old is not None:

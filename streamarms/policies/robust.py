@@ -197,9 +197,8 @@ class RobustOutlierArmIdentification(RoundPlanned, Policy):
         x = self.model.check(arm, reward)
         self._pulls += 1
         self.m[i] += 1
-        if self.model.transforms:  # TEA: a sample above its truncation level contributes 0
-            x = self.model.contribution(int(self.m[i]), x)
-        self.s[i] += x
+        x = self.model.contribution(int(self.m[i]), x)  # x itself, but 0 above TEA's truncation level
+        self.s[i] += x  # (the count-and-sum step of GOLD's update too: each policy owns its arrays and counter)
         if self._cs is not None:
             self._cs.update(i, x)
         self.L[i], self.U[i] = self._arm_interval(i)

@@ -3,7 +3,7 @@
 The core never imports the connectors; it names what it calls on them here, as
 :class:`typing.Protocol` classes (structural: a connector satisfies one by having the methods, no
 inheritance needed). ``streamarms.connectors`` has the Kafka, JSONL and in-memory implementations;
-``tests/test_runtime_contracts.py`` checks that each of them satisfies its contract.
+``tests/runtime/test_runtime_contracts.py`` checks that each of them satisfies its contract.
 
 >>> class ListSource:
 ...     def __init__(self, recs): self.recs, self.done = recs, False

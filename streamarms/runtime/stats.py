@@ -65,6 +65,9 @@ class StatsView:
     """The counters and gauges of a scheduler at one moment: what metrics, health and summaries read
     (:meth:`Scheduler.stats_view <streamarms.runtime.Scheduler.stats_view>`).
 
+    Its counters repeat :class:`SchedulerStats`' names on purpose: a frozen copy at one moment that
+    readers see flat, beside the gauges the scheduler's parts compute (held, known arms, in flight, ...).
+
     >>> v = StatsView(records=10, used=3, skipped=7, invalid={"not_json": 1})
     >>> v.records - v.used, v.as_dict()["invalid"]
     (7, {'not_json': 1})
@@ -94,6 +97,17 @@ class StatsView:
     #: active mode: requests awaiting an answer; passive: planned arms wanted now
     in_flight: int = 0
     window: int = 0
+
+    @classmethod
+    def of_scheduler(cls, s: Any) -> StatsView:
+        """The view of a :class:`~streamarms.runtime.Scheduler` ``s`` now (its counters and its parts)."""
+        c, held = s.counters, s.plan.held_count()
+        return cls(records=c.records, used=c.used, skipped=c.records - c.used - c.refused - held, held=held,
+                   wasted=c.wasted, unmatched=c.unmatched, invalid=dict(c.invalid), timeouts=c.timeouts,
+                   requests_sent=c.requests_sent, episodes=c.episodes_done, episode=s.episodes.episode,
+                   phase=s.episodes.phase, episode_records=c.records - s.episodes.start_records,
+                   known_arms=len(s.keys), alerts=dict(s.alerts.counts),
+                   in_flight=len(s.requests.in_flight) if s.requests else 0, window=len(s.plan.window))
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data (JSON summaries)."""

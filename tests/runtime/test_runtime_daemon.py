@@ -336,3 +336,15 @@ def test_run_other_policy_families_with_their_parameters(tmp_path):
                           "--summary-json", str(out)]) == 0
     s = json.loads(out.read_text())
     assert s["samples"] == 3000 and s["episodes"][0]["outliers"] == s["true_outliers"] == ["region-18", "region-19"]
+
+
+def test_passive_feed_defaults_to_the_policys_own(capsys):
+    """cs is fed every reward of its keys unless the user asks for its plan (3.0x WRR's records); the
+    papers' policies follow their plans; an explicit --passive-feed wins."""
+    for argv, feed in ((["--policy", "cs"], "every reward of its keys fed"),
+                       (["--policy", "wrr"], "following its plan"),
+                       (["--policy", "cs", "--passive-feed", "planned"], "following its plan")):
+        assert run_main_argv(argv) == 0
+        out = capsys.readouterr().out
+        assert feed in out.splitlines()[0], out.splitlines()[0]
+        assert "all found, no false alarm" in out
