@@ -1,0 +1,228 @@
+"""Incremental checkpoints: a manifest plus content-addressed blocks (base + deltas), :class:`ChunkedCheckpointStore`.
+
+A checkpoint document of a run with many keys is dominated by a few long per-key lists (the policy's
+confidence sequences, sampling keys, states; the scheduler's key registry). Between two checkpoints
+only the keys that got samples change. This store therefore writes
+
+* every long list (``>= min_list`` elements, found by walking the document's dicts) as **blocks** of
+  ``block`` consecutive elements, each block named by the SHA-256 of its JSON text (HMAC-SHA256 with a
+  secret key: a forger cannot make a block match its name);
+* a **pack** file per save holding only the blocks not already stored (the delta: the blocks of keys
+  that changed), written and fsynced first;
+* a **manifest** (the rest of the document, the block names of each list and where every live block
+  lives), encoded like a file checkpoint (:func:`streamarms.checkpoint.encode`: SHA-256 or HMAC) and
+  atomically renamed over ``MANIFEST`` -- the commit point. A crash before the rename leaves the previous
+  manifest and all its packs intact; packs no manifest references are deleted after the rename.
+
+When the packs hold more than ``compact_ratio`` times the live bytes (dead blocks of old states), the
+save writes one new base pack with every live block instead of a delta. :meth:`load` rebuilds the
+document from the manifest and the blocks (each verified against its name), equal -- key for key, bit
+for bit once encoded -- to the document that was saved.
+
+The store keeps no state between saves that the directory does not hold (each save re-reads the
+manifest's block index), so a save may run in a forked child (:mod:`streamarms.background_checkpoint`).
+
+>>> import tempfile
+>>> d = tempfile.mkdtemp()
+>>> store = ChunkedCheckpointStore(d, block=4, min_list=8, fsync=False)
+>>> doc = {"run": {"x": 1}, "policy": {"cs": [{"m": i, "s": 0.5 * i} for i in range(20)], "T": 3}}
+>>> store.save(doc); store.last_written["blocks"], store.load() == doc
+(5, True)
+>>> doc["policy"]["cs"][17]["m"] = 99          # one key changed: one block written
+>>> store.save(doc); store.last_written["blocks"], store.load() == doc
+(1, True)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+from typing import Any
+
+from .checkpoint import CheckpointError, CheckpointStore, decode, encode
+
+__all__ = ["ChunkedCheckpointStore", "split_document", "join_document"]
+
+#: the key that marks a list stored as blocks (a document may not use it itself)
+MARK = "\u0000blocks"
+_MANIFEST = "MANIFEST"
+
+
+def _dumps(x: Any) -> bytes:
+    return json.dumps(x, separators=(",", ":"), sort_keys=True).encode("utf-8")
+
+
+def split_document(doc: Any, min_list: int, block: int) -> tuple[Any, list[bytes]]:
+    """``(skeleton, blocks)``: ``doc`` with every list of ``>= min_list`` elements that is a dict value
+    replaced by ``{MARK: [first block index, number of blocks, length]}``, and the JSON text of the blocks.
+
+    >>> split_document({"a": [1, 2, 3], "b": 4}, min_list=3, block=2)
+    ({'a': {'\\x00blocks': [0, 2, 3]}, 'b': 4}, [b'[1,2]', b'[3]'])
+    """
+    blocks: list[bytes] = []
+
+    def walk(x: Any) -> Any:
+        if not isinstance(x, dict):
+            return x
+        if MARK in x:
+            raise ValueError(f"a checkpoint document may not use the key {MARK!r}")
+        out = {}
+        for k, v in x.items():
+            if isinstance(v, list) and len(v) >= min_list:
+                first = len(blocks)
+                blocks.extend(_dumps(v[i:i + block]) for i in range(0, len(v), block))
+                out[k] = {MARK: [first, len(blocks) - first, len(v)]}
+            else:
+                out[k] = walk(v)
+        return out
+
+    return walk(doc), blocks
+
+
+def join_document(skeleton: Any, blocks: list[Any]) -> Any:
+    """Inverse of :func:`split_document` (``blocks`` decoded).
+
+    >>> join_document({'a': {'\\x00blocks': [0, 2, 3]}, 'b': 4}, [[1, 2], [3]])
+    {'a': [1, 2, 3], 'b': 4}
+    """
+    if not isinstance(skeleton, dict):
+        return skeleton
+    if MARK in skeleton:
+        first, count, length = skeleton[MARK]
+        out: list[Any] = []
+        for b in blocks[first:first + count]:
+            out.extend(b)
+        if len(out) != length:
+            raise CheckpointError(f"checkpoint block list has {len(out)} elements, manifest says {length}")
+        return out
+    return {k: join_document(v, blocks) for k, v in skeleton.items()}
+
+
+class ChunkedCheckpointStore(CheckpointStore):
+    """Checkpoints as a manifest + content-addressed blocks in pack files, in ``directory`` (module docstring).
+
+    ``block``: elements per block (smaller: finer deltas, a larger manifest); ``min_list``: the length from
+    which a list is stored as blocks; ``compact_ratio``: rewrite a base when packs exceed this many times
+    the live bytes. :attr:`last_written` tells what the last save wrote (blocks, bytes, whether a base).
+    """
+
+    fork_safe = True  # plain files: a forked child may save (streamarms.background_checkpoint)
+
+    def __init__(self, directory: str | os.PathLike[str], *, block: int = 256, min_list: int = 1024,
+                 compact_ratio: float = 2.0, fsync: bool = True, secret: bytes | None = None) -> None:
+        if block < 1 or min_list < 1 or compact_ratio <= 1.0:
+            raise ValueError(f"block and min_list must be >= 1 and compact_ratio > 1, got {block}, {min_list}, "
+                             f"{compact_ratio}")
+        self.dir = os.fspath(directory)
+        self.block, self.min_list, self.compact_ratio = int(block), int(min_list), float(compact_ratio)
+        self.fsync = fsync
+        self.secret = secret or None
+        self.last_written: dict[str, Any] = {}
+        self.saves = 0
+
+    def describe(self) -> str:
+        return f"chunked checkpoint directory {self.dir}"
+
+    def _name(self, data: bytes) -> str:
+        if self.secret:
+            return hmac.new(self.secret, data, hashlib.sha256).hexdigest()
+        return hashlib.sha256(data).hexdigest()
+
+    def _read_manifest(self) -> dict[str, Any] | None:
+        try:
+            with open(os.path.join(self.dir, _MANIFEST), "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return None
+        return decode(data, f"checkpoint manifest {self.dir}/{_MANIFEST}", self.secret)
+
+    # -- load ------------------------------------------------------------------------------------
+    def load(self) -> dict[str, Any] | None:
+        man = self._read_manifest()
+        if man is None:
+            return None
+        where: dict[str, list[Any]] = man["index"]
+        files: dict[str, bytes] = {}
+        decoded: list[Any] = []
+        for name in man["blocks"]:
+            loc = where.get(name)
+            if loc is None:
+                raise CheckpointError(f"checkpoint in {self.dir}: block {name[:12]} is not in the index")
+            pack, off, size = loc
+            if pack not in files:
+                try:
+                    with open(os.path.join(self.dir, pack), "rb") as f:
+                        files[pack] = f.read()
+                except FileNotFoundError:
+                    raise CheckpointError(f"checkpoint in {self.dir}: pack {pack} is missing") from None
+            data = files[pack][off:off + size]
+            if len(data) != size or not hmac.compare_digest(self._name(data), name):
+                raise CheckpointError(f"checkpoint in {self.dir}: block {name[:12]} in {pack} is damaged")
+            decoded.append(json.loads(data))
+        doc = join_document(man["doc"], decoded)
+        if not isinstance(doc, dict):
+            raise CheckpointError(f"checkpoint in {self.dir} is damaged: the document is not an object")
+        return doc
+
+    # -- save ------------------------------------------------------------------------------------
+    def save(self, state: dict[str, Any]) -> None:
+        os.makedirs(self.dir, exist_ok=True)
+        skeleton, blocks = split_document(state, self.min_list, self.block)
+        names = [self._name(b) for b in blocks]
+        prev = self._read_manifest()
+        seq = int(prev["seq"]) + 1 if prev else 1
+        old_index: dict[str, list[Any]] = prev["index"] if prev else {}
+        live = dict.fromkeys(names)
+        live_bytes = sum(len(b) for b in {n: b for n, b in zip(names, blocks)}.values())
+        pack_bytes = {p: s for p, s in (prev or {}).get("packs", {}).items()}
+        stored = sum(pack_bytes.values())
+        new = {n: b for n, b in zip(names, blocks) if n not in old_index}
+        base = not prev or stored + sum(len(b) for b in new.values()) > self.compact_ratio * max(live_bytes, 1)
+        if base:
+            new, index, pack_bytes = {n: b for n, b in zip(names, blocks)}, {}, {}
+        else:
+            index = {n: old_index[n] for n in live if n in old_index}
+        pack = f"pack-{seq:08d}.bin"
+        off = 0
+        if new:
+            with open(os.path.join(self.dir, pack), "wb") as f:
+                for n, b in new.items():
+                    f.write(b)
+                    index[n] = [pack, off, len(b)]
+                    off += len(b)
+                f.flush()
+                if self.fsync:
+                    os.fsync(f.fileno())
+            pack_bytes[pack] = off
+        used = {loc[0] for loc in index.values()}
+        pack_bytes = {p: s for p, s in pack_bytes.items() if p in used}
+        man = {"seq": seq, "doc": skeleton, "blocks": names, "index": index, "packs": pack_bytes}
+        self._replace(_MANIFEST, encode(man, self.secret))
+        for fn in os.listdir(self.dir):  # packs the new manifest does not use (the old base after a compaction)
+            if fn.startswith("pack-") and fn.endswith(".bin") and fn not in used:
+                os.unlink(os.path.join(self.dir, fn))
+        self.saves += 1
+        self.last_written = {"blocks": len(new), "bytes": off, "base": base, "live_bytes": live_bytes,
+                             "manifest_blocks": len(names)}
+
+    def _replace(self, name: str, data: bytes) -> None:
+        path = os.path.join(self.dir, name)
+        tmp = f"{path}.tmp-{os.getpid()}"
+        try:
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                if self.fsync:
+                    os.fsync(f.fileno())
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        if self.fsync:
+            fd = os.open(self.dir, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
