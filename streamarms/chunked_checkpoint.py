@@ -8,7 +8,11 @@ only the keys that got samples change. This store therefore writes
   ``block`` consecutive elements, each block named by the SHA-256 of its JSON text (HMAC-SHA256 with a
   secret key: a forger cannot make a block match its name);
 * a **pack** file per save holding only the blocks not already stored (the delta: the blocks of keys
-  that changed), written and fsynced first;
+  that changed), written and fsynced first. A changed block is stored as a **patch** -- the elements
+  that differ from the block at the same place in the previous checkpoint -- so a save writes about
+  the changed keys only, not whole blocks; a patch still carries the new block's name (the hash of its
+  full text), and loading applies it and checks the result against that name. Chains of patches are
+  cut at ``max_chain`` (then the full block is written);
 * a **manifest** (the rest of the document, the block names of each list and where every live block
   lives), encoded like a file checkpoint (:func:`streamarms.checkpoint.encode`: SHA-256 or HMAC) and
   atomically renamed over ``MANIFEST`` -- the commit point. A crash before the rename leaves the previous
@@ -111,7 +115,8 @@ class ChunkedCheckpointStore(CheckpointStore):
     fork_safe = True  # plain files: a forked child may save (streamarms.background_checkpoint)
 
     def __init__(self, directory: str | os.PathLike[str], *, block: int = 256, min_list: int = 1024,
-                 compact_ratio: float = 2.0, fsync: bool = True, secret: bytes | None = None) -> None:
+                 compact_ratio: float = 2.0, fsync: bool = True, secret: bytes | None = None,
+                 max_chain: int = 8) -> None:
         if block < 1 or min_list < 1 or compact_ratio <= 1.0:
             raise ValueError(f"block and min_list must be >= 1 and compact_ratio > 1, got {block}, {min_list}, "
                              f"{compact_ratio}")
@@ -119,6 +124,7 @@ class ChunkedCheckpointStore(CheckpointStore):
         self.block, self.min_list, self.compact_ratio = int(block), int(min_list), float(compact_ratio)
         self.fsync = fsync
         self.secret = secret or None
+        self.max_chain = int(max_chain)
         self.last_written: dict[str, Any] = {}
         self.saves = 0
 
@@ -143,24 +149,8 @@ class ChunkedCheckpointStore(CheckpointStore):
         man = self._read_manifest()
         if man is None:
             return None
-        where: dict[str, list[Any]] = man["index"]
-        files: dict[str, bytes] = {}
-        decoded: list[Any] = []
-        for name in man["blocks"]:
-            loc = where.get(name)
-            if loc is None:
-                raise CheckpointError(f"checkpoint in {self.dir}: block {name[:12]} is not in the index")
-            pack, off, size = loc
-            if pack not in files:
-                try:
-                    with open(os.path.join(self.dir, pack), "rb") as f:
-                        files[pack] = f.read()
-                except FileNotFoundError:
-                    raise CheckpointError(f"checkpoint in {self.dir}: pack {pack} is missing") from None
-            data = files[pack][off:off + size]
-            if len(data) != size or not hmac.compare_digest(self._name(data), name):
-                raise CheckpointError(f"checkpoint in {self.dir}: block {name[:12]} in {pack} is damaged")
-            decoded.append(json.loads(data))
+        reader = _PackReader(self.dir, man["index"], self._name)
+        decoded = [reader.block(name) for name in man["blocks"]]
         doc = join_document(man["doc"], decoded)
         if not isinstance(doc, dict):
             raise CheckpointError(f"checkpoint in {self.dir} is damaged: the document is not an object")
@@ -174,28 +164,41 @@ class ChunkedCheckpointStore(CheckpointStore):
         prev = self._read_manifest()
         seq = int(prev["seq"]) + 1 if prev else 1
         old_index: dict[str, list[Any]] = prev["index"] if prev else {}
-        live = dict.fromkeys(names)
-        live_bytes = sum(len(b) for b in {n: b for n, b in zip(names, blocks)}.values())
-        pack_bytes = {p: s for p, s in (prev or {}).get("packs", {}).items()}
-        stored = sum(pack_bytes.values())
-        new = {n: b for n, b in zip(names, blocks) if n not in old_index}
-        base = not prev or stored + sum(len(b) for b in new.values()) > self.compact_ratio * max(live_bytes, 1)
+        old_names: list[str] = prev["blocks"] if prev else []
+        live_bytes = sum(len(b) for b in dict(zip(names, blocks)).values())
+        pack_bytes = dict((prev or {}).get("packs", {}))
+        index: dict[str, list[Any]] = {}
+        new: dict[str, bytes] = {}
+        if prev:
+            reader = _PackReader(self.dir, old_index, self._name)
+            for i, (n, b) in enumerate(zip(names, blocks)):
+                if n in old_index:
+                    index[n] = old_index[n]
+                elif n not in new:  # a changed block: a patch on its predecessor where that is shorter
+                    before = old_names[i] if i < len(old_names) and old_names[i] in old_index else None
+                    new[n] = b if before is None else self._patch(reader, before, b)
+        base = not prev or sum(pack_bytes.values()) + sum(len(b) for b in new.values()) \
+            > self.compact_ratio * max(live_bytes, 1)
         if base:
-            new, index, pack_bytes = {n: b for n, b in zip(names, blocks)}, {}, {}
-        else:
-            index = {n: old_index[n] for n in live if n in old_index}
+            new, index, pack_bytes = dict(zip(names, blocks)), {}, {}
         pack = f"pack-{seq:08d}.bin"
         off = 0
         if new:
             with open(os.path.join(self.dir, pack), "wb") as f:
                 for n, b in new.items():
                     f.write(b)
-                    index[n] = [pack, off, len(b)]
+                    if isinstance(b, _Patch):
+                        index[n] = [pack, off, len(b), b.base, b.depth]
+                    else:
+                        index[n] = [pack, off, len(b)]
                     off += len(b)
                 f.flush()
                 if self.fsync:
                     os.fsync(f.fileno())
             pack_bytes[pack] = off
+        for loc in list(index.values()):  # a patch needs its base (and the base's base...) kept
+            while len(loc) > 3 and loc[3] not in index:
+                index[loc[3]] = loc = old_index[loc[3]]
         used = {loc[0] for loc in index.values()}
         pack_bytes = {p: s for p, s in pack_bytes.items() if p in used}
         man = {"seq": seq, "doc": skeleton, "blocks": names, "index": index, "packs": pack_bytes}
@@ -204,8 +207,24 @@ class ChunkedCheckpointStore(CheckpointStore):
             if fn.startswith("pack-") and fn.endswith(".bin") and fn not in used:
                 os.unlink(os.path.join(self.dir, fn))
         self.saves += 1
-        self.last_written = {"blocks": len(new), "bytes": off, "base": base, "live_bytes": live_bytes,
-                             "manifest_blocks": len(names)}
+        self.last_written = {"blocks": len(new), "patches": sum(isinstance(b, _Patch) for b in new.values()),
+                             "bytes": off, "base": base, "live_bytes": live_bytes, "manifest_blocks": len(names)}
+
+    def _patch(self, reader: _PackReader, base: str, data: bytes) -> bytes:
+        """The bytes to store for a changed block: a patch against ``base`` when that is valid (applying it
+        gives exactly ``data``) and shorter, else ``data`` itself."""
+        depth = reader.depth(base) + 1
+        if depth > self.max_chain:
+            return data
+        old = reader.block(base)
+        new = json.loads(data)
+        if len(old) != len(new):
+            return data
+        changes = [[j, x] for j, (x, y) in enumerate(zip(new, old)) if x != y]
+        patch = _dumps(changes)
+        if len(patch) >= len(data) or _apply_text(old, changes) != data:  # e.g. 1 vs 1.0: == but not the same
+            return data
+        return _Patch(patch, base, depth)
 
     def _replace(self, name: str, data: bytes) -> None:
         path = os.path.join(self.dir, name)
@@ -226,3 +245,71 @@ class ChunkedCheckpointStore(CheckpointStore):
                 os.fsync(fd)
             finally:
                 os.close(fd)
+
+
+class _Patch(bytes):
+    """Stored bytes of a patch block (``[[position, element], ...]``) with its base block and chain depth."""
+
+    base: str
+    depth: int
+
+    def __new__(cls, data: bytes, base: str, depth: int) -> _Patch:
+        obj = super().__new__(cls, data)
+        obj.base, obj.depth = base, depth
+        return obj
+
+
+def _apply(old: list[Any], changes: list[Any]) -> list[Any]:
+    out = list(old)
+    for j, x in changes:
+        out[j] = x
+    return out
+
+
+def _apply_text(old: list[Any], changes: list[Any]) -> bytes:
+    return _dumps(_apply(old, changes))
+
+
+class _PackReader:
+    """Reads blocks (full or patches, resolved and verified against their names) from a directory's packs."""
+
+    def __init__(self, directory: str, index: dict[str, list[Any]], name_of: Any) -> None:
+        self.dir, self.index, self.name_of = directory, index, name_of
+        self.files: dict[str, bytes] = {}
+        self.cache: dict[str, bytes] = {}
+
+    def depth(self, name: str) -> int:
+        loc = self.index.get(name)
+        return int(loc[4]) if loc is not None and len(loc) > 4 else 0
+
+    def block(self, name: str) -> Any:
+        """The block's elements, freshly decoded (never shared between two calls)."""
+        return json.loads(self.text(name))
+
+    def text(self, name: str) -> bytes:
+        got = self.cache.get(name)
+        if got is not None:
+            return got
+        loc = self.index.get(name)
+        if loc is None:
+            raise CheckpointError(f"checkpoint in {self.dir}: block {name[:12]} is not in the index")
+        pack, off, size = loc[0], loc[1], loc[2]
+        if pack not in self.files:
+            try:
+                with open(os.path.join(self.dir, pack), "rb") as f:
+                    self.files[pack] = f.read()
+            except FileNotFoundError:
+                raise CheckpointError(f"checkpoint in {self.dir}: pack {pack} is missing") from None
+        data = self.files[pack][off:off + size]
+        if len(data) != size:
+            raise CheckpointError(f"checkpoint in {self.dir}: block {name[:12]} in {pack} is damaged (short)")
+        try:
+            if len(loc) > 3:  # a patch on another block
+                data = _apply_text(self.block(loc[3]), json.loads(data))
+        except (ValueError, TypeError, IndexError):
+            raise CheckpointError(f"checkpoint in {self.dir}: block {name[:12]} in {pack} is damaged") from None
+        if not hmac.compare_digest(self.name_of(data), name):
+            raise CheckpointError(f"checkpoint in {self.dir}: block {name[:12]} in {pack} is damaged")
+        if len(self.cache) < 4096:
+            self.cache[name] = data
+        return data

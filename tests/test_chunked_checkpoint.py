@@ -33,14 +33,15 @@ def _cs_scheduler(n: int) -> tuple[Scheduler, list[bytes]]:
 def test_base_plus_deltas_restore_the_full_snapshot_bit_for_bit(tmp_path):
     s, keys = _cs_scheduler(3000)
     rng = random.Random(5)
-    store = ChunkedCheckpointStore(tmp_path / "c", block=32, min_list=64, compact_ratio=1.6, fsync=False)
-    bases = 0
-    for step in range(8):
+    store = ChunkedCheckpointStore(tmp_path / "c", block=32, min_list=64, compact_ratio=1.1, fsync=False, max_chain=3)
+    bases = patches = 0
+    for step in range(12):
         idx = range(len(keys)) if step == 0 else rng.sample(range(len(keys)), 40)
         s.offer_batch([keys[i] for i in idx], [b'{"reward": %d}' % (rng.random() < 0.2) for _ in idx])
         doc = checkpoint_document({"mode": "passive", "policy": "cs"}, s, {"rewards:0": [step, None]})
         store.save(doc)
         bases += store.last_written["base"]
+        patches += store.last_written["patches"] if not store.last_written["base"] else 0
         loaded = store.load()
         assert encode(loaded) == encode(json.loads(json.dumps(doc)))  # the file store's bytes: bit for bit
         restored = Scheduler(lambda a, ep: build_policy("cs", a), clock=EventClock(),
@@ -48,8 +49,8 @@ def test_base_plus_deltas_restore_the_full_snapshot_bit_for_bit(tmp_path):
                              codec=RewardCodec(model=BernoulliModel()))
         restored.restore(loaded["scheduler"])
         assert encode(restored.snapshot()) == encode(s.snapshot())
-    assert 1 < bases < 8  # the first save and at least one compaction were bases, the rest deltas
-    assert len([f for f in os.listdir(tmp_path / "c") if f.startswith("pack-")]) <= 8
+    assert 1 < bases < 12 and patches > 0  # the first save and a compaction were bases, the rest deltas of patches
+    assert len([f for f in os.listdir(tmp_path / "c") if f.startswith("pack-")]) <= 12
 
 
 def test_a_delta_writes_only_the_changed_blocks(tmp_path):
@@ -62,6 +63,14 @@ def test_a_delta_writes_only_the_changed_blocks(tmp_path):
     store.save(doc)
     assert store.last_written["blocks"] == 1 and store.last_written["bytes"] * 50 < full
     assert store.load() == doc
+    for i in range(0, 10_000, 97):  # scattered changes: one key in every block -> patches, ~ the changed keys
+        doc["policy"]["cs"][i]["s"] = -1.0
+    store.save(doc)
+    w = store.last_written
+    assert w["patches"] == w["blocks"] >= 100 and w["bytes"] < 0.1 * full
+    doc["policy"]["cs"][5]["m"] = 5.0  # an int becomes an equal float: == but not the same text
+    store.save(doc)
+    assert store.load() == doc and json.dumps(store.load(), sort_keys=True) == json.dumps(doc, sort_keys=True)
 
 
 def test_damage_is_refused_and_a_torn_save_leaves_the_previous_checkpoint(tmp_path):
