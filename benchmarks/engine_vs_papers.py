@@ -10,7 +10,8 @@ the error rate (answer != true outlier set, a capped run counted separately) of
   Outlier Arms in Multi-Armed Bandit", NeurIPS 2017) with Agresti-Coull arm intervals
   (``--bound bernoulli``), ``rr-hoef``/``wrr-hoef``: the same with Hoeffding/McDiarmid (``--bound hoeffding``);
 * ``ade``: Adaptive Double Exploration (Zhang et al., "Identifying Outlier Arms ...", AAAI 2020);
-* ``roai``: robust k-sigma (median + 1.4826 k MAD, after Zhu et al. ICML 2020), judged by its own truth.
+* ``roai``: robust k-sigma (median + 1.4826 k MAD, after Zhu et al. ICML 2020), judged by its own truth;
+  ``roai-cs``: the same rule with the engine's confidence sequences as arm intervals (not a baseline).
 
 Instances (Bernoulli rewards, delta = 0.1; families draw one instance per run, seeded by run index,
 so every policy sees the same instances):
@@ -89,6 +90,8 @@ POLICY_SETS: dict[str, tuple[str, dict, bool]] = {
     "wrr-hoef": ("wrr", {"bound": "hoeffding"}, True),
     "ade": ("ade", {"bound": "bernoulli"}, True),
     "roai": ("roai", {"bound": "bernoulli"}, True),
+    # roai with the engine's arm sequences (rule unchanged): what the engine's intervals save a paper's rule
+    "roai-cs": ("roai-cs", {"bound": "bernoulli"}, False),
 }
 BASELINES = ("rr-bern", "wrr-bern", "rr-hoef", "wrr-hoef", "ade")
 

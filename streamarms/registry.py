@@ -224,6 +224,9 @@ def _roai_truth(means: list[float], p: PolicyParams) -> list[str]:
 
 register(PolicySpec("roai", lambda arms, p: RobustOutlierArmIdentification(arms, **_ksigma_kw(p)), _roai_truth,
                     description="robust k-sigma: median + 1.4826 k MAD (after Zhu et al. ICML'20)", params=_KSIGMA))
+register(PolicySpec("roai-cs", lambda arms, p: RobustOutlierArmIdentification(arms, intervals="cs", **_ksigma_kw(p)),
+                    _roai_truth, description="roai with the engine's confidence sequences as arm intervals "
+                                             "(its rule unchanged)", params=_KSIGMA))
 
 
 # ------------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import pytest
 from stats_util import max_failures
 
 from streamarms.bounds import median_mad_bounds
-from streamarms.models import BoundedModel
+from streamarms.models import BoundedModel, make_model
 from streamarms.policies.ksigma import RoundRobin, WeightedRoundRobin, ksigma_outliers
 from streamarms.policies.robust import RobustOutlierArmIdentification, robust_threshold, robust_true_outliers
 from streamarms.sim import Environment, run_policy
@@ -89,8 +89,11 @@ TWO_SIDED = [0.02] + list(np.linspace(0.3, 0.6, 17)) + [0.95, 0.97]  # threshold
     (ONE_SIDED, False, 10, "bernoulli"),
     (TWO_SIDED, True, 4, "bernoulli"),
     (ONE_SIDED, False, 3, "bounded"),
-], ids=["one-sided", "two-sided", "hoeffding"])
+    (ONE_SIDED, False, 10, "bernoulli-cs"),
+], ids=["one-sided", "two-sided", "hoeffding", "engine-sequences"])
 def test_guarantee(means, two_sided, runs, model):
+    intervals = "cs" if model.endswith("-cs") else "paper"
+    model = model.removesuffix("-cs")
     truth = {str(i) for i in robust_true_outliers(means, 2.0, two_sided)}
     assert truth == ({"0", "18", "19"} if two_sided else {"18", "19"})
     delta = 0.1
@@ -98,7 +101,8 @@ def test_guarantee(means, two_sided, runs, model):
     for seed in range(runs):
         env = Environment(means, seed=200 + seed, model=model)
         mdl = "bernoulli" if model == "bernoulli" else BoundedModel(0, 1)
-        pol = RobustOutlierArmIdentification(env.arm_names, k=2.0, two_sided=two_sided, delta=delta, model=mdl)
+        pol = RobustOutlierArmIdentification(env.arm_names, k=2.0, two_sided=two_sided, delta=delta, model=mdl,
+                                             intervals=intervals)
         res = run_policy(pol, env)
         d = res.decision
         assert d.done and not d.undecided
@@ -168,3 +172,31 @@ def test_unrequested_rewards_and_defer():
     pol.update("c", 1)
     assert [r.arm for r in pol.wanted(4)] == ["b", "d", "a"]
     assert pol.decision().threshold_interval is None          # no threshold before every arm has a sample
+
+
+# ----------------------------------------------------------------------------------------------
+# intervals="cs": the engine's confidence sequences as arm intervals, the rule unchanged
+# ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("model", ["bernoulli", "bounded"])
+def test_cs_intervals_right_answer_fewer_samples_and_snapshot(model):
+    mdl = "bernoulli" if model == "bernoulli" else BoundedModel(0, 1)
+    truth = {str(i) for i in robust_true_outliers(ONE_SIDED, 2.0)}
+    env = Environment(ONE_SIDED, seed=7, model=model)
+    paper = run_policy(RobustOutlierArmIdentification(env.arm_names, k=2.0, model=mdl), env)
+    env_a = Environment(ONE_SIDED, seed=7, model=model)
+    a = RobustOutlierArmIdentification(env_a.arm_names, k=2.0, model=mdl, intervals="cs")
+    run_policy(a, env_a, max_pulls=3001)
+    b = RobustOutlierArmIdentification.restore(json.loads(json.dumps(a.snapshot())))
+    env_b = Environment(ONE_SIDED, seed=0, model=model)
+    env_b.rng.setstate(env_a.rng.getstate())
+    ra, rb = run_policy(a, env_a), run_policy(b, env_b)
+    assert ra.decision.to_dict() == rb.decision.to_dict() and ra.decision.done
+    assert set(ra.decision.outliers) == set(paper.decision.outliers) == truth
+    assert ra.pulls < paper.pulls  # no union bound over counts
+
+
+def test_cs_intervals_need_a_bounded_model():
+    with pytest.raises(ValueError, match="intervals 'cs' needs"):
+        RobustOutlierArmIdentification(["a", "b", "c"], model=make_model("heavy_tailed", p=2.0, B=1.0), intervals="cs")
+    with pytest.raises(ValueError, match="intervals must be"):
+        RobustOutlierArmIdentification(["a", "b", "c"], intervals="x")

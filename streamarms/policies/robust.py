@@ -12,7 +12,10 @@ here, not copied; every step is stated so that it can be checked.
 over arms and sample counts gives ``P(some y_i ever leaves [L_i, U_i]) <= delta`` under *any* sampling
 order, even one that depends on the rewards (ours does). ``[L_i, U_i]`` is clipped to the model's range.
 Bernoulli arms use the Agresti-Coull interval around its own centre ``p~``; bounded arms use Hoeffding
-around ``y_hat``.
+around ``y_hat``. Option ``intervals="cs"``: each arm's interval is instead the engine's anytime-valid
+confidence sequence (:func:`streamarms.confidence.sequence_for`: Beta-Binomial mixture for Bernoulli
+arms, empirical Bernstein for bounded ones) at level ``delta / n``, valid at every count at once, so the
+union bound over counts disappears; everything below (threshold, classification, sampling) is unchanged.
 
 **Threshold interval** (:func:`streamarms.bounds.median_mad_bounds`, deterministic given the arm
 intervals, so no extra confidence is spent): the median is monotone in every coordinate, so
@@ -59,6 +62,8 @@ from typing import Any, cast
 import numpy as np
 
 from .. import bounds
+from ..confidence.base import sequence_from_snapshot
+from ..confidence.factory import sequence_for
 from ..models import BernoulliModel, RewardModel, make_model, model_from_dict
 from .base import Decision, Event, Policy, Request
 from .rounds import RoundPlan, RoundPlanned
@@ -105,7 +110,8 @@ class RobustOutlierArmIdentification(RoundPlanned, Policy):
 
     Parameters: ``k`` (> 0; threshold ``median + 1.4826 k MAD``), ``two_sided`` (also flag arms below
     ``median - 1.4826 k MAD``), ``delta``, ``model`` (``"bernoulli"`` or a bounded model), ``seed``
-    (accepted for interface uniformity; the policy is deterministic).
+    (accepted for interface uniformity; the policy is deterministic), ``intervals`` (``"paper"``: the
+    union-bound intervals of the module docstring; ``"cs"``: the engine's confidence sequences).
 
     >>> pol = RobustOutlierArmIdentification(["a", "b", "c"], k=2.0)
     >>> pol.next_request()
@@ -119,7 +125,7 @@ class RobustOutlierArmIdentification(RoundPlanned, Policy):
     name = "roai"
 
     def __init__(self, arms: Sequence[str], *, k: float = 3.0, two_sided: bool = False, delta: float = 0.1,
-                 model: RewardModel | str = "bernoulli", seed: int | None = None) -> None:
+                 model: RewardModel | str = "bernoulli", seed: int | None = None, intervals: str = "paper") -> None:
         super().__init__(arms)
         self.k = _check_k(k)
         self.grid = 9   # evaluations of the median-position grid in bounds.median_mad_bounds
@@ -133,6 +139,13 @@ class RobustOutlierArmIdentification(RoundPlanned, Policy):
         self.seed = seed
         self.c = bounds.MAD_NORMAL_CONSTANT * self.k
         n = self.n = len(self.arms)
+        if intervals not in ("paper", "cs"):
+            raise ValueError(f"intervals must be 'paper' or 'cs', got {intervals!r}")
+        if intervals == "cs" and self.model.name not in ("bernoulli", "bounded"):
+            raise ValueError(f"intervals 'cs' needs a bernoulli or bounded reward model, got {self.model.name!r}")
+        self.intervals = intervals
+        #: the engine's per-arm confidence sequences (intervals="cs"), else None
+        self._cs = [sequence_for(self.model, self.delta / n, a) for a in self.arms] if intervals == "cs" else None
         self.m = np.zeros(n, dtype=np.int64)
         self.s = np.zeros(n, dtype=float)
         self._low = -math.inf if self.model.low is None else float(self.model.low)
@@ -151,6 +164,9 @@ class RobustOutlierArmIdentification(RoundPlanned, Policy):
 
     # ----------------------------------------------------------------------------------------
     def _arm_interval(self, i: int) -> tuple[float, float]:
+        if self._cs is not None:
+            lo, hi = self._cs[i].interval()
+            return max(lo, self._low), min(hi, self._high)
         m = int(self.m[i])
         s = float(self.s[i])
         if self._z is not None:           # Bernoulli: Agresti-Coull interval around its centre p~
@@ -187,6 +203,8 @@ class RobustOutlierArmIdentification(RoundPlanned, Policy):
         if self.model.transforms:  # TEA: a sample above its truncation level contributes 0
             x = self.model.contribution(int(self.m[i]), x)
         self.s[i] += x
+        if self._cs is not None:
+            self._cs[i]._update(x)  # x is checked above
         self.L[i], self.U[i] = self._arm_interval(i)
         plan = self._plan
         if self._done or not plan.tick(i) or not plan.empty:
@@ -275,12 +293,16 @@ class RobustOutlierArmIdentification(RoundPlanned, Policy):
                 "delta": self.delta, "model": self.model.to_dict(), "seed": self.seed,
                 "m": self.m.tolist(), "s": self.s.tolist(), "status": self.status.tolist(),
                 "pulls": self._pulls, "done": self._done, "rounds": self.rounds,
-                "stats": None if self._stats is None else list(self._stats), "plan": self._plan.to_list()}
+                "stats": None if self._stats is None else list(self._stats), "plan": self._plan.to_list(),
+                "intervals": self.intervals, "cs": None if self._cs is None else [c.snapshot() for c in self._cs]}
 
     @classmethod
     def restore(cls, state: dict[str, Any]) -> RobustOutlierArmIdentification:
         pol = cls(state["arms"], k=state["k"], two_sided=state["two_sided"], delta=state["delta"],
-                  model=model_from_dict(state["model"]), seed=state.get("seed"))
+                  model=model_from_dict(state["model"]), seed=state.get("seed"),
+                  intervals=state.get("intervals", "paper"))
+        if state.get("cs") is not None:
+            pol._cs = [sequence_from_snapshot(c) for c in state["cs"]]
         pol.m = np.array(state["m"], dtype=np.int64)
         pol.s = np.array(state["s"], dtype=float)
         for i in np.flatnonzero(pol.m > 0).tolist():
