@@ -153,3 +153,27 @@ def test_background_checkpoints_refuse_a_store_that_cannot_fork():
     with pytest.raises(ValueError, match="fork-safe"):
         BackgroundCheckpointDaemon(s, MemorySource(broker, ["rewards"]), checkpoint=KafkaLike(),  # type: ignore[arg-type]
                                    handle_signals=False)
+
+
+def test_run_cli_with_an_incremental_checkpoint_directory(tmp_path):
+    from test_runtime_daemon import KEYS, MEANS
+
+    from streamarms.cli.run import main as run_main_argv
+    rng = random.Random(7)
+    p = tmp_path / "rewards.jsonl"
+    with open(p, "w") as f:
+        for n in range(60_000):
+            a = rng.randrange(len(KEYS))
+            f.write(json.dumps({"key": KEYS[a], "value": {"reward": int(rng.random() < MEANS[a])},
+                                "timestamp": 1_700_000_000_000 + n}) + "\n")
+    ck = tmp_path / "ck"
+    args = ["--rewards-file", str(p), "--alerts-file", str(tmp_path / "alerts.jsonl"), "--checkpoint", f"dir:{ck}",
+            "--checkpoint-interval", "0.05", "--max-episodes", "1", "--quiet", "--no-fsync",
+            "--summary-json", str(tmp_path / "s.json")]
+    assert run_main_argv(args) == 0
+    s = json.loads((tmp_path / "s.json").read_text())
+    assert s["episodes"][0]["outliers"] == ["region-18", "region-19"]
+    doc = ChunkedCheckpointStore(ck).load()
+    assert doc is not None and doc["scheduler"]["phase"] == "finished"
+    assert run_main_argv(args) == 0  # resumes the finished run from the directory: same answer
+    assert json.loads((tmp_path / "s.json").read_text())["episodes"] == s["episodes"]
