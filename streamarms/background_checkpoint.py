@@ -98,6 +98,7 @@ class BackgroundCheckpointDaemon(Daemon):
         if pid == 0:  # the child: save the image of this moment, then leave without running any cleanup
             code = 1
             try:
+                _die_with_parent()
                 assert self.checkpoint_store is not None
                 self.checkpoint_store.save(checkpoint_document(self.run_info, self.scheduler, state))
                 code = 0
@@ -134,6 +135,18 @@ class BackgroundCheckpointDaemon(Daemon):
                 pass
             self._child = None
         super()._close()
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the forked child
+    """Linux: the child gets SIGKILL when the daemon dies (kill -9 included), so a restarted daemon never
+    races an orphaned save (the store's lock serialises them anyway; a killed save leaves the previous
+    checkpoint in force)."""
+    try:
+        import ctypes
+        import signal
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
 
 
 def _file_store_types() -> tuple[type, ...]:

@@ -39,6 +39,7 @@ manifest's block index), so a save may run in a forked child (:mod:`streamarms.b
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import hmac
 import json
@@ -158,7 +159,17 @@ class ChunkedCheckpointStore(CheckpointStore):
 
     # -- save ------------------------------------------------------------------------------------
     def save(self, state: dict[str, Any]) -> None:
+        """Store ``state`` durably (module docstring); one save at a time per directory (an advisory lock:
+        a save that outlived its daemon finishes, or dies, before another starts)."""
         os.makedirs(self.dir, exist_ok=True)
+        fd = os.open(os.path.join(self.dir, "LOCK"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            self._save(state)
+        finally:
+            os.close(fd)  # releases the lock
+
+    def _save(self, state: dict[str, Any]) -> None:
         skeleton, blocks = split_document(state, self.min_list, self.block)
         names = [self._name(b) for b in blocks]
         prev = self._read_manifest()
