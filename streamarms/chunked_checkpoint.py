@@ -9,10 +9,11 @@ only the keys that got samples change. This store therefore writes
   secret key: a forger cannot make a block match its name);
 * a **pack** file per save holding only the blocks not already stored (the delta: the blocks of keys
   that changed), written and fsynced first. A changed block is stored as a **patch** -- the elements
-  that differ from the block at the same place in the previous checkpoint -- so a save writes about
-  the changed keys only, not whole blocks; a patch still carries the new block's name (the hash of its
-  full text), and loading applies it and checks the result against that name. Chains of patches are
-  cut at ``max_chain`` (then the full block is written);
+  that differ from the last *full* block stored at the same place (its root) -- so a save writes
+  about the keys changed since that root, not whole blocks; a patch still carries the new block's
+  name (the hash of its full text), and loading applies it to its root (one level, never a chain) and
+  checks the result against that name. A patch that would not be shorter than the block is not
+  written: the full block is, and becomes the root;
 * a **manifest** (the rest of the document, the block names of each list and where every live block
   lives), encoded like a file checkpoint (:func:`streamarms.checkpoint.encode`: SHA-256 or HMAC) and
   atomically renamed over ``MANIFEST`` -- the commit point. A crash before the rename leaves the previous
@@ -59,9 +60,10 @@ def _dumps(x: Any) -> bytes:
     return json.dumps(x, separators=(",", ":"), sort_keys=True).encode("utf-8")
 
 
-def split_document(doc: Any, min_list: int, block: int) -> tuple[Any, list[bytes]]:
+def split_document(doc: Any, min_list: int, block: int, slices: list[list[Any]] | None = None) -> tuple[Any, list[bytes]]:
     """``(skeleton, blocks)``: ``doc`` with every list of ``>= min_list`` elements that is a dict value
-    replaced by ``{MARK: [first block index, number of blocks, length]}``, and the JSON text of the blocks.
+    replaced by ``{MARK: [first block index, number of blocks, length]}``, and the JSON text of the blocks
+    (``slices``, if given, receives the blocks' elements).
 
     >>> split_document({"a": [1, 2, 3], "b": 4}, min_list=3, block=2)
     ({'a': {'\\x00blocks': [0, 2, 3]}, 'b': 4}, [b'[1,2]', b'[3]'])
@@ -77,7 +79,11 @@ def split_document(doc: Any, min_list: int, block: int) -> tuple[Any, list[bytes
         for k, v in x.items():
             if isinstance(v, list) and len(v) >= min_list:
                 first = len(blocks)
-                blocks.extend(_dumps(v[i:i + block]) for i in range(0, len(v), block))
+                for i in range(0, len(v), block):
+                    part = v[i:i + block]
+                    blocks.append(_dumps(part))
+                    if slices is not None:
+                        slices.append(part)
                 out[k] = {MARK: [first, len(blocks) - first, len(v)]}
             else:
                 out[k] = walk(v)
@@ -116,8 +122,7 @@ class ChunkedCheckpointStore(CheckpointStore):
     fork_safe = True  # plain files: a forked child may save (streamarms.background_checkpoint)
 
     def __init__(self, directory: str | os.PathLike[str], *, block: int = 256, min_list: int = 1024,
-                 compact_ratio: float = 2.0, fsync: bool = True, secret: bytes | None = None,
-                 max_chain: int = 8) -> None:
+                 compact_ratio: float = 2.0, fsync: bool = True, secret: bytes | None = None) -> None:
         if block < 1 or min_list < 1 or compact_ratio <= 1.0:
             raise ValueError(f"block and min_list must be >= 1 and compact_ratio > 1, got {block}, {min_list}, "
                              f"{compact_ratio}")
@@ -125,7 +130,6 @@ class ChunkedCheckpointStore(CheckpointStore):
         self.block, self.min_list, self.compact_ratio = int(block), int(min_list), float(compact_ratio)
         self.fsync = fsync
         self.secret = secret or None
-        self.max_chain = int(max_chain)
         self.last_written: dict[str, Any] = {}
         self.saves = 0
 
@@ -170,7 +174,8 @@ class ChunkedCheckpointStore(CheckpointStore):
             os.close(fd)  # releases the lock
 
     def _save(self, state: dict[str, Any]) -> None:
-        skeleton, blocks = split_document(state, self.min_list, self.block)
+        parts: list[list[Any]] = []
+        skeleton, blocks = split_document(state, self.min_list, self.block, parts)
         names = [self._name(b) for b in blocks]
         prev = self._read_manifest()
         seq = int(prev["seq"]) + 1 if prev else 1
@@ -187,7 +192,7 @@ class ChunkedCheckpointStore(CheckpointStore):
                     index[n] = old_index[n]
                 elif n not in new:  # a changed block: a patch on its predecessor where that is shorter
                     before = old_names[i] if i < len(old_names) and old_names[i] in old_index else None
-                    new[n] = b if before is None else self._patch(reader, before, b)
+                    new[n] = b if before is None else self._patch(reader, before, b, parts[i])
         base = not prev or sum(pack_bytes.values()) + sum(len(b) for b in new.values()) \
             > self.compact_ratio * max(live_bytes, 1)
         if base:
@@ -199,7 +204,7 @@ class ChunkedCheckpointStore(CheckpointStore):
                 for n, b in new.items():
                     f.write(b)
                     if isinstance(b, _Patch):
-                        index[n] = [pack, off, len(b), b.base, b.depth]
+                        index[n] = [pack, off, len(b), b.base]
                     else:
                         index[n] = [pack, off, len(b)]
                     off += len(b)
@@ -207,9 +212,9 @@ class ChunkedCheckpointStore(CheckpointStore):
                 if self.fsync:
                     os.fsync(f.fileno())
             pack_bytes[pack] = off
-        for loc in list(index.values()):  # a patch needs its base (and the base's base...) kept
-            while len(loc) > 3 and loc[3] not in index:
-                index[loc[3]] = loc = old_index[loc[3]]
+        for loc in list(index.values()):  # a patch needs its root kept
+            if len(loc) > 3 and loc[3] not in index:
+                index[loc[3]] = old_index[loc[3]]
         used = {loc[0] for loc in index.values()}
         pack_bytes = {p: s for p, s in pack_bytes.items() if p in used}
         man = {"seq": seq, "doc": skeleton, "blocks": names, "index": index, "packs": pack_bytes}
@@ -221,21 +226,19 @@ class ChunkedCheckpointStore(CheckpointStore):
         self.last_written = {"blocks": len(new), "patches": sum(isinstance(b, _Patch) for b in new.values()),
                              "bytes": off, "base": base, "live_bytes": live_bytes, "manifest_blocks": len(names)}
 
-    def _patch(self, reader: _PackReader, base: str, data: bytes) -> bytes:
-        """The bytes to store for a changed block: a patch against ``base`` when that is valid (applying it
-        gives exactly ``data``) and shorter, else ``data`` itself."""
-        depth = reader.depth(base) + 1
-        if depth > self.max_chain:
+    def _patch(self, reader: _PackReader, before: str, data: bytes, elements: list[Any]) -> bytes:
+        """The bytes to store for a changed block (``data``, its ``elements``) whose predecessor is ``before``:
+        a patch against the predecessor's root (itself, or the full block it patches) when that is valid
+        (applying it gives exactly ``data``) and shorter, else ``data`` itself."""
+        root = reader.root(before)
+        old = reader.block(root)
+        if len(old) != len(elements):
             return data
-        old = reader.block(base)
-        new = json.loads(data)
-        if len(old) != len(new):
-            return data
-        changes = [[j, x] for j, (x, y) in enumerate(zip(new, old)) if x != y]
+        changes = [[j, x] for j, (x, y) in enumerate(zip(elements, old)) if x != y]
         patch = _dumps(changes)
         if len(patch) >= len(data) or _apply_text(old, changes) != data:  # e.g. 1 vs 1.0: == but not the same
             return data
-        return _Patch(patch, base, depth)
+        return _Patch(patch, root)
 
     def _replace(self, name: str, data: bytes) -> None:
         path = os.path.join(self.dir, name)
@@ -259,14 +262,13 @@ class ChunkedCheckpointStore(CheckpointStore):
 
 
 class _Patch(bytes):
-    """Stored bytes of a patch block (``[[position, element], ...]``) with its base block and chain depth."""
+    """Stored bytes of a patch block (``[[position, element], ...]``) with the full block it applies to."""
 
     base: str
-    depth: int
 
-    def __new__(cls, data: bytes, base: str, depth: int) -> _Patch:
+    def __new__(cls, data: bytes, base: str) -> _Patch:
         obj = super().__new__(cls, data)
-        obj.base, obj.depth = base, depth
+        obj.base = base
         return obj
 
 
@@ -289,9 +291,10 @@ class _PackReader:
         self.files: dict[str, bytes] = {}
         self.cache: dict[str, bytes] = {}
 
-    def depth(self, name: str) -> int:
+    def root(self, name: str) -> str:
+        """The full block ``name`` is stored as a patch of (``name`` itself if it is stored whole)."""
         loc = self.index.get(name)
-        return int(loc[4]) if loc is not None and len(loc) > 4 else 0
+        return str(loc[3]) if loc is not None and len(loc) > 3 else name
 
     def block(self, name: str) -> Any:
         """The block's elements, freshly decoded (never shared between two calls)."""
@@ -315,7 +318,9 @@ class _PackReader:
         if len(data) != size:
             raise CheckpointError(f"checkpoint in {self.dir}: block {name[:12]} in {pack} is damaged (short)")
         try:
-            if len(loc) > 3:  # a patch on another block
+            if len(loc) > 3:  # a patch on a full block (its root: never itself a patch)
+                if len(self.index.get(loc[3], ())) != 3:
+                    raise ValueError("a patch on a patch")
                 data = _apply_text(self.block(loc[3]), json.loads(data))
         except (ValueError, TypeError, IndexError):
             raise CheckpointError(f"checkpoint in {self.dir}: block {name[:12]} in {pack} is damaged") from None

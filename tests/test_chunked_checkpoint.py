@@ -33,7 +33,7 @@ def _cs_scheduler(n: int) -> tuple[Scheduler, list[bytes]]:
 def test_base_plus_deltas_restore_the_full_snapshot_bit_for_bit(tmp_path):
     s, keys = _cs_scheduler(3000)
     rng = random.Random(5)
-    store = ChunkedCheckpointStore(tmp_path / "c", block=32, min_list=64, compact_ratio=1.1, fsync=False, max_chain=3)
+    store = ChunkedCheckpointStore(tmp_path / "c", block=32, min_list=64, compact_ratio=1.1, fsync=False)
     bases = patches = 0
     for step in range(12):
         idx = range(len(keys)) if step == 0 else rng.sample(range(len(keys)), 40)
