@@ -177,3 +177,50 @@ def test_run_cli_with_an_incremental_checkpoint_directory(tmp_path):
     assert doc is not None and doc["scheduler"]["phase"] == "finished"
     assert run_main_argv(args) == 0  # resumes the finished run from the directory: same answer
     assert json.loads((tmp_path / "s.json").read_text())["episodes"] == s["episodes"]
+
+
+@pytest.mark.drill
+def test_kill_9_during_background_checkpoints_of_a_run(tmp_path):
+    """A real ``streamarms run --checkpoint dir:`` killed -9 six times mid-episode (the forked saves die with
+    it): the resumed run ends with the same decision, samples and records as an uninterrupted one."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from drill_util import clean_stream, fuzzed
+    from test_drills import ROOT, run_cli, write
+    clean = clean_stream(300_000, seed=31)
+    fuzz, _ = fuzzed(clean, 10_000, seed=32, big=1)
+    write(tmp_path / "in.jsonl", fuzz)
+    common = ["--rewards-file", str(tmp_path / "in.jsonl"), "--policy", "wrr", "--k", "2", "--delta", "0.02",
+              "--discovery-records", "500", "--max-episodes", "1", "--log-level", "warning"]
+    p = run_cli([*common, "--summary-json", str(tmp_path / "ref.json")])
+    assert p.returncode == 0, p.stderr[-3000:]
+    ref = json.loads((tmp_path / "ref.json").read_text())
+    ck = tmp_path / "state"
+    man = ck / "MANIFEST"
+    killed, last = 0, 0.0
+    for i in range(6):
+        proc = subprocess.Popen([sys.executable, "-m", "streamarms.cli", "run", *common, "--checkpoint", f"dir:{ck}",
+                                 "--checkpoint-interval", "0.05", "--fsync"], cwd=ROOT,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            if man.exists() and (i == 0 or man.stat().st_mtime > last):
+                break
+            time.sleep(0.01)
+        time.sleep(0.05 * (i % 4))
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            killed += 1
+        proc.wait()
+        last = man.stat().st_mtime if man.exists() else 0.0
+    assert killed >= 3
+    p = run_cli([*common, "--checkpoint", f"dir:{ck}", "--summary-json", str(tmp_path / "got.json")])
+    assert p.returncode == 0, p.stderr[-3000:]
+    got = json.loads((tmp_path / "got.json").read_text())
+    assert got["episodes"][-1]["outliers"] == ref["episodes"][-1]["outliers"]
+    for k in ("samples", "threshold", "records", "done"):
+        assert got["episodes"][-1][k] == ref["episodes"][-1][k], k
+    assert (got["records"], got["samples"], got["skipped"]) == (ref["records"], ref["samples"], ref["skipped"])
