@@ -184,6 +184,8 @@ class GroupThreshold:
                      "high": high, "sigma_x": sigma_x, "bernoulli": bool(bernoulli) and low == 0.0 and high == 1.0}
         self.m_theta = 0
         self.result: dict[str, tuple[float, float]] = {}
+        #: the point estimates ``mu_hat +- k sd_hat`` at :attr:`m_theta`
+        self.estimates: dict[str, float] = {}
 
     def update(self, merged: dict[str, Any]) -> None:
         if not merged.get("totals"):
@@ -199,6 +201,7 @@ class GroupThreshold:
                                    sum_w=None if t["sum_w"] < 0.0 else t["sum_w"], smax=t["smax"])
             for side in ("upper", "lower"):
                 if side in res:
+                    self.estimates[side] = float(res[side + "_estimate"])
                     lo, hi = (float(x) for x in res[side])
                     p_lo, p_hi = self.result.get(side, (-math.inf, math.inf))
                     lo, hi = max(lo, p_lo), min(hi, p_hi)

@@ -104,3 +104,46 @@ def test_members_with_another_spec_are_refused():
     with pytest.raises(ValueError, match="disagree on n"):
         merge_totals([a.value(), b.value()])
     assert staleness([a.value(time=5.0), b.value(time=7.0)], now=9.0) == 4.0
+
+
+def test_group_tracks_of_three_members_agree_with_one_track():
+    from streamarms.group_track import GroupTrack
+    n, parts = 45, 6
+    rng = random.Random(8)
+    means = [0.3 + 0.02 * (i % 5) for i in range(n - 2)] + [0.85, 0.9]
+    part_of = [rng.randrange(parts) for _ in range(n)]
+    spec = dict(n=n, k=2.0, alpha=0.05, low=0.0, high=1.0, bernoulli=True)
+    single = ThresholdTrack(n, 2.0, 0.05, low=0.0, high=1.0, bernoulli=True)
+    board: dict = {}
+    now = [0.0]
+    members = [GroupTrack(spec, publish=lambda p, v: board.__setitem__(f"g/{p}", v), fetch=lambda: dict(board),
+                          clock=lambda: now[0], interval=0.5, member=f"m{j}") for j in range(3)]
+    arms = [BetaBinomialCS(0.025 / n) for _ in range(n)]
+    advanced = 0
+    for _ in range(250):
+        now[0] += 0.1
+        for i in rng.sample(range(n), n):
+            c = arms[i]
+            c.update(float(rng.random() < means[i]))
+            if c.n in single.levels:
+                lo, hi = c.interval()
+                single.record(c.n, c.s, lo, hi)
+                p = part_of[i]
+                advanced += members[p // 2].record(c.n, c.s, lo, hi, partition=f"rewards:{p}")
+    assert advanced > 0  # the members saw the group's threshold move while records came in
+    now[0] += 1.0
+    for m in members:
+        m.sync()
+    for m in members:
+        m.sync()  # the second round sees every member's last publication
+    assert {m.m_theta for m in members} == {single.m_theta} and single.m_theta > 100
+    for m in members:
+        assert all(math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12) for a, b in zip(m.upper(), single.upper()))
+        assert math.isclose(m.estimate(), single.estimate(), rel_tol=1e-9) and m.staleness < 2.0
+    # partition 0 moves from member 0 to member 2 (rebalance): the new owner resumes its totals, nothing twice
+    v = board["g/rewards:0"]
+    members[0].release("rewards:0")
+    members[2].owned("rewards:0", v)
+    members[2].sync()
+    assert members[2].snapshot()["parts"]["rewards:0"]["totals"] == v["totals"]
+    assert members[2].m_theta == single.m_theta
