@@ -62,11 +62,12 @@ def _dumps(x: Any) -> bytes:
 
 def split_document(doc: Any, min_list: int, block: int, slices: list[list[Any]] | None = None) -> tuple[Any, list[bytes]]:
     """``(skeleton, blocks)``: ``doc`` with every list of ``>= min_list`` elements that is a dict value
-    replaced by ``{MARK: [first block index, number of blocks, length]}``, and the JSON text of the blocks
-    (``slices``, if given, receives the blocks' elements).
+    replaced by ``{MARK: [first block index, number of blocks, length]}`` (a dict of as many entries: its
+    ``[key, value]`` pairs, marked ``"dict"``), and the JSON text of the blocks (``slices``, if given,
+    receives the blocks' elements).
 
-    >>> split_document({"a": [1, 2, 3], "b": 4}, min_list=3, block=2)
-    ({'a': {'\\x00blocks': [0, 2, 3]}, 'b': 4}, [b'[1,2]', b'[3]'])
+    >>> split_document({"a": [1, 2, 3], "b": 4, "c": {"x": 1, "y": 2}}, min_list=2, block=2)[1]
+    [b'[1,2]', b'[3]', b'[["x",1],["y",2]]']
     """
     blocks: list[bytes] = []
 
@@ -77,14 +78,16 @@ def split_document(doc: Any, min_list: int, block: int, slices: list[list[Any]] 
             raise ValueError(f"a checkpoint document may not use the key {MARK!r}")
         out = {}
         for k, v in x.items():
-            if isinstance(v, list) and len(v) >= min_list:
+            big_dict = isinstance(v, dict) and len(v) >= min_list
+            if big_dict or (isinstance(v, list) and len(v) >= min_list):
+                items = [[a, b] for a, b in v.items()] if big_dict else v
                 first = len(blocks)
-                for i in range(0, len(v), block):
-                    part = v[i:i + block]
+                for i in range(0, len(items), block):
+                    part = items[i:i + block]
                     blocks.append(_dumps(part))
                     if slices is not None:
                         slices.append(part)
-                out[k] = {MARK: [first, len(blocks) - first, len(v)]}
+                out[k] = {MARK: [first, len(blocks) - first, len(items)] + (["dict"] if big_dict else [])}
             else:
                 out[k] = walk(v)
         return out
@@ -101,12 +104,17 @@ def join_document(skeleton: Any, blocks: list[Any]) -> Any:
     if not isinstance(skeleton, dict):
         return skeleton
     if MARK in skeleton:
-        first, count, length = skeleton[MARK]
+        first, count, length = skeleton[MARK][:3]
         out: list[Any] = []
         for b in blocks[first:first + count]:
             out.extend(b)
         if len(out) != length:
             raise CheckpointError(f"checkpoint block list has {len(out)} elements, manifest says {length}")
+        if skeleton[MARK][3:] == ["dict"]:
+            try:
+                return {str(k): v for k, v in out}
+            except (TypeError, ValueError):
+                raise CheckpointError("checkpoint block dict is damaged") from None
         return out
     return {k: join_document(v, blocks) for k, v in skeleton.items()}
 
@@ -218,13 +226,14 @@ class ChunkedCheckpointStore(CheckpointStore):
         used = {loc[0] for loc in index.values()}
         pack_bytes = {p: s for p, s in pack_bytes.items() if p in used}
         man = {"seq": seq, "doc": skeleton, "blocks": names, "index": index, "packs": pack_bytes}
-        self._replace(_MANIFEST, encode(man, self.secret))
+        man_bytes = encode(man, self.secret)
+        self._replace(_MANIFEST, man_bytes)
         for fn in os.listdir(self.dir):  # packs the new manifest does not use (the old base after a compaction)
             if fn.startswith("pack-") and fn.endswith(".bin") and fn not in used:
                 os.unlink(os.path.join(self.dir, fn))
         self.saves += 1
         self.last_written = {"blocks": len(new), "patches": sum(isinstance(b, _Patch) for b in new.values()),
-                             "bytes": off, "base": base, "live_bytes": live_bytes, "manifest_blocks": len(names)}
+                             "bytes": off, "manifest_bytes": len(man_bytes), "base": base, "live_bytes": live_bytes, "manifest_blocks": len(names)}
 
     def _patch(self, reader: _PackReader, before: str, data: bytes, elements: list[Any]) -> bytes:
         """The bytes to store for a changed block (``data``, its ``elements``) whose predecessor is ``before``:
