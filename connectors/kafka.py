@@ -15,6 +15,10 @@
   (``timeout_ms=1000``) -- the answer is the reconnection test and refreshes the lag. One warning when
   the broker becomes unreachable (and every 60 s while it stays so), one line when it is back; the
   daemon keeps its state, skips checkpoints while disconnected, and readiness reports it.
+  **Backfill.** ``start_from`` (``"earliest"``, ``"latest"`` or a timestamp in ms) says where a partition
+  assigned *without a checkpointed position* starts, whatever the group's committed offset says
+  (:mod:`streamarms.connectors.backfill`): to warm a new deployment on history. A partition with a
+  checkpointed position resumes there (a restart never reads a record twice).
   **Out-of-range positions.** A checkpointed position beyond a partition's end (the topic was
   recreated, or the checkpoint comes from another cluster) or before its start (retention deleted
   the records) is replaced by the rule ``on_out_of_range``: ``"earliest"`` (default: read what the
@@ -26,9 +30,26 @@
   the high watermark of the fetch responses being below our position, checked every
   ``check_interval`` seconds without records. (``end_offsets`` is not used for this: Tansu answers
   it with the last batch's base offset, so a caught-up consumer would look out of range.)
-  Each reset is logged as a warning and counted (``out_of_range_resets``). Not detected: a
-  recreated topic that has already grown past the checkpointed offset (Kafka's topic ids would tell;
-  not used here).
+  **Replaced partitions.** A topic recreated (or a broker that lost its data and was refilled) may
+  already hold *more* records than the checkpointed position: the position is in range, but its
+  records are other records. So the checkpoint also keeps a fingerprint of the last record consumed
+  per partition, ``[offset, timestamp, hash of key and value]`` (:func:`record_fingerprint`, a third
+  element after ``[next_offset, runmax]``); after each assignment the source reads that record again
+  (it seeks one record back, and drops it once compared) and a different record applies the same rule
+  ``on_out_of_range``. A checkpoint without fingerprints (older versions) is resumed unchecked; a
+  record that is gone (expired, compacted away, a transaction marker) cannot be compared, and the
+  position is kept. A checkpoint from another cluster (another cluster id) is refused at start-up
+  (``streamarms.daemon.restore_checkpoint``). Each reset is logged as a warning and counted
+  (``out_of_range_resets``; fingerprint mismatches also in ``fingerprint_mismatches``).
+  **Group joins.** The source never leaves its group while a join is pending: :meth:`close` first
+  lets the join finish (at most ``leave_grace`` seconds). Tansu (0.6.0, the test broker) keeps a member
+  that sends LeaveGroup while its JoinGroup is pending as the group's leader, and the group never
+  assigns a partition again (``tests/kafka/test_hardening_kafka.py::test_tansu_wedges_a_group_left_mid_join``):
+  a daemon stopped by SIGTERM during its first seconds would leave the next run waiting forever (the
+  ``--exactly-once`` stop/restart hang). And a join that does not complete within ``join_timeout``
+  seconds (default 120; a join normally takes seconds, the broker's initial rebalance delay) while the
+  broker answers stops the daemon with :class:`GroupJoinTimeout` naming the group (exit 1) instead of
+  a silent wait.
 * :class:`KafkaAlertSink`, :class:`KafkaRequestSink` -- JSON values keyed by arm.
 * :class:`KafkaDeadLetterSink` -- the refused record's key and value unchanged, with headers
   ``reason`` (one of ``streamarms.runtime.INVALID_REASONS``), ``detail``, ``source`` (topic:partition:offset).
@@ -44,6 +65,7 @@ Integration tests against a real broker: ``tests/kafka/``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import threading
@@ -59,10 +81,12 @@ from kafka.errors import KafkaError, TopicAlreadyExistsError
 from kafka.structs import OffsetAndMetadata
 
 from streamarms.checkpoint import CheckpointStore, decode, encode
+from streamarms.errors import SinkUnavailable
 
+from .backfill import StartFrom
 from .ordering import PartitionMerger, parse_tp, tp_name
 
-__all__ = ["client_config", "ensure_topics", "probe_cluster", "BrokerUnreachable", "KafkaRewardSource", "OffsetsOutOfRange", "OUT_OF_RANGE_RULES", "KafkaProducerPool", "KafkaAlertSink",
+__all__ = ["client_config", "ensure_topics", "record_fingerprint", "probe_cluster", "BrokerUnreachable", "KafkaRewardSource", "OffsetsOutOfRange", "GroupJoinTimeout", "OUT_OF_RANGE_RULES", "KafkaProducerPool", "KafkaAlertSink",
            "KafkaRequestSink", "KafkaDeadLetterSink", "KafkaCheckpointStore", "KafkaTransaction", "SinkError"]
 
 log = logging.getLogger("streamarms.kafka")
@@ -76,6 +100,10 @@ SECURITY_KEYS = ("security_protocol", "sasl_mechanism", "sasl_plain_username", "
 
 class SinkError(RuntimeError):
     """A record could not be delivered to a sink topic."""
+
+
+class GroupJoinTimeout(RuntimeError):
+    """The consumer group did not assign partitions within ``join_timeout`` seconds (module docstring)."""
 
 
 class OffsetsOutOfRange(RuntimeError):
@@ -107,6 +135,29 @@ def client_config(bootstrap_servers: str | Sequence[str], **settings: Any) -> di
     cfg: dict[str, Any] = {"bootstrap_servers": [s for s in servers if s]}
     cfg.update({k: v for k, v in settings.items() if v is not None})
     return cfg
+
+
+def record_fingerprint(rec: Any) -> list[Any]:
+    """``[offset, timestamp, hash]`` of a consumed record: the checkpoint keeps it for the last record of
+    each partition, and a restart reads that record again to check that the partition is the same log
+    (module docstring). The hash is a BLAKE2b-64 of the length-prefixed key and value (``None`` and
+    empty differ).
+
+    >>> from collections import namedtuple
+    >>> R = namedtuple("R", "offset timestamp key value")
+    >>> record_fingerprint(R(41, 1700000000000, b"region-03", b'{"reward": 1}'))
+    [41, 1700000000000, 'b172c9d5f02d4ba0']
+    >>> record_fingerprint(R(41, 1700000000000, None, b"")) == record_fingerprint(R(41, 1700000000000, b"", None))
+    False
+    """
+    h = hashlib.blake2b(digest_size=8)
+    for part in (rec.key, rec.value):
+        if part is None:
+            h.update(b"\x00")
+        else:
+            h.update(b"\x01" + len(part).to_bytes(8, "big"))
+            h.update(part)
+    return [int(rec.offset), rec.timestamp, h.hexdigest()]
 
 
 class BrokerUnreachable(RuntimeError):
@@ -200,9 +251,14 @@ class KafkaRewardSource:
                  resume: dict[str, Any] | None = None, ordered: bool = True, max_poll_records: int = 1000,
                  from_beginning: bool = True, consumer_options: dict[str, Any] | None = None,
                  max_buffer: int = 20_000, on_out_of_range: str = "earliest", check_interval: float = 5.0,
-                 rebuild_after: float = 10.0) -> None:
+                 rebuild_after: float = 10.0, join_timeout: float = 120.0, leave_grace: float = 15.0,
+                 start_from: str | int | None = None) -> None:
         if on_out_of_range not in OUT_OF_RANGE_RULES:
             raise ValueError(f"on_out_of_range must be one of {', '.join(OUT_OF_RANGE_RULES)}, got {on_out_of_range!r}")
+        #: where a partition without a checkpointed position starts (``None``: the group's committed
+        #: offset, else ``from_beginning``)
+        self.start_from = start_from
+        self._backfill = StartFrom(start_from, transient=_transient) if start_from is not None else None
         self.on_out_of_range = on_out_of_range
         self.check_interval = check_interval
         #: the broker answered the last poll / end-offset check
@@ -211,6 +267,8 @@ class KafkaRewardSource:
         self.disconnects = 0
         #: positions replaced by the ``on_out_of_range`` rule
         self.out_of_range_resets = 0
+        #: of those, positions whose last record is not the one the checkpoint saw (a replaced partition)
+        self.fingerprint_mismatches = 0
         self._fatal: Exception | None = None
         self._last_records = time.monotonic()
         self._last_check = time.monotonic()
@@ -218,6 +276,10 @@ class KafkaRewardSource:
         self._last_rebuild = 0.0
         self._ends: dict[tuple[str, int], int] = {}
         self._verify: dict[Any, int] = {}
+        #: fingerprints to check once the first offset is known (``_verify_positions``), then once the
+        #: record they name is fetched again (``_check_fingerprints``)
+        self._verify_fp: dict[Any, list[Any]] = {}
+        self._fp_pending: dict[Any, list[Any]] = {}
         self.topics = list(topics)
         self.group_id = group_id
         self.merger = PartitionMerger(ordered=ordered, max_buffer=max_buffer)
@@ -241,6 +303,11 @@ class KafkaRewardSource:
         opts.update(consumer_options or {})
         self._opts = opts
         self.rebuild_after = rebuild_after
+        self.join_timeout = join_timeout
+        self.leave_grace = leave_grace
+        #: the group has assigned partitions (possibly none: a standby) since the last (re)join began
+        self.joined = False
+        self._unjoined_since = time.monotonic()
         self.rebuilds = 0
         self._paused: set[Any] = set()
         self._resumed_any = False
@@ -250,6 +317,8 @@ class KafkaRewardSource:
     def _new_consumer(self) -> KafkaConsumer:
         consumer = KafkaConsumer(**self._opts)
         consumer.subscribe(self.topics, listener=_Listener(self))
+        self.joined = False
+        self._unjoined_since = time.monotonic()
         return consumer
 
     def _rebuild(self) -> None:
@@ -259,7 +328,7 @@ class KafkaRewardSource:
         a new consumer does. Nothing is lost: positions live in the merger and go to the new
         consumer's assignment like a checkpoint's (records released are handled before the next poll).
         """
-        self._resume.update(self.merger.state())
+        self._resume.update(self._positions())
         try:
             self.consumer.close(autocommit=False, timeout_ms=1000)
         except Exception as e:  # a consumer without a broker may fail to close cleanly
@@ -272,11 +341,16 @@ class KafkaRewardSource:
 
     # -- rebalance ---------------------------------------------------------------------------
     def _assigned(self, assigned: list[TopicPartition]) -> None:
+        self.joined = True
         resume = dict(self._resume)
-        resume.update(self.merger.state())  # positions of partitions we keep win over older ones
+        resume.update(self._positions())  # positions of partitions we keep win over older ones
+        self._resume = resume
         self.merger.assign([(tp.topic, tp.partition) for tp in assigned], resume)
         self._paused.clear()
         self._verify = {}
+        self._verify_fp = {}
+        self._fp_pending = {}
+        fresh = []
         for tp in assigned:
             off = self.merger.next_offset((tp.topic, tp.partition))
             if off is not None:
@@ -284,6 +358,13 @@ class KafkaRewardSource:
                 # checked against the partition's bounds by the next poll (kafka-python 3 forbids
                 # blocking calls in a rebalance callback)
                 self._verify[tp] = off
+                fp = self._fingerprint((tp.topic, tp.partition), off)
+                if fp is not None:
+                    self._verify_fp[tp] = fp
+            else:
+                fresh.append(tp)
+        if self._backfill is not None:
+            self._backfill.assign(fresh)  # sought by the next poll (no blocking call here)
         self.partial_assignment = False
         for topic in self.topics:
             total = self.consumer.partitions_for_topic(topic) or set()
@@ -299,12 +380,14 @@ class KafkaRewardSource:
                            for tp in sorted(assigned)))
 
     def _revoked(self, revoked: list[TopicPartition]) -> None:
+        self.joined = False  # a (re)join follows
+        self._unjoined_since = time.monotonic()
         if revoked and self.before_revoke is not None:
             try:
                 self.before_revoke()
             except Exception as e:  # never break the rebalance: the last checkpoint stays valid
                 log.warning("checkpoint before revoking partitions failed: %s", e)
-        self._resume.update(self.merger.state())
+        self._resume.update(self._positions())
 
     # -- reading -----------------------------------------------------------------------------
     def _ended(self, tp: tuple[str, int]) -> bool:
@@ -359,6 +442,8 @@ class KafkaRewardSource:
             new = lo if lo is not None else 0
         log.warning("%s; rule --on-out-of-range %s: reading from offset %d", msg, rule, new)
         self.merger.reset_position(tp, new)
+        self._resume.pop(tp_name(tp), None)  # its fingerprint names a record of the old log
+        self._fp_pending.pop(ktp, None)
         self.out_of_range_resets += 1
         try:
             self.consumer.seek(ktp, new)
@@ -383,10 +468,47 @@ class KafkaRewardSource:
                     pass
             return
         verify, self._verify = self._verify, {}
+        verify_fp, self._verify_fp = self._verify_fp, {}
         for tp, off in verify.items():
             if tp in lo and off < lo[tp]:
                 self._out_of_range((tp.topic, tp.partition), off, lo[tp], f"it starts at {lo[tp]}")
                 got.pop(tp, None)
+            elif tp in verify_fp and tp in lo and off - 1 >= lo[tp]:
+                # read the last consumed record again: _check_fingerprints compares it, then drops it
+                try:
+                    self.consumer.seek(tp, off - 1)
+                except (KafkaError, AssertionError, ValueError):  # revoked meanwhile: the next assignment checks
+                    continue
+                got.pop(tp, None)
+                self._fp_pending[tp] = verify_fp[tp]
+
+    def _check_fingerprints(self, got: dict[Any, list[Any]]) -> None:
+        """The record before a resumed position, fetched again: the one the checkpoint saw, or a
+        replaced partition (``on_out_of_range``)? Either way it is dropped (it was counted already)."""
+        for ktp, fp in list(self._fp_pending.items()):
+            recs = got.get(ktp)
+            if not recs:
+                continue
+            del self._fp_pending[ktp]
+            first = recs[0]
+            if first.offset != fp[0]:
+                # above: the record is gone (compacted away, a transaction marker): nothing to compare;
+                # below: the broker rewound the consumer (a position beyond the end): _rewound's case
+                if first.offset > fp[0]:
+                    log.debug("%s:%d: the record at offset %d cannot be read again; position kept",
+                              ktp.topic, ktp.partition, fp[0])
+                continue
+            if len(recs) > 1:
+                got[ktp] = recs[1:]
+            else:
+                del got[ktp]
+            now = record_fingerprint(first)
+            if now != list(fp):
+                self.fingerprint_mismatches += 1
+                got.pop(ktp, None)
+                self._out_of_range((ktp.topic, ktp.partition), fp[0] + 1, None,
+                                   f"its record at offset {fp[0]} is not the one the checkpoint read: "
+                                   f"timestamp {now[1]}, hash {now[2]}, checkpoint {fp[1]}, {fp[2]}")
 
     def _rewound(self, got: dict[Any, list[Any]]) -> None:
         """A position beyond a partition's end makes the broker answer OFFSET_OUT_OF_RANGE, and
@@ -420,6 +542,21 @@ class KafkaRewardSource:
             log.warning("broker reachable again after %.1f s: resuming", time.monotonic() - (self.disconnected_since or 0))
             self.connected = True
             self.disconnected_since = None
+
+    def _join_timed_out(self, now: float) -> None:
+        """No assignment for ``join_timeout`` s: an outage explains it (count again from the reconnection),
+        else the group is stuck -- :class:`GroupJoinTimeout` (module docstring)."""
+        try:
+            self.consumer.end_offsets([TopicPartition(self.topics[0], 0)], timeout_ms=2000)
+        except KafkaError as e:
+            if _transient(e):
+                self._disconnected(e)
+                self._unjoined_since = now
+                return
+        raise GroupJoinTimeout(
+            f"consumer group {self.group_id!r} has assigned no partitions for {now - self._unjoined_since:.0f} s "
+            "although the broker answers: its coordinator seems stuck (Tansu keeps a member that left during a "
+            "join as the group's leader); use another --group-id, or restart the broker")
 
     def _check(self) -> None:
         """No records for a while: does the broker answer (its end offsets also refresh the lag), and
@@ -460,18 +597,27 @@ class KafkaRewardSource:
             self._disconnected(e)
             time.sleep(timeout)
             got = {}
-        if got or self._verify:
+        bf = self._backfill
+        if got or self._verify or (bf is not None and bf.pending):
             got = dict(got)
+            if bf is not None and bf.pending:
+                bf.seek(self.consumer, self.merger, got)
             if self._verify:
                 self._verify_positions(got)
+            if self._fp_pending:
+                self._check_fingerprints(got)
             self._rewound(got)
+            if bf is not None and bf.skip_before:
+                bf.skip_early(self.merger, got)
         now = time.monotonic()
         if got:
             self._last_records = now
             self._last_check = now
             if not self.connected:
                 self._reconnected()
-        elif now - self._last_check >= (self.check_interval if self.connected else 1.0):
+        if not self.joined and now - self._unjoined_since >= self.join_timeout:
+            self._join_timed_out(now)
+        if not got and now - self._last_check >= (self.check_interval if self.connected else 1.0):
             self._last_check = now
             self._check()
             if not self.connected and now - self._last_rebuild >= self.rebuild_after \
@@ -506,9 +652,31 @@ class KafkaRewardSource:
     def rollback(self, processed: int) -> None:
         self.merger.rollback(processed)
 
+    def _fingerprint(self, tp: tuple[str, int], off: int) -> list[Any] | None:
+        """The fingerprint of the record at ``off - 1`` of ``tp``: read in this process, or carried from
+        the checkpoint (a resumed partition that has delivered nothing since); ``None`` if unknown."""
+        rec = self.merger.last_released(tp)
+        if rec is not None and rec.offset == off - 1:
+            return record_fingerprint(rec)
+        old = self._resume.get(tp_name(tp))
+        if old is not None and len(old) > 2 and isinstance(old[2], list) and len(old[2]) == 3 and old[2][0] == off - 1:
+            return list(old[2])
+        return None
+
+    def _positions(self) -> dict[str, list[Any]]:
+        """The merger's ``{"topic:partition": [next_offset, runmax]}`` plus the last record's fingerprint."""
+        out: dict[str, list[Any]] = {}
+        for name, (off, runmax) in self.merger.state().items():
+            entry: list[Any] = [off, runmax]
+            fp = None if off is None else self._fingerprint(parse_tp(name), off)
+            if fp is not None:
+                entry.append(fp)
+            out[name] = entry
+        return out
+
     def state(self) -> dict[str, Any]:
         st = dict(self._resume)
-        st.update(self.merger.state())
+        st.update(self._positions())
         return st
 
     def commit(self, state: dict[str, Any] | None = None) -> None:
@@ -528,8 +696,8 @@ class KafkaRewardSource:
         """The positions of ``state`` for the partitions assigned now, as a commit (or a transaction) takes them."""
         assigned = {(tp.topic, tp.partition) for tp in self.consumer.assignment()}
         out = {}
-        for name, (off, _) in state.items():
-            tp = parse_tp(name)
+        for name, pos in state.items():
+            tp, off = parse_tp(name), pos[0]
             if tp in assigned and off is not None:
                 out[TopicPartition(*tp)] = OffsetAndMetadata(int(off), "", -1)
         return out
@@ -550,12 +718,33 @@ class KafkaRewardSource:
         return out
 
     def close(self) -> None:
+        """Leave the group -- after a pending join has finished (module docstring), at most ``leave_grace`` s."""
+        if not self.joined and self.connected and self.leave_grace > 0:
+            log.info("finishing the group join before leaving group %s", self.group_id)
+            deadline = time.monotonic() + self.leave_grace
+            try:
+                while not self.joined and time.monotonic() < deadline:
+                    self.consumer.poll(timeout_ms=100, max_records=1)  # records are dropped: the checkpoint is saved
+            except Exception as e:  # closing goes on whatever happens
+                log.debug("finishing the join failed: %s", e)
+            if not self.joined:
+                log.warning("leaving group %s with its join still pending (after %.0f s)", self.group_id, self.leave_grace)
         self.consumer.close(autocommit=False)
 
 
 # ----------------------------------------------------------------------------------------------
 # sinks
 # ----------------------------------------------------------------------------------------------
+#: producer settings of the non-transactional sinks and the checkpoint store: no idempotence. Their
+#: delivery is at-least-once anyway (a crash re-sends; alerts carry a stable ``alert_id``), and an
+#: idempotent kafka-python (3.0.x) producer never recovers from a broker that lost its producer id (a
+#: restarted broker without that state): it takes UNKNOWN_PRODUCER_ID for retention (KAFKA-5793), resets
+#: the sequence and retries forever (``test_broker_process_restart_mid_run_is_ridden_out``). Order is
+#: not at stake: alerts of different episodes are never in flight together (a checkpoint, which
+#: flushes, follows every episode end), and a checkpoint is saved only once the previous one is acked.
+NON_IDEMPOTENT = {"enable_idempotence": False}
+
+
 class KafkaProducerPool:
     """One :class:`KafkaProducer` shared by the sinks of a daemon; tracks failed sends."""
 
@@ -569,6 +758,8 @@ class KafkaProducerPool:
             # a transaction stays open one checkpoint interval; the broker's coordinator aborts it after
             # this long without a commit (Kafka's default, 60 s); delivery_timeout_ms must not exceed it
             opts.update(transactional_id=transactional_id, transaction_timeout_ms=60_000, delivery_timeout_ms=60_000)
+        else:
+            opts.update(NON_IDEMPOTENT)
         opts.update(config)
         opts.update(producer_options or {})
         self.producer = KafkaProducer(**opts)
@@ -605,8 +796,16 @@ class KafkaProducerPool:
         with self._lock:
             self._errors.append(f"{topic}: {exc!r}")
 
-    def flush(self, timeout: float | None = 60.0) -> None:
-        self.producer.flush(timeout=timeout)
+    def flush(self, timeout: float | None = 5.0) -> None:
+        """Wait for every pending send; :class:`SinkUnavailable` if the broker has not acknowledged them
+        within ``timeout`` s (an outage: they stay pending, up to ``delivery_timeout_ms``), :class:`SinkError`
+        for sends that failed. The timeout is short on purpose: the daemon's loop, which also keeps the
+        consumer in its group, waits here (a wait longer than the session timeout loses the group)."""
+        try:
+            self.producer.flush(timeout=timeout)
+        except kafka_errors.KafkaTimeoutError:
+            raise SinkUnavailable(f"the broker has not acknowledged the pending records within {timeout:g} s "
+                                  "(unreachable?); they stay pending") from None
         with self._lock:
             errors, self._errors = self._errors, []
         if errors:
@@ -748,7 +947,7 @@ class KafkaCheckpointStore(CheckpointStore):
         #: a transactional pool (exactly-once): ``save`` joins its open transaction, durable at its commit
         self.pool = pool if pool is not None and pool.transactional else None
         self.producer = None if self.pool is not None else KafkaProducer(
-            acks="all", compression_type="gzip", max_request_size=max_bytes, linger_ms=0, **config)
+            acks="all", compression_type="gzip", max_request_size=max_bytes, linger_ms=0, **NON_IDEMPOTENT, **config)
 
     def describe(self) -> str:
         return f"kafka topic {self.topic} (key {self.key.decode()})"
@@ -761,7 +960,11 @@ class KafkaCheckpointStore(CheckpointStore):
             self.pool.send(self.topic, self.key, data)
             return
         assert self.producer is not None  # built in __init__ whenever no transactional pool is given
-        self.producer.send(self.topic, key=self.key, value=data).get(timeout=60)
+        try:
+            self.producer.send(self.topic, key=self.key, value=data).get(timeout=15)
+        except kafka_errors.KafkaTimeoutError:
+            raise SinkUnavailable(f"the checkpoint was not acknowledged by {self.topic} within 15 s (broker "
+                                  "unreachable?)") from None
 
     def load(self) -> dict[str, Any] | None:
         # read_committed: a checkpoint of an unfinished (or aborted) exactly-once transaction is not one

@@ -62,7 +62,7 @@ def parse_tp(name: str) -> TP:
 
 
 class _Buffer:
-    __slots__ = ("recs", "keys", "runmax", "next_offset", "fetched_max", "last_fetched")
+    __slots__ = ("recs", "keys", "runmax", "next_offset", "fetched_max", "last_fetched", "last")
 
     def __init__(self, next_offset: int | None, runmax: int | None) -> None:
         self.recs: list[Any] = []
@@ -74,6 +74,8 @@ class _Buffer:
         #: running max timestamp / offset of the last record *added* (released or buffered)
         self.fetched_max = runmax
         self.last_fetched = None if next_offset is None else next_offset - 1
+        #: the last record *released* (the one at ``next_offset - 1`` when read in this process)
+        self.last: Any = None
 
 
 class PartitionMerger:
@@ -90,7 +92,7 @@ class PartitionMerger:
         self._bufs: dict[TP, _Buffer] = {}
         self._rank: dict[TP, int] = {}
         self._last: list[Any] = []          # last released batch
-        self._last_prev: dict[TP, tuple[int | None, int | None]] = {}  # state before it
+        self._last_prev: dict[TP, tuple[int | None, int | None, Any]] = {}  # state before it
 
     # -- assignment --------------------------------------------------------------------------
     def assign(self, tps: Iterable[TP], resume: dict[str, Sequence[int]]) -> None:
@@ -122,6 +124,11 @@ class PartitionMerger:
         b = self._bufs.get(tp)
         return None if b is None else b.next_offset
 
+    def last_released(self, tp: TP) -> Any:
+        """The last record released for ``tp`` in this process (``None``: none yet, or reset since)."""
+        b = self._bufs.get(tp)
+        return None if b is None else b.last
+
     def set_position(self, tp: TP, offset: int) -> None:
         """The first offset the source will deliver for ``tp`` (when not resumed from a checkpoint)."""
         b = self._bufs[tp]
@@ -138,6 +145,7 @@ class PartitionMerger:
         b.next_offset = offset
         b.runmax = b.fetched_max = None
         b.last_fetched = offset - 1
+        b.last = None
 
     def buffered(self, tp: TP) -> int:
         return len(self._bufs[tp].recs)
@@ -176,7 +184,7 @@ class PartitionMerger:
         is read to the end); every other partition bounds what can be released.
         """
         bufs = self._bufs
-        prev = {tp: (b.next_offset, b.runmax) for tp, b in bufs.items() if b.recs}
+        prev = {tp: (b.next_offset, b.runmax, b.last) for tp, b in bufs.items() if b.recs}
         if not prev:
             self._last, self._last_prev = [], {}
             return []
@@ -238,7 +246,8 @@ class PartitionMerger:
     @staticmethod
     def _advance(b: _Buffer, n: int) -> None:
         b.runmax = b.keys[n - 1]
-        b.next_offset = b.recs[n - 1].offset + 1
+        b.last = b.recs[n - 1]
+        b.next_offset = b.last.offset + 1
         del b.recs[:n]
         del b.keys[:n]
 
@@ -249,15 +258,16 @@ class PartitionMerger:
         last = self._last
         if processed >= len(last):
             return
-        for tp, (off, runmax) in self._last_prev.items():
+        for tp, (off, runmax, rec) in self._last_prev.items():
             b = self._bufs.get(tp)
             if b is not None:
-                b.next_offset, b.runmax = off, runmax
+                b.next_offset, b.runmax, b.last = off, runmax, rec
         for r in last[:processed]:
             b = self._bufs.get((r.topic, r.partition))
             if b is None:
                 continue
             b.next_offset = r.offset + 1
+            b.last = r
             ts = r.timestamp
             if ts is not None and (b.runmax is None or ts > b.runmax):
                 b.runmax = ts

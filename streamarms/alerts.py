@@ -31,12 +31,12 @@ consumer can drop the duplicates that at-least-once delivery after a crash may p
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from .policies.base import Decision, Event
 
-__all__ = ["AlertManager", "ALERT_KINDS"]
+__all__ = ["AlertManager", "AlertDeduplicator", "ALERT_KINDS"]
 
 #: every kind an alert record may carry (bounded label set of ``streamarms_alerts_total``)
 ALERT_KINDS = ("outlier", "cleared", "normal")
@@ -143,3 +143,58 @@ class AlertManager:
         self.counts = {k: 0 for k in ALERT_KINDS} | {k: int(v) for k, v in state.get("counts", {}).items()}
         self.episode = int(state.get("episode", 0))
         self._seen = set(state.get("seen", []))
+
+
+class AlertDeduplicator:
+    """The consumer's side of at-least-once alerts: pass each ``alert_id`` once, drop its repeats.
+
+    The daemon publishes an alert again only when it crashed after the send and before the checkpoint
+    that covers it; the restart re-emits it from the previous checkpoint with the *same* ``alert_id``
+    (``"<episode>:<arm>:<kind>"``, a function of the state at the checkpoint). So "keep the first record
+    of every ``alert_id``" turns the alert topic into exactly-once alerts. Ids are kept per episode;
+    ``keep_episodes`` (default: all) forgets the ids of older episodes -- 2 is enough for streamarms'
+    own re-publications (a checkpoint follows every episode end, so a repeat belongs to the newest
+    episode or the one just ended). ``streamarms dedupe-alerts`` applies it to a JSONL stream of alerts.
+
+    >>> d = AlertDeduplicator()
+    >>> alerts = [{"alert_id": "1:a:outlier"}, {"alert_id": "1:b:outlier"}, {"alert_id": "1:a:outlier"}]
+    >>> [a["alert_id"] for a in d.filter(alerts)], d.dropped
+    (['1:a:outlier', '1:b:outlier'], 1)
+    """
+
+    def __init__(self, keep_episodes: int | None = None) -> None:
+        if keep_episodes is not None and keep_episodes < 1:
+            raise ValueError(f"keep_episodes must be >= 1 or None, got {keep_episodes}")
+        self.keep_episodes = keep_episodes
+        self._seen: dict[str, set[str]] = {}
+        self.passed = 0
+        self.dropped = 0
+
+    def accept(self, alert: dict[str, Any]) -> bool:
+        """``True`` the first time this ``alert_id`` is seen (then remembered), ``False`` for a repeat.
+        An alert without a string ``alert_id`` raises ``ValueError`` (it is not a streamarms alert)."""
+        aid = alert.get("alert_id") if isinstance(alert, dict) else None
+        if not isinstance(aid, str):
+            raise ValueError(f"not a streamarms alert (no alert_id): {str(alert)[:200]}")
+        episode = aid.split(":", 1)[0]
+        seen = self._seen.get(episode)
+        if seen is None:
+            seen = self._seen[episode] = set()
+            if self.keep_episodes is not None and len(self._seen) > self.keep_episodes:
+                del self._seen[min(self._seen, key=_episode_order)]
+        if aid in seen:
+            self.dropped += 1
+            return False
+        seen.add(aid)
+        self.passed += 1
+        return True
+
+    def filter(self, alerts: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        """The alerts of ``alerts`` whose ``alert_id`` was not seen before, in order."""
+        for a in alerts:
+            if self.accept(a):
+                yield a
+
+
+def _episode_order(episode: str) -> tuple[int, str]:
+    return (int(episode), "") if episode.isdigit() else (-1, episode)

@@ -4,6 +4,11 @@ It owns the main loop and nothing else: where records come from (Kafka, a JSONL 
 where alerts, requests and dead letters go are objects handed to it (``streamarms.connectors``); the
 core never imports the connectors.
 
+The scheduler is an episode :class:`~streamarms.runtime.scheduler.Scheduler` or, in the continuous mode,
+a :class:`~streamarms.runtime.continuous.ContinuousRunner` (no episodes: every record feeds one monitor);
+both present the same facade (``offer_batch``, ``tick``, ``snapshot``, ``stats``...), so the loop and the
+checkpoint rule below are the same for both.
+
 The loop, per batch of records from ``source.poll``:
 
 1. the batch, in one pass (:meth:`Scheduler.offer_batch`, which decides exactly as
@@ -19,7 +24,10 @@ The loop, per batch of records from ``source.poll``:
    consumer group. A crash at any point therefore resumes from a state and positions that belong
    together: no record is lost, none counted twice. With a ``transaction`` (exactly-once, e.g.
    ``streamarms.connectors.kafka.KafkaTransaction``) the sinks' records, the checkpoint and the
-   positions are one transaction instead: a crash also publishes no alert twice.
+   positions are one transaction instead: a crash also publishes no alert twice. A sink that cannot
+   deliver in time (:class:`~streamarms.errors.SinkUnavailable`: its broker went away, and the source
+   has not noticed yet) postpones the checkpoint, with a warning; at exit it fails the run (exit 1:
+   the restart resumes from the last checkpoint, nothing lost).
 
 The source and the sinks satisfy the contracts of :mod:`streamarms.runtime.contracts`
 (:class:`~streamarms.runtime.contracts.RewardSource`, ``AlertSink``, ``RequestSink``, ``DeadLetterSink``);
@@ -64,8 +72,10 @@ from time import perf_counter
 from typing import Any
 
 from .checkpoint import CheckpointError, CheckpointStore
+from .errors import SinkUnavailable
 from .metrics import Metrics
 from .runtime import FINISHED, EventClock, InvalidRecord, Scheduler
+from .runtime.continuous import ContinuousRunner
 from .runtime.contracts import AlertSink, DeadLetterSink, RequestSink, RewardSource
 
 __all__ = ["Daemon", "restore_checkpoint", "checkpoint_document"]
@@ -75,7 +85,7 @@ log = logging.getLogger("streamarms.daemon")
 #: every how many records the processing latency is observed
 
 
-def checkpoint_document(run: dict[str, Any], scheduler: Scheduler, source_state: dict[str, Any]) -> dict[str, Any]:
+def checkpoint_document(run: dict[str, Any], scheduler: Scheduler | ContinuousRunner, source_state: dict[str, Any]) -> dict[str, Any]:
     """The document saved at a checkpoint: what run it is, the source positions, the scheduler state."""
     return {"run": run, "saved_at": time.time(), "source": source_state, "scheduler": scheduler.snapshot()}
 
@@ -107,7 +117,7 @@ def restore_checkpoint(store: CheckpointStore, run: dict[str, Any],
 class Daemon:
     """Runs the main loop (module docstring). ``run()`` returns the process exit code (0 = clean)."""
 
-    def __init__(self, scheduler: Scheduler, source: RewardSource, *, clock: EventClock | None = None,
+    def __init__(self, scheduler: Scheduler | ContinuousRunner, source: RewardSource, *, clock: EventClock | None = None,
                  alert_sink: AlertSink | None = None, request_sink: RequestSink | None = None,
                  dead_letter_sink: DeadLetterSink | None = None,
                  checkpoint: CheckpointStore | None = None, checkpoint_interval: float = 5.0,
@@ -146,7 +156,7 @@ class Daemon:
         self._user_episode_end = scheduler.on_episode_end
         scheduler.on_episode_end = self._episode_ended
         if metrics is not None:
-            metrics.bind(scheduler.stats)
+            metrics.bind(scheduler.stats_view)
 
     # -- control -----------------------------------------------------------------------------
     def stop(self, reason: str = "stop requested") -> None:
@@ -265,7 +275,10 @@ class Daemon:
             if (self._checkpoint_now or now - last_ckpt >= self.checkpoint_interval) \
                     and getattr(source, "connected", True) is not False:  # an outage: checkpoint once back
                 if not self._interrupt:
-                    self.checkpoint()
+                    try:
+                        self.checkpoint()
+                    except SinkUnavailable as e:  # an outage the source has not noticed yet: try again later
+                        log.warning("checkpoint postponed: %s", e)
                 last_ckpt = now
             if not batch and self.stop_when_exhausted and getattr(source, "exhausted", False):
                 self.stop_reason = self.stop_reason or "input exhausted"

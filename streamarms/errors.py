@@ -8,6 +8,8 @@ refines (``ValueError`` for bad values), so code written against the built-in ke
 * :class:`~streamarms.runtime.records.InvalidRecord` -- a record that cannot be used (dead-lettered).
 * :class:`~streamarms.checkpoint.CheckpointError` -- a checkpoint that cannot be read or belongs to
   another run.
+* :class:`SinkUnavailable` -- a sink or checkpoint store cannot deliver *right now* (its broker is
+  unreachable): nothing is lost, the daemon postpones the checkpoint and tries again.
 
 A bad reward given to a policy raises a plain ``ValueError`` naming the arm and the value (the
 policies' contract, :mod:`streamarms.policies.base`).
@@ -23,11 +25,16 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
-__all__ = ["StreamarmsError", "ConfigError"]
+__all__ = ["StreamarmsError", "ConfigError", "SinkUnavailable"]
 
 
 class StreamarmsError(Exception):
     """Base of every error streamarms raises on purpose."""
+
+
+class SinkUnavailable(StreamarmsError, RuntimeError):
+    """A sink's ``flush`` (or a checkpoint store's ``save``) timed out: the records wait in the sink and
+    may still be delivered; the state that emitted them must not be checkpointed yet."""
 
 
 class ConfigError(StreamarmsError, ValueError):

@@ -41,10 +41,10 @@ values that must be computed in the daemon's thread are refreshed by callables g
 ``/healthz`` (readiness) and ``/livez`` (liveness) answer from the callables given to :meth:`Metrics.serve`
 (:mod:`streamarms.observability` adds the operator's series and readiness).
 
+>>> from streamarms.runtime.stats import StatsView
 >>> m = Metrics()
->>> m.bind(lambda: {"records": 10, "used": 3, "skipped": 7, "invalid": {"not_json": 1},
-...                 "alerts": {"outlier": 2}, "episodes": 1, "timeouts": 0, "requests_sent": 0,
-...                 "known_arms": 20, "in_flight": 0}, baseline=False)
+>>> m.bind(lambda: StatsView(records=10, used=3, skipped=7, invalid={"not_json": 1}, alerts={"outlier": 2},
+...                          episodes=1, known_arms=20), baseline=False)
 >>> text = m.render().decode()
 >>> "streamarms_samples_total 3.0" in text, 'streamarms_alerts_total{kind="outlier"} 2.0' in text
 (True, True)
@@ -58,9 +58,12 @@ import time
 from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from .runtime.stats import StatsView
 
 __all__ = ["Metrics", "MetricsServer", "LATENCY_BUCKETS", "EPISODE_BUCKETS"]
 
@@ -76,8 +79,8 @@ class Metrics:
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
-        self._stats: Callable[[], dict[str, Any]] = lambda: {}
-        self._baseline: dict[str, Any] = {}
+        self._stats: Callable[[], StatsView] = StatsView
+        self._baseline = StatsView()
         self._providers: list[Callable[[], Iterable[Metric]]] = []
         self._refreshers: list[Callable[[], None]] = []
         self.arm_states: dict[str, int] = {s: 0 for s in _ARM_STATES}
@@ -94,11 +97,11 @@ class Metrics:
         self.registry.register(_Collector(self))
 
     # -- wiring ------------------------------------------------------------------------------
-    def bind(self, stats: Callable[[], dict[str, Any]], baseline: bool = True) -> None:
-        """Read counters from ``stats()`` (e.g. :meth:`Scheduler.stats`); with ``baseline``, export them
+    def bind(self, stats: Callable[[], StatsView], baseline: bool = True) -> None:
+        """Read counters from ``stats()`` (e.g. :meth:`Scheduler.stats_view`); with ``baseline``, export them
         relative to their current values (totals restored from a checkpoint are not re-exported)."""
         self._stats = stats
-        self._baseline = _copy(stats()) if baseline else {}
+        self._baseline = stats() if baseline else StatsView()
 
     def add_provider(self, provider: Callable[[], Iterable[Metric]]) -> None:
         """Add series computed at scrape time (``provider()`` yields metric families)."""
@@ -126,18 +129,18 @@ class Metrics:
 
     def serve(self, port: int, addr: str = "0.0.0.0",
               health: Callable[[], tuple[bool, dict[str, Any]]] | None = None,
-              live: Callable[[], tuple[bool, dict[str, Any]]] | None = None) -> MetricsServer:
-        """Serve ``/metrics``, ``/healthz`` and ``/livez`` on ``addr:port`` from a daemon thread (port 0:
-        any free port)."""
-        return MetricsServer(self, port, addr, health, live)
+              live: Callable[[], tuple[bool, dict[str, Any]]] | None = None,
+              explain: Callable[[str], dict[str, Any]] | None = None) -> MetricsServer:
+        """Serve ``/metrics``, ``/healthz`` and ``/livez`` (and ``/explain?key=`` with ``explain``) on
+        ``addr:port`` from a daemon thread (port 0: any free port)."""
+        return MetricsServer(self, port, addr, health, live, explain)
 
     # -- collection --------------------------------------------------------------------------
-    def _delta(self, st: dict[str, Any], key: str, sub: str | None = None) -> float:
-        cur = st.get(key, 0)
-        base = self._baseline.get(key, 0)
+    def _delta(self, st: StatsView, key: str, sub: str | None = None) -> float:
+        """Counter ``key`` (``sub``: its entry) since :meth:`bind`."""
+        cur, base = getattr(st, key), getattr(self._baseline, key)
         if sub is not None:
-            cur = cur.get(sub, 0) if isinstance(cur, dict) else 0
-            base = base.get(sub, 0) if isinstance(base, dict) else 0
+            cur, base = cur.get(sub, 0), base.get(sub, 0)
         return float(max(0, cur - base))
 
     def collect(self) -> Iterable[Metric]:
@@ -155,8 +158,7 @@ class Metrics:
             c.add_metric([], d(st, key))
             yield c
         inv = CounterMetricFamily("streamarms_invalid_records", "Records refused, by reason.", labels=["reason"])
-        reasons = st.get("invalid", {}) or {}
-        for reason in sorted(reasons):
+        for reason in sorted(st.invalid):
             inv.add_metric([reason], d(st, "invalid", reason))
         yield inv
         al = CounterMetricFamily("streamarms_alerts", "Alerts emitted, by kind.", labels=["kind"])
@@ -174,11 +176,11 @@ class Metrics:
             arms.add_metric([s], float(self.arm_states.get(s, 0)))
         yield arms
         yield GaugeMetricFamily("streamarms_keys", "Stream keys known (the arms of the next episode).",
-                                value=float(st.get("known_arms", 0)))
+                                value=float(st.known_arms))
         yield GaugeMetricFamily("streamarms_requests_in_flight", "Sample requests awaiting an answer.",
-                                value=float(st.get("in_flight", 0)))
+                                value=float(st.in_flight))
         yield GaugeMetricFamily("streamarms_held_rewards", "Rewards held for planned arms, not yet used.",
-                                value=float(st.get("held", 0)))
+                                value=float(st.held))
         if self.last_checkpoint is not None:
             yield GaugeMetricFamily("streamarms_checkpoint_age_seconds", "Seconds since the last durable checkpoint.",
                                     value=time.monotonic() - self.last_checkpoint)
@@ -194,21 +196,20 @@ class _Collector:
         return self.metrics.collect()
 
 
-def _copy(d: dict[str, Any]) -> dict[str, Any]:
-    return {k: (dict(v) if isinstance(v, dict) else v) for k, v in d.items()}
-
-
 class MetricsServer:
     """HTTP endpoint: ``/metrics`` (Prometheus text format), ``/healthz`` (readiness) and ``/livez``
-    (liveness), both JSON with status 200 or 503."""
+    (liveness), both JSON with status 200 or 503; with ``explain`` (the continuous mode),
+    ``/explain?key=KEY``: ``explain(KEY)`` as JSON (404 for an unknown key, 400 without one)."""
 
     def __init__(self, metrics: Metrics, port: int, addr: str = "0.0.0.0",
                  health: Callable[[], tuple[bool, dict[str, Any]]] | None = None,
-                 live: Callable[[], tuple[bool, dict[str, Any]]] | None = None) -> None:
+                 live: Callable[[], tuple[bool, dict[str, Any]]] | None = None,
+                 explain: Callable[[str], dict[str, Any]] | None = None) -> None:
         outer = self
         self.metrics = metrics
         self.health = health or (lambda: (True, {"status": "ok"}))
         self.live = live or self.health
+        self.explain = explain
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802
@@ -219,8 +220,13 @@ class MetricsServer:
                     ok, info = outer.live() if path == "/livez" else outer.health()
                     body = json.dumps(info).encode()
                     ctype, code = "application/json", 200 if ok else 503
+                elif path == "/explain" and outer.explain is not None:
+                    code, info = outer._explain(self.path)
+                    body, ctype = json.dumps(info, allow_nan=False).encode(), "application/json"
                 elif path == "/":
-                    body, ctype, code = b"streamarms: /metrics /healthz /livez\n", "text/plain", 200
+                    body, ctype, code = (b"streamarms: /metrics /healthz /livez"
+                                         + (b" /explain?key=KEY" if outer.explain is not None else b"") + b"\n",
+                                         "text/plain", 200)
                 else:
                     body, ctype, code = b"not found\n", "text/plain", 404
                 self.send_response(code)
@@ -237,6 +243,16 @@ class MetricsServer:
         self.port = self.httpd.server_address[1]
         self.thread = threading.Thread(target=self.httpd.serve_forever, name="streamarms-metrics", daemon=True)
         self.thread.start()
+
+    def _explain(self, target: str) -> tuple[int, dict[str, Any]]:
+        keys = parse_qs(urlsplit(target).query).get("key")
+        if not keys:
+            return 400, {"error": "give the key: /explain?key=KEY"}
+        assert self.explain is not None
+        try:
+            return 200, self.explain(keys[0])
+        except KeyError:
+            return 404, {"error": f"unknown key {keys[0]!r}", "key": keys[0]}
 
     def close(self) -> None:
         self.httpd.shutdown()

@@ -23,10 +23,12 @@ partition}``                                             end of each assigned pa
                                                          ``--metrics-flagged-arms N``, at most N series
                                                          (the most recently flagged); off by default
 ``streamarms_time_to_alert_seconds``            histo    from the start of an episode to each of its
-                                                         outlier alerts (scheduler clock)
+                                                         outlier alerts (scheduler clock); continuous
+                                                         mode: from the start of the key's evidence
 ``streamarms_broker_connected``                 gauge    1 while the broker answers, 0 during an outage
 ``streamarms_broker_disconnects_total``         counter  times the broker became unreachable
-``streamarms_offset_resets_total``              counter  checkpointed positions outside their partition,
+``streamarms_offset_resets_total``              counter  checkpointed positions outside their partition (or
+                                                         whose last record changed: a replaced topic),
                                                          replaced by the ``--on-out-of-range`` rule
 ``streamarms_ready``                            gauge    1 when ``/healthz`` answers 200
 ``streamarms_loop_heartbeat_age_seconds``       gauge    seconds since the main loop last turned
@@ -126,8 +128,11 @@ class OperatorMetrics:
         def observed(alert: dict[str, Any]) -> None:
             if alert.get("kind") == "outlier":
                 t = alert.get("time")
-                if isinstance(t, (int, float)):
-                    self.time_to_alert.observe(max(0.0, float(t) - float(self.scheduler.episodes.started)))
+                # the continuous mode has no episodes: from the start of the key's current evidence
+                # (its join, or the restart that followed a detected change)
+                origin = alert["segment_since"] if "segment_since" in alert else self.scheduler.episodes.started
+                if isinstance(t, (int, float)) and isinstance(origin, (int, float)):
+                    self.time_to_alert.observe(max(0.0, float(t) - float(origin)))
             emit(alert)
 
         am.emit = observed
@@ -140,8 +145,8 @@ class OperatorMetrics:
     def refresh(self) -> None:
         """Compute every value (call from the thread that runs the scheduler)."""
         s = self.scheduler
-        st = s.stats()
-        snap: dict[str, Any] = {"at": self.wall(), "phase": st.get("phase"), "episode": st.get("episode", 0)}
+        st = s.stats_view()
+        snap: dict[str, Any] = {"at": self.wall(), "phase": st.phase, "episode": st.episode}
         lag_fn = getattr(self.source, "lag", None)
         snap["lag"] = dict(lag_fn()) if callable(lag_fn) else None
         merger = getattr(self.source, "merger", None)
@@ -154,9 +159,8 @@ class OperatorMetrics:
             snap["threshold"] = float(d.threshold)
             ti = d.threshold_interval
             snap["threshold_interval"] = (float(ti[0]), float(ti[1])) if ti is not None else None
-        ep_records = st.get("episode_records", getattr(s, "_ep_records", None))
-        if ep_records is not None and s.policy is not None:
-            snap["episode_records"] = int(ep_records)
+        if s.policy is not None:
+            snap["episode_records"] = st.episode_records
             snap["episode_samples"] = int(s.policy.pulls)
         flagged = s.alerts.flagged
         snap["flagged"] = len(flagged)
@@ -207,8 +211,9 @@ class OperatorMetrics:
         bi = GaugeMetricFamily("streamarms_build_info", "Always 1; the labels say what runs.",
                                labels=["version", "policy", "mode"])
         from . import __version__
-        bi.add_metric([__version__, str(self.info.get("policy", self.scheduler.policy_name)),
-                       str(self.info.get("mode", self.scheduler.config.mode))], 1.0)
+        mode = self.info["mode"] if "mode" in self.info else getattr(self.scheduler, "mode", None) or \
+            self.scheduler.config.mode
+        bi.add_metric([__version__, str(self.info.get("policy", self.scheduler.policy_name)), str(mode)], 1.0)
         yield bi
         age = self._heartbeat_age()
         if age is not None:

@@ -216,6 +216,10 @@ def _ranking_judge(decision: Any, truth: list[str]) -> bool:
 register(PolicySpec("gold", lambda arms, p: GenericOutlierDetection(arms, **_gold_kw(p)), _gold_truth,
                     description="GOLD, Ban & He KDD'20 Alg. 1: (epsilon, rho) outliers, ranked",
                     judge=_ranking_judge, params=("epsilon", "rho", "delta", "bound")))
+register(PolicySpec("gold-cs", lambda arms, p: GenericOutlierDetection(arms, intervals="cs", **_gold_kw(p)),
+                    _gold_truth, description="GOLD with the engine's confidence sequences as arm intervals "
+                                             "(its rule unchanged)",
+                    judge=_ranking_judge, params=("epsilon", "rho", "delta", "bound")))
 
 
 def _roai_truth(means: list[float], p: PolicyParams) -> list[str]:

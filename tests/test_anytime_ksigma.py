@@ -66,12 +66,15 @@ def test_guarantee_1000_runs(name):
     assert clopper_pearson_upper(wrong, runs) <= DELTA, (name, wrong)
 
 
-def test_heavy_tailed_tea_runs_to_a_correct_answer():
+@pytest.mark.parametrize("estimator", ["tea", "mom"])
+def test_heavy_tailed_runs_to_a_correct_answer(estimator):
     means = [0.0, 0.1, 0.0, 5.0]
     env = Environment(means, seed=3, model="gaussian")
-    pol = AnytimeKSigma(env.arm_names, k=1.0, delta=0.1, model=make_model("heavy_tailed", p=2.0, B=30.0))
+    model = make_model("heavy_tailed", p=2.0, B=30.0, estimator=estimator)
+    pol = AnytimeKSigma(env.arm_names, k=1.0, delta=0.1, model=model)
     res = run_policy(pol, env, max_pulls=3_000_000)
     assert res.decision.done and res.decision.outliers == ["3"]
+    assert type(pol.cs[0]).__name__ == ("TruncatedMeanCS" if estimator == "tea" else "MedianOfMeansCS")
 
 
 def test_registered_and_built_by_name():

@@ -54,3 +54,20 @@ def test_oracle_refuses_bad_input_without_changing_state() -> None:
     with pytest.raises(ValueError, match="'a'.*nan"):
         pol.update("a", float("nan"))
     assert pol.pulls == 0
+
+
+def test_continuous_benchmark_methods_run_on_a_short_stream() -> None:
+    """benchmarks/continuous.py's methods (the monitor with each restart rule, today's episodes through the
+    real Scheduler) run on a short shifted stream and find the shifted key."""
+    import numpy as np
+    sys.path.insert(0, str(BENCH))
+    try:
+        import continuous
+    finally:
+        sys.path.remove(str(BENCH))
+    rates = np.linspace(0.05, 0.2, 10)
+    keys, x = continuous.make_stream(rates, 30_000, 0, [(5_000, 0, 0.9)])
+    for method in ("cont-edet", "cont-win4k", "episodes-wrr"):
+        r = continuous.run_method(method, keys, x, "k0")
+        assert continuous.first(r["alerts"], "k0", "outlier", 5_000) is not None, method
+        assert continuous.other_alerts(r["alerts"], "k0") == 0, method

@@ -38,7 +38,7 @@ def write(path, recs):
 
 def args_for(src, tmp_path, tag):
     return ["--rewards-file", str(src), "--policy", "wrr", "--k", "2", "--delta", "0.1", "--seed", "0",
-            "--discovery-records", "500", "--episode-interval", "1e9", "--forever",
+            "--discovery-records", "500", "--episode-interval", "1e9", "--forever", "--mode", "episodes",
             "--summary-json", str(tmp_path / f"{tag}.json"), "--log-level", "warning"]
 
 

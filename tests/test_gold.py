@@ -220,8 +220,10 @@ GUARANTEE = list(np.linspace(0.05, 0.15, 8)) + list(np.linspace(0.85, 0.95, 8)) 
 
 
 @pytest.mark.slow  # a long statistical test: run by .ci/run with the drills (-m "slow or drill")
-@pytest.mark.parametrize("model, runs", [("bernoulli", 16), ("bounded", 6)])
+@pytest.mark.parametrize("model, runs", [("bernoulli", 16), ("bounded", 6), ("bernoulli-cs", 16)])
 def test_guarantee_ranking_correct_in_1_minus_delta_of_runs(model, runs):
+    intervals = "cs" if model.endswith("-cs") else "paper"
+    model = model.removesuffix("-cs")
     groups = outlier_groups(GUARANTEE, 2.5, 0.8)
     assert [sorted(g.members) for g in groups] == [[16, 17, 18, 19]]
     delta = 0.1
@@ -229,8 +231,8 @@ def test_guarantee_ranking_correct_in_1_minus_delta_of_runs(model, runs):
     for seed in range(runs):
         env = Environment(GUARANTEE, seed=100 + seed, model=model)
         mdl = "bernoulli" if model == "bernoulli" else BoundedModel(0, 1)
-        d = run_policy(GenericOutlierDetection(env.arm_names, epsilon=2.5, rho=0.8, delta=delta, model=mdl),
-                       env).decision
+        d = run_policy(GenericOutlierDetection(env.arm_names, epsilon=2.5, rho=0.8, delta=delta, model=mdl,
+                                               intervals=intervals), env).decision
         assert d.done
         wrong += not ranking_respects_groups([int(a) for a in d.ranking], groups)
     assert wrong <= max_failures(runs, delta)
@@ -330,3 +332,28 @@ def test_decision_while_running_and_communities():
     d = pol.decision()
     assert d.extra["S"] and all(d.extra["S"][a] > 0 for a in d.outliers)
     assert d.normals == d.ranking[5:] and d.undecided == []
+
+
+@pytest.mark.parametrize("model", ["bernoulli", "bounded"])
+def test_cs_intervals_same_groups_fewer_samples_and_snapshot(model):
+    """intervals="cs" (the engine's sequences): the groups ranked first as with the paper's intervals, in
+    fewer samples, and a mid-run snapshot -> JSON -> restore continues identically."""
+    groups = outlier_groups(GUARANTEE, 2.5, 0.8)
+    mdl = "bernoulli" if model == "bernoulli" else BoundedModel(0, 1)
+    env = Environment(GUARANTEE, seed=3, model=model)
+    paper = run_policy(GenericOutlierDetection(env.arm_names, epsilon=2.5, rho=0.8, model=mdl), env)
+    env_a = Environment(GUARANTEE, seed=3, model=model)
+    a = GenericOutlierDetection(env_a.arm_names, epsilon=2.5, rho=0.8, model=mdl, intervals="cs")
+    run_policy(a, env_a, max_pulls=2000)
+    b = GenericOutlierDetection.restore(json.loads(json.dumps(a.snapshot())))
+    assert b.snapshot() == a.snapshot()
+    env_b = Environment(GUARANTEE, seed=99, model=model)
+    env_b.rng.setstate(env_a.rng.getstate())
+    ra, rb = run_policy(a, env_a), run_policy(b, env_b)
+    assert ra.decision.to_dict() == rb.decision.to_dict() and ra.decision.done
+    for res in (paper, ra):
+        assert ranking_respects_groups([int(x) for x in res.decision.ranking], groups)
+    assert ra.pulls < paper.pulls
+    with pytest.raises(ValueError, match="intervals must be"):
+        GenericOutlierDetection(env.arm_names, epsilon=2.5, rho=0.8, intervals="x")
+

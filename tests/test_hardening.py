@@ -119,7 +119,7 @@ def test_a_checkpoint_naming_a_module_is_refused_without_importing_it(tmp_path):
     _jsonl(tmp_path / "r.jsonl")
     ck = tmp_path / "c.ckpt"
     args = ["--rewards-file", str(tmp_path / "r.jsonl"), "--checkpoint", str(ck), "--policy", "wrr",
-            "--discovery-records", "8", "--forever", "--max-episodes", "1"]
+            "--discovery-records", "8", "--forever", "--mode", "episodes", "--max-episodes", "1"]
     assert _run(args, tmp_path).returncode == 0
     store = FileCheckpointStore(ck)
     doc = store.load()
@@ -221,3 +221,109 @@ def test_livez_fails_when_nothing_is_read_while_records_wait():
     src.polls, d._interrupt, d._stop_requested = 0, False, False
     d.run()
     assert d.health()[0]
+
+
+def test_alert_dedupe_recipe_keeps_the_first_of_each_alert_id():
+    """Issue 10 item 8: the documented dedupe recipe for at-least-once alerts is a real function."""
+    from streamarms.alerts import AlertDeduplicator
+    stream = [{"alert_id": i, "n": n} for n, i in enumerate(
+        ["1:a:outlier", "1:b:outlier", "1:a:outlier", "2:a:cleared", "1:b:outlier", "2:a:cleared", "2:c:outlier"])]
+    d = AlertDeduplicator()
+    assert [a["n"] for a in d.filter(stream)] == [0, 1, 3, 6] and (d.passed, d.dropped) == (4, 3)
+    bounded = AlertDeduplicator(keep_episodes=1)  # episode 1 forgotten once episode 2 starts
+    assert [a["n"] for a in bounded.filter(stream)] == [0, 1, 3, 4, 6]
+    with pytest.raises(ValueError, match="no alert_id"):
+        AlertDeduplicator().accept({"arm": "a"})
+    with pytest.raises(ValueError):
+        AlertDeduplicator(keep_episodes=0)
+
+
+def test_dedupe_alerts_cli(tmp_path):
+    import subprocess
+    import sys
+    lines = ['{"alert_id":"1:a:outlier","arm":"a"}', '{"alert_id":"1:a:outlier","arm":"a"}',
+             '{"alert_id":"1:b:outlier","arm":"b"}']
+    f = tmp_path / "alerts.jsonl"
+    f.write_text("\n".join(lines) + "\n")
+    p = subprocess.run([sys.executable, "-m", "streamarms.cli", "dedupe-alerts", str(f)], capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout.splitlines() == [lines[0], lines[2]], p.stderr
+    assert "2 alerts, 1 repeats dropped" in p.stderr
+    p = subprocess.run([sys.executable, "-m", "streamarms.cli", "dedupe-alerts"], input="not json\n",
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and p.stderr.startswith("streamarms dedupe-alerts: error: <stdin>:1:"), p.stderr
+
+
+def test_a_sink_that_cannot_deliver_postpones_the_checkpoint_and_fails_only_at_exit():
+    """A flush that times out (SinkUnavailable: the broker went away, the source has not noticed) must
+    not stop the daemon, nor save a checkpoint past the undelivered records; at exit it fails the run."""
+    from collections import namedtuple
+
+    from streamarms.checkpoint import CheckpointStore
+    from streamarms.daemon import Daemon
+    from streamarms.errors import SinkUnavailable
+    Rec = namedtuple("Rec", "topic partition offset timestamp key value")
+    recs = [Rec("t", 0, i, 1000 * i, b"abcd"[i % 4:i % 4 + 1], b'{"reward": %d}' % (i % 4 == 3)) for i in range(40)]
+
+    class Source:
+        exhausted, connected = False, True
+
+        def __init__(self):
+            self.pos = 0
+
+        def poll(self, timeout):
+            b = recs[self.pos:self.pos + 4]
+            self.pos += len(b)
+            if not b:
+                d.stop("test over")
+            return b
+
+        def state(self):
+            return {"t:0": [self.pos, None]}
+
+        def rollback(self, n):
+            pass
+
+        def commit(self, state):
+            pass
+
+        def close(self):
+            pass
+
+    class Sink:
+        down = True
+
+        def send(self, alert):
+            pass
+
+        def flush(self):
+            if self.down:
+                raise SinkUnavailable("the broker has not acknowledged the pending records within 5 s")
+
+        def close(self):
+            pass
+
+    class Store(CheckpointStore):
+        def __init__(self):
+            self.saved = []
+
+        def save(self, state):
+            self.saved.append(state["source"]["t:0"][0])
+
+        def load(self):
+            return None
+
+        def describe(self):
+            return "memory"
+
+    s, _ = scheduler()
+    sink, store = Sink(), Store()
+    d = Daemon(s, Source(), alert_sink=sink, checkpoint=store, checkpoint_interval=0.0, handle_signals=False,
+               stop_when_exhausted=False)
+    with pytest.raises(SinkUnavailable):
+        d.run()  # every periodic checkpoint postponed (no crash), the one at exit fails the run
+    assert store.saved == [] and s.records == 40
+    sink.down = False
+    d = Daemon(s, Source(), alert_sink=sink, checkpoint=store, checkpoint_interval=0.0, handle_signals=False,
+                stop_when_exhausted=False)
+    d.run()
+    assert store.saved and store.saved[-1] == 40

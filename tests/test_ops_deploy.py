@@ -232,9 +232,12 @@ def _free_port() -> int:
 
 
 def _start(*args: str, cwd: Path) -> tuple[subprocess.Popen, int]:
+    """``run --forever`` of the embedded demo; in the episode mode unless ``args`` name a mode (``--forever``
+    alone is the continuous mode, whose series are checked by the continuous tests below)."""
     port = _free_port()
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([sys.executable, "-m", "streamarms.cli", "run", "--forever", "--metrics-port", str(port),
+    mode = [] if "--mode" in args else ["--mode", "episodes"]
+    proc = subprocess.Popen([sys.executable, "-m", "streamarms.cli", "run", "--forever", *mode, "--metrics-port", str(port),
                              "--metrics-addr", "127.0.0.1", *args], cwd=cwd, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     return proc, port
@@ -304,8 +307,12 @@ def test_run_forever_serves_metrics_and_stops_on_sigterm(tmp_path):
     assert "stopped (SIGTERM)" in output
 
 
+#: the series only the continuous mode exports (its dashboard row and rules)
+CONTINUOUS_ONLY = ("streamarms_group_", "streamarms_monitor_", "streamarms_flagged_key_")
+
+
 def test_every_metric_of_the_dashboard_and_rules_is_served_live(tmp_path):
-    used = _used_names()
+    used = {n for n in _used_names() if not n.startswith(CONTINUOUS_ONLY)}
     assert {"streamarms_consumer_lag_records", "streamarms_threshold", "streamarms_time_to_alert_seconds_bucket",
             "streamarms_flagged_arm", "streamarms_episode_sample_ratio"} <= used
     proc, port = _start("--checkpoint", str(tmp_path / "state.checkpoint"), "--checkpoint-interval", "0.5",
@@ -369,6 +376,9 @@ def test_a_real_prometheus_evaluates_every_dashboard_query_and_rule(tmp_path):
             pytest.fail("Prometheus never saw the daemon's records")
         d = _dashboard()
         may_be_empty = {"Refused records", "outlier-annotation"}
+        # the continuous mode's row (this daemon runs episodes; the continuous test serves those series)
+        may_be_empty |= {p["title"] for p in d["panels"] if any(
+            c in t["expr"] for t in p.get("targets", []) for c in CONTINUOUS_ONLY)}
         checked = 0
         for title, expr in ([(p["title"], t["expr"]) for p in d["panels"] for t in p.get("targets", [])]
                             + [("outlier-annotation", d["annotations"]["list"][1]["expr"])]):
@@ -386,3 +396,31 @@ def test_a_real_prometheus_evaluates_every_dashboard_query_and_rule(tmp_path):
         prom.wait(timeout=20)
         rc, _, output = _stop(proc)
     assert rc == 0, output[-2000:]
+
+
+def test_continuous_mode_serves_its_series_and_explain(tmp_path):
+    """``run --forever`` (the continuous mode): every series of the dashboard's continuous row and of the
+    continuous rules is served, group and state labels only (flagged keys capped), and /explain answers."""
+    used = {n for n in _used_names() if n.startswith(CONTINUOUS_ONLY)}
+    assert {"streamarms_group_threshold_upper_bound", "streamarms_flagged_key_lower_bound",
+            "streamarms_monitor_keys", "streamarms_monitor_restarts_total"} <= used
+    proc, port = _start("--mode", "continuous", "--checkpoint", str(tmp_path / "state.checkpoint"),
+                        "--checkpoint-interval", "0.5", "--metrics-flagged-arms", "5", cwd=tmp_path)
+    try:
+        names = _scrape_until(proc, port, used | {"streamarms_alerts_total", "streamarms_flagged_arms"})
+        missing = sorted(used - names)
+        assert not missing, f"the continuous row/rules use series the daemon does not export: {missing}"
+        code, text = _get(port, "/metrics")
+        per_key = [line for line in text.splitlines() if "region-" in line and not line.startswith("#")]
+        assert per_key and all(line.startswith(("streamarms_flagged_arm{", "streamarms_flagged_key_"))
+                               for line in per_key)
+        assert 'streamarms_build_info{mode="continuous",policy="continuous"' in text
+        code, body = _get(port, "/explain?key=region-19")
+        ev = json.loads(body)
+        assert code == 200 and ev["key"] == "region-19" and ev["group"] == "default" and ev["samples_total"] > 0
+        assert set(ev) >= {"state", "interval", "threshold_interval", "margin", "samples", "threshold_samples"}
+        assert _get(port, "/explain?key=nope")[0] == 404 and _get(port, "/explain")[0] == 400
+    finally:
+        rc, took, output = _stop(proc)
+    assert rc == 0 and took < 10, output[-2000:]
+    assert "ALERT outlier region-19 (group default)" in output or "ALERT outlier region-18" in output

@@ -191,7 +191,49 @@ def panels() -> list[tuple[dict[str, Any], int, int]]:
                 [_q(f"max by (phase) (streamarms_phase{{{SEL}}}) == 1", "{{phase}}")],
                 draw="bars", fill=80, stack=True), 8, 8),
     ]
-    return out
+    return out + continuous_panels()
+
+
+GSEL = 'instance=~"$instance",group=~"$group"'
+
+
+def continuous_panels() -> list[tuple[dict[str, Any], int, int]]:
+    """The continuous mode (``streamarms run --forever``): one group's threshold band (``$group``) with
+    the flagged keys' intervals, keys by state, change detections."""
+    return [
+        (row("Continuous monitoring (streamarms run --forever): threshold band per group"), 24, 1),
+        (series("Threshold band of $group with the flagged keys",
+                "The group's k-sigma threshold (mean + k sd of its keys' means) and its confidence interval "
+                "(the band), with the interval and estimate of every flagged key of the group (needs "
+                "--metrics-flagged-arms N). A key is an outlier while its interval lies wholly above the band, "
+                "and is cleared once wholly below it. The band widens after a key joins or its change "
+                "detector restarts it (a new threshold epoch).",
+                [_q(f"max(streamarms_group_threshold_upper_bound{{{GSEL}}})", "threshold upper"),
+                 _q(f"max(streamarms_group_threshold_lower_bound{{{GSEL}}})", "threshold lower"),
+                 _q(f"max(streamarms_group_threshold{{{GSEL}}})", "threshold"),
+                 _q(f"streamarms_flagged_key_lower_bound{{{GSEL}}}", "{{arm}} lower"),
+                 _q(f"streamarms_flagged_key_upper_bound{{{GSEL}}}", "{{arm}} upper"),
+                 _q(f"streamarms_flagged_key_estimate{{{GSEL}}}", "{{arm}}")], fill=0,
+                overrides=[_override_color("threshold", "purple"),
+                           _override_color("threshold upper", "light-purple", fill_to="threshold lower"),
+                           _override_color("threshold lower", "light-purple")]), 16, 9),
+        (series("Keys of $group by state",
+                "Keys tracked by the continuous monitor: outlier / normal = interval wholly above / below "
+                "the band; undecided = overlapping it.",
+                [_q(f"sum by (state) (streamarms_monitor_keys{{{GSEL}}})", "{{state}}")], stack=True,
+                overrides=[_override_color("undecided", "yellow"), _override_color("outlier", "red"),
+                           _override_color("normal", "green")]), 8, 9),
+        (series("Flagged keys per group",
+                "Keys with a standing outlier alert (cleared only by evidence of normal), by group.",
+                [_q(f"sum by (group) (streamarms_monitor_flagged_keys{{{SEL}}})", "{{group}}")], fill=0), 12, 8),
+        (series("Change detections and threshold epochs",
+                "Keys whose evidence the change detector restarted (a mean moved), and threshold epochs "
+                "begun (a key joined, restarted or went silent), per minute.",
+                [_q(f"sum(rate(streamarms_monitor_restarts_total{{{SEL}}}[$__rate_interval])) * 60",
+                    "restarts /min"),
+                 _q(f"sum(rate(streamarms_monitor_epochs_total{{{SEL}}}[$__rate_interval])) * 60",
+                    "epochs /min")], fill=0), 12, 8),
+    ]
 
 
 def dashboard() -> dict[str, Any]:
@@ -225,7 +267,12 @@ def dashboard() -> dict[str, Any]:
             "definition": "label_values(streamarms_build_info, instance)",
             "query": {"query": "label_values(streamarms_build_info, instance)", "refId": "instances"},
             "refresh": 2, "includeAll": True, "multi": True, "allValue": ".*",
-            "current": {"selected": True, "text": ["All"], "value": ["$__all"]}, "sort": 1}]},
+            "current": {"selected": True, "text": ["All"], "value": ["$__all"]}, "sort": 1},
+            {"name": "group", "label": "group (continuous mode)", "type": "query", "datasource": DS,
+             "definition": 'label_values(streamarms_monitor_keys{instance=~"$instance"}, group)',
+             "query": {"query": 'label_values(streamarms_monitor_keys{instance=~"$instance"}, group)',
+                       "refId": "groups"},
+             "refresh": 2, "includeAll": False, "multi": False, "sort": 1}]},
         "annotations": {"list": [
             {"builtIn": 1, "datasource": {"type": "grafana", "uid": "-- Grafana --"}, "enable": True,
              "hide": True, "iconColor": "rgba(0, 211, 255, 1)", "name": "Annotations & Alerts", "type": "dashboard"},

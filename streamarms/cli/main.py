@@ -1,4 +1,5 @@
-"""The ``streamarms`` command: a parser with one sub-command per job (``simulate``, ``run``).
+"""The ``streamarms`` command: a parser with one sub-command per job (``simulate``, ``run``, ``explain``,
+``dedupe-alerts``).
 
 >>> build_parser().parse_args(["simulate", "--policy", "wrr"]).policy
 'wrr'
@@ -11,6 +12,8 @@ import sys
 from collections.abc import Sequence
 
 from .. import __version__
+from .dedupe import add_dedupe_parser
+from .explain import add_explain_parser
 from .run import add_run_parser
 from .simulate import add_simulate_parser
 
@@ -30,6 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     add_simulate_parser(sub)
     add_run_parser(sub)
+    add_explain_parser(sub)
+    add_dedupe_parser(sub)
     return parser
 
 

@@ -42,9 +42,11 @@ from ..daemon import Daemon, restore_checkpoint
 from ..errors import ConfigError
 from ..metrics import Metrics
 from ..policies.base import Policy
-from ..registry import POLICIES
-from ..runtime import ACTIVE, PASSIVE, EventClock, RewardCodec, Scheduler, SchedulerConfig
+from ..registry import POLICIES, PolicyParams, reward_model_of
+from ..runtime import ACTIVE, EventClock, RewardCodec, Scheduler, SchedulerConfig
+from ..runtime.continuous import CONTINUOUS, ContinuousRunner
 from ..runtime.contracts import AlertSink, DeadLetterSink, RequestSink
+from .continuous import alert_line, build_runner
 from .embedded import EmbeddedResponder, embedded_means, embedded_stream
 from .settings import RunSettings, _kv, add_run_arguments, resolve_settings
 
@@ -95,6 +97,12 @@ def _kafka_config(s: RunSettings) -> dict[str, Any]:
                         ssl_password=s.ssl_password)
     cfg.update(dict(_kv(x) for x in (s.kafka_option or [])))
     return cfg
+
+
+#: settings that mean something in the episode modes only (an error in the continuous mode, not ignored)
+_EPISODE_ONLY = frozenset({"policy", "delta", "max_episodes", "episode_interval", "episode_timeout", "passive_feed",
+                           "window", "prefetch", "want_timeout", "discovery_records", "discovery_seconds",
+                           "min_arms", "key_ttl", "two_sided", "rho", "emit_normal", "alert_repeat"})
 
 
 #: the compacted topic that holds the checkpoints (key: the group) when a broker is configured
@@ -179,17 +187,29 @@ class _App:
         if s.passive_feed == "all" and POLICIES[s.policy].kind in ("threshold", "best"):
             raise ConfigError(f"--passive-feed all needs a policy whose guarantee holds for any sampling order; "
                               f"{s.policy!r} has a budget or rounds of its own (use --passive-feed planned)")
+        #: the continuous mode (the default of --forever): a ContinuousRunner in place of the Scheduler
+        self.continuous = s.mode == CONTINUOUS
+        if self.continuous and (s.group_by is not None and not s.group_by.strip()):
+            raise ConfigError("--group-by needs a field name")
+        if not self.continuous and "group_by" in s.explicit:
+            raise ConfigError("--group-by applies to the continuous mode (--forever, or --mode continuous)")
+        episodic = sorted(_EPISODE_ONLY & s.explicit)
+        if self.continuous and episodic:
+            raise ConfigError(f"{', '.join('--' + e.replace('_', '-') for e in episodic)}: the continuous mode "
+                              "(the default of --forever) has no episodes and no policy; add --mode episodes to run "
+                              "episodes, or drop them")
         build = _policy_builder(s)
         # bad parameters fail here, before anything connects (enough arms for every family's constraints)
-        try:
-            probe = build([f"probe-{i}" for i in range(64)], 1)
-            self.codec = RewardCodec(s.reward_field, getattr(probe, "model", None),
-                                     request_id_field=s.request_id_field, max_key_bytes=s.max_key_bytes)
-            self.sched_config = _scheduler_config(s)
-        except ConfigError:
-            raise
-        except ValueError as e:  # the policy's, the codec's or the scheduler's check of a setting
-            raise ConfigError(f"{e}") from None
+        if not self.continuous:
+            try:
+                probe = build([f"probe-{i}" for i in range(64)], 1)
+                self.codec = RewardCodec(s.reward_field, getattr(probe, "model", None),
+                                         request_id_field=s.request_id_field, max_key_bytes=s.max_key_bytes)
+                self.sched_config = _scheduler_config(s)
+            except ConfigError:
+                raise
+            except ValueError as e:  # the policy's, the codec's or the scheduler's check of a setting
+                raise ConfigError(f"{e}") from None
         self.alerts: list[dict[str, Any]] = []
         self.closers: list[Any] = []
         self.truth: list[str] | None = None
@@ -197,7 +217,7 @@ class _App:
         clock_kind = s.clock if s.clock != "auto" else ("wall" if s.mode == ACTIVE else "event")
         self.event_clock = EventClock() if clock_kind == "event" else None
         clock = self.event_clock if self.event_clock is not None else time.time
-        self.run_info = {"mode": s.mode, "policy": s.policy,
+        self.run_info = {"mode": s.mode, "policy": CONTINUOUS if self.continuous else s.policy,
                          "topics": sorted(s.rewards_topic or []) or sorted(s.rewards_file or []) or ["embedded"],
                          "k": s.k, "delta": s.delta, "reward_model": s.reward_model, "group_id": s.group_id}
         if self.kafka_cfg is not None:  # one clear line within seconds if no broker answers
@@ -216,12 +236,20 @@ class _App:
         arms = [a.strip() for a in s.arms.split(",") if a.strip()] if isinstance(s.arms, str) else s.arms
         if self.embedded_arms is not None and s.mode == ACTIVE:
             arms = self.embedded_arms
-        self.scheduler = Scheduler(
-            build, clock=clock, config=self.sched_config, codec=self.codec, emit_alert=self._alert,
-            emit_request=self.request_sink.send if self.request_sink is not None else None,
-            on_episode_end=self._episode_end, arms=arms, policy_name=s.policy, delta=s.delta,
-            emit_normal=bool(s.emit_normal), alert_repeat=bool(s.alert_repeat),
-            request_prefix=os.urandom(3).hex() + "-")
+        self.scheduler: Scheduler | ContinuousRunner
+        if self.continuous:
+            self.scheduler = build_runner(
+                k=s.k, alpha=s.monitor_alpha, alpha_cd=s.change_alpha,
+                model=reward_model_of(PolicyParams(**s.policy_params())), clock=clock, emit_alert=self._alert,
+                group_by=s.group_by, max_groups=s.max_groups, max_arms=s.max_arms, arms=arms,
+                reward_field=s.reward_field, max_key_bytes=s.max_key_bytes)
+        else:
+            self.scheduler = Scheduler(
+                build, clock=clock, config=self.sched_config, codec=self.codec, emit_alert=self._alert,
+                emit_request=self.request_sink.send if self.request_sink is not None else None,
+                on_episode_end=self._episode_end, arms=arms, policy_name=s.policy, delta=s.delta,
+                emit_normal=bool(s.emit_normal), alert_repeat=bool(s.alert_repeat),
+                request_prefix=os.urandom(3).hex() + "-")
         if doc is not None:
             assert self.store is not None  # doc was read from it
             try:
@@ -244,11 +272,17 @@ class _App:
         if self.metrics is not None and s.metrics_port is not None:
             from ..observability import OperatorMetrics  # operator's series and readiness (/healthz)
             self.ops = OperatorMetrics(
-                self.metrics, self.scheduler, self.source, daemon=self.daemon,
-                flagged_arms=int(s.metrics_flagged_arms or 0), info={"policy": s.policy, "mode": s.mode},
+                self.metrics, self.scheduler, self.source, daemon=self.daemon,  # type: ignore[arg-type]  # the facade
+                flagged_arms=int(s.metrics_flagged_arms or 0),
+                info={"policy": str(self.run_info["policy"]), "mode": s.mode},
                 checkpoint="disabled" if self.store is None else ("restored" if doc is not None else "none found"))
+            explain = None
+            if isinstance(self.scheduler, ContinuousRunner):
+                from ..monitor_metrics import MonitorMetrics
+                MonitorMetrics(self.metrics, self.scheduler, flagged_keys=int(s.metrics_flagged_arms or 0))
+                explain = self.scheduler.evidence
             self.server = self.metrics.serve(s.metrics_port, s.metrics_addr, health=self.ops.health,
-                                             live=self.daemon.health)
+                                             live=self.daemon.health, explain=explain)
             log.info("metrics on http://%s:%d/metrics", s.metrics_addr, self.server.port)
 
     def _sink_topics(self) -> list[str]:
@@ -308,10 +342,12 @@ class _App:
                                             ordered=s.order == "timestamp", max_poll_records=s.max_poll_records,
                                             from_beginning=bool(s.from_beginning),
                                             consumer_options=dict(_kv(x) for x in (s.consumer_option or [])),
-                                            on_out_of_range=s.on_out_of_range)
+                                            on_out_of_range=s.on_out_of_range, start_from=s.start_from)
             if self.pool is not None:
                 from streamarms.connectors.kafka import KafkaTransaction
                 self.transaction = KafkaTransaction(self.pool, self.source)
+        elif s.start_from is not None:
+            raise ConfigError("--start-from needs Kafka (--bootstrap-servers): a file replays from its first line")
         elif s.rewards_file:
             from streamarms.connectors.files import JsonlDeadLetterSink, JsonlSink, JsonlSource
             if s.mode == ACTIVE:
@@ -328,7 +364,7 @@ class _App:
             truth = POLICIES[s.policy].truth(means, **s.policy_params())
             if truth is not None:
                 self.truth = sorted(names[int(i)] for i in truth)
-            if s.mode == PASSIVE:
+            if s.mode != ACTIVE:
                 keys = [nm.encode() for nm in names]
                 self.source = GeneratedSource(lambda: embedded_stream(keys, means, int(s.seed or 0), s.embedded_rate),
                                               resume=resume)
@@ -348,6 +384,13 @@ class _App:
         del self.alerts[:-1000]
         if self.alert_sink is not None:
             self.alert_sink.send(alert)
+        if self.continuous:
+            msg = alert_line(alert)
+            if self.s.embedded and not self.s.quiet:
+                print(msg, flush=True)
+            else:
+                log.info(msg)
+            return
         est = alert.get("estimate")
         iv = alert.get("interval")
         thr = alert.get("threshold")
@@ -390,20 +433,27 @@ class _App:
 
     def summary(self, code: int, elapsed: float) -> dict[str, Any]:
         st = self.scheduler.stats()
-        return {"exit_code": code, "stop_reason": self.daemon.stop_reason, "elapsed_seconds": round(elapsed, 3),
+        out = {"exit_code": code, "stop_reason": self.daemon.stop_reason, "elapsed_seconds": round(elapsed, 3),
                 "policy": self.s.policy, "mode": self.s.mode, "k": self.s.k, "delta": self.s.delta,
                 "records": st["records"], "samples": st["used"], "skipped": st["skipped"],
                 "invalid": {k: v for k, v in st["invalid"].items() if v}, "dead_letters": self.daemon.dead_letters,
                 "episodes": self.scheduler.history, "alerts": st["alerts"], "flagged": sorted(self.scheduler.alerts.flagged),
                 "true_outliers": self.truth, "known_arms": st["known_arms"]}
+        if isinstance(self.scheduler, ContinuousRunner):
+            mon = self.scheduler.monitor
+            out.update(policy=CONTINUOUS, groups=len(mon.groups), restarts=mon.counts["restarts"],
+                       epochs=mon.counts["epochs"], group_by=self.s.group_by)
+        return out
 
     def run(self) -> int:
         s = self.s
         if s.embedded and not s.quiet:
             means = getattr(self, "embedded_means", {})
             print(f"streamarms run: embedded demo (no --bootstrap-servers): {len(means)} keys with Bernoulli "
-                  f"rewards, known outliers {', '.join(self.truth or []) or 'none'}; policy {s.policy} "
-                  f"k={s.k:g} delta={s.delta:g}, {s.mode} mode", flush=True)
+                  f"rewards, known outliers {', '.join(self.truth or []) or 'none'}; "
+                  + (f"continuous monitor k={s.k:g} alpha={s.monitor_alpha:g} (every record used, no episodes; "
+                     f"Ctrl-C to stop)" if self.continuous else f"policy {s.policy} k={s.k:g} delta={s.delta:g}, "
+                                                                 f"{s.mode} mode"), flush=True)
         t0 = time.monotonic()
         code = 0
         try:
@@ -422,8 +472,9 @@ class _App:
         if code == 0 and not s.quiet:
             st = self.scheduler.stats()
             share = st["used"] / st["records"] if st["records"] else 0.0
-            print(f"stopped ({self.daemon.stop_reason}) after {elapsed:.1f} s: {self.scheduler.episodes_done} "
-                  f"episode(s), {st['used']:,} rewards used of {st['records']:,} seen ({100 * share:.1f}%), "
+            what = "continuous monitor" if self.continuous else f"{self.scheduler.episodes_done} episode(s)"
+            print(f"stopped ({self.daemon.stop_reason}) after {elapsed:.1f} s: {what}, "
+                  f"{st['used']:,} rewards used of {st['records']:,} seen ({100 * share:.1f}%), "
                   f"{sum(st['invalid'].values())} refused; flagged now: "
                   f"{', '.join(sorted(self.scheduler.alerts.flagged)) or 'none'}", flush=True)
         if s.summary_json:

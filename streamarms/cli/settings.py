@@ -14,11 +14,14 @@ from typing import Any
 from ..errors import ConfigError
 from ..registry import POLICIES, PolicyParams
 from ..runtime import ACTIVE, PASSIVE, SchedulerConfig
-from .types import nonneg_float, port, positive_int
+from ..runtime.continuous import CONTINUOUS
+from .types import nonneg_float, port, positive_int, probability, start_from
 
 __all__ = ["RunSettings", "DEFAULTS", "EMBEDDED_DEFAULTS", "add_run_arguments", "resolve_settings"]
 
 _SCHED, _POLICY = SchedulerConfig(), PolicyParams()
+#: ``--mode episodes``: the episode mode that samples the stream (an alias of ``passive``)
+EPISODES = "episodes"
 
 
 @dataclass(frozen=True)
@@ -46,10 +49,11 @@ class RunSettings:
     max_poll_records: int = 1000
     order: str = "timestamp"
     on_out_of_range: str = "earliest"
+    start_from: str | int | None = None
     rewards_file: list[str] | None = None
     alerts_file: str | None = None
     dead_letter_file: str | None = None
-    # the policy
+    # the policy (mode: passive/active episodes, or continuous -- the default of --forever)
     mode: str = _SCHED.mode
     passive_feed: str = _SCHED.passive_feed
     policy: str = "wrr"
@@ -70,6 +74,11 @@ class RunSettings:
     estimator: str | None = None
     moment_p: float | None = None
     moment_bound: float | None = None
+    # the continuous mode
+    group_by: str | None = None
+    max_groups: int = 100
+    monitor_alpha: float = 1e-3
+    change_alpha: float = 1e-6
     # records
     reward_field: str = "reward"
     request_id_field: str = "request_id"
@@ -166,6 +175,10 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--on-out-of-range", choices=["earliest", "latest", "fail"],
                    help="a checkpointed position outside its partition (topic recreated, records expired): read "
                         "from the partition's start (default), its end, or stop with an error")
+    g.add_argument("--start-from", type=start_from, metavar="TIMESTAMP|earliest|latest",
+                   help="backfill: a partition without a checkpointed position starts at the first record at or "
+                        "after TIMESTAMP (ms since the epoch, or ISO 8601, UTC by default), or at its start / end, "
+                        "whatever the group's committed offset (default: the committed offset)")
     g.add_argument("--security-protocol", choices=["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"])
     g.add_argument("--sasl-mechanism", metavar="MECH", help="PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, GSSAPI")
     g.add_argument("--sasl-username", metavar="USER")
@@ -182,7 +195,10 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--alerts-file", metavar="PATH", help="append alerts as JSON lines ('-': stdout)")
     g.add_argument("--dead-letter-file", metavar="PATH", help="append refused records as JSON lines")
     g = p.add_argument_group("policy")
-    g.add_argument("--mode", choices=[PASSIVE, ACTIVE], help="passive: sample the stream; active: request samples")
+    g.add_argument("--mode", choices=[CONTINUOUS, EPISODES, PASSIVE, ACTIVE],
+                   help="continuous: every record feeds a monitor that never restarts (the default with --forever); "
+                        "episodes (= passive): detection episodes sampling the stream (the default without "
+                        "--forever); active: episodes that request samples")
     g.add_argument("--passive-feed", choices=["planned", "all"],
                    help="passive: give the policy the rewards its plan asks for (planned, default) or every "
                         "reward of its arms as it arrives (all: fewer records read; k-sigma, GOLD, robust)")
@@ -205,6 +221,16 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--estimator", choices=["ea", "tea", "mom"], help="heavy-tailed mean estimate")
     g.add_argument("--moment-p", type=float, metavar="P", help="heavy-tailed: moment order p in (1, 2]")
     g.add_argument("--moment-bound", type=float, metavar="B", help="heavy-tailed: bound B on E|X|^p")
+    g = p.add_argument_group("continuous mode")
+    g.add_argument("--group-by", metavar="FIELD",
+                   help="JSON field of a record naming its group (a service, a country): a threshold per group")
+    g.add_argument("--max-groups", type=positive_int, metavar="N",
+                   help=f"refuse (dead-letter) records of a new group beyond N groups (default {d['max_groups']})")
+    g.add_argument("--monitor-alpha", type=probability, metavar="A",
+                   help="level of each key's and each threshold's confidence sequence (default 0.001): "
+                        "P(false alert) <= A x (segments + epochs) while means are constant")
+    g.add_argument("--change-alpha", type=probability, metavar="A",
+                   help="change detector: at most A false restarts of a key per record of it (default 1e-6)")
     g = p.add_argument_group("records")
     g.add_argument("--reward-field", metavar="NAME", help="JSON field holding the reward (default reward)")
     g.add_argument("--request-id-field", metavar="NAME", help="JSON field of answers holding the request id")
@@ -250,7 +276,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--metrics-addr", metavar="ADDR", help="bind address of the metrics server (default 0.0.0.0)")
     g.add_argument("--metrics-flagged-arms", type=int, metavar="N",
                    help="also export streamarms_flagged_arm{arm} for at most N flagged keys (default 0: none)")
-    g.add_argument("--forever", action="store_true", default=None, help="embedded demo: keep running new episodes")
+    g.add_argument("--forever", action="store_true", default=None,
+                   help="run until stopped, in the continuous mode unless --mode says otherwise")
     g.add_argument("--summary-json", metavar="PATH", help="write the final summary as JSON ('-': stdout)")
     g.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
     g.add_argument("--quiet", action="store_true", default=None, help="no summary on stdout")
@@ -352,6 +379,10 @@ def resolve_settings(opts: argparse.Namespace) -> RunSettings:
         elif key in from_file:
             cfg[key] = from_file[key]
     explicit = frozenset(cfg)
+    if cfg.get("mode") == EPISODES:
+        cfg["mode"] = PASSIVE
+    elif "mode" not in cfg and cfg.get("forever"):
+        cfg["mode"] = CONTINUOUS
     embedded = not cfg.get("bootstrap_servers") and not cfg.get("rewards_file")
     if embedded:
         for key, value in EMBEDDED_DEFAULTS.items():

@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["arm_means", "positive_int", "budget", "finite", "nonneg_float", "port"]
+__all__ = ["arm_means", "positive_int", "budget", "finite", "nonneg_float", "port", "probability", "start_from"]
 
 
 def arm_means(text: str) -> list[float]:
@@ -58,3 +58,37 @@ def nonneg_float(text: str) -> float:
 
 def port(text: str) -> int:
     return _number(text, int, lambda v: 0 <= v <= 65535, "expected a TCP port", "a TCP port is in 0..65535")
+
+
+def probability(text: str) -> float:
+    return _number(text, float, lambda v: 0.0 < v < 1.0, "expected a probability", "expected a number in (0, 1)")
+
+
+def start_from(text: str) -> str | int:
+    """``earliest``, ``latest``, a timestamp in milliseconds since the epoch, or an ISO 8601 date-time (UTC
+    unless it says otherwise) -> ``"earliest"``, ``"latest"`` or milliseconds.
+
+    >>> start_from("latest"), start_from("1700000000000"), start_from("2023-11-14T22:13:20Z")
+    ('latest', 1700000000000, 1700000000000)
+    >>> start_from("yesterday")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected earliest, latest, milliseconds since the epoch or an ISO 8601 date-time, got 'yesterday'
+    """
+    import datetime as dt
+    t = text.strip()
+    if t in ("earliest", "latest"):
+        return t
+    if t.isdigit():
+        return int(t)
+    try:
+        when = dt.datetime.fromisoformat(t.replace("Z", "+00:00") if t.endswith("Z") else t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected earliest, latest, milliseconds since the epoch or an ISO 8601 "
+                                         f"date-time, got {text!r}") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    ms = int(round(when.timestamp() * 1000))
+    if ms < 0:
+        raise argparse.ArgumentTypeError(f"a timestamp before 1970, got {text!r}")
+    return ms

@@ -5,6 +5,8 @@
 * :mod:`.bernstein`: predictable plug-in empirical Bernstein (Waudby-Smith & Ramdas 2024), bounded arms;
 * :mod:`.beta_binomial`: the exact Beta-Binomial mixture for Bernoulli arms (Robbins 1970);
 * :mod:`.heavy`: truncated mean (Yu et al. 2018) made anytime by a union over counts, heavy tails;
+* :mod:`.mom`: median of means (Bubeck et al. 2013) made anytime by doubling epochs, heavy tails;
+* :mod:`.arms`: the engine's sequences as a paper policy's arm intervals (GOLD, roai);
 * :mod:`.factory`: :func:`sequence_for`, the default sequence per reward model;
 * :mod:`.threshold`: the anytime interval of theta = mu + k sigma over the arms' means.
 """
@@ -14,7 +16,8 @@ from .bernstein import EmpiricalBernsteinCS
 from .beta_binomial import BetaBinomialCS
 from .factory import sequence_for
 from .heavy import TruncatedMeanCS
+from .mom import MedianOfMeansCS
 from .stitched import StitchedCS, stitched_boundary
 
 __all__ = ["ConfidenceSequence", "sequence_from_snapshot", "EmpiricalBernsteinCS", "BetaBinomialCS",
-           "TruncatedMeanCS", "StitchedCS", "stitched_boundary", "sequence_for"]
+           "TruncatedMeanCS", "MedianOfMeansCS", "StitchedCS", "stitched_boundary", "sequence_for"]

@@ -3,7 +3,8 @@
 Chosen by measured width (``benchmarks/confidence_widths.py``): Bernoulli arms get the exact
 Beta-Binomial mixture (narrowest at every rate measured), bounded arms the predictable plug-in empirical
 Bernstein sequence (adapts to low variance; the stitched Hoeffding one wins only near maximal variance),
-sub-Gaussian arms the stitched boundary, heavy-tailed arms the anytime truncated mean.
+sub-Gaussian arms the stitched boundary, heavy-tailed arms the anytime truncated mean (or, with the
+model's estimator ``mom``, the anytime median of means).
 
 >>> from streamarms.models import make_model
 >>> type(sequence_for(make_model("bernoulli"), 0.01, "a")).__name__
@@ -20,6 +21,7 @@ from .base import ConfidenceSequence
 from .bernstein import EmpiricalBernsteinCS
 from .beta_binomial import BetaBinomialCS
 from .heavy import TruncatedMeanCS
+from .mom import MedianOfMeansCS
 from .stitched import StitchedCS
 
 __all__ = ["sequence_for"]
@@ -37,6 +39,6 @@ def sequence_for(model: Any, alpha: float, arm: str = "arm") -> ConfidenceSequen
         return StitchedCS(alpha, arm, sigma=model.sigma)
     if name == "heavy_tailed":
         if getattr(model, "estimator", "tea") == "mom":
-            raise ValueError("the anytime engine has no median-of-means sequence yet: use estimator 'tea'")
+            return MedianOfMeansCS(alpha, arm, p=model.p, C=model.C_eff)
         return TruncatedMeanCS(alpha, arm, p=model.p, B=model.B)
     raise ValueError(f"no confidence sequence for reward model {name!r}")

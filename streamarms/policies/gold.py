@@ -52,6 +52,11 @@ Reading of Alg. 1 (stated where the pseudo-code is ambiguous):
 * streaming: rewards of any arm are accepted (each is a pull: T and that arm's estimate advance); the
   graph is built the first time every arm has a reward (the paper's initial round). Ties between S-scores
   are broken by arm order.
+* ``intervals="cs"`` (an option, not the paper's): ``beta_i`` is the smallest radius about ``y_hat_i``
+  that covers arm i's anytime confidence sequence at level ``delta / n``
+  (:class:`streamarms.confidence.arms.ArmSequences`) instead of the model's radius at ``delta'``; Thm.
+  5.1's proof needs only ``|y_hat_i - y_i| <= beta_i`` for every arm at every T, which the sequences give
+  with probability ``>= 1 - delta`` without the union over T. The rule is otherwise unchanged.
 * ``n (1 - rho)`` is computed exactly from the decimal ``rho`` (``rho = 0.9`` gives exactly ``n / 10``).
   If ``n (1 - rho) <= 1`` no community can be small enough and Alg. 1 never stops: refused.
 
@@ -81,6 +86,7 @@ from typing import Any, cast
 import numpy as np
 
 from .. import bounds
+from ..confidence.arms import ArmSequences
 from ..models import BernoulliModel, RewardModel, make_model, model_from_dict
 from .base import Decision, Event, Policy, Request
 from .gold_graph import CoreGraph
@@ -279,7 +285,7 @@ class GenericOutlierDetection(RoundPlanned, Policy):
     name = "gold"
 
     def __init__(self, arms: Sequence[str], *, epsilon: float = 2.5, rho: float = 0.9, delta: float = 0.1,
-                 model: RewardModel | str = "bernoulli", seed: int | None = None) -> None:
+                 model: RewardModel | str = "bernoulli", seed: int | None = None, intervals: str = "paper") -> None:
         super().__init__(arms)
         n = len(self.arms)
         validate_gold_params(n, epsilon, rho)
@@ -316,6 +322,10 @@ class GenericOutlierDetection(RoundPlanned, Policy):
         self._z = 0.0
         self._plan = RoundPlan()   # Alg. 1's rounds; the first one is the initial pull of every arm
         self._start_round(initial=True)
+        if intervals not in ("paper", "cs"):
+            raise ValueError(f"intervals must be 'paper' or 'cs', got {intervals!r}")
+        self.intervals = intervals
+        self._cs = ArmSequences(self.model, self.delta / n, self.arms) if intervals == "cs" else None
 
     # ----------------------------------------------------------------------------------------
     # planning
@@ -337,8 +347,11 @@ class GenericOutlierDetection(RoundPlanned, Policy):
                 self._z = cast(BernoulliModel, self.model).z(self._dp)
 
     def _interval(self, i: int) -> tuple[float, float]:
-        self._refresh_level()
         m, s = self.m[i], self.s[i]
+        if self._cs is not None:
+            r = self.b * self._cs.radius_about(i, s / m)
+            return s / m - r, s / m + r
+        self._refresh_level()
         if self._bernoulli:
             r = self.b * float(bounds.agresti_coull_radius(float(m), s, self._z))
         else:
@@ -347,6 +360,9 @@ class GenericOutlierDetection(RoundPlanned, Policy):
         return y - r, y + r
 
     def _intervals(self, idx: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        if self._cs is not None:
+            lo_hi = np.array([self._interval(i) for i in idx], dtype=float).reshape(-1, 2)
+            return lo_hi[:, 0], lo_hi[:, 1]
         self._refresh_level()
         m = np.array([self.m[i] for i in idx], dtype=np.int64)
         s = np.array([self.s[i] for i in idx], dtype=float)
@@ -368,6 +384,8 @@ class GenericOutlierDetection(RoundPlanned, Policy):
         if self.model.transforms:  # TEA: a sample above its truncation level contributes 0
             x = self.model.contribution(int(self.m[i]), x)
         self.s[i] += x
+        if self._cs is not None:
+            self._cs.update(i, x)
         if self._done:
             return []
         plan = self._plan
@@ -520,12 +538,16 @@ class GenericOutlierDetection(RoundPlanned, Policy):
             "first_check": self._first_check, "comp": self.comp.tolist(), "next_label": self._next_label,
             **self.graph.to_dict(),
             "plan": self._plan.to_list(),
+            "intervals": self.intervals, "cs": None if self._cs is None else self._cs.snapshot(),
         }
 
     @classmethod
     def restore(cls, state: dict[str, Any]) -> GenericOutlierDetection:
         pol = cls(state["arms"], epsilon=state["epsilon"], rho=state["rho"], delta=state["delta"],
-                  model=model_from_dict(state["model"]), seed=state.get("seed"))
+                  model=model_from_dict(state["model"]), seed=state.get("seed"),
+                  intervals=state.get("intervals", "paper"))
+        if state.get("cs") is not None:
+            pol._cs = ArmSequences.restore(state["cs"])
         pol.m = [int(v) for v in state["m"]]
         pol.s = [float(v) for v in state["s"]]
         pol.T = int(state["T"])

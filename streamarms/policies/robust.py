@@ -62,8 +62,7 @@ from typing import Any, cast
 import numpy as np
 
 from .. import bounds
-from ..confidence.base import sequence_from_snapshot
-from ..confidence.factory import sequence_for
+from ..confidence.arms import ArmSequences
 from ..models import BernoulliModel, RewardModel, make_model, model_from_dict
 from .base import Decision, Event, Policy, Request
 from .rounds import RoundPlan, RoundPlanned
@@ -141,11 +140,9 @@ class RobustOutlierArmIdentification(RoundPlanned, Policy):
         n = self.n = len(self.arms)
         if intervals not in ("paper", "cs"):
             raise ValueError(f"intervals must be 'paper' or 'cs', got {intervals!r}")
-        if intervals == "cs" and self.model.name not in ("bernoulli", "bounded"):
-            raise ValueError(f"intervals 'cs' needs a bernoulli or bounded reward model, got {self.model.name!r}")
         self.intervals = intervals
         #: the engine's per-arm confidence sequences (intervals="cs"), else None
-        self._cs = [sequence_for(self.model, self.delta / n, a) for a in self.arms] if intervals == "cs" else None
+        self._cs = ArmSequences(self.model, self.delta / n, self.arms) if intervals == "cs" else None
         self.m = np.zeros(n, dtype=np.int64)
         self.s = np.zeros(n, dtype=float)
         self._low = -math.inf if self.model.low is None else float(self.model.low)
@@ -165,7 +162,7 @@ class RobustOutlierArmIdentification(RoundPlanned, Policy):
     # ----------------------------------------------------------------------------------------
     def _arm_interval(self, i: int) -> tuple[float, float]:
         if self._cs is not None:
-            lo, hi = self._cs[i].interval()
+            lo, hi = self._cs.interval(i)
             return max(lo, self._low), min(hi, self._high)
         m = int(self.m[i])
         s = float(self.s[i])
@@ -204,7 +201,7 @@ class RobustOutlierArmIdentification(RoundPlanned, Policy):
             x = self.model.contribution(int(self.m[i]), x)
         self.s[i] += x
         if self._cs is not None:
-            self._cs[i]._update(x)  # x is checked above
+            self._cs.update(i, x)
         self.L[i], self.U[i] = self._arm_interval(i)
         plan = self._plan
         if self._done or not plan.tick(i) or not plan.empty:
@@ -294,7 +291,7 @@ class RobustOutlierArmIdentification(RoundPlanned, Policy):
                 "m": self.m.tolist(), "s": self.s.tolist(), "status": self.status.tolist(),
                 "pulls": self._pulls, "done": self._done, "rounds": self.rounds,
                 "stats": None if self._stats is None else list(self._stats), "plan": self._plan.to_list(),
-                "intervals": self.intervals, "cs": None if self._cs is None else [c.snapshot() for c in self._cs]}
+                "intervals": self.intervals, "cs": None if self._cs is None else self._cs.snapshot()}
 
     @classmethod
     def restore(cls, state: dict[str, Any]) -> RobustOutlierArmIdentification:
@@ -302,7 +299,7 @@ class RobustOutlierArmIdentification(RoundPlanned, Policy):
                   model=model_from_dict(state["model"]), seed=state.get("seed"),
                   intervals=state.get("intervals", "paper"))
         if state.get("cs") is not None:
-            pol._cs = [sequence_from_snapshot(c) for c in state["cs"]]
+            pol._cs = ArmSequences.restore(state["cs"])
         pol.m = np.array(state["m"], dtype=np.int64)
         pol.s = np.array(state["s"], dtype=float)
         for i in np.flatnonzero(pol.m > 0).tolist():

@@ -14,7 +14,7 @@ from .config import ACTIVE, PASSIVE, SchedulerConfig
 from .episodes import DISCOVERING, FINISHED, IDLE, PHASES, RUNNING
 from .records import INVALID_REASONS, InvalidRecord
 from .scheduler import Scheduler
-from .stats import SchedulerStats
+from .stats import SchedulerStats, StatsView
 
 __all__ = ["EventClock", "RewardCodec", "ACTIVE", "PASSIVE", "SchedulerConfig", "INVALID_REASONS",
-           "InvalidRecord", "SchedulerStats", "DISCOVERING", "RUNNING", "IDLE", "FINISHED", "PHASES", "Scheduler"]
+           "InvalidRecord", "SchedulerStats", "StatsView", "DISCOVERING", "RUNNING", "IDLE", "FINISHED", "PHASES", "Scheduler"]

@@ -22,6 +22,10 @@ INVALID_REASONS = (
     "out_of_model",       # refused by the reward model (e.g. 0.5 under bernoulli)
     "request_mismatch",   # active mode: answer's key is not the requested arm
     "rejected_by_policy", # the policy raised ValueError on update
+    "missing_group",      # continuous mode with --group-by: the group field is absent
+    "bad_group",          # ... it is not a non-empty string (or integer) of at most max_key_bytes
+    "too_many_groups",    # ... a new group beyond max_groups
+    "group_mismatch",     # ... the key belongs to another group
 )
 
 

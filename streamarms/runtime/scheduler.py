@@ -72,7 +72,7 @@ from .keys import KeyRegistry
 from .plan import PlanFollower
 from .records import InvalidRecord
 from .requests import RequestTracker
-from .stats import SchedulerStats
+from .stats import SchedulerStats, StatsView
 
 __all__ = ["DISCOVERING", "RUNNING", "IDLE", "FINISHED", "PHASES", "Scheduler"]
 
@@ -184,16 +184,20 @@ class Scheduler:
         """Records read but not given to the policy (nor refused, nor held for it right now)."""
         return self.counters.records - self.counters.used - self.counters.refused - self.plan.held_count()
 
-    def stats(self) -> dict[str, Any]:
-        """Counters and gauges for metrics and summaries."""
+    def stats_view(self) -> StatsView:
+        """Counters and gauges now, for metrics, health and summaries."""
         c = self.counters
-        return {"records": c.records, "used": c.used, "skipped": self.skipped,
-                "held": self.plan.held_count(), "wasted": c.wasted,
-                "invalid": dict(c.invalid), "unmatched": c.unmatched, "timeouts": c.timeouts,
-                "requests_sent": c.requests_sent, "episodes": c.episodes_done, "episode": self.episode,
-                "phase": self.phase, "known_arms": len(self.keys), "alerts": dict(self.alerts.counts),
-                "in_flight": len(self.requests.in_flight) if self.requests else 0, "window": len(self.plan.window),
-                "episode_records": c.records - self.episodes.start_records}
+        return StatsView(
+            records=c.records, used=c.used, skipped=self.skipped, held=self.plan.held_count(), wasted=c.wasted,
+            unmatched=c.unmatched, invalid=dict(c.invalid), timeouts=c.timeouts, requests_sent=c.requests_sent,
+            episodes=c.episodes_done, episode=self.episode, phase=self.phase,
+            episode_records=c.records - self.episodes.start_records, known_arms=len(self.keys),
+            alerts=dict(self.alerts.counts), in_flight=len(self.requests.in_flight) if self.requests else 0,
+            window=len(self.plan.window))
+
+    def stats(self) -> dict[str, Any]:
+        """:meth:`stats_view` as plain data."""
+        return self.stats_view().as_dict()
 
     def arm_states(self) -> dict[str, int]:
         """Arms of the current (or last) episode by state: ``active`` (undecided), ``outlier``, ``normal``."""

@@ -1,7 +1,7 @@
-"""The scheduler's counters: :class:`SchedulerStats`.
+"""The scheduler's counters (:class:`SchedulerStats`) and a typed reading of them (:class:`StatsView`).
 
-Plain integers, bumped on the record path and read by :mod:`streamarms.metrics` at scrape time (never
-per record). ``records = used + refused + held + skipped`` at every moment.
+Plain integers, bumped on the record path; :mod:`streamarms.metrics` reads a :class:`StatsView` of them
+at scrape time (never per record). ``records = used + refused + held + skipped`` at every moment.
 
 >>> c = SchedulerStats()
 >>> c.records, c.invalid["not_json"], c.refused
@@ -12,12 +12,13 @@ True
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from .records import INVALID_REASONS
 
-__all__ = ["SchedulerStats"]
+__all__ = ["SchedulerStats", "StatsView"]
 
 
 def _no_invalid() -> dict[str, int]:
@@ -57,3 +58,43 @@ class SchedulerStats:
         for k in ("records", "used", "unmatched", "timeouts", "wasted", "requests_sent", "episodes_done"):
             setattr(self, k, int(state[k]))
         self.invalid = _no_invalid() | {k: int(v) for k, v in state["invalid"].items()}
+
+
+@dataclass(frozen=True)
+class StatsView:
+    """The counters and gauges of a scheduler at one moment: what metrics, health and summaries read
+    (:meth:`Scheduler.stats_view <streamarms.runtime.Scheduler.stats_view>`).
+
+    >>> v = StatsView(records=10, used=3, skipped=7, invalid={"not_json": 1})
+    >>> v.records - v.used, v.as_dict()["invalid"]
+    (7, {'not_json': 1})
+    """
+
+    #: records offered, rewards given to the policy, read but not used, held for planned arms right now
+    records: int = 0
+    used: int = 0
+    skipped: int = 0
+    held: int = 0
+    #: held rewards never used (part of skipped); active answers with no request (part of skipped)
+    wasted: int = 0
+    unmatched: int = 0
+    #: records refused, by reason
+    invalid: Mapping[str, int] = field(default_factory=dict)
+    #: wants / requests given up; sample requests published (active mode)
+    timeouts: int = 0
+    requests_sent: int = 0
+    #: episodes completed; the current episode's number and phase; records since it started
+    episodes: int = 0
+    episode: int = 0
+    phase: str = ""
+    episode_records: int = 0
+    #: keys known (the arms of the next episode); alerts emitted by kind
+    known_arms: int = 0
+    alerts: Mapping[str, int] = field(default_factory=dict)
+    #: active mode: requests awaiting an answer; passive: planned arms wanted now
+    in_flight: int = 0
+    window: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data (JSON summaries)."""
+        return {f.name: (dict(v) if isinstance(v := getattr(self, f.name), Mapping) else v) for f in fields(self)}

@@ -4,12 +4,15 @@
   on the dead-letter topic with its reason, the decision equal to the clean stream's;
 * a broker outage mid-run (a proxy drops every connection for 12 s; Tansu keeps its data): no crash,
   no loss, no double count -- the same decision and counters as an undisturbed run;
+* a broker process restart mid-run (a new Tansu on the same port, refilled with the same log): the same;
 * a broker restart that lost the topic (Tansu's storage is memory only) under a stale checkpoint: a
   clear warning, the rule applied, progress;
 * a checkpoint written against another cluster (another cluster id): refused, exit 2;
 * no broker at all: one line, exit 1, within seconds;
 * kill -9 ten times mid-episode with the checkpoint in a compacted topic: identical decision and
-  samples; alerts at least once, deduplicable by alert id.
+  samples; alerts at least once, and after the documented recipe (``streamarms dedupe-alerts``) each
+  alert exactly once, none lost;
+* a topic recreated and refilled past the checkpointed offset: detected by the last record's fingerprint.
 """
 
 from __future__ import annotations
@@ -17,13 +20,15 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
 from drill_util import clean_stream, fuzzed, jsonl_line
 from outage import OutageProxy
-from test_runtime_kafka import FAST_GROUP, ROOT, cli, produce, read_topic
+from test_runtime_kafka import FAST_GROUP, ROOT, cli, produce
 
+from streamarms.connectors.kafka import ensure_topics
 from streamarms.connectors.tansu import TansuBroker, free_port
 from streamarms.runtime import INVALID_REASONS
 
@@ -71,6 +76,36 @@ def read_n(bootstrap, topic, n, timeout=180):
         c.close()
 
 
+def read_settled(bootstrap, topic, isolation="read_uncommitted", settle=3.0):
+    """Every record of ``topic`` (partition 0) a reader sees until ``settle`` seconds pass without one."""
+    from kafka import KafkaConsumer, TopicPartition
+    c = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None,
+                      isolation_level=isolation)
+    try:
+        tp = TopicPartition(topic, 0)
+        c.assign([tp])
+        c.seek_to_beginning(tp)
+        out, idle = [], time.monotonic()
+        while time.monotonic() - idle < settle:
+            for recs in c.poll(timeout_ms=300).values():
+                out.extend(recs)
+                idle = time.monotonic()
+        return out
+    finally:
+        c.close()
+
+
+def dedupe_recipe(tmp_path, records, tag):
+    """The documented dedupe recipe as an operator runs it: the alert topic's values, one JSON per line,
+    through ``streamarms dedupe-alerts``. Returns the ``alert_id`` of every alert it keeps, in order."""
+    f = tmp_path / f"{tag}-alerts.jsonl"
+    f.write_bytes(b"".join(r.value + b"\n" for r in records))
+    p = subprocess.run([sys.executable, "-m", "streamarms.cli", "dedupe-alerts", str(f)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return [json.loads(x)["alert_id"] for x in p.stdout.splitlines()]
+
+
 def wait_for(cond, timeout, proc=None):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -88,7 +123,7 @@ def test_fuzz_1e4_bad_records_through_kafka(kafka_broker, tmp_path):
     produce(kafka_broker.bootstrap, "fuzz", fuzz)  # produce() sends through a 1 MB-capable producer
     ref = reference(tmp_path, clean, "fuzz")
     args = ["--bootstrap-servers", kafka_broker.bootstrap, "--rewards-topic", "fuzz", "--group-id", "g-fuzz",
-            "--dead-letter-topic", "dlq-fuzz", "--alerts-topic", "alerts-fuzz", *POLICY, "--forever",
+            "--dead-letter-topic", "dlq-fuzz", "--alerts-topic", "alerts-fuzz", *POLICY, "--forever", "--mode", "episodes",
             "--episode-interval", "1e9", "--checkpoint", str(tmp_path / "fuzz.ckpt"), "--create-topics",
             "--summary-json", str(tmp_path / "fuzz.json"), "--metrics-port", str(free_port()), *FAST_GROUP]
     proc = subprocess.Popen(cli(args), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -144,11 +179,55 @@ def test_broker_outage_mid_run_is_ridden_out(tmp_path):
     assert "kafka." not in err  # kafka-python's own lines stay quiet at the default log level
 
 
+def test_broker_process_restart_mid_run_is_ridden_out(tmp_path):
+    """A real broker restart, not only lost connections: the Tansu process is stopped mid-run and a new
+    one started on the same port (its group coordinator and producer ids are new: the daemon's member is
+    unknown, its producer's id too). Tansu keeps topics in memory only, so the test refills the new broker
+    with the same records at the same offsets -- what a broker with durable storage would hold -- while
+    the daemon is frozen (SIGSTOP), then lets it go on (SIGCONT). No crash, no loss, no double count: the
+    decision and counters of an undisturbed run (the last record's fingerprint matches: position kept)."""
+    from streamarms.checkpoint import FileCheckpointStore
+    port = free_port()
+    clean = clean_stream(150_000, seed=43)
+    ref = reference(tmp_path, clean, "restart")
+    ck = tmp_path / "r.ckpt"
+    args = ["--bootstrap-servers", f"127.0.0.1:{port}", "--rewards-topic", "r-restart", "--group-id", "g-restart",
+            "--alerts-topic", "alerts-restart", *POLICY, "--max-episodes", "1", "--create-topics",
+            "--checkpoint", str(ck), "--checkpoint-interval", "0.5", "--summary-json", str(tmp_path / "r.json"),
+            "--max-poll-records", "200", *FAST_GROUP]
+    broker = TansuBroker(port=port).start()
+    proc = None
+    try:
+        produce(broker.bootstrap, "r-restart", clean)
+        proc = subprocess.Popen(cli(args), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert wait_for(lambda: ck.exists() and FileCheckpointStore(ck).load()["source"].get("r-restart:0", [0])[0]
+                        >= 5_000, 120, proc)
+        proc.send_signal(signal.SIGSTOP)
+        broker.stop()
+        broker = TansuBroker(port=port).start()
+        produce(broker.bootstrap, "r-restart", clean)
+        ensure_topics({"bootstrap_servers": [broker.bootstrap]}, {"alerts-restart": 1})
+        proc.send_signal(signal.SIGCONT)
+        _, err = proc.communicate(timeout=300)
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGCONT)
+            proc.kill()
+        broker.stop()
+    err = err.decode()
+    assert proc.returncode == 0, err[-3000:]
+    assert err.count("assigned 1 partitions") >= 2, err[-3000:]  # joined the new broker's group
+    assert "outside the partition" not in err, err[-3000:]  # the same log: the position kept
+    got = json.loads((tmp_path / "r.json").read_text())
+    same_decision(got, ref)
+    assert (got["records"], got["samples"], got["skipped"]) == (ref["records"], ref["samples"], ref["skipped"])
+
+
 def test_stale_checkpoint_against_a_recreated_topic_warns_and_progresses(tmp_path):
     port = free_port()
     ck = tmp_path / "stale.ckpt"
     common = ["--rewards-topic", "r-stale", "--group-id", "g-stale", "--alerts-topic", "alerts-stale", *POLICY,
-              "--forever", "--episode-interval", "1e9", "--checkpoint", str(ck), "--create-topics",
+              "--forever", "--mode", "episodes", "--episode-interval", "1e9", "--checkpoint", str(ck), "--create-topics",
               *FAST_GROUP]
     from streamarms.checkpoint import FileCheckpointStore
     with TansuBroker(port=port) as broker:
@@ -232,6 +311,76 @@ def test_kill_9_ten_times_with_the_checkpoint_in_a_compacted_topic(kafka_broker,
     assert got["episodes"][-1]["samples"] == ref["episodes"][0]["samples"]
     assert got["episodes"][-1]["threshold"] == ref["episodes"][0]["threshold"]
     assert (got["samples"], got["skipped"]) == (ref["samples"], ref["skipped"])
-    # at least once: duplicates possible across kill -9, never a lost or a foreign alert
-    ids = [json.loads(r.value)["alert_id"] for r in read_topic(kafka_broker.bootstrap, "alerts-k9")]
-    assert set(ids) == {f"1:{a}:outlier" for a in ref["episodes"][0]["outliers"]}
+    # at least once: duplicates possible across kill -9, never a lost or a foreign alert ...
+    published = read_settled(kafka_broker.bootstrap, "alerts-k9")
+    want = sorted(f"1:{a}:outlier" for a in ref["episodes"][0]["outliers"])
+    assert sorted({json.loads(r.value)["alert_id"] for r in published}) == want
+    # ... and exactly once after the documented recipe
+    kept = dedupe_recipe(tmp_path, published, "k9")
+    assert sorted(kept) == want, kept
+
+
+def _metric(port, name):
+    import urllib.request
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    return float(next(x.split()[-1] for x in text.splitlines() if x.startswith(name + " ")))
+
+
+def test_a_recreated_topic_grown_past_the_checkpoint_is_detected(kafka_broker, tmp_path):
+    """The topic behind a checkpoint is deleted and recreated, then refilled with *more* records than
+    the checkpointed offset: the position is in range but names another log. The fingerprint of the last
+    consumed record (kept in the checkpoint) no longer matches: the ``--on-out-of-range`` rule, a
+    warning and ``streamarms_offset_resets_total``. A restart against the same, grown topic is not
+    flagged (the control), and a checkpoint without fingerprints (older versions) still loads."""
+    from kafka import KafkaAdminClient
+
+    from streamarms.checkpoint import FileCheckpointStore
+    ck = tmp_path / "rec.ckpt"
+    port = free_port()
+    common = ["--bootstrap-servers", kafka_broker.bootstrap, "--rewards-topic", "r-rec", "--group-id", "g-rec",
+              *POLICY, "--forever", "--episode-interval", "1e9", "--checkpoint", str(ck), "--create-topics",
+              "--metrics-port", str(port), *FAST_GROUP]
+
+    def run_until(records, extra=()):
+        out = tmp_path / "rec.json"
+        proc = subprocess.Popen(cli([*common, "--summary-json", str(out), *extra]), cwd=ROOT,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        ok = wait_for(lambda: ck.exists() and FileCheckpointStore(ck).load()["scheduler"]["counters"]["records"]
+                      >= records, 120, proc)
+        resets = _metric(port, "streamarms_offset_resets_total") if ok else None
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+        assert ok and proc.returncode == 0, err.decode()[-3000:]
+        return json.loads(out.read_text()), err.decode(), resets
+
+    produce(kafka_broker.bootstrap, "r-rec", clean_stream(6_000, seed=81))
+    got, err, resets = run_until(6_000)
+    assert got["records"] == 6_000 and resets == 0
+    pos = FileCheckpointStore(ck).load()["source"]["r-rec:0"]
+    assert pos[0] == 6_000 and pos[2][0] == 5_999 and len(pos[2]) == 3  # [offset, timestamp, hash]
+
+    produce(kafka_broker.bootstrap, "r-rec", clean_stream(2_000, seed=82))  # control: same log, grown
+    got, err, resets = run_until(8_000)
+    assert got["records"] == 8_000 and resets == 0 and "outside the partition" not in err, err[-3000:]
+
+    admin = KafkaAdminClient(bootstrap_servers=kafka_broker.bootstrap)
+    try:
+        admin.delete_topics(["r-rec"])
+        assert wait_for(lambda: "r-rec" not in admin.list_topics(), 30)
+    finally:
+        admin.close()
+    recreated = clean_stream(12_000, seed=83)  # more than the checkpointed 8,000
+    produce(kafka_broker.bootstrap, "r-rec", recreated)
+    got, err, resets = run_until(8_000 + 12_000)
+    assert "r-rec:0: the position 8000 is outside the partition (its record at offset 7999 is not the one the " \
+           "checkpoint read" in err and "--on-out-of-range earliest: reading from offset 0" in err, err[-3000:]
+    assert resets == 1 and got["records"] == 20_000  # the new log read whole, once
+
+    # a checkpoint written before fingerprints existed: loaded, resumed unchecked
+    doc = FileCheckpointStore(ck).load()
+    doc["source"] = {k: v[:2] for k, v in doc["source"].items()}
+    FileCheckpointStore(ck).save(doc)
+    produce(kafka_broker.bootstrap, "r-rec", clean_stream(1_000, seed=84))
+    got, err, resets = run_until(21_000)
+    assert got["records"] == 21_000 and resets == 0
+    assert len(FileCheckpointStore(ck).load()["source"]["r-rec:0"]) == 3  # fingerprinted again

@@ -1,0 +1,66 @@
+"""``streamarms run`` in the continuous mode (the default of ``--forever``): the pieces it adds to a run.
+
+* :func:`build_runner`: the :class:`~streamarms.runtime.continuous.ContinuousRunner` over a
+  :class:`~streamarms.monitor.ContinuousMonitor` from the run's settings (``--k``, ``--monitor-alpha``,
+  ``--change-alpha``, ``--group-by``, ``--max-groups``, the reward model, which must be bounded);
+* :func:`alert_line`: the one-line log of an alert.
+
+The monitor's false-alarm guarantee (``streamarms/monitor/monitor.py``): while the means of a group's keys
+do not change, P(any false alert in the group) <= alpha E[segments] + alpha_theta E[epochs], with
+``alpha = alpha_theta = --monitor-alpha`` and the change detector restarting a key falsely at most
+``--change-alpha`` times per record of the key in expectation.
+
+>>> r = build_runner(k=2.0, alpha=1e-3, alpha_cd=1e-6, model="bernoulli", clock=lambda: 0.0)
+>>> type(r.monitor).__name__, r.monitor.alpha_theta, r.group_field
+('ContinuousMonitor', 0.001, None)
+>>> build_runner(k=2.0, alpha=1e-3, alpha_cd=1e-6, model="heavy_tailed", clock=lambda: 0.0)
+Traceback (most recent call last):
+...
+streamarms.errors.ConfigError: the continuous mode needs a bounded reward model (bernoulli or bounded), got 'heavy_tailed'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..errors import ConfigError
+from ..models import RewardModel
+from ..monitor import ContinuousMonitor
+from ..runtime.codec import RewardCodec
+from ..runtime.continuous import ContinuousRunner
+
+__all__ = ["build_runner", "alert_line"]
+
+
+def build_runner(*, k: float, alpha: float, alpha_cd: float, model: str | RewardModel, clock: Callable[[], float],
+                 emit_alert: Callable[[dict[str, Any]], None] | None = None, group_by: str | None = None,
+                 max_groups: int = 100, max_arms: int = 10_000, arms: Sequence[str] | None = None,
+                 reward_field: str = "reward", max_key_bytes: int = 256) -> ContinuousRunner:
+    """The runner of one continuous ``streamarms run`` (module docstring); bad settings: :class:`ConfigError`."""
+    name = model if isinstance(model, str) else model.name
+    if name not in ("bernoulli", "bounded", "hoeffding"):
+        raise ConfigError(f"the continuous mode needs a bounded reward model (bernoulli or bounded), got {name!r}")
+    try:
+        mon = ContinuousMonitor(k=k, alpha=alpha, alpha_theta=alpha, alpha_cd=alpha_cd, model=model)
+        codec = RewardCodec(reward_field, mon.model, max_key_bytes=max_key_bytes)
+        return ContinuousRunner(mon, clock=clock, codec=codec, emit_alert=emit_alert, group_field=group_by,
+                                max_groups=max_groups, max_arms=max_arms, arms=arms)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+
+
+def alert_line(a: dict[str, Any]) -> str:
+    """One line per alert: the key, its group, its interval vs the threshold's, the margin, the samples.
+
+    >>> alert_line({"kind": "outlier", "arm": "k0", "group": "default", "estimate": 0.8, "interval": [0.7, 0.9],
+    ...             "threshold_interval": [0.2, 0.3], "margin": 3.5, "samples": 420, "time": 12.0})
+    'ALERT outlier k0 (group default)  estimate 0.8 [0.7, 0.9]  threshold [0.2, 0.3]  margin 3.5 radii  420 samples  at 12'
+    """
+    ti = a.get("threshold_interval") or [None, None]
+    th = f"[{ti[0]:.4g}, {ti[1]:.4g}]" if None not in ti else "unknown"
+    margin = a.get("margin")
+    return (f"ALERT {a['kind']} {a['arm']} (group {a['group']})  estimate {a['estimate']:.4g} "
+            f"[{a['interval'][0]:.4g}, {a['interval'][1]:.4g}]  threshold {th}"
+            + (f"  margin {margin:.3g} radii" if isinstance(margin, (int, float)) else "")
+            + f"  {a['samples']:,} samples  at {a['time']:.15g}")

@@ -1,0 +1,93 @@
+"""``streamarms explain [KEY] --checkpoint PATH``: a key's current evidence, read from a checkpoint of the
+continuous mode (the running daemon answers the same question on ``/explain?key=KEY`` next to
+``/metrics``).
+
+With ``KEY``: the key's evidence as JSON -- its state and standing flag, its mean estimate and interval,
+the samples behind it (since its last restart, and in all), its group's threshold estimate and interval
+and the samples behind it, the margin (the gap between the two intervals in units of the sum of their
+half-widths: positive when they are disjoint, i.e. when the key is classified). Without ``KEY``: every
+group's threshold band and its flagged keys. ``--checkpoint kafka:TOPIC`` reads the compacted topic
+(``--bootstrap-servers``, ``--group-id`` as for ``run``). Exit codes: 0 found, 1 unknown key, 2 no
+usable checkpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from ..checkpoint import CheckpointError, CheckpointStore, FileCheckpointStore, checkpoint_key
+from ..monitor import ContinuousMonitor
+
+__all__ = ["add_explain_parser", "explain_main", "summary"]
+
+
+def add_explain_parser(subparsers: Any) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("explain", help="a key's current evidence, from a checkpoint of the continuous mode",
+                              description=__doc__.split("\n\n")[0],
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("key", nargs="?", metavar="KEY", help="the stream key (none: every group's band and flagged keys)")
+    p.add_argument("--checkpoint", required=True, metavar="PATH|kafka:TOPIC", help="the checkpoint `run` writes")
+    p.add_argument("--bootstrap-servers", metavar="HOST:PORT[,..]", help="with --checkpoint kafka:TOPIC")
+    p.add_argument("--group-id", default="streamarms", metavar="ID", help="the run's consumer group (its key)")
+    p.set_defaults(handler=explain_main)
+    return p
+
+
+def summary(mon: ContinuousMonitor) -> dict[str, Any]:
+    """Every group's threshold band and its flagged keys (strict JSON).
+
+    >>> mon = ContinuousMonitor(); _ = mon.update("a", 1.0, group="web")
+    >>> summary(mon)["groups"][0]["name"], summary(mon)["groups"][0]["threshold_interval"]
+    ('web', [None, None])
+    """
+    groups = []
+    for name, g in sorted(mon.groups.items()):
+        lo, hi = g.interval()
+        est = g.estimate()
+        flagged = sorted(k for k, ks in mon.keys.items() if ks.group == name and ks.flagged)
+        groups.append({"name": name, "keys": g.n, "threshold": est if est == est and abs(est) != float("inf") else None,
+                       "threshold_interval": [lo if abs(lo) != float("inf") else None,
+                                              hi if abs(hi) != float("inf") else None],
+                       "epoch_since": g.since, "flagged": [mon.evidence(k) for k in flagged]})
+    return {"records": mon.records, "keys": len(mon.keys), "counts": dict(mon.counts), "groups": groups}
+
+
+def _store(opts: argparse.Namespace) -> CheckpointStore:
+    secret = checkpoint_key()
+    spec = opts.checkpoint
+    if spec.startswith("kafka:"):
+        if not opts.bootstrap_servers:
+            raise CheckpointError("--checkpoint kafka:TOPIC needs --bootstrap-servers")
+        from streamarms.connectors.kafka import KafkaCheckpointStore, client_config
+        return KafkaCheckpointStore(client_config(opts.bootstrap_servers), spec[len("kafka:"):], key=opts.group_id,
+                                    create=False, secret=secret)
+    return FileCheckpointStore(spec, fsync=False, secret=secret)
+
+
+def explain_main(opts: argparse.Namespace) -> int:
+    try:
+        store = _store(opts)
+        doc = store.load()
+        if doc is None:
+            raise CheckpointError(f"no checkpoint in {store.describe()}")
+        sched = doc.get("scheduler", {})
+        if sched.get("mode") != "continuous":
+            raise CheckpointError(f"the checkpoint in {store.describe()} is of the {sched.get('mode')!r} mode; "
+                                  "explain reads the continuous mode's (streamarms run --forever)")
+        mon = ContinuousMonitor.restore(sched["monitor"])
+    except (CheckpointError, ValueError, KeyError, OSError) as e:
+        print(f"streamarms explain: error: {e}", file=sys.stderr)
+        return 2
+    if opts.key is None:
+        print(json.dumps(summary(mon), indent=1, allow_nan=False))
+        return 0
+    try:
+        ev = mon.evidence(opts.key)
+    except KeyError:
+        print(f"streamarms explain: unknown key {opts.key!r} ({len(mon.keys)} keys in the checkpoint)", file=sys.stderr)
+        return 1
+    print(json.dumps(ev, indent=1, allow_nan=False))
+    return 0

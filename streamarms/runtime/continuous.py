@@ -1,0 +1,329 @@
+"""The continuous mode of the runtime: every record feeds one :class:`~streamarms.monitor.ContinuousMonitor`.
+
+``streamarms run --forever`` (and ``--mode continuous``) runs this instead of the episode
+:class:`~streamarms.runtime.scheduler.Scheduler`: no episodes, no restarts, no sampling plan. Every record
+whose key and reward are valid is evidence (the passive mode with every reward used): it goes to
+``monitor.update(key, reward, time=<the record's timestamp, seconds>, group=<its group>)`` and the
+alerts the monitor returns go to ``emit_alert`` at once.
+
+Records are refused (an :class:`~streamarms.runtime.records.InvalidRecord` with its reason, which the
+daemon sends to the dead letters) exactly as in the episode mode, plus, with ``group_field``:
+
+* ``missing_group``: the record's JSON has no ``group_field``;
+* ``bad_group``: it is not a non-empty string (or an integer) of at most ``max_key_bytes`` bytes;
+* ``too_many_groups``: it would be group number ``max_groups + 1`` (the group is a Prometheus label:
+  its set must stay bounded);
+* ``group_mismatch``: the key joined another group (a key belongs to one group for life).
+
+A refused record changes nothing but its counter.
+
+The runner presents the facade the daemon, the metrics and the CLI read on a scheduler (``records``,
+``used``, ``phase``, ``episode``, ``offer_batch``, ``tick``, ``stats()``, ``arm_states()``,
+``snapshot()``/``restore()``, ``alerts.flagged``), so :class:`~streamarms.daemon.Daemon` runs it
+unchanged: the checkpoint (monitor state + source positions in one document, positions committed after
+it is durable) makes a restart lose nothing and count nothing twice. Its ``lock`` is held while a batch
+is handled: another thread (the ``/explain`` endpoint) reads the monitor under it.
+
+>>> from streamarms.monitor import ContinuousMonitor
+>>> out = []
+>>> r = ContinuousRunner(ContinuousMonitor(k=2.0), clock=EventClock(), emit_alert=out.append,
+...                      group_field="service")
+>>> n, bad = r.offer_batch([b"a", b"b", b"a"], [b'{"reward": 1, "service": "web"}', b'{"reward": 0}',
+...                                             b'{"reward": 0, "service": "web"}'], [1000, 2000, 3000])
+>>> n, [(i, e.reason) for i, e in bad]
+(3, [(1, 'missing_group')])
+>>> r.records, r.used, r.monitor.keys["a"].samples, r.monitor.evidence("a")["group"]
+(3, 2, 2, 'web')
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..monitor import DEFAULT_GROUP, NORMAL, OUTLIER, ContinuousMonitor
+from . import decoder
+from .clock import EventClock
+from .codec import RewardCodec
+from .episodes import RUNNING
+from .keys import KeyRegistry
+from .records import InvalidRecord
+from .stats import SchedulerStats, StatsView
+
+__all__ = ["ContinuousRunner", "CONTINUOUS", "MonitorAlerts"]
+
+#: the mode name (checkpoints and ``run_info`` record it: a checkpoint of another mode is refused)
+CONTINUOUS = "continuous"
+POLICY_NAME = "continuous"
+
+
+class MonitorAlerts:
+    """The alerts of the continuous mode: ``emit`` (replaceable, as on
+    :class:`~streamarms.alerts.AlertManager`), the keys flagged now (``key -> monitor record count at the
+    alert``, for the metrics' most-recently-flagged order) and the counts by kind.
+
+    >>> a = MonitorAlerts(); a.on_alert({"key": "x", "kind": "outlier", "record": 7}); a.flagged, a.counts["outlier"]
+    ({'x': 7}, 1)
+    """
+
+    def __init__(self, emit: Callable[[dict[str, Any]], None] | None = None) -> None:
+        self.emit = emit if emit is not None else (lambda alert: None)
+        self.flagged: dict[str, int] = {}
+        self.counts: dict[str, int] = {"outlier": 0, "cleared": 0, "normal": 0}
+
+    def on_alert(self, alert: dict[str, Any]) -> None:
+        kind = alert["kind"]
+        if kind == "outlier":
+            self.flagged[alert["key"]] = int(alert["record"])
+        elif kind == "cleared":
+            self.flagged.pop(alert["key"], None)
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+        self.emit(alert)
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"flagged": dict(self.flagged), "counts": dict(self.counts)}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        self.flagged = {str(k): int(v) for k, v in state["flagged"].items()}
+        self.counts = {str(k): int(v) for k, v in state["counts"].items()}
+
+
+class ContinuousRunner:
+    """Feeds every valid record of a stream to a :class:`ContinuousMonitor` (module docstring).
+
+    ``clock``: stream time (an :class:`EventClock`, advanced by :meth:`offer_batch` from the record
+    timestamps); ``group_field``: the JSON field of a record naming its group (``None``: one group,
+    ``"default"``); ``max_groups``: at most that many groups; ``max_arms``: at most that many keys;
+    ``arms``: a fixed key set (records of other keys are skipped).
+    """
+
+    def __init__(self, monitor: ContinuousMonitor, *, clock: Callable[[], float], codec: RewardCodec | None = None,
+                 emit_alert: Callable[[dict[str, Any]], None] | None = None, group_field: str | None = None,
+                 max_groups: int = 100, max_arms: int = 10_000, arms: Sequence[str] | None = None) -> None:
+        if not (isinstance(max_groups, int) and max_groups >= 1):
+            raise ValueError(f"max_groups must be a positive integer, got {max_groups!r}")
+        if group_field is not None and not (isinstance(group_field, str) and group_field):
+            raise ValueError(f"group_field must be a non-empty field name, got {group_field!r}")
+        self.monitor = monitor
+        self.clock = clock
+        self._ev = clock if isinstance(clock, EventClock) else None
+        self.codec = codec if codec is not None else RewardCodec(model=monitor.model)
+        self.group_field = group_field
+        self.max_groups = max_groups
+        self.alerts = MonitorAlerts(emit_alert)
+        self.counters = SchedulerStats()
+        self.keys = KeyRegistry(self.codec, max_arms, arms)
+        self.lock = threading.Lock()
+        #: key -> its group (a key belongs to one group for life)
+        self._groups: dict[str, str] = {}
+        #: read by the daemon (never called: there are no episodes)
+        self.on_episode_end: Callable[[dict[str, Any]], None] | None = None
+        self.policy_name = POLICY_NAME
+        self.mode = CONTINUOUS
+
+    # the scheduler facade (module docstring)
+    records = property(lambda self: self.counters.records)
+    used = property(lambda self: self.counters.used)
+    phase = property(lambda self: RUNNING)
+    episode = property(lambda self: 0)
+    episodes_done = property(lambda self: 0)
+    policy = property(lambda self: None)
+    history = property(lambda self: [])
+    finished = property(lambda self: False)
+    known_arms = property(lambda self: self.keys.known)
+
+    def decision(self) -> None:
+        return None
+
+    def tick(self) -> None:
+        """Nothing is time-based: the monitor moves with records only."""
+
+    def stats_view(self) -> StatsView:
+        """Counters and gauges now, in the scheduler's shape (metrics, health and summaries read it)."""
+        c = self.counters
+        return StatsView(records=c.records, used=c.used, skipped=c.records - c.used - c.refused,
+                         invalid=dict(c.invalid), phase=RUNNING, known_arms=len(self.keys),
+                         alerts=dict(self.alerts.counts))
+
+    def stats(self) -> dict[str, Any]:
+        """:meth:`stats_view` as plain data, with the monitor's own counts."""
+        return {**self.stats_view().as_dict(), "groups": len(self.monitor.groups),
+                "restarts": self.monitor.counts["restarts"], "epochs": self.monitor.counts["epochs"]}
+
+    def arm_states(self) -> dict[str, int]:
+        """Keys by their current classification: ``active`` (undecided), ``outlier``, ``normal``."""
+        out = {"active": 0, "outlier": 0, "normal": 0}
+        for ks in self.monitor.keys.values():
+            out["outlier" if ks.state == OUTLIER else "normal" if ks.state == NORMAL else "active"] += 1
+        return out
+
+    def evidence(self, key: str) -> dict[str, Any]:
+        """The key's current evidence (:meth:`ContinuousMonitor.evidence`), safe from another thread."""
+        with self.lock:
+            return self.monitor.evidence(key)
+
+    # -- records ---------------------------------------------------------------------------------
+    def offer(self, key: bytes | str | None, value: bytes | str | None,
+              time: float | None = None) -> InvalidRecord | None:
+        """Handle one record at stream time ``time`` (default: the clock); its refusal, if any."""
+        self.counters.records += 1
+        t = self.clock() if time is None else time
+        try:
+            arm, x, group = self._decode(key, value)
+        except InvalidRecord as e:
+            self.counters.invalid[e.reason] += 1
+            return e
+        if arm is None:
+            return None  # a key outside a fixed arm set: skipped
+        self._feed(arm, x, group, t)
+        return None
+
+    def offer_batch(self, keys: Sequence[bytes | str | None], values: Sequence[bytes | str | None],
+                    stamps: Sequence[float | None] | None = None,
+                    clock: EventClock | None = None) -> tuple[int, list[tuple[int, InvalidRecord]]]:
+        """A poll batch in record order, as :meth:`offer` record by record (the daemon's contract of
+        :meth:`Scheduler.offer_batch`); ``stamps`` (ms) advance ``clock`` and are each record's stream
+        time. Records of known keys with a valid reward (and group) take a fast path; every other record
+        goes through :meth:`offer`, so the two cannot disagree."""
+        tick = clock if clock is not None else self._ev
+        if stamps is not None and tick is None:
+            raise ValueError("stamps need an EventClock to advance")
+        out: list[tuple[int, InvalidRecord]] = []
+        loads, field, gfield = decoder._loads, self.codec.reward_field, self.group_field
+        check = self.monitor.model.check
+        arm_of, group_of = self.keys.arm_of, self._groups
+        isfinite, c, feed = math.isfinite, self.counters, self._feed
+        with self.lock:
+            for i in range(len(values)):
+                t: float | None = None
+                if stamps is not None:
+                    ts = stamps[i]
+                    if ts is not None:
+                        t = ts * 0.001
+                        if t > tick.now:  # type: ignore[union-attr]
+                            tick.now = t  # type: ignore[union-attr]
+                if t is None:
+                    t = self.clock()
+                arm = arm_of.get(keys[i])  # type: ignore[arg-type]
+                x: Any = None
+                g: Any = DEFAULT_GROUP
+                if arm is not None:
+                    try:
+                        obj = loads(values[i])
+                        if type(obj) is dict:
+                            x = obj[field]
+                            if gfield is not None:
+                                g = obj[gfield]
+                    except Exception:  # anything: the per-record path says why
+                        x = None
+                    tx = type(x)
+                    if (tx is float or tx is int) and isfinite(x) and g == group_of.get(arm):
+                        try:
+                            check(arm, float(x))
+                        except ValueError:
+                            x = None
+                    else:
+                        x = None
+                if x is None:
+                    bad = self.offer(keys[i], values[i], t)
+                    if bad is not None:
+                        out.append((i, bad))
+                    continue
+                c.records += 1
+                feed(arm, float(x), g, t)  # type: ignore[arg-type]  # x is set only for a known arm
+        return len(values), out
+
+    # -- internals ---------------------------------------------------------------------------------
+    def _decode(self, key: bytes | str | None, value: bytes | str | None) -> tuple[str | None, float, str]:
+        """``(arm, reward, group)`` of a record, registering a new key only once all three are valid;
+        ``arm`` is ``None`` for a key outside a fixed arm set."""
+        codec = self.codec
+        arm = self.keys.arm_of.get(key)  # type: ignore[arg-type]
+        new = arm is None
+        if new:
+            arm = codec.arm(key)
+            known = self.keys.arm_of.get(arm.encode("utf-8"))
+            if known is not None:
+                arm, new = known, False
+            elif self.keys.fixed:
+                return None, 0.0, DEFAULT_GROUP
+        assert arm is not None
+        obj = codec.parse(arm, value)
+        x = codec.reward_of(arm, obj)
+        group = self._group(arm, obj)
+        if new:
+            if len(self.keys) >= self.keys.max_arms:
+                raise InvalidRecord("too_many_arms", f"new key {arm[:64]!r} refused: already {len(self.keys)} "
+                                                     f"keys (max_arms={self.keys.max_arms})")
+            self.keys.register(arm, 0.0)
+            if isinstance(key, str):
+                self.keys.arm_of[key] = arm
+        return arm, x, group
+
+    def _group(self, arm: str, obj: dict[str, Any]) -> str:
+        gfield = self.group_field
+        if gfield is None:
+            g = DEFAULT_GROUP
+        else:
+            if gfield not in obj:
+                raise InvalidRecord("missing_group", f"record of key {arm!r} has no {gfield!r} field")
+            v = obj[gfield]
+            if type(v) is int:
+                v = str(v)
+            if not isinstance(v, str) or not v or len(v.encode("utf-8")) > self.codec.max_key_bytes:
+                shown = repr(v[:64]) if isinstance(v, str) else f"a JSON {type(v).__name__}"
+                raise InvalidRecord("bad_group", f"group {gfield!r} of key {arm!r} must be a non-empty string of "
+                                                 f"at most {self.codec.max_key_bytes} bytes, got {shown}")
+            g = v
+        known = self._groups.get(arm)
+        if known is not None and known != g:
+            raise InvalidRecord("group_mismatch", f"key {arm!r} belongs to group {known!r}, got a record for "
+                                                  f"group {g[:64]!r}")
+        if known is None and g not in self.monitor.groups and len(self.monitor.groups) >= self.max_groups:
+            raise InvalidRecord("too_many_groups", f"new group {g[:64]!r} of key {arm!r} refused: already "
+                                                   f"{len(self.monitor.groups)} groups (max_groups={self.max_groups})")
+        return g
+
+    def _feed(self, arm: str, x: float, group: str, t: float) -> None:
+        self.counters.used += 1
+        self._groups.setdefault(arm, group)
+        for alert in self.monitor.update(arm, x, time=t, group=group):
+            self.alerts.on_alert(self._alert(alert))
+
+    def _alert(self, a: dict[str, Any]) -> dict[str, Any]:
+        """The monitor's alert as an alert record (:mod:`streamarms.alerts`' fields where they apply)."""
+        a["arm"] = a["key"]
+        a["policy"] = POLICY_NAME
+        a["mode"] = CONTINUOUS
+        a["episode"] = None
+        a["delta"] = a["alpha"]
+        a["pulls"] = a["samples"]
+        return a
+
+    # -- persistence -------------------------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        """The whole state as JSON-able data (the monitor's own snapshot included)."""
+        return {"format": 1, "mode": CONTINUOUS, "now": self.clock(), "monitor": self.monitor.snapshot(),
+                "arms": self.keys.snapshot(), "groups_of": dict(self._groups),
+                "counters": self.counters.snapshot(), "alerts": self.alerts.snapshot(),
+                "group_field": self.group_field}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Load :meth:`snapshot` output (the monitor continues bit for bit)."""
+        if state.get("format") != 1:
+            raise ValueError(f"unsupported continuous snapshot format {state.get('format')!r}")
+        if state.get("mode") != CONTINUOUS:
+            raise ValueError(f"checkpoint was taken in {state.get('mode')!r} mode, this run is "
+                             f"{CONTINUOUS!r}: start with a fresh checkpoint to change mode")
+        if state.get("group_field") != self.group_field:
+            raise ValueError(f"checkpoint was taken with --group-by {state.get('group_field')!r}, this run has "
+                             f"{self.group_field!r}: start with a fresh checkpoint to change the grouping")
+        if isinstance(self.clock, EventClock):
+            self.clock.advance(float(state["now"]))
+        self.monitor = ContinuousMonitor.restore(state["monitor"])
+        self.keys.restore(state["arms"])
+        self._groups = {str(k): str(v) for k, v in state["groups_of"].items()}
+        self.counters.restore(state["counters"])
+        self.alerts.restore(state["alerts"])

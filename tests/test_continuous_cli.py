@@ -1,0 +1,123 @@
+"""`streamarms run --forever` (the continuous mode) end to end through the JSONL path: two groups with
+different baselines get their own thresholds (``--group-by``), a restart from the checkpoint continues
+exactly (nothing lost, nothing counted twice), records beyond ``--max-groups`` are dead-lettered,
+``streamarms explain`` reads the checkpoint, ``--mode episodes`` keeps today's behaviour."""
+
+from __future__ import annotations
+
+import json
+import random
+
+from streamarms.checkpoint import FileCheckpointStore
+from streamarms.cli.main import main as cli_main
+from streamarms.cli.run import main as run_main
+
+T0 = 1_700_000_000_000
+EU = [0.05 + 0.1 * i / 6 for i in range(7)] + [0.6]     # theta ~ 0.51: eu-7 (0.6) is an outlier
+US = [0.6 + 0.1 * i / 7 for i in range(8)]             # theta ~ 0.72: no outlier, although all >= 0.6
+KEYS = [("eu", f"eu-{i}", p) for i, p in enumerate(EU)] + [("us", f"us-{i}", p) for i, p in enumerate(US)]
+
+
+def theta(means: list[float], k: float = 2.0) -> float:
+    m = sum(means) / len(means)
+    return m + k * (sum((x - m) ** 2 for x in means) / len(means)) ** 0.5
+
+
+def lines(n: int, seed: int = 11, start: int = 0) -> list[str]:
+    rng = random.Random(seed)
+    out = []
+    for t in range(n):
+        g, k, p = KEYS[rng.randrange(len(KEYS))]
+        out.append(json.dumps({"key": k, "value": {"reward": int(rng.random() < p), "region": g},
+                               "timestamp": T0 + start + t}))
+    return out
+
+
+def write(path, rows) -> None:
+    with open(path, "a") as f:
+        f.write("\n".join(rows) + "\n")
+
+
+def args(tmp_path, *extra: str) -> list[str]:
+    return ["--rewards-file", str(tmp_path / "r.jsonl"), "--alerts-file", str(tmp_path / "alerts.jsonl"),
+            "--dead-letter-file", str(tmp_path / "dlq.jsonl"), "--checkpoint", str(tmp_path / "ck"),
+            "--forever", "--quiet", "--summary-json", str(tmp_path / "s.json"), "--group-by", "region", *extra]
+
+
+def monitor_state(tmp_path) -> dict:
+    return FileCheckpointStore(tmp_path / "ck").load()["scheduler"]["monitor"]
+
+
+def test_two_groups_get_their_own_thresholds_end_to_end(tmp_path, capsys):
+    write(tmp_path / "r.jsonl", lines(40_000))
+    assert run_main(args(tmp_path)) == 0
+    alerts = [json.loads(x) for x in (tmp_path / "alerts.jsonl").read_text().splitlines()]
+    assert [(a["arm"], a["kind"], a["group"]) for a in alerts] == [("eu-7", "outlier", "eu")]
+    a = alerts[0]
+    assert a["mode"] == "continuous" and T0 / 1000 < a["time"] < (T0 + 40_000) / 1000
+    assert a["interval"][0] > a["threshold_interval"][1] and a["margin"] > 0
+    s = json.loads((tmp_path / "s.json").read_text())
+    assert s["mode"] == "continuous" and s["records"] == 40_000 and s["flagged"] == ["eu-7"]
+    capsys.readouterr()
+    # explain: each group its own band; us-0 (0.6) is below its group's band, eu-7 (0.6) above its own
+    assert cli_main(["explain", "--checkpoint", str(tmp_path / "ck")]) == 0
+    groups = {g["name"]: g for g in json.loads(capsys.readouterr().out)["groups"]}
+    eu_lo, eu_hi = groups["eu"]["threshold_interval"]
+    us_lo, us_hi = groups["us"]["threshold_interval"]
+    assert eu_lo <= theta(EU) <= eu_hi < 0.6 and us_lo <= theta(US) <= us_hi and eu_hi < us_lo
+    assert [e["key"] for e in groups["eu"]["flagged"]] == ["eu-7"] and groups["us"]["flagged"] == []
+    assert cli_main(["explain", "us-0", "--checkpoint", str(tmp_path / "ck")]) == 0
+    ev = json.loads(capsys.readouterr().out)
+    assert ev["group"] == "us" and ev["state"] in ("normal", "undecided") and ev["samples"] > 1000
+    assert ev["threshold_interval"] == [us_lo, us_hi]
+    assert cli_main(["explain", "nope", "--checkpoint", str(tmp_path / "ck")]) == 1
+    assert cli_main(["explain", "eu-7", "--checkpoint", str(tmp_path / "missing")]) == 2
+
+
+def test_restart_from_the_checkpoint_continues_exactly(tmp_path):
+    """Half the stream, exit, the other half appended, run again == one run over the whole stream."""
+    rows = lines(30_000, seed=5)
+    write(tmp_path / "r.jsonl", rows)
+    assert run_main(args(tmp_path)) == 0
+    ref = monitor_state(tmp_path)
+    ref_alerts = (tmp_path / "alerts.jsonl").read_text()
+    for name in ("r.jsonl", "ck", "alerts.jsonl"):
+        (tmp_path / name).unlink()
+    write(tmp_path / "r.jsonl", rows[:13_333])
+    assert run_main(args(tmp_path)) == 0
+    write(tmp_path / "r.jsonl", rows[13_333:])
+    assert run_main(args(tmp_path)) == 0
+    assert monitor_state(tmp_path) == ref
+    assert (tmp_path / "alerts.jsonl").read_text() == ref_alerts
+    assert json.loads((tmp_path / "s.json").read_text())["records"] == 30_000
+
+
+def test_groups_beyond_max_groups_and_bad_groups_are_dead_lettered(tmp_path):
+    rows = lines(2_000)
+    rows += [json.dumps({"key": "x", "value": {"reward": 1}, "timestamp": T0 + 5000}),
+             json.dumps({"key": "y", "value": {"reward": 1, "region": {"a": 1}}, "timestamp": T0 + 5001}),
+             json.dumps({"key": "eu-1", "value": {"reward": 1, "region": "us"}, "timestamp": T0 + 5002})]
+    write(tmp_path / "r.jsonl", rows)
+    assert run_main(args(tmp_path, "--max-groups", "1")) == 0
+    reasons = [json.loads(x)["reason"] for x in (tmp_path / "dlq.jsonl").read_text().splitlines()]
+    first = json.loads(lines(1)[0])["value"]["region"]  # the first group seen takes the one slot
+    n_other = sum(1 for r in lines(2_000) if json.loads(r)["value"]["region"] != first)
+    assert reasons.count("too_many_groups") == n_other + (first == "eu")
+    assert reasons.count("missing_group") == 1 and reasons.count("bad_group") == 1
+    assert reasons.count("group_mismatch") == (first == "eu")
+    s = json.loads((tmp_path / "s.json").read_text())
+    assert s["records"] == 2_003 and sum(s["invalid"].values()) == len(reasons)
+
+
+def test_mode_episodes_keeps_the_episode_behaviour(tmp_path):
+    write(tmp_path / "r.jsonl", lines(20_000))
+    a = args(tmp_path, "--mode", "episodes", "--max-episodes", "1")
+    a.remove("--group-by")
+    a.remove("region")
+    assert run_main(a) == 0
+    s = json.loads((tmp_path / "s.json").read_text())
+    assert s["mode"] == "passive" and len(s["episodes"]) == 1
+    # a checkpoint of one mode is refused by the other (exit 2, a clear error)
+    assert run_main(args(tmp_path)) == 2
+    # episode settings in the continuous mode: an error, not silently ignored
+    assert run_main(args(tmp_path, "--checkpoint", "none", "--policy", "wrr", "--key-ttl", "60")) == 2
