@@ -4,7 +4,8 @@ traffic and decision latency projected to 10 and 100 members.
 **Throughput.** ``--records`` Bernoulli records of 20 keys on a 6-partition topic (Tansu, started here
 unless ``--bootstrap-servers``). N member processes with one group id each run the daemon (WRR, k = 2,
 as ``benchmarks/kafka_throughput.py``; ``idle``: after its first episode every record is read and
-skipped; ``detecting``: episodes back to back) until no record has come for 3 s. Rate = all records /
+skipped; ``detecting``: episodes back to back) until the members together have handled ``--records``
+(records read again after a rebalance count: they are work done). Rate = records handled /
 (last record handled by any member - first record handled by any member): the group's join and
 rebalances while members come up are inside that span, as they are for a user. Each member detects on
 its own partitions' keys here (the group threshold is not wired into ``streamarms run`` yet): this
@@ -36,6 +37,7 @@ import random
 import sys
 import tempfile
 import time
+from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -46,7 +48,7 @@ from streamarms.models import make_model  # noqa: E402
 PARTITIONS = 6
 
 
-def _member(bootstrap: str, topic: str, group: str, detecting: bool, out: mp.Queue) -> None:  # type: ignore[type-arg]
+def _member(bootstrap: str, topic: str, group: str, detecting: bool, out: mp.Queue, done: Any, target: int) -> None:  # type: ignore[type-arg]
     from streamarms.checkpoint import FileCheckpointStore
     from streamarms.connectors.kafka import KafkaRewardSource, client_config
     from streamarms.daemon import Daemon
@@ -71,8 +73,10 @@ def _member(bootstrap: str, topic: str, group: str, detecting: bool, out: mp.Que
             marks["first"] = marks["first"] or time.time()
             marks["last"] = time.time()
             marks["quiet"] = now
-        elif now - marks["quiet"] > 3.0 and (marks["first"] or now - marks["quiet"] > 60.0):
-            d.stop("quiet")
+            with done.get_lock():
+                done.value += len(batch)
+        if done.value >= target or now - marks["quiet"] > 60.0:  # the group has read them all (or is stuck)
+            d.stop("group done")
         return batch
 
     src.poll = poll  # type: ignore[method-assign]
@@ -101,7 +105,8 @@ def throughput(bootstrap: str, records: int, members: list[int], detecting: bool
     rates = {}
     for n in members:
         q: mp.Queue = ctx.Queue()  # type: ignore[type-arg]
-        procs = [ctx.Process(target=_member, args=(bootstrap, topic, f"g{n}-{topic}", detecting, q))
+        done = ctx.Value("q", 0)
+        procs = [ctx.Process(target=_member, args=(bootstrap, topic, f"g{n}-{topic}", detecting, q, done, records))
                  for _ in range(n)]
         for pr in procs:
             pr.start()
