@@ -4,8 +4,8 @@ A checkpoint document of a run with many keys is dominated by a few long per-key
 confidence sequences, sampling keys, states; the scheduler's key registry). Between two checkpoints
 only the keys that got samples change. This store therefore writes
 
-* every long list (``>= min_list`` elements, found by walking the document's dicts) as **blocks** of
-  ``block`` consecutive elements, each block named by the SHA-256 of its JSON text (HMAC-SHA256 with a
+* every long list (``>= min_list`` elements, found by walking the document's dicts; a dict that large
+  counts as the list of its ``[key, value]`` pairs) as **blocks** of ``block`` consecutive elements, each block named by the SHA-256 of its JSON text (HMAC-SHA256 with a
   secret key: a forger cannot make a block match its name);
 * a **pack** file per save holding only the blocks not already stored (the delta: the blocks of keys
   that changed), written and fsynced first. A changed block is stored as a **patch** -- the elements
@@ -23,6 +23,11 @@ When the packs hold more than ``compact_ratio`` times the live bytes (dead block
 save writes one new base pack with every live block instead of a delta. :meth:`load` rebuilds the
 document from the manifest and the blocks (each verified against its name), equal -- key for key, bit
 for bit once encoded -- to the document that was saved.
+
+**Cost.** The bytes written (and fsynced) are about the changed keys'; the CPU is not: a save still
+encodes and hashes every block (it cannot know which keys changed without the policy saying so), about
+what a full JSON checkpoint costs -- which is why the daemon saves in a forked child
+(:mod:`streamarms.background_checkpoint`). A policy that reported its changed arms would make it O(changed).
 
 The store keeps no state between saves that the directory does not hold (each save re-reads the
 manifest's block index), so a save may run in a forked child (:mod:`streamarms.background_checkpoint`).
