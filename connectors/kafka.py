@@ -65,7 +65,6 @@ Integration tests against a real broker: ``tests/kafka/``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import threading
@@ -83,7 +82,10 @@ from kafka.structs import OffsetAndMetadata
 from streamarms.checkpoint import CheckpointStore, decode, encode
 from streamarms.errors import SinkUnavailable
 
+from . import kafka_positions as positions
 from .backfill import StartFrom
+from .kafka_positions import OUT_OF_RANGE_RULES, OffsetsOutOfRange, record_fingerprint
+from .kafka_positions import transient as _transient
 from .ordering import PartitionMerger, parse_tp, tp_name
 
 __all__ = ["client_config", "ensure_topics", "record_fingerprint", "probe_cluster", "BrokerUnreachable", "KafkaRewardSource", "OffsetsOutOfRange", "GroupJoinTimeout", "OUT_OF_RANGE_RULES", "KafkaProducerPool", "KafkaAlertSink",
@@ -106,24 +108,6 @@ class GroupJoinTimeout(RuntimeError):
     """The consumer group did not assign partitions within ``join_timeout`` seconds (module docstring)."""
 
 
-class OffsetsOutOfRange(RuntimeError):
-    """A checkpointed position is outside its partition and the rule is ``"fail"``."""
-
-
-#: what to do with a position outside its partition (module docstring)
-OUT_OF_RANGE_RULES = ("earliest", "latest", "fail")
-
-
-_TRANSIENT = tuple(getattr(kafka_errors, n) for n in (
-    "KafkaConnectionError", "NoBrokersAvailable", "KafkaTimeoutError", "IllegalStateError", "NodeNotReadyError",
-    "RequestTimedOutError", "BrokerNotAvailableError", "MetadataEmptyBrokerList") if hasattr(kafka_errors, n))
-
-
-def _transient(e: BaseException) -> bool:
-    """A client error an outage explains (ride it out) rather than a configuration error (stop)."""
-    return isinstance(e, _TRANSIENT) or bool(getattr(e, "retriable", False))
-
-
 def client_config(bootstrap_servers: str | Sequence[str], **settings: Any) -> dict[str, Any]:
     """Common client configuration: bootstrap servers plus the given settings with ``None`` dropped.
 
@@ -135,29 +119,6 @@ def client_config(bootstrap_servers: str | Sequence[str], **settings: Any) -> di
     cfg: dict[str, Any] = {"bootstrap_servers": [s for s in servers if s]}
     cfg.update({k: v for k, v in settings.items() if v is not None})
     return cfg
-
-
-def record_fingerprint(rec: Any) -> list[Any]:
-    """``[offset, timestamp, hash]`` of a consumed record: the checkpoint keeps it for the last record of
-    each partition, and a restart reads that record again to check that the partition is the same log
-    (module docstring). The hash is a BLAKE2b-64 of the length-prefixed key and value (``None`` and
-    empty differ).
-
-    >>> from collections import namedtuple
-    >>> R = namedtuple("R", "offset timestamp key value")
-    >>> record_fingerprint(R(41, 1700000000000, b"region-03", b'{"reward": 1}'))
-    [41, 1700000000000, 'b172c9d5f02d4ba0']
-    >>> record_fingerprint(R(41, 1700000000000, None, b"")) == record_fingerprint(R(41, 1700000000000, b"", None))
-    False
-    """
-    h = hashlib.blake2b(digest_size=8)
-    for part in (rec.key, rec.value):
-        if part is None:
-            h.update(b"\x00")
-        else:
-            h.update(b"\x01" + len(part).to_bytes(8, "big"))
-            h.update(part)
-    return [int(rec.offset), rec.timestamp, h.hexdigest()]
 
 
 class BrokerUnreachable(RuntimeError):
@@ -423,106 +384,13 @@ class KafkaRewardSource:
             f._next_partition_records = None
 
     # -- outages and out-of-range positions -------------------------------------------------------
-    def _out_of_range(self, tp: tuple[str, int], off: int, lo: int | None, why: str, hi: int | None = None) -> None:
-        rule = self.on_out_of_range
-        msg = (f"{tp_name(tp)}: the position {off} is outside the partition ({why}) -- the topic was "
-               "recreated, its records expired, or the checkpoint comes from another cluster")
-        if rule == "fail":
-            self._fatal = OffsetsOutOfRange(f"{msg}; --on-out-of-range fail: stopping")
-            return
-        ktp = TopicPartition(*tp)
-        try:
-            if rule == "latest":
-                new = hi if hi is not None else self.consumer.end_offsets([ktp], timeout_ms=5000)[ktp]
-            elif lo is None:
-                new = self.consumer.beginning_offsets([ktp], timeout_ms=5000)[ktp]
-            else:
-                new = lo
-        except KafkaError:
-            new = lo if lo is not None else 0
-        log.warning("%s; rule --on-out-of-range %s: reading from offset %d", msg, rule, new)
-        self.merger.reset_position(tp, new)
-        self._resume.pop(tp_name(tp), None)  # its fingerprint names a record of the old log
-        self._fp_pending.pop(ktp, None)
-        self.out_of_range_resets += 1
-        try:
-            self.consumer.seek(ktp, new)
-        except (KafkaError, AssertionError, ValueError):  # not assigned (yet): the next assignment seeks
-            pass
+    _out_of_range = positions.out_of_range
 
-    def _verify_positions(self, got: dict[Any, list[Any]]) -> None:
-        """Positions resumed at the last assignment vs the partitions' first and end offsets; the
-        records of a partition found out of range are dropped (read again from the rule's offset)."""
-        tps = list(self._verify)
-        try:
-            lo = self.consumer.beginning_offsets(tps, timeout_ms=5000)
-        except KafkaError as e:
-            if not _transient(e):
-                raise
-            log.warning("cannot check the resumed positions against the partitions' bounds yet: %s", e)
-            got.clear()  # nothing is handled before the check (the records are fetched again)
-            for tp, off in self._verify.items():
-                try:
-                    self.consumer.seek(tp, off)
-                except (KafkaError, AssertionError, ValueError):
-                    pass
-            return
-        verify, self._verify = self._verify, {}
-        verify_fp, self._verify_fp = self._verify_fp, {}
-        for tp, off in verify.items():
-            if tp in lo and off < lo[tp]:
-                self._out_of_range((tp.topic, tp.partition), off, lo[tp], f"it starts at {lo[tp]}")
-                got.pop(tp, None)
-            elif tp in verify_fp and tp in lo and off - 1 >= lo[tp]:
-                # read the last consumed record again: _check_fingerprints compares it, then drops it
-                try:
-                    self.consumer.seek(tp, off - 1)
-                except (KafkaError, AssertionError, ValueError):  # revoked meanwhile: the next assignment checks
-                    continue
-                got.pop(tp, None)
-                self._fp_pending[tp] = verify_fp[tp]
+    _verify_positions = positions.verify_positions
 
-    def _check_fingerprints(self, got: dict[Any, list[Any]]) -> None:
-        """The record before a resumed position, fetched again: the one the checkpoint saw, or a
-        replaced partition (``on_out_of_range``)? Either way it is dropped (it was counted already)."""
-        for ktp, fp in list(self._fp_pending.items()):
-            recs = got.get(ktp)
-            if not recs:
-                continue
-            del self._fp_pending[ktp]
-            first = recs[0]
-            if first.offset != fp[0]:
-                # above: the record is gone (compacted away, a transaction marker): nothing to compare;
-                # below: the broker rewound the consumer (a position beyond the end): _rewound's case
-                if first.offset > fp[0]:
-                    log.debug("%s:%d: the record at offset %d cannot be read again; position kept",
-                              ktp.topic, ktp.partition, fp[0])
-                continue
-            if len(recs) > 1:
-                got[ktp] = recs[1:]
-            else:
-                del got[ktp]
-            now = record_fingerprint(first)
-            if now != list(fp):
-                self.fingerprint_mismatches += 1
-                got.pop(ktp, None)
-                self._out_of_range((ktp.topic, ktp.partition), fp[0] + 1, None,
-                                   f"its record at offset {fp[0]} is not the one the checkpoint read: "
-                                   f"timestamp {now[1]}, hash {now[2]}, checkpoint {fp[1]}, {fp[2]}")
+    _check_fingerprints = positions.check_fingerprints
 
-    def _rewound(self, got: dict[Any, list[Any]]) -> None:
-        """A position beyond a partition's end makes the broker answer OFFSET_OUT_OF_RANGE, and
-        kafka-python silently moves the fetch position (``auto_offset_reset``) *below* ours: its
-        records would all be dropped as already read -- a silent stall. Delivered records that lie
-        wholly below our position are that signal (our own seeks never go backwards of it)."""
-        for ktp in list(got):
-            recs = got[ktp]
-            b = self.merger._bufs.get((ktp.topic, ktp.partition))
-            if not recs or b is None or b.last_fetched is None or recs[-1].offset > b.last_fetched:
-                continue
-            self._out_of_range((ktp.topic, ktp.partition), b.last_fetched + 1, None,
-                               f"the broker rewound the consumer to offset {recs[0].offset}")
-            del got[ktp]
+    _rewound = positions.rewound
 
     def _disconnected(self, e: BaseException) -> None:
         now = time.monotonic()
@@ -652,27 +520,9 @@ class KafkaRewardSource:
     def rollback(self, processed: int) -> None:
         self.merger.rollback(processed)
 
-    def _fingerprint(self, tp: tuple[str, int], off: int) -> list[Any] | None:
-        """The fingerprint of the record at ``off - 1`` of ``tp``: read in this process, or carried from
-        the checkpoint (a resumed partition that has delivered nothing since); ``None`` if unknown."""
-        rec = self.merger.last_released(tp)
-        if rec is not None and rec.offset == off - 1:
-            return record_fingerprint(rec)
-        old = self._resume.get(tp_name(tp))
-        if old is not None and len(old) > 2 and isinstance(old[2], list) and len(old[2]) == 3 and old[2][0] == off - 1:
-            return list(old[2])
-        return None
+    _fingerprint = positions.fingerprint
 
-    def _positions(self) -> dict[str, list[Any]]:
-        """The merger's ``{"topic:partition": [next_offset, runmax]}`` plus the last record's fingerprint."""
-        out: dict[str, list[Any]] = {}
-        for name, (off, runmax) in self.merger.state().items():
-            entry: list[Any] = [off, runmax]
-            fp = None if off is None else self._fingerprint(parse_tp(name), off)
-            if fp is not None:
-                entry.append(fp)
-            out[name] = entry
-        return out
+    _positions = positions.positions
 
     def state(self) -> dict[str, Any]:
         st = dict(self._resume)

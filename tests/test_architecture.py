@@ -158,6 +158,11 @@ def test_no_class_over_400_lines():
     assert big == []
 
 
+def test_scheduler_is_a_facade_of_at_most_250_lines():
+    """Issue 11: the scheduler composes its parts (keys, episodes, plan, requests, batch intake, stats)."""
+    assert dict((c, n) for n, c in class_sizes())["streamarms.runtime.scheduler.Scheduler"] <= 250
+
+
 if __name__ == "__main__":  # the 15 largest classes
     for n, c in class_sizes()[:15]:
         print(f"{n:5d}  {c}")

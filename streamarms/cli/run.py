@@ -5,7 +5,9 @@ Three ways to feed it:
 * **Kafka** (``--bootstrap-servers`` and ``--rewards-topic``): consume the reward topics as group
   ``--group-id``, publish alerts to ``--alerts-topic``, refused records to ``--dead-letter-topic`` and,
   in ``--mode active``, sample requests to ``--requests-topic``; checkpoint to a file (default
-  ``./streamarms-<group>.checkpoint``) or a compacted topic (``--checkpoint kafka:TOPIC``).
+  ``./streamarms-<group>.checkpoint``), a compacted topic (``--checkpoint kafka:TOPIC``) or, for many keys, a
+  directory of incremental checkpoints (``--checkpoint dir:PATH``: changed keys only, saved by a forked child
+  so the loop does not stall; :mod:`streamarms.chunked_checkpoint`, :mod:`streamarms.background_checkpoint`).
 * **JSONL replay** (``--rewards-file``, repeatable): a recorded stream; alerts to ``--alerts-file``.
 * **Embedded default** (nothing configured): an in-memory stream of 20 keys with two known outliers,
   one episode, a readable summary (outliers found vs truth, rewards used vs seen), exit 0 -- in a few
@@ -131,7 +133,18 @@ def _checkpoint_store(s: RunSettings, kafka_cfg: dict[str, Any] | None, pool: An
     if pool is not None:
         raise ConfigError("--exactly-once needs the checkpoint in Kafka (--checkpoint kafka:TOPIC or auto): a file "
                           "cannot join the transaction")
+    if isinstance(spec, str) and spec.startswith("dir:"):
+        from ..chunked_checkpoint import ChunkedCheckpointStore
+        return ChunkedCheckpointStore(spec[len("dir:"):], fsync=bool(s.fsync), secret=secret)
     return FileCheckpointStore(spec, fsync=bool(s.fsync), secret=secret)
+
+
+def _daemon_class(store: CheckpointStore | None, transaction: Any) -> type[Daemon]:
+    """The incremental (``dir:``) store checkpoints from a forked child (issue 13: no loop stall with many keys)."""
+    if getattr(store, "fork_safe", False) and transaction is None and hasattr(os, "fork"):
+        from ..background_checkpoint import BackgroundCheckpointDaemon
+        return BackgroundCheckpointDaemon
+    return Daemon
 
 
 # ----------------------------------------------------------------------------------------------
@@ -251,7 +264,8 @@ class _App:
             log.info("resumed from %s: episode %d, %d records, %d samples", self.store.describe(),
                      self.scheduler.episode, self.scheduler.records, self.scheduler.used)
         self.metrics = Metrics() if s.metrics_port is not None else None
-        self.daemon = Daemon(self.scheduler, self.source, clock=self.event_clock, alert_sink=self.alert_sink,
+        self.daemon = _daemon_class(self.store, self.transaction)(
+                             self.scheduler, self.source, clock=self.event_clock, alert_sink=self.alert_sink,
                              request_sink=self.request_sink, dead_letter_sink=self.dead_letter_sink,
                              checkpoint=self.store, checkpoint_interval=s.checkpoint_interval, metrics=self.metrics,
                              run_info=self.run_info, stop_when_exhausted=bool(s.rewards_file),

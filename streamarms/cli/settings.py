@@ -263,9 +263,10 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--alert-repeat", action="store_true", default=None,
                    help="alert an outlier again in every episode it is found (default: once until cleared)")
     g = p.add_argument_group("state, metrics, process")
-    g.add_argument("--checkpoint", metavar="PATH|kafka:TOPIC|none",
+    g.add_argument("--checkpoint", metavar="PATH|dir:PATH|kafka:TOPIC|none",
                    help="where to checkpoint (default: the compacted topic kafka:streamarms-checkpoints, key = "
-                        "the group, with Kafka; none otherwise)")
+                        "the group, with Kafka; none otherwise); dir:PATH: incremental, saved in the background "
+                        "(many keys)")
     g.add_argument("--checkpoint-interval", type=nonneg_float, metavar="SEC", help="seconds between checkpoints (default 5)")
     g.add_argument("--exactly-once", action=argparse.BooleanOptionalAction, default=None,
                    help="Kafka: alerts, dead letters, requests, the checkpoint (kafka:TOPIC) and the consumed offsets "

@@ -63,6 +63,7 @@ from typing import Any
 
 from ..alerts import AlertManager
 from ..policies.base import Decision, Event, Policy, Request
+from . import batch
 from .clock import EventClock
 from .codec import RewardCodec
 from .config import ACTIVE, SchedulerConfig
@@ -178,26 +179,14 @@ class Scheduler:
     history = property(lambda self: self.episodes.history)
     known_arms = property(lambda self: self.keys.known)
     finished = property(lambda self: self.episodes.phase == FINISHED, doc="``max_episodes`` episodes are done.")
-
-    @property
-    def skipped(self) -> int:
-        """Records read but not given to the policy (nor refused, nor held for it right now)."""
-        return self.counters.records - self.counters.used - self.counters.refused - self.plan.held_count()
+    skipped = property(lambda self: self.stats_view().skipped, doc="Records read but not used, refused or held.")
 
     def stats_view(self) -> StatsView:
         """Counters and gauges now, for metrics, health and summaries."""
-        c = self.counters
-        return StatsView(
-            records=c.records, used=c.used, skipped=self.skipped, held=self.plan.held_count(), wasted=c.wasted,
-            unmatched=c.unmatched, invalid=dict(c.invalid), timeouts=c.timeouts, requests_sent=c.requests_sent,
-            episodes=c.episodes_done, episode=self.episode, phase=self.phase,
-            episode_records=c.records - self.episodes.start_records, known_arms=len(self.keys),
-            alerts=dict(self.alerts.counts), in_flight=len(self.requests.in_flight) if self.requests else 0,
-            window=len(self.plan.window))
+        return StatsView.of_scheduler(self)
 
     def stats(self) -> dict[str, Any]:
-        """:meth:`stats_view` as plain data."""
-        return self.stats_view().as_dict()
+        return self.stats_view().as_dict()  # plain data
 
     def arm_states(self) -> dict[str, int]:
         """Arms of the current (or last) episode by state: ``active`` (undecided), ``outlier``, ``normal``."""
@@ -252,18 +241,11 @@ class Scheduler:
     def offer_batch(self, keys: Sequence[bytes | str | None], values: Sequence[bytes | str | None],
                     stamps: Sequence[float | None] | None = None,
                     clock: EventClock | None = None) -> tuple[int, list[tuple[int, InvalidRecord]]]:
-        """Handle a poll batch, in record order, exactly as :meth:`offer` record by record would
-        (same decisions, events, counters, state). Returns how many records were handled -- all of
-        them, unless the last episode (``max_episodes``) ended first: then up to the record that ended
-        it, as a per-record loop stopping there would -- and ``(index, refusal)`` for the refused ones.
-
-        ``stamps`` (milliseconds, ``None`` for none) advance ``clock`` (default: the scheduler's own
-        :class:`EventClock`) to the largest so far, record by record, as the daemon does around :meth:`offer`. The values are decoded in one pass
-        (:meth:`RewardCodec.rewards`); a record of a known key with a valid reward then costs a few
-        dict lookups (skipped, held or given to the policy); every other record -- a new key, a bad
-        value (its reason), a due deadline, active mode, expiring keys -- goes through :meth:`offer`
-        itself, so the two paths cannot disagree. The batch is the unit the daemon checkpoints and
-        rolls back: it is handled whole before the next checkpoint.
+        """Handle a poll batch exactly as :meth:`offer` record by record would (:mod:`.batch` says how).
+        Returns how many records were handled -- all, unless the last episode (``max_episodes``) ended
+        first: then up to its record -- and ``(index, refusal)`` for the refused ones. ``stamps``
+        (milliseconds, ``None`` for none) advance ``clock`` (default: the scheduler's own
+        :class:`EventClock`) to the largest so far, record by record, as the daemon does around :meth:`offer`.
 
         >>> s = Scheduler(lambda arms, ep: _ExamplePolicy(arms), clock=EventClock(), arms=["a", "b", "c"])
         >>> s.tick()  # arms given up front: the episode starts at once
@@ -273,61 +255,7 @@ class Scheduler:
         >>> s.records, s.used, s.plan.held_count()  # the second reward of "a" waits for its turn
         (3, 1, 1)
         """
-        xs = self.codec.rewards(values)
-        out: list[tuple[int, InvalidRecord]] = []
-        c, arm_of, plan, ev, intake = self.counters, self.keys.arm_of, self.plan, self._ev, self._intake
-        inline = intake is None and not self._track_seen and not self._active
-        feed_all = isinstance(intake, FeedAllIntake) and not self._track_seen
-        tick = clock if clock is not None else ev
-        if stamps is not None and tick is None:
-            raise ValueError("stamps need an EventClock to advance")
-        clock_ms = tick.now * 1000.0 if stamps is not None else 0.0  # type: ignore[union-attr]
-        offer, episodes = self.offer, self.episodes
-        for i in range(len(xs)):
-            if stamps is not None:
-                ts = stamps[i]
-                if ts is not None and ts > clock_ms:
-                    clock_ms = ts
-                    tick.now = ts * 0.001  # type: ignore[union-attr]
-            x = xs[i]
-            arm = arm_of.get(keys[i])  # type: ignore[arg-type]
-            if x is None or arm is None or not (inline or feed_all):
-                bad = offer(keys[i], values[i])
-                if bad is not None:
-                    out.append((i, bad))
-                if episodes.phase == FINISHED:
-                    return i + 1, out
-                continue
-            c.records += 1
-            now = ev.now if ev is not None else self.clock()
-            if now >= self._deadline or c.records >= self._record_deadline:
-                self._deadline_in_record(now)
-                if episodes.phase == FINISHED:
-                    return i + 1, out
-            if feed_all:
-                bad = intake.take_valid(arm, x, now)  # type: ignore[union-attr]
-                if bad is not None:
-                    out.append((i, bad))
-                elif episodes.phase == FINISHED:
-                    return i + 1, out
-                continue
-            want = plan.window.get(arm)
-            if want is None:
-                continue  # skipped (valid: validated by the batch pass)
-            held = plan.held.get(arm)
-            if held is not None and len(held) >= plan.depth:
-                continue
-            if arm == plan.head:
-                bad = plan.give(arm, x, now)
-                if bad is None:
-                    self._follow(now, full=False)
-                    if episodes.phase == FINISHED:
-                        return i + 1, out
-                else:
-                    out.append((i, bad))
-            else:
-                plan.hold(arm, x, now)
-        return len(xs), out
+        return batch.offer_batch(self, keys, values, stamps, clock)
 
     def _new_key(self, key: bytes | str | None, value: bytes | str | None) -> str | None:
         now, known = self.clock(), len(self.keys)

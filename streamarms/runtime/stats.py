@@ -98,6 +98,17 @@ class StatsView:
     in_flight: int = 0
     window: int = 0
 
+    @classmethod
+    def of_scheduler(cls, s: Any) -> StatsView:
+        """The view of a :class:`~streamarms.runtime.Scheduler` ``s`` now (its counters and its parts)."""
+        c, held = s.counters, s.plan.held_count()
+        return cls(records=c.records, used=c.used, skipped=c.records - c.used - c.refused - held, held=held,
+                   wasted=c.wasted, unmatched=c.unmatched, invalid=dict(c.invalid), timeouts=c.timeouts,
+                   requests_sent=c.requests_sent, episodes=c.episodes_done, episode=s.episodes.episode,
+                   phase=s.episodes.phase, episode_records=c.records - s.episodes.start_records,
+                   known_arms=len(s.keys), alerts=dict(s.alerts.counts),
+                   in_flight=len(s.requests.in_flight) if s.requests else 0, window=len(s.plan.window))
+
     def as_dict(self) -> dict[str, Any]:
         """Plain data (JSON summaries)."""
         return {f.name: (dict(v) if isinstance(v := getattr(self, f.name), Mapping) else v) for f in fields(self)}

@@ -338,8 +338,8 @@ def test_a_recreated_topic_grown_past_the_checkpoint_is_detected(kafka_broker, t
     ck = tmp_path / "rec.ckpt"
     port = free_port()
     common = ["--bootstrap-servers", kafka_broker.bootstrap, "--rewards-topic", "r-rec", "--group-id", "g-rec",
-              *POLICY, "--forever", "--episode-interval", "1e9", "--checkpoint", str(ck), "--create-topics",
-              "--metrics-port", str(port), *FAST_GROUP]
+              *POLICY, "--forever", "--mode", "episodes", "--episode-interval", "1e9", "--checkpoint", str(ck),
+              "--create-topics", "--metrics-port", str(port), *FAST_GROUP]
 
     def run_until(records, extra=()):
         out = tmp_path / "rec.json"

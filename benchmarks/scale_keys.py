@@ -1,0 +1,141 @@
+"""One member at scale (issue 13): RSS and checkpoint cost at 1e4, 1e5, 1e6 keys.
+
+Per key count n (each in its own process, so RSS is that run's alone): a passive scheduler with the
+``cs`` policy (AnytimeKSigma, Bernoulli, k = 2, delta = 0.1) on n keys given up front, one reward fed
+per key (``passive_feed="all"``, 10% ones), then:
+
+* ``rss_mb``: resident set size (``/proc/self/status`` VmRSS) after the feed, and ``per_key_b``
+  (RSS minus the interpreter-and-imports baseline measured before building, over n);
+* ``full``: today's checkpoint, in the loop: ``scheduler.snapshot()`` + encode + atomic file write with
+  fsync (:class:`~streamarms.checkpoint.FileCheckpointStore`) -- the whole of it stalls the loop;
+* ``chunked base`` / ``chunked delta``: :class:`~streamarms.chunked_checkpoint.ChunkedCheckpointStore`:
+  the first save, then a save after rewards reached 1% of the keys (MB written: the pack of changed
+  keys' patches plus the manifest; seconds: CPU of the save, which runs in the forked child, off the loop);
+* ``fork stall``: what :class:`~streamarms.background_checkpoint.BackgroundCheckpointDaemon` pauses the
+  loop for (``os.fork`` in the parent), and how long the child then takes to save (off the loop).
+
+Times are wall seconds (perf_counter): a stall is wall time. The machine is shared (2 cores, other
+jobs): numbers are noisy, best of ``--repeat``. Usage::
+
+    python benchmarks/scale_keys.py [--keys 10000 100000 1000000] [--repeat 3] [--out benchmarks/results/scale_keys.txt]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from streamarms.checkpoint import FileCheckpointStore  # noqa: E402
+from streamarms.chunked_checkpoint import ChunkedCheckpointStore  # noqa: E402
+from streamarms.daemon import checkpoint_document  # noqa: E402
+from streamarms.models import BernoulliModel  # noqa: E402
+from streamarms.registry import build_policy  # noqa: E402
+from streamarms.runtime import EventClock, RewardCodec, Scheduler, SchedulerConfig  # noqa: E402
+
+
+def rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS"):
+                return int(line.split()[1]) / 1024.0
+    return float("nan")
+
+
+def feed(s: Scheduler, keys: list[bytes], idx: range | list[int]) -> None:
+    vals = (b'{"reward": 0}', b'{"reward": 1}')
+    idx = list(idx)
+    for j in range(0, len(idx), 10000):
+        part = idx[j:j + 10000]
+        s.offer_batch([keys[i] for i in part], [vals[(i * 7919) % 10 == 0] for i in part])
+
+
+def best(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]
+    out = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return min(out)
+
+
+def one(n: int, repeat: int) -> dict[str, float]:
+    base = rss_mb()
+    arms = [f"key-{i:07d}" for i in range(n)]
+    keys = [a.encode() for a in arms]
+    s = Scheduler(lambda a, ep: build_policy("cs", a, k=2.0, delta=0.1), clock=EventClock(), arms=arms,
+                  config=SchedulerConfig(passive_feed="all", max_arms=max(n, 10)),
+                  codec=RewardCodec(model=BernoulliModel()))
+    s.tick()
+    feed(s, keys, range(n))
+    out: dict[str, float] = {"keys": n, "rss_mb": rss_mb()}
+    out["per_key_b"] = (out["rss_mb"] - base) * 1024 * 1024 / n
+    d = tempfile.mkdtemp(prefix="scale-keys-")
+    run = {"mode": "passive", "policy": "cs"}
+    full = FileCheckpointStore(os.path.join(d, "full.json"))
+    out["full_s"] = best(lambda: full.save(checkpoint_document(run, s, {})), repeat)
+    out["full_mb"] = os.path.getsize(full.path) / 1e6
+    chunked = ChunkedCheckpointStore(os.path.join(d, "chunked"))
+    t0 = time.perf_counter()
+    chunked.save(checkpoint_document(run, s, {}))
+    out["chunked_base_s"] = time.perf_counter() - t0
+    out["chunked_base_mb"] = (chunked.last_written["bytes"] + chunked.last_written["manifest_bytes"]) / 1e6
+    feed(s, keys, range(0, n, 100))  # 1% of the keys get a reward
+    doc = checkpoint_document(run, s, {})
+    t0 = time.perf_counter()
+    chunked.save(doc)
+    out["chunked_delta_s"] = time.perf_counter() - t0
+    out["chunked_delta_mb"] = (chunked.last_written["bytes"] + chunked.last_written["manifest_bytes"]) / 1e6
+    assert chunked.load() == json.loads(json.dumps(doc)), "base + delta does not restore the document"
+    stalls, child = [], []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                chunked.save(checkpoint_document(run, s, {}))
+            finally:
+                os._exit(0)
+        stalls.append(time.perf_counter() - t0)
+        os.waitpid(pid, 0)
+        child.append(time.perf_counter() - t0)
+    out["fork_stall_s"], out["child_save_s"] = min(stalls), min(child)
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--keys", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--one", type=int, help=argparse.SUPPRESS)  # child mode: one key count, JSON out
+    ap.add_argument("--out", help="also write the table to this file")
+    a = ap.parse_args(argv)
+    if a.one:
+        print(json.dumps(one(a.one, a.repeat)))
+        return
+    rows = []
+    for n in a.keys:
+        r = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", str(n), "--repeat", str(a.repeat)],
+                           capture_output=True, text=True, check=True)
+        rows.append(json.loads(r.stdout.strip().splitlines()[-1]))
+    cols = ["keys", "rss_mb", "per_key_b", "full_s", "full_mb", "chunked_base_s", "chunked_base_mb",
+            "chunked_delta_s", "chunked_delta_mb", "fork_stall_s", "child_save_s"]
+    lines = ["  ".join(f"{c:>15}" for c in cols)]
+    for r in rows:
+        lines.append("  ".join(f"{r[c]:>15.0f}" if c == "keys" else f"{r[c]:>15.3f}" for c in cols))
+    text = "\n".join(lines)
+    print(text)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(f"# python benchmarks/scale_keys.py --keys {' '.join(map(str, a.keys))} --repeat {a.repeat}\n"
+                    f"# wall seconds, best of {a.repeat}, shared 2-core machine (noisy)\n{text}\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,119 @@
+"""The group's stats topic (issue 13): members publish per-partition threshold totals, every member
+reads them all -- the GlobalKTable pattern on a compacted topic.
+
+* :class:`KafkaStatsPublisher` -- ``publish(partition, value)``: the latest additive totals of the arms
+  of one partition (:class:`streamarms.group_threshold.PartitionTotals`), keyed ``group/partition``
+  (:func:`~streamarms.group_threshold.stats_key`), with the member id and a wall-clock ``time``. The
+  key is the partition, not the member: when a partition moves, its new owner's value replaces the old
+  owner's, so nothing is counted twice.
+* :class:`KafkaStatsReader` -- reads the whole topic from the beginning (no consumer group: every
+  member sees every partition) and keeps the latest value per key of its group; ``poll()`` catches up,
+  ``merged()`` is the group's totals (values merged in key order: every reader that has read the same
+  values gets bit-identical totals), ``staleness()`` the age of the oldest value (a metric), and
+  ``value_of(partition)`` lets a member that restarts or takes a partition over resume its totals.
+
+The topic is created compacted (``cleanup.policy=compact``): its size is bounded by the number of
+partitions of all groups, not by time. The consistency rule for resuming is the caller's: take a
+partition's totals from the topic only together with key state of the same moment (the value carries
+the partition's source ``offset`` for that check); a member restoring its checkpoint republishes the
+checkpoint's totals instead.
+
+Tested against the real broker in ``tests/kafka/test_group_stats_kafka.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+from streamarms.group_threshold import merge_totals, staleness, stats_key
+
+from .kafka import ensure_topics
+
+__all__ = ["KafkaStatsPublisher", "KafkaStatsReader"]
+
+
+class KafkaStatsPublisher:
+    """Publishes a member's per-partition totals to the compacted stats ``topic`` (module docstring)."""
+
+    def __init__(self, config: dict[str, Any], topic: str, group: str, member: str, *, create: bool = True,
+                 wall: Any = time.time) -> None:
+        if create:
+            ensure_topics(config, {topic: 1}, {topic: {"cleanup.policy": "compact"}})
+        self.topic, self.group, self.member, self.wall = topic, group, member, wall
+        self.producer = KafkaProducer(acks="all", linger_ms=5, compression_type="gzip", **config)
+        self.sent_bytes = 0
+        self.sent = 0
+
+    def publish(self, partition: str, value: dict[str, Any]) -> None:
+        """Queue ``value`` (``PartitionTotals.value()`` plus anything the caller adds) for ``partition``."""
+        body = json.dumps({**value, "member": self.member, "partition": partition, "time": self.wall()},
+                          separators=(",", ":")).encode("utf-8")
+        self.producer.send(self.topic, key=stats_key(self.group, partition).encode("utf-8"), value=body)
+        self.sent_bytes += len(body)
+        self.sent += 1
+
+    def flush(self, timeout: float = 30.0) -> None:
+        self.producer.flush(timeout=timeout)
+
+    def close(self) -> None:
+        self.producer.close(timeout=10)
+
+
+class KafkaStatsReader:
+    """The latest value of every partition of ``group`` on the stats ``topic`` (module docstring)."""
+
+    def __init__(self, config: dict[str, Any], topic: str, group: str, *, wall: Any = time.time) -> None:
+        self.topic, self.group, self.wall = topic, group, wall
+        self.prefix = stats_key(group, "")
+        self.consumer = KafkaConsumer(enable_auto_commit=False, group_id=None, auto_offset_reset="earliest",
+                                      **config)
+        parts = self.consumer.partitions_for_topic(topic) or {0}
+        self.tps = [TopicPartition(topic, p) for p in sorted(parts)]
+        self.consumer.assign(self.tps)
+        self.consumer.seek_to_beginning(*self.tps)
+        self.latest: dict[str, dict[str, Any]] = {}
+
+    def poll(self, timeout: float = 0.0) -> int:
+        """Read what has arrived (waiting up to ``timeout`` s for the first batch); returns how many values."""
+        got = 0
+        for recs in self.consumer.poll(timeout_ms=int(timeout * 1000)).values():
+            for r in recs:
+                key = r.key.decode("utf-8") if r.key else ""
+                if not key.startswith(self.prefix):
+                    continue  # another group's
+                if r.value is None:
+                    self.latest.pop(key, None)  # a tombstone: the partition's totals were retired
+                else:
+                    self.latest[key] = json.loads(r.value)
+                got += 1
+        return got
+
+    def catch_up(self, timeout: float = 10.0) -> None:
+        """Poll until the reader's positions reach the topic's end offsets as of now."""
+        end = self.consumer.end_offsets(self.tps)
+        deadline = time.monotonic() + timeout
+        while any(self.consumer.position(tp) < end[tp] for tp in self.tps):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"stats topic {self.topic}: not caught up within {timeout} s")
+            self.poll(0.2)
+
+    def lag(self) -> int:
+        """Records on the stats topic this reader has not read yet."""
+        end = self.consumer.end_offsets(self.tps)
+        return sum(max(0, end[tp] - self.consumer.position(tp)) for tp in self.tps)
+
+    def merged(self) -> dict[str, Any]:
+        return merge_totals(self.latest[k] for k in sorted(self.latest))
+
+    def staleness(self) -> float:
+        return staleness(self.latest.values(), self.wall())
+
+    def value_of(self, partition: str) -> dict[str, Any] | None:
+        return self.latest.get(stats_key(self.group, partition))
+
+    def close(self) -> None:
+        self.consumer.close(autocommit=False)

@@ -1,0 +1,345 @@
+"""Incremental checkpoints: a manifest plus content-addressed blocks (base + deltas), :class:`ChunkedCheckpointStore`.
+
+A checkpoint document of a run with many keys is dominated by a few long per-key lists (the policy's
+confidence sequences, sampling keys, states; the scheduler's key registry). Between two checkpoints
+only the keys that got samples change. This store therefore writes
+
+* every long list (``>= min_list`` elements, found by walking the document's dicts; a dict that large
+  counts as the list of its ``[key, value]`` pairs) as **blocks** of ``block`` consecutive elements, each block named by the SHA-256 of its JSON text (HMAC-SHA256 with a
+  secret key: a forger cannot make a block match its name);
+* a **pack** file per save holding only the blocks not already stored (the delta: the blocks of keys
+  that changed), written and fsynced first. A changed block is stored as a **patch** -- the elements
+  that differ from the last *full* block stored at the same place (its root) -- so a save writes
+  about the keys changed since that root, not whole blocks; a patch still carries the new block's
+  name (the hash of its full text), and loading applies it to its root (one level, never a chain) and
+  checks the result against that name. A patch that would not be shorter than the block is not
+  written: the full block is, and becomes the root;
+* a **manifest** (the rest of the document, the block names of each list and where every live block
+  lives), encoded like a file checkpoint (:func:`streamarms.checkpoint.encode`: SHA-256 or HMAC) and
+  atomically renamed over ``MANIFEST`` -- the commit point. A crash before the rename leaves the previous
+  manifest and all its packs intact; packs no manifest references are deleted after the rename.
+
+When the packs hold more than ``compact_ratio`` times the live bytes (dead blocks of old states), the
+save writes one new base pack with every live block instead of a delta. :meth:`load` rebuilds the
+document from the manifest and the blocks (each verified against its name), equal -- key for key, bit
+for bit once encoded -- to the document that was saved.
+
+**Cost.** The bytes written (and fsynced) are about the changed keys'; the CPU is not: a save still
+encodes and hashes every block (it cannot know which keys changed without the policy saying so), about
+what a full JSON checkpoint costs -- which is why the daemon saves in a forked child
+(:mod:`streamarms.background_checkpoint`). A policy that reported its changed arms would make it O(changed).
+
+The store keeps no state between saves that the directory does not hold (each save re-reads the
+manifest's block index), so a save may run in a forked child (:mod:`streamarms.background_checkpoint`).
+
+>>> import tempfile
+>>> d = tempfile.mkdtemp()
+>>> store = ChunkedCheckpointStore(d, block=4, min_list=8, fsync=False)
+>>> doc = {"run": {"x": 1}, "policy": {"cs": [{"m": i, "s": 0.5 * i} for i in range(20)], "T": 3}}
+>>> store.save(doc); store.last_written["blocks"], store.load() == doc
+(5, True)
+>>> doc["policy"]["cs"][17]["m"] = 99          # one key changed: one block written
+>>> store.save(doc); store.last_written["blocks"], store.load() == doc
+(1, True)
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import hmac
+import json
+import os
+from typing import Any
+
+from .checkpoint import CheckpointError, CheckpointStore, decode, encode
+
+__all__ = ["ChunkedCheckpointStore", "split_document", "join_document"]
+
+#: the key that marks a list stored as blocks (a document may not use it itself)
+MARK = "\u0000blocks"
+_MANIFEST = "MANIFEST"
+
+
+def _dumps(x: Any) -> bytes:
+    return json.dumps(x, separators=(",", ":"), sort_keys=True).encode("utf-8")
+
+
+def split_document(doc: Any, min_list: int, block: int, slices: list[list[Any]] | None = None) -> tuple[Any, list[bytes]]:
+    """``(skeleton, blocks)``: ``doc`` with every list of ``>= min_list`` elements that is a dict value
+    replaced by ``{MARK: [first block index, number of blocks, length]}`` (a dict of as many entries: its
+    ``[key, value]`` pairs, marked ``"dict"``), and the JSON text of the blocks (``slices``, if given,
+    receives the blocks' elements).
+
+    >>> split_document({"a": [1, 2, 3], "b": 4, "c": {"x": 1, "y": 2}}, min_list=2, block=2)[1]
+    [b'[1,2]', b'[3]', b'[["x",1],["y",2]]']
+    """
+    blocks: list[bytes] = []
+
+    def walk(x: Any) -> Any:
+        if not isinstance(x, dict):
+            return x
+        if MARK in x:
+            raise ValueError(f"a checkpoint document may not use the key {MARK!r}")
+        out = {}
+        for k, v in x.items():
+            big_dict = isinstance(v, dict) and len(v) >= min_list
+            if big_dict or (isinstance(v, list) and len(v) >= min_list):
+                items = [[a, b] for a, b in v.items()] if big_dict else v
+                first = len(blocks)
+                for i in range(0, len(items), block):
+                    part = items[i:i + block]
+                    blocks.append(_dumps(part))
+                    if slices is not None:
+                        slices.append(part)
+                out[k] = {MARK: [first, len(blocks) - first, len(items)] + (["dict"] if big_dict else [])}
+            else:
+                out[k] = walk(v)
+        return out
+
+    return walk(doc), blocks
+
+
+def join_document(skeleton: Any, blocks: list[Any]) -> Any:
+    """Inverse of :func:`split_document` (``blocks`` decoded).
+
+    >>> join_document({'a': {'\\x00blocks': [0, 2, 3]}, 'b': 4}, [[1, 2], [3]])
+    {'a': [1, 2, 3], 'b': 4}
+    """
+    if not isinstance(skeleton, dict):
+        return skeleton
+    if MARK in skeleton:
+        first, count, length = skeleton[MARK][:3]
+        out: list[Any] = []
+        for b in blocks[first:first + count]:
+            out.extend(b)
+        if len(out) != length:
+            raise CheckpointError(f"checkpoint block list has {len(out)} elements, manifest says {length}")
+        if skeleton[MARK][3:] == ["dict"]:
+            try:
+                return {str(k): v for k, v in out}
+            except (TypeError, ValueError):
+                raise CheckpointError("checkpoint block dict is damaged") from None
+        return out
+    return {k: join_document(v, blocks) for k, v in skeleton.items()}
+
+
+class ChunkedCheckpointStore(CheckpointStore):
+    """Checkpoints as a manifest + content-addressed blocks in pack files, in ``directory`` (module docstring).
+
+    ``block``: elements per block (smaller: finer deltas, a larger manifest); ``min_list``: the length from
+    which a list is stored as blocks; ``compact_ratio``: rewrite a base when packs exceed this many times
+    the live bytes. :attr:`last_written` tells what the last save wrote (blocks, bytes, whether a base).
+    """
+
+    fork_safe = True  # plain files: a forked child may save (streamarms.background_checkpoint)
+
+    def __init__(self, directory: str | os.PathLike[str], *, block: int = 256, min_list: int = 1024,
+                 compact_ratio: float = 2.0, fsync: bool = True, secret: bytes | None = None) -> None:
+        if block < 1 or min_list < 1 or compact_ratio <= 1.0:
+            raise ValueError(f"block and min_list must be >= 1 and compact_ratio > 1, got {block}, {min_list}, "
+                             f"{compact_ratio}")
+        self.dir = os.fspath(directory)
+        self.block, self.min_list, self.compact_ratio = int(block), int(min_list), float(compact_ratio)
+        self.fsync = fsync
+        self.secret = secret or None
+        self.last_written: dict[str, Any] = {}
+        self.saves = 0
+
+    def describe(self) -> str:
+        return f"chunked checkpoint directory {self.dir}"
+
+    def _name(self, data: bytes) -> str:
+        if self.secret:
+            return hmac.new(self.secret, data, hashlib.sha256).hexdigest()
+        return hashlib.sha256(data).hexdigest()
+
+    def _read_manifest(self) -> dict[str, Any] | None:
+        try:
+            with open(os.path.join(self.dir, _MANIFEST), "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return None
+        return decode(data, f"checkpoint manifest {self.dir}/{_MANIFEST}", self.secret)
+
+    # -- load ------------------------------------------------------------------------------------
+    def load(self) -> dict[str, Any] | None:
+        man = self._read_manifest()
+        if man is None:
+            return None
+        reader = _PackReader(self.dir, man["index"], self._name)
+        decoded = [reader.block(name) for name in man["blocks"]]
+        doc = join_document(man["doc"], decoded)
+        if not isinstance(doc, dict):
+            raise CheckpointError(f"checkpoint in {self.dir} is damaged: the document is not an object")
+        return doc
+
+    # -- save ------------------------------------------------------------------------------------
+    def save(self, state: dict[str, Any]) -> None:
+        """Store ``state`` durably (module docstring); one save at a time per directory (an advisory lock:
+        a save that outlived its daemon finishes, or dies, before another starts)."""
+        os.makedirs(self.dir, exist_ok=True)
+        fd = os.open(os.path.join(self.dir, "LOCK"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            self._save(state)
+        finally:
+            os.close(fd)  # releases the lock
+
+    def _save(self, state: dict[str, Any]) -> None:
+        parts: list[list[Any]] = []
+        skeleton, blocks = split_document(state, self.min_list, self.block, parts)
+        names = [self._name(b) for b in blocks]
+        prev = self._read_manifest()
+        seq = int(prev["seq"]) + 1 if prev else 1
+        old_index: dict[str, list[Any]] = prev["index"] if prev else {}
+        old_names: list[str] = prev["blocks"] if prev else []
+        live_bytes = sum(len(b) for b in dict(zip(names, blocks)).values())
+        pack_bytes = dict((prev or {}).get("packs", {}))
+        index: dict[str, list[Any]] = {}
+        new: dict[str, bytes] = {}
+        if prev:
+            reader = _PackReader(self.dir, old_index, self._name)
+            for i, (n, b) in enumerate(zip(names, blocks)):
+                if n in old_index:
+                    index[n] = old_index[n]
+                elif n not in new:  # a changed block: a patch on its predecessor where that is shorter
+                    before = old_names[i] if i < len(old_names) and old_names[i] in old_index else None
+                    new[n] = b if before is None else self._patch(reader, before, b, parts[i])
+        base = not prev or sum(pack_bytes.values()) + sum(len(b) for b in new.values()) \
+            > self.compact_ratio * max(live_bytes, 1)
+        if base:
+            new, index, pack_bytes = dict(zip(names, blocks)), {}, {}
+        pack = f"pack-{seq:08d}.bin"
+        off = 0
+        if new:
+            with open(os.path.join(self.dir, pack), "wb") as f:
+                for n, b in new.items():
+                    f.write(b)
+                    if isinstance(b, _Patch):
+                        index[n] = [pack, off, len(b), b.base]
+                    else:
+                        index[n] = [pack, off, len(b)]
+                    off += len(b)
+                f.flush()
+                if self.fsync:
+                    os.fsync(f.fileno())
+            pack_bytes[pack] = off
+        for loc in list(index.values()):  # a patch needs its root kept
+            if len(loc) > 3 and loc[3] not in index:
+                index[loc[3]] = old_index[loc[3]]
+        used = {loc[0] for loc in index.values()}
+        pack_bytes = {p: s for p, s in pack_bytes.items() if p in used}
+        man = {"seq": seq, "doc": skeleton, "blocks": names, "index": index, "packs": pack_bytes}
+        man_bytes = encode(man, self.secret)
+        self._replace(_MANIFEST, man_bytes)
+        for fn in os.listdir(self.dir):  # packs the new manifest does not use (the old base after a compaction)
+            if fn.startswith("pack-") and fn.endswith(".bin") and fn not in used:
+                os.unlink(os.path.join(self.dir, fn))
+        self.saves += 1
+        self.last_written = {"blocks": len(new), "patches": sum(isinstance(b, _Patch) for b in new.values()),
+                             "bytes": off, "manifest_bytes": len(man_bytes), "base": base, "live_bytes": live_bytes, "manifest_blocks": len(names)}
+
+    def _patch(self, reader: _PackReader, before: str, data: bytes, elements: list[Any]) -> bytes:
+        """The bytes to store for a changed block (``data``, its ``elements``) whose predecessor is ``before``:
+        a patch against the predecessor's root (itself, or the full block it patches) when that is valid
+        (applying it gives exactly ``data``) and shorter, else ``data`` itself."""
+        root = reader.root(before)
+        old = reader.block(root)
+        if len(old) != len(elements):
+            return data
+        changes = [[j, x] for j, (x, y) in enumerate(zip(elements, old)) if x != y]
+        patch = _dumps(changes)
+        if len(patch) >= len(data) or _apply_text(old, changes) != data:  # e.g. 1 vs 1.0: == but not the same
+            return data
+        return _Patch(patch, root)
+
+    def _replace(self, name: str, data: bytes) -> None:
+        path = os.path.join(self.dir, name)
+        tmp = f"{path}.tmp-{os.getpid()}"
+        try:
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                if self.fsync:
+                    os.fsync(f.fileno())
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        if self.fsync:
+            fd = os.open(self.dir, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+
+class _Patch(bytes):
+    """Stored bytes of a patch block (``[[position, element], ...]``) with the full block it applies to."""
+
+    base: str
+
+    def __new__(cls, data: bytes, base: str) -> _Patch:
+        obj = super().__new__(cls, data)
+        obj.base = base
+        return obj
+
+
+def _apply(old: list[Any], changes: list[Any]) -> list[Any]:
+    out = list(old)
+    for j, x in changes:
+        out[j] = x
+    return out
+
+
+def _apply_text(old: list[Any], changes: list[Any]) -> bytes:
+    return _dumps(_apply(old, changes))
+
+
+class _PackReader:
+    """Reads blocks (full or patches, resolved and verified against their names) from a directory's packs."""
+
+    def __init__(self, directory: str, index: dict[str, list[Any]], name_of: Any) -> None:
+        self.dir, self.index, self.name_of = directory, index, name_of
+        self.files: dict[str, bytes] = {}
+        self.cache: dict[str, bytes] = {}
+
+    def root(self, name: str) -> str:
+        """The full block ``name`` is stored as a patch of (``name`` itself if it is stored whole)."""
+        loc = self.index.get(name)
+        return str(loc[3]) if loc is not None and len(loc) > 3 else name
+
+    def block(self, name: str) -> Any:
+        """The block's elements, freshly decoded (never shared between two calls)."""
+        return json.loads(self.text(name))
+
+    def text(self, name: str) -> bytes:
+        got = self.cache.get(name)
+        if got is not None:
+            return got
+        loc = self.index.get(name)
+        if loc is None:
+            raise CheckpointError(f"checkpoint in {self.dir}: block {name[:12]} is not in the index")
+        pack, off, size = loc[0], loc[1], loc[2]
+        if pack not in self.files:
+            try:
+                with open(os.path.join(self.dir, pack), "rb") as f:
+                    self.files[pack] = f.read()
+            except FileNotFoundError:
+                raise CheckpointError(f"checkpoint in {self.dir}: pack {pack} is missing") from None
+        data = self.files[pack][off:off + size]
+        if len(data) != size:
+            raise CheckpointError(f"checkpoint in {self.dir}: block {name[:12]} in {pack} is damaged (short)")
+        try:
+            if len(loc) > 3:  # a patch on a full block (its root: never itself a patch)
+                if len(self.index.get(loc[3], ())) != 3:
+                    raise ValueError("a patch on a patch")
+                data = _apply_text(self.block(loc[3]), json.loads(data))
+        except (ValueError, TypeError, IndexError):
+            raise CheckpointError(f"checkpoint in {self.dir}: block {name[:12]} in {pack} is damaged") from None
+        if not hmac.compare_digest(self.name_of(data), name):
+            raise CheckpointError(f"checkpoint in {self.dir}: block {name[:12]} in {pack} is damaged")
+        if len(self.cache) < 4096:
+            self.cache[name] = data
+        return data

@@ -1,0 +1,129 @@
+"""A member's view of the group threshold with the interface of a threshold track: :class:`GroupTrack`.
+
+The piece a group-mode policy plugs in where :class:`~streamarms.confidence.threshold.ThresholdTrack`
+sits today (issue 13). It keeps the additive totals of the arms of each partition the member owns
+(:class:`~streamarms.group_threshold.PartitionTotals`), publishes the changed partitions at most every
+``interval`` seconds, reads every partition's latest value and merges them into the group's interval
+(:class:`~streamarms.group_threshold.GroupThreshold`; why that interval is valid: that module's
+docstring). Transport-free: ``publish(partition, value)`` and ``fetch() -> {key: value}`` are given
+(``streamarms.connectors.group_stats`` on Kafka; a dict in tests), so the core imports no connector.
+
+``record(g, S, lo, hi, box=None, S2=None, partition=...)`` -- as ``ThresholdTrack.record`` plus the
+arm's partition; returns whether the group's ``m_theta`` advanced (on this call's sync). ``sync(now)``
+publishes and merges without a record (the daemon calls it every loop turn: another member's
+progress can advance the group's threshold while this member receives nothing). ``upper()``,
+``lower()``, ``estimate(side)``, ``m_theta``, ``levels``, ``result`` as the track's.
+
+What a policy must change to use it (not done here: the policies are the lead's): take the group's
+``n`` for its per-arm alpha and its sampling rule, keep sampling its slowest arms while the *group*
+is undecided (a member whose arms are all classified still holds the group's ``m_theta`` back), and
+handle events raised by an advance that ``sync`` (not a record) brought.
+
+>>> import random
+>>> from streamarms.confidence import BetaBinomialCS
+>>> board = {}
+>>> spec = dict(n=6, k=1.0, alpha=0.1, low=0.0, high=1.0, bernoulli=True)
+>>> members = [GroupTrack(spec, publish=lambda p, v: board.__setitem__(p, v), fetch=lambda: board,
+...                       clock=lambda: 0.0, interval=0.0) for _ in range(2)]
+>>> rng = random.Random(0); arms = [BetaBinomialCS(0.01) for _ in range(6)]
+>>> for _ in range(100):
+...     for i, c in enumerate(arms):
+...         c.update(float(rng.random() < 0.3 + 0.1 * i))
+...         _ = members[i % 2].record(c.n, c.s, *c.interval(), partition=f"rewards:{i % 2}")
+>>> _ = [m.sync() for m in members]
+>>> members[0].m_theta, members[1].m_theta, members[0].upper() == members[1].upper()
+(84, 84, True)
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .confidence.threshold import ThresholdTrack
+from .group_threshold import GroupThreshold, PartitionTotals, merge_totals, staleness
+
+__all__ = ["GroupTrack"]
+
+
+class GroupTrack:
+    """The group threshold behind a track's interface (module docstring)."""
+
+    levels = ThresholdTrack.levels
+
+    def __init__(self, spec: dict[str, Any], *, publish: Callable[[str, dict[str, Any]], None],
+                 fetch: Callable[[], dict[str, dict[str, Any]]], clock: Callable[[], float] = time.time,
+                 interval: float = 1.0, member: str = "") -> None:
+        self.spec = dict(spec)
+        self.publish, self.fetch, self.clock = publish, fetch, clock
+        self.interval, self.member = float(interval), member
+        self.parts: dict[str, PartitionTotals] = {}
+        self.group = GroupThreshold(**self.spec)
+        self._dirty: set[str] = set()
+        self._published_at = self._merged_at = -math.inf
+        self.staleness = math.inf
+
+    @property
+    def m_theta(self) -> int:
+        return self.group.m_theta
+
+    @property
+    def result(self) -> dict[str, Any]:
+        return self.group.result
+
+    def owned(self, partition: str, value: dict[str, Any] | None = None) -> PartitionTotals:
+        """The totals of ``partition`` (created, or restored from ``value``: a checkpoint's, or the stats
+        topic's when the key state is of the same moment)."""
+        t = self.parts.get(partition)
+        if t is None:
+            t = self.parts[partition] = PartitionTotals(**self.spec)
+        if value is not None:
+            t.restore(value)
+            self._dirty.add(partition)
+        return t
+
+    def release(self, partition: str) -> None:
+        """A partition moved away: stop publishing it (its new owner's value replaces ours)."""
+        self.parts.pop(partition, None)
+        self._dirty.discard(partition)
+
+    def record(self, g: int, S: float, lo: float, hi: float, box: Any = None, S2: float | None = None, *,
+               partition: str) -> bool:
+        if g not in self.levels:
+            return False
+        self.owned(partition).record(g, S, lo, hi, S2=S2)
+        self._dirty.add(partition)
+        return self.sync(force=False)
+
+    def sync(self, now: float | None = None, force: bool = True) -> bool:
+        """Publish the changed partitions and merge every partition's latest value, each at most every
+        ``interval`` s unless ``force`` (the merge); whether the group's ``m_theta`` advanced."""
+        now = self.clock() if now is None else now
+        if self._dirty and now - self._published_at >= self.interval:
+            for p in sorted(self._dirty):
+                self.publish(p, self.parts[p].value(member=self.member, time=now))
+            self._dirty.clear()
+            self._published_at = now
+        if not force and now - self._merged_at < self.interval:
+            return False
+        self._merged_at = now
+        values = self.fetch()
+        before = self.group.m_theta
+        self.group.update(merge_totals(values[k] for k in sorted(values)))
+        self.staleness = staleness(values.values(), now)
+        return self.group.m_theta > before
+
+    def upper(self) -> tuple[float, float]:
+        return self.group.upper()
+
+    def lower(self) -> tuple[float, float]:
+        return self.group.lower()
+
+    def estimate(self, side: str = "upper") -> float:
+        return float(self.group.estimates.get(side, math.nan))
+
+    def snapshot(self) -> dict[str, Any]:
+        """The member's partitions' totals (the group's view is rebuilt from the stats topic)."""
+        return {"spec": self.spec, "parts": {p: t.value() for p, t in self.parts.items()}}

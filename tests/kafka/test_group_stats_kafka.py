@@ -1,0 +1,99 @@
+"""The group's stats topic against the real broker (Tansu): three members publish the totals of their
+partitions, three readers converge to the same merged totals (and the single-process interval); a
+member that restarts resumes its partitions' totals from the topic; another group's values are ignored."""
+
+from __future__ import annotations
+
+import math
+import random
+import uuid
+
+import pytest
+
+from streamarms.confidence.factory import sequence_for
+from streamarms.confidence.threshold import ThresholdTrack
+from streamarms.connectors.group_stats import KafkaStatsPublisher, KafkaStatsReader
+from streamarms.group_threshold import GroupThreshold, PartitionTotals
+from streamarms.models import make_model
+
+pytestmark = pytest.mark.kafka
+
+N, PARTS, ROUNDS = 60, 6, 240
+SPEC = dict(n=N, k=2.0, alpha=0.05, low=0.0, high=1.0, bernoulli=True)
+OWNER = {p: p // 2 for p in range(PARTS)}  # member m owns partitions 2m and 2m + 1
+
+
+def _stream(seed: int = 7):
+    """Per round, the (arm, reward) pairs in arrival order; arm i lives in partition part_of[i]."""
+    rng = random.Random(seed)
+    means = [0.3 + 0.02 * (i % 5) for i in range(N - 2)] + [0.85, 0.9]
+    part_of = [rng.randrange(PARTS) for _ in range(N)]
+    rounds = [[(i, float(rng.random() < means[i])) for i in rng.sample(range(N), N)] for _ in range(ROUNDS)]
+    return part_of, rounds
+
+
+def _config(kafka_broker):
+    return {"bootstrap_servers": [kafka_broker.bootstrap]}
+
+
+def test_three_readers_converge_and_a_restarted_member_resumes(kafka_broker):
+    topic = f"stats-{uuid.uuid4().hex[:8]}"
+    cfg = _config(kafka_broker)
+    part_of, rounds = _stream()
+    arms = [sequence_for(make_model("bernoulli"), 0.025 / N, str(i)) for i in range(N)]
+    single = ThresholdTrack(N, 2.0, 0.05, low=0.0, high=1.0, bernoulli=True)
+    totals = {p: PartitionTotals(**SPEC) for p in range(PARTS)}
+    pubs = {m: KafkaStatsPublisher(cfg, topic, "detectors", f"member-{m}") for m in range(3)}
+    noise = KafkaStatsPublisher(cfg, topic, "other-group", "x", create=False)  # must not be merged
+    readers = [KafkaStatsReader(cfg, topic, "detectors") for _ in range(3)]
+    restarted_at = 150
+    try:
+        for r, batch in enumerate(rounds):
+            for i, x in batch:
+                c = arms[i]
+                c.update(x)
+                if c.n in single.levels:
+                    lo, hi = c.interval()
+                    single.record(c.n, c.s, lo, hi)
+                    totals[part_of[i]].record(c.n, c.s, lo, hi)
+            if r % 40 == 39 or r == restarted_at:  # every member publishes its partitions now and then
+                for p in range(PARTS):
+                    pubs[OWNER[p]].publish(f"rewards:{p}", totals[p].value(offset=r))
+                noise.publish("rewards:0", PartitionTotals(**SPEC).value())
+                for pub in pubs.values():
+                    pub.flush()
+                noise.flush()
+            if r == restarted_at:  # member 0 dies; its successor resumes partitions 0 and 1 from the topic
+                pubs[0].close()
+                pubs[0] = KafkaStatsPublisher(cfg, topic, "detectors", "member-0-restarted", create=False)
+                boot = KafkaStatsReader(cfg, topic, "detectors")
+                boot.catch_up()
+                for p in (0, 1):
+                    v = boot.value_of(f"rewards:{p}")
+                    assert v is not None and v["offset"] == restarted_at  # the same moment as its key state
+                    fresh = PartitionTotals(**SPEC)
+                    fresh.restore(v)
+                    assert fresh.value() == totals[p].value()
+                    totals[p] = fresh
+                boot.close()
+            if r % 60 == 0:
+                for rd in readers:
+                    rd.poll(0.0)
+        views = []
+        for rd in readers:
+            rd.catch_up()
+            assert sorted(rd.latest) == [f"detectors/rewards:{p}" for p in range(PARTS)]
+            g = GroupThreshold(**SPEC)
+            g.update(rd.merged())
+            views.append((rd.merged(), g.m_theta, g.upper()))
+            assert rd.lag() == 0 and 0.0 <= rd.staleness() < 60.0
+        assert views[0] == views[1] == views[2]  # bit for bit
+        _, m_theta, upper = views[0]
+        assert m_theta == single.m_theta > 100
+        assert all(math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12) for a, b in zip(upper, single.upper()))
+        assert sum(p.sent for p in pubs.values()) > 0
+    finally:
+        for pub in [*pubs.values(), noise]:
+            pub.close()
+        for rd in readers:
+            rd.close()
