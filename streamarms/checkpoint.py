@@ -44,7 +44,7 @@ from typing import Any
 
 from .errors import StreamarmsError
 
-__all__ = ["CheckpointStore", "FileCheckpointStore", "CheckpointError", "encode", "decode", "checkpoint_key",
+__all__ = ["CheckpointStore", "FileCheckpointStore", "CheckpointError", "encode", "decode", "checkpoint_key", "atomic_write",
            "KEY_ENV", "KEY_FILE_ENV"]
 
 #: environment variables that hold the HMAC key (or the path of a file holding it)
@@ -182,6 +182,34 @@ class CheckpointStore(ABC):
         pass
 
 
+def atomic_write(path: str, data: bytes, fsync: bool = True) -> None:
+    """Write ``data`` to ``path`` all or nothing: a temporary file in the same directory, renamed over
+    ``path``; with ``fsync``, the file and then its directory are flushed to disk (a crash leaves the old
+    file or the new one, never a torn one).
+
+    >>> import tempfile; d = tempfile.mkdtemp(); atomic_write(os.path.join(d, "x"), b"1", fsync=False)
+    >>> open(os.path.join(d, "x"), "rb").read()
+    b'1'
+    """
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            if fsync:
+                os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    if fsync:
+        fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
 class FileCheckpointStore(CheckpointStore):
     """Checkpoint in a local file, replaced atomically; ``fsync=False`` skips the two fsyncs (faster,
     but a power loss may then lose the last checkpoint -- never tear it: rename stays atomic).
@@ -206,23 +234,6 @@ class FileCheckpointStore(CheckpointStore):
 
     def save(self, state: dict[str, Any]) -> None:
         data = encode(state, self.secret)
-        directory = os.path.dirname(os.path.abspath(self.path))
-        os.makedirs(directory, exist_ok=True)
-        tmp = f"{self.path}.tmp-{os.getpid()}"
-        try:
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                if self.fsync:
-                    os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-        if self.fsync:
-            fd = os.open(directory, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+        atomic_write(self.path, data, self.fsync)
         self.saves += 1

@@ -52,7 +52,7 @@ import json
 import os
 from typing import Any
 
-from .checkpoint import CheckpointError, CheckpointStore, decode, encode
+from .checkpoint import CheckpointError, CheckpointStore, atomic_write, decode, encode
 
 __all__ = ["ChunkedCheckpointStore", "split_document", "join_document"]
 
@@ -255,24 +255,7 @@ class ChunkedCheckpointStore(CheckpointStore):
         return _Patch(patch, root)
 
     def _replace(self, name: str, data: bytes) -> None:
-        path = os.path.join(self.dir, name)
-        tmp = f"{path}.tmp-{os.getpid()}"
-        try:
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                if self.fsync:
-                    os.fsync(f.fileno())
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-        if self.fsync:
-            fd = os.open(self.dir, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+        atomic_write(os.path.join(self.dir, name), data, self.fsync)
 
 
 class _Patch(bytes):
