@@ -23,7 +23,7 @@ import time
 
 import pytest
 from drill_util import clean_stream
-from test_drills_kafka import POLICY, dedupe_recipe, reference
+from test_drills_kafka import POLICY, dedupe_recipe, read_settled, reference
 from test_runtime_kafka import FAST_GROUP, ROOT, cli, produce
 
 from streamarms.connectors.kafka import ensure_topics
@@ -33,21 +33,7 @@ pytestmark = [pytest.mark.kafka]
 
 def read_committed(bootstrap, topic, settle=3.0):
     """Every record of ``topic`` (partition 0) a read_committed reader sees within ``settle`` idle seconds."""
-    from kafka import KafkaConsumer, TopicPartition
-    c = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None,
-                      isolation_level="read_committed")
-    try:
-        tp = TopicPartition(topic, 0)
-        c.assign([tp])
-        c.seek_to_beginning(tp)
-        out, idle = [], time.monotonic()
-        while time.monotonic() - idle < settle:
-            for recs in c.poll(timeout_ms=300).values():
-                out.extend(recs)
-                idle = time.monotonic()
-        return out
-    finally:
-        c.close()
+    return read_settled(bootstrap, topic, isolation="read_committed", settle=settle)
 
 
 def test_tansu_exposes_a_fenced_open_transaction(kafka_broker):
