@@ -45,12 +45,25 @@ def sequence_from_snapshot(state: dict[str, Any]) -> ConfidenceSequence:
     return _KINDS[kind].restore(state)
 
 
+def _public_slots(cls: type) -> tuple[str, ...]:
+    """The public slot names of ``cls`` and its bases, base classes first."""
+    out: list[str] = []
+    for c in reversed(cls.__mro__):
+        slots = c.__dict__.get("__slots__", ())
+        out.extend(k for k in ((slots,) if isinstance(slots, str) else slots) if not k.startswith("_"))
+    return tuple(out)
+
+
 class ConfidenceSequence(ABC):
     """One arm's anytime-valid confidence sequence at level ``1 - alpha`` (see the module docstring).
 
     Subclasses hold ``m`` (count), ``s`` (sum of rewards) and the running intersection ``lo``/``hi``.
+    A subclass held once per arm of a large run declares ``__slots__`` (no per-instance ``__dict__``:
+    about half the memory per arm); :meth:`snapshot` and :meth:`restore` read and write slots and
+    ``__dict__`` alike, so the snapshot format does not depend on it.
     """
 
+    __slots__ = ("alpha", "arm", "m", "s")
     kind: ClassVar[str] = "cs"
     #: the range of a reward (``None``: unbounded)
     low: float | None = None
@@ -116,16 +129,22 @@ class ConfidenceSequence(ABC):
 
     # -- persistence -----------------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
-        d = {k: v for k, v in vars(self).items() if not k.startswith("_")}
+        """The public fields (slots first, base class first, then ``__dict__``) and ``kind``."""
+        d = {k: getattr(self, k) for k in _public_slots(type(self)) if hasattr(self, k)}
+        if hasattr(self, "__dict__"):
+            d.update((k, v) for k, v in vars(self).items() if not k.startswith("_"))
         d["kind"] = self.kind
         return d
 
     @classmethod
     def restore(cls, state: dict[str, Any]) -> ConfidenceSequence:
         obj = cls.__new__(cls)
-        d = dict(state)
-        d.pop("kind", None)
-        obj.__dict__.update(d)
+        for k, v in state.items():
+            if k != "kind":
+                try:
+                    setattr(obj, k, v)
+                except AttributeError:
+                    raise ValueError(f"{cls.__name__} snapshot has an unknown field {k!r}") from None
         obj._after_restore()
         return obj
 

@@ -30,6 +30,7 @@ The running intersection of every interval computed is kept. The default prior i
 
 from __future__ import annotations
 
+import functools
 import math
 
 from .base import ConfidenceSequence, register_sequence
@@ -41,6 +42,12 @@ _lgamma = math.lgamma
 
 def _lbeta(x: float, y: float) -> float:
     return _lgamma(x) + _lgamma(y) - _lgamma(x + y)
+
+
+@functools.lru_cache(maxsize=64)
+def _constants(alpha: float, a: float, b: float) -> tuple[float, float]:
+    """``(log(1/alpha), log B(a, b))``: one pair of float objects shared by every arm of a run."""
+    return math.log(1.0 / alpha), _lbeta(a, b)
 
 
 def log_mixture(p: float, m: int, S: float, a: float = 0.5, b: float = 0.5) -> float:
@@ -93,6 +100,8 @@ class BetaBinomialCS(ConfidenceSequence):
     ValueError: reward for arm 'k' must be 0 or 1, got 0.5
     """
 
+    # one per arm: slots, and the two constants shared (see ConfidenceSequence)
+    __slots__ = ("a", "b", "lo", "hi", "_c", "_lb0")
     kind = "beta_binomial"
     low, high = 0.0, 1.0
 
@@ -105,8 +114,7 @@ class BetaBinomialCS(ConfidenceSequence):
         self._after_restore()
 
     def _after_restore(self) -> None:
-        self._c = math.log(1.0 / self.alpha)
-        self._lb0 = _lbeta(self.a, self.b)
+        self._c, self._lb0 = _constants(self.alpha, self.a, self.b)
 
     def check(self, x: object) -> float:
         v = super().check(x)

@@ -57,6 +57,9 @@ from .ksigma import ksigma_outliers
 
 __all__ = ["AnytimeKSigma"]
 
+#: how many arms' requests are kept built (beyond it the cache starts afresh)
+_REQUEST_CACHE = 4096
+
 _LEVELS = grid_levels()
 _LEVEL_SET = frozenset(_LEVELS)
 
@@ -130,7 +133,8 @@ class AnytimeKSigma(Policy):
 
     # -- derived state (rebuilt on restore) ------------------------------------------------------
     def _init_derived(self) -> None:
-        self._requests = [Request(a) for a in self.arms]
+        #: requests built lazily (a million arms need not hold a million requests), a bounded cache
+        self._requests: dict[int, Request] = {}
         self._deferred = set(self.deferred)
         self._heap = [(self.key[i], i) for i in range(len(self.arms)) if self.state[i] == 0]
         heapq.heapify(self._heap)
@@ -166,6 +170,15 @@ class AnytimeKSigma(Policy):
         self._next_g = _next_level(tr.m_theta)
         self._lag = [i for i, c in enumerate(self.cs) if c.m < self._next_g]
         self._lag.reverse()  # pop from the end: lowest index first
+
+    def _request(self, i: int) -> Request:
+        """Arm i's request (equal to ``Request(arms[i])``; cached for the arms asked for recently)."""
+        r = self._requests.get(i)
+        if r is None:
+            if len(self._requests) >= _REQUEST_CACHE:
+                self._requests.clear()
+            r = self._requests[i] = Request(self.arms[i])
+        return r
 
     # -- sampling index --------------------------------------------------------------------------
     def _var(self, mean: float, m: int) -> float:
@@ -408,20 +421,20 @@ class AnytimeKSigma(Policy):
             if heap:
                 i = heap[0][1]
                 if not self._threshold_first(i):
-                    return self._requests[i]
+                    return self._request(i)
                 j = self._laggard()
-                return self._requests[i if j is None else j]
+                return self._request(i if j is None else j)
         out = self._plan(1, self._deferred)
         if not out and self._deferred:
             self._deferred.clear()
             self.deferred = []
             out = self._plan(1, self._deferred)
-        return self._requests[out[0]] if out else None
+        return self._request(out[0]) if out else None
 
     def wanted(self, k: int) -> list[Request]:
         if self.n_undecided == 0 or k <= 0:
             return []
-        return [self._requests[j] for j in self._plan(k, self._deferred)]
+        return [self._request(j) for j in self._plan(k, self._deferred)]
 
     def defer(self, arm: str) -> None:
         i = self._arm_index(arm)
