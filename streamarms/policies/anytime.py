@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from array import array
 from collections.abc import Sequence
 from typing import Any, ClassVar, cast
 
@@ -136,8 +137,7 @@ class AnytimeKSigma(Policy):
         #: requests built lazily (a million arms need not hold a million requests), a bounded cache
         self._requests: dict[int, Request] = {}
         self._deferred = set(self.deferred)
-        self._heap = [(self.key[i], i) for i in range(len(self.arms)) if self.state[i] == 0]
-        heapq.heapify(self._heap)
+        self._heap = self._fresh_heap()
         m = self.model
         self._bern = m.name == "bernoulli" and all(type(c) is BetaBinomialCS for c in self.cs)
         self._heap_cap = 2 * len(self.arms) + 64
@@ -154,7 +154,8 @@ class AnytimeKSigma(Policy):
             ht = cast(HeavyTailedModel, m)
             self._vconst = ht.B ** (2.0 / ht.p)
         self._L = math.log(1.0 / self.alpha_arm)
-        self._rp = [self._radius_proxy(i) for i in range(len(self.arms))]
+        # the radius proxies unboxed (8 bytes an arm, not a float object's 32): read one at a time
+        self._rp = array("d", (self._radius_proxy(i) for i in range(len(self.arms))))
         self._refresh_threshold()
 
     def _refresh_threshold(self) -> None:
@@ -168,8 +169,16 @@ class AnytimeKSigma(Policy):
             w = max(w, (self._l[1] - self._l[0]) / 2.0)
         self._W = w
         self._next_g = _next_level(tr.m_theta)
-        self._lag = [i for i, c in enumerate(self.cs) if c.m < self._next_g]
+        self._lag = [i for i, c in zip(self.index.values(), self.cs) if c.m < self._next_g]
         self._lag.reverse()  # pop from the end: lowest index first
+
+    def _fresh_heap(self) -> list[tuple[float, int]]:
+        """The heap of the undecided arms' keys, without stale entries. Its arm numbers (like
+        ``_lag``'s) are :attr:`index`'s own int objects, not fresh ones: 32 bytes less an entry."""
+        key, state = self.key, self.state
+        heap = [(key[i], i) for i in self.index.values() if state[i] == 0]
+        heapq.heapify(heap)
+        return heap
 
     def _request(self, i: int) -> Request:
         """Arm i's request (equal to ``Request(arms[i])``; cached for the arms asked for recently)."""
@@ -240,8 +249,7 @@ class AnytimeKSigma(Policy):
                 if ev is not None:
                     events.append(ev)
         self.key = [self._key_of(i) if self.state[i] == 0 else math.inf for i in range(len(self.arms))]
-        self._heap = [(self.key[i], i) for i in range(len(self.arms)) if self.state[i] == 0]
-        heapq.heapify(self._heap)
+        self._heap = self._fresh_heap()
         return events
 
     # -- Policy interface ------------------------------------------------------------------------
@@ -313,12 +321,13 @@ class AnytimeKSigma(Policy):
                 k = gap * math.sqrt(m / var)
             else:
                 k = -math.inf
-            self.key[i] = k
-            heap = self._heap
-            heapq.heappush(heap, (k, i))
-            if len(heap) > self._heap_cap:
-                self._heap = [(self.key[j], j) for j in range(len(self.arms)) if self.state[j] == 0]
-                heapq.heapify(self._heap)
+            key = self.key
+            if k != key[i]:  # (unchanged, e.g. -inf before m_theta: the heap holds its entry already)
+                key[i] = k
+                heap = self._heap
+                heapq.heappush(heap, (k, i))
+                if len(heap) > self._heap_cap:
+                    self._heap = self._fresh_heap()
         return events
 
     def update_batch(self, arms: Sequence[int], rewards: Sequence[float]) -> tuple[int, list[Event]]:
