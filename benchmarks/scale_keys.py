@@ -5,7 +5,11 @@ Per key count n (each in its own process, so RSS is that run's alone): a passive
 per key (``passive_feed="all"``, 10% ones), then:
 
 * ``rss_mb``: resident set size (``/proc/self/status`` VmRSS) after the feed, and ``per_key_b``
-  (RSS minus the interpreter-and-imports baseline measured before building, over n);
+  (RSS minus the interpreter-and-imports baseline measured before building, over n). It counts the arm
+  names (the scheduler holds them) but not the records' key bytes, made per batch as a consumer receives
+  them (held for the whole run before, they added ~57 B a key that a daemon does not hold);
+* ``peak_mb``: the process's peak RSS (VmHWM) at the end, i.e. with the checkpoints below: the full
+  checkpoint builds the whole document in memory, so at scale it, not the state, sets the peak;
 * ``full``: today's checkpoint, in the loop: ``scheduler.snapshot()`` + encode + atomic file write with
   fsync (:class:`~streamarms.checkpoint.FileCheckpointStore`) -- the whole of it stalls the loop;
 * ``chunked base`` / ``chunked delta``: :class:`~streamarms.chunked_checkpoint.ChunkedCheckpointStore`:
@@ -25,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -40,20 +45,24 @@ from streamarms.registry import build_policy  # noqa: E402
 from streamarms.runtime import EventClock, RewardCodec, Scheduler, SchedulerConfig  # noqa: E402
 
 
-def rss_mb() -> float:
+def rss_mb(field: str = "VmRSS") -> float:
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith("VmRSS"):
+            if line.startswith(field):
                 return int(line.split()[1]) / 1024.0
     return float("nan")
 
 
-def feed(s: Scheduler, keys: list[bytes], idx: range | list[int]) -> None:
+def arm_name(i: int) -> str:
+    return f"key-{i:07d}"
+
+
+def feed(s: Scheduler, idx: range) -> None:
+    """One record per key of ``idx``, in batches of 10k whose keys are made afresh (as a consumer's are)."""
     vals = (b'{"reward": 0}', b'{"reward": 1}')
-    idx = list(idx)
     for j in range(0, len(idx), 10000):
         part = idx[j:j + 10000]
-        s.offer_batch([keys[i] for i in part], [vals[(i * 7919) % 10 == 0] for i in part])
+        s.offer_batch([arm_name(i).encode() for i in part], [vals[(i * 7919) % 10 == 0] for i in part])
 
 
 def best(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]
@@ -67,13 +76,12 @@ def best(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]
 
 def one(n: int, repeat: int) -> dict[str, float]:
     base = rss_mb()
-    arms = [f"key-{i:07d}" for i in range(n)]
-    keys = [a.encode() for a in arms]
+    arms = [arm_name(i) for i in range(n)]
     s = Scheduler(lambda a, ep: build_policy("cs", a, k=2.0, delta=0.1), clock=EventClock(), arms=arms,
                   config=SchedulerConfig(passive_feed="all", max_arms=max(n, 10)),
                   codec=RewardCodec(model=BernoulliModel()))
     s.tick()
-    feed(s, keys, range(n))
+    feed(s, range(n))
     out: dict[str, float] = {"keys": n, "rss_mb": rss_mb()}
     out["per_key_b"] = (out["rss_mb"] - base) * 1024 * 1024 / n
     d = tempfile.mkdtemp(prefix="scale-keys-")
@@ -86,7 +94,7 @@ def one(n: int, repeat: int) -> dict[str, float]:
     chunked.save(checkpoint_document(run, s, {}))
     out["chunked_base_s"] = time.perf_counter() - t0
     out["chunked_base_mb"] = (chunked.last_written["bytes"] + chunked.last_written["manifest_bytes"]) / 1e6
-    feed(s, keys, range(0, n, 100))  # 1% of the keys get a reward
+    feed(s, range(0, n, 100))  # 1% of the keys get a reward
     doc = checkpoint_document(run, s, {})
     t0 = time.perf_counter()
     chunked.save(doc)
@@ -106,6 +114,8 @@ def one(n: int, repeat: int) -> dict[str, float]:
         os.waitpid(pid, 0)
         child.append(time.perf_counter() - t0)
     out["fork_stall_s"], out["child_save_s"] = min(stalls), min(child)
+    out["peak_mb"] = rss_mb("VmHWM")
+    shutil.rmtree(d, ignore_errors=True)
     return out
 
 
@@ -124,7 +134,7 @@ def main(argv: list[str] | None = None) -> None:
         r = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", str(n), "--repeat", str(a.repeat)],
                            capture_output=True, text=True, check=True)
         rows.append(json.loads(r.stdout.strip().splitlines()[-1]))
-    cols = ["keys", "rss_mb", "per_key_b", "full_s", "full_mb", "chunked_base_s", "chunked_base_mb",
+    cols = ["keys", "rss_mb", "per_key_b", "peak_mb", "full_s", "full_mb", "chunked_base_s", "chunked_base_mb",
             "chunked_delta_s", "chunked_delta_mb", "fork_stall_s", "child_save_s"]
     lines = ["  ".join(f"{c:>15}" for c in cols)]
     for r in rows:
