@@ -75,3 +75,34 @@ def test_anytime_requests_are_built_lazily() -> None:
     assert len(pol._requests) == 0
     r = pol.next_request()
     assert r is not None and r == pol.next_request() and len(pol._requests) == 1
+
+
+#: EDetector(1e-3) after observing 1,0,0,1,1,0 against (0.1, 0.3), as written when its statistics were lists
+OLD_ED = {"kind": "edetector", "alpha_cd": 0.001, "low": 0.0, "high": 1.0,
+          "lambdas": [0.02, 0.05, 0.1, 0.2, 0.4, 0.7],
+          "up": [6.073573267342415, 6.182270450383421, 6.358672397639001, 6.691524268095997, 7.262643052543999,
+                 7.8320871609110005],
+          "down": [5.843182661076338, 5.612416132291734, 5.2398230229710006, 4.540485351744, 3.3302280028159994,
+                   1.998880299779], "restarts": 0}
+
+
+def test_continuous_per_key_classes_are_slotted_and_old_detector_snapshots_load() -> None:
+    from streamarms.monitor.key import KeyState
+    from streamarms.monitor.restart import EDetector, WindowRestart, restart_from_snapshot
+
+    ks = KeyState("a", "g", BetaBinomialCS(0.01, "a"), EDetector(1e-3))
+    for obj in (ks, ks.rule, WindowRestart(5)):
+        assert not hasattr(obj, "__dict__"), type(obj).__name__
+    assert EDetector(1e-3).lambdas is EDetector(1e-4).lambdas  # one grid of bets for every key
+    old = restart_from_snapshot(json.loads(json.dumps(OLD_ED)))
+    assert old.snapshot() == OLD_ED
+    fresh = EDetector(1e-3)
+    for x in [1, 0, 0, 1, 1, 0, 1, 1]:
+        fresh.observe(float(x), 0.1, 0.3)
+    for x in [1, 1]:
+        old.observe(float(x), 0.1, 0.3)
+    assert old.snapshot() == fresh.snapshot()
+    back = KeyState.restore(json.loads(json.dumps(ks.snapshot())))
+    assert back.snapshot() == ks.snapshot()
+    with pytest.raises(ValueError, match="unknown field"):
+        restart_from_snapshot(dict(OLD_ED, junk=1))

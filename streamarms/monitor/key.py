@@ -28,6 +28,9 @@ OUTLIER, NORMAL, UNDECIDED = "outlier", "normal", "undecided"
 class KeyState:
     """Mutable per-key evidence (module docstring); the monitor drives it."""
 
+    __slots__ = ("key", "group", "segment", "rule", "base", "epoch", "epoch_cs", "state", "flagged", "samples",
+                 "restarts", "segment_since")
+
     def __init__(self, key: str, group: str, segment: ConfidenceSequence,
                  rule: EDetector | WindowRestart | None = None) -> None:
         self.key, self.group = str(key), str(group)
@@ -59,5 +62,9 @@ class KeyState:
         d["rule"] = restart_from_snapshot(d["rule"]) if d["rule"] is not None else None
         d["base"] = tuple(d["base"])
         d["epoch_cs"] = sequence_from_snapshot(d["epoch_cs"]) if d["epoch_cs"] is not None else None
-        obj.__dict__.update(d)
+        for k, v in d.items():
+            try:
+                setattr(obj, k, v)
+            except AttributeError:
+                raise ValueError(f"key state snapshot has an unknown field {k!r}") from None
         return obj

@@ -65,6 +65,7 @@ True
 
 from __future__ import annotations
 
+from array import array
 from typing import Any
 
 __all__ = ["EDetector", "WindowRestart", "restart_from_snapshot", "LAMBDAS"]
@@ -82,7 +83,12 @@ class EDetector:
     ValueError: alpha_cd must be in (0, 1), got 0.0
     """
 
+    # one per key: slots, the bets shared by every key, the statistics unboxed (array('d'): 8 bytes a
+    # value, not a float object's 32) -- about a third of the memory of lists of floats
+    __slots__ = ("alpha_cd", "low", "high", "lambdas", "up", "down", "restarts")
     kind = "edetector"
+    up: array[float]
+    down: array[float]
 
     def __init__(self, alpha_cd: float = 1e-6, *, low: float = 0.0, high: float = 1.0,
                  lambdas: tuple[float, ...] = LAMBDAS) -> None:
@@ -93,9 +99,8 @@ class EDetector:
         if not lambdas or not all(0.0 < lam < 1.0 for lam in lambdas):
             raise ValueError(f"every bet must be in (0, 1), got {lambdas!r}")
         self.alpha_cd, self.low, self.high = float(alpha_cd), float(low), float(high)
-        self.lambdas = [float(lam) for lam in lambdas]
-        self.up = [0.0] * len(self.lambdas)
-        self.down = [0.0] * len(self.lambdas)
+        self.lambdas = _shared_bets(lambdas)
+        self.reset()
         self.restarts = 0
 
     def statistic(self) -> float:
@@ -108,8 +113,8 @@ class EDetector:
         a = (x - min(max(hi, self.low), self.high)) / s
         b = (x - min(max(lo, self.low), self.high)) / s
         lams = self.lambdas
-        self.up = [(1.0 + lam * a) * (r + 1.0) for lam, r in zip(lams, self.up)]
-        self.down = [(1.0 - lam * b) * (r + 1.0) for lam, r in zip(lams, self.down)]
+        self.up = array("d", [(1.0 + lam * a) * (r + 1.0) for lam, r in zip(lams, self.up)])
+        self.down = array("d", [(1.0 - lam * b) * (r + 1.0) for lam, r in zip(lams, self.down)])
         if (sum(self.up) + sum(self.down)) >= 2 * len(lams) / self.alpha_cd:
             self.reset()
             self.restarts += 1
@@ -117,8 +122,8 @@ class EDetector:
         return False
 
     def reset(self) -> None:
-        self.up = [0.0] * len(self.lambdas)
-        self.down = [0.0] * len(self.lambdas)
+        self.up = array("d", bytes(8 * len(self.lambdas)))
+        self.down = array("d", bytes(8 * len(self.lambdas)))
 
     def snapshot(self) -> dict[str, Any]:
         return {"kind": self.kind, "alpha_cd": self.alpha_cd, "low": self.low, "high": self.high,
@@ -134,6 +139,7 @@ class WindowRestart:
     [False, False, True, False, False, True, False]
     """
 
+    __slots__ = ("window", "count", "restarts")
     kind = "window"
 
     def __init__(self, window: int = 4096) -> None:
@@ -167,7 +173,22 @@ def restart_from_snapshot(state: dict[str, Any]) -> EDetector | WindowRestart:
         obj = WindowRestart.__new__(WindowRestart)
     else:
         raise ValueError(f"unknown restart rule {kind!r}: one of ['edetector', 'window']")
-    d = dict(state)
-    d.pop("kind")
-    obj.__dict__.update(d)
+    for k, v in state.items():
+        if k == "kind":
+            continue
+        if kind == EDetector.kind and k in ("lambdas", "up", "down"):
+            v = _shared_bets(v) if k == "lambdas" else array("d", v)
+        try:
+            setattr(obj, k, v)
+        except AttributeError:
+            raise ValueError(f"restart rule {kind!r} snapshot has an unknown field {k!r}") from None
     return obj
+
+
+_BETS: dict[tuple[float, ...], tuple[float, ...]] = {}
+
+
+def _shared_bets(lambdas: Any) -> tuple[float, ...]:
+    """The grid of bets as one tuple shared by every detector with the same grid."""
+    t = tuple(float(lam) for lam in lambdas)
+    return _BETS.setdefault(t, t) if len(_BETS) < 64 else t
