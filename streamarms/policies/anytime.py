@@ -58,9 +58,6 @@ from .ksigma import ksigma_outliers
 
 __all__ = ["AnytimeKSigma"]
 
-#: how many arms' requests are kept built (beyond it the cache starts afresh)
-_REQUEST_CACHE = 4096
-
 _LEVELS = grid_levels()
 _LEVEL_SET = frozenset(_LEVELS)
 
@@ -134,8 +131,9 @@ class AnytimeKSigma(Policy):
 
     # -- derived state (rebuilt on restore) ------------------------------------------------------
     def _init_derived(self) -> None:
-        #: requests built lazily (a million arms need not hold a million requests), a bounded cache
-        self._requests: dict[int, Request] = {}
+        #: each arm's request, built when first asked for: with every reward fed (``passive_feed="all"``,
+        #: cs's default) few arms ever are, and a million arms need not hold a million requests
+        self._requests: list[Request | None] = [None] * len(self.arms)
         self._deferred = set(self.deferred)
         self._heap = self._fresh_heap()
         m = self.model
@@ -181,11 +179,9 @@ class AnytimeKSigma(Policy):
         return heap
 
     def _request(self, i: int) -> Request:
-        """Arm i's request (equal to ``Request(arms[i])``; cached for the arms asked for recently)."""
-        r = self._requests.get(i)
+        """Arm i's request (``Request(arms[i])``, built once)."""
+        r = self._requests[i]
         if r is None:
-            if len(self._requests) >= _REQUEST_CACHE:
-                self._requests.clear()
             r = self._requests[i] = Request(self.arms[i])
         return r
 
@@ -430,7 +426,8 @@ class AnytimeKSigma(Policy):
             if heap:
                 i = heap[0][1]
                 if not self._threshold_first(i):
-                    return self._request(i)
+                    r = self._requests[i]
+                    return r if r is not None else self._request(i)
                 j = self._laggard()
                 return self._request(i if j is None else j)
         out = self._plan(1, self._deferred)
