@@ -83,6 +83,24 @@ def _next_level(g: int) -> int:
     return _LEVELS[lo]
 
 
+def _fresh_heap(pol: AnytimeKSigma) -> list[tuple[float, int]]:
+    """The heap of the undecided arms' keys, without stale entries. Its arm numbers (like ``_lag``'s)
+    are ``pol.index``'s own int objects, not fresh ones: 32 bytes less an entry (one per arm)."""
+    key, state = pol.key, pol.state
+    heap = [(key[i], i) for i in pol.index.values() if state[i] == 0]
+    heapq.heapify(heap)
+    return heap
+
+
+def _request(pol: AnytimeKSigma, i: int) -> Request:
+    """Arm i's request (``Request(arms[i])``), built on first use: with every reward fed (``passive_feed
+    ="all"``, cs's default) few arms are ever asked for, and a million arms need not hold a million."""
+    r = pol._requests[i]
+    if r is None:
+        r = pol._requests[i] = Request(pol.arms[i])
+    return r
+
+
 class AnytimeKSigma(Policy):
     """Fixed-confidence k-sigma outlier arms with anytime-valid intervals (module docstring).
 
@@ -131,11 +149,9 @@ class AnytimeKSigma(Policy):
 
     # -- derived state (rebuilt on restore) ------------------------------------------------------
     def _init_derived(self) -> None:
-        #: each arm's request, built when first asked for: with every reward fed (``passive_feed="all"``,
-        #: cs's default) few arms ever are, and a million arms need not hold a million requests
-        self._requests: list[Request | None] = [None] * len(self.arms)
+        self._requests: list[Request | None] = [None] * len(self.arms)  # built on first use: _request
         self._deferred = set(self.deferred)
-        self._heap = self._fresh_heap()
+        self._heap = _fresh_heap(self)
         m = self.model
         self._bern = m.name == "bernoulli" and all(type(c) is BetaBinomialCS for c in self.cs)
         self._heap_cap = 2 * len(self.arms) + 64
@@ -152,8 +168,7 @@ class AnytimeKSigma(Policy):
             ht = cast(HeavyTailedModel, m)
             self._vconst = ht.B ** (2.0 / ht.p)
         self._L = math.log(1.0 / self.alpha_arm)
-        # the radius proxies unboxed (8 bytes an arm, not a float object's 32): read one at a time
-        self._rp = array("d", (self._radius_proxy(i) for i in range(len(self.arms))))
+        self._rp = array("d", (self._radius_proxy(i) for i in range(len(self.arms))))  # unboxed: 8 B an arm
         self._refresh_threshold()
 
     def _refresh_threshold(self) -> None:
@@ -169,21 +184,6 @@ class AnytimeKSigma(Policy):
         self._next_g = _next_level(tr.m_theta)
         self._lag = [i for i, c in zip(self.index.values(), self.cs) if c.m < self._next_g]
         self._lag.reverse()  # pop from the end: lowest index first
-
-    def _fresh_heap(self) -> list[tuple[float, int]]:
-        """The heap of the undecided arms' keys, without stale entries. Its arm numbers (like
-        ``_lag``'s) are :attr:`index`'s own int objects, not fresh ones: 32 bytes less an entry."""
-        key, state = self.key, self.state
-        heap = [(key[i], i) for i in self.index.values() if state[i] == 0]
-        heapq.heapify(heap)
-        return heap
-
-    def _request(self, i: int) -> Request:
-        """Arm i's request (``Request(arms[i])``, built once)."""
-        r = self._requests[i]
-        if r is None:
-            r = self._requests[i] = Request(self.arms[i])
-        return r
 
     # -- sampling index --------------------------------------------------------------------------
     def _var(self, mean: float, m: int) -> float:
@@ -245,7 +245,7 @@ class AnytimeKSigma(Policy):
                 if ev is not None:
                     events.append(ev)
         self.key = [self._key_of(i) if self.state[i] == 0 else math.inf for i in range(len(self.arms))]
-        self._heap = self._fresh_heap()
+        self._heap = _fresh_heap(self)
         return events
 
     # -- Policy interface ------------------------------------------------------------------------
@@ -323,7 +323,7 @@ class AnytimeKSigma(Policy):
                 heap = self._heap
                 heapq.heappush(heap, (k, i))
                 if len(heap) > self._heap_cap:
-                    self._heap = self._fresh_heap()
+                    self._heap = _fresh_heap(self)
         return events
 
     def update_batch(self, arms: Sequence[int], rewards: Sequence[float]) -> tuple[int, list[Event]]:
@@ -427,20 +427,20 @@ class AnytimeKSigma(Policy):
                 i = heap[0][1]
                 if not self._threshold_first(i):
                     r = self._requests[i]
-                    return r if r is not None else self._request(i)
+                    return r if r is not None else _request(self, i)
                 j = self._laggard()
-                return self._request(i if j is None else j)
+                return _request(self, i if j is None else j)
         out = self._plan(1, self._deferred)
         if not out and self._deferred:
             self._deferred.clear()
             self.deferred = []
             out = self._plan(1, self._deferred)
-        return self._request(out[0]) if out else None
+        return _request(self, out[0]) if out else None
 
     def wanted(self, k: int) -> list[Request]:
         if self.n_undecided == 0 or k <= 0:
             return []
-        return [self._request(j) for j in self._plan(k, self._deferred)]
+        return [_request(self, j) for j in self._plan(k, self._deferred)]
 
     def defer(self, arm: str) -> None:
         i = self._arm_index(arm)
