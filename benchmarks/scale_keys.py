@@ -19,15 +19,18 @@ per key (``passive_feed="all"``, 10% ones), then:
   loop for (``os.fork`` in the parent), and how long the child then takes to save (off the loop).
 
 Times are wall seconds (perf_counter): a stall is wall time. The machine is shared (2 cores, other
-jobs): numbers are noisy, best of ``--repeat``. Usage::
+jobs): numbers are noisy, best of ``--repeat`` (``--repeat 0``: memory only). ``--mode continuous`` measures
+the monitor of ``run --forever`` instead (keys learnt from the stream, an e-detector per key). Usage::
 
-    python benchmarks/scale_keys.py [--keys 10000 100000 1000000] [--repeat 3] [--out benchmarks/results/scale_keys.txt]
+    python benchmarks/scale_keys.py [--keys 10000 100000 1000000] [--repeat 3] [--mode episodes|continuous]
+                                    [--out benchmarks/results/scale_keys.txt]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -39,10 +42,12 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from streamarms.checkpoint import FileCheckpointStore  # noqa: E402
 from streamarms.chunked_checkpoint import ChunkedCheckpointStore  # noqa: E402
+from streamarms.cli.continuous import build_runner  # noqa: E402
 from streamarms.daemon import checkpoint_document  # noqa: E402
 from streamarms.models import BernoulliModel  # noqa: E402
 from streamarms.registry import build_policy  # noqa: E402
 from streamarms.runtime import EventClock, RewardCodec, Scheduler, SchedulerConfig  # noqa: E402
+from streamarms.runtime.continuous import ContinuousRunner  # noqa: E402
 
 
 def rss_mb(field: str = "VmRSS") -> float:
@@ -57,12 +62,16 @@ def arm_name(i: int) -> str:
     return f"key-{i:07d}"
 
 
-def feed(s: Scheduler, idx: range) -> None:
+def feed(s: Scheduler | ContinuousRunner, idx: range) -> None:
     """One record per key of ``idx``, in batches of 10k whose keys are made afresh (as a consumer's are)."""
     vals = (b'{"reward": 0}', b'{"reward": 1}')
     for j in range(0, len(idx), 10000):
         part = idx[j:j + 10000]
-        s.offer_batch([arm_name(i).encode() for i in part], [vals[(i * 7919) % 10 == 0] for i in part])
+        keys, values = [arm_name(i).encode() for i in part], [vals[(i * 7919) % 10 == 0] for i in part]
+        if isinstance(s, ContinuousRunner):
+            s.offer_batch(keys, values, [1000 * i for i in part])
+        else:
+            s.offer_batch(keys, values)
 
 
 def best(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]
@@ -74,18 +83,26 @@ def best(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]
     return min(out)
 
 
-def one(n: int, repeat: int) -> dict[str, float]:
+def one(n: int, repeat: int, mode: str = "episodes") -> dict[str, float]:
     base = rss_mb()
-    arms = [arm_name(i) for i in range(n)]
-    s = Scheduler(lambda a, ep: build_policy("cs", a, k=2.0, delta=0.1), clock=EventClock(), arms=arms,
-                  config=SchedulerConfig(passive_feed="all", max_arms=max(n, 10)),
-                  codec=RewardCodec(model=BernoulliModel()))
-    s.tick()
+    s: Scheduler | ContinuousRunner
+    if mode == "continuous":  # `run --forever`: the monitor learns the keys from the stream
+        s = build_runner(k=2.0, alpha=0.1, alpha_cd=1e-6, model="bernoulli", clock=EventClock(), max_arms=max(n, 10))
+        run = {"mode": "continuous", "policy": "continuous"}
+    else:
+        arms = [arm_name(i) for i in range(n)]
+        s = Scheduler(lambda a, ep: build_policy("cs", a, k=2.0, delta=0.1), clock=EventClock(), arms=arms,
+                      config=SchedulerConfig(passive_feed="all", max_arms=max(n, 10)),
+                      codec=RewardCodec(model=BernoulliModel()))
+        s.tick()
+        run = {"mode": "passive", "policy": "cs"}
     feed(s, range(n))
     out: dict[str, float] = {"keys": n, "rss_mb": rss_mb()}
     out["per_key_b"] = (out["rss_mb"] - base) * 1024 * 1024 / n
+    if repeat == 0:  # --repeat 0: memory only, no checkpoint
+        out["peak_mb"] = rss_mb("VmHWM")
+        return out
     d = tempfile.mkdtemp(prefix="scale-keys-")
-    run = {"mode": "passive", "policy": "cs"}
     full = FileCheckpointStore(os.path.join(d, "full.json"))
     out["full_s"] = best(lambda: full.save(checkpoint_document(run, s, {})), repeat)
     out["full_mb"] = os.path.getsize(full.path) / 1e6
@@ -123,27 +140,31 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--keys", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--mode", choices=["episodes", "continuous"], default="episodes",
+                    help="episodes: the cs policy (default); continuous: the monitor of `run --forever`")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)  # child mode: one key count, JSON out
     ap.add_argument("--out", help="also write the table to this file")
     a = ap.parse_args(argv)
     if a.one:
-        print(json.dumps(one(a.one, a.repeat)))
+        print(json.dumps(one(a.one, a.repeat, a.mode)))
         return
     rows = []
     for n in a.keys:
-        r = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", str(n), "--repeat", str(a.repeat)],
+        r = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", str(n), "--repeat", str(a.repeat),
+                            "--mode", a.mode],
                            capture_output=True, text=True, check=True)
         rows.append(json.loads(r.stdout.strip().splitlines()[-1]))
     cols = ["keys", "rss_mb", "per_key_b", "peak_mb", "full_s", "full_mb", "chunked_base_s", "chunked_base_mb",
             "chunked_delta_s", "chunked_delta_mb", "fork_stall_s", "child_save_s"]
     lines = ["  ".join(f"{c:>15}" for c in cols)]
     for r in rows:
-        lines.append("  ".join(f"{r[c]:>15.0f}" if c == "keys" else f"{r[c]:>15.3f}" for c in cols))
+        lines.append("  ".join(f"{r[c]:>15.0f}" if c == "keys" else f"{r.get(c, math.nan):>15.3f}" for c in cols))
     text = "\n".join(lines)
     print(text)
     if a.out:
         with open(a.out, "w") as f:
-            f.write(f"# python benchmarks/scale_keys.py --keys {' '.join(map(str, a.keys))} --repeat {a.repeat}\n"
+            f.write(f"# python benchmarks/scale_keys.py --keys {' '.join(map(str, a.keys))} --repeat {a.repeat}"
+                    f"{' --mode continuous' if a.mode == 'continuous' else ''}\n"
                     f"# wall seconds, best of {a.repeat}, shared 2-core machine (noisy)\n{text}\n")
 
 
