@@ -8,8 +8,9 @@ per key (``passive_feed="all"``, 10% ones), then:
   (RSS minus the interpreter-and-imports baseline measured before building, over n). It counts the arm
   names (the scheduler holds them) but not the records' key bytes, made per batch as a consumer receives
   them (held for the whole run before, they added ~57 B a key that a daemon does not hold);
-* ``peak_mb``: the process's peak RSS (VmHWM) at the end, i.e. with the checkpoints below: the full
-  checkpoint builds the whole document in memory, so at scale it, not the state, sets the peak;
+* ``peak_mb``: the process's peak RSS (VmHWM) after the full checkpoints below, what a member with the
+  file checkpoint reaches: the full checkpoint builds the whole document (and its JSON) in memory, so at
+  scale it, not the state, sets the peak (``--repeat 0``: after the feed);
 * ``full``: today's checkpoint, in the loop: ``scheduler.snapshot()`` + encode + atomic file write with
   fsync (:class:`~streamarms.checkpoint.FileCheckpointStore`) -- the whole of it stalls the loop;
 * ``chunked base`` / ``chunked delta``: :class:`~streamarms.chunked_checkpoint.ChunkedCheckpointStore`:
@@ -106,6 +107,7 @@ def one(n: int, repeat: int, mode: str = "episodes") -> dict[str, float]:
     full = FileCheckpointStore(os.path.join(d, "full.json"))
     out["full_s"] = best(lambda: full.save(checkpoint_document(run, s, {})), repeat)
     out["full_mb"] = os.path.getsize(full.path) / 1e6
+    out["peak_mb"] = rss_mb("VmHWM")  # feed + full checkpoints (before the benchmark's own checks below)
     chunked = ChunkedCheckpointStore(os.path.join(d, "chunked"))
     t0 = time.perf_counter()
     chunked.save(checkpoint_document(run, s, {}))
@@ -131,7 +133,6 @@ def one(n: int, repeat: int, mode: str = "episodes") -> dict[str, float]:
         os.waitpid(pid, 0)
         child.append(time.perf_counter() - t0)
     out["fork_stall_s"], out["child_save_s"] = min(stalls), min(child)
-    out["peak_mb"] = rss_mb("VmHWM")
     shutil.rmtree(d, ignore_errors=True)
     return out
 
