@@ -55,8 +55,14 @@ class GroupTrack:
 
     def __init__(self, spec: dict[str, Any], *, publish: Callable[[str, dict[str, Any]], None],
                  fetch: Callable[[], dict[str, dict[str, Any]]], clock: Callable[[], float] = time.time,
-                 interval: float = 1.0, member: str = "") -> None:
+                 interval: float = 1.0, member: str = "",
+                 extra: Callable[[str], dict[str, Any]] | None = None) -> None:
         self.spec = dict(spec)
+        #: ``extra(partition)``: fields published with the partition's totals (a policy's key and
+        #: undecided counts, its episode)
+        self.extra = extra
+        #: the values of the last fetch (every partition's latest)
+        self.values: dict[str, dict[str, Any]] = {}
         self.publish, self.fetch, self.clock = publish, fetch, clock
         self.interval, self.member = float(interval), member
         self.parts: dict[str, PartitionTotals] = {}
@@ -89,6 +95,11 @@ class GroupTrack:
         self.parts.pop(partition, None)
         self._dirty.discard(partition)
 
+    def touch(self, partition: str) -> None:
+        """Publish ``partition`` again at the next sync (its ``extra`` fields changed)."""
+        self.owned(partition)
+        self._dirty.add(partition)
+
     def record(self, g: int, S: float, lo: float, hi: float, box: Any = None, S2: float | None = None, *,
                partition: str) -> bool:
         if g not in self.levels:
@@ -103,15 +114,16 @@ class GroupTrack:
         now = self.clock() if now is None else now
         if self._dirty and now - self._published_at >= self.interval:
             for p in sorted(self._dirty):
-                self.publish(p, self.parts[p].value(member=self.member, time=now))
+                extra = self.extra(p) if self.extra is not None else {}
+                self.publish(p, self.parts[p].value(member=self.member, time=now, **extra))
             self._dirty.clear()
             self._published_at = now
         if not force and now - self._merged_at < self.interval:
             return False
         self._merged_at = now
-        values = self.fetch()
+        values = self.values = self.fetch()
         before = self.group.m_theta
-        self.group.update(merge_totals(values[k] for k in sorted(values)))
+        self.group.update(merge_totals((values[k] for k in sorted(values)), above=before))
         self.staleness = staleness(values.values(), now)
         return self.group.m_theta > before
 
