@@ -186,7 +186,7 @@ class GroupKSigma(AnytimeKSigma):
         ep = self.episode
 
         def mine() -> dict[str, dict[str, Any]]:
-            return {key: v for key, v in fetch().items() if v.get("episode") == ep}
+            return {key: v for key, v in fetch().items() if v.get("episode") == ep and "totals" in v}
 
         gt = GroupTrack(self.spec, publish=publish, fetch=mine, clock=clock, interval=interval, member=self.member,
                         extra=lambda p: {"episode": ep, "keys": self._keys[p], "undecided": self._undecided[p]})
