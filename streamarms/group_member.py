@@ -25,10 +25,19 @@ every ``interval`` seconds; :class:`PartitionNotingSource` wraps the reward sour
 partition from the records themselves (any partitioner). The module is transport-free: ``publish``,
 ``fetch``, ``poll_board``, ``owned()`` and ``expected()`` are given (Kafka in ``streamarms run``).
 
-Not handled (a rebalance in the middle of an episode): the keys of a partition that moves keep their
-state with the old owner; :class:`GroupMember` counts and logs such a move (``moved``), it does not
-hand the key state over. Start all members before the records (or let ``--discovery-seconds`` cover
-the group's join) so that the assignment is settled when the episode starts.
+**Rebalance (a member joins, leaves or is killed).** Every published value of a partition carries its
+arms' key state (confidence sequence, state, sampling key) and the partition's source position at the
+same moment (values leave only between batches): the stats topic is the partition's changelog. On a
+revoke the member publishes its partitions' values at once (alerts flushed first); on an assignment
+it catches the board up, drops the partitions that went and takes over those that came from their
+latest value (:meth:`GroupMember.on_assign`), and the source reads them from that value's position.
+So a record of a moved partition is counted by exactly one owner: the old one up to the position,
+the new one after it (progress the old owner made after its last value -- a kill -9 -- is discarded
+and read again: never counted twice). Alerts: the new owner does not alert arms the value shows
+decided (their alerts were flushed before the value); an arm decided by a killed member after its last
+value is decided again and alerted again with the same ``alert_id`` (at-least-once: deduplicate by
+``alert_id``, as for a single daemon's restart). The values carry every key of the partition: at
+millions of keys a per-key changelog would be needed (not built).
 
 >>> from streamarms.runtime.scheduler import Scheduler, EventClock
 >>> from streamarms.runtime.config import SchedulerConfig
@@ -194,15 +203,19 @@ class GroupMember:
                  expected: Callable[[], Iterable[str]], partition_of: Callable[[str], str | None],
                  params: dict[str, Any], poll_board: Callable[[], Any] | None = None,
                  stats_key: Callable[[str], str] = str, clock: Callable[[], float] = time.time,
-                 interval: float = 1.0, member: str = "") -> None:
+                 interval: float = 1.0, member: str = "", position_of: Callable[[str], Any] | None = None,
+                 flush: Callable[[], None] | None = None, flush_board: Callable[[], None] | None = None,
+                 catch_up: Callable[[], None] | None = None) -> None:
         self.scheduler = scheduler
         self.publish, self.fetch, self.poll_board = publish, fetch, poll_board
         self.owned, self.expected, self.partition_of = owned, expected, partition_of
         self.params, self.stats_key, self.clock = dict(params), stats_key, clock
         self.interval, self.member = float(interval), member
+        self.position_of, self.flush, self.flush_board, self.catch_up = position_of, flush, flush_board, catch_up
         self._last = -math.inf
         self._attached: Any = None
-        #: partitions of a running episode this member no longer owns (a rebalance mid-episode)
+        self._alerts = 0
+        #: partitions handed over to or taken over from another member during an episode
         self.moved = 0
         self.staleness = math.inf
         scheduler.build = self.build
@@ -218,8 +231,15 @@ class GroupMember:
 
     def _announce(self, pol: GroupAnnounce) -> None:
         now = self.clock()
+        names: dict[str, dict[str, None]] = {p: {} for p in pol.owned}
+        for a, p in pol.part.items():
+            names[p][a] = None
         for p, n in pol.keys().items():
-            self.publish(p, {"episode": pol.episode, "keys": n, "undecided": n, "member": self.member, "time": now})
+            v = {"episode": pol.episode, "keys": n, "undecided": n, "member": self.member, "time": now,
+                 "arms": names[p]}
+            if self.position_of is not None:
+                v["position"] = self.position_of(p)
+            self.publish(p, v)
 
     def _start(self, pol: GroupAnnounce, n: int) -> Policy:
         pol.n = n
@@ -229,7 +249,7 @@ class GroupMember:
         part = pol.part
         return GroupKSigma(pol.arms, group_n=n, partition_of=part.__getitem__, publish=self.publish,
                            fetch=self.fetch, clock=self.clock, interval=self.interval, member=self.member,
-                           episode=ep, **self.params)
+                           episode=ep, position_of=self.position_of, **self.params)
 
     def turn(self) -> None:
         """Publish, read the board, start / advance / end the episode (at most every ``interval`` s)."""
@@ -267,12 +287,87 @@ class GroupMember:
             return
         if isinstance(pol, GroupKSigma):
             if pol is not self._attached:  # restored from a checkpoint
-                pol.attach(self.publish, self.fetch, clock=self.clock, interval=self.interval)
+                pol.attach(self.publish, self.fetch, clock=self.clock, interval=self.interval,
+                           position_of=self.position_of)
                 self._attached = pol
-            owned = set(self.owned())
-            lost = {p for p in pol.part if p not in owned}
-            if lost and len(lost) != self.moved:
-                self.moved = len(lost)
-                log.warning("partitions %s moved away during group episode %d: their keys' state stays here "
-                            "(hand-over is not implemented)", ", ".join(sorted(lost)), pol.episode)
+            self._flush_alerts()
             s.external_progress(pol.sync(now))
+
+    def _flush_alerts(self) -> None:
+        """Deliver the alerts emitted so far before a value that says their arms are decided is published
+        (a member that takes the partition over from that value does not alert them again)."""
+        n = sum(self.scheduler.alerts.counts.values())
+        if n != self._alerts and self.flush is not None:
+            self.flush()
+        self._alerts = n
+
+    # -- rebalance: the key state moves with its partition ---------------------------------------
+    def on_revoke(self, partitions: list[str]) -> None:
+        """Partitions are about to go (a rebalance): publish their key state and position now."""
+        pol = self.scheduler.policy
+        if self.scheduler.phase != "running" or not isinstance(pol, GroupKSigma):
+            return
+        self._flush_alerts()
+        gt = pol.track.group  # type: ignore[attr-defined]
+        for p in set(partitions) & set(pol.part):
+            gt.touch(p)
+        gt._published_at = -math.inf  # publish at once, whatever the interval
+        pol.sync()
+        if self.flush_board is not None:
+            self.flush_board()
+
+    def on_assign(self, partitions: list[str]) -> dict[str, Any]:
+        """The new assignment: drop the partitions that went, take over those that came from their latest
+        value on the board (key state, totals, position); returns the positions to read them from."""
+        s = self.scheduler
+        pol = s.policy
+        if s.phase != "running" or not isinstance(pol, (GroupKSigma, GroupAnnounce)):
+            return {}
+        if self.catch_up is not None:
+            self.catch_up()  # the previous owner's last value (published at its revoke) is on the board
+        values = self.fetch()
+        new = set(partitions)
+        mine = set(pol.part) if isinstance(pol, GroupKSigma) else set(pol.owned)
+        drop = mine - new
+        add = {}
+        for p in sorted(new - mine):
+            v = values.get(self.stats_key(p))
+            if v is not None and v.get("episode") == pol.episode and "arms" in v:
+                add[p] = v
+        if not drop and not add:
+            return {}
+        self.moved += len(drop) + len(add)
+        log.info("group episode %d: handing over %s, taking over %s", pol.episode, ", ".join(sorted(drop)) or "none",
+                 ", ".join(sorted(add)) or "none")
+        for v in add.values():
+            for a, st in (v.get("arms") or {}).items():
+                if st is not None and st.get("state"):
+                    s.alerts.mark(a, "outlier" if st["state"] == 1 else "normal")
+        replaced = self._regroup(pol, drop, add)
+        self._attached = replaced
+        s.external_progress(policy=replaced)
+        return {p: v["position"] for p, v in add.items() if v.get("position") is not None}
+
+    def _regroup(self, pol: Policy, drop: set[str], add: dict[str, dict[str, Any]]) -> Policy:
+        if isinstance(pol, GroupKSigma):
+            out = pol.regroup(drop, add)
+            if out is not None:
+                return out
+            follow = GroupAnnounce([], part={}, owned=[], episode=pol.episode)
+            follow.n = pol.group_n
+            return follow
+        assert isinstance(pol, GroupAnnounce)
+        part = {a: p for a, p in pol.part.items() if p not in drop}
+        for p, v in add.items():
+            part.update({a: p for a in v["arms"]})
+        owned = (set(pol.owned) - drop) | set(add)
+        fresh = GroupAnnounce(sorted(part), part=part, owned=owned, episode=pol.episode)
+        fresh.n = pol.n
+        if pol.n is None:
+            self._announce(fresh)
+            return fresh
+        if not part:
+            return fresh
+        started = self._start(fresh, pol.n)
+        assert isinstance(started, GroupKSigma)
+        return started.regroup((), {p: v for p, v in add.items() if "totals" in v}) or started

@@ -68,6 +68,9 @@ class GroupTrack:
         self.parts: dict[str, PartitionTotals] = {}
         self.group = GroupThreshold(**self.spec)
         self._dirty: set[str] = set()
+        #: ``False``: :meth:`record` merges but publishes nothing (values leave only from :meth:`sync`, between
+        #: batches, where the caller's ``extra`` -- e.g. a source position -- describes the same moment)
+        self.publish_on_record = True
         self._published_at = self._merged_at = -math.inf
         self.staleness = math.inf
 
@@ -106,13 +109,13 @@ class GroupTrack:
             return False
         self.owned(partition).record(g, S, lo, hi, S2=S2)
         self._dirty.add(partition)
-        return self.sync(force=False)
+        return self.sync(force=False, publish=self.publish_on_record)
 
-    def sync(self, now: float | None = None, force: bool = True) -> bool:
+    def sync(self, now: float | None = None, force: bool = True, publish: bool = True) -> bool:
         """Publish the changed partitions and merge every partition's latest value, each at most every
         ``interval`` s unless ``force`` (the merge); whether the group's ``m_theta`` advanced."""
         now = self.clock() if now is None else now
-        if self._dirty and now - self._published_at >= self.interval:
+        if publish and self._dirty and now - self._published_at >= self.interval:
             for p in sorted(self._dirty):
                 extra = self.extra(p) if self.extra is not None else {}
                 self.publish(p, self.parts[p].value(member=self.member, time=now, **extra))

@@ -10,11 +10,12 @@ Exported (``--metrics-port``): ``streamarms_group_stats_staleness_seconds`` (age
 partition value this member merged: how far behind its view of the group may be; the decision
 latency the group adds is at most about this plus one ``--group-interval``),
 ``streamarms_group_members`` (members that published this episode), ``streamarms_group_partitions_moved``
-(partitions that left this member mid-episode: their key state is not handed over).
+(partitions handed over or taken over during an episode: their key state moves through the stats topic).
 """
 
 from __future__ import annotations
 
+import logging
 import socket
 from collections.abc import Iterable
 from typing import Any
@@ -24,6 +25,8 @@ from ..group_member import GroupMember, PartitionNotingSource
 from ..runtime import ACTIVE
 
 __all__ = ["check_group_settings", "member_name", "stats_topic", "wire_group_member"]
+
+log = logging.getLogger("streamarms.group")
 
 
 def member_name(s: Any) -> str:
@@ -84,10 +87,21 @@ def wire_group_member(app: Any) -> GroupMember:
 
     from ..registry import PolicyParams, _ksigma_kw
     params = _ksigma_kw(PolicyParams(**s.policy_params()))  # exactly what ``cs`` gets from the registry
+    def catch_up() -> None:
+        try:
+            reader.catch_up(timeout=5.0)
+        except TimeoutError as e:  # take over from what has arrived (an older value: still consistent)
+            log.warning("%s", e)
+
+    sink = app.alert_sink
     member = GroupMember(sched, publish=publisher.publish, fetch=lambda: reader.latest, owned=owned,
                          expected=expected, partition_of=partition_of, params=params,
                          poll_board=lambda: reader.poll(0.0), stats_key=lambda p: stats_key(s.group_id, p),
-                         interval=float(s.group_interval), member=name)
+                         interval=float(s.group_interval), member=name,
+                         position_of=lambda p: source.state().get(p), flush=sink.flush if sink is not None else None,
+                         flush_board=publisher.flush, catch_up=catch_up)
+    inner: Any = source.source  # the Kafka source: the key state moves with its partitions
+    inner.on_assign, inner.on_revoke = member.on_assign, member.on_revoke
     if app.metrics is not None:
         from prometheus_client.core import GaugeMetricFamily
 
@@ -99,6 +113,6 @@ def wire_group_member(app: Any) -> GroupMember:
             yield GaugeMetricFamily("streamarms_group_members", "Members that published this episode's stats.",
                                     value=len({v.get("member") for v in reader.latest.values() if v.get("episode") == ep}))
             yield GaugeMetricFamily("streamarms_group_partitions_moved",
-                                    "Partitions that left this member during a group episode.", value=member.moved)
+                                    "Partitions handed or taken over during a group episode.", value=member.moved)
         app.metrics.add_provider(collect)
     return member

@@ -61,7 +61,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar, cast
 
 from ..confidence.base import sequence_from_snapshot
@@ -148,7 +148,8 @@ class GroupKSigma(AnytimeKSigma):
                  publish: Callable[[str, dict[str, Any]], None] = _no_publish,
                  fetch: Callable[[], dict[str, dict[str, Any]]] = _no_fetch, clock: Callable[[], float] = time.time,
                  interval: float = 1.0, member: str = "", episode: int = 1, k: float = 2.0, delta: float = 0.1,
-                 model: RewardModel | str = "bernoulli", two_sided: bool = False, arm_share: float = 0.5) -> None:
+                 model: RewardModel | str = "bernoulli", two_sided: bool = False, arm_share: float = 0.5,
+                 position_of: Callable[[str], Any] | None = None) -> None:
         Policy.__init__(self, arms)
         n = int(group_n)
         check_ksigma_params(k, delta, n)
@@ -172,12 +173,14 @@ class GroupKSigma(AnytimeKSigma):
         self.deferred: list[int] = []
         self.q: list[float] | None = [0.0] * len(self.arms)
         self.group_done = False
-        self._attach(publish, fetch, clock, interval, None)
+        self._attach(publish, fetch, clock, interval, None, position_of)
         self._init_derived()
 
     # -- the stats board -------------------------------------------------------------------------
     def _attach(self, publish: Callable[[str, dict[str, Any]], None], fetch: Callable[[], dict[str, dict[str, Any]]],
-                clock: Callable[[], float], interval: float, parts: dict[str, Any] | None) -> None:
+                clock: Callable[[], float], interval: float, parts: dict[str, Any] | None,
+                position_of: Callable[[str], Any] | None = None) -> None:
+        self._transport = (publish, fetch, clock, interval, position_of)
         self._keys: dict[str, int] = {}
         self._undecided: dict[str, int] = {}
         for p, s in zip(self.part, self.state):
@@ -188,19 +191,71 @@ class GroupKSigma(AnytimeKSigma):
         def mine() -> dict[str, dict[str, Any]]:
             return {key: v for key, v in fetch().items() if v.get("episode") == ep and "totals" in v}
 
+        def extra(p: str) -> dict[str, Any]:
+            out: dict[str, Any] = {"episode": ep, "keys": self._keys[p], "undecided": self._undecided[p]}
+            if position_of is not None:  # the key state and where its records end: a new owner resumes here
+                out.update(position=position_of(p), arms=self.partition_arms(p))
+            return out
+
         gt = GroupTrack(self.spec, publish=publish, fetch=mine, clock=clock, interval=interval, member=self.member,
-                        extra=lambda p: {"episode": ep, "keys": self._keys[p], "undecided": self._undecided[p]})
+                        extra=extra)
+        gt.publish_on_record = False
         for p in sorted(self._keys):
             gt.owned(p, None if parts is None else parts.get(p))
             gt.touch(p)
         self.track = PartitionedTrack(gt)  # type: ignore[assignment]
 
     def attach(self, publish: Callable[[str, dict[str, Any]], None], fetch: Callable[[], dict[str, dict[str, Any]]],
-               clock: Callable[[], float] = time.time, interval: float = 1.0) -> None:
+               clock: Callable[[], float] = time.time, interval: float = 1.0,
+               position_of: Callable[[str], Any] | None = None) -> None:
         """Connect a restored policy to the stats board (its partitions' totals are republished)."""
         parts = {p: t.value() for p, t in self.track.group.parts.items()}  # type: ignore[attr-defined]
-        self._attach(publish, fetch, clock, interval, parts)
+        self._attach(publish, fetch, clock, interval, parts, position_of)
         self.sync()
+
+    # -- key state moving with its partition (a rebalance) ---------------------------------------
+    def partition_arms(self, p: str) -> dict[str, Any]:
+        """The key state of partition ``p``'s arms: what a new owner needs to continue them."""
+        q = self.q
+        return {a: {"cs": self.cs[i].snapshot(), "state": self.state[i], "key": self.key[i],
+                    "q": None if q is None else q[i]} for i, a in enumerate(self.arms) if self.part[i] == p}
+
+    def regroup(self, drop: Iterable[str] = (), add: dict[str, dict[str, Any]] | None = None) -> GroupKSigma | None:
+        """This member's policy without the partitions ``drop`` and with the partitions ``add`` (their
+        published values: ``arms`` -- a state, or ``None`` for an arm without samples -- and ``totals``),
+        on the same stats board; ``None`` when no arm is left. Its own pull count stays."""
+        drop, add = set(drop), dict(add or {})
+        st = self.snapshot()
+        keep = [i for i, p in enumerate(self.part) if p not in drop and p not in add]
+        cols = {f: [st[f][i] for i in keep] for f in ("arms", "cs", "state", "key", "part")}
+        q = None if st["q"] is None else [st["q"][i] for i in keep]
+        parts = {p: v for p, v in st["track"]["parts"].items() if p not in drop and p not in add}
+        for p, v in sorted(add.items()):
+            for a, arm in sorted((v.get("arms") or {}).items()):
+                cols["arms"].append(a)
+                cols["part"].append(p)
+                if arm is None:
+                    cols["cs"].append(sequence_for(self.model, self.alpha_arm, a).snapshot())
+                    cols["state"].append(0)
+                    cols["key"].append(-math.inf)
+                else:
+                    cols["cs"].append(arm["cs"])
+                    cols["state"].append(int(arm["state"]))
+                    cols["key"].append(float(arm["key"]))
+                if q is not None:
+                    q.append(0.0 if arm is None or arm.get("q") is None else float(arm["q"]))
+            if "totals" in v:
+                parts[p] = {f: v[f] for f in (*self.spec, "totals")}
+        if not cols["arms"]:
+            return None
+        for f, col in cols.items():
+            st[f] = col
+        st["q"], st["deferred"] = q, []
+        st["n_undecided"] = sum(1 for x in cols["state"] if x == 0)
+        st["track"] = {"spec": self.spec, "parts": parts}
+        new = GroupKSigma.restore(st)
+        new.attach(*self._transport)
+        return new
 
     def _on_events(self, events: list[Event]) -> None:
         gt: GroupTrack = self.track.group  # type: ignore[attr-defined]

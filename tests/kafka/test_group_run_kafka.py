@@ -13,6 +13,7 @@ import json
 import random
 import re
 import subprocess
+import threading
 import time
 
 import pytest
@@ -89,3 +90,48 @@ def test_three_members_find_the_outliers_of_one_member(kafka_broker, tmp_path):
     assert sum(s["episodes"][0]["arms"] for s in three) == len(KEYS)
     assert all(s["episodes"][0]["done"] and not s["episodes"][0]["undecided"] for s in three)
     assert all("group episode 1: 20 keys over 6 partitions" in log for log in logs)
+
+
+def test_kill_9_one_member_mid_episode_the_others_take_over(kafka_broker, tmp_path):
+    """Three members; once the group's episode runs, one is killed (SIGKILL). The two others take its
+    partitions over from the stats topic (key state + position) after the session timeout, finish the
+    episode with the outliers of one member, and no outlier is alerted twice (not even by alert_id)."""
+    recs = _records(seed=21)
+    tag = "grpkill"
+    topic = f"rewards-{tag}"
+    ensure_topics({"bootstrap_servers": [kafka_broker.bootstrap]}, {topic: 6})
+    logs = [tmp_path / f"{tag}-m{i}.log" for i in range(3)]
+    procs = [subprocess.Popen(cli(_args(kafka_broker, topic, tag, f"m{i}", tmp_path)), cwd=ROOT,
+                              stdout=subprocess.DEVNULL, stderr=open(logs[i], "wb")) for i in range(3)]
+    try:
+        assert _wait_assigned(logs, 3, 6), [f.read_text()[-2000:] for f in logs]
+        # paced (about 6k records/s): the episode lasts long enough to kill a member in the middle of it
+        producer = threading.Thread(target=lambda: [(produce(kafka_broker.bootstrap, topic, recs[i:i + 3000],
+                                                             partitions=6), time.sleep(0.5))
+                                                    for i in range(0, len(recs), 3000)], daemon=True)
+        producer.start()
+        deadline = time.monotonic() + 60
+        while "group episode 1:" not in logs[2].read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.0)
+        assert procs[2].poll() is None, "the member finished before it could be killed"
+        procs[2].kill()
+        procs[2].wait()
+        for p in procs[:2]:
+            p.wait(timeout=150)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    for p, f in zip(procs[:2], logs):
+        assert p.returncode == 0, f.read_text()[-3000:]
+    text = [f.read_text() for f in logs[:2]]
+    assert any("taking over rewards-grpkill" in t for t in text), text[0][-3000:]
+    summaries = [json.loads((tmp_path / f"{tag}-m{i}.json").read_text()) for i in range(2)]
+    alerts = [json.loads(r.value) for r in read_topic(kafka_broker.bootstrap, f"alerts-{tag}")]
+    outlier_alerts = sorted(a["arm"] for a in alerts if a["kind"] == "outlier")
+    assert outlier_alerts == sorted(OUTLIERS), alerts
+    found = sorted(a for s in summaries for a in s["episodes"][0]["outliers"])
+    assert set(found) == OUTLIERS
+    assert all(s["episodes"][0]["done"] for s in summaries)
+    assert sum(s["episodes"][0]["arms"] for s in summaries) == len(KEYS)  # every key ended with a survivor
