@@ -168,3 +168,37 @@ def test_bad_reward_names_arm_and_value_state_unchanged():
     with pytest.raises(ValueError, match="'1'"):
         pols[0].update("1", 1.0)  # arm 1 is member 1's
     assert pols[0].snapshot() == before
+
+
+def test_a_killed_members_partitions_are_taken_over_from_the_board():
+    """Member 1 disappears mid-episode (its later progress lost); member 0 takes its partitions over from
+    their last published values (key state + totals): the group still decides, correctly, one event per arm."""
+    truth = sorted(str(i) for i in ksigma_outliers(MEANS, 1.5, False))
+    board: dict = {}
+    part = {str(i): f"t:{i % 4}" for i in range(len(MEANS))}
+    pols = [GroupKSigma([a for a in part if int(part[a][2:]) % 2 == m], group_n=len(MEANS),
+                        partition_of=part.__getitem__, publish=board.__setitem__, fetch=lambda: dict(board),
+                        clock=lambda: 0.0, interval=0.0, member=f"m{m}", k=1.5, delta=0.2,
+                        position_of=lambda p: [0, None]) for m in range(2)]
+    rng = random.Random(8)
+    events = []
+    for _ in range(400):
+        for p in pols:
+            events += p.sync()
+            r = p.next_request()
+            if r is not None:
+                events += p.update(r.arm, float(rng.random() < MEANS[int(r.arm)]))
+    assert not pols[0].done and pols[1].n_undecided
+    dead = pols[1]
+    dead.sync()  # its last published values
+    for _ in range(50):  # progress after the last value: lost with the member
+        r = dead.next_request()
+        if r is not None:
+            dead.update(r.arm, float(rng.random() < MEANS[int(r.arm)]))
+    decided_before = {e.arm for e in events}
+    taken = pols[0].regroup(add={p: board[p] for p in ("t:1", "t:3")})
+    assert sorted(taken.arms, key=int) == sorted(part, key=int) and taken.T == pols[0].T
+    rest = _drive([taken], MEANS, rng)
+    assert sorted(taken.decision().outliers) == truth
+    assert not decided_before & {e.arm for e in rest}  # arms decided by the dead member stay decided
+    assert sorted(e.arm for e in events + rest) == sorted(part)
