@@ -76,13 +76,27 @@ from typing import Any, ClassVar
 from .policies.anytime_group import GroupKSigma
 from .policies.base import Decision, Event, Policy, Request
 
-__all__ = ["GroupAnnounce", "GroupMember", "PartitionNotingSource"]
+__all__ = ["GroupAnnounce", "GroupMember", "PartitionNotingSource", "external_progress"]
 
 log = logging.getLogger("streamarms.group")
 
 
 def _this_episode(values: dict[str, dict[str, Any]], episode: int) -> list[dict[str, Any]]:
     return [values[k] for k in sorted(values) if values[k].get("episode") == episode]
+
+
+def external_progress(s: Any, events: Sequence[Event] = (), policy: Policy | None = None) -> None:
+    """Progress of a :class:`~streamarms.runtime.scheduler.Scheduler`'s running episode without a record
+    (the group's board moved): emit ``events``, go on with ``policy`` if given (the same episode), and take
+    the scheduler's plan step -- the episode ends there if the policy is done."""
+    if s.episodes.phase != "running":
+        return
+    now = s.clock()
+    if policy is not None:
+        s.episodes.policy = policy
+        s.plan.reset(policy, s.episodes.episode)
+    s.alerts.on_events(events, now)
+    s._follow(now)  # the scheduler's own step (kept out of its 250-line facade)
 
 
 class GroupAnnounce(Policy):
@@ -279,11 +293,11 @@ class GroupMember:
                     if new is not pol:
                         self._attached = new
                         cast_new: Any = new
-                        s.external_progress(cast_new.sync(now), policy=new)
+                        external_progress(s, cast_new.sync(now), policy=new)
                         return
             else:
                 pol.follow(values)
-            s.external_progress([])
+            external_progress(s, [])
             return
         if isinstance(pol, GroupKSigma):
             if pol is not self._attached:  # restored from a checkpoint
@@ -291,7 +305,7 @@ class GroupMember:
                            position_of=self.position_of)
                 self._attached = pol
             self._flush_alerts()
-            s.external_progress(pol.sync(now))
+            external_progress(s, pol.sync(now))
 
     def _flush_alerts(self) -> None:
         """Deliver the alerts emitted so far before a value that says their arms are decided is published
@@ -345,7 +359,7 @@ class GroupMember:
                     s.alerts.mark(a, "outlier" if st["state"] == 1 else "normal")
         replaced = self._regroup(pol, drop, add)
         self._attached = replaced
-        s.external_progress(policy=replaced)
+        external_progress(s, policy=replaced)
         return {p: v["position"] for p, v in add.items() if v.get("position") is not None}
 
     def _regroup(self, pol: Policy, drop: set[str], add: dict[str, dict[str, Any]]) -> Policy:

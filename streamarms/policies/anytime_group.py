@@ -204,6 +204,7 @@ class GroupKSigma(AnytimeKSigma):
             gt.owned(p, None if parts is None else parts.get(p))
             gt.touch(p)
         self.track = PartitionedTrack(gt)  # type: ignore[assignment]
+        self._values_seen: Any = None
 
     def attach(self, publish: Callable[[str, dict[str, Any]], None], fetch: Callable[[], dict[str, dict[str, Any]]],
                clock: Callable[[], float] = time.time, interval: float = 1.0,
@@ -277,6 +278,7 @@ class GroupKSigma(AnytimeKSigma):
         self._on_events(events)
         if events:
             gt.sync(now, force=False)  # publish the new undecided counts at once (within the interval)
+        self._values_seen = gt.values
         self.group_done = self._group_finished()
         return events
 
@@ -306,7 +308,10 @@ class GroupKSigma(AnytimeKSigma):
                     events = self._on_advance()
         if events:
             self._on_events(events)
-        self.group_done = self._group_finished()
+        values = self.track.group.values  # type: ignore[attr-defined]
+        if values is not self._values_seen:  # the board was read (a record's merge): O(partitions), rarely
+            self._values_seen = values
+            self.group_done = self._group_finished()
         return events
 
     update_batch = Policy.update_batch  # reward by reward: each may publish

@@ -332,20 +332,6 @@ class Scheduler:
         self.alerts.begin_episode(e.episode)
         self._follow(now)
 
-    def external_progress(self, events: Sequence[Event] = (), policy: Policy | None = None) -> None:
-        """The running policy moved without a record (a group member read its group's board:
-        :mod:`streamarms.group_member`): emit its ``events``, follow ``policy`` from now on if given (the
-        same episode), and follow the plan -- the episode ends here if the policy is done."""
-        if self.episodes.phase != RUNNING:
-            return
-        now = self.clock()
-        if policy is not None:
-            self.episodes.policy = policy
-            self.plan.reset(policy, self.episodes.episode)
-        if events:
-            self.alerts.on_events(events, now)
-        self._follow(now)
-
     def _end_episode(self, now: float, reason: str) -> None:
         decision = self.policy.decision()
         self.alerts.on_decision(decision, now)
