@@ -300,10 +300,8 @@ class GroupMember:
             external_progress(s, [])
             return
         if isinstance(pol, GroupKSigma):
-            if pol is not self._attached:  # restored from a checkpoint
-                pol.attach(self.publish, self.fetch, clock=self.clock, interval=self.interval,
-                           position_of=self.position_of)
-                self._attached = pol
+            if pol is not self._attached:  # restored from a checkpoint: wait for the assignment (on_assign)
+                return
             self._flush_alerts()
             external_progress(s, pol.sync(now))
 
@@ -343,12 +341,18 @@ class GroupMember:
         new = set(partitions)
         mine = set(pol.part) if isinstance(pol, GroupKSigma) else set(pol.owned)
         drop = mine - new
+        if isinstance(pol, GroupKSigma) and pol is not self._attached:
+            # restored from this member's checkpoint: the board is the partitions' changelog, and its values
+            # are at least as new as the checkpoint (published at every interval, and by any later owner),
+            # so every partition is taken over from the board -- the checkpoint's key state is dropped
+            pol._transport = (self.publish, self.fetch, self.clock, self.interval, self.position_of)
+            drop, mine = set(pol.part), set()
         add = {}
         for p in sorted(new - mine):
             v = values.get(self.stats_key(p))
             if v is not None and v.get("episode") == pol.episode and "arms" in v:
                 add[p] = v
-        if not drop and not add:
+        if not drop and not add and pol is self._attached:
             return {}
         self.moved += len(drop) + len(add)
         log.info("group episode %d: handing over %s, taking over %s", pol.episode, ", ".join(sorted(drop)) or "none",
