@@ -323,8 +323,7 @@ class GroupMember:
         gt = pol.track.group  # type: ignore[attr-defined]
         for p in set(partitions) & set(pol.part):
             gt.touch(p)
-        gt._published_at = -math.inf  # publish at once, whatever the interval
-        pol.sync()
+        gt.publish_now()  # no merge here: a merge could classify arms whose events nobody would emit
         if self.flush_board is not None:
             self.flush_board()
 

@@ -116,11 +116,7 @@ class GroupTrack:
         ``interval`` s unless ``force`` (the merge); whether the group's ``m_theta`` advanced."""
         now = self.clock() if now is None else now
         if publish and self._dirty and now - self._published_at >= self.interval:
-            for p in sorted(self._dirty):
-                extra = self.extra(p) if self.extra is not None else {}
-                self.publish(p, self.parts[p].value(member=self.member, time=now, **extra))
-            self._dirty.clear()
-            self._published_at = now
+            self.publish_now(now)
         if not force and now - self._merged_at < self.interval:
             return False
         self._merged_at = now
@@ -129,6 +125,15 @@ class GroupTrack:
         self.group.update(merge_totals((values[k] for k in sorted(values)), above=before))
         self.staleness = staleness(values.values(), now)
         return self.group.m_theta > before
+
+    def publish_now(self, now: float | None = None) -> None:
+        """Publish the changed partitions now, whatever the interval (no merge)."""
+        now = self.clock() if now is None else now
+        for p in sorted(self._dirty):
+            extra = self.extra(p) if self.extra is not None else {}
+            self.publish(p, self.parts[p].value(member=self.member, time=now, **extra))
+        self._dirty.clear()
+        self._published_at = now
 
     def upper(self) -> tuple[float, float]:
         return self.group.upper()

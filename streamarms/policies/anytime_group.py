@@ -209,10 +209,10 @@ class GroupKSigma(AnytimeKSigma):
     def attach(self, publish: Callable[[str, dict[str, Any]], None], fetch: Callable[[], dict[str, dict[str, Any]]],
                clock: Callable[[], float] = time.time, interval: float = 1.0,
                position_of: Callable[[str], Any] | None = None) -> None:
-        """Connect a restored policy to the stats board (its partitions' totals are republished)."""
+        """Connect a restored policy to the stats board: its partitions' totals are published and the
+        group's merged at the next :meth:`sync` (whose events the caller emits)."""
         parts = {p: t.value() for p, t in self.track.group.parts.items()}  # type: ignore[attr-defined]
         self._attach(publish, fetch, clock, interval, parts, position_of)
-        self.sync()
 
     # -- key state moving with its partition (a rebalance) ---------------------------------------
     def partition_arms(self, p: str) -> dict[str, Any]:
