@@ -339,6 +339,8 @@ class KafkaRewardSource:
             mine = {tp.partition for tp in assigned if tp.topic == topic}
             if total and len(mine) < len(total):
                 self.partial_assignment = True
+                if self.on_assign is not None:  # a member of a detecting group (--group-threshold): expected
+                    continue
                 log.warning("this daemon holds %d of the %d partitions of %s: another member is in group %s. "
                             "A detection needs every key (the k-sigma threshold is a function of all arms): "
                             "run one daemon per group (a second one is a standby)", len(mine), len(total),
