@@ -34,6 +34,15 @@ disjoint from that interval: on E every event of every member is correct when it
 group's answer is correct with probability ``>= 1 - delta`` at any stopping time. Each key lives in
 one partition, so one member owns it and emits its one alert. Staleness only delays levels.
 
+**A rebalance** (:mod:`streamarms.group_member`): a partition's value carries its arms' state and the
+partition's position, published between batches; a new owner catches the board up, continues every arm
+from the partition's latest value and reads the partition from its position. The totals any member has
+merged are at most that latest value, so each arm's samples stay *one* sequence -- the prefix in the
+adopted state, then what the new owner draws -- and the argument above holds unchanged (the old owner's
+rewards after the value are discarded: they never entered a published total). If the catch-up times out
+(logged) and an older value is adopted while a newer one was merged, an arm's levels could come from two
+continuations of its prefix: the argument does not cover that case.
+
 **Episodes.** The published values carry the ``episode`` number; :meth:`sync` merges only those of its
 own episode (a previous episode's totals are another ``n``'s or another moment's arms).
 
