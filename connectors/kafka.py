@@ -247,9 +247,7 @@ class KafkaRewardSource:
         self._resume: dict[str, Any] = dict(resume or {})
         self.max_poll_records = max_poll_records
         self.before_revoke: Callable[[], None] | None = None
-        #: issue 13 (a group member hands key state over): ``on_assign(names)`` returns start positions
-        #: (``{"topic:partition": [next_offset, runmax]}``) for partitions it takes over; ``on_revoke(names)``
-        #: is told which partitions are about to go
+        #: a detecting group's member (issue 13): start positions of partitions it takes over / those going
         self.on_assign: Callable[[list[str]], dict[str, Any]] | None = None
         self.on_revoke: Callable[[list[str]], None] | None = None
         self.exhausted = False  # a Kafka topic never is
@@ -339,12 +337,11 @@ class KafkaRewardSource:
             mine = {tp.partition for tp in assigned if tp.topic == topic}
             if total and len(mine) < len(total):
                 self.partial_assignment = True
-                if self.on_assign is not None:  # a member of a detecting group (--group-threshold): expected
-                    continue
-                log.warning("this daemon holds %d of the %d partitions of %s: another member is in group %s. "
-                            "A detection needs every key (the k-sigma threshold is a function of all arms): "
-                            "run one daemon per group (a second one is a standby)", len(mine), len(total),
-                            topic, self.group_id)
+                if self.on_assign is None:  # (a detecting group's member holds part of them by design)
+                    log.warning("this daemon holds %d of the %d partitions of %s: another member is in group "
+                                "%s. A detection needs every key (the k-sigma threshold is a function of all "
+                                "arms): run one daemon per group (a second one is a standby)", len(mine),
+                                len(total), topic, self.group_id)
         log.info("assigned %d partitions: %s", len(assigned),
                  ", ".join(f"{tp.topic}:{tp.partition}@{self.merger.next_offset((tp.topic, tp.partition))}"
                            for tp in sorted(assigned)))
