@@ -145,8 +145,12 @@ def test_compose_services_line_up():
     state_dir = os.path.dirname(cfg["checkpoint"])
     assert any(v.split(":")[1] == state_dir for v in sa["volumes"])
     prom = _yaml(DEPLOY / "prometheus" / "prometheus.yml")
-    targets = [t for sc in prom["scrape_configs"] for s in sc["static_configs"] for t in s["targets"]]  # type: ignore
+    targets = [t for sc in prom["scrape_configs"] for s in sc.get("static_configs", []) for t in s["targets"]]  # type: ignore
     assert targets == [f"streamarms:{port}"]
+    # the scale-out members (docker-compose.group.yml's service), found by DNS on the same port
+    group = _yaml(DEPLOY / "docker-compose.group.yml")["services"]  # type: ignore[index]
+    dns = [d for sc in prom["scrape_configs"] for d in sc.get("dns_sd_configs", [])]  # type: ignore
+    assert [(d["names"], d["port"]) for d in dns] == [(["streamarms-member"], port)] and "streamarms-member" in group
     mounts = {v.split(":")[1]: v.split(":")[0] for v in services["prometheus"]["volumes"]}
     for rf in prom["rule_files"]:  # type: ignore[index]
         assert rf in mounts and (DEPLOY / mounts[rf]).is_file()
