@@ -91,7 +91,7 @@ def update_batch(pol: Any, arms: Sequence[int], rewards: Sequence[float]) -> tup
         if pos < n:
             events = pol.update(names[int(a[pos])], float(x[pos]))
             pos += 1
-            if events:
+            if events or pol._done:
                 return pos, events
     return n, []
 
