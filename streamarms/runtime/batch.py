@@ -112,7 +112,7 @@ def _feed_run(s: Any, pol: Any, i: int, arm: str, x: float, now: float, keys: Se
     cm, t = clock_ms, now
     for j in range(i + 1, len(xs)):
         xj = xs[j]
-        a = arm_of.get(keys[j])  # type: ignore[arg-type]
+        a = arm_of.get(keys[j])
         if xj is None or a is None or a not in index:
             break
         if stamps is not None:
