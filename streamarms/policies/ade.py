@@ -277,7 +277,14 @@ class AdaptiveDoubleExploration(Policy):
                 # complete pairs enter the estimates in draw order (the first m_theta draws are i.i.d. uniform)
                 ready = self._pairs.add_half(i, x, request, reward)
                 self._pulls += 1
-                return self._threshold_rounds(ready) if ready else []
+                if not ready:
+                    return []
+                events: list[Event] = []
+                for x1, x2 in ready:
+                    events.extend(self._finish_threshold_round(x1, x2))
+                if not self._pairs.pairs and self._n_alive:
+                    self._open_next_round()
+                return events
             if request.kind != _ARM:
                 raise ValueError(f"reward for arm {arm!r} (value {reward!r}) came with a request of unknown "
                                  f"kind {request.kind!r}; ADE issues 'arm' and 'threshold' requests")
@@ -286,15 +293,6 @@ class AdaptiveDoubleExploration(Policy):
     # ------------------------------------------------------------------------------------------
     # ingesting samples
     # ------------------------------------------------------------------------------------------
-    def _threshold_rounds(self, ready: Sequence[tuple[float, float]]) -> list[Event]:
-        """One threshold round per complete pair, in draw order; the next round once none is pending."""
-        events: list[Event] = []
-        for x1, x2 in ready:
-            events.extend(self._finish_threshold_round(x1, x2))
-        if not self._pairs.pairs and not self.done:
-            self._open_next_round()
-        return events
-
     def _arm_sample(self, i: int, x: float) -> list[Event]:
         self._pulls += 1
         m = self._m[i] + 1
@@ -302,8 +300,11 @@ class AdaptiveDoubleExploration(Policy):
         self._s[i] += x
         if m > self._max_m:
             self._max_m = m
-        if self._mode == _SEQUENTIAL and self._seq.take(i):
-            return self._finish_sequential_round() if self._seq.remaining == 0 else []
+        seq = self._seq
+        if self._mode == _SEQUENTIAL and seq.in_round[i]:  # SequentialRound.take, inline: hot path
+            seq.in_round[i] = 0
+            seq.remaining -= 1
+            return self._finish_sequential_round() if seq.remaining == 0 else []
         # an extra sample outside the plan: refresh the arm's entries for the amortised check
         if self._alive[i] and self._m_a >= 1:
             self._ver[i] += 1

@@ -101,11 +101,19 @@ class PendingPairs:
             return ()
         pair[2] = x
         self.wish.remove(pair[3].request_id)
+        nxt = self.next_proc_rid
+        if rid != nxt:
+            return ()
+        pairs = self.pairs
         ready: list[tuple[float, float]] = []
-        while self.next_proc_rid in self.pairs and self.pairs[self.next_proc_rid][2] is not None:
-            _, x1, x2, _ = self.pairs.pop(self.next_proc_rid)
-            self.next_proc_rid += 1
-            ready.append((x1, x2))
+        while True:
+            done = pairs.pop(nxt)
+            ready.append((done[1], done[2]))
+            nxt += 1
+            later = pairs.get(nxt)
+            if later is None or later[2] is None:
+                break
+        self.next_proc_rid = nxt
         return ready
 
     def to_dict(self) -> dict[str, Any]:
@@ -145,10 +153,12 @@ class SequentialRound:
         return bool(self.in_round[i]) and self.token.get(i, 0) == tok
 
     def head(self) -> int:
-        q = self.queue
-        while not self._live(q[0]):
+        q, in_round, token = self.queue, self.in_round, self.token  # hot: inline _live
+        while True:
+            i, tok = q[0]
+            if in_round[i] and (not token or token.get(i, 0) == tok):
+                return i
             q.popleft()
-        return q[0][0]
 
     def wanted(self, k: int) -> list[int]:
         """Up to ``k`` arms still owed, in queue order."""
