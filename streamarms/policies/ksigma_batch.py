@@ -44,9 +44,9 @@ __all__ = ["update_batch"]
 
 #: first chunk size (doubled while chunks hold no candidate, halved when one does)
 _CHUNK0, _CHUNK_MAX = 1024, 16384
-#: below this many arms candidates are dense and chunks short: update() one by one is faster (measured:
-#: ``benchmarks/policy_batch_speed.py --policy wrr``)
-_MIN_ARMS = 64
+#: below this many arms candidates are dense and chunks short: update() one by one is faster (measured,
+#: random arms, batches of 1000, process time: n = 20 0.6x, n = 32 1.0x, n = 48 1.6x, n = 128 3.7x)
+_MIN_ARMS = 40
 #: the conservative activity margin (far above the ~1e-16 relative rounding of the quantities)
 _EPS = 1e-9
 
