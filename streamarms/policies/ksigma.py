@@ -271,6 +271,8 @@ class _KSigmaEstimates(Policy):
 class _ConfidentKSigma(_KSigmaEstimates):
     """Confidence intervals, Eq. 2 activity, Eq. 3 output and the incremental stopping check."""
 
+    SIGMA_FLOOR: ClassVar[float] = _SIGMA_FLOOR  # (for ksigma_batch, which cannot import this module)
+
     def __init__(self, arms: Sequence[str], *, k: float = 2.0, delta: float = 0.1,
                  model: RewardModel | str = "bernoulli", two_sided: bool = False) -> None:
         super().__init__(arms, k=k, delta=delta, model=model, two_sided=two_sided)

@@ -217,7 +217,7 @@ def _skip(pol: Any, a: np.ndarray, x: np.ndarray) -> tuple[int, bool]:
     mu = sy / n
     var = syy / n - mu * mu
     sigma = np.where(var > 0.0, np.sqrt(np.maximum(var, 0.0)), 0.0)
-    floor = sigma < _sigma_floor()
+    floor = sigma < pol.SIGMA_FLOOR
     sig = np.where(floor, 1.0, sigma)
     hi = mu + pol.k * sigma
     b = 1.0 * pol.k / (n * sig)
@@ -326,9 +326,3 @@ def _scatter(target: list[Any], at: list[int], values: np.ndarray) -> None:
     """``target[at[k]] = values[k]`` as plain Python numbers (``map`` runs the stores in C)."""
     for _ in map(target.__setitem__, at, values.tolist()):
         pass
-
-
-def _sigma_floor() -> float:
-    from .ksigma import _SIGMA_FLOOR  # here: ksigma imports this module
-
-    return _SIGMA_FLOOR
