@@ -22,10 +22,13 @@ counts of ones (Bernoulli): integers, exact in any order. A reward goes through 
 pulled arm may be inactive. The last test is conservative: the exact Eq. 2 margin uses the arm's
 radius at z(delta'_T), which is at least its radius at the window's lower z (z grows with T, the
 Agresti-Coull radius grows with z), so ``|y_i - theta_hat| - beta_i(z_lo) - r_lo < -1e-9`` proves
-the arm active (``m_hi < 0`` in ``_arm_active``) -- nothing to report. (3) and (4) are a short Python
-loop of comparisons (no arithmetic); it stops at a candidate too. Only then is the state written,
-for the rewards before the first candidate; the candidate goes through ``update``, and the skip
-resumes after it (``tests/policies/test_batch_path.py`` compares snapshots and events).
+the arm active (``m_hi < 0`` in ``_arm_active``) -- nothing to report. (3) and (4) can change only
+at a reward of the pointed arm or of the current arm, or where ``D`` reaches the pointed value: a
+short loop visits those rewards (found with numpy) and stops at a candidate too. Only then is the
+state written, for the rewards before the first candidate; the candidate goes through ``update``,
+and the skip resumes after it (``tests/policies/test_wrr_batch.py`` compares events, refusals and
+snapshots). Initialisation (line 1 of Alg. 2, before every arm has a sample) only ingests: applied
+the same way up to the reward that completes it.
 
 These functions read and write the policy's own state (one concept: the policy's ingestion of a
 batch), kept apart so that the policy class stays a screenful of rules.
@@ -101,12 +104,7 @@ def _initialise(pol: Any, a: np.ndarray, x: np.ndarray) -> int:
     last arm its first sample (which goes through ``update``). Applies the rewards before it; returns
     how many."""
     nc = len(a)
-    order = np.argsort(a, kind="stable")
-    sa = a[order]
-    new = np.empty(nc, dtype=bool)
-    new[0] = True
-    np.not_equal(sa[1:], sa[:-1], out=new[1:])
-    start = np.flatnonzero(new)
+    order, sa, start, _ = _sort_by_arm(a, pol.n)
     unpulled = pol._m_np[sa[start]] == 0
     if int(unpulled.sum()) == pol._n_unpulled:  # the chunk completes the initialisation
         J = int(order[start[unpulled]].max())
@@ -121,9 +119,7 @@ def _initialise(pol: Any, a: np.ndarray, x: np.ndarray) -> int:
     yo = np.where(fresh, 0.0, s_old / np.where(fresh, 1.0, m_old))  # no subtraction: -0.0 adds nothing
     yn = s_new / m_new
     io = np.where(fresh, 0.0, 1.0 / np.where(fresh, 1.0, m_old))
-    pol._sy = float(_seq(pol._sy, yo, yn)[-1])
-    pol._syy = float(_seq(pol._syy, yo * yo, yn * yn)[-1])
-    pol._sinv = float(_seq(pol._sinv, io, 1.0 / m_new)[-1])
+    pol._sy, pol._syy, pol._sinv = _running(pol, yo, yn, io, 1.0 / m_new)[-1].tolist()
     pol._n_unpulled -= int(fresh.sum())  # each arm's first reward is fresh once
     arms, last_rev = np.unique(a[::-1], return_index=True)
     _store_counts(pol, arms, m_new[J - 1 - last_rev], s_new[J - 1 - last_rev])
@@ -132,30 +128,35 @@ def _initialise(pol: Any, a: np.ndarray, x: np.ndarray) -> int:
 
 
 def _counts(pol: Any, a: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each reward's arm count and sum after it (sums of 0/1 rewards: exact integers)."""
-    nc = len(a)
-    order = np.argsort(a, kind="stable")
-    sa, sx = a[order], x[order]
-    new = np.empty(nc, dtype=bool)
-    new[0] = True
-    np.not_equal(sa[1:], sa[:-1], out=new[1:])
-    start = np.flatnonzero(new)
-    seg = np.cumsum(new) - 1
-    cum = np.cumsum(sx)
-    m_s = pol._m_np[sa] + (np.arange(nc) - start[seg] + 1)
-    s_s = pol._s_np[sa] + (cum - (cum[start] - sx[start])[seg])
-    inv = np.empty(nc, dtype=np.intp)
-    inv[order] = np.arange(nc)
+    """Each reward's arm count and sum after it, in the order of ``a``."""
+    order, sa, start, seg = _sort_by_arm(a, pol.n)
+    m_s, s_s = _sorted_counts(pol, x[order], sa, start, seg)
+    inv = np.empty(len(a), dtype=np.intp)
+    inv[order] = np.arange(len(a))
     return m_s[inv], s_s[inv]
 
 
-def _seq(start: float, neg: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    """The values of ``v`` after each step ``v -= neg[j]; v += pos[j]`` from ``v = start``, in order."""
-    t = np.empty(2 * len(neg) + 1)
-    t[0] = start
-    t[1::2] = -neg
-    t[2::2] = pos
-    return np.cumsum(t)[2::2]
+def _running(pol: Any, yo: np.ndarray, yn: np.ndarray, io: np.ndarray, inew: np.ndarray) -> np.ndarray:
+    """``(sy, syy, sinv)`` after each reward, as ``_ingest`` updates them: ``v -= old term`` then
+    ``v += new term`` (``a - b`` is ``a + (-b)`` in IEEE arithmetic; a 0.0 old term -- an arm's first
+    sample, which ``_ingest`` does not subtract -- adds -0.0, which changes nothing). One cumsum per
+    column: sequential additions, the same floats."""
+    u = np.empty((2 * len(yo) + 1, 3))
+    u[0] = (pol._sy, pol._syy, pol._sinv)
+    u[1::2, 0], u[2::2, 0] = -yo, yn
+    u[1::2, 1], u[2::2, 1] = -(yo * yo), yn * yn
+    u[1::2, 2], u[2::2, 2] = -io, inew
+    return np.cumsum(u, axis=0)[2::2]
+
+
+def _sorted_counts(pol: Any, sx: np.ndarray, sa: np.ndarray, start: np.ndarray,
+                   seg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Counts and sums after each reward, sorted by arm (``_sort_by_arm``): the stored ones plus running
+    counts within each arm's segment (sums of 0/1 rewards: exact integers in any order)."""
+    cum = np.cumsum(sx)
+    m_s = pol._m_np[sa] + (np.arange(len(sa)) - start[seg] + 1)
+    s_s = pol._s_np[sa] + (cum - (cum[start] - sx[start])[seg])
+    return m_s, s_s
 
 
 def _sort_by_arm(a: np.ndarray, n_arms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -175,10 +176,7 @@ def _skip(pol: Any, a: np.ndarray, x: np.ndarray) -> tuple[int, bool]:
     nc, n = len(a), pol.n
     # per-arm counts and sums after each reward (stable sort by arm, then running counts)
     order, sa, start, seg = _sort_by_arm(a, n)
-    sx = x[order]
-    cum = np.cumsum(sx)
-    m_s = pol._m_np[sa] + (np.arange(nc) - start[seg] + 1)
-    s_s = pol._s_np[sa] + (cum - (cum[start] - sx[start])[seg])
+    m_s, s_s = _sorted_counts(pol, x[order], sa, start, seg)
     rn_lo_s = pol._rfn_lo(m_s, s_s)
     rn_hi_s = pol._rfn_hi(m_s, s_s)
     # each reward's previous radius of its arm: the stored one (first reward of the arm here), else
@@ -194,13 +192,7 @@ def _skip(pol: Any, a: np.ndarray, x: np.ndarray) -> tuple[int, bool]:
     m_new, s_new = m_s[inv], s_s[inv]
     m_old, s_old = m_new - 1.0, s_new - x
     yo, yn = s_old / m_old, s_new / m_new
-    # running sums, in order: v -= old term; v += new term (one cumsum per column: sequential adds)
-    u = np.empty((2 * nc + 1, 3))
-    u[0] = (pol._sy, pol._syy, pol._sinv)
-    u[1::2, 0], u[2::2, 0] = -yo, yn
-    u[1::2, 1], u[2::2, 1] = -(yo * yo), yn * yn
-    u[1::2, 2], u[2::2, 2] = -(1.0 / m_old), 1.0 / m_new
-    run = np.cumsum(u, axis=0)[2::2]
+    run = _running(pol, yo, yn, 1.0 / m_old, 1.0 / m_new)
     sy, syy = run[:, 0], run[:, 1]
     # the z window's bracket sums (_window_update): one term per reward and sum
     rn_lo, ro_lo, rn_hi, ro_hi = rn_lo_s[inv], ro_lo_s[inv], rn_hi_s[inv], ro_hi_s[inv]
