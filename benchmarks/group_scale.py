@@ -8,8 +8,11 @@ skipped; ``detecting``: episodes back to back) until the members together have h
 (records read again after a rebalance count: they are work done). Rate = records handled /
 (last record handled by any member - first record handled by any member): the group's join and
 rebalances while members come up are inside that span, as they are for a user. Each member detects on
-its own partitions' keys here (the group threshold is not wired into ``streamarms run`` yet): this
-measures how consumption scales, not the detector's group mode.
+its own partitions' keys here: this measures how consumption scales.
+
+**Group decision.** N ``streamarms run --group-threshold`` processes (policy cs) decide together on 20
+keys; the wall time from the first record produced to the last member's exit, and the records handled
+(:func:`group_decision`).
 
 **Projection (arithmetic, stated).** One partition's stats value (``PartitionTotals.value()``, JSON,
 and gzip as the publisher sends it) is measured for arms whose counts span levels 1..m (``--levels-to``),
@@ -121,6 +124,64 @@ def throughput(bootstrap: str, records: int, members: list[int], detecting: bool
     return rates
 
 
+def group_decision(bootstrap: str, per_key: int, members: list[int], interval: float = 1.0) -> dict[int, float]:
+    """``streamarms run --group-threshold`` members (real processes, policy cs, k = 2, delta = 0.1) on a
+    6-partition topic of 20 keys: wall time from the first record produced to the last member's exit
+    with the group's decision, and the records the members handled in it. Records are produced after
+    the group settled (a rebalance mid-episode is not handed over), so the producer runs alongside."""
+    import re
+    import subprocess
+
+    from streamarms.connectors.kafka import ensure_topics
+    from streamarms.sim import zww17_example
+    means = zww17_example()
+    keys = [f"region-{i:02d}".encode() for i in range(len(means))]
+    rng = random.Random(5)
+    order = [a for a in range(len(keys)) for _ in range(per_key)]
+    rng.shuffle(order)
+    recs = [(keys[a], b'{"reward": %d}' % (rng.random() < means[a])) for a in order]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    tmp = tempfile.mkdtemp()
+    rates = {}
+    for n in members:
+        tag = f"gd{n}-{int(time.time())}"
+        topic = f"rewards-{tag}"
+        ensure_topics({"bootstrap_servers": [bootstrap]}, {topic: PARTITIONS})
+        logs = [os.path.join(tmp, f"{tag}-{i}.log") for i in range(n)]
+        outs = [os.path.join(tmp, f"{tag}-{i}.json") for i in range(n)]
+        procs = [subprocess.Popen(
+            [sys.executable, "-m", "streamarms.cli", "run", "--bootstrap-servers", bootstrap, "--rewards-topic", topic,
+             "--alerts-topic", f"alerts-{tag}", "--group-id", tag, "--group-threshold", "--group-member", f"m{i}",
+             "--group-interval", str(interval), "--policy", "cs", "--k", "2", "--delta", "0.1", "--max-episodes", "1", "--checkpoint", "none",
+             "--discovery-records", "2000", "--summary-json", outs[i], "--create-topics", "--quiet",
+             "--consumer-option", "session_timeout_ms=6000", "--consumer-option", "heartbeat_interval_ms=500"],
+            cwd=root, stdout=subprocess.DEVNULL, stderr=open(logs[i], "wb")) for i in range(n)]
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # the group settled: every member holds its share
+            last = [re.findall(r"assigned (\d+) partitions", open(f).read()) for f in logs]
+            if all(x and int(x[-1]) == PARTITIONS // n for x in last):
+                break
+            time.sleep(0.3)
+        from kafka import KafkaProducer
+        prod = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=50, batch_size=1 << 20, acks=1)
+        t0 = time.monotonic()
+        for i, (k, v) in enumerate(recs):
+            prod.send(topic, key=k, value=v, timestamp_ms=1_700_000_000_000 + i)
+        prod.flush()
+        prod.close()
+        for pr in procs:
+            pr.wait(timeout=600)
+        span = time.monotonic() - t0
+        res = [json.load(open(o)) for o in outs]
+        handled = sum(r["records"] for r in res)
+        samples = sum(r["samples"] for r in res)
+        found = sorted(a for r in res for a in r["episodes"][0]["outliers"])
+        rates[n] = handled / span
+        print(f"  {n} member(s): decision {found} in {span:.2f} s; {handled:,} records handled "
+              f"({rates[n]:,.0f}/s), {samples:,} samples", flush=True)
+    return rates
+
+
 def value_size(levels_to: int, arms: int = 100) -> tuple[int, int, int]:
     """(levels, JSON bytes, gzip bytes) of one partition's value, its arms spread over counts 1..levels_to."""
     spec = dict(n=arms * PARTITIONS, k=2.0, alpha=0.05, low=0.0, high=1.0, bernoulli=True)
@@ -184,6 +245,8 @@ def main() -> None:
     ap.add_argument("--levels-to", type=int, default=2000, help="arm counts in a value span 1..this")
     ap.add_argument("--partitions-per-member", type=int, default=2)
     ap.add_argument("--skip-throughput", action="store_true")
+    ap.add_argument("--skip-group", action="store_true", help="skip the --group-threshold decision runs")
+    ap.add_argument("--per-key", type=int, default=6000, help="records per key of the group decision runs")
     a = ap.parse_args()
     broker = None
     if a.bootstrap_servers is None:
@@ -198,6 +261,12 @@ def main() -> None:
                 rates = throughput(a.bootstrap_servers, a.records, a.members, detecting)
                 base = rates[a.members[0]]
                 print("  ratios vs 1 member: " + ", ".join(f"{n}: {r / base:.2f}" for n, r in rates.items()))
+        if not a.skip_group:
+            print(f"group decision (--group-threshold, policy cs): {a.per_key * 20:,} records, 20 keys, "
+                  f"{PARTITIONS} partitions, --group-interval {a.interval:g} (wall clock, shared machine: noisy)")
+            rates = group_decision(a.bootstrap_servers, a.per_key, a.members, a.interval)
+            base = rates[a.members[0]]
+            print("  ratios vs 1 member: " + ", ".join(f"{n}: {r / base:.2f}" for n, r in rates.items()))
         levels, raw, gz = value_size(a.levels_to)
         delay = topic_delay(a.bootstrap_servers)
         print(f"\nstats value of one partition (arms at counts up to {a.levels_to}): {levels} levels, {raw:,} B JSON, "

@@ -64,7 +64,8 @@ def daemon(path: str, n: int, detecting: bool, policy: str, extra: list[str]) ->
             "--summary-json", summary, "--discovery-records", "1000", "--max-arms", "200000"]
     # idle: no episode runs (more arms needed than there are keys): every record is read, validated
     # and skipped -- the state of a deployment between episodes
-    args += ["--forever", "--episode-interval", "0"] if detecting else ["--forever", "--min-arms", "200000"]
+    args += ["--forever", "--mode", "episodes"]
+    args += ["--episode-interval", "0"] if detecting else ["--min-arms", "200000"]
     t0 = time.process_time()
     cli(args + extra)
     dt = time.process_time() - t0

@@ -31,33 +31,57 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from streamarms.group_threshold import merge_totals, staleness, stats_key
 
-from .kafka import ensure_topics
+from .kafka import SinkError, ensure_topics
 
-__all__ = ["KafkaStatsPublisher", "KafkaStatsReader"]
+__all__ = ["KafkaStatsPublisher", "KafkaStatsReader", "MAX_VALUE_BYTES"]
+
+#: The largest stats value (JSON, before gzip) a member sends; the topic is created to accept it. A value
+#: carries its partition's key state (~200-300 bytes a key before gzip, ~5x less after), so this bounds the
+#: keys of one partition at roughly 50-80 thousand: spread more keys over more partitions.
+MAX_VALUE_BYTES = 16 * 1024 * 1024
 
 
 class KafkaStatsPublisher:
     """Publishes a member's per-partition totals to the compacted stats ``topic`` (module docstring)."""
 
     def __init__(self, config: dict[str, Any], topic: str, group: str, member: str, *, create: bool = True,
-                 wall: Any = time.time) -> None:
+                 wall: Any = time.time, max_value_bytes: int = MAX_VALUE_BYTES) -> None:
         if create:
-            ensure_topics(config, {topic: 1}, {topic: {"cleanup.policy": "compact"}})
+            ensure_topics(config, {topic: 1}, {topic: {"cleanup.policy": "compact",
+                                                       "max.message.bytes": str(max_value_bytes)}})
         self.topic, self.group, self.member, self.wall = topic, group, member, wall
-        self.producer = KafkaProducer(acks="all", linger_ms=5, compression_type="gzip", **config)
+        self.max_value_bytes = max_value_bytes
+        self.producer = KafkaProducer(acks="all", linger_ms=5, compression_type="gzip",
+                                      max_request_size=max_value_bytes + 4096, **config)
         self.sent_bytes = 0
         self.sent = 0
+        self.failed: list[str] = []  # sends the broker refused (their callbacks): raised at the next call
 
     def publish(self, partition: str, value: dict[str, Any]) -> None:
-        """Queue ``value`` (``PartitionTotals.value()`` plus anything the caller adds) for ``partition``."""
+        """Queue ``value`` (``PartitionTotals.value()`` plus anything the caller adds) for ``partition``.
+
+        :class:`SinkError` for a value above ``max_value_bytes`` (too many keys in one partition) or once
+        an earlier send was refused: a member whose values do not arrive would stall the whole group."""
+        self._raise_failed()
         body = json.dumps({**value, "member": self.member, "partition": partition, "time": self.wall()},
                           separators=(",", ":")).encode("utf-8")
-        self.producer.send(self.topic, key=stats_key(self.group, partition).encode("utf-8"), value=body)
+        if len(body) > self.max_value_bytes:
+            raise SinkError(f"the group stats value of partition {partition} is {len(body):,} bytes "
+                            f"({value.get('keys', '?')} keys) and a stats value may take {self.max_value_bytes:,}: "
+                            f"it carries the partition's key state, so spread the keys over more partitions")
+        fut = self.producer.send(self.topic, key=stats_key(self.group, partition).encode("utf-8"), value=body)
+        fut.add_errback(lambda e: self.failed.append(f"partition {partition}: {e}"))
         self.sent_bytes += len(body)
         self.sent += 1
 
     def flush(self, timeout: float = 30.0) -> None:
         self.producer.flush(timeout=timeout)
+        self._raise_failed()
+
+    def _raise_failed(self) -> None:
+        if self.failed:
+            raise SinkError(f"the group stats topic {self.topic} refused {len(self.failed)} value(s), first: "
+                            f"{self.failed[0]}")
 
     def close(self) -> None:
         self.producer.close(timeout=10)

@@ -247,6 +247,9 @@ class KafkaRewardSource:
         self._resume: dict[str, Any] = dict(resume or {})
         self.max_poll_records = max_poll_records
         self.before_revoke: Callable[[], None] | None = None
+        #: a detecting group's member (issue 13): start positions of partitions it takes over / those going
+        self.on_assign: Callable[[list[str]], dict[str, Any]] | None = None
+        self.on_revoke: Callable[[list[str]], None] | None = None
         self.exhausted = False  # a Kafka topic never is
         opts = {
             "group_id": group_id,
@@ -305,6 +308,8 @@ class KafkaRewardSource:
         self.joined = True
         resume = dict(self._resume)
         resume.update(self._positions())  # positions of partitions we keep win over older ones
+        if self.on_assign is not None:
+            resume.update(self._handed_over(assigned))
         self._resume = resume
         self.merger.assign([(tp.topic, tp.partition) for tp in assigned], resume)
         self._paused.clear()
@@ -332,16 +337,31 @@ class KafkaRewardSource:
             mine = {tp.partition for tp in assigned if tp.topic == topic}
             if total and len(mine) < len(total):
                 self.partial_assignment = True
-                log.warning("this daemon holds %d of the %d partitions of %s: another member is in group %s. "
-                            "A detection needs every key (the k-sigma threshold is a function of all arms): "
-                            "run one daemon per group (a second one is a standby)", len(mine), len(total),
-                            topic, self.group_id)
+                if self.on_assign is None:  # (a detecting group's member holds part of them by design)
+                    log.warning("this daemon holds %d of the %d partitions of %s: another member is in group "
+                                "%s. A detection needs every key (the k-sigma threshold is a function of all "
+                                "arms): run one daemon per group (a second one is a standby)", len(mine),
+                                len(total), topic, self.group_id)
         log.info("assigned %d partitions: %s", len(assigned),
                  ", ".join(f"{tp.topic}:{tp.partition}@{self.merger.next_offset((tp.topic, tp.partition))}"
                            for tp in sorted(assigned)))
 
+    def _handed_over(self, assigned: list[TopicPartition]) -> dict[str, Any]:
+        """Start positions of the partitions whose key state a group member takes over (``on_assign``)."""
+        assert self.on_assign is not None
+        try:
+            return self.on_assign([f"{tp.topic}:{tp.partition}" for tp in assigned])
+        except Exception as e:  # never break the rebalance
+            log.error("taking partitions over failed: %s", e, exc_info=True)
+            return {}
+
     def _revoked(self, revoked: list[TopicPartition]) -> None:
         self.joined = False  # a (re)join follows
+        if revoked and self.on_revoke is not None:
+            try:
+                self.on_revoke([f"{tp.topic}:{tp.partition}" for tp in revoked])
+            except Exception as e:  # never break the rebalance
+                log.error("handing partitions over failed: %s", e, exc_info=True)
         self._unjoined_since = time.monotonic()
         if revoked and self.before_revoke is not None:
             try:

@@ -96,6 +96,13 @@ class AlertManager:
                                threshold=decision.threshold, threshold_interval=decision.threshold_interval,
                                samples=d.get("samples"), pulls=decision.pulls)
 
+    def mark(self, arm: str, kind: str) -> None:
+        """``arm`` was classified ``kind`` in this episode elsewhere (a group member that owned its key
+        before a rebalance alerted it): no alert for it here."""
+        self._seen.add(arm)
+        if kind == "outlier":
+            self.flagged[arm] = self.episode
+
     # -- logic ---------------------------------------------------------------------------------
     def _classify(self, arm: str, kind: str, now: float, **fields: Any) -> None:
         if arm in self._seen:

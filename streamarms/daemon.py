@@ -124,7 +124,8 @@ class Daemon:
                  metrics: Metrics | None = None, run_info: dict[str, Any] | None = None,
                  poll_timeout: float = 0.2, stop_when_exhausted: bool = True,
                  handle_signals: bool = True, wall: Callable[[], float] = time.monotonic,
-                 stall_seconds: float = 30.0, transaction: Any | None = None) -> None:
+                 stall_seconds: float = 30.0, transaction: Any | None = None,
+                 on_turn: Callable[[], None] | None = None) -> None:
         self.scheduler = scheduler
         self.source = source
         self.clock = clock
@@ -136,6 +137,9 @@ class Daemon:
         #: exactly-once (:meth:`_checkpoint_in_transaction`): an object whose ``commit(source_state)``
         #: commits the sinks' records, the checkpoint record and the consumed positions as one transaction
         self.transaction = transaction
+        #: called every loop turn after ``tick`` (a group member reads its group's board:
+        #: :class:`streamarms.group_member.GroupMember`)
+        self.on_turn = on_turn
         self.metrics = metrics
         self.run_info = run_info or {}
         self.poll_timeout = poll_timeout
@@ -262,6 +266,8 @@ class Daemon:
                 break
             if not self._interrupt:
                 sched.tick()
+                if self.on_turn is not None:
+                    self.on_turn()
             now = wall()
             self.heartbeat = now
             if now - last_progress >= 1.0:

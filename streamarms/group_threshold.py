@@ -136,10 +136,11 @@ def _check_spec(spec: dict[str, Any], value: dict[str, Any]) -> None:
                              "group must run with the same n, k, alpha and reward range)")
 
 
-def merge_totals(values: Iterable[dict[str, Any]]) -> dict[str, Any]:
+def merge_totals(values: Iterable[dict[str, Any]], above: int = 0) -> dict[str, Any]:
     """The group's totals: per level, the sum over partition values (max for ``vmax``/``smax``; the sample
     variances' sum stays "missing" if any partition lacks it). Values are merged in the order given:
-    pass them in a fixed order (e.g. sorted by key) for bit-identical results on every member.
+    pass them in a fixed order (e.g. sorted by key) for bit-identical results on every member. Levels
+    ``<= above`` are left out (a :class:`GroupThreshold` at ``m_theta = above`` has used them already).
 
     >>> a = {"n": 3, "k": 1.0, "alpha": 0.1, "totals": {"1": [2.0] + [0.5] * 12}}
     >>> b = {"n": 3, "k": 1.0, "alpha": 0.1, "totals": {"1": [1.0] + [0.25] * 12, "2": [1.0] + [0.1] * 12}}
@@ -154,6 +155,8 @@ def merge_totals(values: Iterable[dict[str, Any]]) -> dict[str, Any]:
         else:
             _check_spec(out, v)
         for g, t in v["totals"].items():
+            if above and int(g) <= above:
+                continue
             acc = totals.get(g)
             if acc is None:
                 totals[g] = [float(x) for x in t]

@@ -55,13 +55,22 @@ class GroupTrack:
 
     def __init__(self, spec: dict[str, Any], *, publish: Callable[[str, dict[str, Any]], None],
                  fetch: Callable[[], dict[str, dict[str, Any]]], clock: Callable[[], float] = time.time,
-                 interval: float = 1.0, member: str = "") -> None:
+                 interval: float = 1.0, member: str = "",
+                 extra: Callable[[str], dict[str, Any]] | None = None) -> None:
         self.spec = dict(spec)
+        #: ``extra(partition)``: fields published with the partition's totals (a policy's key and
+        #: undecided counts, its episode)
+        self.extra = extra
+        #: the values of the last fetch (every partition's latest)
+        self.values: dict[str, dict[str, Any]] = {}
         self.publish, self.fetch, self.clock = publish, fetch, clock
         self.interval, self.member = float(interval), member
         self.parts: dict[str, PartitionTotals] = {}
         self.group = GroupThreshold(**self.spec)
         self._dirty: set[str] = set()
+        #: ``False``: :meth:`record` merges but publishes nothing (values leave only from :meth:`sync`, between
+        #: batches, where the caller's ``extra`` -- e.g. a source position -- describes the same moment)
+        self.publish_on_record = True
         self._published_at = self._merged_at = -math.inf
         self.staleness = math.inf
 
@@ -89,31 +98,42 @@ class GroupTrack:
         self.parts.pop(partition, None)
         self._dirty.discard(partition)
 
+    def touch(self, partition: str) -> None:
+        """Publish ``partition`` again at the next sync (its ``extra`` fields changed)."""
+        self.owned(partition)
+        self._dirty.add(partition)
+
     def record(self, g: int, S: float, lo: float, hi: float, box: Any = None, S2: float | None = None, *,
                partition: str) -> bool:
         if g not in self.levels:
             return False
         self.owned(partition).record(g, S, lo, hi, S2=S2)
         self._dirty.add(partition)
-        return self.sync(force=False)
+        return self.sync(force=False, publish=self.publish_on_record)
 
-    def sync(self, now: float | None = None, force: bool = True) -> bool:
+    def sync(self, now: float | None = None, force: bool = True, publish: bool = True) -> bool:
         """Publish the changed partitions and merge every partition's latest value, each at most every
         ``interval`` s unless ``force`` (the merge); whether the group's ``m_theta`` advanced."""
         now = self.clock() if now is None else now
-        if self._dirty and now - self._published_at >= self.interval:
-            for p in sorted(self._dirty):
-                self.publish(p, self.parts[p].value(member=self.member, time=now))
-            self._dirty.clear()
-            self._published_at = now
+        if publish and self._dirty and now - self._published_at >= self.interval:
+            self.publish_now(now)
         if not force and now - self._merged_at < self.interval:
             return False
         self._merged_at = now
-        values = self.fetch()
+        values = self.values = self.fetch()
         before = self.group.m_theta
-        self.group.update(merge_totals(values[k] for k in sorted(values)))
+        self.group.update(merge_totals((values[k] for k in sorted(values)), above=before))
         self.staleness = staleness(values.values(), now)
         return self.group.m_theta > before
+
+    def publish_now(self, now: float | None = None) -> None:
+        """Publish the changed partitions now, whatever the interval (no merge)."""
+        now = self.clock() if now is None else now
+        for p in sorted(self._dirty):
+            extra = self.extra(p) if self.extra is not None else {}
+            self.publish(p, self.parts[p].value(member=self.member, time=now, **extra))
+        self._dirty.clear()
+        self._published_at = now
 
     def upper(self) -> tuple[float, float]:
         return self.group.upper()

@@ -145,8 +145,12 @@ def test_compose_services_line_up():
     state_dir = os.path.dirname(cfg["checkpoint"])
     assert any(v.split(":")[1] == state_dir for v in sa["volumes"])
     prom = _yaml(DEPLOY / "prometheus" / "prometheus.yml")
-    targets = [t for sc in prom["scrape_configs"] for s in sc["static_configs"] for t in s["targets"]]  # type: ignore
+    targets = [t for sc in prom["scrape_configs"] for s in sc.get("static_configs", []) for t in s["targets"]]  # type: ignore
     assert targets == [f"streamarms:{port}"]
+    # the scale-out members (docker-compose.group.yml's service), found by DNS on the same port
+    group = _yaml(DEPLOY / "docker-compose.group.yml")["services"]  # type: ignore[index]
+    dns = [d for sc in prom["scrape_configs"] for d in sc.get("dns_sd_configs", [])]  # type: ignore
+    assert [(d["names"], d["port"]) for d in dns] == [(["streamarms-member"], port)] and "streamarms-member" in group
     mounts = {v.split(":")[1]: v.split(":")[0] for v in services["prometheus"]["volumes"]}
     for rf in prom["rule_files"]:  # type: ignore[index]
         assert rf in mounts and (DEPLOY / mounts[rf]).is_file()
@@ -307,12 +311,15 @@ def test_run_forever_serves_metrics_and_stops_on_sigterm(tmp_path):
     assert "stopped (SIGTERM)" in output
 
 
+#: the series only a group member exports (``run --group-threshold``: the scale-out row and rule)
+GROUP_ONLY = ("streamarms_group_stats_", "streamarms_group_members", "streamarms_group_partitions_")
 #: the series only the continuous mode exports (its dashboard row and rules)
-CONTINUOUS_ONLY = ("streamarms_group_", "streamarms_monitor_", "streamarms_flagged_key_")
+CONTINUOUS_ONLY = ("streamarms_group_threshold", "streamarms_monitor_", "streamarms_flagged_key_")
+NOT_EPISODES = GROUP_ONLY + CONTINUOUS_ONLY
 
 
 def test_every_metric_of_the_dashboard_and_rules_is_served_live(tmp_path):
-    used = {n for n in _used_names() if not n.startswith(CONTINUOUS_ONLY)}
+    used = {n for n in _used_names() if not n.startswith(NOT_EPISODES)}
     assert {"streamarms_consumer_lag_records", "streamarms_threshold", "streamarms_time_to_alert_seconds_bucket",
             "streamarms_flagged_arm", "streamarms_episode_sample_ratio"} <= used
     proc, port = _start("--checkpoint", str(tmp_path / "state.checkpoint"), "--checkpoint-interval", "0.5",
@@ -376,9 +383,9 @@ def test_a_real_prometheus_evaluates_every_dashboard_query_and_rule(tmp_path):
             pytest.fail("Prometheus never saw the daemon's records")
         d = _dashboard()
         may_be_empty = {"Refused records", "outlier-annotation"}
-        # the continuous mode's row (this daemon runs episodes; the continuous test serves those series)
+        # the continuous and scale-out rows (this daemon runs episodes alone; other tests serve those series)
         may_be_empty |= {p["title"] for p in d["panels"] if any(
-            c in t["expr"] for t in p.get("targets", []) for c in CONTINUOUS_ONLY)}
+            c in t["expr"] for t in p.get("targets", []) for c in NOT_EPISODES)}
         checked = 0
         for title, expr in ([(p["title"], t["expr"]) for p in d["panels"] for t in p.get("targets", [])]
                             + [("outlier-annotation", d["annotations"]["list"][1]["expr"])]):
@@ -424,3 +431,12 @@ def test_continuous_mode_serves_its_series_and_explain(tmp_path):
         rc, took, output = _stop(proc)
     assert rc == 0 and took < 10, output[-2000:]
     assert "ALERT outlier region-19 (group default)" in output or "ALERT outlier region-18" in output
+
+
+def test_the_scale_out_row_and_rule_use_what_a_group_member_exports():
+    """A group member (``run --group-threshold``, needs Kafka: the drills in tests/kafka run it) exports its
+    series from ``streamarms/cli/group.py``: every group-only name the dashboard and rules use is one of them."""
+    used = {n for n in _used_names() if n.startswith(GROUP_ONLY)}
+    assert {"streamarms_group_stats_staleness_seconds", "streamarms_group_members"} <= used
+    exported = set(re.findall(r'GaugeMetricFamily\("(streamarms_[a-z_]+)"', (ROOT / "streamarms" / "cli" / "group.py").read_text()))
+    assert used <= exported, sorted(used - exported)

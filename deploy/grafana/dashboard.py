@@ -191,7 +191,7 @@ def panels() -> list[tuple[dict[str, Any], int, int]]:
                 [_q(f"max by (phase) (streamarms_phase{{{SEL}}}) == 1", "{{phase}}")],
                 draw="bars", fill=80, stack=True), 8, 8),
     ]
-    return out + continuous_panels()
+    return out + continuous_panels() + group_panels()
 
 
 GSEL = 'instance=~"$instance",group=~"$group"'
@@ -233,6 +233,26 @@ def continuous_panels() -> list[tuple[dict[str, Any], int, int]]:
                     "restarts /min"),
                  _q(f"sum(rate(streamarms_monitor_epochs_total{{{SEL}}}[$__rate_interval])) * 60",
                     "epochs /min")], fill=0), 12, 8),
+    ]
+
+
+def group_panels() -> list[tuple[dict[str, Any], int, int]]:
+    """Scale-out (``streamarms run --group-threshold``): the members of a group and how fresh the stats
+    topic each member merged is (the threshold moves only when members see each other's progress)."""
+    return [
+        (row("Scale-out (streamarms run --group-threshold): members and the stats topic"), 24, 1),
+        (stat("Group members", "Members that published this episode's stats to the group's stats topic "
+              "(the most any member sees).", f"max(streamarms_group_members{{{SEL}}})", decimals=0), 4, 8),
+        (series("Stats topic staleness per member",
+                "Age of the oldest partition value of the group's stats a member merged. The threshold's "
+                "interval only tightens when members see each other's progress: staleness costs samples, "
+                "never correctness. Bounded by --group-interval plus the topic's delivery time.",
+                [_q(f"streamarms_group_stats_staleness_seconds{{{SEL}}}", "{{instance}}")], unit="s",
+                fill=0), 12, 8),
+        (series("Partitions moved",
+                "Partitions a member handed over or took over during a group episode (a rebalance: a member "
+                "joined, left or was killed); the key state moves with them through the stats topic.",
+                [_q(f"streamarms_group_partitions_moved{{{SEL}}}", "{{instance}}")], fill=0), 8, 8),
     ]
 
 

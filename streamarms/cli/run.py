@@ -48,6 +48,7 @@ from ..runtime.continuous import CONTINUOUS, ContinuousRunner
 from ..runtime.contracts import AlertSink, DeadLetterSink, RequestSink
 from .continuous import alert_line, build_runner
 from .embedded import EmbeddedResponder, embedded_means, embedded_stream
+from .group import check_group_settings, member_name, wire_group_member
 from .settings import RunSettings, _kv, add_run_arguments, resolve_settings
 
 __all__ = ["add_run_parser", "run_main", "main"]
@@ -129,7 +130,8 @@ def _checkpoint_store(s: RunSettings, kafka_cfg: dict[str, Any] | None, pool: An
         if kafka_cfg is None:
             raise ConfigError("--checkpoint kafka:TOPIC needs --bootstrap-servers")
         from streamarms.connectors.kafka import KafkaCheckpointStore
-        return KafkaCheckpointStore(kafka_cfg, spec[len("kafka:"):], key=s.group_id, secret=secret, pool=pool)
+        key = f"{s.group_id}/{member_name(s)}" if s.group_threshold else s.group_id  # a member's own state
+        return KafkaCheckpointStore(kafka_cfg, spec[len("kafka:"):], key=key, secret=secret, pool=pool)
     if pool is not None:
         raise ConfigError("--exactly-once needs the checkpoint in Kafka (--checkpoint kafka:TOPIC or auto): a file "
                           "cannot join the transaction")
@@ -191,6 +193,7 @@ class _App:
                               f"{s.policy!r} has a budget or rounds of its own (use --passive-feed planned)")
         #: the continuous mode (the default of --forever): a ContinuousRunner in place of the Scheduler
         self.continuous = s.mode == CONTINUOUS
+        check_group_settings(s)
         if self.continuous and (s.group_by is not None and not s.group_by.strip()):
             raise ConfigError("--group-by needs a field name")
         if not self.continuous and "group_by" in s.explicit:
@@ -264,12 +267,13 @@ class _App:
             log.info("resumed from %s: episode %d, %d records, %d samples", self.store.describe(),
                      self.scheduler.episode, self.scheduler.records, self.scheduler.used)
         self.metrics = Metrics() if s.metrics_port is not None else None
+        self.group = wire_group_member(self) if s.group_threshold else None
         self.daemon = _daemon_class(self.store, self.transaction)(
                              self.scheduler, self.source, clock=self.event_clock, alert_sink=self.alert_sink,
                              request_sink=self.request_sink, dead_letter_sink=self.dead_letter_sink,
                              checkpoint=self.store, checkpoint_interval=s.checkpoint_interval, metrics=self.metrics,
                              run_info=self.run_info, stop_when_exhausted=bool(s.rewards_file),
-                             transaction=self.transaction)
+                             transaction=self.transaction, on_turn=self.group.turn if self.group else None)
         self.server = None
         if self.metrics is not None and s.metrics_port is not None:
             from ..observability import OperatorMetrics  # operator's series and readiness (/healthz)
@@ -475,6 +479,8 @@ class _App:
                 self.server.close()
             if self.store is not None:
                 self.store.close()
+            for c in self.closers:
+                c.close()
         elapsed = time.monotonic() - t0
         out = self.summary(code, elapsed)
         if code == 0 and not s.quiet:

@@ -44,6 +44,10 @@ class RunSettings:
     requests_topic: str | None = None
     dead_letter_topic: str | None = None
     group_id: str = "streamarms"
+    group_threshold: bool = False
+    group_stats_topic: str | None = None
+    group_member: str | None = None
+    group_interval: float = 1.0
     create_topics: bool = False
     from_beginning: bool = True
     max_poll_records: int = 1000
@@ -166,6 +170,14 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--requests-topic", metavar="TOPIC", help="sample-request topic (active mode)")
     g.add_argument("--dead-letter-topic", metavar="TOPIC", help="topic for refused records (reason in a header)")
     g.add_argument("--group-id", metavar="ID", help=f"consumer group (default {d['group_id']})")
+    g.add_argument("--group-threshold", action="store_true", default=None,
+                   help="scale out: the members of --group-id detect together (policy cs), the threshold from every "
+                        "member's per-partition totals on a compacted stats topic; one alert per key group-wide")
+    g.add_argument("--group-stats-topic", metavar="TOPIC", help="the group's stats topic (default <group-id>-stats)")
+    g.add_argument("--group-member", metavar="NAME",
+                   help="this member's name: its checkpoint key and stats tag (default: the host name)")
+    g.add_argument("--group-interval", type=nonneg_float, metavar="SEC",
+                   help="publish and merge the group's stats at most every SEC (default 1; the view's staleness)")
     g.add_argument("--create-topics", action="store_true", default=None, help="create missing topics at start")
     g.add_argument("--from-beginning", action=argparse.BooleanOptionalAction, default=None,
                    help="with no committed offset, start at the earliest record (default) or the latest")

@@ -200,8 +200,8 @@ class Policy(ABC):
 
         Returns ``(n, events)``: the first ``n`` rewards were ingested, exactly as ``n`` calls of
         :meth:`update` would have, and ``events`` are those of the ``n``-th -- the batch stops right
-        after a reward with events (the caller emits them at that reward's time, then calls again
-        with the rest). ``n < len(rewards)`` with no events means reward ``n`` is refused: the caller
+        after a reward with events or that makes the policy done (the caller emits them at that
+        reward's time, ends the episode, or calls again with the rest). ``n < len(rewards)`` with no events means reward ``n`` is refused: the caller
         asks :meth:`update` for the error (the state is unchanged). Default: :meth:`update` one by
         one; a policy whose state depends only on per-arm counts and sums overrides it to skip ahead
         with numpy (``AnytimeKSigma``).
@@ -211,13 +211,13 @@ class Policy(ABC):
         >>> p.update_batch([0, 1, 2, 0], [1.0, 0.0, 1.0, 5.0]), p.pulls
         ((3, []), 3)
         """
-        names = self.arms
+        names, was_done = self.arms, self.done
         for j in range(len(rewards)):
             try:
                 events = self.update(names[arms[j]], rewards[j])
             except ValueError:
                 return j, []
-            if events:
+            if events or (self.done and not was_done):
                 return j + 1, events
         return len(rewards), []
 

@@ -67,6 +67,7 @@ import numpy as np
 from .. import bounds
 from ..models import BernoulliModel, BoundedModel, RewardModel, make_model, model_from_dict
 from ..validation import check_ksigma_params
+from . import ksigma_batch
 from .base import Decision, Event, Policy, Request
 
 __all__ = ["RoundRobin", "WeightedRoundRobin", "NaiveRoundRobin", "ksigma_outliers"]
@@ -269,6 +270,8 @@ class _KSigmaEstimates(Policy):
 
 class _ConfidentKSigma(_KSigmaEstimates):
     """Confidence intervals, Eq. 2 activity, Eq. 3 output and the incremental stopping check."""
+
+    SIGMA_FLOOR: ClassVar[float] = _SIGMA_FLOOR  # (for ksigma_batch, which cannot import this module)
 
     def __init__(self, arms: Sequence[str], *, k: float = 2.0, delta: float = 0.1,
                  model: RewardModel | str = "bernoulli", two_sided: bool = False) -> None:
@@ -732,6 +735,25 @@ class WeightedRoundRobin(_ConfidentKSigma):
         i = self._arm_index(arm)
         if self.initialised and i == self._cur:
             self._advance()
+
+    def update_batch(self, arms: Sequence[int], rewards: Sequence[float]) -> tuple[int, list[Event]]:
+        """:meth:`Policy.update_batch`, skipping ahead with numpy: exactly :meth:`update` reward by reward.
+
+        Why that is exact: :mod:`streamarms.policies.ksigma_batch`.
+
+        >>> import random
+        >>> rng = random.Random(1); arms = [rng.randrange(300) for _ in range(20000)]
+        >>> xs = [float(rng.random() < (0.9 if a == 7 else 0.2)) for a in arms]
+        >>> names = [str(i) for i in range(300)]
+        >>> p, q = WeightedRoundRobin(names), WeightedRoundRobin(names)
+        >>> ev_p = [e for a, x in zip(arms, xs) for e in p.update(str(a), x)]
+        >>> ev_q, pos = [], 0
+        >>> while pos < len(xs):
+        ...     n, ev = q.update_batch(arms[pos:], xs[pos:]); pos += n; ev_q += ev
+        >>> ev_p == ev_q and p.snapshot() == q.snapshot(), len(ev_p) > 0
+        (True, True)
+        """
+        return ksigma_batch.update_batch(self, arms, rewards)
 
     def snapshot(self) -> dict[str, Any]:
         st = super().snapshot()

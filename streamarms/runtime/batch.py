@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .clock import EventClock
-from .episodes import FINISHED
+from .episodes import FINISHED, RUNNING
 from .intake import FeedAllIntake
 from .records import InvalidRecord
 
@@ -36,7 +36,13 @@ def offer_batch(s: Any, keys: Sequence[bytes | str | None], values: Sequence[byt
         raise ValueError("stamps need an EventClock to advance")
     clock_ms = tick.now * 1000.0 if stamps is not None else 0.0
     offer, episodes = s.offer, s.episodes
+    # feed-all runs of records go to policy.update_batch at once: needs the stream clock (the
+    # scheduler's own EventClock, which the stamps advance), so that every record's time is known
+    runs = feed_all and ev is not None and (stamps is None or tick is ev)
+    resume = 0  # records before this index were handled by a feed-all run
     for i in range(len(xs)):
+        if i < resume:
+            continue
         if stamps is not None:
             ts = stamps[i]
             if ts is not None and ts > clock_ms:
@@ -58,6 +64,15 @@ def offer_batch(s: Any, keys: Sequence[bytes | str | None], values: Sequence[byt
             if episodes.phase == FINISHED:
                 return i + 1, out
         if feed_all:
+            pol = episodes.policy
+            if runs and episodes.phase == RUNNING and pol is not None and arm in pol.index:
+                i, clock_ms, bad = _feed_run(s, pol, i, arm, x, now, keys, xs, stamps, clock_ms)
+                resume = i + 1
+                if bad is not None:
+                    out.append((i, bad))
+                if episodes.phase == FINISHED:
+                    return i + 1, out
+                continue
             bad = intake.take_valid(arm, x, now)
             if bad is not None:
                 out.append((i, bad))
@@ -81,3 +96,44 @@ def offer_batch(s: Any, keys: Sequence[bytes | str | None], values: Sequence[byt
         else:
             plan.hold(arm, x, now)
     return len(xs), out
+
+
+def _feed_run(s: Any, pol: Any, i: int, arm: str, x: float, now: float, keys: Sequence[bytes | str | None],
+              xs: Sequence[float | None], stamps: Sequence[float | None] | None,
+              clock_ms: float) -> tuple[int, float, InvalidRecord | None]:
+    """Feed-all mode: record ``i`` (counted, its deadline checked) and the records after it that are
+    valid rewards of the episode's arms, up to one whose deadline is due, go to ``policy.update_batch``
+    in one call -- exactly ``FeedAllIntake.take_valid`` record by record: ``update_batch`` stops after
+    a reward with events or that ends the policy, and the records after it are handed back. Returns the
+    index of the last record handled, the stream clock (ms) after it and the record's refusal, if any."""
+    index, arm_of, c, ev = pol.index, s.keys.arm_of, s.counters, s._ev
+    arms, rewards, nows, clocks = [index[arm]], [x], [now], [clock_ms]
+    deadline, rec_deadline, records = s._deadline, s._record_deadline, c.records
+    cm, t = clock_ms, now
+    for j in range(i + 1, len(xs)):
+        xj = xs[j]
+        a = arm_of.get(keys[j])
+        if xj is None or a is None or a not in index:
+            break
+        if stamps is not None:
+            ts = stamps[j]
+            if ts is not None and ts > cm:
+                cm, t = ts, ts * 0.001
+        if t >= deadline or records + len(arms) >= rec_deadline:
+            break  # record j's deadline: the record loop handles it
+        arms.append(index[a])
+        rewards.append(xj)
+        nows.append(t)
+        clocks.append(cm)
+    k, events = pol.update_batch(arms, rewards)
+    if k == 0:  # refused by the policy: take_valid says why (state unchanged)
+        return i, clock_ms, s._intake.take_valid(arm, x, now)
+    last = i + k - 1
+    c.records = records + k - 1
+    ev.now = nows[k - 1]
+    s.plan.stats.used += k
+    if events:
+        s.plan.alerts.on_events(events, nows[k - 1])
+    if pol.done:
+        s._follow(nows[k - 1], full=False)  # ends the episode
+    return last, clocks[k - 1], None

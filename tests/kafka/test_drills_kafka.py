@@ -276,6 +276,30 @@ def test_no_broker_is_one_line_and_exit_1(tmp_path):
     assert len(lines) == 1 and "no Kafka broker reachable at 127.0.0.1:" in lines[0], p.stderr
 
 
+def kill_9_by_progress(args, store, lives=10):
+    """Run ``streamarms run args`` ``lives`` times, each killed -9 once its checkpoint (in ``store``) shows
+    records beyond the previous life's, after a delay growing per life: kills land mid-episode on a fast
+    machine as on a slow one (a fixed wall-clock delay let a fast CI machine finish in four lives).
+    Returns how many lives were killed (the others ended on their own)."""
+    def checkpointed_records() -> int:
+        state = store.load()
+        return state["scheduler"]["counters"]["records"] if state else 0
+
+    killed = 0
+    for i in range(lives):
+        before = checkpointed_records()
+        proc = subprocess.Popen(cli(args), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        t0 = time.monotonic()
+        while proc.poll() is None and checkpointed_records() <= before and time.monotonic() - t0 < 120:
+            time.sleep(0.1)
+        time.sleep(0.05 * i)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            killed += 1
+        proc.wait()
+    return killed
+
+
 def test_kill_9_ten_times_with_the_checkpoint_in_a_compacted_topic(kafka_broker, tmp_path):
     clean = clean_stream(150_000, seed=71)
     produce(kafka_broker.bootstrap, "r-k9", clean)
@@ -287,25 +311,7 @@ def test_kill_9_ten_times_with_the_checkpoint_in_a_compacted_topic(kafka_broker,
     from streamarms.connectors.kafka import KafkaCheckpointStore
     cfg = {"bootstrap_servers": [kafka_broker.bootstrap]}
     store = KafkaCheckpointStore(cfg, "ckpt-k9", key="g-k9")
-
-    def checkpointed_records() -> int:
-        state = store.load()
-        return state["scheduler"]["counters"]["records"] if state else 0
-
-    # Each life is killed by progress, not by a wall clock (a fast machine finished the episode in four
-    # timed lives): once its checkpoint shows records beyond the last life's, after a delay growing per life.
-    killed = 0
-    for i in range(10):
-        before = checkpointed_records()
-        proc = subprocess.Popen(cli(common), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        t0 = time.monotonic()
-        while proc.poll() is None and checkpointed_records() <= before and time.monotonic() - t0 < 120:
-            time.sleep(0.1)
-        time.sleep(0.05 * i)
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-            killed += 1
-        proc.wait()
+    killed = kill_9_by_progress(common, store)
     try:
         mid = store.load()
     finally:

@@ -97,3 +97,26 @@ def test_three_readers_converge_and_a_restarted_member_resumes(kafka_broker):
             pub.close()
         for rd in readers:
             rd.close()
+
+
+def test_a_value_too_large_is_a_clear_error_and_a_large_one_arrives(kafka_broker):
+    """A stats value carries its partition's key state: one above the limit is refused before it is sent
+    (a SinkError naming the partition, its size and the remedy), and one above Kafka's default 1 MB
+    limit but within ours is delivered (the topic is created to take it)."""
+    from streamarms.connectors.kafka import SinkError
+    topic, cfg = f"stats-big-{uuid.uuid4().hex[:6]}", _config(kafka_broker)
+    pub = KafkaStatsPublisher(cfg, topic, "g", "m1", max_value_bytes=3_000_000)
+    reader = KafkaStatsReader(cfg, topic, "g")
+    try:
+        with pytest.raises(SinkError, match=r"partition r:0 is 3,\d{3},\d{3} bytes \(12 keys\).*more partitions"):
+            pub.publish("r:0", {"keys": 12, "state": "x" * 3_000_000})
+        pub.publish("r:1", {"keys": 7, "state": "y" * 2_000_000})
+        pub.flush()
+        for _ in range(40):
+            reader.poll(0.25)
+            if reader.value_of("r:1") is not None:
+                break
+        assert reader.value_of("r:1")["keys"] == 7 and reader.value_of("r:0") is None
+    finally:
+        pub.close()
+        reader.close()

@@ -120,6 +120,16 @@ def test_every_reward_feed_batched_equals_per_record(policy):
     assert_same(ref, run(records, policy, batched, **cfg))
 
 
+@pytest.mark.parametrize("policy", ["cs", "wrr"])
+def test_every_reward_feed_many_keys_batched_equals_per_record(policy):
+    """Enough keys for the policies' numpy skip-ahead (``update_batch``) to run inside the feed-all runs."""
+    records = stream(120_000, 300, seed=4, bad_rate=0.002)
+    cfg = dict(discovery_records=3000, episode_interval=0.0, max_episodes=2, passive_feed="all")
+    ref = run(records, policy, per_record, **cfg)
+    assert ref[0].used > 50_000 and ref[1]["alerts"] and ref[2]  # alerts and refusals inside the runs
+    assert_same(ref, run(records, policy, batched, **cfg))
+
+
 def test_key_ttl_and_never_finishing_runs_batched_equals_per_record():
     records = stream(20_000, 8, seed=3)
     cfg = dict(discovery_records=200, episode_interval=2.0, max_episodes=None, key_ttl=3.0)

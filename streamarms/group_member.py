@@ -1,0 +1,390 @@
+r"""One member of a detecting consumer group (issue 13): the episode protocol around
+:class:`~streamarms.policies.anytime_group.GroupKSigma`.
+
+Members of one consumer group read disjoint partitions of the reward topic(s), so each holds the keys
+(arms) of its partitions; every member reads the group's stats board (a compacted topic keyed
+``group/partition``: :mod:`streamarms.connectors.group_stats`). An episode, group-wide:
+
+1. **Announce.** When a member's discovery ends, its episode's policy is a :class:`GroupAnnounce`: it
+   publishes, for every partition it owns, the episode number and the partition's key count (its arms
+   are the keys of its owned partitions known then; keys seen later belong to the next episode, as in a
+   single process).
+2. **Start.** Once every partition of the topic(s) has an announcement of the episode, the group's key
+   count ``N`` is their sum -- every member computes the same ``N`` from the same values -- and each
+   member's policy becomes a ``GroupKSigma(arms, group_n=N)`` (a member without keys follows the board).
+3. **Run.** The members publish their partitions' threshold totals and undecided counts; each merges
+   all partitions (:class:`~streamarms.group_track.GroupTrack`) and alerts on its own keys: one alert
+   per key group-wide (a key lives in one partition, a partition has one owner).
+4. **End.** The episode ends on every member when every partition's latest value of the episode
+   reports no undecided arm and the key counts sum to ``N`` -- the same condition, read from the same
+   compacted topic, on every member (undecided counts only decrease, so a stale value never ends an
+   episode early).
+
+:class:`GroupMember` drives this from the daemon's loop (``Daemon(on_turn=member.turn)``), at most
+every ``interval`` seconds; :class:`PartitionNotingSource` wraps the reward source to learn each key's
+partition from the records themselves (any partitioner). The module is transport-free: ``publish``,
+``fetch``, ``poll_board``, ``owned()`` and ``expected()`` are given (Kafka in ``streamarms run``).
+
+**Rebalance (a member joins, leaves or is killed).** Every published value of a partition carries its
+arms' key state (confidence sequence, state, sampling key) and the partition's source position at the
+same moment (values leave only between batches): the stats topic is the partition's changelog. On a
+revoke the member publishes its partitions' values at once (alerts flushed first); on an assignment
+it catches the board up, drops the partitions that went and takes over those that came from their
+latest value (:meth:`GroupMember.on_assign`), and the source reads them from that value's position.
+So a record of a moved partition is counted by exactly one owner: the old one up to the position,
+the new one after it (progress the old owner made after its last value -- a kill -9 -- is discarded
+and read again: never counted twice). Alerts: the new owner does not alert arms the value shows
+decided (their alerts were flushed before the value); an arm decided by a killed member after its last
+value is decided again and alerted again with the same ``alert_id`` (at-least-once: deduplicate by
+``alert_id``, as for a single daemon's restart). The values carry every key of the partition: at
+millions of keys a per-key changelog would be needed (not built).
+
+>>> from streamarms.runtime.scheduler import Scheduler, EventClock
+>>> from streamarms.runtime.config import SchedulerConfig
+>>> import random
+>>> board, rng = {}, random.Random(1)
+>>> means = {f"k{i}": 0.9 if i == 7 else 0.3 for i in range(8)}
+>>> part = {f"k{i}": f"t:{i % 4}" for i in range(8)}
+>>> def member(owned):
+...     s = Scheduler(lambda arms, ep: None, clock=EventClock(), config=SchedulerConfig(max_episodes=1),
+...                   arms=[a for a in means if part[a] in owned])
+...     m = GroupMember(s, publish=board.__setitem__, fetch=lambda: board, owned=lambda: owned,
+...                     expected=lambda: ["t:0", "t:1", "t:2", "t:3"], partition_of=part.get,
+...                     params=dict(k=1.5, delta=0.1), clock=lambda: 0.0, interval=0.0)
+...     return s, m
+>>> a, b = member({"t:0", "t:1"}), member({"t:2", "t:3"})
+>>> for s, m in (a, b):
+...     s.tick(); m.turn()
+>>> while not (a[0].finished and b[0].finished):
+...     for s, m in (a, b):
+...         arm = next(iter(s.plan.window), None)
+...         if arm is not None:
+...             _ = s.offer(arm.encode(), b'{"reward": %d}' % (rng.random() < means[arm]))
+...         m.turn()
+>>> sorted(a[0].alerts.flagged | b[0].alerts.flagged), a[0].history[0]["arms"], b[0].history[0]["outliers"]
+(['k7'], 4, ['k7'])
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, ClassVar
+
+from .policies.anytime_group import GroupKSigma
+from .policies.base import Decision, Event, Policy, Request
+
+__all__ = ["GroupAnnounce", "GroupMember", "PartitionNotingSource", "external_progress"]
+
+log = logging.getLogger("streamarms.group")
+
+
+def _this_episode(values: dict[str, dict[str, Any]], episode: int) -> list[dict[str, Any]]:
+    return [values[k] for k in sorted(values) if values[k].get("episode") == episode]
+
+
+def external_progress(s: Any, events: Sequence[Event] = (), policy: Policy | None = None) -> None:
+    """Progress of a :class:`~streamarms.runtime.scheduler.Scheduler`'s running episode without a record
+    (the group's board moved): emit ``events``, go on with ``policy`` if given (the same episode), and take
+    the scheduler's plan step -- the episode ends there if the policy is done."""
+    if s.episodes.phase != "running":
+        return
+    now = s.clock()
+    if policy is not None:
+        s.episodes.policy = policy
+        s.plan.reset(policy, s.episodes.episode)
+    s.alerts.on_events(events, now)
+    s._follow(now)  # the scheduler's own step (kept out of its 250-line facade)
+
+
+class GroupAnnounce(Policy):
+    """An episode's policy before the group's key count is known (module docstring, step 1), and the
+    policy of a member without keys: it samples nothing, it announces its partitions' key counts, and
+    :meth:`group_n` tells when every expected partition has announced. ``done`` when the board says the
+    group's episode is over (a member without keys)."""
+
+    name: ClassVar[str] = "cs-group-announce"
+
+    def __init__(self, arms: Sequence[str], *, part: dict[str, str], owned: Iterable[str], episode: int) -> None:
+        self.arms = [str(a) for a in arms]  # (no Policy.__init__: a member may own no key)
+        self.index = {a: i for i, a in enumerate(self.arms)}
+        self.part = {a: part[a] for a in self.arms}
+        self.owned = sorted(set(owned) | set(self.part.values()))
+        self.episode = int(episode)
+        self.n: int | None = None  # the group's key count, once known
+        self.finished = False
+
+    def keys(self) -> dict[str, int]:
+        out = {p: 0 for p in self.owned}
+        for p in self.part.values():
+            out[p] += 1
+        return out
+
+    def group_n(self, values: dict[str, dict[str, Any]], expected: Iterable[str],
+                stats_key: Callable[[str], str]) -> int | None:
+        """The group's key count if every expected partition has announced this episode."""
+        total = 0
+        for p in expected:
+            v = values.get(stats_key(p))
+            if v is None or v.get("episode") != self.episode:
+                return None
+            total += int(v.get("keys", 0))
+        return total
+
+    def follow(self, values: dict[str, dict[str, Any]]) -> None:
+        """A member without keys: done once the group's episode is (module docstring, step 4)."""
+        vals = _this_episode(values, self.episode)
+        if self.n is not None and sum(int(v.get("keys", 0)) for v in vals) == self.n \
+                and all(int(v.get("undecided", 1)) == 0 for v in vals):
+            self.finished = True
+
+    @property
+    def done(self) -> bool:
+        return self.finished
+
+    @property
+    def pulls(self) -> int:
+        return 0
+
+    def next_request(self) -> Request | None:
+        return None
+
+    def wanted(self, k: int) -> list[Request]:
+        return []
+
+    def update(self, arm: str, reward: float, request: Request | None = None) -> list[Event]:
+        raise ValueError(f"arm {arm!r}: the group's episode has not started (no reward is asked for), got {reward!r}")
+
+    def decision(self) -> Decision:
+        return Decision(outliers=[], normals=[], undecided=list(self.arms), estimated_outliers=[], threshold=None,
+                        threshold_interval=None, pulls=0, done=self.finished,
+                        extra={"group_n": self.n, "episode": self.episode})
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"policy": self.name, "arms": self.arms, "part": self.part, "owned": self.owned,
+                "episode": self.episode, "n": self.n, "finished": self.finished}
+
+    @classmethod
+    def restore(cls, state: dict[str, Any]) -> GroupAnnounce:
+        obj = cls(state["arms"], part=state["part"], owned=state["owned"], episode=state["episode"])
+        obj.n, obj.finished = state["n"], bool(state["finished"])
+        return obj
+
+
+class PartitionNotingSource:
+    """A reward source wrapper that notes each key's ``topic:partition`` as records pass (one dict
+    lookup per record); everything else is the wrapped source's.
+
+    >>> from collections import namedtuple
+    >>> R = namedtuple("R", "topic partition key")
+    >>> class S:
+    ...     def poll(self, timeout): return [R("t", 2, b"a"), R("t", 0, b"b")]
+    >>> s = PartitionNotingSource(S()); _ = s.poll(0.1); s.part_of_key
+    {b'a': 't:2', b'b': 't:0'}
+    """
+
+    def __init__(self, source: Any) -> None:
+        self.source = source
+        self.part_of_key: dict[Any, str] = {}
+
+    def poll(self, timeout: float = 0.2) -> list[Any]:
+        batch = self.source.poll(timeout)
+        seen = self.part_of_key
+        for r in batch:
+            if r.key not in seen:
+                seen[r.key] = f"{r.topic}:{r.partition}"
+        return batch
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.source, name)
+
+
+class GroupMember:
+    """Drives the group episode protocol for one member's scheduler (module docstring).
+
+    ``publish(partition, value)`` / ``fetch() -> {stats key: value}`` / ``poll_board()``: the stats board;
+    ``owned()`` / ``expected()``: this member's partitions and all partitions of the topic(s);
+    ``partition_of(arm)``: an arm's partition (``None``: not seen yet); ``params``: GroupKSigma's
+    keyword parameters (k, delta, model, two_sided, arm_share); ``stats_key(partition)``: the board's
+    key of a partition (default: the partition itself). Install with ``scheduler.build = member.build``
+    (done here) and call :meth:`turn` every loop turn.
+    """
+
+    def __init__(self, scheduler: Any, *, publish: Callable[[str, dict[str, Any]], None],
+                 fetch: Callable[[], dict[str, dict[str, Any]]], owned: Callable[[], Iterable[str]],
+                 expected: Callable[[], Iterable[str]], partition_of: Callable[[str], str | None],
+                 params: dict[str, Any], poll_board: Callable[[], Any] | None = None,
+                 stats_key: Callable[[str], str] = str, clock: Callable[[], float] = time.time,
+                 interval: float = 1.0, member: str = "", position_of: Callable[[str], Any] | None = None,
+                 flush: Callable[[], None] | None = None, flush_board: Callable[[], None] | None = None,
+                 catch_up: Callable[[], None] | None = None) -> None:
+        self.scheduler = scheduler
+        self.publish, self.fetch, self.poll_board = publish, fetch, poll_board
+        self.owned, self.expected, self.partition_of = owned, expected, partition_of
+        self.params, self.stats_key, self.clock = dict(params), stats_key, clock
+        self.interval, self.member = float(interval), member
+        self.position_of, self.flush, self.flush_board, self.catch_up = position_of, flush, flush_board, catch_up
+        self._last = -math.inf
+        self._attached: Any = None
+        self._alerts = 0
+        #: partitions handed over to or taken over from another member during an episode
+        self.moved = 0
+        self.staleness = math.inf
+        scheduler.build = self.build
+
+    def build(self, arms: list[str], episode: int) -> Policy:
+        """The scheduler's episode factory: the keys of the owned partitions, announced (step 1)."""
+        owned = set(self.owned())
+        part = {a: p for a in arms if (p := self.partition_of(a)) is not None and p in owned}
+        pol = GroupAnnounce(sorted(part, key=arms.index), part=part, owned=owned, episode=episode)
+        self._announce(pol)
+        self._attached = pol
+        return pol
+
+    def _announce(self, pol: GroupAnnounce) -> None:
+        now = self.clock()
+        names: dict[str, dict[str, None]] = {p: {} for p in pol.owned}
+        for a, p in pol.part.items():
+            names[p][a] = None
+        for p, n in pol.keys().items():
+            v = {"episode": pol.episode, "keys": n, "undecided": n, "member": self.member, "time": now,
+                 "arms": names[p]}
+            if self.position_of is not None:
+                v["position"] = self.position_of(p)
+            self.publish(p, v)
+
+    def _start(self, pol: GroupAnnounce, n: int) -> Policy:
+        pol.n = n
+        if not pol.arms:
+            return pol  # no key here: follow the board
+        ep = pol.episode
+        part = pol.part
+        return GroupKSigma(pol.arms, group_n=n, partition_of=part.__getitem__, publish=self.publish,
+                           fetch=self.fetch, clock=self.clock, interval=self.interval, member=self.member,
+                           episode=ep, position_of=self.position_of, **self.params)
+
+    def turn(self) -> None:
+        """Publish, read the board, start / advance / end the episode (at most every ``interval`` s)."""
+        now = self.clock()
+        if now - self._last < self.interval:
+            return
+        self._last = now
+        if self.poll_board is not None:
+            self.poll_board()
+        s = self.scheduler
+        pol = s.policy
+        if s.phase != "running" or pol is None:
+            return
+        values = self.fetch()
+        times = [float(v["time"]) for v in values.values() if "time" in v]
+        self.staleness = max(0.0, now - min(times)) if times else math.inf
+        if isinstance(pol, GroupAnnounce):
+            if pol is not self._attached:  # restored from a checkpoint: announce again
+                self._announce(pol)
+                self._attached = pol
+            if pol.n is None:
+                n = pol.group_n(values, self.expected(), self.stats_key)
+                if n is not None:
+                    new = self._start(pol, n)
+                    log.info("group episode %d: %d keys over %d partitions; %d of them here", pol.episode, n,
+                             len(list(self.expected())), len(pol.arms))
+                    if new is not pol:
+                        self._attached = new
+                        cast_new: Any = new
+                        external_progress(s, cast_new.sync(now), policy=new)
+                        return
+            else:
+                pol.follow(values)
+            external_progress(s, [])
+            return
+        if isinstance(pol, GroupKSigma):
+            if pol is not self._attached:  # restored from a checkpoint: wait for the assignment (on_assign)
+                return
+            self._flush_alerts()
+            external_progress(s, pol.sync(now))
+
+    def _flush_alerts(self) -> None:
+        """Deliver the alerts emitted so far before a value that says their arms are decided is published
+        (a member that takes the partition over from that value does not alert them again)."""
+        n = sum(self.scheduler.alerts.counts.values())
+        if n != self._alerts and self.flush is not None:
+            self.flush()
+        self._alerts = n
+
+    # -- rebalance: the key state moves with its partition ---------------------------------------
+    def on_revoke(self, partitions: list[str]) -> None:
+        """Partitions are about to go (a rebalance): publish their key state and position now."""
+        pol = self.scheduler.policy
+        if self.scheduler.phase != "running" or not isinstance(pol, GroupKSigma):
+            return
+        self._flush_alerts()
+        gt = pol.track.group  # type: ignore[attr-defined]
+        for p in set(partitions) & set(pol.part):
+            gt.touch(p)
+        gt.publish_now()  # no merge here: a merge could classify arms whose events nobody would emit
+        if self.flush_board is not None:
+            self.flush_board()
+
+    def on_assign(self, partitions: list[str]) -> dict[str, Any]:
+        """The new assignment: drop the partitions that went, take over those that came from their latest
+        value on the board (key state, totals, position); returns the positions to read them from."""
+        s = self.scheduler
+        pol = s.policy
+        if s.phase != "running" or not isinstance(pol, (GroupKSigma, GroupAnnounce)):
+            return {}
+        if self.catch_up is not None:
+            self.catch_up()  # the previous owner's last value (published at its revoke) is on the board
+        values = self.fetch()
+        new = set(partitions)
+        mine = set(pol.part) if isinstance(pol, GroupKSigma) else set(pol.owned)
+        drop = mine - new
+        if isinstance(pol, GroupKSigma) and pol is not self._attached:
+            # restored from this member's checkpoint: the board is the partitions' changelog, and its values
+            # are at least as new as the checkpoint (published at every interval, and by any later owner),
+            # so every partition is taken over from the board -- the checkpoint's key state is dropped
+            pol._transport = (self.publish, self.fetch, self.clock, self.interval, self.position_of)
+            drop, mine = set(pol.part), set()
+        add = {}
+        for p in sorted(new - mine):
+            v = values.get(self.stats_key(p))
+            if v is not None and v.get("episode") == pol.episode and "arms" in v:
+                add[p] = v
+        if not drop and not add and pol is self._attached:
+            return {}
+        self.moved += len(drop) + len(add)
+        log.info("group episode %d: handing over %s, taking over %s", pol.episode, ", ".join(sorted(drop)) or "none",
+                 ", ".join(sorted(add)) or "none")
+        for v in add.values():
+            for a, st in (v.get("arms") or {}).items():
+                if st is not None and st.get("state"):
+                    s.alerts.mark(a, "outlier" if st["state"] == 1 else "normal")
+        replaced = self._regroup(pol, drop, add)
+        self._attached = replaced
+        external_progress(s, policy=replaced)
+        return {p: v["position"] for p, v in add.items() if v.get("position") is not None}
+
+    def _regroup(self, pol: Policy, drop: set[str], add: dict[str, dict[str, Any]]) -> Policy:
+        if isinstance(pol, GroupKSigma):
+            out = pol.regroup(drop, add)
+            if out is not None:
+                return out
+            follow = GroupAnnounce([], part={}, owned=[], episode=pol.episode)
+            follow.n = pol.group_n
+            return follow
+        assert isinstance(pol, GroupAnnounce)
+        part = {a: p for a, p in pol.part.items() if p not in drop}
+        for p, v in add.items():
+            part.update({a: p for a in v["arms"]})
+        owned = (set(pol.owned) - drop) | set(add)
+        fresh = GroupAnnounce(sorted(part), part=part, owned=owned, episode=pol.episode)
+        fresh.n = pol.n
+        if pol.n is None:
+            self._announce(fresh)
+            return fresh
+        if not part:
+            return fresh
+        started = self._start(fresh, pol.n)
+        assert isinstance(started, GroupKSigma)
+        return started.regroup((), {p: v for p, v in add.items() if "totals" in v}) or started

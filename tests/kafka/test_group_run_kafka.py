@@ -1,0 +1,137 @@
+"""``streamarms run --group-threshold`` against the real broker (Tansu), each member a real process:
+three members of one consumer group on a 6-partition topic find the same outliers as one member
+alone (and as the truth), each outlier alerted exactly once across the group, every member ends the
+episode, and the members merged the group's stats (staleness exported).
+
+Not covered (not implemented): a member killed mid-episode -- its partitions' key state is not
+handed over to the members that take them (see streamarms/group_member.py).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import subprocess
+import threading
+import time
+
+import pytest
+from test_runtime_kafka import FAST_GROUP, KEYS, MEANS, OUTLIERS, ROOT, T0, cli, produce, read_topic
+
+from streamarms.connectors.kafka import ensure_topics
+
+pytestmark = [pytest.mark.kafka, pytest.mark.drill]
+
+PER_KEY = 6_000
+
+
+def _records(seed=13):
+    rng = random.Random(seed)
+    order = [a for a in range(len(KEYS)) for _ in range(PER_KEY)]
+    rng.shuffle(order)
+    return [(KEYS[a], b'{"reward": %d}' % (rng.random() < MEANS[a]), T0 + n) for n, a in enumerate(order)]
+
+
+def _args(broker, topic, tag, member, tmp_path):
+    return ["--bootstrap-servers", broker.bootstrap, "--rewards-topic", topic, "--alerts-topic", f"alerts-{tag}",
+            "--group-id", f"g-{tag}", "--group-threshold", "--group-member", member, "--group-interval", "0.5",
+            "--policy", "cs", "--k", "2", "--delta", "0.1", "--max-episodes", "1", "--checkpoint", "none",
+            "--discovery-records", "2000", "--summary-json", str(tmp_path / f"{tag}-{member}.json"),
+            "--create-topics", *FAST_GROUP]
+
+
+def _wait_assigned(logs, members, parts, timeout=90):
+    """Until every member's last assignment holds parts / members partitions (the group settled)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        last = []
+        for f in logs:
+            found = re.findall(r"assigned (\d+) partitions", f.read_text())
+            last.append(int(found[-1]) if found else -1)
+        if all(n == parts // members for n in last):
+            return True
+        time.sleep(0.5)
+    return False
+
+
+def _run_group(broker, tag, members, tmp_path, recs):
+    topic = f"rewards-{tag}"
+    ensure_topics({"bootstrap_servers": [broker.bootstrap]}, {topic: 6})
+    logs = [tmp_path / f"{tag}-m{i}.log" for i in range(members)]
+    procs = [subprocess.Popen(cli(_args(broker, topic, tag, f"m{i}", tmp_path)), cwd=ROOT, stdout=subprocess.DEVNULL,
+                              stderr=open(logs[i], "wb")) for i in range(members)]
+    try:
+        assert _wait_assigned(logs, members, 6), [f.read_text()[-2000:] for f in logs]
+        produce(broker.bootstrap, topic, recs, partitions=6)
+        for p in procs:
+            p.wait(timeout=150)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    for p, f in zip(procs, logs):
+        assert p.returncode == 0, f.read_text()[-3000:]
+    summaries = [json.loads((tmp_path / f"{tag}-m{i}.json").read_text()) for i in range(members)]
+    alerts = [json.loads(r.value) for r in read_topic(broker.bootstrap, f"alerts-{tag}")]
+    return summaries, alerts, [f.read_text() for f in logs]
+
+
+def test_three_members_find_the_outliers_of_one_member(kafka_broker, tmp_path):
+    recs = _records()
+    one, one_alerts, _ = _run_group(kafka_broker, "grp1", 1, tmp_path, recs)
+    three, three_alerts, logs = _run_group(kafka_broker, "grp3", 3, tmp_path, recs)
+    assert set(one[0]["episodes"][0]["outliers"]) == OUTLIERS
+    found = [a for s in three for a in s["episodes"][0]["outliers"]]
+    assert sorted(found) == sorted(OUTLIERS)  # each outlier found by exactly one member (its owner)
+    assert sorted(a["arm"] for a in three_alerts if a["kind"] == "outlier") == sorted(OUTLIERS)
+    assert sorted(a["arm"] for a in one_alerts if a["kind"] == "outlier") == sorted(OUTLIERS)
+    # the members split the keys and all ended the group's episode as done
+    assert sum(s["episodes"][0]["arms"] for s in three) == len(KEYS)
+    assert all(s["episodes"][0]["done"] and not s["episodes"][0]["undecided"] for s in three)
+    assert all("group episode 1: 20 keys over 6 partitions" in log for log in logs)
+
+
+def test_kill_9_one_member_mid_episode_the_others_take_over(kafka_broker, tmp_path):
+    """Three members; once the group's episode runs, one is killed (SIGKILL). The two others take its
+    partitions over from the stats topic (key state + position) after the session timeout, finish the
+    episode with the outliers of one member, and no outlier is alerted twice (not even by alert_id)."""
+    recs = _records(seed=21)
+    tag = "grpkill"
+    topic = f"rewards-{tag}"
+    ensure_topics({"bootstrap_servers": [kafka_broker.bootstrap]}, {topic: 6})
+    logs = [tmp_path / f"{tag}-m{i}.log" for i in range(3)]
+    procs = [subprocess.Popen(cli(_args(kafka_broker, topic, tag, f"m{i}", tmp_path)), cwd=ROOT,
+                              stdout=subprocess.DEVNULL, stderr=open(logs[i], "wb")) for i in range(3)]
+    try:
+        assert _wait_assigned(logs, 3, 6), [f.read_text()[-2000:] for f in logs]
+        # paced (about 6k records/s): the episode lasts long enough to kill a member in the middle of it
+        producer = threading.Thread(target=lambda: [(produce(kafka_broker.bootstrap, topic, recs[i:i + 3000],
+                                                             partitions=6), time.sleep(0.5))
+                                                    for i in range(0, len(recs), 3000)], daemon=True)
+        producer.start()
+        deadline = time.monotonic() + 60
+        while "group episode 1:" not in logs[2].read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.0)
+        assert procs[2].poll() is None, "the member finished before it could be killed"
+        procs[2].kill()
+        procs[2].wait()
+        for p in procs[:2]:
+            p.wait(timeout=150)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    for p, f in zip(procs[:2], logs):
+        assert p.returncode == 0, f.read_text()[-3000:]
+    text = [f.read_text() for f in logs[:2]]
+    assert any("taking over rewards-grpkill" in t for t in text), text[0][-3000:]
+    summaries = [json.loads((tmp_path / f"{tag}-m{i}.json").read_text()) for i in range(2)]
+    alerts = [json.loads(r.value) for r in read_topic(kafka_broker.bootstrap, f"alerts-{tag}")]
+    outlier_alerts = sorted(a["arm"] for a in alerts if a["kind"] == "outlier")
+    assert outlier_alerts == sorted(OUTLIERS), alerts
+    found = sorted(a for s in summaries for a in s["episodes"][0]["outliers"])
+    assert set(found) == OUTLIERS
+    assert all(s["episodes"][0]["done"] for s in summaries)
+    assert sum(s["episodes"][0]["arms"] for s in summaries) == len(KEYS)  # every key ended with a survivor

@@ -1,0 +1,89 @@
+"""GroupMember (issue 13) without a broker: schedulers of two members on one stats board decide as a
+group; a member restored from its checkpoint takes its partitions over from the board (the changelog),
+not from its older checkpoint, and alerts nothing twice; a live hand-over of one partition."""
+
+from __future__ import annotations
+
+import json
+import random
+
+from streamarms.group_member import GroupAnnounce, GroupMember
+from streamarms.policies.anytime_group import GroupKSigma
+from streamarms.runtime.clock import EventClock
+from streamarms.runtime.config import SchedulerConfig
+from streamarms.runtime.scheduler import Scheduler
+
+MEANS = {f"k{i}": m for i, m in enumerate([0.2, 0.25, 0.22, 0.2, 0.18, 0.21, 0.23, 0.2, 0.19, 0.24, 0.85, 0.9])}
+PART = {a: f"t:{i % 4}" for i, a in enumerate(MEANS)}
+ALL = ["t:0", "t:1", "t:2", "t:3"]
+
+
+class Member:
+    def __init__(self, board, owned, alerts, state=None):
+        self.owned = set(owned)
+        self.sched = Scheduler(lambda arms, ep: None, clock=EventClock(), config=SchedulerConfig(max_episodes=1),
+                               arms=list(MEANS), emit_alert=alerts.append)  # the member keeps its partitions' keys
+        if state is not None:
+            self.sched.restore(json.loads(json.dumps(state)))
+        self.member = GroupMember(self.sched, publish=board.__setitem__, fetch=lambda: dict(board),
+                                  owned=lambda: self.owned, expected=lambda: ALL, partition_of=PART.get,
+                                  params=dict(k=1.5, delta=0.2), clock=lambda: 0.0, interval=0.0,
+                                  position_of=lambda p: [0, None])
+
+    def step(self, rng):
+        self.sched.tick()
+        self.member.turn()
+        arm = next(iter(self.sched.plan.window), None)
+        if arm is not None:
+            self.sched.offer(arm.encode(), b'{"reward": %d}' % (rng.random() < MEANS[arm]))
+
+
+def _run(members, rng, turns=30_000):
+    for _ in range(turns):
+        if all(m.sched.finished for m in members):
+            return
+        for m in members:
+            m.step(rng)
+    raise AssertionError("no group decision")
+
+
+def test_a_member_restored_from_its_checkpoint_takes_over_from_the_board():
+    board, alerts = {}, []
+    a, b = Member(board, {"t:0", "t:1"}, alerts), Member(board, {"t:2", "t:3"}, alerts)
+    rng = random.Random(3)
+    for _ in range(300):
+        a.step(rng)
+        b.step(rng)
+    assert isinstance(b.sched.policy, GroupKSigma) and not b.sched.finished
+    ckpt = b.sched.snapshot()
+    for _ in range(200):  # progress after the checkpoint; b's values on the board are newer than ckpt
+        a.step(rng)
+        b.step(rng)
+    newer = {p: board[p]["arms"] for p in ("t:2", "t:3")}
+    b2 = Member(board, {"t:2", "t:3"}, alerts, state=ckpt)  # kill -9 of b, restart from ckpt
+    b2.member.turn()  # before the assignment: waits (does not republish the checkpoint's older state)
+    assert {p: board[p]["arms"] for p in ("t:2", "t:3")} == newer
+    assert b2.member.on_assign(["t:2", "t:3"]) == {"t:2": [0, None], "t:3": [0, None]}
+    assert b2.sched.policy.partition_arms("t:2") == newer["t:2"]
+    _run([a, b2], rng)
+    outliers = sorted(x["arm"] for x in alerts if x["kind"] == "outlier")
+    assert outliers == ["k10", "k11"]  # each once, across the members and the restart
+
+
+def test_a_partition_moves_between_live_members():
+    board, alerts = {}, []
+    a, b = Member(board, {"t:0", "t:1"}, alerts), Member(board, {"t:2", "t:3"}, alerts)
+    rng = random.Random(4)
+    for _ in range(200):
+        a.step(rng)
+        b.step(rng)
+    b.member.on_revoke(["t:2", "t:3"])  # eager rebalance: b gives all up, keeps t:2, t:3 goes to a
+    a.member.on_revoke(["t:0", "t:1"])
+    b.owned, a.owned = {"t:2"}, {"t:0", "t:1", "t:3"}
+    b.member.on_assign(["t:2"])
+    a.member.on_assign(["t:0", "t:1", "t:3"])
+    assert sorted(PART[x] for x in a.sched.policy.arms) == ["t:0"] * 3 + ["t:1"] * 3 + ["t:3"] * 3
+    assert set(b.sched.policy.arms) == {x for x in MEANS if PART[x] == "t:2"}
+    _run([a, b], rng)
+    assert sorted(x["arm"] for x in alerts if x["kind"] == "outlier") == ["k10", "k11"]
+    assert not isinstance(a.sched.policy, GroupAnnounce)
