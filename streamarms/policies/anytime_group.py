@@ -78,7 +78,7 @@ from ..confidence.factory import sequence_for
 from ..group_track import GroupTrack
 from ..models import RewardModel, SubGaussianModel, make_model, model_from_dict
 from ..validation import check_ksigma_params
-from .anytime import AnytimeKSigma
+from .anytime import AnytimeKSigma, _request
 from .base import Event, Policy, Request
 
 __all__ = ["GroupKSigma", "PartitionedTrack", "group_spec"]
@@ -331,7 +331,7 @@ class GroupKSigma(AnytimeKSigma):
         if self.n_undecided:
             return super().next_request()
         j = self._laggard()
-        return None if j is None else self._requests[j]
+        return None if j is None else _request(self, j)
 
     def wanted(self, k: int) -> list[Request]:
         if self.group_done or k <= 0:
@@ -339,7 +339,7 @@ class GroupKSigma(AnytimeKSigma):
         if self.n_undecided:
             return super().wanted(k)
         j = self._laggard()
-        return [] if j is None else [self._requests[j]]
+        return [] if j is None else [_request(self, j)]
 
     def decision(self) -> Any:
         d = super().decision()
