@@ -129,11 +129,26 @@ class PartitionTotals:
         self.track.totals = {str(g): [float(x) for x in t] for g, t in value["totals"].items()}
 
 
-def _check_spec(spec: dict[str, Any], value: dict[str, Any]) -> None:
+def spec_mismatch(spec: dict[str, Any], value: dict[str, Any]) -> str | None:
+    """The first field of the threshold spec on which a published ``value`` disagrees with ``spec``, as a
+    sentence; ``None`` if they agree (values of different specs must not be merged).
+
+    >>> print(spec_mismatch({"n": 4, "k": 2.0}, {"n": 99, "k": 2.0}))
+    group stats disagree on n: 99 vs 4 (every member of a group must run with the same n, k, alpha and reward range)
+    >>> spec_mismatch({"n": 4}, {"n": 4}) is None
+    True
+    """
     for f in _SPEC:
         if value.get(f) != spec.get(f):
-            raise ValueError(f"group stats disagree on {f}: {value.get(f)!r} vs {spec.get(f)!r} (every member of a "
-                             "group must run with the same n, k, alpha and reward range)")
+            return (f"group stats disagree on {f}: {value.get(f)!r} vs {spec.get(f)!r} (every member of a group "
+                    "must run with the same n, k, alpha and reward range)")
+    return None
+
+
+def _check_spec(spec: dict[str, Any], value: dict[str, Any]) -> None:
+    bad = spec_mismatch(spec, value)
+    if bad is not None:
+        raise ValueError(bad)
 
 
 def merge_totals(values: Iterable[dict[str, Any]], above: int = 0) -> dict[str, Any]:

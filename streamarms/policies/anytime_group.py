@@ -68,6 +68,7 @@ own episode (a previous episode's totals are another ``n``'s or another moment's
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -75,11 +76,14 @@ from typing import Any, ClassVar, cast
 
 from ..confidence.base import sequence_from_snapshot
 from ..confidence.factory import sequence_for
+from ..group_threshold import spec_mismatch
 from ..group_track import GroupTrack
 from ..models import RewardModel, SubGaussianModel, make_model, model_from_dict
 from ..validation import check_ksigma_params
 from .anytime import AnytimeKSigma, _request
 from .base import Event, Policy, Request
+
+log = logging.getLogger(__name__)
 
 __all__ = ["GroupKSigma", "PartitionedTrack", "group_spec"]
 
@@ -197,8 +201,23 @@ class GroupKSigma(AnytimeKSigma):
             self._undecided[p] = self._undecided.get(p, 0) + (s == 0)
         ep = self.episode
 
+        warned: set[str] = set()
+
         def mine() -> dict[str, dict[str, Any]]:
-            return {key: v for key, v in fetch().items() if v.get("episode") == ep and "totals" in v}
+            # a value of another spec (a member with other settings, or a partition count that changed) is
+            # left out with a warning: merging it would raise mid-update, after the reward was counted
+            out = {}
+            for key, v in fetch().items():
+                if v.get("episode") != ep or "totals" not in v:
+                    continue
+                bad = spec_mismatch(self.spec, v)
+                if bad is not None:
+                    if key not in warned:
+                        warned.add(key)
+                        log.warning("stats of %s (member %s) left out: %s", key, v.get("member"), bad)
+                    continue
+                out[key] = v
+            return out
 
         def extra(p: str) -> dict[str, Any]:
             out: dict[str, Any] = {"episode": ep, "keys": self._keys[p], "undecided": self._undecided[p]}
