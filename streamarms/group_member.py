@@ -75,6 +75,7 @@ from typing import Any, ClassVar
 
 from .policies.anytime_group import GroupKSigma
 from .policies.base import Decision, Event, Policy, Request
+from .validation import finite_reward
 
 __all__ = ["GroupAnnounce", "GroupMember", "PartitionNotingSource", "external_progress"]
 
@@ -115,6 +116,7 @@ class GroupAnnounce(Policy):
         self.episode = int(episode)
         self.n: int | None = None  # the group's key count, once known
         self.finished = False
+        self.ignored = 0  # rewards that arrived before the episode started
 
     def keys(self) -> dict[str, int]:
         out = {p: 0 for p in self.owned}
@@ -155,21 +157,29 @@ class GroupAnnounce(Policy):
         return []
 
     def update(self, arm: str, reward: float, request: Request | None = None) -> list[Event]:
-        raise ValueError(f"arm {arm!r}: the group's episode has not started (no reward is asked for), got {reward!r}")
+        """A reward before the group's episode starts (the every-reward feed gives them all): not needed,
+        so counted in ``ignored`` -- a valid record is not refused (nor dead-lettered) for arriving early;
+        an unknown arm or a value that is not a finite number still raises ``ValueError``."""
+        if arm not in self.index:
+            raise ValueError(f"unknown arm {arm!r} (reward {reward!r}): not a key of this member's episode")
+        finite_reward(arm, reward)
+        self.ignored += 1
+        return []
 
     def decision(self) -> Decision:
         return Decision(outliers=[], normals=[], undecided=list(self.arms), estimated_outliers=[], threshold=None,
                         threshold_interval=None, pulls=0, done=self.finished,
-                        extra={"group_n": self.n, "episode": self.episode})
+                        extra={"group_n": self.n, "episode": self.episode, "ignored": self.ignored})
 
     def snapshot(self) -> dict[str, Any]:
         return {"policy": self.name, "arms": self.arms, "part": self.part, "owned": self.owned,
-                "episode": self.episode, "n": self.n, "finished": self.finished}
+                "episode": self.episode, "n": self.n, "finished": self.finished, "ignored": self.ignored}
 
     @classmethod
     def restore(cls, state: dict[str, Any]) -> GroupAnnounce:
         obj = cls(state["arms"], part=state["part"], owned=state["owned"], episode=state["episode"])
         obj.n, obj.finished = state["n"], bool(state["finished"])
+        obj.ignored = int(state.get("ignored", 0))  # absent in checkpoints of earlier versions
         return obj
 
 

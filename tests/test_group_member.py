@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import random
 
+import pytest
+
 from streamarms.group_member import GroupAnnounce, GroupMember
 from streamarms.policies.anytime_group import GroupKSigma
 from streamarms.runtime.clock import EventClock
@@ -87,3 +89,19 @@ def test_a_partition_moves_between_live_members():
     _run([a, b], rng)
     assert sorted(x["arm"] for x in alerts if x["kind"] == "outlier") == ["k10", "k11"]
     assert not isinstance(a.sched.policy, GroupAnnounce)
+
+
+def test_a_reward_before_the_group_episode_starts_is_ignored_not_refused():
+    """The every-reward feed hands the announcing policy every record: a valid one is counted in
+    ``ignored`` (not refused, so not dead-lettered); an unknown arm or a non-finite value still raises."""
+    pol = GroupAnnounce(["a", "b"], part={"a": "t:0", "b": "t:1"}, owned=["t:0", "t:1"], episode=1)
+    assert pol.update("a", 1.0) == [] and pol.update("b", 0.0) == [] and pol.ignored == 2
+    with pytest.raises(ValueError, match="'a'.*nan"):
+        pol.update("a", float("nan"))
+    with pytest.raises(ValueError, match="unknown arm 'z'"):
+        pol.update("z", 1.0)
+    assert pol.ignored == 2
+    back = GroupAnnounce.restore(json.loads(json.dumps(pol.snapshot())))
+    assert back.ignored == 2 and back.snapshot() == pol.snapshot()
+    old = {k: v for k, v in pol.snapshot().items() if k != "ignored"}  # a checkpoint of an earlier version
+    assert GroupAnnounce.restore(old).ignored == 0
