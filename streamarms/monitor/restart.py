@@ -112,10 +112,11 @@ class EDetector:
         s = self.high - self.low
         a = (x - min(max(hi, self.low), self.high)) / s
         b = (x - min(max(lo, self.low), self.high)) / s
-        lams = self.lambdas
-        self.up = array("d", [(1.0 + lam * a) * (r + 1.0) for lam, r in zip(lams, self.up)])
-        self.down = array("d", [(1.0 - lam * b) * (r + 1.0) for lam, r in zip(lams, self.down)])
-        if (sum(self.up) + sum(self.down)) >= 2 * len(lams) / self.alpha_cd:
+        lams, up, down = self.lambdas, self.up, self.down
+        for j, lam in enumerate(lams):  # in place: no new arrays per reward (hot path)
+            up[j] = (1.0 + lam * a) * (up[j] + 1.0)
+            down[j] = (1.0 - lam * b) * (down[j] + 1.0)
+        if (sum(up) + sum(down)) >= 2 * len(lams) / self.alpha_cd:
             self.reset()
             self.restarts += 1
             return True
