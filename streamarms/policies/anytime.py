@@ -44,7 +44,7 @@ import heapq
 import math
 from array import array
 from collections.abc import Sequence
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar, Self, cast
 
 from ..confidence.base import sequence_from_snapshot
 from ..confidence.beta_binomial import BetaBinomialCS
@@ -478,15 +478,21 @@ class AnytimeKSigma(Policy):
 
     @classmethod
     def restore(cls, state: dict[str, Any]) -> AnytimeKSigma:
+        obj = cls._restore_arms(state, len(state["arms"]))
+        obj.track = ThresholdTrack.restore(state["track"])
+        obj._init_derived()
+        return obj
+
+    @classmethod
+    def _restore_arms(cls, state: dict[str, Any], n: int) -> Self:
+        """Everything of a snapshot but the threshold track, with ``n`` arms behind the per-arm alpha."""
         obj = cls.__new__(cls)
         Policy.__init__(obj, state["arms"])
         obj.k, obj.delta, obj.two_sided, obj.arm_share = state["k"], state["delta"], state["two_sided"], state["arm_share"]
         obj.model = model_from_dict(state["model"])
-        n = len(obj.arms)
         obj.alpha_arm = obj.arm_share * obj.delta / n
         obj.alpha_theta = (1.0 - obj.arm_share) * obj.delta
         obj.cs = [sequence_from_snapshot(c) for c in state["cs"]]
-        obj.track = ThresholdTrack.restore(state["track"])
         obj.state = list(state["state"])
         obj.n_undecided = int(state["n_undecided"])
         obj.T, obj.ignored = int(state["T"]), int(state["ignored"])
@@ -494,5 +500,4 @@ class AnytimeKSigma(Policy):
         obj.deferred = [int(i) for i in state["deferred"]]
         q = state.get("q")  # absent in a snapshot from before the sums of squares
         obj.q = None if q is None else [float(x) for x in q]
-        obj._init_derived()
         return obj

@@ -74,11 +74,10 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar, cast
 
-from ..confidence.base import sequence_from_snapshot
 from ..confidence.factory import sequence_for
 from ..group_threshold import spec_mismatch
 from ..group_track import GroupTrack
-from ..models import RewardModel, SubGaussianModel, make_model, model_from_dict
+from ..models import RewardModel, SubGaussianModel, make_model
 from ..validation import check_ksigma_params
 from .anytime import AnytimeKSigma, _request
 from .base import Event, Policy, Request
@@ -374,23 +373,10 @@ class GroupKSigma(AnytimeKSigma):
     @classmethod
     def restore(cls, state: dict[str, Any]) -> GroupKSigma:
         """The policy, detached from the stats board: call :meth:`attach` before use."""
-        obj = cls.__new__(cls)
-        Policy.__init__(obj, state["arms"])
-        obj.k, obj.delta, obj.two_sided, obj.arm_share = state["k"], state["delta"], state["two_sided"], state["arm_share"]
-        obj.model = model_from_dict(state["model"])
+        obj = cls._restore_arms(state, int(state["group_n"]))  # the per-arm alpha of the group's n
         obj.group_n, obj.episode, obj.member = int(state["group_n"]), int(state["episode"]), state["member"]
-        obj.alpha_arm = obj.arm_share * obj.delta / obj.group_n
-        obj.alpha_theta = (1.0 - obj.arm_share) * obj.delta
-        obj.cs = [sequence_from_snapshot(c) for c in state["cs"]]
         obj.part = list(state["part"])
         obj.spec = group_spec(obj.model, obj.group_n, obj.k, obj.alpha_theta, obj.two_sided)
-        obj.state = list(state["state"])
-        obj.n_undecided = int(state["n_undecided"])
-        obj.T, obj.ignored = int(state["T"]), int(state["ignored"])
-        obj.key = [float(x) for x in state["key"]]
-        obj.deferred = [int(i) for i in state["deferred"]]
-        q = state.get("q")
-        obj.q = None if q is None else [float(x) for x in q]
         obj.group_done = bool(state["group_done"])
         obj._attach(_no_publish, _no_fetch, time.time, 1.0, state["track"]["parts"])
         obj._init_derived()
