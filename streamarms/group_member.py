@@ -73,6 +73,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar
 
+from .group_threshold import group_finished, staleness
 from .policies.anytime_group import GroupKSigma
 from .policies.base import Decision, Event, Policy, Request
 from .validation import finite_reward
@@ -137,9 +138,7 @@ class GroupAnnounce(Policy):
 
     def follow(self, values: dict[str, dict[str, Any]]) -> None:
         """A member without keys: done once the group's episode is (module docstring, step 4)."""
-        vals = _this_episode(values, self.episode)
-        if self.n is not None and sum(int(v.get("keys", 0)) for v in vals) == self.n \
-                and all(int(v.get("undecided", 1)) == 0 for v in vals):
+        if group_finished(_this_episode(values, self.episode), self.n):
             self.finished = True
 
     @property
@@ -288,8 +287,7 @@ class GroupMember:
         if s.phase != "running" or pol is None:
             return
         values = self.fetch()
-        times = [float(v["time"]) for v in values.values() if "time" in v]
-        self.staleness = max(0.0, now - min(times)) if times else math.inf
+        self.staleness = staleness(values.values(), now)
         if isinstance(pol, GroupAnnounce):
             if pol is not self._attached:  # restored from a checkpoint: announce again
                 self._announce(pol)

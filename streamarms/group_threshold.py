@@ -71,7 +71,8 @@ from typing import Any
 
 from .confidence.threshold import _FIELDS, ThresholdTrack, threshold_bounds
 
-__all__ = ["PartitionTotals", "GroupThreshold", "merge_totals", "stats_key", "staleness"]
+__all__ = ["PartitionTotals", "GroupThreshold", "merge_totals", "stats_key", "staleness", "group_finished",
+           "spec_mismatch"]
 
 _MAX_FIELDS = frozenset(i for i, f in enumerate(_FIELDS) if f in ("vmax", "smax"))
 _W = _FIELDS.index("sum_w")
@@ -231,6 +232,21 @@ class GroupThreshold:
 
     def lower(self) -> tuple[float, float]:
         return self.result.get("lower", (-math.inf, math.inf))
+
+
+def group_finished(values: Iterable[dict[str, Any]], n: int | None) -> bool:
+    """Whether a group episode of ``n`` keys is over by these partition values (of that episode): their key
+    counts sum to ``n`` and none reports an undecided key (undecided counts only decrease, so a stale value
+    never ends an episode early).
+
+    >>> group_finished([{"keys": 3, "undecided": 0}, {"keys": 2, "undecided": 0}], 5)
+    True
+    >>> group_finished([{"keys": 3, "undecided": 1}, {"keys": 2, "undecided": 0}], 5), group_finished([], None)
+    (False, False)
+    """
+    vals = list(values)
+    return (n is not None and sum(int(v.get("keys", 0)) for v in vals) == n
+            and all(int(v.get("undecided", 1)) == 0 for v in vals))
 
 
 def staleness(values: Iterable[dict[str, Any]], now: float) -> float:

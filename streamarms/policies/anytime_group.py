@@ -75,7 +75,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar, cast
 
 from ..confidence.factory import sequence_for
-from ..group_threshold import spec_mismatch
+from ..group_threshold import group_finished, spec_mismatch
 from ..group_track import GroupTrack
 from ..models import RewardModel, SubGaussianModel, make_model
 from ..validation import check_ksigma_params
@@ -293,9 +293,7 @@ class GroupKSigma(AnytimeKSigma):
             gt.touch(p)
 
     def _group_finished(self) -> bool:
-        vals = self.track.group.values.values()  # type: ignore[attr-defined]
-        return (sum(int(v.get("keys", 0)) for v in vals) == self.group_n
-                and all(int(v.get("undecided", 1)) == 0 for v in vals))
+        return group_finished(self.track.group.values.values(), self.group_n)  # type: ignore[attr-defined]
 
     def sync(self, now: float | None = None) -> list[Event]:
         """Publish this member's changed partitions, merge the group's, classify what an advance allows;
