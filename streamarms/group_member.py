@@ -247,6 +247,10 @@ class GroupMember:
         """The scheduler's episode factory: the keys of the owned partitions, announced (step 1)."""
         owned = set(self.owned())
         part = {a: p for a in arms if (p := self.partition_of(a)) is not None and p in owned}
+        unseen = sum(1 for a in arms if self.partition_of(a) is None)
+        if unseen:  # e.g. keys restored from a checkpoint whose records have not come since the restart
+            log.info("group episode %d: %d known key(s) not seen since this member started (partition unknown) "
+                     ": they wait for the next episode", episode, unseen)
         pol = GroupAnnounce(sorted(part, key=arms.index), part=part, owned=owned, episode=episode)
         self._announce(pol)
         self._attached = pol

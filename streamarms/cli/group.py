@@ -68,10 +68,12 @@ def wire_group_member(app: Any) -> GroupMember:
     app.closers += [publisher, reader]
     sched = app.scheduler
     arm_part: dict[str, str] = {}
+    scanned = [-1]  # the key counts at the last scan: a miss rescans only when keys were added since
 
     def partition_of(arm: str) -> str | None:
         p = arm_part.get(arm)
-        if p is None:
+        if p is None and (n := len(sched.keys.arm_of) + len(source.part_of_key)) != scanned[0]:
+            scanned[0] = n
             for raw, a in sched.keys.arm_of.items():
                 q = source.part_of_key.get(raw)
                 if q is not None:
