@@ -1,9 +1,16 @@
-"""Shared pieces of the hardening drills (issue 10): a clean reward stream and its fuzzed twin."""
+"""Shared pieces of the hardening drills (issue 10): a clean reward stream and its fuzzed twin, and the
+kill -9 loop of the file-checkpoint drills."""
 
 from __future__ import annotations
 
 import json
+import os
 import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 from streamarms.sim import zww17_example
 
@@ -89,3 +96,26 @@ def jsonl_line(key: bytes | None, value: bytes | None, ts: int | None) -> bytes:
         return None if b is None else b.decode("utf-8", "surrogateescape")
     obj = {"key": text(key), "value": text(value), "timestamp": ts}
     return json.dumps(obj, ensure_ascii=False).encode("utf-8", "surrogateescape")
+
+
+def kill_9_when_checkpoint_moves(args: list[str], marker: Path, lives: int, spread: int, cwd: Path) -> int:
+    """Run ``streamarms run *args`` ``lives`` times, each killed -9 once ``marker`` (the checkpoint file, or
+    a ``dir:`` checkpoint's MANIFEST) was written by this life, after ``0.05 * (i % spread)`` s: the kills
+    land mid-run at a point that moves on each time. Returns how many lives were killed (the others ended
+    on their own)."""
+    killed, last = 0, 0.0
+    for i in range(lives):
+        proc = subprocess.Popen([sys.executable, "-m", "streamarms.cli", "run", *args], cwd=cwd, env=dict(os.environ),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            if marker.exists() and marker.stat().st_size and (i == 0 or marker.stat().st_mtime > last):
+                break
+            time.sleep(0.01)
+        time.sleep(0.05 * (i % spread))
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            killed += 1
+        proc.wait()
+        last = marker.stat().st_mtime if marker.exists() else 0.0
+    return killed

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 
 import pytest
-from drill_util import OUTLIERS, clean_stream, fuzzed, jsonl_line
+from drill_util import OUTLIERS, clean_stream, fuzzed, jsonl_line, kill_9_when_checkpoint_moves
 
 from streamarms.runtime import INVALID_REASONS
 
@@ -79,24 +77,9 @@ def test_kill_9_ten_times_with_the_file_checkpoint(tmp_path):
     assert p.returncode == 0, p.stderr[-3000:]
     ref = json.loads((tmp_path / "ref.json").read_text())
     ck = tmp_path / "state.ckpt"
-    killed = 0
-    last = 0.0  # mtime of the checkpoint after the previous kill (unused at i == 0)
-    env = dict(os.environ)
-    for i in range(10):  # kill -9 while the episode runs, at a point that moves on each time
-        proc = subprocess.Popen([sys.executable, "-m", "streamarms.cli", "run", *common, "--checkpoint", str(ck),
-                                 "--checkpoint-interval", "0.05", "--fsync"], cwd=ROOT, env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and proc.poll() is None:
-            if ck.exists() and ck.stat().st_size and (i == 0 or ck.stat().st_mtime > last):
-                break
-            time.sleep(0.01)
-        time.sleep(0.05 * (i % 4))
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-            killed += 1
-        proc.wait()
-        last = ck.stat().st_mtime if ck.exists() else 0
+    # kill -9 while the episode runs, at a point that moves on each time
+    killed = kill_9_when_checkpoint_moves([*common, "--checkpoint", str(ck), "--checkpoint-interval", "0.05", "--fsync"],
+                                          ck, lives=10, spread=4, cwd=ROOT)
     assert killed >= 5  # most kills landed mid-run (a fast machine may finish a few runs first)
     p = run_cli([*common, "--checkpoint", str(ck), "--summary-json", str(tmp_path / "got.json")])
     assert p.returncode == 0, p.stderr[-3000:]

@@ -183,12 +183,7 @@ def test_run_cli_with_an_incremental_checkpoint_directory(tmp_path):
 def test_kill_9_during_background_checkpoints_of_a_run(tmp_path):
     """A real ``streamarms run --checkpoint dir:`` killed -9 six times mid-episode (the forked saves die with
     it): the resumed run ends with the same decision, samples and records as an uninterrupted one."""
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    from drill_util import clean_stream, fuzzed
+    from drill_util import clean_stream, fuzzed, kill_9_when_checkpoint_moves
     from test_drills import ROOT, run_cli, write
     clean = clean_stream(300_000, seed=31)
     fuzz, _ = fuzzed(clean, 10_000, seed=32, big=1)
@@ -200,22 +195,8 @@ def test_kill_9_during_background_checkpoints_of_a_run(tmp_path):
     ref = json.loads((tmp_path / "ref.json").read_text())
     ck = tmp_path / "state"
     man = ck / "MANIFEST"
-    killed, last = 0, 0.0
-    for i in range(6):
-        proc = subprocess.Popen([sys.executable, "-m", "streamarms.cli", "run", *common, "--checkpoint", f"dir:{ck}",
-                                 "--checkpoint-interval", "0.05", "--fsync"], cwd=ROOT,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and proc.poll() is None:
-            if man.exists() and (i == 0 or man.stat().st_mtime > last):
-                break
-            time.sleep(0.01)
-        time.sleep(0.05 * (i % 4))
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-            killed += 1
-        proc.wait()
-        last = man.stat().st_mtime if man.exists() else 0.0
+    killed = kill_9_when_checkpoint_moves([*common, "--checkpoint", f"dir:{ck}", "--checkpoint-interval", "0.05",
+                                           "--fsync"], man, lives=6, spread=4, cwd=ROOT)
     assert killed >= 3
     p = run_cli([*common, "--checkpoint", f"dir:{ck}", "--summary-json", str(tmp_path / "got.json")])
     assert p.returncode == 0, p.stderr[-3000:]

@@ -8,14 +8,10 @@ decisions): a restart loses nothing and counts nothing twice.
 from __future__ import annotations
 
 import json
-import os
 import random
-import signal
-import subprocess
-import sys
-import time
 
 import pytest
+from drill_util import kill_9_when_checkpoint_moves
 
 pytestmark = pytest.mark.drill
 
@@ -45,22 +41,8 @@ def test_kill_9_during_feed_all_batched_runs(tmp_path):
     ref = json.loads((tmp_path / "ref.json").read_text())
     assert len(ref["episodes"]) == 2 and ref["alerts"]["outlier"] >= 2 and sum(ref["invalid"].values()) > 0
     ck = tmp_path / "state.ckpt"
-    killed, last = 0, 0.0
-    for i in range(6):
-        proc = subprocess.Popen([sys.executable, "-m", "streamarms.cli", "run", *common, "--checkpoint", str(ck),
-                                 "--checkpoint-interval", "0.05", "--fsync"], cwd=ROOT, env=dict(os.environ),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and proc.poll() is None:  # killed once its checkpoint moved on
-            if ck.exists() and ck.stat().st_size and (i == 0 or ck.stat().st_mtime > last):
-                break
-            time.sleep(0.01)
-        time.sleep(0.05 * (i % 3))
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-            killed += 1
-        proc.wait()
-        last = ck.stat().st_mtime if ck.exists() else 0
+    killed = kill_9_when_checkpoint_moves([*common, "--checkpoint", str(ck), "--checkpoint-interval", "0.05",
+                                           "--fsync"], ck, lives=6, spread=3, cwd=ROOT)
     assert killed >= 3
     p = run_cli([*common, "--checkpoint", str(ck), "--summary-json", str(tmp_path / "got.json")])
     assert p.returncode == 0, p.stderr[-3000:]
