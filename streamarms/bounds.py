@@ -26,6 +26,7 @@ Sources:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from statistics import NormalDist
 from typing import overload
 
@@ -43,6 +44,7 @@ __all__ = [
     "agresti_coull_z",
     "agresti_coull_center",
     "agresti_coull_radius",
+    "agresti_coull_radius_fn",
     "delta_method_threshold_radius",
     "lipschitz_threshold_radius",
     "ade_threshold_radius",
@@ -219,6 +221,26 @@ def agresti_coull_radius(m: ArrayOrFloat, m_plus: ArrayOrFloat, z: float) -> Arr
     """
     p = agresti_coull_center(m, m_plus, z)
     return z * _sqrt(p * (1.0 - p) / m)
+
+
+def agresti_coull_radius_fn(z: float) -> Callable[[ArrayOrFloat, ArrayOrFloat], ArrayOrFloat]:
+    """:func:`agresti_coull_radius` with ``z`` fixed, as one call (no nested calls): the same operations
+    in the same order, so the same floats -- the k-sigma policies call it twice per pull.
+
+    >>> f = agresti_coull_radius_fn(2.0)
+    >>> f(100.0, 50.0) == agresti_coull_radius(100.0, 50.0, 2.0), f(np.array([100.0]), np.array([50.0]))
+    (True, array([0.1]))
+    """
+    z2 = z * z
+    half = z2 / 2.0
+    sqrt = math.sqrt
+
+    def radius(m: ArrayOrFloat, m_plus: ArrayOrFloat) -> ArrayOrFloat:
+        p = (m_plus + half) / (m + z2)
+        v = p * (1.0 - p) / m
+        return z * (sqrt(v) if isinstance(v, (float, int)) else np.sqrt(v))
+
+    return radius
 
 
 def delta_method_threshold_radius(k: float, y: np.ndarray, beta: np.ndarray,

@@ -34,7 +34,6 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -148,7 +147,7 @@ class BernoulliModel(RewardModel):
         return bounds.agresti_coull_radius(m, s, self.z(delta))
 
     def radius_fn(self, delta: float) -> Callable[[float, float], float]:
-        return partial(bounds.agresti_coull_radius, z=self.z(delta))
+        return bounds.agresti_coull_radius_fn(self.z(delta))  # type: ignore[return-value]
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "z_rule": self.z_rule}

@@ -706,6 +706,7 @@ class WeightedRoundRobin(_ConfidentKSigma):
             raise ValueError(f"rho must be a finite number >= 1, got {rho!r}")
         self.rho = float(rho)
         self.c: list[float] = [0.0] * self.n
+        self._fused = ksigma_batch.fast_ok(self)  # update_one applies (Bernoulli, one-sided, this class)
 
     def _params(self) -> dict[str, Any]:
         p = super()._params()
@@ -735,6 +736,12 @@ class WeightedRoundRobin(_ConfidentKSigma):
         i = self._arm_index(arm)
         if self.initialised and i == self._cur:
             self._advance()
+
+    def update(self, arm: str, reward: float, request: Request | None = None) -> list[Event]:
+        # the common pull in one fused step (ksigma_batch.update_one: the same floats); else the rules
+        if self._fused and (events := ksigma_batch.update_one(self, arm, reward)) is not None:
+            return events
+        return super().update(arm, reward, request)
 
     def update_batch(self, arms: Sequence[int], rewards: Sequence[float]) -> tuple[int, list[Event]]:
         """:meth:`Policy.update_batch`, skipping ahead with numpy: exactly :meth:`update` reward by reward.

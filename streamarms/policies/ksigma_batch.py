@@ -30,20 +30,29 @@ and the skip resumes after it (``tests/policies/test_wrr_batch.py`` compares eve
 snapshots). Initialisation (line 1 of Alg. 2, before every arm has a sample) only ingests: applied
 the same way up to the reward that completes it.
 
+**One reward at a time** (:func:`update_one`, what ``update`` runs first): the same candidate tests
+for a single reward, the common pull in one fused step of scalar arithmetic (the same operations in
+the same order as the rules), including the certificate's refresh; a candidate goes through the rules.
+This is what the plan-following scheduler feeds (one reward per request), and the batch path's
+fallback below ``_MIN_ARMS`` arms. Measured at n = 20 (``zww17_example``, rewards in WRR's own
+order, process time, quiet machine): 22 us per ``update`` before, 8.5 us with it.
+
 These functions read and write the policy's own state (one concept: the policy's ingestion of a
 batch), kept apart so that the policy class stays a screenful of rules.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from .. import bounds
 from .base import Event, Policy
 
-__all__ = ["update_batch"]
+__all__ = ["update_batch", "update_one"]
 
 #: first chunk size (doubled while chunks hold no candidate, halved when one does)
 _CHUNK0, _CHUNK_MAX = 1024, 16384
@@ -54,14 +63,14 @@ _MIN_ARMS = 40
 _EPS = 1e-9
 
 
-def _fast_ok(pol: Any) -> bool:
+def fast_ok(pol: Any) -> bool:
     return (pol.model.name == "bernoulli" and pol._radius_kind == "delta_method" and not pol.two_sided
             and not pol._transforms and type(pol).__name__ == "WeightedRoundRobin")
 
 
 def update_batch(pol: Any, arms: Sequence[int], rewards: Sequence[float]) -> tuple[int, list[Event]]:
     """``WeightedRoundRobin.update_batch`` (the module docstring says why this is exact)."""
-    if not _fast_ok(pol) or len(rewards) < 16 or pol.n < _MIN_ARMS:
+    if not fast_ok(pol) or len(rewards) < 16 or pol.n < _MIN_ARMS:
         return Policy.update_batch(pol, arms, rewards)
     try:
         a = np.asarray(arms, dtype=np.intp)
@@ -318,3 +327,140 @@ def _scatter(target: list[Any], at: list[int], values: np.ndarray) -> None:
     """``target[at[k]] = values[k]`` as plain Python numbers (``map`` runs the stores in C)."""
     for _ in map(target.__setitem__, at, values.tolist()):
         pass
+
+
+def update_one(pol: Any, arm: str, reward: Any) -> list[Event] | None:
+    """One reward of ``WeightedRoundRobin.update`` in one fused step, or ``None`` (nothing changed): then
+    ``update`` itself must decide. The same sequence of float operations as ``update`` (``_ingest``,
+    ``_window_update``, ``_context``, ``_check_stop``, ``_after_pull``), inlined, so the state after it is
+    the same bit for bit; ``None`` exactly where :func:`_skip` stops at a candidate -- initialisation,
+    the end of the z window, ``sigma`` below the floor, the certificate running out -- and where the
+    pulled arm's activity is not settled by the window's radii (``beta_i(z_lo) <= beta_i(z(T)) <=
+    beta_i(z_hi)``: ``|y_i - theta_hat| - beta_i(z_lo) - r_lo < -eps`` proves it active,
+    ``|y_i - theta_hat| - beta_i(z_hi) - r_hi > eps`` proves it inactive) or an event may be due.
+    Why: at n = 20 the per-reward ``update`` spends ~20 us in some 40 method calls, this ~5 us."""
+    i = pol.index.get(arm)
+    if (i is None or type(reward) is not float or (reward != 0.0 and reward != 1.0) or pol._done
+            or pol._n_unpulled or not pol._cert_idx):
+        return None
+    T = pol.T + 1
+    if T > pol._win_hi or pol._ctx_T == T:
+        return None
+    m, s = pol.m, pol.s
+    mo, so = m[i], s[i]
+    # _ingest
+    yo = so / mo
+    sy, syy, sinv = pol._sy - yo, pol._syy - yo * yo, pol._sinv - 1.0 / mo
+    mi = mo + 1
+    si = so + reward
+    yn = si / mi
+    sy += yn
+    syy += yn * yn
+    sinv += 1.0 / mi
+    # _context: mu, sigma, theta_hat (SIGMA_FLOOR: the bracket gives up, update() decides)
+    n, k = pol.n, pol.k
+    mu = sy / n
+    var = syy / n - mu * mu
+    sigma = math.sqrt(var) if var > 0.0 else 0.0
+    if sigma < pol.SIGMA_FLOOR:
+        return None
+    # _window_update
+    mf = float(mi)
+    rn_lo, rn_hi = pol._rfn_lo(mf, si), pol._rfn_hi(mf, si)
+    ro_lo, ro_hi = pol._rad_lo[i], pol._rad_hi[i]
+    b0, b1, b2, b3, b4, b5, b6, b7 = pol._bsums
+    rn2, ro2 = rn_lo * rn_lo, ro_lo * ro_lo
+    b0 += rn_lo - ro_lo
+    b1 += rn2 - ro2
+    b2 += yn * rn2 - yo * ro2
+    b3 += yn * yn * rn2 - yo * yo * ro2
+    rn2, ro2 = rn_hi * rn_hi, ro_hi * ro_hi
+    b4 += rn_hi - ro_hi
+    b5 += rn2 - ro2
+    b6 += yn * rn2 - yo * ro2
+    b7 += yn * yn * rn2 - yo * yo * ro2
+    # _threshold_radius_bracket (_bracket_value at both ends, one-sided)
+    ks = k * sigma
+    b = 1.0 * k / (n * sigma)
+    c0 = 1.0 / n - b * mu
+    v = c0 * c0 * b1 + 2.0 * c0 * b * b2 + b * b * b3
+    r_lo = math.sqrt(v if v > 0.0 else 0.0) * (1.0 - 1e-9)
+    v = c0 * c0 * b5 + 2.0 * c0 * b * b6 + b * b * b7
+    r_hi = math.sqrt(v if v > 0.0 else 0.0) * (1.0 + 1e-9) + 1e-15
+    hi = mu + ks
+    # _check_stop: the certificate's first arm still unpulled above D (none left: a refresh)
+    D = abs(hi - pol._cert_hi0) - r_lo
+    idx, val, pulled = pol._cert_idx, pol._cert_val, pol._pulled_since
+    p, L = pol._cert_ptr, len(idx)
+    cert: tuple[list[int], list[float]] | None = None
+    while p < L:
+        q = idx[p]
+        if val[p] > D and q != i and q not in pulled:
+            break
+        p += 1
+    else:
+        cert = _refresh(pol, i, mi, si, hi, r_lo)
+        if cert is None:
+            return None  # no arm stays certified: the full check
+    # _after_pull (WRR): the pulled arm's Eq. 2 activity, when the window's radii settle it
+    dist = abs(yn - hi)
+    active = True if dist - rn_lo - r_lo < -_EPS else False if dist - rn_hi - r_hi > _EPS else None
+    cur, c = pol._cur, pol.c
+    reported = pol._reported[i]
+    advance = False
+    if i != cur:
+        if not reported and active is not True:
+            return None  # an event, or undecided
+    elif mi >= c[i]:
+        advance = True
+        if not reported and active is not True:
+            return None
+    else:
+        if active is None:
+            return None
+        if not active:
+            advance = True
+            if not reported:
+                return None  # an event
+    # commit, as update() leaves the state
+    m[i], s[i] = mi, si
+    pol._m_np[i], pol._s_np[i] = mi, si
+    pol._sy, pol._syy, pol._sinv = sy, syy, sinv
+    pol.T = T
+    pol._rad_lo[i], pol._rad_hi[i] = rn_lo, rn_hi
+    pol._bsums = [b0, b1, b2, b3, b4, b5, b6, b7]
+    if p < L:
+        pulled.add(i)
+        pol._cert_ptr = p
+    elif cert is not None:  # _partial_refresh's new certificate (_set_certificate)
+        pol._cert_idx, pol._cert_val = cert
+        pol._cert_ptr = 0
+        pol._cert_hi0, pol._cert_lo0 = hi, mu - ks
+        pulled.clear()
+    pol._ctx = (mu, sigma, hi, mu - ks, pol._sig_const / (float(T) * T), r_lo, r_hi)
+    pol._ctx_T = T
+    if advance:
+        cur = pol._cur = (cur + 1) % n
+        c[cur] += pol.rho
+    return []
+
+
+def _refresh(pol: Any, i: int, mi: int, si: float, hi: float, r_lo: float) -> tuple[list[int], list[float]] | None:
+    """``_partial_refresh`` after arm ``i``'s pull (count ``mi``, sum ``si``) in scalar arithmetic: the
+    certificate's arms still certified at T, by value (a stable sort, as ``_set_certificate``), or
+    ``None`` if none is. Elementwise the same operations as the numpy version, so the same floats."""
+    radius = bounds.agresti_coull_radius_fn(pol.model.z(bounds.zww17_significance(pol.delta, pol.n, pol.T + 1,
+                                                                                   pol._n_thr)))
+    m, s, bound = pol.m, pol.s, -r_lo
+    keep: list[tuple[float, int]] = []
+    for j in pol._cert_idx:
+        mj, sj = (float(mi), si) if j == i else (float(m[j]), s[j])
+        v = radius(mj, sj) - abs(sj / mj - hi)
+        if v != v:
+            return None  # NaN: numpy's order may differ
+        if v > bound:
+            keep.append((v, j))
+    if not keep:
+        return None
+    order = sorted(range(len(keep)), key=lambda t: -keep[t][0])
+    return [keep[t][1] for t in order], [keep[t][0] for t in order]
