@@ -31,11 +31,19 @@ import json
 import math
 import os
 import sys
+from collections import namedtuple
 from collections.abc import Callable, Sequence
 from typing import IO, Any
 
-from .memory import MemoryRecord
+from streamarms.runtime.decoder import _SHORT
+
 from .ordering import PartitionMerger
+
+#: a record of a JSONL file: the fields of kafka-python's ConsumerRecord that streamarms reads, and
+#: ``parsed``: the value as parsing the line already gave it (a JSON object parsed by orjson, at most
+#: ``decoder._SHORT`` bytes), else ``None`` -- the daemon hands it to the codec, which then does not
+#: parse the value a second time
+JsonlRecord = namedtuple("JsonlRecord", "topic partition offset timestamp key value headers parsed")
 
 _fast_loads: Callable[[bytes | str], Any]
 _fast_dumps: Callable[[Any], bytes]
@@ -46,7 +54,7 @@ try:
 except ImportError:  # pragma: no cover - orjson is a dependency of streamarms
     _fast_loads, _fast_dumps = json.loads, lambda v: json.dumps(v).encode("utf-8")
 
-__all__ = ["JsonlSource", "JsonlSink", "JsonlDeadLetterSink"]
+__all__ = ["JsonlRecord", "JsonlSource", "JsonlSink", "JsonlDeadLetterSink"]
 
 
 def _bytes(text: str) -> bytes:
@@ -58,20 +66,35 @@ def _bytes(text: str) -> bytes:
         return text.encode("utf-8", "surrogatepass")
 
 
-def _to_record(path: str, offset: int, line: str, fast: bool = True) -> MemoryRecord:
+def _stamp(ts: Any) -> int | None:
+    """A line's ``timestamp`` (ms) as an int, ``None`` if it is not a finite number (an integer too
+    large for a float, too: no timestamp, never an ``OverflowError`` that stops the replay)."""
+    try:
+        return int(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) and math.isfinite(ts) else None
+    except OverflowError:
+        return None
+
+
+def _to_record(path: str, offset: int, line: str, fast: bool = True) -> JsonlRecord:
     """One line as a record. ``fast``: parse with orjson (~4x the standard library on these small
     lines); whatever orjson refuses or cannot write back (NaN, huge ints, lone surrogates, deep
-    nesting) takes the standard library's path, so a line becomes the same record either way."""
+    nesting) takes the standard library's path, so a line becomes the same record either way (only
+    ``parsed`` is left ``None`` on that path)."""
     try:
         obj = _fast_loads(line) if fast else json.loads(line)
     except (ValueError, TypeError, RecursionError):  # a poison line (even nested 100,000 deep) is one bad record
         if fast:
             return _to_record(path, offset, line, fast=False)
         obj = None
+    if type(obj) is dict and fast and "key" not in obj:  # the shorthand line, parsed by orjson: the value
+        key, ts = obj.get("arm"), obj.get("timestamp")
+        line_b = _bytes(line.rstrip("\n"))
+        return JsonlRecord(path, 0, offset, ts if type(ts) is int else _stamp(ts), None if key is None
+                           else _bytes(str(key)), line_b, None, obj if len(line_b) <= _SHORT else None)
     if not isinstance(obj, dict):
-        return MemoryRecord(path, 0, offset, None, None, _bytes(line.rstrip("\n")), None)
-    ts = obj.get("timestamp")
-    ts = int(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) and math.isfinite(ts) else None
+        return JsonlRecord(path, 0, offset, None, None, _bytes(line.rstrip("\n")), None, None)
+    ts = _stamp(obj.get("timestamp"))
+    parsed: dict[str, Any] | None = None
     if "key" in obj:
         key = obj["key"]
         value = obj.get("value")
@@ -86,15 +109,20 @@ def _to_record(path: str, offset: int, line: str, fast: bool = True) -> MemoryRe
                 if fast:
                     return _to_record(path, offset, line, fast=False)
                 vb = _bytes(line.rstrip("\n"))
+            if fast and type(value) is dict and len(vb) <= _SHORT:
+                parsed = value  # orjson writes back what it read: parsing vb gives this object
     else:
         key = obj.get("arm")
         vb = _bytes(line.rstrip("\n"))
     kb = None if key is None else _bytes(str(key))
-    return MemoryRecord(path, 0, offset, ts, kb, vb, None)
+    return JsonlRecord(path, 0, offset, ts, kb, vb, None, parsed)
 
 
 class JsonlSource:
-    """Replays JSONL files (module docstring); ``exhausted`` once every line was delivered."""
+    """Replays JSONL files (module docstring); ``exhausted`` once every line was delivered. Its
+    records carry their parsed values (``decoded_values``: :data:`JsonlRecord`'s ``parsed``)."""
+
+    decoded_values = True
 
     def __init__(self, paths: Sequence[str], *, resume: dict[str, Any] | None = None, max_records: int = 1000,
                  ordered: bool = True) -> None:
@@ -119,7 +147,7 @@ class JsonlSource:
     def _ended(self, tp: tuple[str, int]) -> bool:
         return self._eof[tp[0]]
 
-    def poll(self, timeout: float = 0.0) -> list[MemoryRecord]:
+    def poll(self, timeout: float = 0.0) -> list[JsonlRecord]:
         per = max(1, self.max_records // max(1, len(self.paths)))
         for p in self.paths:
             if self._eof[p] or self.merger.buffered((p, 0)) > self.merger.max_buffer:

@@ -238,6 +238,9 @@ class Daemon:
         sched = self.scheduler
         source = self.source
         offer_batch = sched.offer_batch
+        # records with the value already parsed (``parsed``: the JSONL source), for the episode scheduler
+        offer_parsed = (sched.offer_batch if getattr(source, "decoded_values", False) is True
+                        and isinstance(sched, Scheduler) else None)
         clock = self.clock
         wall = self.wall
         metrics = self.metrics
@@ -255,8 +258,13 @@ class Daemon:
             t0 = perf_counter()
             n = 0
             if batch:  # one batch, one pass (Scheduler.offer_batch: the same as offer record by record)
-                n, refused = offer_batch([r.key for r in batch], [r.value for r in batch],
-                                         [r.timestamp for r in batch] if clock is not None else None, clock)
+                if offer_parsed is not None:  # the source parsed each value already: parse it once
+                    n, refused = offer_parsed([r.key for r in batch], [r.value for r in batch],
+                                              [r.timestamp for r in batch] if clock is not None else None, clock,
+                                              [r.parsed for r in batch])  # type: ignore[attr-defined]
+                else:
+                    n, refused = offer_batch([r.key for r in batch], [r.value for r in batch],
+                                             [r.timestamp for r in batch] if clock is not None else None, clock)
                 for i, bad in refused:
                     dead_letter(batch[i], bad)
                 if observe is not None:

@@ -128,6 +128,11 @@ class BernoulliModel(RewardModel):
         self.z_rule = z_rule
         self._z_cache: dict[float, float] = {}
 
+    @staticmethod
+    def accepts(x: float) -> bool:
+        """Whether :meth:`check` passes the finite float ``x`` (a predicate, for decoding batches)."""
+        return x == 0.0 or x == 1.0
+
     def _check_value(self, arm: str, x: float) -> None:
         if x != 0.0 and x != 1.0:
             raise ValueError(f"reward for arm {arm!r} must be 0 or 1 under the bernoulli reward model, got {x!r}")
@@ -169,6 +174,10 @@ class BoundedModel(RewardModel):
         if not (math.isfinite(a) and math.isfinite(b)) or not a < b:
             raise ValueError(f"bounded reward model needs finite a < b, got a={a}, b={b}")
         self.low, self.high = a, b
+
+    def accepts(self, x: float) -> bool:
+        """Whether :meth:`check` passes the finite float ``x`` (a predicate, for decoding batches)."""
+        return not (x < self.low or x > self.high)
 
     def _check_value(self, arm: str, x: float) -> None:
         if x < self.low or x > self.high:

@@ -23,10 +23,10 @@ __all__ = ["offer_batch"]
 
 
 def offer_batch(s: Any, keys: Sequence[bytes | str | None], values: Sequence[bytes | str | None],
-                stamps: Sequence[float | None] | None = None,
-                clock: EventClock | None = None) -> tuple[int, list[tuple[int, InvalidRecord]]]:
+                stamps: Sequence[float | None] | None = None, clock: EventClock | None = None,
+                parsed: Sequence[Any] | None = None) -> tuple[int, list[tuple[int, InvalidRecord]]]:
     """``Scheduler.offer_batch`` (``s`` is the scheduler; typed ``Any``: importing it would be a cycle)."""
-    xs = s.codec.rewards(values)
+    xs = s.codec.rewards(values, parsed)
     out: list[tuple[int, InvalidRecord]] = []
     c, arm_of, plan, ev, intake = s.counters, s.keys.arm_of, s.plan, s._ev, s._intake
     inline = intake is None and not s._track_seen and not s._active

@@ -92,31 +92,44 @@ class RewardCodec:
     def reward(self, arm: str, value: bytes | str | None) -> float:
         return self.reward_of(arm, self.parse(arm, value))
 
-    def rewards(self, values: Sequence[bytes | str | None]) -> list[float | None]:
+    def rewards(self, values: Sequence[bytes | str | None], parsed: Sequence[Any] | None = None) -> list[float | None]:
         """A poll batch's values decoded in one pass: the reward of each value :meth:`reward` accepts
         (the same float), ``None`` for every other one -- the caller then asks :meth:`reward` why,
         record by record, so a refusal's reason and text never depend on the path. One tight loop
         without the per-record calls of :meth:`reward` (the batched path of
-        :meth:`~streamarms.runtime.scheduler.Scheduler.offer_batch`).
+        :meth:`~streamarms.runtime.scheduler.Scheduler.offer_batch`). ``parsed[i]``, if given and not
+        ``None``, is ``values[i]`` already parsed by the source (a JSONL line is parsed once, not twice):
+        the same object the parser would return. Values longer than ``decoder._SHORT`` take the
+        per-record path (its nesting limit), as do what the parser refuses.
 
         >>> RewardCodec(model=None).rewards([b'{"reward": 1}', b'{"reward": true}', b'[1]', None, b'{"reward": 2.5}'])
         [1.0, None, None, None, 2.5]
+        >>> RewardCodec(model=None).rewards([b'{"reward": 1}', b'{"reward": 1}'], [{"reward": 3}, None])
+        [3.0, 1.0]
         """
         # the fast parser itself (read per batch: a benchmark may swap it); its failures are retried by reward()
         loads, field, check, isfinite = decoder._loads, self.reward_field, None, math.isfinite
+        short = decoder._SHORT
+        accepts = None
         if self.model is not None:
             check = self.model.check
+            accepts = getattr(self.model, "accepts", None)  # a float model.check passes, as a predicate
         out: list[float | None] = []
         append = out.append
-        for v in values:
+        for j, v in enumerate(values):
             try:
-                obj = loads(v)
+                obj = parsed[j] if parsed is not None else None
+                if obj is None:
+                    obj = loads(v) if len(v) <= short else None  # type: ignore[arg-type]
                 x: Any = obj[field] if type(obj) is dict else None  # a float once checked below
                 t = type(x)
                 if t is float or t is int:
                     x = float(x)
                     if not isfinite(x):
                         x = None
+                    elif accepts is not None:
+                        if not accepts(x):
+                            x = None
                     elif check is not None:
                         check("", x)
                 else:
