@@ -153,15 +153,28 @@ class JsonlSource:
             if self._eof[p] or self.merger.buffered((p, 0)) > self.merger.max_buffer:
                 continue
             f = self._files[p]
-            chunk = []
+            chunk: list[JsonlRecord] = []
             n = self._line[p]
+            readline, loads, add, new = f.readline, _fast_loads, chunk.append, tuple.__new__
             for _ in range(per):
-                line = f.readline()
+                line = readline()
                 if not line:
                     self._eof[p] = True
                     break
+                try:  # the common line, inline: _to_record's shorthand branch (the same record)
+                    obj = loads(line)
+                    if type(obj) is dict and "key" not in obj:
+                        key, ts = obj.get("arm"), obj.get("timestamp")
+                        if type(key) is str and type(ts) is int:
+                            vb = line.rstrip("\n").encode()  # (orjson refuses lone surrogates: plain UTF-8)
+                            add(new(JsonlRecord, (p, 0, n, ts, key.encode(), vb, None,
+                                                  obj if len(vb) <= _SHORT else None)))
+                            n += 1
+                            continue
+                except Exception:  # anything else: _to_record says what the line is
+                    pass
                 if line.strip():
-                    chunk.append(_to_record(p, n, line))
+                    add(_to_record(p, n, line))
                 n += 1
             self._line[p] = n
             self.merger.add((p, 0), chunk)
