@@ -36,6 +36,7 @@ def offer_batch(s: Any, keys: Sequence[bytes | str | None], values: Sequence[byt
         raise ValueError("stamps need an EventClock to advance")
     clock_ms = tick.now * 1000.0 if stamps is not None else 0.0
     offer, episodes = s.offer, s.episodes
+    window, held_of, depth = plan.window, plan.held, plan.depth  # (updated in place by their owner)
     # feed-all runs of records go to policy.update_batch at once: needs the stream clock (the
     # scheduler's own EventClock, which the stamps advance), so that every record's time is known
     runs = feed_all and ev is not None and (stamps is None or tick is ev)
@@ -79,11 +80,11 @@ def offer_batch(s: Any, keys: Sequence[bytes | str | None], values: Sequence[byt
             elif episodes.phase == FINISHED:
                 return i + 1, out
             continue
-        want = plan.window.get(arm)
+        want = window.get(arm)
         if want is None:
             continue  # skipped (valid: validated by the batch pass)
-        held = plan.held.get(arm)
-        if held is not None and len(held) >= plan.depth:
+        held = held_of.get(arm)
+        if held is not None and len(held) >= depth:
             continue
         if arm == plan.head:
             bad = plan.give(arm, x, now)
@@ -93,8 +94,12 @@ def offer_batch(s: Any, keys: Sequence[bytes | str | None], values: Sequence[byt
                     return i + 1, out
             else:
                 out.append((i, bad))
+        elif held is None:  # plan.hold(arm, x, now), inline (passive: its wait restarts)
+            held_of[arm] = [x]
+            window[arm] = (want[0], now)
         else:
-            plan.hold(arm, x, now)
+            held.append(x)
+            window[arm] = (want[0], now)
     return len(xs), out
 
 

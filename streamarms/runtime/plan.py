@@ -137,8 +137,17 @@ class PlanFollower:
                 x = h.pop(0)
                 if not h:
                     del held[head]
-                if self.give(head, x, now) is not None:  # cannot happen for a reward the codec accepted
+                # give(head, x, now), inline (the sample path of a planned feed: most rewards come held)
+                try:
+                    events = policy.update(head, x, head_req)
+                except ValueError:  # (take's refusal; cannot happen for a reward the codec accepted)
+                    self.stats.invalid["rejected_by_policy"] += 1
                     continue
+                self.stats.used += 1
+                if events:
+                    self.alerts.on_events(events, now)
+                self.window[head] = (head_req, now)  # served: a new wait for it starts now
+                self.stale += 1
                 if policy.done:
                     return True
                 continue
