@@ -126,6 +126,7 @@ class _KSigmaEstimates(Policy):
         self._syy = 0.0
         self._sinv = 0.0
         self._done = False
+        self._requests: list[Request | None] = [None] * n
 
     # -- estimates ------------------------------------------------------------------------------
     @property
@@ -213,14 +214,21 @@ class _KSigmaEstimates(Policy):
         # Alg. 1/2: i <- 1 (1-based), then i <- i % n + 1 before the first regular pull: arm 2.
         self._cur = 1 % self.n
 
+    def _request(self, i: int) -> Request:
+        """Arm i's request (frozen, so made once per arm and shared: the planned feed asks per sample)."""
+        r = self._requests[i]
+        if r is None:
+            r = self._requests[i] = Request(self.arms[i])
+        return r
+
     def next_request(self) -> Request | None:
         if self._done:
             return None
         if not self.initialised:
             i = self._init_request()
             assert i is not None
-            return Request(self.arms[i])
-        return Request(self.arms[self._cur])
+            return self._request(i)
+        return self._request(self._cur)
 
     def wanted(self, k: int) -> list[Request]:
         if self._done or k <= 0:
@@ -230,10 +238,10 @@ class _KSigmaEstimates(Policy):
             j = self._init_request() or 0
             while j < self.n and len(out) < k:
                 if self.m[j] == 0:
-                    out.append(Request(self.arms[j]))
+                    out.append(self._request(j))
                 j += 1
             return out
-        return [Request(self.arms[(self._cur + j) % self.n]) for j in range(min(k, self.n))]
+        return [self._request((self._cur + j) % self.n) for j in range(min(k, self.n))]
 
     def _params(self) -> dict[str, Any]:
         return {"k": self.k, "delta": self.delta, "model": self.model.to_dict(),
