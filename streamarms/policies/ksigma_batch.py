@@ -232,7 +232,7 @@ def _skip(pol: Any, a: np.ndarray, x: np.ndarray) -> tuple[int, bool]:
     first = int(np.argmax(cand)) if cand.any() else nc
     # certificate pointer and WRR schedule: only where a reward pulls the pointed arm or the current
     # arm, or D reaches the pointed value, can they change; elsewhere they stay (no pulled arm passes)
-    J = _follow(pol, a, first, D, m_new, sure)
+    J = _follow(pol, a, first, D, m_new, sure, (ua, order[start]))
     if J == 0:
         return 0, True
     if J == nc:  # each arm's last reward: the end of its segment
@@ -294,11 +294,17 @@ def _store_counts(pol: Any, arms: np.ndarray, m: np.ndarray, s: np.ndarray) -> N
         _scatter(pol.s, al, s)
 
 
-def _follow(pol: Any, a: np.ndarray, first: int, D: np.ndarray, m_new: np.ndarray, sure: np.ndarray) -> int:
+def _follow(pol: Any, a: np.ndarray, first: int, D: np.ndarray, m_new: np.ndarray, sure: np.ndarray,
+            first_pos: tuple[np.ndarray, np.ndarray]) -> int:
     """``_check_stop``'s certificate pointer and WRR's ``_after_pull`` over rewards ``[0, first)``; returns
-    where they need ``update`` (``first`` if nowhere). Writes ``_cert_ptr``, ``_cur``, ``c``."""
+    where they need ``update`` (``first`` if nowhere). Writes ``_cert_ptr``, ``_cur``, ``c``.
+    ``first_pos``: (the chunk's arms, the index of each one's first reward): "arm q pulled among rewards
+    ``[0, j]``" is ``first index of q <= j``, O(1) with a dict built when first needed (a scan of
+    ``a[:j + 1]`` per certified arm made this O(chunk^2 / n) at worst)."""
     idx, val, pulled0 = pol._cert_idx, pol._cert_val, pol._pulled_since
     n, L, ptr, cur, c, rho = pol.n, len(idx), pol._cert_ptr, pol._cur, pol.c, pol.rho
+    nc = len(a)
+    first_of: dict[int, int] | None = None
     j = 0
     while j < first:
         if j > 0:  # the next reward where pointer or schedule may move (j == 0: check the pointer)
@@ -309,7 +315,13 @@ def _follow(pol: Any, a: np.ndarray, first: int, D: np.ndarray, m_new: np.ndarra
             j += int(np.argmax(hit))
         i, d = int(a[j]), float(D[j])
         p = ptr  # the first certified arm still unpulled (since the certificate, up to reward j) above D
-        while p < L and not (val[p] > d and idx[p] not in pulled0 and not bool((a[:j + 1] == idx[p]).any())):
+        while p < L:
+            q = idx[p]
+            if val[p] > d and q not in pulled0:
+                if first_of is None:
+                    first_of = dict(zip(first_pos[0].tolist(), first_pos[1].tolist()))
+                if first_of.get(q, nc) > j:
+                    break
             p += 1
         if p == L or (i == cur and m_new[j] < c[i] and not sure[j]):
             pol._cert_ptr, pol._cur = ptr, cur
