@@ -152,7 +152,7 @@ class BernoulliModel(RewardModel):
         return bounds.agresti_coull_radius(m, s, self.z(delta))
 
     def radius_fn(self, delta: float) -> Callable[[float, float], float]:
-        return bounds.agresti_coull_radius_fn(self.z(delta))  # type: ignore[return-value]
+        return bounds.AgrestiCoullRadius(self.z(delta))  # type: ignore[return-value]
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "z_rule": self.z_rule}
