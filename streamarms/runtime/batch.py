@@ -40,6 +40,9 @@ def offer_batch(s: Any, keys: Sequence[bytes | str | None], values: Sequence[byt
     # feed-all runs of records go to policy.update_batch at once: needs the stream clock (the
     # scheduler's own EventClock, which the stamps advance), so that every record's time is known
     runs = feed_all and ev is not None and (stamps is None or tick is ev)
+    if (inline and episodes.phase != RUNNING and ev is not None and (stamps is None or tick is ev)
+            and _idle_batch(s, keys, xs, stamps, clock_ms)):
+        return len(xs), out
     resume = 0  # records before this index were handled by a feed-all run
     for i in range(len(xs)):
         if i < resume:
@@ -142,3 +145,36 @@ def _feed_run(s: Any, pol: Any, i: int, arm: str, x: float, now: float, keys: Se
     if pol.done:
         s._follow(nows[k - 1], full=False)  # ends the episode
     return last, clocks[k - 1], None
+
+
+def _idle_batch(s: Any, keys: Sequence[bytes | str | None], xs: Sequence[float | None],
+                stamps: Sequence[float | None] | None, clock_ms: float) -> bool:
+    """No episode running (plan-following passive mode, stream clock): a batch of valid rewards of
+    known keys changes nothing but the record count and the clock -- each record is counted and
+    skipped -- unless a deadline falls due inside it. The clock never goes back, so if it is still
+    before the deadline after the last record (and the count before the record deadline) it was so
+    after every one: count them all and move the clock at once (C-level scans; no per-record Python).
+    Returns whether it did (else nothing changed: the record loop handles the batch)."""
+    n = len(xs)
+    c = s.counters
+    if not n or None in xs or c.records + n >= s._record_deadline:
+        return False
+    arm_of = s.keys.arm_of
+    if not all(map(arm_of.__contains__, keys)):
+        return False
+    ev = s._ev
+    now, last = ev.now, clock_ms
+    if stamps is not None:
+        top: float | None
+        if None not in stamps:
+            top = max(stamps)  # type: ignore[type-var]  # (no None in it)
+        else:
+            top = max((t for t in stamps if t is not None), default=None)
+        if top is not None and top > clock_ms:
+            now, last = top * 0.001, top
+    if now >= s._deadline:
+        return False
+    c.records += n
+    if last != clock_ms:
+        ev.now = now
+    return True

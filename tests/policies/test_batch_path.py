@@ -19,6 +19,7 @@ from streamarms.models import BernoulliModel
 from streamarms.policies.anytime import AnytimeKSigma
 from streamarms.policies.ksigma import WeightedRoundRobin
 from streamarms.runtime import EventClock, RewardCodec, Scheduler, SchedulerConfig
+from streamarms.runtime import batch as batch_module
 
 _BAD = [b'{"reward": "1"}', b"not json", b'{"reward": 2}', b"[1]", None, b'{"r": 1}', b'{"reward": NaN}',
         b'{"reward": 1' + b"0" * 400 + b"}", b'{"reward": true}']
@@ -109,6 +110,38 @@ def test_passive_plan_following_batched_equals_per_record(policy, validate):
     ref = run(records, policy, per_record, **cfg)
     assert ref[0].counters.episodes_done >= 2 and ref[2]  # the stream exercises episodes and refusals
     assert_same(ref, run(records, policy, batched, **cfg))
+
+
+@pytest.mark.parametrize("interval,arms", [(12.0, None), (9.0, [f"k{a:03d}" for a in range(12)])])
+def test_idle_gaps_batched_equals_per_record(interval, arms, monkeypatch):
+    """Between episodes (``episode_interval`` of stream time) whole batches are counted at once
+    (``batch._idle_batch``): the next episode must start at the same record, with the same counters."""
+    records = stream(60_000, 12, seed=6, bad_rate=0.002)
+    cfg = dict(discovery_records=300, episode_interval=interval, max_episodes=6, window=4, prefetch=2)
+
+    def run_fixed(path):
+        s, clock, out = make("wrr", **cfg)
+        if arms is not None:  # arms given up front: a key outside them is skipped
+            s = Scheduler(POLICIES["wrr"], clock=clock, emit_alert=out["alerts"].append,
+                          on_episode_end=out["ends"].append, codec=RewardCodec(model=BernoulliModel()),
+                          config=SchedulerConfig(**cfg), arms=arms[:-1])
+        rng, pos, refused = random.Random(9), 0, []
+        while pos < len(records) and not s.finished:
+            batch = records[pos:pos + rng.choice([1, 7, 50, 200, 1000])]
+            n, bad = path(s, clock, batch)
+            refused += [(pos + i, r) for i, r in bad]
+            pos += n
+            s.tick()
+        return s, out, refused, pos
+
+    ref = run_fixed(per_record)
+    assert ref[0].counters.episodes_done >= 2 and ref[2]
+    gaps = [b["started"] - a["ended"] for a, b in zip(ref[1]["ends"], ref[1]["ends"][1:])]
+    assert max(gaps) > 1.0  # the stream has idle stretches between episodes
+    idle, calls = batch_module._idle_batch, []
+    monkeypatch.setattr(batch_module, "_idle_batch", lambda *a: calls.append(idle(*a)) or calls[-1])
+    assert_same(ref, run_fixed(batched))
+    assert calls.count(True) > 10  # not vacuous: whole idle batches were counted at once
 
 
 @pytest.mark.parametrize("policy", ["cs", "wrr"])
