@@ -128,10 +128,9 @@ class BernoulliModel(RewardModel):
         self.z_rule = z_rule
         self._z_cache: dict[float, float] = {}
 
-    @staticmethod
-    def accepts(x: float) -> bool:
-        """Whether :meth:`check` passes the finite float ``x`` (a predicate, for decoding batches)."""
-        return x == 0.0 or x == 1.0
+    #: whether :meth:`check` passes the finite float ``x`` (a predicate, for decoding batches; a C-level
+    #: set lookup: -0.0 == 0.0 hashes alike, so it is ``x == 0.0 or x == 1.0``)
+    accepts = frozenset((0.0, 1.0)).__contains__
 
     def _check_value(self, arm: str, x: float) -> None:
         if x != 0.0 and x != 1.0:
