@@ -40,7 +40,7 @@ def offer_batch(s: Any, keys: Sequence[bytes | str | None], values: Sequence[byt
     # feed-all runs of records go to policy.update_batch at once: needs the stream clock (the
     # scheduler's own EventClock, which the stamps advance), so that every record's time is known
     runs = feed_all and ev is not None and (stamps is None or tick is ev)
-    if (inline and episodes.phase != RUNNING and ev is not None and (stamps is None or tick is ev)
+    if ((inline or feed_all) and episodes.phase != RUNNING and ev is not None and (stamps is None or tick is ev)
             and _idle_batch(s, keys, xs, stamps, clock_ms)):
         return len(xs), out
     resume = 0  # records before this index were handled by a feed-all run
@@ -149,7 +149,7 @@ def _feed_run(s: Any, pol: Any, i: int, arm: str, x: float, now: float, keys: Se
 
 def _idle_batch(s: Any, keys: Sequence[bytes | str | None], xs: Sequence[float | None],
                 stamps: Sequence[float | None] | None, clock_ms: float) -> bool:
-    """No episode running (plan-following passive mode, stream clock): a batch of valid rewards of
+    """No episode running (passive mode, either feed, stream clock): a batch of valid rewards of
     known keys changes nothing but the record count and the clock -- each record is counted and
     skipped -- unless a deadline falls due inside it. The clock never goes back, so if it is still
     before the deadline after the last record (and the count before the record deadline) it was so
