@@ -241,13 +241,11 @@ class Scheduler:
     def offer_batch(self, keys: Sequence[bytes | str | None], values: Sequence[bytes | str | None],
                     stamps: Sequence[float | None] | None = None, clock: EventClock | None = None,
                     parsed: Sequence[Any] | None = None) -> tuple[int, list[tuple[int, InvalidRecord]]]:
-        """Handle a poll batch exactly as :meth:`offer` record by record would (:mod:`.batch` says how).
-        Returns how many records were handled -- all, unless the last episode (``max_episodes``) ended
-        first: then up to its record -- and ``(index, refusal)`` for the refused ones. ``stamps``
-        (milliseconds, ``None`` for none) advance ``clock`` (default: the scheduler's own
-        :class:`EventClock`) to the largest so far, record by record, as the daemon does around :meth:`offer`.
-        ``parsed`` (optional): the values as the source already parsed them (``None`` for not parsed),
-        so that a value is parsed once (:meth:`RewardCodec.rewards`).
+        """Handle a poll batch exactly as :meth:`offer` record by record would (:mod:`.batch` says how). Returns
+        how many records were handled -- all, unless the last episode (``max_episodes``) ended first: then up to
+        its record -- and ``(index, refusal)`` for the refused ones. ``stamps`` (ms, ``None`` for none) advance
+        ``clock`` (default: the scheduler's own :class:`EventClock`) to the largest so far, record by record, as
+        the daemon does around :meth:`offer`; ``parsed``: the values as the source parsed them, if it did.
 
         >>> s = Scheduler(lambda arms, ep: _ExamplePolicy(arms), clock=EventClock(), arms=["a", "b", "c"])
         >>> s.tick()  # arms given up front: the episode starts at once
