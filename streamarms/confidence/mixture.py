@@ -25,6 +25,13 @@ process that is sub-gamma with ``(V, c)`` may be tested at any upper bounds ``(V
 known on an event: the grid stays the fixed one, only the terms with ``cbar lambda_j >= 1`` are left out,
 and the boundary computed is ``>=`` the one of the true ``(V, c)``.
 
+**Two bounds of the CGF.** If the process is also sub-Gaussian with variance process ``G_t`` (e.g.
+bounded increments: Hoeffding's lemma; Bernoulli: the Kearns-Saul proxy), then for each ``lambda`` both
+``exp(lambda S_t - psi_c(lambda) V_t)`` and ``exp(lambda S_t - lambda^2 G_t / 2)`` are supermartingales,
+and when ``V_t = t V``, ``G_t = t G`` (iid increments, as in the threshold track) so is ``exp(lambda S_t -
+t min(psi_c(lambda) V, lambda^2 G / 2))`` (each increment's CGF is at most both). The mixture then uses
+that smaller exponent term by term (``v_sg = G_t``); still increasing in ``v``, ``c`` and ``v_sg``.
+
 **The prior** (fixed from ``alpha`` and ``v_min`` only, never from data): ``lambda_j = lambda_0 r^-j``,
 ``j = 0..J-1``, ``r = 1.5``, ``lambda_0 = sqrt(2 log(1/alpha) / v_min)`` (the Gaussian optimum at
 ``v = v_min``), ``J = 40`` (down to ``lambda_0 1.5^-39``: optimal for ``v`` up to ~``1e13 v_min``, beyond any
@@ -77,16 +84,21 @@ def mixture_grid(alpha: float, v_min: float) -> tuple[Any, Any]:
     return lam0 * RATIO ** -_J, _LOG_W.copy()
 
 
-def mixture_boundary(v: Any, alpha: float, v_min: float, c: Any = 0.0) -> Any:
-    """``u(v)`` of the module docstring, vectorised over ``v`` and ``c`` (arrays broadcast; floats in, float out)."""
+def mixture_boundary(v: Any, alpha: float, v_min: float, c: Any = 0.0, v_sg: Any = None) -> Any:
+    """``u(v)`` of the module docstring, vectorised over ``v``, ``c`` and ``v_sg`` (arrays broadcast; floats
+    in, float out). ``v_sg``: optional, the process is also sub-Gaussian with variance process ``v_sg``
+    (module docstring, "Two bounds of the CGF")."""
     lam, lw = mixture_grid(alpha, v_min)
     v_a = np.asarray(v, dtype=float)[..., None]
     c_a = np.asarray(c, dtype=float)[..., None]
-    v_a, c_a = np.broadcast_arrays(v_a, c_a)
+    g_a = np.asarray(np.inf if v_sg is None else v_sg, dtype=float)[..., None]
+    v_a, c_a, g_a = np.broadcast_arrays(v_a, c_a, g_a)
     ok = c_a * lam < 1.0
     with np.errstate(divide="ignore", invalid="ignore"):
-        psi = np.where(ok, lam * lam / (2.0 * (1.0 - np.where(ok, c_a, 0.0) * lam)), np.inf)
-        a = np.where(ok, lw - psi * v_a, -np.inf)  # log w_j - psi_j v: the terms' log at s = 0
+        pv = np.where(ok, lam * lam / (2.0 * (1.0 - np.where(ok, c_a, 0.0) * lam)) * v_a, np.inf)
+        pv = np.minimum(pv, np.where(np.isfinite(g_a), lam * lam / 2.0 * g_a, np.inf))  # psi_j v, the smaller
+        ok = np.isfinite(pv)
+        a = np.where(ok, lw - pv, -np.inf)  # log w_j - psi_j v: the terms' log at s = 0
         L = math.log(1.0 / alpha)
         s = np.min(np.where(ok, (L - a) / lam, np.inf), axis=-1)  # one term alone: right of the root
         for _ in range(_NEWTON):

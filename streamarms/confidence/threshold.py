@@ -43,7 +43,12 @@ sub-gamma processes (**Boundary** below) gives ``P(exists m: |sum_{j<=m} D_j| >=
 and ``u`` is increasing in its argument, so on the event that every arm's confidence sequence holds we
 may evaluate it at ``m Vbar`` with ``V <= Vbar = (1 + k^2)/n * max_i vbar_i``, ``vbar_i`` the largest
 variance a reward law on ``[low, high]`` with mean in arm i's interval can have (Bhatia-Davis:
-``(mu - low)(high - mu)``). ``v_min`` is fixed at construction. Sub-Gaussian arms: ``D_j`` is sub-Gaussian
+``(mu - low)(high - mu)``). ``v_min`` is fixed at construction. Each ``T_i`` is also sub-Gaussian with
+proxy ``w_i^2 s_i`` (Hoeffding's lemma: ``s_i = (high - low)^2 / 4``; Bernoulli: the Kearns-Saul proxy of
+``y_i``, at most its value at the point of arm i's interval nearest 1/2), so ``D_j`` is sub-Gaussian with
+proxy ``G = sum_i w_i^2 s_i <= Gbar`` (``(1 + k^2)/n`` times the largest arm bound, or the same knapsack
+as ``Vbar`` with the proxies' bounds): the boundary uses, for each lambda of its mixture, the smaller of
+the two CGF bounds (:mod:`.mixture`, "Two bounds of the CGF"; no extra probability). Sub-Gaussian arms: ``D_j`` is sub-Gaussian
 with variance proxy ``(1 + k^2) sigma_X^2 / n`` exactly, ``c = 0``.
 
 **Remainder.** Every arm's sequence holds at every count, in particular at m: ``|e_i| <= r_i(m) =
@@ -320,13 +325,18 @@ def threshold_bounds(g: Any, n: int, k: float, alpha_lin: float, *, sum_y: Any, 
             ok = np.isfinite(A) & (A > b_bar)
             sd_unb = np.where(ok, np.sqrt(np.where(ok, A - b_bar, 0.0)), np.nan)
         sigma_lo = np.maximum(sigma_lo, np.where(ok, sd_unb - rms_e, 0.0))
+    G = None  # a bound on the linear term's sub-Gaussian proxy (bounded rewards; module docstring)
     if span is not None:
         V = w2 * vmax
         c = (1.0 + k * math.sqrt(n - 1.0)) * span / (3.0 * n)
+        s_arm = span * span / 4.0 if smax is None else np.where(np.asarray(smax) > 0, smax, span * span / 4.0)
+        G = w2 * s_arm
         if box is not None:
             v_box, w_max = linear_variance_bound(box[0], box[1], box[2], k, sigma_lo)
             V = np.minimum(V, v_box)
             c = np.minimum(c, w_max * span / 3.0)
+            if len(box) > 3 and box[3] is not None:
+                G = np.minimum(G, linear_variance_bound(box[0], box[1], box[3], k, sigma_lo)[0])
         vm = v_min if v_min is not None else w2 * span * span / 4.0  # one reward at maximal variance
     elif sigma_x is not None:
         V, c = w2 * sigma_x * sigma_x, 0.0
@@ -336,8 +346,10 @@ def threshold_bounds(g: Any, n: int, k: float, alpha_lin: float, *, sum_y: Any, 
     with np.errstate(divide="ignore", invalid="ignore"):
         r_quad = np.where(sigma_lo > 0, sum_r2 / (2.0 * n * np.where(sigma_lo > 0, sigma_lo, 1.0)), np.inf)
     r_max = np.minimum(r_quad, 2.0 * rms_e)
-    if V is not None:
-        lin = _boundary(boundary)(g * V, a_each / 2.0, vm, c) / g
+    if V is not None and boundary == "mixture":
+        lin = mixture_boundary(g * V, a_each / 2.0, vm, c, None if G is None else g * G) / g
+    elif V is not None:
+        lin = _stitched_np(g * V, a_each / 2.0, vm, c) / g
     else:
         lin = np.inf
     sides = [("upper", 1.0)] + ([("lower", -1.0)] if two_sided else [])
@@ -533,11 +545,12 @@ class ThresholdTrack:
     def _advance(self, g: int, box: Any = None) -> None:
         self.m_theta = g
         t = dict(zip(_FIELDS, self.totals[str(g)]))
-        box_arg: tuple[list[float], list[float], list[float]] | None = None
+        box_arg: tuple[Any, ...] | None = None
         sigma_floor = 0.0
         if box is not None:
             lo_b, hi_b = box()
-            box_arg = (lo_b, hi_b, [self.vbar(a, b) for a, b in zip(lo_b, hi_b)])
+            prox = [self.proxy(a, b) for a, b in zip(lo_b, hi_b)] if self._s2 is not None else None
+            box_arg = (lo_b, hi_b, [self.vbar(a, b) for a, b in zip(lo_b, hi_b)], prox)
             sigma_floor = min_sd_over_box(lo_b, hi_b)
         for key in [kk for kk in self.totals if int(kk) < g]:
             del self.totals[key]
