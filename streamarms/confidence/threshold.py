@@ -132,7 +132,7 @@ All totals are sums (or a max) over arms, so consumers of one group can merge th
 >>> track.m_theta
 370
 >>> lo, hi = track.upper(); lo < 0.3 + 2 * 0.109 < hi, round(hi - lo, 3)
-(True, 0.16)
+(True, 0.151)
 """
 
 from __future__ import annotations
