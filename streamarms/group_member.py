@@ -76,6 +76,7 @@ from typing import Any, ClassVar
 from .group_threshold import group_finished, staleness
 from .policies.anytime_group import GroupKSigma
 from .policies.base import Decision, Event, Policy, Request
+from .runtime.clock import EventClock
 from .validation import finite_reward
 
 __all__ = ["GroupAnnounce", "GroupMember", "PartitionNotingSource", "external_progress", "group_episode"]
@@ -414,8 +415,10 @@ class GroupMember:
         between episodes, or was idle): resume the group's state from the board instead of starting an
         episode of its own over the group's values. The group runs episode ``E`` (announcing or deciding):
         this member begins ``E`` on the assigned partitions, each taken over from its latest value of ``E``
-        (key state, totals, position) exactly as in a live rebalance; a partition without a value of ``E``
-        is announced with no key (its keys wait for the next episode). The group is between episodes
+        (key state, totals, position) exactly as in a live rebalance; while ``E`` is announcing, a
+        partition without a value of ``E`` is announced with the keys this member knows of it (none when it
+        starts fresh: its keys wait for the next episode). The stream clock moves to the taken-over
+        values' latest record time, so the next episode is timed from the group's, not from zero. The group is between episodes
         (``E`` finished): this member's next episode is ``E + 1``, the group's next. An empty board, or
         a board not past this member's own episode: nothing changes. Returns the start positions."""
         s = self.scheduler
@@ -435,8 +438,18 @@ class GroupMember:
             v = values.get(self.stats_key(p))
             if v is not None and v.get("episode") == ep and "arms" in v:
                 add[p] = v
-        base = GroupAnnounce([], part={}, owned=partitions, episode=ep)
+        # announcing: a partition without a value of E gets the keys this member knows of it (none when it
+        # starts fresh: they wait for the next episode); deciding: every partition has a value of E
+        rest = set(partitions) - set(add)
+        part = {a: q for a in s.keys.known if (q := self.partition_of(a)) in rest} if n is None else {}
+        base = GroupAnnounce(sorted(part), part=part, owned=partitions, episode=ep)
         base.n = n
+        # stream time: the values' positions carry their partitions' latest record time (ms). A member
+        # that has read nothing yet would otherwise date the episode at 0 and start its next one at once
+        stamps = [v["position"][1] for v in add.values() if isinstance(v.get("position"), list)
+                  and len(v["position"]) > 1 and isinstance(v["position"][1], (int, float))]
+        if stamps and isinstance(s.clock, EventClock):
+            s.clock.advance_ms(max(stamps))
         s.episodes.episode = ep - 1
         s.alerts.begin_episode(ep)
         self._mark_decided(add)

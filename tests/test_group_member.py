@@ -148,8 +148,9 @@ def test_a_member_that_starts_fresh_mid_episode_joins_the_groups_episode():
 
 def test_a_member_that_starts_fresh_while_the_group_announces_joins_the_announcement():
     """The group's episode has not started (a member announced three partitions, the fourth has no owner
-    yet): a fresh member taking two over announces the same episode -- the announced keys of t:2, none for
-    t:3 (it knows none of its keys yet: they wait for the next episode) -- and the episode runs on 9 keys."""
+    yet): a member taking two over announces the same episode -- t:2 with the keys announced for it, t:3
+    with the keys it knows of t:3 (here all: its arms are fixed; a fresh Kafka member knows none yet, and
+    they wait for the next episode) -- and the episode runs on the announced keys."""
     board, alerts = {}, []
     a = Member(board, {"t:0", "t:1", "t:2"}, alerts)
     a.sched.tick()
@@ -157,11 +158,11 @@ def test_a_member_that_starts_fresh_while_the_group_announces_joins_the_announce
     assert isinstance(a.sched.policy, GroupAnnounce) and sorted(board) == ["t:0", "t:1", "t:2"]
     c = Member(board, set(), alerts)
     _eager_rebalance({a: {"t:0", "t:1"}, c: {"t:2", "t:3"}})
-    assert c.sched.episode == 1 and sorted(c.sched.policy.arms) == ["k10", "k2", "k6"]
-    assert (board["t:2"]["keys"], board["t:3"]["keys"], board["t:3"]["episode"]) == (3, 0, 1)
+    assert c.sched.episode == 1 and sorted(c.sched.policy.arms) == ["k10", "k11", "k2", "k3", "k6", "k7"]
+    assert (board["t:2"]["keys"], board["t:3"]["keys"], board["t:3"]["episode"]) == (3, 3, 1)
     _run([a, c], random.Random(6))
-    assert sorted(x["arm"] for x in alerts if x["kind"] == "outlier") == ["k10"]
-    assert [m.sched.history[0]["arms"] for m in (a, c)] == [6, 3]
+    assert sorted(x["arm"] for x in alerts if x["kind"] == "outlier") == ["k10", "k11"]
+    assert [m.sched.history[0]["arms"] for m in (a, c)] == [6, 6]
 
 
 def test_a_member_that_starts_fresh_after_the_groups_episode_continues_its_numbering():
