@@ -39,6 +39,12 @@ value is decided again and alerted again with the same ``alert_id`` (at-least-on
 ``alert_id``, as for a single daemon's restart). The values carry every key of the partition: at
 millions of keys a per-key changelog would be needed (not built).
 
+**A member that joins late or restarts** without a running episode (no checkpoint, or one taken between
+episodes) resumes the group's state at its assignment (:meth:`GroupMember._join`): if the board's latest
+episode ``E`` is running, it begins ``E`` on its partitions, taken over from their values as above (a
+partition's state and position), so the group's episode goes on as one; if ``E`` is over, its own next
+episode is ``E + 1``, the group's next (it never announces an episode the board has already seen).
+
 >>> from streamarms.runtime.scheduler import Scheduler, EventClock
 >>> from streamarms.runtime.config import SchedulerConfig
 >>> import random
