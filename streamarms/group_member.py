@@ -428,6 +428,8 @@ class GroupMember:
         (``E`` finished): this member's next episode is ``E + 1``, the group's next. An empty board, or
         a board not past this member's own episode: nothing changes. Returns the start positions."""
         s = self.scheduler
+        if s.finished:  # max_episodes done: this member only leaves
+            return {}
         if self.catch_up is not None:
             self.catch_up()
         values = self.fetch()

@@ -179,3 +179,11 @@ def test_a_member_that_starts_fresh_after_the_groups_episode_continues_its_numbe
     assert c.sched.episode == 2 and isinstance(c.sched.policy, GroupAnnounce)
     assert {p: board[p]["episode"] for p in ALL} == {"t:0": 1, "t:1": 1, "t:2": 2, "t:3": 2}
     assert board["t:0"] == ended["t:0"]
+
+
+def test_a_member_done_with_its_episodes_joins_nothing():
+    board, alerts = {}, []
+    a = Member(board, {"t:0", "t:1", "t:2", "t:3"}, alerts)
+    _run([a], random.Random(8))
+    board["t:0"] = dict(board["t:0"], episode=2, undecided=1)  # the group went on (other members)
+    assert a.member.on_assign(["t:0"]) == {} and a.sched.finished and a.sched.episode == 1
