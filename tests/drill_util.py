@@ -1,5 +1,5 @@
 """Shared pieces of the hardening drills (issue 10): a clean reward stream and its fuzzed twin, and the
-kill -9 loop of the file-checkpoint drills."""
+kill -9 drill of the file-checkpoint runs (a reference run, lives killed -9 mid-run, the resumed run)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,13 @@ MEANS = zww17_example()                      # 20 arms; outliers at k = 2: the l
 KEYS = [f"region-{i:02d}" for i in range(len(MEANS))]
 OUTLIERS = ["region-18", "region-19"]
 T0 = 1_700_000_000_000
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_cli(args: list[str], **kw) -> subprocess.CompletedProcess:
+    """``streamarms run *args`` in a fresh interpreter (stdout and stderr captured as text)."""
+    return subprocess.run([sys.executable, "-m", "streamarms.cli", "run", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600, **kw)
 
 
 def clean_stream(n: int, seed: int) -> list[tuple[bytes, bytes, int]]:
@@ -119,3 +126,29 @@ def kill_9_when_checkpoint_moves(args: list[str], marker: Path, lives: int, spre
         proc.wait()
         last = marker.stat().st_mtime if marker.exists() else 0.0
     return killed
+
+
+def kill_9_drill(common: list[str], checkpoint: list[str], marker: Path, tmp_path: Path, *, lives: int,
+                 spread: int) -> tuple[dict, dict, int]:
+    """The kill -9 drill of a ``streamarms run`` with arguments ``common``: an uninterrupted reference run,
+    then ``lives`` runs with the extra arguments ``checkpoint`` killed -9 once ``marker`` moved
+    (:func:`kill_9_when_checkpoint_moves`), then one run resumed from the checkpoint to its end. Returns the
+    summaries ``(reference, resumed)`` and how many lives were killed."""
+    p = run_cli([*common, "--summary-json", str(tmp_path / "ref.json")])
+    assert p.returncode == 0, p.stderr[-3000:]
+    ref = json.loads((tmp_path / "ref.json").read_text())
+    killed = kill_9_when_checkpoint_moves([*common, *checkpoint, "--checkpoint-interval", "0.05", "--fsync"],
+                                          marker, lives=lives, spread=spread, cwd=ROOT)
+    p = run_cli([*common, *checkpoint, "--summary-json", str(tmp_path / "got.json")])
+    assert p.returncode == 0, p.stderr[-3000:]
+    return ref, json.loads((tmp_path / "got.json").read_text()), killed
+
+
+def assert_same_run(got: dict, ref: dict) -> None:
+    """The resumed run's summary ends as the uninterrupted one's: the last episode's decision, samples,
+    threshold, records and end, and the whole stream's record, sample, skip and invalid counts (a
+    record lost or counted twice shows here)."""
+    for k in ("outliers", "samples", "threshold", "records", "done"):
+        assert got["episodes"][-1].get(k) == ref["episodes"][-1].get(k), k
+    assert (got["records"], got["samples"], got["skipped"]) == (ref["records"], ref["samples"], ref["skipped"])
+    assert got["invalid"] == ref["invalid"]

@@ -9,24 +9,13 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
-from drill_util import OUTLIERS, clean_stream, fuzzed, jsonl_line, kill_9_when_checkpoint_moves
+from drill_util import OUTLIERS, assert_same_run, clean_stream, fuzzed, jsonl_line, kill_9_drill, run_cli
 
 from streamarms.runtime import INVALID_REASONS
 
 pytestmark = pytest.mark.drill
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def run_cli(args, **kw):
-    return subprocess.run([sys.executable, "-m", "streamarms.cli", "run", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=600, **kw)
-
 
 def write(path, recs):
     with open(path, "wb") as f:
@@ -73,20 +62,9 @@ def test_kill_9_ten_times_with_the_file_checkpoint(tmp_path):
     write(tmp_path / "in.jsonl", fuzz)
     common = ["--rewards-file", str(tmp_path / "in.jsonl"), "--policy", "wrr", "--k", "2", "--delta", "0.02",
               "--discovery-records", "500", "--max-episodes", "1", "--log-level", "warning"]
-    p = run_cli([*common, "--summary-json", str(tmp_path / "ref.json")])
-    assert p.returncode == 0, p.stderr[-3000:]
-    ref = json.loads((tmp_path / "ref.json").read_text())
     ck = tmp_path / "state.ckpt"
     # kill -9 while the episode runs, at a point that moves on each time
-    killed = kill_9_when_checkpoint_moves([*common, "--checkpoint", str(ck), "--checkpoint-interval", "0.05", "--fsync"],
-                                          ck, lives=10, spread=4, cwd=ROOT)
+    ref, got, killed = kill_9_drill(common, ["--checkpoint", str(ck)], ck, tmp_path, lives=10, spread=4)
     assert killed >= 5  # most kills landed mid-run (a fast machine may finish a few runs first)
-    p = run_cli([*common, "--checkpoint", str(ck), "--summary-json", str(tmp_path / "got.json")])
-    assert p.returncode == 0, p.stderr[-3000:]
-    got = json.loads((tmp_path / "got.json").read_text())
     # the summary of the resumed run covers the whole stream: its counters come from the checkpoint
-    assert got["episodes"][-1]["outliers"] == ref["episodes"][-1]["outliers"]
-    for k in ("samples", "threshold", "records", "done"):
-        assert got["episodes"][-1][k] == ref["episodes"][-1][k], k
-    assert (got["records"], got["samples"], got["skipped"]) == (ref["records"], ref["samples"], ref["skipped"])
-    assert got["invalid"] == ref["invalid"]
+    assert_same_run(got, ref)

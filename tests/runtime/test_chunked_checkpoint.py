@@ -183,25 +183,14 @@ def test_run_cli_with_an_incremental_checkpoint_directory(tmp_path):
 def test_kill_9_during_background_checkpoints_of_a_run(tmp_path):
     """A real ``streamarms run --checkpoint dir:`` killed -9 six times mid-episode (the forked saves die with
     it): the resumed run ends with the same decision, samples and records as an uninterrupted one."""
-    from drill_util import clean_stream, fuzzed, kill_9_when_checkpoint_moves
-    from test_drills import ROOT, run_cli, write
+    from drill_util import assert_same_run, clean_stream, fuzzed, kill_9_drill
+    from test_drills import write
     clean = clean_stream(300_000, seed=31)
     fuzz, _ = fuzzed(clean, 10_000, seed=32, big=1)
     write(tmp_path / "in.jsonl", fuzz)
     common = ["--rewards-file", str(tmp_path / "in.jsonl"), "--policy", "wrr", "--k", "2", "--delta", "0.02",
               "--discovery-records", "500", "--max-episodes", "1", "--log-level", "warning"]
-    p = run_cli([*common, "--summary-json", str(tmp_path / "ref.json")])
-    assert p.returncode == 0, p.stderr[-3000:]
-    ref = json.loads((tmp_path / "ref.json").read_text())
     ck = tmp_path / "state"
-    man = ck / "MANIFEST"
-    killed = kill_9_when_checkpoint_moves([*common, "--checkpoint", f"dir:{ck}", "--checkpoint-interval", "0.05",
-                                           "--fsync"], man, lives=6, spread=4, cwd=ROOT)
+    ref, got, killed = kill_9_drill(common, ["--checkpoint", f"dir:{ck}"], ck / "MANIFEST", tmp_path, lives=6, spread=4)
     assert killed >= 3
-    p = run_cli([*common, "--checkpoint", f"dir:{ck}", "--summary-json", str(tmp_path / "got.json")])
-    assert p.returncode == 0, p.stderr[-3000:]
-    got = json.loads((tmp_path / "got.json").read_text())
-    assert got["episodes"][-1]["outliers"] == ref["episodes"][-1]["outliers"]
-    for k in ("samples", "threshold", "records", "done"):
-        assert got["episodes"][-1][k] == ref["episodes"][-1][k], k
-    assert (got["records"], got["samples"], got["skipped"]) == (ref["records"], ref["samples"], ref["skipped"])
+    assert_same_run(got, ref)

@@ -11,7 +11,7 @@ import json
 import random
 
 import pytest
-from drill_util import kill_9_when_checkpoint_moves
+from drill_util import assert_same_run, kill_9_drill
 
 pytestmark = pytest.mark.drill
 
@@ -30,25 +30,13 @@ def _stream(path, n: int, n_keys: int, seed: int) -> None:
 
 
 def test_kill_9_during_feed_all_batched_runs(tmp_path):
-    from test_drills import ROOT, run_cli
-
     _stream(tmp_path / "in.jsonl", 250_000, 100, seed=41)
     common = ["--rewards-file", str(tmp_path / "in.jsonl"), "--policy", "wrr", "--k", "2", "--delta", "0.1",
               "--passive-feed", "all", "--discovery-records", "3000", "--max-episodes", "2", "--episode-interval", "0",
               "--log-level", "warning"]
-    p = run_cli([*common, "--summary-json", str(tmp_path / "ref.json")])
-    assert p.returncode == 0, p.stderr[-3000:]
-    ref = json.loads((tmp_path / "ref.json").read_text())
-    assert len(ref["episodes"]) == 2 and ref["alerts"]["outlier"] >= 2 and sum(ref["invalid"].values()) > 0
     ck = tmp_path / "state.ckpt"
-    killed = kill_9_when_checkpoint_moves([*common, "--checkpoint", str(ck), "--checkpoint-interval", "0.05",
-                                           "--fsync"], ck, lives=6, spread=3, cwd=ROOT)
+    ref, got, killed = kill_9_drill(common, ["--checkpoint", str(ck)], ck, tmp_path, lives=6, spread=3)
+    assert len(ref["episodes"]) == 2 and ref["alerts"]["outlier"] >= 2 and sum(ref["invalid"].values()) > 0
     assert killed >= 3
-    p = run_cli([*common, "--checkpoint", str(ck), "--summary-json", str(tmp_path / "got.json")])
-    assert p.returncode == 0, p.stderr[-3000:]
-    got = json.loads((tmp_path / "got.json").read_text())
-    assert (got["records"], got["samples"], got["skipped"]) == (ref["records"], ref["samples"], ref["skipped"])
-    assert got["invalid"] == ref["invalid"] and got["alerts"] == ref["alerts"] and got["flagged"] == ref["flagged"]
-    assert len(got["episodes"]) == 2
-    for k in ("outliers", "samples", "records", "done", "threshold"):
-        assert got["episodes"][-1].get(k) == ref["episodes"][-1].get(k), k
+    assert_same_run(got, ref)
+    assert got["alerts"] == ref["alerts"] and got["flagged"] == ref["flagged"] and len(got["episodes"]) == 2
