@@ -9,8 +9,8 @@ per key (``passive_feed="all"``, 10% ones), then:
   names (the scheduler holds them) but not the records' key bytes, made per batch as a consumer receives
   them (held for the whole run before, they added ~57 B a key that a daemon does not hold);
 * ``peak_mb``: the process's peak RSS (VmHWM) after the full checkpoints below, what a member with the
-  file checkpoint reaches: the full checkpoint builds the whole document (and its JSON) in memory, so at
-  scale it, not the state, sets the peak (``--repeat 0``: after the feed);
+  file checkpoint reaches: the full checkpoint builds the whole document (a dict) in memory and streams its
+  JSON to the file, so at scale the state plus that dict set the peak (``--repeat 0``: after the feed);
 * ``full``: today's checkpoint, in the loop: ``scheduler.snapshot()`` + encode + atomic file write with
   fsync (:class:`~streamarms.checkpoint.FileCheckpointStore`) -- the whole of it stalls the loop;
 * ``chunked base`` / ``chunked delta``: :class:`~streamarms.chunked_checkpoint.ChunkedCheckpointStore`:
