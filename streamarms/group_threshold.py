@@ -60,7 +60,7 @@ reward range: the terms depend on them. :func:`merge_totals` refuses values that
 >>> g = GroupThreshold(**spec)
 >>> g.update(merge_totals([parts[p].value() for p in range(3)]))
 >>> g.m_theta, [round(x, 3) for x in g.upper()]
-(370, [0.438, 0.584])
+(370, [0.451, 0.574])
 """
 
 from __future__ import annotations

@@ -5,8 +5,9 @@ r"""An anytime-valid interval for the k-sigma threshold ``theta = mu + k sigma``
 the number of arms, where a box of arm intervals (or McDiarmid with the worst-case sensitivity of
 Zhuang et al., NeurIPS 2017) does not shrink with n at all. Sources: Howard, Ramdas, McAuliffe,
 Sekhon, *Time-uniform, nonparametric, nonasymptotic confidence sequences*, Ann. Statist. 49(2), 2021
-(Thm 1, the stitched sub-gamma boundary, :mod:`.stitched`); Bennett's / Bernstein's moment generating
-function bound for bounded variables; the k-sigma rule of Zhuang, Wang, Wang, NeurIPS 2017.
+(the method of mixtures: the discrete-mixture sub-gamma boundary of :mod:`.mixture`, with Kaufmann &
+Koolen, JMLR 2021; Thm 1, the stitched boundary of :mod:`.stitched`, for old snapshots); Bennett's /
+Bernstein's moment generating function bound for bounded variables; the k-sigma rule of Zhuang, Wang, Wang, NeurIPS 2017.
 
 Derivation
 ----------
@@ -36,12 +37,18 @@ Hence ``theta(y) in [theta(yhat) - |L| - k Rmax, theta(yhat) + |L|]``; for the l
 the table per j, iid in j, mean 0, a sum of n independent terms ``T_i`` with ``|T_i| <= b =
 max|w_i| (high - low)`` and ``Var T_i = w_i^2 v_i``. Bennett's bound ``log E exp(l T) <= Var(T) (e^{lb} -
 1 - lb) / b^2 <= Var(T) l^2 / (2 (1 - l b / 3))`` makes ``sum_j D_j`` (and ``-sum_j D_j``) sub-gamma with
-variance process ``m V``, ``V = sum_i w_i^2 v_i``, and scale ``c = b / 3``. The stitched boundary gives
-``P(exists m: |sum_{j<=m} D_j| >= u(m V)) <= alpha_L`` (``alpha_L / 2`` per tail). V is unknown but fixed,
+variance process ``m V``, ``V = sum_i w_i^2 v_i``, and scale ``c = b / 3``. A uniform boundary ``u`` for
+sub-gamma processes (**Boundary** below) gives ``P(exists m: |sum_{j<=m} D_j| >= u(m V)) <= alpha_L``
+(``alpha_L / 2`` per tail). V is unknown but fixed,
 and ``u`` is increasing in its argument, so on the event that every arm's confidence sequence holds we
 may evaluate it at ``m Vbar`` with ``V <= Vbar = (1 + k^2)/n * max_i vbar_i``, ``vbar_i`` the largest
 variance a reward law on ``[low, high]`` with mean in arm i's interval can have (Bhatia-Davis:
-``(mu - low)(high - mu)``). ``v_min`` is fixed at construction. Sub-Gaussian arms: ``D_j`` is sub-Gaussian
+``(mu - low)(high - mu)``). ``v_min`` is fixed at construction. Each ``T_i`` is also sub-Gaussian with
+proxy ``w_i^2 s_i`` (Hoeffding's lemma: ``s_i = (high - low)^2 / 4``; Bernoulli: the Kearns-Saul proxy of
+``y_i``, at most its value at the point of arm i's interval nearest 1/2), so ``D_j`` is sub-Gaussian with
+proxy ``G = sum_i w_i^2 s_i <= Gbar`` (``(1 + k^2)/n`` times the largest arm bound, or the same knapsack
+as ``Vbar`` with the proxies' bounds): the boundary uses, for each lambda of its mixture, the smaller of
+the two CGF bounds (:mod:`.mixture`, "Two bounds of the CGF"; no extra probability). Sub-Gaussian arms: ``D_j`` is sub-Gaussian
 with variance proxy ``(1 + k^2) sigma_X^2 / n`` exactly, ``c = 0``.
 
 **Remainder.** Every arm's sequence holds at every count, in particular at m: ``|e_i| <= r_i(m) =
@@ -75,8 +82,8 @@ rewards, ``A = sd(yhat)^2 - (1/n) sum_i s_i^2 / m`` (observable). Exactly (expan
 ``M_m = sum_i U_i(m)`` is a martingale over the rows of the table whose increment ``sum_i (X_{i,m} - y_i)
 Z_i(m - 1)`` is, given the first m - 1 rows, sub-Gaussian with proxy ``sum_i s_i Z_i(m - 1)^2`` (s_i the
 arms' proxies): ``exp(l M_m - l^2 V_m / 2)`` is a supermartingale with the *predictable* variance process
-``V_m = sum_{l < m} sum_i s_i Z_i(l)^2``, and the stitched boundary (Howard et al. 2021, Thm 1, which allows
-any adapted V) gives ``P(exists m: M_m >= u(V_m)) <= alpha_B``. On the quadratic bound's event
+``V_m = sum_{l < m} sum_i s_i Z_i(l)^2``, and the boundary ``u`` (**Boundary** below: a mixture of these
+supermartingales, so any adapted V is allowed; Howard et al. 2021) gives ``P(exists m: M_m >= u(V_m)) <= alpha_B``. On the quadratic bound's event
 ``||Z_l||^2 <= x_j`` for every l of epoch j (x_j with every arm's proxy at
 most smax: the same epoch's u, so the same event), so ``V_m <= Vbar_m = smax sum_{l < m} x_{j(l)}`` (smax the
 largest arm proxy bound; u is increasing), and ``B <= Bbar = 2 u(Vbar_m) / (n m (m - 1))``, of size
@@ -87,6 +94,14 @@ when ``A > Bbar``. So when ``A > Bbar``, ``theta >= mu_hat - |L| + k sqrt(A - Bb
 ``mu - k sigma <= mu_hat + |L'| - k sqrt(A - Bbar)``); also ``sigma >= sqrt(A - Bbar) - rms(e)``
 (``|l'| <= ||e|| / sqrt(n)``). ``L`` is the linear term above (same event). ``B_SHARE`` of the threshold's
 share is spent here.
+
+**Boundary.** ``u`` is the discrete-mixture boundary of :mod:`.mixture`: a fixed prior (from ``alpha``
+and ``v_min`` only) over a geometric grid of lambdas, valid for any sub-gamma process by Ville's
+inequality, increasing in ``v`` and in ``c`` (so it may be read at upper bounds ``Vbar``, ``cbar``: the
+fixed grid, terms with ``cbar lambda_j >= 1`` left out), ~10% below the stitched boundary of Howard et al.
+(Thm 1) over the counts the track reaches. A track restored from a snapshot taken before the mixture keeps
+the stitched boundary (``boundary = "stitched"``), so all levels of one run use one boundary and the running
+intersection below stays on one event. The bilinear term uses the same ``u``.
 
 **Box.** Always intersected with the trivially valid box: with arm intervals ``[lo_i, hi_i]``, centres
 ``c_i`` and half-widths ``h_i``, ``mu in [mean(lo), mean(hi)]`` and ``|sigma - sd(c)| <= rms(h)``.
@@ -117,7 +132,7 @@ All totals are sums (or a max) over arms, so consumers of one group can merge th
 >>> track.m_theta
 370
 >>> lo, hi = track.upper(); lo < 0.3 + 2 * 0.109 < hi, round(hi - lo, 3)
-(True, 0.176)
+(True, 0.151)
 """
 
 from __future__ import annotations
@@ -127,6 +142,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+from .mixture import mixture_boundary
 
 __all__ = ["ThresholdTrack", "grid_levels", "threshold_bounds", "min_sd_over_box", "quadratic_bound", "bilinear_bound"]
 
@@ -157,6 +174,18 @@ def _stitched_np(v: Any, alpha: float, v_min: float, c: Any) -> Any:
     k1 = (ETA ** 0.25 + ETA ** -0.25) / math.sqrt(2.0)
     t2 = (math.sqrt(ETA) + 1.0) / 2.0 * c * ell
     return np.sqrt(k1 * k1 * use_v * ell + t2 * t2) + t2
+
+
+#: the uniform boundaries the track can use for its sub-gamma terms (module docstring, "Boundary"):
+#: ``mixture`` (the default) or ``stitched`` (tracks restored from snapshots taken before the mixture)
+BOUNDARIES = {"mixture": mixture_boundary, "stitched": _stitched_np}
+
+
+def _boundary(name: str) -> Callable[..., Any]:
+    try:
+        return BOUNDARIES[name]
+    except KeyError:
+        raise ValueError(f"unknown threshold boundary {name!r}; known: {sorted(BOUNDARIES)}") from None
 
 
 #: the part of the threshold's share spent on the quadratic bound of the remainder
@@ -226,13 +255,14 @@ def quadratic_bound(g: Any, n: int, s2: float, alpha_q: float, sum_lq: Any = Non
     return float(out) if out.ndim == 0 else out
 
 
-def bilinear_bound(g: Any, n: int, s2: float, smax: Any, alpha_q: float, alpha_b: float) -> Any:
+def bilinear_bound(g: Any, n: int, s2: float, smax: Any, alpha_q: float, alpha_b: float,
+                   boundary: str = "mixture") -> Any:
     """``Bbar``: anytime upper bound on ``B = 2 sum_i U_i(g) / (n g (g - 1))`` (module docstring, "Lower side
     without the bias"), on the quadratic bound's event (``alpha_q``, proxy ``s2``) and its own (``alpha_b``).
     ``smax``: a bound on every arm's proxy. ``inf`` below g = 2.
 
     >>> b = bilinear_bound(100, 200, 0.25, 0.25, 0.0125, 0.0125); round(b * 100 * math.sqrt(200) / 0.25, 1)
-    9.1
+    8.1
     """
     g = np.asarray(g, dtype=float)
     top = int(np.ceil(np.log2(max(float(np.max(g)), 2.0))))
@@ -245,7 +275,7 @@ def bilinear_bound(g: Any, n: int, s2: float, smax: Any, alpha_q: float, alpha_b
         x_j = quadratic_bound(hi_l, n, s2, alpha_q, lq) * hi_l * hi_l  # bound on max ||Z_l||^2 over the epoch
         vsum = vsum + cnt * x_j
     v_bar = np.asarray(smax, dtype=float) * vsum
-    u = _stitched_np(v_bar, alpha_b, n * s2 * s2, 0.0)
+    u = _boundary(boundary)(v_bar, alpha_b, n * s2 * s2, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         out = np.where(g >= 2.0, 2.0 * u / (n * g * np.maximum(g - 1.0, 1.0)), np.inf)
     return float(out) if out.ndim == 0 else out
@@ -255,7 +285,8 @@ def threshold_bounds(g: Any, n: int, k: float, alpha_lin: float, *, sum_y: Any, 
                      vmax: Any, sum_lo: Any, sum_hi: Any, sum_c: Any, sum_c2: Any, sum_h2: Any,
                      span: float | None, sigma_x: float | None, two_sided: bool = False,
                      v_min: float | None = None, sigma_floor: Any = 0.0, sum_lq: Any = None,
-                     box: Any = None, sum_w: Any = None, smax: Any = None) -> dict[str, Any]:
+                     box: Any = None, sum_w: Any = None, smax: Any = None,
+                     boundary: str = "mixture") -> dict[str, Any]:
     """The intervals of the module docstring from the totals at level ``g`` (floats or numpy arrays).
 
     ``alpha_lin`` is the whole threshold share: ``Q_SHARE`` of it to the quadratic bound, the rest to the
@@ -289,18 +320,23 @@ def threshold_bounds(g: Any, n: int, k: float, alpha_lin: float, *, sum_y: Any, 
     sd_unb = None  # sqrt(A - Bbar) where A > Bbar (the bias-free lower side), else nan
     if sum_w is not None and smax is not None and s2 is not None:
         A = sd_hat * sd_hat - np.asarray(sum_w, dtype=float) / n
-        b_bar = bilinear_bound(g, n, s2, smax, alpha_lin * Q_SHARE, alpha_lin * B_SHARE)
+        b_bar = bilinear_bound(g, n, s2, smax, alpha_lin * Q_SHARE, alpha_lin * B_SHARE, boundary)
         with np.errstate(invalid="ignore"):
             ok = np.isfinite(A) & (A > b_bar)
             sd_unb = np.where(ok, np.sqrt(np.where(ok, A - b_bar, 0.0)), np.nan)
         sigma_lo = np.maximum(sigma_lo, np.where(ok, sd_unb - rms_e, 0.0))
+    G = None  # a bound on the linear term's sub-Gaussian proxy (bounded rewards; module docstring)
     if span is not None:
         V = w2 * vmax
         c = (1.0 + k * math.sqrt(n - 1.0)) * span / (3.0 * n)
+        s_arm = span * span / 4.0 if smax is None else np.where(np.asarray(smax) > 0, smax, span * span / 4.0)
+        G = w2 * s_arm
         if box is not None:
             v_box, w_max = linear_variance_bound(box[0], box[1], box[2], k, sigma_lo)
             V = np.minimum(V, v_box)
             c = np.minimum(c, w_max * span / 3.0)
+            if len(box) > 3 and box[3] is not None:
+                G = np.minimum(G, linear_variance_bound(box[0], box[1], box[3], k, sigma_lo)[0])
         vm = v_min if v_min is not None else w2 * span * span / 4.0  # one reward at maximal variance
     elif sigma_x is not None:
         V, c = w2 * sigma_x * sigma_x, 0.0
@@ -310,7 +346,9 @@ def threshold_bounds(g: Any, n: int, k: float, alpha_lin: float, *, sum_y: Any, 
     with np.errstate(divide="ignore", invalid="ignore"):
         r_quad = np.where(sigma_lo > 0, sum_r2 / (2.0 * n * np.where(sigma_lo > 0, sigma_lo, 1.0)), np.inf)
     r_max = np.minimum(r_quad, 2.0 * rms_e)
-    if V is not None:
+    if V is not None and boundary == "mixture":
+        lin = mixture_boundary(g * V, a_each / 2.0, vm, c, None if G is None else g * G) / g
+    elif V is not None:
         lin = _stitched_np(g * V, a_each / 2.0, vm, c) / g
     else:
         lin = np.inf
@@ -410,12 +448,15 @@ class ThresholdTrack:
     levels = frozenset(_LEVELS)
 
     def __init__(self, n: int, k: float, alpha: float, *, two_sided: bool = False, low: float | None = None,
-                 high: float | None = None, sigma_x: float | None = None, bernoulli: bool = False) -> None:
+                 high: float | None = None, sigma_x: float | None = None, bernoulli: bool = False,
+                 boundary: str = "mixture") -> None:
         if n < 2:
             raise ValueError(f"the k-sigma threshold needs at least 2 arms, got {n}")
         self.n, self.k, self.alpha, self.two_sided = int(n), float(k), float(alpha), bool(two_sided)
         self.low, self.high, self.sigma_x = low, high, sigma_x
         self.bernoulli = bool(bernoulli) and low == 0.0 and high == 1.0
+        _boundary(boundary)
+        self.boundary = boundary
         self.m_theta = 0
         self.totals: dict[str, list[float]] = {}  # str(level) -> totals (JSON keys are strings)
         self.result: dict[str, Any] = {}
@@ -425,6 +466,10 @@ class ThresholdTrack:
         low, high = self.low, self.high
         self._span: float | None = (high - low) if low is not None and high is not None else None
         self.bernoulli = bool(getattr(self, "bernoulli", False))
+        # a snapshot from before the mixture boundary keeps the stitched one: every level of one run is
+        # tested against the same boundary, so the running intersection stays on one event
+        self.boundary = str(getattr(self, "boundary", "stitched"))
+        _boundary(self.boundary)
         self._s2 = (self._span * self._span / 4.0 if self._span is not None
                     else (self.sigma_x * self.sigma_x if self.sigma_x is not None else None))
         a_q = self.alpha * Q_SHARE
@@ -500,11 +545,12 @@ class ThresholdTrack:
     def _advance(self, g: int, box: Any = None) -> None:
         self.m_theta = g
         t = dict(zip(_FIELDS, self.totals[str(g)]))
-        box_arg: tuple[list[float], list[float], list[float]] | None = None
+        box_arg: tuple[Any, ...] | None = None
         sigma_floor = 0.0
         if box is not None:
             lo_b, hi_b = box()
-            box_arg = (lo_b, hi_b, [self.vbar(a, b) for a, b in zip(lo_b, hi_b)])
+            prox = [self.proxy(a, b) for a, b in zip(lo_b, hi_b)] if self._s2 is not None else None
+            box_arg = (lo_b, hi_b, [self.vbar(a, b) for a, b in zip(lo_b, hi_b)], prox)
             sigma_floor = min_sd_over_box(lo_b, hi_b)
         for key in [kk for kk in self.totals if int(kk) < g]:
             del self.totals[key]
@@ -513,7 +559,8 @@ class ThresholdTrack:
                                sum_c=t["sum_c"], sum_c2=t["sum_c2"], sum_h2=t["sum_h2"], span=self._span,
                                sigma_x=self.sigma_x, two_sided=self.two_sided, sum_lq=t["sum_lq"],
                                sigma_floor=sigma_floor, box=box_arg,
-                               sum_w=None if t["sum_w"] < 0.0 else t["sum_w"], smax=t["smax"])
+                               sum_w=None if t["sum_w"] < 0.0 else t["sum_w"], smax=t["smax"],
+                               boundary=self.boundary)
         prev = self.result
         self.result = {kk: (tuple(float(x) for x in v) if isinstance(v, tuple) else float(v))
                        for kk, v in res.items()}
@@ -536,7 +583,7 @@ class ThresholdTrack:
 
     def snapshot(self) -> dict[str, Any]:
         return {"n": self.n, "k": self.k, "alpha": self.alpha, "two_sided": self.two_sided, "low": self.low,
-                "bernoulli": self.bernoulli,
+                "bernoulli": self.bernoulli, "boundary": self.boundary,
                 "high": self.high, "sigma_x": self.sigma_x, "m_theta": self.m_theta,
                 "totals": {kk: list(v) for kk, v in self.totals.items()},
                 "result": {kk: (list(v) if isinstance(v, tuple) else v) for kk, v in self.result.items()}}

@@ -79,7 +79,7 @@ from ..group_threshold import group_finished, spec_mismatch
 from ..group_track import GroupTrack
 from ..models import RewardModel, SubGaussianModel, make_model
 from ..validation import check_ksigma_params
-from .anytime import AnytimeKSigma, _request
+from .anytime import ARM_SHARE, AnytimeKSigma, _request
 from .base import Event, Policy, Request
 
 log = logging.getLogger(__name__)
@@ -160,7 +160,7 @@ class GroupKSigma(AnytimeKSigma):
                  publish: Callable[[str, dict[str, Any]], None] = _no_publish,
                  fetch: Callable[[], dict[str, dict[str, Any]]] = _no_fetch, clock: Callable[[], float] = time.time,
                  interval: float = 1.0, member: str = "", episode: int = 1, k: float = 2.0, delta: float = 0.1,
-                 model: RewardModel | str = "bernoulli", two_sided: bool = False, arm_share: float = 0.5,
+                 model: RewardModel | str = "bernoulli", two_sided: bool = False, arm_share: float = ARM_SHARE,
                  position_of: Callable[[str], Any] | None = None) -> None:
         Policy.__init__(self, arms)
         n = int(group_n)

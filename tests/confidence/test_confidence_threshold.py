@@ -90,8 +90,9 @@ def _coverage(means, k, two_sided, horizon, seed):
         lo, hi = bb_interval(g, S, alpha_arm)
         lo_run, hi_run = np.maximum(lo_run, lo), np.minimum(hi_run, hi)  # the policy's running intersection
         vbar = np.clip(0.5, lo_run, hi_run) * (1 - np.clip(0.5, lo_run, hi_run))
+        kbar = _kearns_saul(np.clip(0.5, lo_run, hi_run))  # the arms' proxy bounds (the track's box)
         res = threshold_bounds(g, n, k, alpha_th, span=1.0, sigma_x=None, two_sided=two_sided,
-                               sigma_floor=min_sd_over_box(lo_run, hi_run), box=(lo_run, hi_run, vbar),
+                               sigma_floor=min_sd_over_box(lo_run, hi_run), box=(lo_run, hi_run, vbar, kbar),
                                **_totals(g, S, lo_run, hi_run, alpha_th))
         u_lo, u_hi = res["upper"]
         missed |= (u_lo > theta_u) | (u_hi < theta_u)

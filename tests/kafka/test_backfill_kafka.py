@@ -107,10 +107,15 @@ def test_run_forever_start_from_warms_on_history_then_resumes(kafka_broker, hist
         except Exception:
             return -1
 
+    def written_since(t: float) -> bool:  # this life checkpointed: its loop (and SIGTERM handler) runs
+        return ck.exists() and ck.stat().st_mtime > t
+
     for _ in range(2):
+        before = ck.stat().st_mtime if ck.exists() else 0.0
         proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
-        while records() < want and time.monotonic() < deadline and proc.poll() is None:
+        deadline = time.monotonic() + 120
+        while (records() < want or not written_since(before)) and time.monotonic() < deadline \
+                and proc.poll() is None:
             time.sleep(0.3)
         time.sleep(2.0)  # anything more would show up now
         proc.send_signal(signal.SIGTERM)
