@@ -9,8 +9,11 @@ per key (``passive_feed="all"``, 10% ones), then:
   names (the scheduler holds them) but not the records' key bytes, made per batch as a consumer receives
   them (held for the whole run before, they added ~57 B a key that a daemon does not hold);
 * ``peak_mb``: the process's peak RSS (VmHWM) after the full checkpoints below, what a member with the
-  file checkpoint reaches: the full checkpoint builds the whole document (and its JSON) in memory, so at
-  scale it, not the state, sets the peak (``--repeat 0``: after the feed);
+  file checkpoint reaches: the full checkpoint builds the whole document (a dict) in memory and streams its
+  JSON to the file, so at scale the state plus that dict set the peak (``--repeat 0``: after the feed);
+* ``restored_mb`` / ``restore_peak_mb``: a restart from that full file, in a fresh process: RSS once
+  the state is restored (the document dropped), and the peak on the way (file bytes, parsed document,
+  the state built from it);
 * ``full``: today's checkpoint, in the loop: ``scheduler.snapshot()`` + encode + atomic file write with
   fsync (:class:`~streamarms.checkpoint.FileCheckpointStore`) -- the whole of it stalls the loop;
 * ``chunked base`` / ``chunked delta``: :class:`~streamarms.chunked_checkpoint.ChunkedCheckpointStore`:
@@ -108,6 +111,9 @@ def one(n: int, repeat: int, mode: str = "episodes") -> dict[str, float]:
     out["full_s"] = best(lambda: full.save(checkpoint_document(run, s, {})), repeat)
     out["full_mb"] = os.path.getsize(full.path) / 1e6
     out["peak_mb"] = rss_mb("VmHWM")  # feed + full checkpoints (before the benchmark's own checks below)
+    r = subprocess.run([sys.executable, os.path.abspath(__file__), "--restore", full.path, "--mode", mode],
+                       capture_output=True, text=True, check=True)
+    out.update(json.loads(r.stdout.strip().splitlines()[-1]))
     chunked = ChunkedCheckpointStore(os.path.join(d, "chunked"))
     t0 = time.perf_counter()
     chunked.save(checkpoint_document(run, s, {}))
@@ -137,6 +143,23 @@ def one(n: int, repeat: int, mode: str = "episodes") -> dict[str, float]:
     return out
 
 
+def restore(path: str, mode: str) -> dict[str, float]:
+    """A restart from the full file checkpoint, in a fresh process: RSS once restored (the document
+    dropped) and the peak on the way (the file's bytes, the parsed document, the state built from it)."""
+    s: Scheduler | ContinuousRunner
+    if mode == "continuous":
+        s = build_runner(k=2.0, alpha=0.1, alpha_cd=1e-6, model="bernoulli", clock=EventClock(), max_arms=10 ** 7)
+    else:
+        s = Scheduler(lambda a, ep: build_policy("cs", a, k=2.0, delta=0.1), clock=EventClock(),
+                      config=SchedulerConfig(passive_feed="all", max_arms=10 ** 7),
+                      codec=RewardCodec(model=BernoulliModel()))
+    doc = FileCheckpointStore(path).load()
+    assert doc is not None
+    s.restore(doc["scheduler"])
+    del doc
+    return {"restored_mb": rss_mb(), "restore_peak_mb": rss_mb("VmHWM")}
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--keys", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
@@ -144,8 +167,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--mode", choices=["episodes", "continuous"], default="episodes",
                     help="episodes: the cs policy (default); continuous: the monitor of `run --forever`")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)  # child mode: one key count, JSON out
+    ap.add_argument("--restore", help=argparse.SUPPRESS)  # child mode: restore this checkpoint, JSON out
     ap.add_argument("--out", help="also write the table to this file")
     a = ap.parse_args(argv)
+    if a.restore:
+        print(json.dumps(restore(a.restore, a.mode)))
+        return
     if a.one:
         print(json.dumps(one(a.one, a.repeat, a.mode)))
         return
@@ -155,7 +182,8 @@ def main(argv: list[str] | None = None) -> None:
                             "--mode", a.mode],
                            capture_output=True, text=True, check=True)
         rows.append(json.loads(r.stdout.strip().splitlines()[-1]))
-    cols = ["keys", "rss_mb", "per_key_b", "peak_mb", "full_s", "full_mb", "chunked_base_s", "chunked_base_mb",
+    cols = ["keys", "rss_mb", "per_key_b", "peak_mb", "full_s", "full_mb", "restored_mb", "restore_peak_mb",
+            "chunked_base_s", "chunked_base_mb",
             "chunked_delta_s", "chunked_delta_mb", "fork_stall_s", "child_save_s"]
     lines = ["  ".join(f"{c:>15}" for c in cols)]
     for r in rows:

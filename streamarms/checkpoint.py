@@ -40,12 +40,14 @@ import hmac
 import json
 import os
 from abc import ABC, abstractmethod
-from typing import Any
+from collections.abc import Callable
+from typing import Any, BinaryIO
 
 from .errors import StreamarmsError
+from .json_stream import iter_json
 
-__all__ = ["CheckpointStore", "FileCheckpointStore", "CheckpointError", "encode", "decode", "checkpoint_key", "atomic_write",
-           "KEY_ENV", "KEY_FILE_ENV"]
+__all__ = ["CheckpointStore", "FileCheckpointStore", "CheckpointError", "encode", "decode", "decode_parts",
+           "write_encoded", "checkpoint_key", "atomic_write", "KEY_ENV", "KEY_FILE_ENV"]
 
 #: environment variables that hold the HMAC key (or the path of a file holding it)
 KEY_ENV, KEY_FILE_ENV = "STREAMARMS_CHECKPOINT_KEY", "STREAMARMS_CHECKPOINT_KEY_FILE"
@@ -123,6 +125,12 @@ def decode(data: bytes, where: str = "checkpoint", key: bytes | None = None) -> 
     streamarms.checkpoint.CheckpointError: checkpoint is damaged: body has 5 bytes, header says 7
     """
     head, sep, body = data.partition(b"\n")
+    return decode_parts(head, body, where, key)
+
+
+def decode_parts(head: bytes, body: bytes, where: str = "checkpoint", key: bytes | None = None) -> dict[str, Any]:
+    """:func:`decode` of a header line and a body already apart (a file read line, then rest: no copy of
+    the body)."""
     try:
         h = json.loads(head)
     except ValueError:
@@ -182,10 +190,45 @@ class CheckpointStore(ABC):
         pass
 
 
-def atomic_write(path: str, data: bytes, fsync: bool = True) -> None:
+#: the header line of a streamed file checkpoint is padded with spaces to this width (written last, once
+#: the body's hash and length are known; JSON ignores the padding, so :func:`decode` reads both forms)
+_HEAD_WIDTH = 256
+
+
+def write_encoded(f: BinaryIO, state: dict[str, Any], key: bytes | None = None, chunk: int = 10_000) -> int:
+    """Write :func:`encode`'s form of ``state`` to the seekable binary file ``f`` without building it: the
+    body is encoded, hashed and written a piece at a time (:func:`~streamarms.json_stream.iter_json`),
+    then the header (padded to a fixed width) is written over the space kept for it. Returns the bytes
+    written. Same body and hash as :func:`encode`.
+
+    >>> import io; f = io.BytesIO(); n = write_encoded(f, {"a": [1, 2.5]})
+    >>> decode(f.getvalue()), n == len(f.getvalue())
+    ({'a': [1, 2.5]}, True)
+    """
+    h = hmac.new(key, digestmod=hashlib.sha256) if key else hashlib.sha256()
+    start = f.tell()
+    f.write(b" " * _HEAD_WIDTH + b"\n")
+    n = 0
+    for piece in iter_json(state, chunk):
+        b = piece.encode("utf-8")
+        h.update(b)
+        f.write(b)
+        n += len(b)
+    head: dict[str, Any] = {"format": _MAGIC, "version": 1, "hmac_sha256" if key else "sha256": h.hexdigest(),
+                            "bytes": n}
+    line = json.dumps(head, separators=(",", ":")).encode("utf-8")
+    assert len(line) <= _HEAD_WIDTH
+    end = f.tell()
+    f.seek(start)
+    f.write(line.ljust(_HEAD_WIDTH))
+    f.seek(end)
+    return _HEAD_WIDTH + 1 + n
+
+
+def atomic_write(path: str, data: bytes | Callable[[BinaryIO], Any], fsync: bool = True) -> None:
     """Write ``data`` to ``path`` all or nothing: a temporary file in the same directory, renamed over
     ``path``; with ``fsync``, the file and then its directory are flushed to disk (a crash leaves the old
-    file or the new one, never a torn one).
+    file or the new one, never a torn one). ``data`` may be a function that writes to the open file.
 
     >>> import tempfile; d = tempfile.mkdtemp(); atomic_write(os.path.join(d, "x"), b"1", fsync=False)
     >>> open(os.path.join(d, "x"), "rb").read()
@@ -194,7 +237,10 @@ def atomic_write(path: str, data: bytes, fsync: bool = True) -> None:
     tmp = f"{path}.tmp-{os.getpid()}"
     try:
         with open(tmp, "wb") as f:
-            f.write(data)
+            if callable(data):
+                data(f)
+            else:
+                f.write(data)
             f.flush()
             if fsync:
                 os.fsync(f.fileno())
@@ -227,13 +273,14 @@ class FileCheckpointStore(CheckpointStore):
     def load(self) -> dict[str, Any] | None:
         try:
             with open(self.path, "rb") as f:
-                data = f.read()
+                head = f.readline()
+                body = f.read()
         except FileNotFoundError:
             return None
-        return decode(data, f"checkpoint file {self.path}", self.secret)
+        return decode_parts(head.rstrip(b"\n"), body, f"checkpoint file {self.path}", self.secret)
 
     def save(self, state: dict[str, Any]) -> None:
-        data = encode(state, self.secret)
+        """Streamed (:func:`write_encoded`): the document is never held as one string."""
         os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
-        atomic_write(self.path, data, self.fsync)
+        atomic_write(self.path, lambda f: write_encoded(f, state, self.secret), self.fsync)
         self.saves += 1

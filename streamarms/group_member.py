@@ -39,6 +39,12 @@ value is decided again and alerted again with the same ``alert_id`` (at-least-on
 ``alert_id``, as for a single daemon's restart). The values carry every key of the partition: at
 millions of keys a per-key changelog would be needed (not built).
 
+**A member that joins late or restarts** without a running episode (no checkpoint, or one taken between
+episodes) resumes the group's state at its assignment (:meth:`GroupMember._join`): if the board's latest
+episode ``E`` is running, it begins ``E`` on its partitions, taken over from their values as above (a
+partition's state and position), so the group's episode goes on as one; if ``E`` is over, its own next
+episode is ``E + 1``, the group's next (it never announces an episode the board has already seen).
+
 >>> from streamarms.runtime.scheduler import Scheduler, EventClock
 >>> from streamarms.runtime.config import SchedulerConfig
 >>> import random
@@ -76,15 +82,36 @@ from typing import Any, ClassVar
 from .group_threshold import group_finished, staleness
 from .policies.anytime_group import GroupKSigma
 from .policies.base import Decision, Event, Policy, Request
+from .runtime.clock import EventClock
 from .validation import finite_reward
 
-__all__ = ["GroupAnnounce", "GroupMember", "PartitionNotingSource", "external_progress"]
+__all__ = ["GroupAnnounce", "GroupMember", "PartitionNotingSource", "external_progress", "group_episode"]
 
 log = logging.getLogger("streamarms.group")
 
 
 def _this_episode(values: dict[str, dict[str, Any]], episode: int) -> list[dict[str, Any]]:
     return [values[k] for k in sorted(values) if values[k].get("episode") == episode]
+
+
+def group_episode(values: dict[str, dict[str, Any]], expected: Iterable[str],
+                  stats_key: Callable[[str], str] = str) -> tuple[int, int | None, bool] | None:
+    """The group's latest episode on the board: ``(episode, N, finished)`` -- ``N`` the group's key count
+    once every expected partition has announced the episode (else ``None``: the episode is announcing),
+    ``finished`` by :func:`~streamarms.group_threshold.group_finished`; ``None`` for an empty board.
+
+    >>> board = {"t:0": {"episode": 2, "keys": 3, "undecided": 0}, "t:1": {"episode": 2, "keys": 1, "undecided": 1}}
+    >>> group_episode(board, ["t:0", "t:1"]), group_episode(board, ["t:0", "t:1", "t:2"]), group_episode({}, ["t:0"])
+    ((2, 4, False), (2, None, False), None)
+    """
+    expected = list(expected)
+    vals = [v for p in expected if (v := values.get(stats_key(p))) is not None and "episode" in v]
+    if not vals:
+        return None
+    ep = max(int(v["episode"]) for v in vals)
+    this = [v for v in vals if int(v["episode"]) == ep]
+    n = sum(int(v.get("keys", 0)) for v in this) if len(this) == len(expected) else None
+    return ep, n, group_finished(this, n)
 
 
 def external_progress(s: Any, events: Sequence[Event] = (), policy: Policy | None = None) -> None:
@@ -256,15 +283,21 @@ class GroupMember:
         self._attached = pol
         return pol
 
-    def _announce(self, pol: GroupAnnounce) -> None:
+    def _announce(self, pol: GroupAnnounce, positions: dict[str, Any] | None = None) -> None:
+        """Publish ``pol``'s partitions' key counts and names; ``positions``: where a partition taken over
+        during the announcement resumes (the source seeks there after the assignment, so its own position
+        is not that one yet)."""
         now = self.clock()
+        positions = positions or {}
         names: dict[str, dict[str, None]] = {p: {} for p in pol.owned}
         for a, p in pol.part.items():
             names[p][a] = None
         for p, n in pol.keys().items():
             v = {"episode": pol.episode, "keys": n, "undecided": n, "member": self.member, "time": now,
                  "arms": names[p]}
-            if self.position_of is not None:
+            if p in positions:
+                v["position"] = positions[p]
+            elif self.position_of is not None:
                 v["position"] = self.position_of(p)
             self.publish(p, v)
 
@@ -344,7 +377,9 @@ class GroupMember:
         value on the board (key state, totals, position); returns the positions to read them from."""
         s = self.scheduler
         pol = s.policy
-        if s.phase != "running" or not isinstance(pol, (GroupKSigma, GroupAnnounce)):
+        if s.phase != "running":
+            return self._join(partitions)
+        if not isinstance(pol, (GroupKSigma, GroupAnnounce)):
             return {}
         if self.catch_up is not None:
             self.catch_up()  # the previous owner's last value (published at its revoke) is on the board
@@ -368,13 +403,72 @@ class GroupMember:
         self.moved += len(drop) + len(add)
         log.info("group episode %d: handing over %s, taking over %s", pol.episode, ", ".join(sorted(drop)) or "none",
                  ", ".join(sorted(add)) or "none")
-        for v in add.values():
-            for a, st in (v.get("arms") or {}).items():
-                if st is not None and st.get("state"):
-                    s.alerts.mark(a, "outlier" if st["state"] == 1 else "normal")
+        self._mark_decided(add)
         replaced = self._regroup(pol, drop, add)
         self._attached = replaced
         external_progress(s, policy=replaced)
+        return {p: v["position"] for p, v in add.items() if v.get("position") is not None}
+
+    def _mark_decided(self, add: dict[str, dict[str, Any]]) -> None:
+        """Arms the taken-over values show decided were alerted by their previous owner: not again here."""
+        for v in add.values():
+            for a, st in (v.get("arms") or {}).items():
+                if st is not None and st.get("state"):
+                    self.scheduler.alerts.mark(a, "outlier" if st["state"] == 1 else "normal")
+
+    def _join(self, partitions: list[str]) -> dict[str, Any]:
+        """An assignment while this member runs no episode (it starts fresh, restarts from a checkpoint taken
+        between episodes, or was idle): resume the group's state from the board instead of starting an
+        episode of its own over the group's values. The group runs episode ``E`` (announcing or deciding):
+        this member begins ``E`` on the assigned partitions, each taken over from its latest value of ``E``
+        (key state, totals, position) exactly as in a live rebalance; while ``E`` is announcing, a
+        partition without a value of ``E`` is announced with the keys this member knows of it (none when it
+        starts fresh: its keys wait for the next episode). The stream clock moves to the taken-over
+        values' latest record time, so the next episode is timed from the group's, not from zero. The group is between episodes
+        (``E`` finished): this member's next episode is ``E + 1``, the group's next. An empty board, or
+        a board not past this member's own episode: nothing changes. Returns the start positions."""
+        s = self.scheduler
+        if s.finished:  # max_episodes done: this member only leaves
+            return {}
+        if self.catch_up is not None:
+            self.catch_up()
+        values = self.fetch()
+        g = group_episode(values, self.expected(), self.stats_key)
+        if g is None or g[0] <= s.episode:
+            return {}
+        ep, n, finished = g
+        if finished:
+            log.info("group episode %d is over: this member's next episode is %d (was %d)", ep, ep + 1, s.episode + 1)
+            s.episodes.episode = ep
+            return {}
+        add = {}
+        for p in sorted(set(partitions)):
+            v = values.get(self.stats_key(p))
+            if v is not None and v.get("episode") == ep and "arms" in v:
+                add[p] = v
+        # announcing: a partition without a value of E gets the keys this member knows of it (none when it
+        # starts fresh: they wait for the next episode); deciding: every partition has a value of E
+        rest = set(partitions) - set(add)
+        part = {a: q for a in s.keys.known if (q := self.partition_of(a)) in rest} if n is None else {}
+        base = GroupAnnounce(sorted(part), part=part, owned=partitions, episode=ep)
+        base.n = n
+        # stream time: the values' positions carry their partitions' latest record time (ms). A member
+        # that has read nothing yet would otherwise date the episode at 0 and start its next one at once
+        stamps = [v["position"][1] for v in add.values() if isinstance(v.get("position"), list)
+                  and len(v["position"]) > 1 and isinstance(v["position"][1], (int, float))]
+        if stamps and isinstance(s.clock, EventClock):
+            s.clock.advance_ms(max(stamps))
+        s.episodes.episode = ep - 1
+        s.alerts.begin_episode(ep)
+        self._mark_decided(add)
+        policy = self._regroup(base, set(), add)
+        s.episodes.begin(policy, s.clock(), s.counters.records)
+        self._attached = policy
+        self.moved += len(add)
+        log.info("joining group episode %d (%s keys, %s): taking over %s", ep, "?" if n is None else n,
+                 "announcing" if n is None else "deciding",
+                 ", ".join(f"{p}@{v.get('position')}" for p, v in add.items()) or "none")
+        external_progress(s, policy=policy)
         return {p: v["position"] for p, v in add.items() if v.get("position") is not None}
 
     def _regroup(self, pol: Policy, drop: set[str], add: dict[str, dict[str, Any]]) -> Policy:
@@ -393,7 +487,7 @@ class GroupMember:
         fresh = GroupAnnounce(sorted(part), part=part, owned=owned, episode=pol.episode)
         fresh.n = pol.n
         if pol.n is None:
-            self._announce(fresh)
+            self._announce(fresh, {p: v["position"] for p, v in add.items() if v.get("position") is not None})
             return fresh
         if not part:
             return fresh

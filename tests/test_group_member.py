@@ -105,3 +105,85 @@ def test_a_reward_before_the_group_episode_starts_is_ignored_not_refused():
     assert back.ignored == 2 and back.snapshot() == pol.snapshot()
     old = {k: v for k, v in pol.snapshot().items() if k != "ignored"}  # a checkpoint of an earlier version
     assert GroupAnnounce.restore(old).ignored == 0
+
+
+def _eager_rebalance(assignment):
+    """Every member gives all its partitions up (publishing their values), then each gets its new share."""
+    for m in assignment:
+        if m.sched.phase == "running":
+            m.member.on_revoke(sorted(m.owned))
+    out = {}
+    for m, parts in assignment.items():
+        m.owned = set(parts)
+        out[m] = m.member.on_assign(sorted(parts))
+    return out
+
+
+def test_a_member_that_starts_fresh_mid_episode_joins_the_groups_episode():
+    """Two members run episode 1; a third starts with no checkpoint and gets two partitions: it joins
+    episode 1 (not an episode of its own), continuing each arm from the value its previous owner published
+    at the revoke (same samples, same state), and the group ends with each outlier alerted once."""
+    board, alerts = {}, []
+    a, b = Member(board, {"t:0", "t:1"}, alerts), Member(board, {"t:2", "t:3"}, alerts)
+    rng = random.Random(5)
+    for _ in range(300):
+        a.step(rng)
+        b.step(rng)
+    assert isinstance(a.sched.policy, GroupKSigma) and not a.sched.finished
+    c = Member(board, set(), alerts)  # fresh: discovering, no policy
+    a.member.on_revoke(["t:0", "t:1"])
+    b.member.on_revoke(["t:2", "t:3"])
+    handed = {p: board[p]["arms"] for p in ("t:1", "t:3")}
+    pulls = sum(st["cs"]["m"] for p in ("t:1", "t:3") for st in handed[p].values() if st)
+    assert pulls > 0
+    got = _eager_rebalance({a: {"t:0"}, b: {"t:2"}, c: {"t:1", "t:3"}})
+    assert got[c] == {"t:1": [0, None], "t:3": [0, None]}
+    assert c.sched.phase == "running" and c.sched.episode == 1 and isinstance(c.sched.policy, GroupKSigma)
+    assert {p: c.sched.policy.partition_arms(p) for p in ("t:1", "t:3")} == handed  # not one sample lost or added
+    assert set(c.sched.policy.arms) | set(a.sched.policy.arms) | set(b.sched.policy.arms) == set(MEANS)
+    _run([a, b, c], rng)
+    assert sorted(x["arm"] for x in alerts if x["kind"] == "outlier") == ["k10", "k11"]
+    assert all(m.sched.history[0]["episode"] == 1 and m.sched.history[0]["done"] for m in (a, b, c))
+
+
+def test_a_member_that_starts_fresh_while_the_group_announces_joins_the_announcement():
+    """The group's episode has not started (a member announced three partitions, the fourth has no owner
+    yet): a member taking two over announces the same episode -- t:2 with the keys announced for it, t:3
+    with the keys it knows of t:3 (here all: its arms are fixed; a fresh Kafka member knows none yet, and
+    they wait for the next episode) -- and the episode runs on the announced keys."""
+    board, alerts = {}, []
+    a = Member(board, {"t:0", "t:1", "t:2"}, alerts)
+    a.sched.tick()
+    a.member.turn()
+    assert isinstance(a.sched.policy, GroupAnnounce) and sorted(board) == ["t:0", "t:1", "t:2"]
+    c = Member(board, set(), alerts)
+    _eager_rebalance({a: {"t:0", "t:1"}, c: {"t:2", "t:3"}})
+    assert c.sched.episode == 1 and sorted(c.sched.policy.arms) == ["k10", "k11", "k2", "k3", "k6", "k7"]
+    assert (board["t:2"]["keys"], board["t:3"]["keys"], board["t:3"]["episode"]) == (3, 3, 1)
+    _run([a, c], random.Random(6))
+    assert sorted(x["arm"] for x in alerts if x["kind"] == "outlier") == ["k10", "k11"]
+    assert [m.sched.history[0]["arms"] for m in (a, c)] == [6, 6]
+
+
+def test_a_member_that_starts_fresh_after_the_groups_episode_continues_its_numbering():
+    """The group's episode 1 is over (its members idle or gone): a fresh member does not begin an episode 1
+    of its own over the group's values; its next episode is 2."""
+    board, alerts = {}, []
+    a, b = Member(board, {"t:0", "t:1"}, alerts), Member(board, {"t:2", "t:3"}, alerts)
+    _run([a, b], random.Random(7))
+    ended = {p: dict(v) for p, v in board.items()}
+    c = Member(board, set(), alerts)
+    assert c.member.on_assign(["t:2", "t:3"]) == {} and c.sched.episode == 1 and c.sched.phase == "discovering"
+    c.owned = {"t:2", "t:3"}
+    c.sched.tick()  # discovery over (fixed arms): its own episode starts, numbered after the group's
+    assert c.sched.episode == 2 and isinstance(c.sched.policy, GroupAnnounce)
+    assert {p: board[p]["episode"] for p in ALL} == {"t:0": 1, "t:1": 1, "t:2": 2, "t:3": 2}
+    assert board["t:0"] == ended["t:0"]
+
+
+def test_a_member_done_with_its_episodes_joins_nothing():
+    board, alerts = {}, []
+    a = Member(board, {"t:0", "t:1", "t:2", "t:3"}, alerts)
+    _run([a], random.Random(8))
+    board["t:0"] = dict(board["t:0"], episode=2, undecided=1)  # the group went on (other members)
+    assert a.member.on_assign(["t:0"]) == {} and a.sched.finished and a.sched.episode == 1
