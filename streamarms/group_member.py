@@ -105,7 +105,8 @@ def group_episode(values: dict[str, dict[str, Any]], expected: Iterable[str],
     ((2, 4, False), (2, None, False), None)
     """
     expected = list(expected)
-    vals = [v for p in expected if (v := values.get(stats_key(p))) is not None and "episode" in v]
+    vals = [v for p in expected if isinstance(v := values.get(stats_key(p)), dict)
+            and isinstance(v.get("episode"), int) and isinstance(v.get("keys", 0), int)]  # a malformed value: skipped
     if not vals:
         return None
     ep = max(int(v["episode"]) for v in vals)

@@ -29,7 +29,7 @@ member keeps its key (group/partition): the new owner's value replaces the old o
 twice.
 
 *Every level at once.* The single-process derivation shows that on one event of probability
-``>= 1 - alpha`` (the arms' sequences, the linear term's stitched boundary, the quadratic and bilinear
+``>= 1 - alpha`` (the arms' sequences, the linear term's uniform boundary, the quadratic and bilinear
 bounds) the interval of *every* level contains theta at once -- that is what "anytime-valid" buys.
 So the interval of any complete level, whichever moment its totals were published at, and the
 intersection of any set of complete levels, contain theta on that same event: totals recorded at

@@ -196,12 +196,13 @@ def restart_from_snapshot(state: dict[str, Any]) -> EDetector | WindowRestart:
             raise ValueError(f"restart rule {kind!r} snapshot has an unknown field {k!r}") from None
     if kind == EDetector.kind:
         try:
-            obj.stat = array("d", [*state["up"], *state["down"]])
+            up, down, bets = state["up"], state["down"], state["lambdas"]
         except KeyError as e:
             raise ValueError(f"restart rule 'edetector' snapshot lacks {e}") from None
-        if len(obj.stat) != 2 * len(obj.lambdas):
-            raise ValueError(f"restart rule 'edetector' snapshot: {len(obj.stat)} statistics for "
-                             f"{len(obj.lambdas)} bets")
+        if not len(up) == len(down) == len(bets):
+            raise ValueError(f"restart rule 'edetector' snapshot: {len(up)} up and {len(down)} down statistics "
+                             f"for {len(bets)} bets")
+        obj.stat = array("d", [*up, *down])
     return obj
 
 

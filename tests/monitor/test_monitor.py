@@ -213,3 +213,20 @@ def test_a_silent_key_is_dropped_so_the_threshold_keeps_working(ttl):
         assert "k9" not in g.members and g.n == 9
         mon.update("k9", 0.0, time=float(t))  # it comes back: a member again, a new epoch
         assert "k9" in g.members and g.n == 10
+
+
+def test_a_damaged_edetector_snapshot_is_a_clear_error():
+    """A snapshot whose statistics do not match its bets (5 up, 7 down for 6 bets: the right total), or
+    that lacks its bets, is refused with a ValueError naming the problem, never half-restored."""
+    from streamarms.monitor.restart import restart_from_snapshot
+    det = EDetector()
+    for t in range(40):
+        det.observe(float(t % 2), 0.3, 0.1)
+    snap = json.loads(json.dumps(det.snapshot()))
+    assert restart_from_snapshot(snap).snapshot() == det.snapshot()
+    n = len(snap["lambdas"])
+    torn = {**snap, "up": snap["up"][:n - 1], "down": snap["down"] + snap["up"][n - 1:]}
+    with pytest.raises(ValueError, match="up and .* down statistics"):
+        restart_from_snapshot(torn)
+    with pytest.raises(ValueError, match="lacks 'lambdas'"):
+        restart_from_snapshot({k: v for k, v in snap.items() if k != "lambdas"})
