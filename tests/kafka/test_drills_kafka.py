@@ -276,23 +276,52 @@ def test_no_broker_is_one_line_and_exit_1(tmp_path):
     assert len(lines) == 1 and "no Kafka broker reachable at 127.0.0.1:" in lines[0], p.stderr
 
 
-def kill_9_by_progress(args, store, lives=10):
-    """Run ``streamarms run args`` ``lives`` times, each killed -9 once its checkpoint (in ``store``) shows
-    records beyond the previous life's, after a delay growing per life: kills land mid-episode on a fast
-    machine as on a slow one (a fixed wall-clock delay let a fast CI machine finish in four lives).
-    Returns how many lives were killed (the others ended on their own)."""
-    def checkpointed_records() -> int:
-        state = store.load()
-        return state["scheduler"]["counters"]["records"] if state else 0
+class CheckpointWatch:
+    """The records count of the newest checkpoint of ``key`` on a compacted checkpoint topic, read by one
+    consumer that stays at the topic's end (a ``store.load()`` reads the whole topic again each time: its
+    latency grew with the topic and let a fast daemon finish its episode between two reads)."""
 
+    def __init__(self, bootstrap, topic, key):
+        from kafka import KafkaConsumer
+        self.c = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None,
+                               isolation_level="read_committed")
+        self.topic, self.key, self.assigned, self.records = topic, key.encode(), False, 0
+
+    def poll(self) -> int:
+        from kafka import TopicPartition
+
+        from streamarms.checkpoint import decode
+        if not self.assigned:  # the first life creates the topic
+            if not self.c.partitions_for_topic(self.topic):
+                time.sleep(0.05)
+                return self.records
+            tp = TopicPartition(self.topic, 0)
+            self.c.assign([tp])
+            self.c.seek_to_beginning(tp)
+            self.assigned = True
+        for recs in self.c.poll(timeout_ms=20).values():
+            for r in recs:
+                if r.key == self.key and r.value:
+                    self.records = decode(r.value)["scheduler"]["counters"]["records"]
+        return self.records
+
+    def close(self):
+        self.c.close(autocommit=False)
+
+
+def kill_9_by_progress(args, watch, lives=10):
+    """Run ``streamarms run args`` ``lives`` times, each killed -9 once its checkpoint (seen by ``watch``,
+    a :class:`CheckpointWatch`) shows records beyond the previous life's, after a delay growing per life:
+    kills land mid-episode on a fast machine as on a slow one (a fixed wall-clock delay let a fast CI
+    machine finish in four lives). Returns how many lives were killed (the others ended on their own)."""
     killed = 0
     for i in range(lives):
-        before = checkpointed_records()
+        before = watch.poll()
         proc = subprocess.Popen(cli(args), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         t0 = time.monotonic()
-        while proc.poll() is None and checkpointed_records() <= before and time.monotonic() - t0 < 120:
-            time.sleep(0.1)
-        time.sleep(0.05 * i)
+        while proc.poll() is None and watch.poll() <= before and time.monotonic() - t0 < 120:
+            pass
+        time.sleep(0.02 * (i % 5))
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
             killed += 1
@@ -306,17 +335,20 @@ def test_kill_9_ten_times_with_the_checkpoint_in_a_compacted_topic(kafka_broker,
     ref = reference(tmp_path, clean, "k9")
     common = ["--bootstrap-servers", kafka_broker.bootstrap, "--rewards-topic", "r-k9", "--group-id", "g-k9",
               "--alerts-topic", "alerts-k9", *POLICY, "--max-episodes", "1", "--create-topics",
-              "--checkpoint", "kafka:ckpt-k9", "--checkpoint-interval", "0.2", "--max-poll-records", "300",
-              *FAST_GROUP]
+              "--checkpoint", "kafka:ckpt-k9", "--checkpoint-interval", "0.2", "--max-poll-records", "300", *FAST_GROUP]
     from streamarms.connectors.kafka import KafkaCheckpointStore
     cfg = {"bootstrap_servers": [kafka_broker.bootstrap]}
     store = KafkaCheckpointStore(cfg, "ckpt-k9", key="g-k9")
-    killed = kill_9_by_progress(common, store)
+    watch = CheckpointWatch(kafka_broker.bootstrap, "ckpt-k9", "g-k9")
+    try:
+        killed = kill_9_by_progress(common, watch)
+    finally:
+        watch.close()
     try:
         mid = store.load()
     finally:
         store.close()
-    assert killed >= 5 and mid is not None
+    assert killed >= 5 and mid is not None, killed
     assert mid["scheduler"]["counters"]["records"] > 0
     out = tmp_path / "k9.json"
     p = subprocess.run(cli([*common, "--summary-json", str(out)]), cwd=ROOT, capture_output=True, text=True,

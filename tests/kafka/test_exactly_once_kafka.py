@@ -23,7 +23,7 @@ import time
 
 import pytest
 from drill_util import clean_stream
-from test_drills_kafka import POLICY, dedupe_recipe, kill_9_by_progress, read_settled, reference
+from test_drills_kafka import POLICY, CheckpointWatch, dedupe_recipe, kill_9_by_progress, read_settled, reference
 from test_runtime_kafka import FAST_GROUP, ROOT, cli, produce
 
 from streamarms.connectors.kafka import ensure_topics
@@ -120,12 +120,11 @@ def test_kill_9_ten_times_with_exactly_once(kafka_broker, tmp_path):
     produce(kafka_broker.bootstrap, "r-eos-k9", clean)
     ref = reference(tmp_path, clean, "eos-k9")
     common = _common(kafka_broker, "eos-k9")
-    from streamarms.connectors.kafka import KafkaCheckpointStore
-    store = KafkaCheckpointStore({"bootstrap_servers": [kafka_broker.bootstrap]}, "ckpt-eos-k9", key="g-eos-k9")
+    watch = CheckpointWatch(kafka_broker.bootstrap, "ckpt-eos-k9", "g-eos-k9")
     try:
-        killed = kill_9_by_progress(common, store)
+        killed = kill_9_by_progress(common, watch)
     finally:
-        store.close()
+        watch.close()
     assert killed >= 5
     ids = _finish_and_check(kafka_broker, tmp_path, common, ref, "eos-k9")
     _no_repeat_unless_tansu(ids)
