@@ -49,13 +49,21 @@ def _run(members, rng, turns=30_000):
     raise AssertionError("no group decision")
 
 
-def test_a_member_restored_from_its_checkpoint_takes_over_from_the_board():
-    board, alerts = {}, []
+def _two_members(seed: int, steps: int):
+    """Two members of one group on one board (``t:0, t:1`` and ``t:2, t:3``), stepped ``steps`` times in
+    turn with ``random.Random(seed)``; returns ``(board, alerts, a, b, rng)``."""
+    board: dict = {}
+    alerts: list = []
     a, b = Member(board, {"t:0", "t:1"}, alerts), Member(board, {"t:2", "t:3"}, alerts)
-    rng = random.Random(3)
-    for _ in range(300):
+    rng = random.Random(seed)
+    for _ in range(steps):
         a.step(rng)
         b.step(rng)
+    return board, alerts, a, b, rng
+
+
+def test_a_member_restored_from_its_checkpoint_takes_over_from_the_board():
+    board, alerts, a, b, rng = _two_members(seed=3, steps=300)
     assert isinstance(b.sched.policy, GroupKSigma) and not b.sched.finished
     ckpt = b.sched.snapshot()
     for _ in range(200):  # progress after the checkpoint; b's values on the board are newer than ckpt
@@ -73,12 +81,7 @@ def test_a_member_restored_from_its_checkpoint_takes_over_from_the_board():
 
 
 def test_a_partition_moves_between_live_members():
-    board, alerts = {}, []
-    a, b = Member(board, {"t:0", "t:1"}, alerts), Member(board, {"t:2", "t:3"}, alerts)
-    rng = random.Random(4)
-    for _ in range(200):
-        a.step(rng)
-        b.step(rng)
+    board, alerts, a, b, rng = _two_members(seed=4, steps=200)
     b.member.on_revoke(["t:2", "t:3"])  # eager rebalance: b gives all up, keeps t:2, t:3 goes to a
     a.member.on_revoke(["t:0", "t:1"])
     b.owned, a.owned = {"t:2"}, {"t:0", "t:1", "t:3"}
@@ -123,12 +126,7 @@ def test_a_member_that_starts_fresh_mid_episode_joins_the_groups_episode():
     """Two members run episode 1; a third starts with no checkpoint and gets two partitions: it joins
     episode 1 (not an episode of its own), continuing each arm from the value its previous owner published
     at the revoke (same samples, same state), and the group ends with each outlier alerted once."""
-    board, alerts = {}, []
-    a, b = Member(board, {"t:0", "t:1"}, alerts), Member(board, {"t:2", "t:3"}, alerts)
-    rng = random.Random(5)
-    for _ in range(300):
-        a.step(rng)
-        b.step(rng)
+    board, alerts, a, b, rng = _two_members(seed=5, steps=300)
     assert isinstance(a.sched.policy, GroupKSigma) and not a.sched.finished
     c = Member(board, set(), alerts)  # fresh: discovering, no policy
     a.member.on_revoke(["t:0", "t:1"])
@@ -168,9 +166,8 @@ def test_a_member_that_starts_fresh_while_the_group_announces_joins_the_announce
 def test_a_member_that_starts_fresh_after_the_groups_episode_continues_its_numbering():
     """The group's episode 1 is over (its members idle or gone): a fresh member does not begin an episode 1
     of its own over the group's values; its next episode is 2."""
-    board, alerts = {}, []
-    a, b = Member(board, {"t:0", "t:1"}, alerts), Member(board, {"t:2", "t:3"}, alerts)
-    _run([a, b], random.Random(7))
+    board, alerts, a, b, rng = _two_members(seed=7, steps=0)
+    _run([a, b], rng)
     ended = {p: dict(v) for p, v in board.items()}
     c = Member(board, set(), alerts)
     assert c.member.on_assign(["t:2", "t:3"]) == {} and c.sched.episode == 1 and c.sched.phase == "discovering"
