@@ -150,6 +150,11 @@ class PartitionMerger:
     def buffered(self, tp: TP) -> int:
         return len(self._bufs[tp].recs)
 
+    def delivered(self, tp: TP) -> bool:
+        """A record of ``tp`` has been added (in this process, or before the checkpoint resumed here)."""
+        b = self._bufs.get(tp)
+        return b is not None and b.fetched_max is not None
+
     def over_limit(self) -> list[TP]:
         return [tp for tp, b in self._bufs.items() if len(b.recs) > self.max_buffer]
 

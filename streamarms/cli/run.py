@@ -266,6 +266,14 @@ class _App:
                                       f"{type(e).__name__}: {e}") from None
             log.info("resumed from %s: episode %d, %d records, %d samples", self.store.describe(),
                      self.scheduler.episode, self.scheduler.records, self.scheduler.used)
+        if s.bootstrap_servers and isinstance(self.scheduler, Scheduler):
+            # discovery ends only once every assigned partition has delivered a record (or after
+            # --discovery-seconds of wall time): a partition fetched late still has its keys in episode 1
+            from streamarms.connectors.discovery import EveryPartitionRead
+            src = self.source
+            self.scheduler.episodes.gate = EveryPartitionRead(
+                lambda: [(tp.topic, tp.partition) for tp in src.consumer.assignment()], src.merger.delivered,
+                cap=s.discovery_seconds)
         self.metrics = Metrics() if s.metrics_port is not None else None
         self.group = wire_group_member(self) if s.group_threshold else None
         self.daemon = _daemon_class(self.store, self.transaction)(

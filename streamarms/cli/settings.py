@@ -264,7 +264,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--request-timeout", type=nonneg_float, metavar="SEC", help="active: drop a request (default 30)")
     g.add_argument("--discovery-records", type=positive_int, metavar="N",
                    help="first episode starts when no new key appeared for N records (default 1000) ...")
-    g.add_argument("--discovery-seconds", type=nonneg_float, metavar="SEC", help="... or after SEC (default 10)")
+    g.add_argument("--discovery-seconds", type=nonneg_float, metavar="SEC", help="... or after SEC (default 10); with Kafka, not before "
+                   "every assigned partition has delivered a record (or SEC of wall time)")
     g.add_argument("--min-arms", type=positive_int, metavar="N", help="arms needed to start an episode (default 3)")
     g.add_argument("--max-arms", type=positive_int, metavar="N", help="refuse new keys beyond N arms (default 10000)")
     g.add_argument("--key-ttl", type=nonneg_float, metavar="SEC", help="forget keys silent for this long")

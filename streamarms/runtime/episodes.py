@@ -2,7 +2,8 @@
 
 ``discovering`` (before the first episode: the episode starts once ``min_arms`` keys are known and
 either no new key has appeared for ``discovery_records`` records or ``discovery_seconds`` have passed
-since the first record) -> ``running`` (a policy on the arms known when it started) -> ``idle`` (until
+since the first record; and the source's ``gate``, if any, agrees: with Kafka, every assigned partition
+has delivered a record) -> ``running`` (a policy on the arms known when it started) -> ``idle`` (until
 ``episode_interval`` after the previous start) -> ``running`` ... -> ``finished`` (``max_episodes``).
 
 >>> from streamarms.runtime.config import SchedulerConfig
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from typing import Any
 
 from ..policies.base import Decision, Policy
@@ -45,6 +47,10 @@ class EpisodeLifecycle:
         self.build_error: str | None = None  # why the last episode could not start, if it could not
         self.first_record_at: float | None = None
         self.new_key_record = 0  # the record count when the last new key appeared
+        #: may discovery end (asked once the rule above says so)? A partitioned source's answer: every
+        #: partition has delivered a record (``streamarms.connectors.discovery``); ``None``: always
+        self.gate: Callable[[], bool] | None = None
+        self.gated = False  # the gate said no: ask it at every turn (it opens by itself)
 
     def on_new_key(self, records: int, now: float) -> None:
         if self.phase == DISCOVERING:
@@ -58,8 +64,10 @@ class EpisodeLifecycle:
             return False
         if fixed or self.first_record_at is None:  # arms given up front, no record needed
             return True
-        return (records - self.new_key_record >= cfg.discovery_records
+        over = (records - self.new_key_record >= cfg.discovery_records
                 or now >= self.first_record_at + cfg.discovery_seconds)
+        self.gated = over and self.gate is not None and not self.gate()
+        return over and not self.gated
 
     def deadline(self, n_arms: int, fixed: bool) -> tuple[float, float]:
         """(the moment, the record count) at which the phase may change by itself."""
@@ -67,8 +75,8 @@ class EpisodeLifecycle:
         if self.phase == DISCOVERING:
             if n_arms < cfg.min_arms:
                 return _INF, _INF  # nothing can start before a new key arrives
-            if fixed or self.first_record_at is None:
-                return -_INF, _INF  # arms given up front: start at the first opportunity
+            if fixed or self.first_record_at is None or self.gated:
+                return -_INF, _INF  # arms given up front, or the gate to ask: at the first opportunity
             return self.first_record_at + cfg.discovery_seconds, self.new_key_record + cfg.discovery_records
         if self.phase == IDLE:
             return self.next_start, _INF

@@ -124,6 +124,24 @@ def test_discovery_and_keys_first_seen_during_an_episode_join_the_next():
     assert s.finished
 
 
+def test_discovery_waits_for_its_gate_every_partition_delivered():
+    """The first partitions' keys arrive, 'no new key for N records' holds, but the source's gate says a
+    partition has not delivered yet: discovery goes on (the late partition's key 'd' is in episode 1);
+    a tick asks the gate again without a record, and once it opens the episode starts."""
+    opened = [False]
+    s, clock, _, ends = make(lambda names, ep: PlanCheckingRR(names, need=5), discovery_records=20, max_episodes=1)
+    s.episodes.gate = lambda: opened[0]
+    feed(s, clock, bern_stream(["a", "b", "c"], [0.1, 0.1, 0.9], 200, seed=4, dt=0.001), until_finished=False)
+    assert s.phase == "discovering" and s.episodes.gated
+    feed(s, clock, bern_stream(["d", "a"], [0.1, 0.1], 30, seed=5, dt=0.001, t0=1.0), until_finished=False)
+    assert s.phase == "discovering" and s.episodes.gated  # 20 records without a new key again: still gated
+    opened[0] = True
+    s.tick()  # no record: the gate is asked at the next turn
+    assert s.phase == "running" and sorted(s.policy.arms) == ["a", "b", "c", "d"]
+    feed(s, clock, bern_stream(["a", "b", "c", "d"], [0.1, 0.1, 0.9, 0.1], 3000, seed=6, dt=0.001, t0=2.0))
+    assert ends[0]["arms"] == 4
+
+
 def test_silent_arm_is_deferred_and_never_stalls_the_others():
     keys = ["a", "b", "c", "d", "e"]
     recs = list(bern_stream(keys, [0.2] * 5, 100, seed=6, dt=0.01))  # all keys, then 'e' goes silent
