@@ -43,6 +43,8 @@ def offer_batch(s: Any, keys: Sequence[bytes | str | None], values: Sequence[byt
     if ((inline or feed_all) and episodes.phase != RUNNING and ev is not None and (stamps is None or tick is ev)
             and _idle_batch(s, keys, xs, stamps, clock_ms)):
         return len(xs), out
+    if inline and ev is not None and (stamps is None or tick is ev):
+        return _planned(s, keys, values, xs, stamps, clock_ms, out)
     resume = 0  # records before this index were handled by a feed-all run
     for i in range(len(xs)):
         if i < resume:
@@ -103,6 +105,71 @@ def offer_batch(s: Any, keys: Sequence[bytes | str | None], values: Sequence[byt
         else:
             held.append(x)
             window[arm] = (want[0], now)
+    return len(xs), out
+
+
+def _planned(s: Any, keys: Sequence[bytes | str | None], values: Sequence[bytes | str | None],
+             xs: Sequence[float | None], stamps: Sequence[float | None] | None, clock_ms: float,
+             out: list[tuple[int, InvalidRecord]]) -> tuple[int, list[tuple[int, InvalidRecord]]]:
+    """The record loop of the plan-following passive feed on the stream clock (the default of ``run``):
+    the loop below ``offer_batch``'s, with the record count, the clock and the deadlines in locals. They
+    are written back before anything else may read them (``offer``, a deadline, a reward given to the
+    policy) and read again after it, so every record sees what the general loop would show it. Why:
+    two records in three are skipped or held at 20 keys; their attribute reads and writes were ~0.3 us
+    of the ~6 us a record cost while detecting."""
+    c, arm_of, plan, ev, episodes = s.counters, s.keys.arm_of, s.plan, s._ev, s.episodes
+    window, held_of, depth = plan.window, plan.held, plan.depth  # (updated in place by their owner)
+    offer, give, follow = s.offer, plan.give, s._follow
+    records, now, deadline, rec_deadline = c.records, ev.now, s._deadline, s._record_deadline
+    for i in range(len(xs)):
+        if stamps is not None:
+            ts = stamps[i]
+            if ts is not None and ts > clock_ms:
+                clock_ms = ts
+                now = ts * 0.001
+        x = xs[i]
+        arm = arm_of.get(keys[i])
+        if x is None or arm is None:
+            c.records, ev.now = records, now
+            bad = offer(keys[i], values[i])
+            if bad is not None:
+                out.append((i, bad))
+            if episodes.phase == FINISHED:
+                return i + 1, out
+            if s._intake is not None or s._track_seen or s._active:  # (cannot change; checked anyway)
+                raise AssertionError("the plan-following loop left its mode")
+            records, now, deadline, rec_deadline = c.records, ev.now, s._deadline, s._record_deadline
+            continue
+        records += 1
+        if now >= deadline or records >= rec_deadline:
+            c.records, ev.now = records, now
+            s._deadline_in_record(now)
+            if episodes.phase == FINISHED:
+                return i + 1, out
+            records, now, deadline, rec_deadline = c.records, ev.now, s._deadline, s._record_deadline
+        want = window.get(arm)
+        if want is None:
+            continue  # skipped (valid: validated by the batch pass)
+        held = held_of.get(arm)
+        if held is not None and len(held) >= depth:
+            continue
+        if arm == plan.head:
+            c.records, ev.now = records, now
+            bad = give(arm, x, now)
+            if bad is None:
+                follow(now, full=False)
+                if episodes.phase == FINISHED:
+                    return i + 1, out
+                records, now, deadline, rec_deadline = c.records, ev.now, s._deadline, s._record_deadline
+            else:
+                out.append((i, bad))
+        elif held is None:  # plan.hold(arm, x, now), inline (passive: its wait restarts)
+            held_of[arm] = [x]
+            window[arm] = (want[0], now)
+        else:
+            held.append(x)
+            window[arm] = (want[0], now)
+    c.records, ev.now = records, now
     return len(xs), out
 
 
