@@ -106,27 +106,31 @@ class PlanFollower:
         assert policy is not None
         held, cool, busy = self.held, self.cooldown, self.requests.per_arm if self.requests else {}
         deferred = set() if deferred is None else deferred
+        # the loop gives most samples of a planned feed (they come held): its state in locals, written
+        # back before it returns (nothing it calls reads them)
+        window, stats, every, stale = self.window, self.stats, self.refresh_every, self.stale
+        next_request, update = policy.next_request, policy.update
         while True:
-            if full or self.stale >= self.refresh_every:
+            since: float | None = None  # the head's wait, when its window entry is rewritten below
+            if full or stale >= every:
                 reqs = policy.wanted(self.plan_len)
-                old = self.window
                 new: dict[str, tuple[Request, float]] = {}
                 for r in reqs:
                     if r.arm not in new:
-                        prev = old.get(r.arm)
+                        prev = window.get(r.arm)
                         new[r.arm] = (r, prev[1] if prev is not None else now)
-                old.clear()  # in place: the scheduler's record path holds this dict
-                old.update(new)
+                window.clear()  # in place: the scheduler's record path holds this dict
+                window.update(new)
                 head_req = reqs[0] if reqs else None
-                self.stale = 0
+                stale = 0
             else:
-                head_req = policy.next_request()
+                head_req = next_request()
                 if head_req is not None:
-                    w = self.window.get(head_req.arm)
+                    w = window.get(head_req.arm)
                     if w is None:
                         full = True
                         continue
-                    self.window[head_req.arm] = (head_req, w[1])
+                    since = w[1]
             full = False
             if head_req is None:
                 self.head = None
@@ -139,18 +143,23 @@ class PlanFollower:
                     del held[head]
                 # give(head, x, now), inline (the sample path of a planned feed: most rewards come held)
                 try:
-                    events = policy.update(head, x, head_req)
+                    events = update(head, x, head_req)
                 except ValueError:  # (take's refusal; cannot happen for a reward the codec accepted)
-                    self.stats.invalid["rejected_by_policy"] += 1
+                    stats.invalid["rejected_by_policy"] += 1
+                    if since is not None:
+                        window[head] = (head_req, since)
                     continue
-                self.stats.used += 1
+                stats.used += 1
                 if events:
                     self.alerts.on_events(events, now)
-                self.window[head] = (head_req, now)  # served: a new wait for it starts now
-                self.stale += 1
+                window[head] = (head_req, now)  # served: a new wait for it starts now
+                stale += 1
                 if policy.done:
+                    self.stale = stale
                     return True
                 continue
+            if since is not None:
+                window[head] = (head_req, since)
             if head in cool and cool[head] > now and head not in deferred and head not in busy:
                 deferred.add(head)  # each arm at most once per re-plan: a policy may not move on
                 self.stats.timeouts += 1
@@ -158,6 +167,7 @@ class PlanFollower:
                 full = True
                 continue
             break
+        self.stale = stale
         if self.requests is not None:
             self._request(now)
         return False
