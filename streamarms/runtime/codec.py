@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from itertools import repeat
 from typing import Any
 
 from ..models import RewardModel
@@ -116,25 +117,34 @@ class RewardCodec:
             accepts = getattr(self.model, "accepts", None)  # a float model.check passes, as a predicate
         out: list[float | None] = []
         append = out.append
-        for j, v in enumerate(values):
-            try:
-                obj = parsed[j] if parsed is not None else None
-                if obj is None:
+        # (one pass; a value the parser refuses, of another type or out of the model becomes None)
+        for obj, v in zip(parsed if parsed is not None else repeat(None, len(values)), values):
+            if obj is None:
+                try:
                     obj = loads(v) if len(v) <= short else None  # type: ignore[arg-type]
-                x: Any = obj[field] if type(obj) is dict else None  # a float once checked below
-                t = type(x)
-                if t is float or t is int:
-                    x = float(x)
-                    if not isfinite(x):
-                        x = None
-                    elif accepts is not None:
-                        if not accepts(x):
-                            x = None
-                    elif check is not None:
-                        check("", x)
-                else:
+                except Exception:  # the per-record path says why
+                    obj = None
+            x: Any = obj.get(field) if type(obj) is dict else None  # a float once checked below
+            t = type(x)
+            if t is float:
+                if not isfinite(x):
                     x = None
-            except Exception:  # anything at all: the record takes the per-record path, which says why
-                x = None
+            elif t is int:
+                try:
+                    x = float(x)
+                except OverflowError:
+                    x = None
+            else:
+                append(None)
+                continue
+            if x is not None:
+                if accepts is not None:
+                    if not accepts(x):
+                        x = None
+                elif check is not None:
+                    try:
+                        check("", x)
+                    except Exception:
+                        x = None
             append(x)
         return out
