@@ -224,11 +224,12 @@ class _KSigmaEstimates(Policy):
     def next_request(self) -> Request | None:
         if self._done:
             return None
-        if not self.initialised:
+        if self._n_unpulled:  # not initialised
             i = self._init_request()
             assert i is not None
             return self._request(i)
-        return self._request(self._cur)
+        r = self._requests[self._cur]  # (_request, inline: the planned feed asks once per sample)
+        return r if r is not None else self._request(self._cur)
 
     def wanted(self, k: int) -> list[Request]:
         if self._done or k <= 0:
