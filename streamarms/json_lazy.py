@@ -1,0 +1,293 @@
+"""A large JSON document read from a file a piece at a time (issue 13: a restart from the full file
+checkpoint at 1e6 keys must stay within 1 GB RSS).
+
+``json.loads`` of a checkpoint body builds the whole document as one object tree (at 1e6 keys a million
+small dicts, every arm name four or five times over, every float its own object) next to the state being
+restored from it; the allocator then keeps most of the tree's freed memory. :func:`load_lazy` instead:
+
+* reads the body a block at a time (``os.pread`` of the open descriptor: never the whole body at once);
+* parses objects key by key and arrays element by element (each element by the C decoder's
+  ``raw_decode``), so the text in memory is one block and one element;
+* turns an array of more than ``big`` elements into a :class:`LazyArray`: its elements were checked
+  (parsed and dropped) on the way, and are parsed again, one at a time, only when the array is iterated
+  -- a restore that turns each element into its compact form (a confidence sequence object) never holds
+  the array's million dicts at once;
+* shares equal strings (one object per arm name, however many containers name the arm, as a fed
+  process holds them) and the first ``floats`` distinct float literals (the constants every arm repeats).
+
+The result equals ``json.loads`` of the body (a :class:`LazyArray` iterates, indexes, compares and
+converts to numpy as the list would) value for value and bit for bit: the same C decoder parses every
+scalar. It needs ASCII text, which every writer of ``json.dumps``'s default ``ensure_ascii`` produces
+(:class:`NotAscii` otherwise: read that document the ordinary way). ``on_block`` sees every byte of the
+range once, in order, during the load (a checkpoint's hash is checked that way, before anything is used).
+
+>>> import tempfile, json, os
+>>> path = os.path.join(tempfile.mkdtemp(), "doc.json")
+>>> doc = {"arms": [f"k{i}" for i in range(10)], "cs": [{"arm": f"k{i}", "m": i} for i in range(10)], "x": 0.5}
+>>> with open(path, "wb") as f: n = f.write(json.dumps(doc).encode())
+>>> lazy = load_lazy(OpenFile(path), 0, n, big=4)
+>>> type(lazy["cs"]).__name__, len(lazy["cs"]), lazy == doc       # the file is read again when iterated
+('LazyArray', 10, True)
+>>> lazy["cs"][3]["arm"] is lazy["arms"][3]                        # one object per name
+True
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, overload
+
+__all__ = ["load_lazy", "LazyArray", "NotAscii", "OpenFile"]
+
+_WS = re.compile(r"[ \t\n\r]*")
+_plain = json.JSONDecoder()
+_NUMBER = frozenset("0123456789.eE+-")
+
+
+class NotAscii(ValueError):
+    """The text has a byte outside ASCII (:func:`load_lazy` reads byte offsets as character offsets)."""
+
+
+class OpenFile:
+    """A file opened for reading, closed when the last :class:`LazyArray` reading it is gone.
+
+    >>> import tempfile; f = OpenFile(tempfile.mkstemp()[1]); f.size
+    0
+    """
+
+    def __init__(self, path: str) -> None:
+        self.fd = os.open(path, os.O_RDONLY)
+        self.size = os.fstat(self.fd).st_size
+
+    def __del__(self) -> None:
+        fd, self.fd = getattr(self, "fd", -1), -1
+        if fd >= 0:
+            os.close(fd)
+
+
+class _Cursor:
+    """The ASCII text of the bytes ``[start, end)`` of ``fd``, read a block at a time, and a position."""
+
+    def __init__(self, fd: int, start: int, end: int, block: int, on_block: Callable[[bytes], Any] | None = None) -> None:
+        self.fd, self.end, self.block, self.on_block = fd, end, block, on_block
+        self.buf, self.base, self.pos = "", start, 0
+
+    @property
+    def offset(self) -> int:
+        return self.base + self.pos
+
+    def more(self, size: int = 0) -> bool:
+        """Append the next block (or ``size`` bytes if more), dropping what was parsed; ``False`` at the end."""
+        at = self.base + len(self.buf)
+        if at >= self.end:
+            return False
+        data = os.pread(self.fd, min(max(self.block, size), self.end - at), at)
+        if not data:
+            raise json.JSONDecodeError("the file ends before the document", self.buf, len(self.buf))
+        if self.on_block is not None:
+            self.on_block(data)
+        if not data.isascii():
+            raise NotAscii("the text is not ASCII")
+        self.buf = self.buf[self.pos:] + data.decode("ascii")
+        self.base += self.pos
+        self.pos = 0
+        return True
+
+    def peek(self) -> str:
+        """The next character that is not white space ('' at the end)."""
+        while True:
+            m = _WS.match(self.buf, self.pos)
+            self.pos = m.end() if m else self.pos
+            if self.pos < len(self.buf):
+                return self.buf[self.pos]
+            if not self.more():
+                return ""
+
+    def expect(self, chars: str, what: str) -> str:
+        c = self.peek()
+        if not c or c not in chars:
+            raise json.JSONDecodeError(f"Expecting {what}", self.buf, self.pos)
+        self.pos += 1
+        return c
+
+    def value(self, decoder: json.JSONDecoder) -> Any:
+        """One whole value by ``decoder``'s C scanner; a value that ends at the block's end, or before a
+        character that could continue a number (``1.`` of ``1.5``), is parsed again once the next block is in."""
+        self.peek()
+        size = self.block
+        while True:
+            try:
+                v, e = decoder.raw_decode(self.buf, self.pos)
+                if (e < len(self.buf) and self.buf[e] not in _NUMBER) or self.base + len(self.buf) >= self.end:
+                    self.pos = e
+                    return v
+            except json.JSONDecodeError:
+                if self.base + len(self.buf) >= self.end:
+                    raise
+            if not self.more(size):
+                raise json.JSONDecodeError("Unterminated value", self.buf, self.pos)
+            size *= 2  # a value longer than a block: parsed again O(log) times, not once a block
+
+
+class _Shared:
+    """Equal strings made one object; the first ``floats`` distinct float literals likewise."""
+
+    def __init__(self, floats: int) -> None:
+        self.strings: dict[str, str] = {}
+        self.floats: dict[str, float] = {}
+        self.cap = floats
+        self.decoder = json.JSONDecoder(parse_float=self._float)
+
+    def _float(self, text: str) -> float:
+        v = self.floats.get(text)
+        if v is None:
+            v = float(text)
+            if len(self.floats) < self.cap:
+                self.floats[text] = v
+        return v
+
+    def walk(self, v: Any) -> Any:
+        """``v`` with its strings replaced by the shared ones (lists and dict values in place)."""
+        t = type(v)
+        if t is str:
+            return self.strings.setdefault(v, v)
+        if t is list:
+            for i, x in enumerate(v):
+                if type(x) in (str, list, dict):
+                    v[i] = self.walk(x)
+        elif t is dict:
+            for k, x in v.items():
+                if type(x) in (str, list, dict):
+                    v[k] = self.walk(x)
+        return v
+
+
+class LazyArray(Sequence[Any]):
+    """A JSON array of a file, parsed an element at a time as it is iterated (module docstring).
+
+    In order access (iteration, ``a[0], a[1], ...`` as numpy does) reads the file once; any other index
+    starts again from the array's first element. It holds the open descriptor (the file it was checked in,
+    even if a newer checkpoint replaced the path since).
+    """
+
+    def __init__(self, file: OpenFile, start: int, end: int, n: int, shared: _Shared, block: int) -> None:
+        self._file, self._start, self._end, self._n = file, start, end, n
+        self._shared, self._block = shared, block
+        self._it: Iterator[Any] | None = None
+        self._next = 0
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self) -> Iterator[Any]:
+        cur = _Cursor(self._file.fd, self._start, self._end, self._block)
+        cur.expect("[", "'['")
+        dec, walk = self._shared.decoder, self._shared.walk
+        for i in range(self._n):
+            if i:
+                cur.expect(",", "','")
+            yield walk(cur.value(dec))
+
+    @overload
+    def __getitem__(self, i: int) -> Any: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[Any]: ...
+
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return list(self)[i]
+        j = i + self._n if i < 0 else i
+        if not 0 <= j < self._n:
+            raise IndexError("LazyArray index out of range")
+        if self._it is None or j < self._next:
+            self._it, self._next = iter(self), 0
+        while self._next < j:
+            next(self._it)
+            self._next += 1
+        self._next += 1
+        v = next(self._it)
+        if self._next == self._n:
+            self._it = None
+        return v
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (list, LazyArray)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # like a list
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        import numpy as np
+        return np.array(list(self), dtype=dtype)
+
+    def __repr__(self) -> str:
+        return f"LazyArray({self._n} elements at bytes {self._start}..{self._end})"
+
+
+class _Loader:
+    def __init__(self, file: OpenFile, cur: _Cursor, big: int, shared: _Shared) -> None:
+        self.file, self.cur, self.big, self.shared = file, cur, big, shared
+
+    def value(self) -> Any:
+        c = self.cur.peek()
+        if c == "{":
+            return self.object()
+        if c == "[":
+            return self.array()
+        return self.shared.walk(self.cur.value(self.shared.decoder))
+
+    def object(self) -> dict[str, Any]:
+        cur, strings = self.cur, self.shared.strings
+        cur.pos += 1
+        out: dict[str, Any] = {}
+        if cur.peek() == "}":
+            cur.pos += 1
+            return out
+        while True:
+            if cur.peek() != '"':
+                raise json.JSONDecodeError("Expecting property name enclosed in double quotes", cur.buf, cur.pos)
+            k = cur.value(_plain)
+            k = strings.setdefault(k, k)
+            cur.expect(":", "':' delimiter")
+            out[k] = self.value()
+            if cur.expect(",}", "',' delimiter") == "}":
+                return out
+
+    def array(self) -> list[Any] | LazyArray:
+        cur = self.cur
+        start = cur.offset
+        cur.pos += 1
+        items: list[Any] | None = []
+        if cur.peek() == "]":
+            cur.pos += 1
+            return []
+        n = 0
+        while True:
+            if items is not None:
+                items.append(self.shared.walk(cur.value(self.shared.decoder)))
+                if len(items) > self.big:
+                    items = None
+            else:
+                cur.value(_plain)  # checked now, parsed again when iterated
+            n += 1
+            if cur.expect(",]", "',' delimiter") == "]":
+                break
+        if items is not None:
+            return items
+        return LazyArray(self.file, start, cur.offset, n, self.shared, cur.block)
+
+
+def load_lazy(file: OpenFile, start: int, end: int, *, big: int = 10_000, floats: int = 1 << 16,
+              block: int = 1 << 20, on_block: Callable[[bytes], Any] | None = None) -> Any:
+    """The JSON document in bytes ``[start, end)`` of ``file`` (module docstring). Raises
+    ``json.JSONDecodeError`` (a ``ValueError``) on bad JSON, :class:`NotAscii` on a byte above 127."""
+    cur = _Cursor(file.fd, start, end, block, on_block)
+    doc = _Loader(file, cur, big, _Shared(floats)).value()
+    if cur.peek() != "":
+        raise json.JSONDecodeError("Extra data", cur.buf, cur.pos)
+    return doc
