@@ -45,6 +45,7 @@ __all__ = ["load_lazy", "LazyArray", "NotAscii", "OpenFile"]
 _WS = re.compile(r"[ \t\n\r]*")
 _plain = json.JSONDecoder()
 _NUMBER = frozenset("0123456789.eE+-")
+_scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
 
 
 class NotAscii(ValueError):
@@ -113,6 +114,45 @@ class _Cursor:
         self.pos += 1
         return c
 
+    def elements(self, decoder: list[json.JSONDecoder]) -> Iterator[Any]:
+        """The values of the array whose ``[`` was just consumed, through its ``]``, parsed by ``decoder[0]``
+        (the caller may replace it between two values). Fast path: the values of the block separated by a
+        bare ``,`` are scanned back to back by the C scanner; white space, a value across the block's end or
+        an error takes :meth:`value` and :meth:`expect`."""
+        if self.peek() == "]":
+            self.pos += 1
+            return
+        while True:
+            dec = decoder[0]
+            scan = dec.scan_once
+            buf, pos, n = self.buf, self.pos, len(self.buf)
+            while True:
+                try:
+                    v, e = scan(buf, pos)
+                except (StopIteration, ValueError):
+                    break
+                if e >= n:
+                    break
+                c = buf[e]
+                if c == ",":
+                    self.pos = pos = e + 1
+                    yield v
+                    if decoder[0] is not dec:
+                        break
+                elif c == "]":
+                    self.pos = e + 1
+                    yield v
+                    return
+                else:
+                    break
+            if decoder[0] is not dec:
+                continue
+            v = self.value(dec)
+            last = self.expect(",]", "',' delimiter") == "]"
+            yield v
+            if last:
+                return
+
     def value(self, decoder: json.JSONDecoder) -> Any:
         """One whole value by ``decoder``'s C scanner; a value that ends at the block's end, or before a
         character that could continue a number (``1.`` of ``1.5``), is parsed again once the next block is in."""
@@ -138,11 +178,12 @@ class _Shared:
     def __init__(self, floats: int) -> None:
         self.strings: dict[str, str] = {}
         self.floats: dict[str, float] = {}
+        self._get = self.floats.get
         self.cap = floats
         self.decoder = json.JSONDecoder(parse_float=self._float)
 
     def _float(self, text: str) -> float:
-        v = self.floats.get(text)
+        v = self._get(text)
         if v is None:
             v = float(text)
             if len(self.floats) < self.cap:
@@ -185,11 +226,10 @@ class LazyArray(Sequence[Any]):
     def __iter__(self) -> Iterator[Any]:
         cur = _Cursor(self._file.fd, self._start, self._end, self._block)
         cur.expect("[", "'['")
-        dec, walk = self._shared.decoder, self._shared.walk
-        for i in range(self._n):
-            if i:
-                cur.expect(",", "','")
-            yield walk(cur.value(dec))
+        walk = self._shared.walk
+        for v in cur.elements([self._shared.decoder]):
+            t = type(v)
+            yield walk(v) if t is dict or t is list or t is str else v
 
     @overload
     def __getitem__(self, i: int) -> Any: ...
@@ -242,13 +282,31 @@ class _Loader:
         return self.shared.walk(self.cur.value(self.shared.decoder))
 
     def object(self) -> dict[str, Any]:
-        cur, strings = self.cur, self.shared.strings
+        cur, strings, walk = self.cur, self.shared.strings, self.shared.walk
+        scan = self.shared.decoder.scan_once
         cur.pos += 1
         out: dict[str, Any] = {}
         if cur.peek() == "}":
             cur.pos += 1
             return out
         while True:
+            # fast path: "key":scalar members, a bare ',' or '}' after each, all within the block
+            buf, pos, n = cur.buf, cur.pos, len(cur.buf)
+            while pos < n and buf[pos] == '"':
+                try:
+                    k, e = _scanstring(buf, pos + 1)
+                    if e + 1 >= n or buf[e] != ":" or buf[e + 1] in "{[":
+                        break
+                    v, e = scan(buf, e + 1)
+                except (StopIteration, ValueError):
+                    break
+                if e >= n or buf[e] not in ",}":
+                    break
+                out[strings.setdefault(k, k)] = walk(v)
+                cur.pos = pos = e + 1
+                if buf[e] == "}":
+                    return out
+            # one member the general way
             if cur.peek() != '"':
                 raise json.JSONDecodeError("Expecting property name enclosed in double quotes", cur.buf, cur.pos)
             k = cur.value(_plain)
@@ -262,24 +320,17 @@ class _Loader:
         cur = self.cur
         start = cur.offset
         cur.pos += 1
-        items: list[Any] | None = []
-        if cur.peek() == "]":
-            cur.pos += 1
-            return []
-        n = 0
-        while True:
-            if items is not None:
-                items.append(self.shared.walk(cur.value(self.shared.decoder)))
-                if len(items) > self.big:
-                    items = None
-            else:
-                cur.value(_plain)  # checked now, parsed again when iterated
-            n += 1
-            if cur.expect(",]", "',' delimiter") == "]":
-                break
-        if items is not None:
-            return items
-        return LazyArray(self.file, start, cur.offset, n, self.shared, cur.block)
+        items: list[Any] = []
+        walk = self.shared.walk
+        decoder = [self.shared.decoder]
+        values = cur.elements(decoder)
+        for v in values:
+            items.append(walk(v))
+            if len(items) > self.big:  # a big one: checked now, parsed again when iterated
+                decoder[0] = _plain
+                n = len(items) + sum(1 for _ in values)
+                return LazyArray(self.file, start, cur.offset, n, self.shared, cur.block)
+        return items
 
 
 def load_lazy(file: OpenFile, start: int, end: int, *, big: int = 10_000, floats: int = 1 << 16,
