@@ -124,7 +124,7 @@ class _Cursor:
             return
         while True:
             dec = decoder[0]
-            scan = dec.scan_once
+            scan = dec.scan_once  # type: ignore[attr-defined]  # the C scanner raw_decode calls
             buf, pos, n = self.buf, self.pos, len(self.buf)
             while True:
                 try:
@@ -283,7 +283,7 @@ class _Loader:
 
     def object(self) -> dict[str, Any]:
         cur, strings, walk = self.cur, self.shared.strings, self.shared.walk
-        scan = self.shared.decoder.scan_once
+        scan = self.shared.decoder.scan_once  # type: ignore[attr-defined]
         cur.pos += 1
         out: dict[str, Any] = {}
         if cur.peek() == "}":
