@@ -189,3 +189,25 @@ def test_the_file_stays_readable_after_a_newer_save_replaced_it(tmp_path):
     store.save({"a": [0]})  # atomic rename: the open descriptor still reads the old file
     assert list(doc["a"]) == list(range(20_000))  # type: ignore[index]
     assert os.path.getsize(p) < 1000
+
+
+def test_a_continuous_runner_restores_the_same_from_the_lazy_document(tmp_path):
+    from streamarms.cli.continuous import build_runner
+
+    def runner():
+        return build_runner(k=2.0, alpha=0.1, alpha_cd=1e-6, model="bernoulli", clock=EventClock(), max_arms=100_000)
+
+    n, rng = 11_000, random.Random(5)
+    r = runner()
+    for rnd in range(2):
+        keys = [f"k{i}".encode() for i in range(n)]
+        r.offer_batch(keys, [b'{"reward": %d}' % (rng.random() < 0.2) for _ in keys],
+                      [1000 * (rnd * n + i) for i in range(n)])
+    store = FileCheckpointStore(tmp_path / "c.json", fsync=False)
+    store.save({"scheduler": r.snapshot()})
+    lazy = store.load_streamed()
+    assert isinstance(lazy["scheduler"]["monitor"]["keys"], LazyArray)  # type: ignore[index]
+    a, b = runner(), runner()
+    a.restore(store.load()["scheduler"])  # type: ignore[index]
+    b.restore(lazy["scheduler"])  # type: ignore[index]
+    assert _bits(b.snapshot()) == _bits(a.snapshot()) == _bits(json.loads(json.dumps(r.snapshot())))
