@@ -1,0 +1,161 @@
+"""The price of not knowing the threshold: lower bounds on the samples of *any* delta-correct policy,
+with and without the threshold, on the instances of ``engine_vs_papers.py`` (issue 9's "within 3x of a
+known-threshold oracle").
+
+**The bound.** For a fixed-confidence identification problem with Gaussian rewards of variances
+``sigma_i^2``, every delta-correct policy has ``E[T] >= T* kl(delta, 1 - delta)`` (Garivier & Kaufmann,
+*Optimal best arm identification with fixed confidence*, COLT 2016, Thm 1; the same change-of-measure
+argument for any answer set), where ``1 / T* = sup_w inf_{lambda in Alt} sum_i w_i (mu_i - lambda_i)^2 /
+(2 sigma_i^2)``, ``w`` in the simplex (the sampling proportions) and ``Alt`` the instances whose answer
+differs. Bernoulli arms are approximated by Gaussians of the same variance ``mu_i (1 - mu_i)``.
+
+* **Threshold known** (the oracle): the nearest alternative for arm ``j`` moves ``mu_j`` alone across
+  ``theta`` (gap ``d_j = mu_j - theta``): ``T*_known = sum_j 2 sigma_j^2 / d_j^2``.
+* **k-sigma threshold** ``theta = mean(mu) + k sd(mu)``: moving the means by ``eps`` moves theta by
+  ``sum_i g_i eps_i`` to first order, ``g_i = (1 + k z_i) / n`` (``z_i`` the standard scores of the
+  means). Arm ``j`` changes side when ``a_j . eps = -d_j`` with ``a_jj = 1 - g_j``, ``a_ji = -g_i``; the
+  cheapest such ``eps`` costs ``d_j^2 / (2 sum_i a_ji^2 sigma_i^2 / w_i)``, so
+  ``T*_ksigma = 2 min_w max_j f_j(w) / d_j^2`` with ``f_j(w) = (1 - 2 g_j) sigma_j^2 / w_j + Q(w)``,
+  ``Q(w) = sum_i g_i^2 sigma_i^2 / w_i`` (linearised alternatives: exact as the gaps shrink).
+
+``min_w max_j`` is a convex-concave game (``max_p min_w sum_j p_j f_j / d_j^2``): for a mixture ``p`` over
+the arms the best ``w`` is ``w_i ~ sqrt(c_i)`` with ``c_i = p_i (1 - 2 g_i) sigma_i^2 / d_i^2 + (sum_j p_j /
+d_j^2) g_i^2 sigma_i^2 >= 0``, value ``(sum_i sqrt(c_i))^2`` -- a lower bound of the game for every ``p``;
+``max_j f_j(w) / d_j^2`` is an upper bound for every ``w``. Multiplicative weights on ``p`` against best
+responses close the gap (both bounds printed; the ratio uses the lower one, so it is itself a lower bound).
+
+**Reading it.** ``T*_ksigma / T*_known`` is the factor by which *every* policy, however clever, pays for
+estimating the threshold against a policy told it, when both are as efficient as the bound allows. On an
+instance where one arm near theta dominates, it is about ``(1 + ||g||_1)^2`` (``||g||_1 ~ E|1 + k Z|``:
+~8 at k = 2); it falls towards 1 as n grows and the oracle's cost spreads over many arms. The engine and
+the oracle of ``engine_vs_papers.py`` are compared with their bounds (their measured means from its
+cache, ``benchmarks/results/engine_vs_papers/``).
+
+Usage::
+
+    python benchmarks/threshold_price.py            # 10 draws per family (the benchmark's first runs)
+    python benchmarks/threshold_price.py --draws 3 --only zww17-20,neurips17-n10
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path[:0] = [str(Path(__file__).resolve().parent.parent), str(Path(__file__).resolve().parent)]
+
+from engine_vs_papers import CACHE, DELTA, instances  # noqa: E402
+
+
+def kl_bern(x: float, y: float) -> float:
+    return x * math.log(x / y) + (1 - x) * math.log((1 - x) / (1 - y))
+
+
+def t_known(mu: np.ndarray, theta: float, var: np.ndarray) -> float:
+    """``T*`` with theta known: ``sum_j 2 sigma_j^2 / d_j^2``.
+
+    >>> round(t_known(np.array([0.2, 0.8]), 0.5, np.array([0.16, 0.16])), 3)
+    7.111
+    """
+    return float(np.sum(2.0 * var / (mu - theta) ** 2))
+
+
+def t_ksigma(mu: np.ndarray, k: float, var: np.ndarray, iters: int = 4000) -> tuple[float, float, np.ndarray]:
+    """``(lower, upper, w)``: bounds of ``T*`` for the k-sigma threshold (module docstring) and the
+    sampling proportions ``w`` of the upper one.
+
+    >>> lo, hi, w = t_ksigma(np.array([0.3, 0.32, 0.35, 0.3, 0.31, 0.9]), 2.0, np.full(6, 0.21))
+    >>> hi / lo < 1.01, lo > t_known(np.array([0.3, 0.32, 0.35, 0.3, 0.31, 0.9]), 0.5, np.full(6, 0.21)) / 10
+    (True, True)
+    """
+    n = len(mu)
+    m, s = float(mu.mean()), float(mu.std())
+    z = (mu - m) / s
+    g = (1.0 + k * z) / n
+    d2 = (mu - (m + k * s)) ** 2
+    b, e = (1.0 - 2.0 * g) * var, g * g * var
+
+    def value(w: np.ndarray) -> float:
+        inv = 1.0 / w
+        return float(np.max((b * inv + np.sum(e * inv)) / d2))
+
+    def best_response(p: np.ndarray) -> tuple[np.ndarray, float]:
+        c = np.maximum(p * b / d2 + np.sum(p / d2) * e, 0.0)  # >= 0 exactly; max() for rounding
+        r = np.sqrt(c)
+        return np.maximum(r / r.sum(), 1e-300), float(r.sum() ** 2)
+
+    p = 1.0 / d2 / np.sum(1.0 / d2)
+    lower, upper, w_best = 0.0, math.inf, np.full(n, 1.0 / n)
+    w_avg = np.zeros(n)
+    for t in range(1, iters + 1):
+        w, lo = best_response(p)
+        lower = max(lower, lo)
+        w_avg += (w - w_avg) / t
+        for cand in (w, w_avg):
+            v = value(cand)
+            if v < upper:
+                upper, w_best = v, cand.copy()
+        f = (b / w + np.sum(e / w)) / d2
+        eta = 2.0 / (upper * math.sqrt(t))
+        p = p * np.exp(eta * (f - f.max()))
+        p /= p.sum()
+        if upper <= lower * 1.001:
+            break
+    return 2.0 * lower, 2.0 * upper, w_best
+
+
+def measured(name: str, label: str, draws: int) -> float | None:
+    """Mean pulls of ``label`` over the cached runs ``0 .. draws - 1`` of ``engine_vs_papers.py``."""
+    f = CACHE / f"{name}__{label}.json"
+    if not f.exists():
+        return None
+    runs = json.loads(f.read_text())["runs"]
+    pulls = [runs[str(r)]["pulls"] for r in range(draws) if str(r) in runs]
+    return float(np.mean(pulls)) if pulls else None
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--draws", type=int, default=10, help="instances per family (run indices 0..draws-1)")
+    ap.add_argument("--only", default="", help="comma-separated instance names")
+    a = ap.parse_args(argv)
+    kl = kl_bern(DELTA, 1 - DELTA)
+    only = {x for x in a.only.split(",") if x}
+    print(f"lower bounds E[T] >= T* kl(delta, 1 - delta), delta = {DELTA} (kl = {kl:.3f}); Gaussian approximation")
+    print("| instance | n | bound, theta known | bound, k-sigma | bound ratio | engine | oracle | engine / oracle "
+          "| engine / its bound | oracle / its bound |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for inst in instances(False):
+        if only and inst.name not in only:
+            continue
+        draws = 1 if inst.name in ("zww17-20", "star98") else a.draws
+        known, ks, gap, theta_over = [], [], [], 0
+        for r in range(draws):
+            mu = np.asarray(inst.draw(r), dtype=float)
+            var = np.clip(mu * (1 - mu), 1e-12, None)
+            theta = float(mu.mean() + inst.k * mu.std())
+            theta_over += theta >= 1.0
+            known.append(t_known(mu, theta, var) * kl)
+            lo, hi, _ = t_ksigma(mu, inst.k, var)
+            ks.append(lo * kl)
+            gap.append(hi / lo)
+        tk, tu = float(np.mean(known)), float(np.mean(ks))
+        eng, orc = measured(inst.name, "engine", a.draws), measured(inst.name, "oracle", a.draws)
+        fmt = lambda x: "-" if x is None else f"{x:,.0f}"  # noqa: E731
+        ratio = lambda x, y: "-" if x is None or y is None else f"{x / y:.2f}"  # noqa: E731
+        print(f"| `{inst.name}` | {len(mu)} | {tk:,.0f} | {tu:,.0f} | {tu / tk:.2f} | {fmt(eng)} | {fmt(orc)} | "
+              f"{ratio(eng, orc)} | {ratio(eng, tu)} | {ratio(orc, tk)} |", flush=True)
+        if theta_over:
+            print(f"  (theta >= 1 in {theta_over} of {draws} draws: no Bernoulli arm can be an outlier, a policy "
+                  "that knows the support decides from one sample each; the Gaussian bound does not apply)")
+        if max(gap) > 1.01:
+            print(f"  (game not closed to 1%: upper / lower up to {max(gap):.3f})", flush=True)
+
+
+if __name__ == "__main__":
+    main()
