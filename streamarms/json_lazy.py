@@ -45,6 +45,8 @@ __all__ = ["load_lazy", "LazyArray", "NotAscii", "OpenFile"]
 _WS = re.compile(r"[ \t\n\r]*")
 _plain = json.JSONDecoder()
 _NUMBER = frozenset("0123456789.eE+-")
+#: by an array's first character, the text between two of its elements, and where the comma is in it
+_SEPARATORS = {"{": ("},{", 1), "[": ("],[", 1), '"': ('","', 1)}
 _scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
 
 
@@ -116,16 +118,32 @@ class _Cursor:
 
     def elements(self, decoder: list[json.JSONDecoder]) -> Iterator[Any]:
         """The values of the array whose ``[`` was just consumed, through its ``]``, parsed by ``decoder[0]``
-        (the caller may replace it between two values). Fast path: the values of the block separated by a
-        bare ``,`` are scanned back to back by the C scanner; white space, a value across the block's end or
-        an error takes :meth:`value` and :meth:`expect`."""
+        (the caller may replace it between two blocks). Fast paths: the block's whole elements decoded as one
+        array by the C decoder; else its values separated by a bare ``,`` scanned back to back by the C
+        scanner; white space, a value across the block's end or an error takes :meth:`value` and
+        :meth:`expect`."""
         if self.peek() == "]":
             self.pos += 1
             return
+        chunks, seen = True, 0  # chunks tried from the 16th element on: a short array is not worth the copy
         while True:
             dec = decoder[0]
             scan = dec.scan_once  # type: ignore[attr-defined]  # the C scanner raw_decode calls
             buf, pos, n = self.buf, self.pos, len(self.buf)
+            if chunks and seen >= 16 and pos < n:
+                # the block's whole elements at once: "[" + text up to a separator + "]" decodes only if the
+                # cut is between two elements (inside one, a bracket or a string would stay open)
+                sep, back = _SEPARATORS.get(buf[pos], (",", 0))
+                k = buf.rfind(sep, pos)
+                if k > pos:
+                    try:
+                        values = dec.decode("[" + buf[pos:k + back] + "]")
+                    except ValueError:
+                        chunks = False  # not this array's shape: element by element from here
+                    else:
+                        self.pos = k + back + 1
+                        yield from values
+                        continue
             while True:
                 try:
                     v, e = scan(buf, pos)
@@ -136,6 +154,7 @@ class _Cursor:
                 c = buf[e]
                 if c == ",":
                     self.pos = pos = e + 1
+                    seen += 1
                     yield v
                     if decoder[0] is not dec:
                         break
@@ -149,6 +168,7 @@ class _Cursor:
                 continue
             v = self.value(dec)
             last = self.expect(",]", "',' delimiter") == "]"
+            seen += 1
             yield v
             if last:
                 return

@@ -211,3 +211,28 @@ def test_a_continuous_runner_restores_the_same_from_the_lazy_document(tmp_path):
     a.restore(store.load()["scheduler"])  # type: ignore[index]
     b.restore(lazy["scheduler"])  # type: ignore[index]
     assert _bits(b.snapshot()) == _bits(a.snapshot()) == _bits(json.loads(json.dumps(r.snapshot())))
+
+
+@pytest.mark.parametrize("shape", ["dicts", "lists", "strings", "numbers", "mixed", "spaced"])
+def test_whole_blocks_decoded_at_once_give_the_same_elements(tmp_path, shape):
+    """The block-at-once path (a cut at a separator decodes only between two elements): separators inside
+    strings and nested containers, every cut position (small blocks), white space (element by element)."""
+    rng = random.Random(shape)
+    tricky = ['},{', '],[', '","', ',', '"', '\\\\', 'a"},{"b']
+
+    def element(i):
+        s = rng.choice(tricky) + str(i)
+        return {"dicts": lambda: {"arm": s, "m": i, "x": [s, {"y": s}], "f": rng.random()},
+                "lists": lambda: [s, [s, "arm", None], [[i], []], 0.5],
+                "strings": lambda: s,
+                "numbers": lambda: rng.choice([i, -i * 1e-300, 1e308, 0.1 * i]),
+                "mixed": lambda: rng.choice([{"a": s}, [s], s, i, None, True]),
+                "spaced": lambda: {"a": [s, i]}}[shape]()
+
+    doc = {"a": [element(i) for i in range(3000)], "b": [element(i) for i in range(20)], "c": {"d": [1, 2]}}
+    text = json.dumps(doc, separators=(", ", ": ") if shape == "spaced" else (",", ":"))
+    f = _write(tmp_path, text)
+    for block in (97, 1000, 4096, 1 << 20):
+        lazy = load_lazy(f, 0, len(text), block=block, big=100)
+        assert isinstance(lazy["a"], LazyArray)
+        assert _bits(lazy) == _bits(json.loads(text))
