@@ -38,9 +38,10 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from typing import Any, overload
 
-__all__ = ["load_lazy", "LazyArray", "NotAscii", "OpenFile"]
+__all__ = ["load_lazy", "LazyArray", "NotAscii", "OpenFile", "Shared"]
 
 _WS = re.compile(r"[ \t\n\r]*")
 _plain = json.JSONDecoder()
@@ -192,10 +193,15 @@ class _Cursor:
             size *= 2  # a value longer than a block: parsed again O(log) times, not once a block
 
 
-class _Shared:
-    """Equal strings made one object; the first ``floats`` distinct float literals likewise."""
+class Shared:
+    """Equal strings made one object; the first ``floats`` distinct float literals likewise (parsed by
+    :attr:`decoder`).
 
-    def __init__(self, floats: int) -> None:
+    >>> sh = Shared(); a, b = sh.walk(["x" * 9, {"k": "x" * 9}]); a is b["k"]
+    True
+    """
+
+    def __init__(self, floats: int = 1 << 16) -> None:
         self.strings: dict[str, str] = {}
         self.floats: dict[str, float] = {}
         self._get = self.floats.get
@@ -226,17 +232,30 @@ class _Shared:
         return v
 
 
-class LazyArray(Sequence[Any]):
-    """A JSON array of a file, parsed an element at a time as it is iterated (module docstring).
+def _file_elements(file: OpenFile, start: int, end: int, shared: Shared, block: int) -> Iterator[Any]:
+    """The elements of the array at bytes ``[start, end)`` of ``file``, parsed one block at a time."""
+    cur = _Cursor(file.fd, start, end, block)
+    cur.expect("[", "'['")
+    walk = shared.walk
+    for v in cur.elements([shared.decoder]):
+        t = type(v)
+        yield walk(v) if t is dict or t is list or t is str else v
 
-    In order access (iteration, ``a[0], a[1], ...`` as numpy does) reads the file once; any other index
-    starts again from the array's first element. It holds the open descriptor (the file it was checked in,
-    even if a newer checkpoint replaced the path since).
+
+class LazyArray(Sequence[Any]):
+    """``n`` elements made by ``source()`` (a new iterator each time) when iterated: a JSON array of a file
+    parsed an element at a time (module docstring), or a chunked checkpoint's blocks decoded one at a time.
+
+    In order access (iteration, ``a[0], a[1], ...`` as numpy does) runs ``source`` once; any other index
+    starts again from the first element. A file's array holds the open descriptor (the file it was checked
+    in, even if a newer checkpoint replaced the path since).
+
+    >>> a = LazyArray(3, lambda: iter([1, 2, 3])); len(a), list(a), a[1], a == [1, 2, 3]
+    (3, [1, 2, 3], 2, True)
     """
 
-    def __init__(self, file: OpenFile, start: int, end: int, n: int, shared: _Shared, block: int) -> None:
-        self._file, self._start, self._end, self._n = file, start, end, n
-        self._shared, self._block = shared, block
+    def __init__(self, n: int, source: Callable[[], Iterator[Any]], what: str = "") -> None:
+        self._n, self._source, self._what = n, source, what
         self._it: Iterator[Any] | None = None
         self._next = 0
 
@@ -244,12 +263,7 @@ class LazyArray(Sequence[Any]):
         return self._n
 
     def __iter__(self) -> Iterator[Any]:
-        cur = _Cursor(self._file.fd, self._start, self._end, self._block)
-        cur.expect("[", "'['")
-        walk = self._shared.walk
-        for v in cur.elements([self._shared.decoder]):
-            t = type(v)
-            yield walk(v) if t is dict or t is list or t is str else v
+        return self._source()
 
     @overload
     def __getitem__(self, i: int) -> Any: ...
@@ -286,11 +300,11 @@ class LazyArray(Sequence[Any]):
         return np.array(list(self), dtype=dtype)
 
     def __repr__(self) -> str:
-        return f"LazyArray({self._n} elements at bytes {self._start}..{self._end})"
+        return f"LazyArray({self._n} elements{self._what})"
 
 
 class _Loader:
-    def __init__(self, file: OpenFile, cur: _Cursor, big: int, shared: _Shared) -> None:
+    def __init__(self, file: OpenFile, cur: _Cursor, big: int, shared: Shared) -> None:
         self.file, self.cur, self.big, self.shared = file, cur, big, shared
 
     def value(self) -> Any:
@@ -349,7 +363,9 @@ class _Loader:
             if len(items) > self.big:  # a big one: checked now, parsed again when iterated
                 decoder[0] = _plain
                 n = len(items) + sum(1 for _ in values)
-                return LazyArray(self.file, start, cur.offset, n, self.shared, cur.block)
+                end = cur.offset
+                return LazyArray(n, partial(_file_elements, self.file, start, end, self.shared, cur.block),
+                                 f" at bytes {start}..{end}")
         return items
 
 
@@ -358,7 +374,7 @@ def load_lazy(file: OpenFile, start: int, end: int, *, big: int = 10_000, floats
     """The JSON document in bytes ``[start, end)`` of ``file`` (module docstring). Raises
     ``json.JSONDecodeError`` (a ``ValueError``) on bad JSON, :class:`NotAscii` on a byte above 127."""
     cur = _Cursor(file.fd, start, end, block, on_block)
-    doc = _Loader(file, cur, big, _Shared(floats)).value()
+    doc = _Loader(file, cur, big, Shared(floats)).value()
     if cur.peek() != "":
         raise json.JSONDecodeError("Extra data", cur.buf, cur.pos)
     return doc
