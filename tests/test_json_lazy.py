@@ -236,3 +236,40 @@ def test_whole_blocks_decoded_at_once_give_the_same_elements(tmp_path, shape):
         lazy = load_lazy(f, 0, len(text), block=block, big=100)
         assert isinstance(lazy["a"], LazyArray)
         assert _bits(lazy) == _bits(json.loads(text))
+
+
+def _chunked_copy(saved, tmp_path, **kw):
+    from streamarms.chunked_checkpoint import ChunkedCheckpointStore
+    doc = FileCheckpointStore(saved[0]).load()
+    store = ChunkedCheckpointStore(tmp_path / "dir", fsync=False, **kw)
+    store.save(doc)  # type: ignore[arg-type]
+    doc["scheduler"]["policy"]["state"]["cs"][5]["m"] += 1  # type: ignore[index]  # a delta: a patch block
+    store.save(doc)  # type: ignore[arg-type]
+    return store, doc
+
+
+def test_the_chunked_store_restores_the_same_from_its_streamed_load(saved, tmp_path):
+    store, doc = _chunked_copy(saved, tmp_path)
+    lazy = store.load_streamed()
+    assert isinstance(lazy["scheduler"]["policy"]["state"]["cs"], LazyArray)  # type: ignore[index]
+    assert _bits(lazy) == _bits(store.load()) == _bits(doc)
+    a, b = _scheduler(), _scheduler()
+    a.restore(store.load()["scheduler"])  # type: ignore[index]
+    b.restore(lazy["scheduler"])  # type: ignore[index]
+    assert _bits(b.snapshot()) == _bits(a.snapshot())
+    assert a.policy.cs[5].m == doc["scheduler"]["policy"]["state"]["cs"][5]["m"]  # type: ignore[union-attr]
+
+
+def test_a_damaged_chunked_block_is_the_same_error_as_load(saved, tmp_path):
+    store, _ = _chunked_copy(saved, tmp_path)
+    packs = sorted(p for p in os.listdir(store.dir) if p.startswith("pack"))
+    path = os.path.join(store.dir, packs[0])
+    raw = bytearray(open(path, "rb").read())
+    i = raw.index(b"key-000777") + 9
+    raw[i] = ord("5") if raw[i] != ord("5") else ord("6")
+    open(path, "wb").write(bytes(raw))
+    with pytest.raises(CheckpointError) as ref:
+        store.load()
+    with pytest.raises(CheckpointError) as got:
+        store.load_streamed()
+    assert str(got.value) == str(ref.value)
