@@ -284,6 +284,9 @@ class FileCheckpointStore(CheckpointStore):
     but a power loss may then lose the last checkpoint -- never tear it: rename stays atomic).
     """
 
+    #: :meth:`load_streamed` parses arrays longer than this an element at a time as they are iterated
+    lazy_over = 10_000
+
     def __init__(self, path: str | os.PathLike[str], fsync: bool = True, secret: bytes | None = None) -> None:
         self.path = os.fspath(path)
         self.fsync = fsync
@@ -305,9 +308,10 @@ class FileCheckpointStore(CheckpointStore):
     def load_streamed(self) -> dict[str, Any] | None:
         """:meth:`load` that never holds the body, nor its whole object tree (issue 13: a restart at 1e6
         keys within 1 GB): the body is hashed a block at a time, then parsed by
-        :func:`~streamarms.json_lazy.load_lazy` from the same open file (its arrays of more than 10,000
-        elements parsed again, an element at a time, as the restore iterates them). Same document, same
-        errors as :meth:`load`; a body that is not ASCII (no writer of ours makes one) is read by :meth:`load`.
+        :func:`~streamarms.json_lazy.load_lazy` from the same open file (its arrays of more than
+        :attr:`lazy_over` elements parsed again, an element at a time, as the restore iterates them).
+        Same document, same errors as :meth:`load`; a body that is not ASCII (no writer of ours makes
+        one) is read by :meth:`load`.
         """
         try:
             src = OpenFile(self.path)
@@ -324,7 +328,7 @@ class FileCheckpointStore(CheckpointStore):
             hasher.update(os.pread(src.fd, min(_BLOCK, src.size - at), at))
         _verify(hasher, expected, where, self.secret)
         try:
-            doc = load_lazy(src, start, src.size)
+            doc = load_lazy(src, start, src.size, big=self.lazy_over)
         except NotAscii:
             return self.load()
         except (ValueError, RecursionError):

@@ -38,10 +38,10 @@ def _write(tmp_path, text, name="doc.json"):
     return OpenFile(str(p))
 
 
-@pytest.mark.parametrize("block", [1, 2, 3, 7, 64, 1 << 20])
+@pytest.mark.parametrize("block", [1, 3, 64, 1 << 20])
 def test_equals_json_loads_bit_for_bit_at_any_block_size(tmp_path, block):
     rng = random.Random(block)
-    for i in range(60):
+    for i in range(10):
         doc = {"big": [{"x": rng.random() * 10 ** rng.randint(-30, 30), "arm": f"k{j}", "z": -0.0, "n": 10 ** 20 + j}
                        for j in range(rng.randint(0, 40))],
                "floats": [rng.choice([1.5, -2.5e-300, 1e308, math.inf, -0.0, 7]) for _ in range(rng.randint(0, 30))],
@@ -96,8 +96,8 @@ def _scheduler(arms=None):
 
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory):
-    """A fed cs scheduler of 12,000 keys (more than the 10,000 of a lazy array) saved to a file."""
-    n = 12_000
+    """A fed cs scheduler of 2,000 keys saved to a file (read with arrays of more than 500 elements lazy)."""
+    n = 2_000
     s = _scheduler([f"key-{i:06d}" for i in range(n)])
     s.tick()
     rng = random.Random(13)
@@ -112,6 +112,7 @@ def saved(tmp_path_factory):
 def test_a_restore_from_the_lazy_document_is_the_restore_from_load(saved):
     path, snap = saved
     store = FileCheckpointStore(path, fsync=False)
+    store.lazy_over = 500
     lazy = store.load_streamed()
     assert lazy is not None
     assert isinstance(lazy["scheduler"]["policy"]["state"]["cs"], LazyArray)
@@ -119,7 +120,7 @@ def test_a_restore_from_the_lazy_document_is_the_restore_from_load(saved):
     a.restore(store.load()["scheduler"])  # type: ignore[index]
     b.restore(lazy["scheduler"])
     assert _bits(b.snapshot()) == _bits(a.snapshot()) == _bits(json.loads(json.dumps(snap)))
-    keys = [f"key-{i:06d}".encode() for i in range(0, 12_000, 7)]
+    keys = [f"key-{i:06d}".encode() for i in range(0, 2_000, 7)]
     vals = [b'{"reward": 1}'] * len(keys)
     a.offer_batch(keys, vals)
     b.offer_batch(keys, vals)
@@ -192,18 +193,20 @@ def test_the_file_stays_readable_after_a_newer_save_replaced_it(tmp_path):
 
 
 def test_a_continuous_runner_restores_the_same_from_the_lazy_document(tmp_path):
+    """(600 keys, arrays of more than 100 elements lazy: the same code as 10,000 at scale.)"""
     from streamarms.cli.continuous import build_runner
 
     def runner():
         return build_runner(k=2.0, alpha=0.1, alpha_cd=1e-6, model="bernoulli", clock=EventClock(), max_arms=100_000)
 
-    n, rng = 11_000, random.Random(5)
+    n, rng = 600, random.Random(5)
     r = runner()
     for rnd in range(2):
         keys = [f"k{i}".encode() for i in range(n)]
         r.offer_batch(keys, [b'{"reward": %d}' % (rng.random() < 0.2) for _ in keys],
                       [1000 * (rnd * n + i) for i in range(n)])
     store = FileCheckpointStore(tmp_path / "c.json", fsync=False)
+    store.lazy_over = 100
     store.save({"scheduler": r.snapshot()})
     lazy = store.load_streamed()
     assert isinstance(lazy["scheduler"]["monitor"]["keys"], LazyArray)  # type: ignore[index]
