@@ -11,9 +11,12 @@ per key (``passive_feed="all"``, 10% ones), then:
 * ``peak_mb``: the process's peak RSS (VmHWM) after the full checkpoints below, what a member with the
   file checkpoint reaches: the full checkpoint builds the whole document (a dict) in memory and streams its
   JSON to the file, so at scale the state plus that dict set the peak (``--repeat 0``: after the feed);
-* ``restored_mb`` / ``restore_peak_mb``: a restart from that full file, in a fresh process: RSS once
-  the state is restored (the document dropped), and the peak on the way (file bytes, parsed document,
-  the state built from it);
+* ``restored_mb`` / ``restore_peak_mb`` / ``restore_s``: a restart from that full file, in a fresh process,
+  read as the daemon reads it (``FileCheckpointStore.load_streamed``: the large arrays parsed an element at
+  a time as the restore iterates them): RSS once the state is restored (the document dropped), the peak on
+  the way, and the process CPU seconds of load + restore; ``dir_restored_mb`` / ``dir_restore_peak_mb`` /
+  ``dir_restore_s``: the same from the chunked directory below (base + delta,
+  ``ChunkedCheckpointStore.load_streamed``);
 * ``full``: today's checkpoint, in the loop: ``scheduler.snapshot()`` + encode + atomic file write with
   fsync (:class:`~streamarms.checkpoint.FileCheckpointStore`) -- the whole of it stalls the loop;
 * ``chunked base`` / ``chunked delta``: :class:`~streamarms.chunked_checkpoint.ChunkedCheckpointStore`:
@@ -126,6 +129,9 @@ def one(n: int, repeat: int, mode: str = "episodes") -> dict[str, float]:
     out["chunked_delta_s"] = time.perf_counter() - t0
     out["chunked_delta_mb"] = (chunked.last_written["bytes"] + chunked.last_written["manifest_bytes"]) / 1e6
     assert chunked.load() == json.loads(json.dumps(doc)), "base + delta does not restore the document"
+    r = subprocess.run([sys.executable, os.path.abspath(__file__), "--restore", chunked.dir, "--mode", mode],
+                       capture_output=True, text=True, check=True)
+    out.update({f"dir_{k}": v for k, v in json.loads(r.stdout.strip().splitlines()[-1]).items()})
     stalls, child = [], []
     for _ in range(repeat):
         t0 = time.perf_counter()
@@ -153,11 +159,13 @@ def restore(path: str, mode: str) -> dict[str, float]:
         s = Scheduler(lambda a, ep: build_policy("cs", a, k=2.0, delta=0.1), clock=EventClock(),
                       config=SchedulerConfig(passive_feed="all", max_arms=10 ** 7),
                       codec=RewardCodec(model=BernoulliModel()))
-    doc = FileCheckpointStore(path).load()
+    t0 = time.process_time()
+    store = ChunkedCheckpointStore(path) if os.path.isdir(path) else FileCheckpointStore(path)
+    doc = store.load_streamed()  # as a daemon's restart (restore_checkpoint) reads it
     assert doc is not None
     s.restore(doc["scheduler"])
     del doc
-    return {"restored_mb": rss_mb(), "restore_peak_mb": rss_mb("VmHWM")}
+    return {"restored_mb": rss_mb(), "restore_peak_mb": rss_mb("VmHWM"), "restore_s": time.process_time() - t0}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -182,7 +190,8 @@ def main(argv: list[str] | None = None) -> None:
                             "--mode", a.mode],
                            capture_output=True, text=True, check=True)
         rows.append(json.loads(r.stdout.strip().splitlines()[-1]))
-    cols = ["keys", "rss_mb", "per_key_b", "peak_mb", "full_s", "full_mb", "restored_mb", "restore_peak_mb",
+    cols = ["keys", "rss_mb", "per_key_b", "peak_mb", "full_s", "full_mb", "restored_mb", "restore_peak_mb", "restore_s",
+            "dir_restored_mb", "dir_restore_peak_mb", "dir_restore_s",
             "chunked_base_s", "chunked_base_mb",
             "chunked_delta_s", "chunked_delta_mb", "fork_stall_s", "child_save_s"]
     lines = ["  ".join(f"{c:>15}" for c in cols)]

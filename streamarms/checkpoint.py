@@ -44,6 +44,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from .errors import StreamarmsError
+from .json_lazy import NotAscii, OpenFile, load_lazy
 from .json_stream import iter_json
 
 __all__ = ["CheckpointStore", "FileCheckpointStore", "CheckpointError", "encode", "decode", "decode_parts",
@@ -128,9 +129,9 @@ def decode(data: bytes, where: str = "checkpoint", key: bytes | None = None) -> 
     return decode_parts(head, body, where, key)
 
 
-def decode_parts(head: bytes, body: bytes, where: str = "checkpoint", key: bytes | None = None) -> dict[str, Any]:
-    """:func:`decode` of a header line and a body already apart (a file read line, then rest: no copy of
-    the body)."""
+def _check_head(head: bytes, n: int, where: str, key: bytes | None) -> tuple[Any, Any]:
+    """The checks of a header line against a body of ``n`` bytes; returns a fresh hasher for the body and
+    the digest it must give (:func:`_verify`)."""
     try:
         h = json.loads(head)
     except ValueError:
@@ -139,20 +140,34 @@ def decode_parts(head: bytes, body: bytes, where: str = "checkpoint", key: bytes
         raise CheckpointError(f"{where} is not a streamarms checkpoint")
     if h.get("version") != 1:
         raise CheckpointError(f"{where} has unsupported version {h.get('version')!r}")
-    if len(body) != h.get("bytes"):
-        raise CheckpointError(f"{where} is damaged: body has {len(body)} bytes, header says {h.get('bytes')}")
+    if n != h.get("bytes"):
+        raise CheckpointError(f"{where} is damaged: body has {n} bytes, header says {h.get('bytes')}")
     mac = h.get("hmac_sha256")
     if key:
         if not isinstance(mac, str):
             raise CheckpointError(f"{where} has no HMAC but a checkpoint key is set: refused (it may be forged); "
                                   "move it away to start afresh")
-        if not hmac.compare_digest(mac, _mac(key, body)):
-            raise CheckpointError(f"{where} fails HMAC verification (another key, or forged): refused")
-    elif mac is not None:
+        return hmac.new(key, digestmod=hashlib.sha256), mac
+    if mac is not None:
         raise CheckpointError(f"{where} is signed (HMAC) but no checkpoint key is set: set {KEY_ENV} or "
                               f"{KEY_FILE_ENV}")
-    elif hashlib.sha256(body).hexdigest() != h.get("sha256"):
+    return hashlib.sha256(), h.get("sha256")
+
+
+def _verify(hasher: Any, expected: Any, where: str, key: bytes | None) -> None:
+    if key:
+        if not hmac.compare_digest(expected, hasher.hexdigest()):
+            raise CheckpointError(f"{where} fails HMAC verification (another key, or forged): refused")
+    elif hasher.hexdigest() != expected:
         raise CheckpointError(f"{where} is damaged: SHA-256 mismatch")
+
+
+def decode_parts(head: bytes, body: bytes, where: str = "checkpoint", key: bytes | None = None) -> dict[str, Any]:
+    """:func:`decode` of a header line and a body already apart (a file read line, then rest: no copy of
+    the body)."""
+    hasher, expected = _check_head(head, len(body), where, key)
+    hasher.update(body)
+    _verify(hasher, expected, where, key)
     try:
         doc = json.loads(body)
     except (ValueError, RecursionError):
@@ -179,6 +194,11 @@ class CheckpointStore(ABC):
     def load(self) -> dict[str, Any] | None:
         """The last saved state, or ``None`` if there is none."""
 
+    def load_streamed(self) -> dict[str, Any] | None:
+        """:meth:`load` for a restore: a store may return its large arrays as
+        :class:`~streamarms.json_lazy.LazyArray` (parsed as the restore iterates them). Default: :meth:`load`."""
+        return self.load()
+
     @abstractmethod
     def save(self, state: dict[str, Any]) -> None:
         """Store ``state``; when this returns, a crash cannot lose it."""
@@ -193,6 +213,9 @@ class CheckpointStore(ABC):
 #: the header line of a streamed file checkpoint is padded with spaces to this width (written last, once
 #: the body's hash and length are known; JSON ignores the padding, so :func:`decode` reads both forms)
 _HEAD_WIDTH = 256
+
+#: bytes read at a time when a file checkpoint is hashed before it is parsed
+_BLOCK = 1 << 20
 
 
 def write_encoded(f: BinaryIO, state: dict[str, Any], key: bytes | None = None, chunk: int = 10_000) -> int:
@@ -261,6 +284,9 @@ class FileCheckpointStore(CheckpointStore):
     but a power loss may then lose the last checkpoint -- never tear it: rename stays atomic).
     """
 
+    #: :meth:`load_streamed` parses arrays longer than this an element at a time as they are iterated
+    lazy_over = 10_000
+
     def __init__(self, path: str | os.PathLike[str], fsync: bool = True, secret: bytes | None = None) -> None:
         self.path = os.fspath(path)
         self.fsync = fsync
@@ -278,6 +304,38 @@ class FileCheckpointStore(CheckpointStore):
         except FileNotFoundError:
             return None
         return decode_parts(head.rstrip(b"\n"), body, f"checkpoint file {self.path}", self.secret)
+
+    def load_streamed(self) -> dict[str, Any] | None:
+        """:meth:`load` that never holds the body, nor its whole object tree (issue 13: a restart at 1e6
+        keys within 1 GB): the body is hashed a block at a time, then parsed by
+        :func:`~streamarms.json_lazy.load_lazy` from the same open file (its arrays of more than
+        :attr:`lazy_over` elements parsed again, an element at a time, as the restore iterates them).
+        Same document, same errors as :meth:`load`; a body that is not ASCII (no writer of ours makes
+        one) is read by :meth:`load`.
+        """
+        try:
+            src = OpenFile(self.path)
+        except FileNotFoundError:
+            return None
+        where = f"checkpoint file {self.path}"
+        first = os.pread(src.fd, 1 << 16, 0)
+        nl = first.find(b"\n")
+        if nl < 0:  # a header line this long is not ours: the ordinary path says why
+            return self.load()
+        start = nl + 1
+        hasher, expected = _check_head(first[:nl], src.size - start, where, self.secret)
+        for at in range(start, src.size, _BLOCK):
+            hasher.update(os.pread(src.fd, min(_BLOCK, src.size - at), at))
+        _verify(hasher, expected, where, self.secret)
+        try:
+            doc = load_lazy(src, start, src.size, big=self.lazy_over)
+        except NotAscii:
+            return self.load()
+        except (ValueError, RecursionError):
+            raise CheckpointError(f"{where} is damaged: body is not JSON") from None
+        if not isinstance(doc, dict):
+            raise CheckpointError(f"{where} is damaged: body is not an object")
+        return doc
 
     def save(self, state: dict[str, Any]) -> None:
         """Streamed (:func:`write_encoded`): the document is never held as one string."""

@@ -50,9 +50,12 @@ import hashlib
 import hmac
 import json
 import os
+from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 from .checkpoint import CheckpointError, CheckpointStore, atomic_write, decode, encode
+from .json_lazy import LazyArray, OpenFile, Shared
 
 __all__ = ["ChunkedCheckpointStore", "split_document", "join_document"]
 
@@ -124,6 +127,33 @@ def join_document(skeleton: Any, blocks: list[Any]) -> Any:
     return {k: join_document(v, blocks) for k, v in skeleton.items()}
 
 
+def _blocks(reader: _PackReader, names: list[str], shared: Shared) -> Iterator[Any]:
+    """The elements of the blocks ``names``, a block read, verified and decoded at a time."""
+    for name in names:
+        yield from shared.walk(shared.decoder.decode(reader.text(name).decode("utf-8")))
+
+
+def _join_streamed(skeleton: Any, names: list[str], sizes: list[int], reader: _PackReader, shared: Shared) -> Any:
+    """:func:`join_document` with each long list a :class:`LazyArray` of its blocks (``sizes``: elements
+    per block, counted when the blocks were verified)."""
+    if not isinstance(skeleton, dict):
+        return skeleton
+    if MARK in skeleton:
+        first, count, length = skeleton[MARK][:3]
+        n = sum(sizes[first:first + count])
+        if n != length:
+            raise CheckpointError(f"checkpoint block list has {n} elements, manifest says {length}")
+        arr = LazyArray(n, partial(_blocks, reader, names[first:first + count], shared), f" in {count} blocks")
+        if skeleton[MARK][3:] == ["dict"]:
+            strings: dict[str, str] = shared.strings
+            try:
+                return {strings.setdefault(str(k), str(k)): v for k, v in arr}
+            except (TypeError, ValueError):
+                raise CheckpointError("checkpoint block dict is damaged") from None
+        return arr
+    return {k: _join_streamed(v, names, sizes, reader, shared) for k, v in skeleton.items()}
+
+
 class ChunkedCheckpointStore(CheckpointStore):
     """Checkpoints as a manifest + content-addressed blocks in pack files, in ``directory`` (module docstring).
 
@@ -170,6 +200,23 @@ class ChunkedCheckpointStore(CheckpointStore):
         reader = _PackReader(self.dir, man["index"], self._name)
         decoded = [reader.block(name) for name in man["blocks"]]
         doc = join_document(man["doc"], decoded)
+        if not isinstance(doc, dict):
+            raise CheckpointError(f"checkpoint in {self.dir} is damaged: the document is not an object")
+        return doc
+
+    def load_streamed(self) -> dict[str, Any] | None:
+        """:meth:`load` for a restore (issue 13: 1e6 keys within 1 GB RSS). Every block is read, verified
+        against its name and counted first, as :meth:`load` does, but not kept; a long list is then a
+        :class:`~streamarms.json_lazy.LazyArray` whose blocks are read again (from the packs opened during
+        the check) and decoded one at a time as the restore iterates it, equal strings one object (a list
+        stored for a dict is built whole). Same document, same errors as :meth:`load`."""
+        man = self._read_manifest()
+        if man is None:
+            return None
+        reader = _PackReader(self.dir, man["index"], self._name, streamed=True)
+        names: list[str] = man["blocks"]
+        sizes = [len(reader.block(name)) for name in names]  # every block verified now
+        doc = _join_streamed(man["doc"], names, sizes, reader, Shared())
         if not isinstance(doc, dict):
             raise CheckpointError(f"checkpoint in {self.dir} is damaged: the document is not an object")
         return doc
@@ -283,10 +330,30 @@ def _apply_text(old: list[Any], changes: list[Any]) -> bytes:
 class _PackReader:
     """Reads blocks (full or patches, resolved and verified against their names) from a directory's packs."""
 
-    def __init__(self, directory: str, index: dict[str, list[Any]], name_of: Any) -> None:
+    def __init__(self, directory: str, index: dict[str, list[Any]], name_of: Any, streamed: bool = False) -> None:
         self.dir, self.index, self.name_of = directory, index, name_of
         self.files: dict[str, bytes] = {}
         self.cache: dict[str, bytes] = {}
+        #: ``streamed``: packs kept open and read a block at a time (``pread``), only roots cached
+        self.open: dict[str, OpenFile] | None = {} if streamed else None
+        self.cache_max = 0 if streamed else 4096
+
+    def _read(self, pack: str, off: int, size: int) -> bytes:
+        if self.open is not None:
+            f = self.open.get(pack)
+            if f is None:
+                try:
+                    f = self.open[pack] = OpenFile(os.path.join(self.dir, pack))
+                except FileNotFoundError:
+                    raise CheckpointError(f"checkpoint in {self.dir}: pack {pack} is missing") from None
+            return os.pread(f.fd, size, off)
+        if pack not in self.files:
+            try:
+                with open(os.path.join(self.dir, pack), "rb") as fh:
+                    self.files[pack] = fh.read()
+            except FileNotFoundError:
+                raise CheckpointError(f"checkpoint in {self.dir}: pack {pack} is missing") from None
+        return self.files[pack][off:off + size]
 
     def root(self, name: str) -> str:
         """The full block ``name`` is stored as a patch of (``name`` itself if it is stored whole)."""
@@ -305,13 +372,7 @@ class _PackReader:
         if loc is None:
             raise CheckpointError(f"checkpoint in {self.dir}: block {name[:12]} is not in the index")
         pack, off, size = loc[0], loc[1], loc[2]
-        if pack not in self.files:
-            try:
-                with open(os.path.join(self.dir, pack), "rb") as f:
-                    self.files[pack] = f.read()
-            except FileNotFoundError:
-                raise CheckpointError(f"checkpoint in {self.dir}: pack {pack} is missing") from None
-        data = self.files[pack][off:off + size]
+        data = self._read(pack, off, size)
         if len(data) != size:
             raise CheckpointError(f"checkpoint in {self.dir}: block {name[:12]} in {pack} is damaged (short)")
         try:
@@ -323,6 +384,6 @@ class _PackReader:
             raise CheckpointError(f"checkpoint in {self.dir}: block {name[:12]} in {pack} is damaged") from None
         if not hmac.compare_digest(self.name_of(data), name):
             raise CheckpointError(f"checkpoint in {self.dir}: block {name[:12]} in {pack} is damaged")
-        if len(self.cache) < 4096:
+        if len(self.cache) < self.cache_max:
             self.cache[name] = data
         return data

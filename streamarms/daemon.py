@@ -106,7 +106,7 @@ def restore_checkpoint(store: CheckpointStore, run: dict[str, Any],
     Returns the document (``doc["scheduler"]`` for :meth:`Scheduler.restore`, ``doc["source"]`` for the
     source's ``resume``) or ``None``.
     """
-    doc = store.load()
+    doc = store.load_streamed()  # a file store: big arrays parsed as the restore iterates them (issue 13)
     if doc is None:
         return None
     prev = doc.get("run", {})

@@ -7,7 +7,7 @@ import json
 import random
 
 import pytest
-from stats_util import clopper_pearson_upper
+from stats_util import clopper_pearson_upper, seeded_map
 
 from streamarms.models import make_model
 from streamarms.policies.anytime import AnytimeKSigma
@@ -38,17 +38,19 @@ def _run(means, k, two_sided, model, seed, max_pulls=2_000_000):
     return pol, run_policy(pol, env, max_pulls=max_pulls)
 
 
-def _errors(name, runs):
+def _wrong(job):
+    """One seeded run: True when its answer is wrong (asserts it finished, events consistent)."""
+    name, seed = job
     means, k, two_sided, model = INSTANCES[name]
-    truth = sorted(str(i) for i in ksigma_outliers(means, k, two_sided))
-    wrong = 0
-    for seed in range(runs):
-        pol, res = _run(means, k, two_sided, model, 1000 + seed)
-        assert res.decision.done
-        wrong += sorted(res.decision.outliers) != truth
-        # every event is final and consistent with the decision
-        assert set(e.arm for e in res.events if e.kind == "outlier") == set(res.decision.outliers)
-    return wrong
+    pol, res = _run(means, k, two_sided, model, 1000 + seed)
+    assert res.decision.done
+    # every event is final and consistent with the decision
+    assert set(e.arm for e in res.events if e.kind == "outlier") == set(res.decision.outliers)
+    return sorted(res.decision.outliers) != sorted(str(i) for i in ksigma_outliers(means, k, two_sided))
+
+
+def _errors(name, runs):
+    return sum(seeded_map(_wrong, [(name, seed) for seed in range(runs)]))
 
 
 @pytest.mark.parametrize("name", list(INSTANCES))
@@ -168,13 +170,15 @@ def _spread_instance() -> list[float]:
 
 @pytest.mark.slow
 def test_guarantee_spread_arms_one_just_above_threshold():
-    means = _spread_instance()
-    truth = sorted(str(i) for i in ksigma_outliers(means, 2.0, False))
-    runs, wrong = 300, 0
-    for seed in range(runs):
-        env = Environment(means, seed=5000 + seed)
-        pol = AnytimeKSigma(env.arm_names, k=2.0, delta=DELTA)
-        res = run_policy(pol, env, max_pulls=5_000_000)
-        assert res.decision.done
-        wrong += sorted(res.decision.outliers) != truth
+    runs = 300
+    wrong = sum(seeded_map(_spread_wrong, range(runs)))
     assert clopper_pearson_upper(wrong, runs) <= DELTA, wrong
+
+
+def _spread_wrong(seed):
+    means = _spread_instance()
+    env = Environment(means, seed=5000 + seed)
+    pol = AnytimeKSigma(env.arm_names, k=2.0, delta=DELTA)
+    res = run_policy(pol, env, max_pulls=5_000_000)
+    assert res.decision.done
+    return sorted(res.decision.outliers) != sorted(str(i) for i in ksigma_outliers(means, 2.0, False))

@@ -307,7 +307,7 @@ def test_run_bad_settings_exit_2(capsys):
     assert run_main_argv(["--bootstrap-servers", "localhost:1"]) == 2  # no --rewards-topic
 
 
-def test_run_jsonl_replay_with_checkpoint_resume(tmp_path):
+def test_run_jsonl_replay_with_checkpoint_resume(tmp_path, monkeypatch):
     rng = random.Random(7)
     p = tmp_path / "rewards.jsonl"
     with open(p, "w") as f:
@@ -326,6 +326,10 @@ def test_run_jsonl_replay_with_checkpoint_resume(tmp_path):
     assert {json.loads(x)["arm"] for x in alerts.read_text().splitlines()} == {"region-18", "region-19"}
     assert FileCheckpointStore(ck).load()["scheduler"]["phase"] == "finished"
     # running again resumes a finished run: nothing more to do, same answer
+    assert run_main_argv(args) == 0
+    assert json.loads((tmp_path / "s.json").read_text())["episodes"] == s["episodes"]
+    # the same restart with the checkpoint's arrays read lazily (as they are at scale: issue 13)
+    monkeypatch.setattr(FileCheckpointStore, "lazy_over", 3)
     assert run_main_argv(args) == 0
     assert json.loads((tmp_path / "s.json").read_text())["episodes"] == s["episodes"]
 
