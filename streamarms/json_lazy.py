@@ -18,8 +18,8 @@ restored from it; the allocator then keeps most of the tree's freed memory. :fun
 The result equals ``json.loads`` of the body (a :class:`LazyArray` iterates, indexes, compares and
 converts to numpy as the list would) value for value and bit for bit: the same C decoder parses every
 scalar. It needs ASCII text, which every writer of ``json.dumps``'s default ``ensure_ascii`` produces
-(:class:`NotAscii` otherwise: read that document the ordinary way). ``on_block`` sees every byte of the
-range once, in order, during the load (a checkpoint's hash is checked that way, before anything is used).
+(:class:`NotAscii` otherwise: read that document the ordinary way). A checkpoint's hash is checked over
+the whole range before this reads it (``FileCheckpointStore.load_streamed``): nothing parsed is used unchecked.
 
 >>> import tempfile, json, os
 >>> path = os.path.join(tempfile.mkdtemp(), "doc.json")
@@ -75,8 +75,8 @@ class OpenFile:
 class _Cursor:
     """The ASCII text of the bytes ``[start, end)`` of ``fd``, read a block at a time, and a position."""
 
-    def __init__(self, fd: int, start: int, end: int, block: int, on_block: Callable[[bytes], Any] | None = None) -> None:
-        self.fd, self.end, self.block, self.on_block = fd, end, block, on_block
+    def __init__(self, fd: int, start: int, end: int, block: int) -> None:
+        self.fd, self.end, self.block = fd, end, block
         self.buf, self.base, self.pos = "", start, 0
 
     @property
@@ -91,8 +91,6 @@ class _Cursor:
         data = os.pread(self.fd, min(max(self.block, size), self.end - at), at)
         if not data:
             raise json.JSONDecodeError("the file ends before the document", self.buf, len(self.buf))
-        if self.on_block is not None:
-            self.on_block(data)
         if not data.isascii():
             raise NotAscii("the text is not ASCII")
         self.buf = self.buf[self.pos:] + data.decode("ascii")
@@ -370,10 +368,10 @@ class _Loader:
 
 
 def load_lazy(file: OpenFile, start: int, end: int, *, big: int = 10_000, floats: int = 1 << 16,
-              block: int = 1 << 20, on_block: Callable[[bytes], Any] | None = None) -> Any:
+              block: int = 1 << 20) -> Any:
     """The JSON document in bytes ``[start, end)`` of ``file`` (module docstring). Raises
     ``json.JSONDecodeError`` (a ``ValueError``) on bad JSON, :class:`NotAscii` on a byte above 127."""
-    cur = _Cursor(file.fd, start, end, block, on_block)
+    cur = _Cursor(file.fd, start, end, block)
     doc = _Loader(file, cur, big, Shared(floats)).value()
     if cur.peek() != "":
         raise json.JSONDecodeError("Extra data", cur.buf, cur.pos)
