@@ -52,6 +52,9 @@ class RewardModel(ABC):
     #: reward range (low, high); ``None`` where unbounded
     low: float | None = None
     high: float | None = None
+    #: the finite set of rewards :meth:`check` accepts (floats), where it is one: a batch is then checked
+    #: by one set inclusion (``RewardCodec.rewards``); ``None``: no such set
+    support: frozenset[float] | None = None
 
     @property
     def span(self) -> float:
@@ -128,9 +131,10 @@ class BernoulliModel(RewardModel):
         self.z_rule = z_rule
         self._z_cache: dict[float, float] = {}
 
+    support = frozenset((0.0, 1.0))
     #: whether :meth:`check` passes the finite float ``x`` (a predicate, for decoding batches; a C-level
     #: set lookup: -0.0 == 0.0 hashes alike, so it is ``x == 0.0 or x == 1.0``)
-    accepts = frozenset((0.0, 1.0)).__contains__
+    accepts = support.__contains__
 
     def _check_value(self, arm: str, x: float) -> None:
         if x != 0.0 and x != 1.0:

@@ -448,7 +448,7 @@ def update_one(pol: Any, arm: str, reward: Any) -> list[Event] | None:
                 return None  # an event
     # commit, as update() leaves the state
     m[i], s[i] = mi, si
-    pol._m_np[i], pol._s_np[i] = mi, si
+    pol._np_dirty.append(i)  # (the arrays follow the lists when next read: _KSigmaEstimates._sync_np)
     pol._sy, pol._syy, pol._sinv = sy, syy, sinv
     pol.T = T
     pol._rad_lo[i], pol._rad_hi[i] = rn_lo, rn_hi

@@ -75,6 +75,8 @@ from .records import InvalidRecord
 from .requests import RequestTracker
 from .stats import SchedulerStats, StatsView
 
+_INF = float("inf")
+
 __all__ = ["DISCOVERING", "RUNNING", "IDLE", "FINISHED", "PHASES", "Scheduler"]
 
 def _class_path(obj: object) -> str:
@@ -304,12 +306,13 @@ class Scheduler:
         d, rd = self.episodes.deadline(len(self.keys), self.keys.fixed)
         # rd counts valid records; the per-record check compares all records with it, so it may fire
         # early after refusals: then discovery_over (exact) says no and the deadline is recomputed
-        self._record_deadline = rd + self.counters.refused
+        # (a running episode has none: inf, and the sum over the refusal reasons is skipped, once per sample)
+        self._record_deadline = rd + self.counters.refused if rd != _INF else rd
         self._deadline = min(d, self.plan.deadline()) if self.episodes.phase == RUNNING else d
 
     def _follow(self, now: float, deferred: set[str] | None = None, full: bool = True) -> None:
         """Follow the plan; end the episode when the policy is done."""
-        if self.policy.done or self.plan.replan(now, deferred, full):
+        if self.episodes.policy.done or self.plan.replan(now, deferred, full):  # type: ignore[union-attr]
             self._end_episode(now, "done")
         else:
             self._recompute_deadline()
