@@ -278,7 +278,9 @@ class _KSigmaEstimates(Policy):
                     out.append(self._request(j))
                 j += 1
             return out
-        return [self._request((self._cur + j) % self.n) for j in range(min(k, self.n))]
+        n, cur, reqs, make = self.n, self._cur, self._requests, self._request
+        # (_request, its cache read inline: the planned feed asks for the window every few samples)
+        return [reqs[i] or make(i) for i in [(cur + j) % n for j in range(min(k, n))]]
 
     def _params(self) -> dict[str, Any]:
         return {"k": self.k, "delta": self.delta, "model": self.model.to_dict(),

@@ -12,6 +12,7 @@ batch), kept apart so that the facade stays small (issue 11).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import repeat
 from typing import Any
 
 from .clock import EventClock
@@ -116,19 +117,23 @@ def _planned(s: Any, keys: Sequence[bytes | str | None], values: Sequence[bytes 
     are written back before anything else may read them (``offer``, a deadline, a reward given to the
     policy) and read again after it, so every record sees what the general loop would show it. Why:
     two records in three are skipped or held at 20 keys; their attribute reads and writes were ~0.3 us
-    of the ~6 us a record cost while detecting."""
+    of the ~6 us a record cost while detecting.
+
+    The keys are mapped to arms in one C-level pass before the loop: a key that becomes known inside
+    the batch (``offer`` registers it) keeps ``None`` there, so its later records go through ``offer``
+    too -- the reference path, the same decision. The head's reward is given inline
+    (``PlanFollower.give`` and ``take``: the same calls and counters; a refusal by the policy, which
+    leaves its state unchanged, is counted and explained as ``take`` does): two calls fewer per sample."""
     c, arm_of, plan, ev, episodes = s.counters, s.keys.arm_of, s.plan, s._ev, s.episodes
     window, held_of, depth = plan.window, plan.held, plan.depth  # (updated in place by their owner)
-    offer, give, follow = s.offer, plan.give, s._follow
+    stats, alerts = plan.stats, plan.alerts
+    offer, follow = s.offer, s._follow
     records, now, deadline, rec_deadline = c.records, ev.now, s._deadline, s._record_deadline
-    for i in range(len(xs)):
-        if stamps is not None:
-            ts = stamps[i]
-            if ts is not None and ts > clock_ms:
-                clock_ms = ts
-                now = ts * 0.001
-        x = xs[i]
-        arm = arm_of.get(keys[i])
+    arms = list(map(arm_of.get, keys))
+    for i, (arm, x, ts) in enumerate(zip(arms, xs, stamps if stamps is not None else repeat(None, len(xs)))):
+        if ts is not None and ts > clock_ms:
+            clock_ms = ts
+            now = ts * 0.001
         if x is None or arm is None:
             c.records, ev.now = records, now
             bad = offer(keys[i], values[i])
@@ -155,14 +160,22 @@ def _planned(s: Any, keys: Sequence[bytes | str | None], values: Sequence[bytes 
             continue
         if arm == plan.head:
             c.records, ev.now = records, now
-            bad = give(arm, x, now)
-            if bad is None:
-                follow(now, full=False)
-                if episodes.phase == FINISHED:
-                    return i + 1, out
-                records, now, deadline, rec_deadline = c.records, ev.now, s._deadline, s._record_deadline
-            else:
-                out.append((i, bad))
+            req = want[0]
+            try:  # plan.give(arm, x, now), inline
+                events = plan.policy.update(arm, x, req)
+            except ValueError as e:  # (take's refusal; the policy's state is unchanged)
+                stats.invalid["rejected_by_policy"] += 1
+                out.append((i, InvalidRecord("rejected_by_policy", str(e))))
+                continue
+            stats.used += 1
+            if events:
+                alerts.on_events(events, now)
+            window[arm] = (req, now)  # served: a new wait for it starts now
+            plan.stale += 1
+            follow(now, None, False)
+            if episodes.phase == FINISHED:
+                return i + 1, out
+            records, now, deadline, rec_deadline = c.records, ev.now, s._deadline, s._record_deadline
         elif held is None:  # plan.hold(arm, x, now), inline (passive: its wait restarts)
             held_of[arm] = [x]
             window[arm] = (want[0], now)

@@ -104,8 +104,7 @@ class PlanFollower:
         """
         policy = self.policy
         assert policy is not None
-        held, cool, busy = self.held, self.cooldown, self.requests.per_arm if self.requests else {}
-        deferred = set() if deferred is None else deferred
+        held, cool = self.held, self.cooldown
         # the loop gives most samples of a planned feed (they come held): its state in locals, written
         # back before it returns (nothing it calls reads them)
         window, stats, every, stale = self.window, self.stats, self.refresh_every, self.stale
@@ -158,9 +157,12 @@ class PlanFollower:
                     self.stale = stale
                     return True
                 continue
-            if since is not None:
+            if since is not None and w[0] is not head_req:  # (the same request: the entry stays as it is)
                 window[head] = (head_req, since)
-            if head in cool and cool[head] > now and head not in deferred and head not in busy:
+            if head in cool and cool[head] > now and (deferred is None or head not in deferred) \
+                    and (self.requests is None or head not in self.requests.per_arm):
+                if deferred is None:  # (made when first needed: most re-plans defer nothing)
+                    deferred = set()
                 deferred.add(head)  # each arm at most once per re-plan: a policy may not move on
                 self.stats.timeouts += 1
                 policy.defer(head)
