@@ -1,0 +1,71 @@
+"""``RewardCodec.rewards``: the C-level pass over a clean batch (``_rewards_clean``) and the record loop
+give each value exactly what ``RewardCodec.reward`` gives it (the same float, or ``None`` where it
+refuses), whichever value spoils the batch and wherever it sits."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from streamarms.models import BernoulliModel, BoundedModel, SubGaussianModel
+from streamarms.runtime import RewardCodec, decoder
+
+SUSPECT = [b'{"reward": "1"}', b"not json", b'{"reward": 2}', b"[1]", None, b'{"r": 1}', b'{"reward": NaN}',
+           b'{"reward": Infinity}', b'{"reward": 1' + b"0" * 400 + b"}", b'{"reward": true}', b'{"reward": null}',
+           b'{"reward": 1e400}', b'{"reward": -1e308, "x": 1}', b'{"reward": 0.5}', b'{"reward": -0.0}', b"\xff{",
+           b'{"reward": 1}, {"reward": 1', b'{"reward": [1]}', b'"reward"', b'{"reward": 1} trailing', b"",
+           b'{"reward": 1, "pad": "' + b"x" * 3000 + b'"}', b'{"reward": 3}', "{\"reward\": 1}", b'{"reward": 7.25}']
+CLEAN = [b'{"reward": 0}', b'{"reward": 1}', b'{"reward": 1.0}', b'{"x": [1, 2], "reward": 0.0}']
+
+
+def per_record(codec: RewardCodec, values: list) -> list:
+    """What ``reward`` says of each value; ``None`` for a value longer than ``decoder._SHORT`` too (the
+    batch leaves those to ``reward`` itself: its bracket count first)."""
+    out = []
+    for v in values:
+        if v is not None and len(v) > decoder._SHORT:
+            out.append(None)
+            continue
+        try:
+            out.append(codec.reward("a", v))
+        except Exception:
+            out.append(None)
+    return out
+
+
+def same(got: list, want: list) -> bool:
+    """Equal floats, the sign of zero included (-0.0 stays -0.0)."""
+    return len(got) == len(want) and all(
+        (g is None and w is None) or (g is not None and w is not None and g == w and type(g) is float
+                                     and math.copysign(1.0, g) == math.copysign(1.0, w)) for g, w in zip(got, want))
+
+
+@pytest.mark.parametrize("model", [None, BernoulliModel(), BoundedModel(0.0, 5.0), SubGaussianModel(1.0)],
+                         ids=["none", "bernoulli", "bounded", "subgaussian"])
+def test_one_suspect_value_in_a_clean_batch(model):
+    codec = RewardCodec(model=model)
+    assert same(codec.rewards(CLEAN * 5), per_record(codec, CLEAN * 5))
+    if model is None or hasattr(model, "accepts"):  # (else every batch takes the record loop)
+        assert codec._rewards_clean(CLEAN * 5, None) is not None  # the clean batch takes the C-level pass
+    for bad in SUSPECT:
+        for at in (0, 7, 19):
+            values = CLEAN * 5
+            values.insert(at, bad)
+            assert same(codec.rewards(values), per_record(codec, values)), (bad, at)
+
+
+def test_parsed_values_take_the_same_pass():
+    codec = RewardCodec(model=BernoulliModel())
+    values = [b'{"reward": 1}', b'{"reward": 0}']
+    assert codec.rewards(values, [{"reward": 0}, {"reward": 1}]) == [0.0, 1.0]  # the parsed objects count
+    assert codec.rewards(values, [{"reward": 0}, {"reward": True}]) == [0.0, None]
+    assert codec.rewards(values, [{"reward": 0}, None]) == [0.0, 0.0]  # None: parsed here
+
+
+def test_values_that_only_combine_into_json_are_refused_each():
+    """Two values, neither of them JSON, that would read as two valid rewards if the batch were parsed
+    as one joined array (why each value is parsed alone)."""
+    codec = RewardCodec(model=BernoulliModel())
+    a, b = b'{"reward": 1}, {"reward": 1, "a": [[', b']]}'
+    assert codec.rewards([a, b] + CLEAN) == [None, None] + per_record(codec, CLEAN)
