@@ -67,15 +67,13 @@ from . import batch
 from .clock import EventClock
 from .codec import RewardCodec
 from .config import ACTIVE, SchedulerConfig
-from .episodes import DISCOVERING, FINISHED, IDLE, PHASES, RUNNING, EpisodeLifecycle
+from .episodes import _INF, DISCOVERING, FINISHED, IDLE, PHASES, RUNNING, EpisodeLifecycle
 from .intake import ActiveIntake, FeedAllIntake
 from .keys import KeyRegistry
 from .plan import PlanFollower
 from .records import InvalidRecord
 from .requests import RequestTracker
 from .stats import SchedulerStats, StatsView
-
-_INF = float("inf")
 
 __all__ = ["DISCOVERING", "RUNNING", "IDLE", "FINISHED", "PHASES", "Scheduler"]
 
@@ -306,8 +304,7 @@ class Scheduler:
         d, rd = self.episodes.deadline(len(self.keys), self.keys.fixed)
         # rd counts valid records; the per-record check compares all records with it, so it may fire
         # early after refusals: then discovery_over (exact) says no and the deadline is recomputed
-        # (a running episode has none: inf, and the sum over the refusal reasons is skipped, once per sample)
-        self._record_deadline = rd + self.counters.refused if rd != _INF else rd
+        self._record_deadline = rd + self.counters.refused if rd != _INF else rd  # (inf: no sum over reasons)
         self._deadline = min(d, self.plan.deadline()) if self.episodes.phase == RUNNING else d
 
     def _follow(self, now: float, deferred: set[str] | None = None, full: bool = True) -> None:
