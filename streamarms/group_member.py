@@ -43,7 +43,14 @@ millions of keys a per-key changelog would be needed (not built).
 episodes) resumes the group's state at its assignment (:meth:`GroupMember._join`): if the board's latest
 episode ``E`` is running, it begins ``E`` on its partitions, taken over from their values as above (a
 partition's state and position), so the group's episode goes on as one; if ``E`` is over, its own next
-episode is ``E + 1``, the group's next (it never announces an episode the board has already seen).
+episode is ``E + 1``, the group's next (it never announces an episode the board has already seen), and
+``max_episodes`` counts the group's episodes (a member joining after the group's last one finishes at once).
+
+**Between episodes** each member waits for its next start on its own stream clock, which moves only with
+its partitions' records, so the members' next starts differ; an idle member therefore follows the board:
+once another member has announced the next episode it joins it at its next turn
+(:meth:`GroupMember._follow_board`), so the group starts when its first member is due, never waiting for
+the one whose clock is furthest behind.
 
 >>> from streamarms.runtime.scheduler import Scheduler, EventClock
 >>> from streamarms.runtime.config import SchedulerConfig
@@ -464,8 +471,14 @@ class GroupMember:
             return {}
         ep, n, finished = g
         if finished:
-            log.info("group episode %d is over: this member's next episode is %d (was %d)", ep, ep + 1, s.episode + 1)
+            was = s.episode + 1
             s.episodes.episode = ep
+            last = s.config.max_episodes
+            if last is not None and ep >= last:  # --max-episodes counts the group's episodes
+                log.info("group episode %d is over and was the last (--max-episodes %d): nothing left to run", ep, last)
+                s.episodes.finish()
+                return {}
+            log.info("group episode %d is over: this member's next episode is %d (was %d)", ep, ep + 1, was)
             return {}
         add = {}
         for p in sorted(set(partitions)):

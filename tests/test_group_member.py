@@ -170,7 +170,7 @@ def test_a_member_that_starts_fresh_after_the_groups_episode_continues_its_numbe
     board, alerts, a, b, rng = _two_members(seed=7, steps=0)
     _run([a, b], rng)
     ended = {p: dict(v) for p, v in board.items()}
-    c = Member(board, set(), alerts)
+    c = Member(board, set(), alerts, config=SchedulerConfig(max_episodes=2))  # (1: test below)
     assert c.member.on_assign(["t:2", "t:3"]) == {} and c.sched.episode == 1 and c.sched.phase == "discovering"
     c.owned = {"t:2", "t:3"}
     c.sched.tick()  # discovery over (fixed arms): its own episode starts, numbered after the group's
@@ -221,3 +221,13 @@ def test_an_idle_member_follows_the_groups_next_episode_without_waiting_for_its_
     assert all(m.sched.history[-1]["episode"] == 2 and m.sched.history[-1]["done"] for m in (a, b))
     assert sum(m.sched.history[-1]["arms"] for m in (a, b)) == len(MEANS)
     assert sorted(o for m in (a, b) for o in m.sched.history[-1]["outliers"]) == ["k10", "k11"]
+
+
+def test_a_member_that_joins_after_the_groups_last_episode_finishes_at_once():
+    """``max_episodes`` counts the group's episodes: a member that starts after the group's last episode
+    has nothing left to run (it does not wait alone for an episode nobody else will run), and one that
+    joined the group's episode 2 of 2 stops after it like the others."""
+    board, alerts, a, b, rng = _two_members(seed=7, steps=0)
+    _run([a, b], rng)  # max_episodes=1: the group's only episode
+    c = Member(board, set(), alerts)
+    assert c.member.on_assign(["t:2", "t:3"]) == {} and c.sched.finished and c.sched.episode == 1
