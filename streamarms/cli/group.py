@@ -41,7 +41,7 @@ def stats_topic(s: Any) -> str:
 def check_group_settings(s: Any) -> None:
     """``--group-threshold`` needs Kafka, the ``cs`` policy and the passive episode mode."""
     if not s.group_threshold:
-        for f in ("group_stats_topic", "group_member", "group_interval"):
+        for f in ("group_stats_topic", "group_member", "group_interval", "group_chunk_keys"):
             if f in s.explicit:
                 raise ConfigError(f"--{f.replace('_', '-')} applies to --group-threshold")
         return
@@ -63,8 +63,10 @@ def wire_group_member(app: Any) -> GroupMember:
     name = member_name(s)
     topic = stats_topic(s)
     app.source = source = PartitionNotingSource(app.source)
-    publisher = KafkaStatsPublisher(app.kafka_cfg, topic, s.group_id, name)
     reader = KafkaStatsReader(app.kafka_cfg, topic, s.group_id)
+    # the reader's view of the chunks on the topic: unchanged chunks are not sent again
+    publisher = KafkaStatsPublisher(app.kafka_cfg, topic, s.group_id, name, chunk_keys=int(s.group_chunk_keys),
+                                    on_topic=reader.chunks_on)
     app.closers += [publisher, reader]
     sched = app.scheduler
     arm_part: dict[str, str] = {}
