@@ -28,7 +28,7 @@ Tested against the real broker in ``tests/kafka/test_group_stats_kafka.py``.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
@@ -91,7 +91,7 @@ class KafkaStatsPublisher:
         self._raise_failed()
         self._send(partition, self.writer.retire(stats_key(self.group, partition), self.on_topic))
 
-    def _send(self, partition: str, recs: list[tuple[str, bytes | None]]) -> None:
+    def _send(self, partition: str, recs: Sequence[tuple[str, bytes | None]]) -> None:
         for key, body in recs:
             fut = self.producer.send(self.topic, key=key.encode("utf-8"), value=body)
             fut.add_errback(lambda e: self.failed.append(f"partition {partition}: {e}"))

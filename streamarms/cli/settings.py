@@ -12,10 +12,10 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from ..errors import ConfigError
+from ..group_chunks import CHUNK_KEYS
 from ..registry import POLICIES, PolicyParams
 from ..runtime import ACTIVE, PASSIVE, SchedulerConfig
 from ..runtime.continuous import CONTINUOUS
-from ..group_chunks import CHUNK_KEYS
 from .types import nonneg_float, port, positive_int, probability, start_from
 
 __all__ = ["RunSettings", "DEFAULTS", "EMBEDDED_DEFAULTS", "add_run_arguments", "resolve_settings"]
