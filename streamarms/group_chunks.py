@@ -23,9 +23,9 @@ chunks before their head (one stats-topic partition, one producer: in order), so
 the head has read its chunks -- unless a newer version of one of them followed (another owner's
 in-flight value), and then it waits for that newer version's head. Compaction keeps the latest record of
 every key at its own offset, so a reader that starts from the compacted topic meets the same order.
-The assembled value is the published one plus the head's ``chunks`` field (its ``arms`` in the published
-key order), so every reader that has read the same records holds equal values and merges bit-identical
-totals.
+The assembled value is the published one plus the head's ``chunks`` field, its ``arms`` a
+:class:`LazyArms` (a mapping in the published key order, parsed on first use), so every reader that has
+read the same records holds equal values and merges bit-identical totals.
 
 **Only what changed is re-sent.** A chunk whose content hash equals both the one this writer last sent
 for that key *and* the one its reader saw last on the topic (``on_topic``: the reader's view) is not
@@ -63,10 +63,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-__all__ = ["CHUNK_KEYS", "ChunkAssembler", "ChunkWriter", "ValueTooLarge", "chunk_key", "split_chunk_key"]
+__all__ = ["CHUNK_KEYS", "ChunkAssembler", "ChunkWriter", "LazyArms", "ValueTooLarge", "chunk_key",
+           "split_chunk_key"]
 
 #: Keys per chunk: ~2000 x 250 bytes = ~0.5 MB of JSON (~0.1 MB gzipped), within Kafka's default 1 MB
 #: record limit even on a stats topic created elsewhere; small enough that chunks of decided keys go quiet.
@@ -178,6 +179,48 @@ class ChunkWriter:
                                 f"keys) without its per-key part, and a stats record may take {self.max_bytes:,}")
 
 
+class LazyArms(Mapping[str, Any]):
+    """A chunked value's per-key part, parsed from its chunks' bodies on first use: a member reads every
+    partition's value but needs the key state of a partition only when it takes the partition over, so
+    a reader holds the chunks' JSON bytes (~200 bytes a key) instead of parsed objects (several times
+    that) and spends no CPU parsing what it never uses.
+
+    >>> arms = LazyArms([b'{"arms":{"b":1}}', b'{"arms":{"a":2}}'])
+    >>> list(arms), arms["a"], arms == {"b": 1, "a": 2}, len(arms)
+    (['b', 'a'], 2, True, 2)
+    """
+
+    def __init__(self, bodies: list[bytes]) -> None:
+        self._bodies = bodies
+        self._parsed: dict[str, Any] | None = None
+
+    def _dict(self) -> dict[str, Any]:
+        if self._parsed is None:
+            d: dict[str, Any] = {}
+            for b in self._bodies:
+                part = json.loads(b).get(FIELD)
+                d.update(part if isinstance(part, dict) else {})
+            self._parsed, self._bodies = d, []
+        return self._parsed
+
+    def __getitem__(self, key: str) -> Any:
+        return self._dict()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._dict())
+
+    def __len__(self) -> int:
+        return len(self._dict())
+
+    def __eq__(self, other: object) -> bool:
+        return self._dict() == (other._dict() if isinstance(other, LazyArms) else other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"LazyArms({self._dict()!r})"
+
+
 class ChunkAssembler:
     """Reads the stats records in topic order and keeps every partition's latest *complete* value in
     :attr:`latest` (head key -> value; module docstring). ``feed(key, body)`` -- ``body`` ``None`` for a
@@ -199,7 +242,7 @@ class ChunkAssembler:
     def __init__(self) -> None:
         self.latest: dict[str, dict[str, Any]] = {}
         self._heads: dict[str, dict[str, Any]] = {}  # a head whose chunks have not all arrived
-        self._chunks: dict[str, dict[int, tuple[str, dict[str, Any]]]] = {}  # head -> j -> (hash, arms)
+        self._chunks: dict[str, dict[int, tuple[str, bytes]]] = {}  # head -> j -> (hash, body)
 
     def feed(self, key: str, body: bytes | None) -> bool:
         ck = split_chunk_key(key)
@@ -220,8 +263,7 @@ class ChunkAssembler:
         if body is None:
             have.pop(j, None)
             return False
-        part = json.loads(body).get(FIELD)
-        have[j] = (_hash(body), part if isinstance(part, dict) else {})
+        have[j] = (_hash(body), body)  # parsed only when the value's arms are used (LazyArms)
         return self._assemble(head)
 
     def _assemble(self, head: str) -> bool:
@@ -232,10 +274,7 @@ class ChunkAssembler:
         hashes = v["chunks"]
         if any((c := have.get(j)) is None or c[0] != h for j, h in enumerate(hashes)):
             return False
-        arms: dict[str, Any] = {}
-        for j in range(len(hashes)):
-            arms.update(have[j][1])
-        self.latest[head] = {**v, FIELD: arms}
+        self.latest[head] = {**v, FIELD: LazyArms([have[j][1] for j in range(len(hashes))])}
         del self._heads[head]
         return True
 

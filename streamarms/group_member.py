@@ -36,8 +36,9 @@ the new one after it (progress the old owner made after its last value -- a kill
 and read again: never counted twice). Alerts: the new owner does not alert arms the value shows
 decided (their alerts were flushed before the value); an arm decided by a killed member after its last
 value is decided again and alerted again with the same ``alert_id`` (at-least-once: deduplicate by
-``alert_id``, as for a single daemon's restart). The values carry every key of the partition: at
-millions of keys a per-key changelog would be needed (not built).
+``alert_id``, as for a single daemon's restart). The values carry every key of the partition; on the
+stats topic a value's keys go in chunks (:mod:`streamarms.group_chunks`), so a partition is not capped
+by the largest record, and a reader uses a value only once all its chunks have arrived.
 
 **A member that joins late or restarts** without a running episode (no checkpoint, or one taken between
 episodes) resumes the group's state at its assignment (:meth:`GroupMember._join`): if the board's latest
