@@ -44,7 +44,14 @@ by the largest record, and a reader uses a value only once all its chunks have a
 episodes) resumes the group's state at its assignment (:meth:`GroupMember._join`): if the board's latest
 episode ``E`` is running, it begins ``E`` on its partitions, taken over from their values as above (a
 partition's state and position), so the group's episode goes on as one; if ``E`` is over, its own next
-episode is ``E + 1``, the group's next (it never announces an episode the board has already seen).
+episode is ``E + 1``, the group's next (it never announces an episode the board has already seen), and
+``max_episodes`` counts the group's episodes (a member joining after the group's last one finishes at once).
+
+**Between episodes** each member waits for its next start on its own stream clock, which moves only with
+its partitions' records, so the members' next starts differ; an idle member therefore follows the board:
+once another member has announced the next episode it joins it at its next turn
+(:meth:`GroupMember._follow_board`), so the group starts when its first member is due, never waiting for
+the one whose clock is furthest behind.
 
 >>> from streamarms.runtime.scheduler import Scheduler, EventClock
 >>> from streamarms.runtime.config import SchedulerConfig
@@ -84,6 +91,7 @@ from .group_threshold import group_finished, staleness
 from .policies.anytime_group import GroupKSigma
 from .policies.base import Decision, Event, Policy, Request
 from .runtime.clock import EventClock
+from .runtime.episodes import IDLE
 from .validation import finite_reward
 
 __all__ = ["GroupAnnounce", "GroupMember", "PartitionNotingSource", "external_progress", "group_episode"]
@@ -323,6 +331,9 @@ class GroupMember:
             self.poll_board()
         s = self.scheduler
         pol = s.policy
+        if s.phase == IDLE:
+            self._follow_board()
+            return
         if s.phase != "running" or pol is None:
             return
         values = self.fetch()
@@ -351,6 +362,26 @@ class GroupMember:
                 return
             self._flush_alerts()
             external_progress(s, pol.sync(now))
+
+    def _follow_board(self) -> None:
+        """Between episodes: join the group's next episode as soon as another member began it.
+
+        An idle member waits for its own next start on its own stream clock, and that clock moves only with
+        the records of its partitions: the members' clocks differ (a member that joined mid-episode dated
+        the episode later than the others; a member's partitions may be quiet for a while). The group's
+        episode starts only once every partition is announced, so a member waiting for its own clock would
+        hold the whole group (and, on a finite stream, the others would read past the records the episode
+        needed). So once the board shows an episode after this member's that is not over, the member joins
+        it now (:meth:`_join`: its partitions announced with the keys it knows of them, or taken over from
+        their values) and its schedule follows the group's from then on."""
+        g = group_episode(self.fetch(), self.expected(), self.stats_key)
+        if g is None or g[0] <= self.scheduler.episode or g[2]:
+            return
+        owned = sorted(self.owned())
+        if owned:  # a standby member (no partition) has nothing to announce: it waits for an assignment
+            log.info("group episode %d began on another member: joining it before this member's own next start",
+                     g[0])
+            self._join(owned)
 
     def _flush_alerts(self) -> None:
         """Deliver the alerts emitted so far before a value that says their arms are decided is published
@@ -424,8 +455,9 @@ class GroupMember:
         episode of its own over the group's values. The group runs episode ``E`` (announcing or deciding):
         this member begins ``E`` on the assigned partitions, each taken over from its latest value of ``E``
         (key state, totals, position) exactly as in a live rebalance; while ``E`` is announcing, a
-        partition without a value of ``E`` is announced with the keys this member knows of it (none when it
-        starts fresh: its keys wait for the next episode). The stream clock moves to the taken-over
+        partition without a value of ``E`` is announced with the keys this member knows of it and those its
+        value of an earlier episode names (none for a partition new to the group: its keys wait for the next
+        episode). The stream clock moves to the taken-over
         values' latest record time, so the next episode is timed from the group's, not from zero. The group is between episodes
         (``E`` finished): this member's next episode is ``E + 1``, the group's next. An empty board, or
         a board not past this member's own episode: nothing changes. Returns the start positions."""
@@ -440,18 +472,30 @@ class GroupMember:
             return {}
         ep, n, finished = g
         if finished:
-            log.info("group episode %d is over: this member's next episode is %d (was %d)", ep, ep + 1, s.episode + 1)
+            was = s.episode + 1
             s.episodes.episode = ep
+            last = s.config.max_episodes
+            if last is not None and ep >= last:  # --max-episodes counts the group's episodes
+                log.info("group episode %d is over and was the last (--max-episodes %d): nothing left to run", ep, last)
+                s.episodes.finish()
+                return {}
+            log.info("group episode %d is over: this member's next episode is %d (was %d)", ep, ep + 1, was)
             return {}
         add = {}
         for p in sorted(set(partitions)):
             v = values.get(self.stats_key(p))
             if v is not None and v.get("episode") == ep and "arms" in v:
                 add[p] = v
-        # announcing: a partition without a value of E gets the keys this member knows of it (none when it
-        # starts fresh: they wait for the next episode); deciding: every partition has a value of E
+        # announcing: a partition without a value of E gets the keys this member knows of it and those its
+        # value of an earlier episode names (a partition moved here between episodes: this member may not have
+        # read it yet); deciding: every partition has a value of E
         rest = set(partitions) - set(add)
         part = {a: q for a in s.keys.known if (q := self.partition_of(a)) in rest} if n is None else {}
+        if n is None:
+            for q in sorted(rest):
+                v = values.get(self.stats_key(q))
+                if v is not None and isinstance(v.get("arms"), dict):
+                    part.update({a: q for a in v["arms"] if a not in part})
         base = GroupAnnounce(sorted(part), part=part, owned=partitions, episode=ep)
         base.n = n
         # stream time: the values' positions carry their partitions' latest record time (ms). A member

@@ -21,9 +21,10 @@ ALL = ["t:0", "t:1", "t:2", "t:3"]
 
 
 class Member:
-    def __init__(self, board, owned, alerts, state=None):
+    def __init__(self, board, owned, alerts, state=None, config=None):
         self.owned = set(owned)
-        self.sched = Scheduler(lambda arms, ep: None, clock=EventClock(), config=SchedulerConfig(max_episodes=1),
+        config = config or SchedulerConfig(max_episodes=1)
+        self.sched = Scheduler(lambda arms, ep: None, clock=EventClock(), config=config,
                                arms=list(MEANS), emit_alert=alerts.append)  # the member keeps its partitions' keys
         if state is not None:
             self.sched.restore(json.loads(json.dumps(state)))
@@ -169,7 +170,7 @@ def test_a_member_that_starts_fresh_after_the_groups_episode_continues_its_numbe
     board, alerts, a, b, rng = _two_members(seed=7, steps=0)
     _run([a, b], rng)
     ended = {p: dict(v) for p, v in board.items()}
-    c = Member(board, set(), alerts)
+    c = Member(board, set(), alerts, config=SchedulerConfig(max_episodes=2))  # (1: test below)
     assert c.member.on_assign(["t:2", "t:3"]) == {} and c.sched.episode == 1 and c.sched.phase == "discovering"
     c.owned = {"t:2", "t:3"}
     c.sched.tick()  # discovery over (fixed arms): its own episode starts, numbered after the group's
@@ -184,3 +185,49 @@ def test_a_member_done_with_its_episodes_joins_nothing():
     _run([a], random.Random(8))
     board["t:0"] = dict(board["t:0"], episode=2, undecided=1)  # the group went on (other members)
     assert a.member.on_assign(["t:0"]) == {} and a.sched.finished and a.sched.episode == 1
+
+
+def test_an_idle_member_follows_the_groups_next_episode_without_waiting_for_its_own_clock():
+    """Between episodes each member waits for its own next start on its own stream clock, which moves only
+    with the records of its partitions: members' clocks differ (one that joined mid-episode dated the episode
+    later; a member's partitions may be quiet). The group's episode starts only once every partition is
+    announced, so a member waiting for its own clock held the whole group (the Kafka run with idle members
+    that once stalled). An idle member follows the board instead: once another member announced the next
+    episode, it announces its partitions at its next turn, and the group runs the episode together."""
+    board: dict = {}
+    alerts: list = []
+    cfg = SchedulerConfig(max_episodes=2, episode_interval=100.0)
+    a, b = Member(board, {"t:0", "t:1"}, alerts, config=cfg), Member(board, {"t:2", "t:3"}, alerts, config=cfg)
+    rng = random.Random(9)
+    for _ in range(30_000):
+        if all(m.sched.phase == "idle" for m in (a, b)):
+            break
+        for m in (a, b):
+            m.step(rng)
+    assert [m.sched.episode for m in (a, b)] == [1, 1] and all(m.sched.phase == "idle" for m in (a, b))
+    # a rebalance between episodes: t:1 moves to b, which has read none of its records yet
+    _eager_rebalance({a: {"t:0"}, b: {"t:1", "t:2", "t:3"}})
+    b.member.partition_of = lambda arm: None if PART[arm] == "t:1" else PART[arm]
+    a.sched.clock.advance(a.sched.episodes.next_start)  # a's partitions moved on; b's clock stays (quiet)
+    a.sched.tick()
+    a.member.turn()
+    assert a.sched.episode == 2 and isinstance(a.sched.policy, GroupAnnounce)
+    assert b.sched.clock() < b.sched.episodes.next_start
+    b.member.turn()
+    assert b.sched.episode == 2 and b.sched.phase == "running", b.sched.phase
+    assert {board[p]["episode"] for p in ALL} == {2}
+    assert board["t:1"]["keys"] == 3  # t:1's keys from its value of episode 1
+    _run([a, b], rng)
+    assert all(m.sched.history[-1]["episode"] == 2 and m.sched.history[-1]["done"] for m in (a, b))
+    assert sum(m.sched.history[-1]["arms"] for m in (a, b)) == len(MEANS)
+    assert sorted(o for m in (a, b) for o in m.sched.history[-1]["outliers"]) == ["k10", "k11"]
+
+
+def test_a_member_that_joins_after_the_groups_last_episode_finishes_at_once():
+    """``max_episodes`` counts the group's episodes: a member that starts after the group's last episode
+    has nothing left to run (it does not wait alone for an episode nobody else will run), and one that
+    joined the group's episode 2 of 2 stops after it like the others."""
+    board, alerts, a, b, rng = _two_members(seed=7, steps=0)
+    _run([a, b], rng)  # max_episodes=1: the group's only episode
+    c = Member(board, set(), alerts)
+    assert c.member.on_assign(["t:2", "t:3"]) == {} and c.sched.finished and c.sched.episode == 1

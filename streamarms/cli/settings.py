@@ -259,7 +259,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--arms", metavar="A,B,..", help="fixed arm set (other keys are skipped)")
     g = p.add_argument_group("episodes and scheduling")
     g.add_argument("--max-episodes", type=positive_int, metavar="N", help="stop after N episodes (default: run forever; "
-                   "the embedded demo runs 1)")
+                   "the embedded demo runs 1; a --group-threshold member stops after the group's episode N, "
+                   "counting those run before it joined)")
     g.add_argument("--episode-interval", type=nonneg_float, metavar="SEC", help="between episode starts (default 300)")
     g.add_argument("--episode-timeout", type=nonneg_float, metavar="SEC", help="end an unfinished episode after this")
     g.add_argument("--window", type=positive_int, metavar="N", help="planned arms to take rewards for (default 32)")

@@ -224,3 +224,54 @@ def test_a_member_that_starts_fresh_mid_episode_joins_it(kafka_broker, tmp_path)
     assert sum(e["arms"] for e in first) == len(KEYS)
     alerts = [json.loads(r.value) for r in read_topic(kafka_broker.bootstrap, f"alerts-{tag}")]
     assert sorted(a["arm"] for a in alerts if a["kind"] == "outlier") == sorted(OUTLIERS), alerts
+
+
+def test_idle_members_and_a_late_joiner_run_the_groups_next_episode_together(kafka_broker, tmp_path):
+    """Two members run episode 1 and idle; a third starts fresh after it: its first episode is the group's
+    episode 2 (not a second episode 1 over the group's values). The members' own next starts differ (each
+    on its own stream clock) and the late one announces first: the idle ones follow the board at once
+    (``GroupMember._follow_board``) instead of holding the group until their own clocks get there -- the
+    variant that once stalled -- and the three run episode 2 on all 20 keys together."""
+    tag = "grpidle"
+    topic = f"rewards-{tag}"
+    ensure_topics({"bootstrap_servers": [kafka_broker.bootstrap]}, {topic: 6})
+    logs = [tmp_path / f"{tag}-m{i}.log" for i in range(3)]
+
+    def start(i):
+        # episode 2 is due 150 s of stream time after episode 1 (record timestamps 1 ms apart: the first
+        # batch spans 120 s): within the second batch, produced once the third member is in the group.
+        # --alert-repeat: an outlier is alerted in every episode (which member owns a key in episode 2 varies)
+        return subprocess.Popen(cli([*_args(kafka_broker, topic, tag, f"m{i}", tmp_path), "--max-episodes", "2",
+                                     "--episode-interval", "150", "--alert-repeat"]), cwd=ROOT,
+                                stdout=subprocess.DEVNULL, stderr=open(logs[i], "wb"))
+
+    recs = _records(seed=33)
+    procs = [start(0), start(1)]
+    try:
+        assert _wait_assigned(logs[:2], 2, 6), [f.read_text()[-2000:] for f in logs[:2]]
+        produce(kafka_broker.bootstrap, topic, recs, partitions=6)
+        assert all(_wait_for(f, "episode 1 done", timeout=120) for f in logs[:2]), [f.read_text()[-2000:] for f in logs[:2]]
+        procs.append(start(2))
+        assert _wait_for(logs[2], "group episode 1 is over: this member's next episode is 2"), logs[2].read_text()[-3000:]
+        assert _wait_assigned(logs, 3, 6), [f.read_text()[-2000:] for f in logs]
+        produce(kafka_broker.bootstrap, topic, [(k, v, t + len(recs)) for k, v, t in _records(seed=34)], partitions=6)
+        for p in procs:
+            p.wait(timeout=150)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    for p, f in zip(procs, logs):
+        text = f.read_text()
+        wedged = "episode 2 done" in text and "its coordinator seems stuck" in text.split("episode 2 done", 1)[1]
+        assert p.returncode == 0 or wedged, text[-3000:]
+    summaries = [json.loads((tmp_path / f"{tag}-m{i}.json").read_text()) for i in range(3)]
+    second = [s["episodes"][-1] for s in summaries]
+    assert all(e["episode"] == 2 and e["done"] for e in second), second
+    assert sorted(a for e in second for a in e["outliers"]) == sorted(OUTLIERS)
+    assert sum(e["arms"] for e in second) == len(KEYS)
+    assert all("group episode 2: 20 keys over 6 partitions" in f.read_text() for f in logs)
+    assert any("began on another member: joining it" in f.read_text() for f in logs[:2])
+    alerts = [json.loads(r.value) for r in read_topic(kafka_broker.bootstrap, f"alerts-{tag}")]
+    for ep in (1, 2):
+        assert sorted(a["arm"] for a in alerts if a["kind"] == "outlier" and a["episode"] == ep) == sorted(OUTLIERS), alerts
