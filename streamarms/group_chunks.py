@@ -129,6 +129,9 @@ class ChunkWriter:
         last on the topic per index (enables skipping unchanged chunks and tombstoning others' chunks)."""
         seen = on_topic(head) if on_topic is not None else {}
         arms = value.get(FIELD)
+        if isinstance(arms, LazyArms):  # a value read from the board, published again
+            value = {**value, FIELD: dict(arms)}
+            arms = value[FIELD]
         before = self.sent.get(head, [])
         if not isinstance(arms, dict) or len(arms) <= self.chunk_keys:
             body = _dumps(value)

@@ -84,7 +84,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from .group_threshold import group_finished, staleness
@@ -494,7 +494,7 @@ class GroupMember:
         if n is None:
             for q in sorted(rest):
                 v = values.get(self.stats_key(q))
-                if v is not None and isinstance(v.get("arms"), dict):
+                if v is not None and isinstance(v.get("arms"), Mapping):  # a chunked value's: LazyArms
                     part.update({a: q for a in v["arms"] if a not in part})
         base = GroupAnnounce(sorted(part), part=part, owned=partitions, episode=ep)
         base.n = n
