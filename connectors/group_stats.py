@@ -41,8 +41,8 @@ from .kafka import SinkError, ensure_topics
 __all__ = ["KafkaStatsPublisher", "KafkaStatsReader", "MAX_VALUE_BYTES", "CHUNK_KEYS"]
 
 #: The largest stats record (JSON, before gzip) a member sends; the topic is created to accept it. A
-#: value's key state (~200-300 bytes a key before gzip, ~5x less after) is split over chunks of
-#: ``chunk_keys`` keys (~0.5 MB at the default), so this caps one record -- the head (totals and counts)
+#: value's key state (~200 bytes a key before gzip, ~30 after) is split over chunks of ``chunk_keys``
+#: keys (~0.4 MB at the default), so this caps one record -- the head (totals and counts)
 #: or a single key's state -- not the keys of a partition.
 MAX_VALUE_BYTES = 16 * 1024 * 1024
 

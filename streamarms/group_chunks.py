@@ -3,7 +3,7 @@ holding a million keys).
 
 A member publishes one value per partition (:mod:`streamarms.connectors.group_stats`) and the value
 carries every key of the partition in its ``arms`` field (names at the announcement, key state while an
-episode runs: ~200-300 bytes a key). One record per partition would cap a partition at the topic's
+episode runs: ~200 bytes a key). One record per partition would cap a partition at the topic's
 largest record (16 MB: ~50-80 thousand keys). Here the value is split:
 
 * the **head**, key ``group/partition``: every field but ``arms`` (the additive totals, episode, key and
@@ -69,7 +69,7 @@ from typing import Any
 __all__ = ["CHUNK_KEYS", "ChunkAssembler", "ChunkWriter", "LazyArms", "ValueTooLarge", "chunk_key",
            "split_chunk_key"]
 
-#: Keys per chunk: ~2000 x 250 bytes = ~0.5 MB of JSON (~0.1 MB gzipped), within Kafka's default 1 MB
+#: Keys per chunk: ~2000 x 200 bytes = ~0.4 MB of JSON (~60 kB gzipped), within Kafka's default 1 MB
 #: record limit even on a stats topic created elsewhere; small enough that chunks of decided keys go quiet.
 CHUNK_KEYS = 2000
 
