@@ -10,7 +10,9 @@ Exported (``--metrics-port``): ``streamarms_group_stats_staleness_seconds`` (age
 partition value this member merged: how far behind its view of the group may be; the decision
 latency the group adds is at most about this plus one ``--group-interval``),
 ``streamarms_group_members`` (members that published this episode), ``streamarms_group_partitions_moved``
-(partitions handed over or taken over during an episode: their key state moves through the stats topic).
+(partitions handed over or taken over during an episode: their key state moves through the stats topic),
+``streamarms_group_stats_incomplete_values`` (partitions whose latest head waits for its chunks: a value
+in flight, or one torn by a member killed mid-publish until the partition's next value).
 """
 
 from __future__ import annotations
@@ -116,6 +118,9 @@ def wire_group_member(app: Any) -> GroupMember:
             ep = sched.episode
             yield GaugeMetricFamily("streamarms_group_members", "Members that published this episode's stats.",
                                     value=len({v.get("member") for v in reader.latest.values() if v.get("episode") == ep}))
+            yield GaugeMetricFamily("streamarms_group_stats_incomplete_values",
+                                    "Partitions whose latest stats head waits for chunks (the previous value is used).",
+                                    value=len(reader.board.pending()))
             yield GaugeMetricFamily("streamarms_group_partitions_moved",
                                     "Partitions handed or taken over during a group episode.", value=member.moved)
         app.metrics.add_provider(collect)
