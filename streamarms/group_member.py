@@ -254,8 +254,11 @@ class GroupMember:
     ``owned()`` / ``expected()``: this member's partitions and all partitions of the topic(s);
     ``partition_of(arm)``: an arm's partition (``None``: not seen yet); ``params``: GroupKSigma's
     keyword parameters (k, delta, model, two_sided, arm_share); ``stats_key(partition)``: the board's
-    key of a partition (default: the partition itself). Install with ``scheduler.build = member.build``
-    (done here) and call :meth:`turn` every loop turn.
+    key of a partition (default: the partition itself); ``publish_budget``: seconds a turn may spend
+    publishing values (``None``: all changed partitions at once; else
+    :attr:`~streamarms.group_track.GroupTrack.publish_budget`: a round of values split over turns, each
+    turn going on with it without waiting for ``interval``). Install with ``scheduler.build =
+    member.build`` (done here) and call :meth:`turn` every loop turn.
     """
 
     def __init__(self, scheduler: Any, *, publish: Callable[[str, dict[str, Any]], None],
@@ -265,13 +268,14 @@ class GroupMember:
                  stats_key: Callable[[str], str] = str, clock: Callable[[], float] = time.time,
                  interval: float = 1.0, member: str = "", position_of: Callable[[str], Any] | None = None,
                  flush: Callable[[], None] | None = None, flush_board: Callable[[], None] | None = None,
-                 catch_up: Callable[[], None] | None = None) -> None:
+                 catch_up: Callable[[], None] | None = None, publish_budget: float | None = None) -> None:
         self.scheduler = scheduler
         self.publish, self.fetch, self.poll_board = publish, fetch, poll_board
         self.owned, self.expected, self.partition_of = owned, expected, partition_of
         self.params, self.stats_key, self.clock = dict(params), stats_key, clock
         self.interval, self.member = float(interval), member
         self.position_of, self.flush, self.flush_board, self.catch_up = position_of, flush, flush_board, catch_up
+        self.publish_budget = publish_budget
         self._last = -math.inf
         self._attached: Any = None
         self._alerts = 0
@@ -324,7 +328,9 @@ class GroupMember:
     def turn(self) -> None:
         """Publish, read the board, start / advance / end the episode (at most every ``interval`` s)."""
         now = self.clock()
-        if now - self._last < self.interval:
+        pol = self.scheduler.policy
+        publishing = isinstance(pol, GroupKSigma) and pol is self._attached and pol.track.group.publishing
+        if now - self._last < self.interval and not publishing:
             return
         self._last = now
         if self.poll_board is not None:
@@ -361,6 +367,7 @@ class GroupMember:
             if pol is not self._attached:  # restored from a checkpoint: wait for the assignment (on_assign)
                 return
             self._flush_alerts()
+            pol.track.group.publish_budget = self.publish_budget
             external_progress(s, pol.sync(now))
 
     def _follow_board(self) -> None:

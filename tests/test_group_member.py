@@ -268,3 +268,25 @@ def test_a_member_that_joins_after_the_groups_last_episode_finishes_at_once():
     _run([a, b], rng)  # max_episodes=1: the group's only episode
     c = Member(board, set(), alerts)
     assert c.member.on_assign(["t:2", "t:3"]) == {} and c.sched.finished and c.sched.episode == 1
+
+
+def test_a_publish_budget_splits_each_round_of_values_over_turns_and_the_group_still_decides():
+    """``publish_budget = 0``: a turn publishes one partition's value and the next turns go on with the
+    round (without waiting for the interval); the group decides the same outliers, each alerted once."""
+    board, alerts = _board(), []
+    a, b = Member(board, {"t:0", "t:1"}, alerts), Member(board, {"t:2", "t:3"}, alerts)
+    for m in (a, b):
+        m.member.publish_budget = 0.0
+    split = 0
+    rng = random.Random(8)
+    for _ in range(30_000):
+        if a.sched.finished and b.sched.finished:
+            break
+        for m in (a, b):
+            m.step(rng)
+            pol = m.sched.policy
+            split += isinstance(pol, GroupKSigma) and pol.track.group.publishing
+    else:
+        raise AssertionError("no group decision")
+    assert split > 0
+    assert sorted(x["arm"] for x in alerts if x["kind"] == "outlier") == ["k10", "k11"]

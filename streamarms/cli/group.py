@@ -26,7 +26,12 @@ from ..errors import ConfigError
 from ..group_member import GroupMember, PartitionNotingSource
 from ..runtime import ACTIVE
 
-__all__ = ["check_group_settings", "member_name", "stats_topic", "wire_group_member"]
+__all__ = ["PUBLISH_BUDGET", "check_group_settings", "member_name", "stats_topic", "wire_group_member"]
+
+#: seconds a loop turn may spend publishing the member's stats values (GroupMember.publish_budget): a value
+#: carries its partition's key state (~16 us of CPU a key), so a round over many keys is split over turns
+#: and the loop stalls about this plus one partition's value
+PUBLISH_BUDGET = 0.5
 
 log = logging.getLogger("streamarms.group")
 
@@ -105,7 +110,7 @@ def wire_group_member(app: Any) -> GroupMember:
                          poll_board=lambda: reader.poll(0.0), stats_key=lambda p: stats_key(s.group_id, p),
                          interval=float(s.group_interval), member=name,
                          position_of=lambda p: source.state().get(p), flush=sink.flush if sink is not None else None,
-                         flush_board=publisher.flush, catch_up=catch_up)
+                         flush_board=publisher.flush, catch_up=catch_up, publish_budget=PUBLISH_BUDGET)
     inner: Any = source.source  # the Kafka source: the key state moves with its partitions
     inner.on_assign, inner.on_revoke = member.on_assign, member.on_revoke
     if app.metrics is not None:
