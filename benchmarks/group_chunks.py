@@ -18,6 +18,11 @@ K x gzip-bytes-per-key / I into the stats topic (every chunk changed), less as c
 decided stop changing; every member reads all members' records, so the topic's read traffic is members x
 the sum of what they send.
 
+**Loop stall.** A GroupKSigma of ``--stall-keys`` keys over ``--stall-partitions`` partitions (1-9 rewards
+a key), every partition changed: the longest single ``sync`` (building the values and their chunk
+records, as the member's loop does) with no publish budget and with ``streamarms run``'s
+(``cli.group.PUBLISH_BUDGET``), and how many syncs a round takes.
+
 Usage::
 
     python benchmarks/group_chunks.py [--keys 10000 100000 1000000] [--chunk-keys 2000]
@@ -65,6 +70,32 @@ def real_states(keys: int, samples: int, seed: int = 1) -> tuple[list[Any], dict
     return states, value, (time.process_time() - t0) / 5 / keys
 
 
+def stall(keys: int, partitions: int, budget: float | None) -> tuple[float, int]:
+    """(longest sync in process time, syncs to publish every partition once) for one round of values."""
+    rng = random.Random(3)
+    writer = ChunkWriter()
+    sink: list[Any] = []
+    arms = [f"key-{i:07d}" for i in range(keys)]
+    part = {a: f"rewards:{i % partitions}" for i, a in enumerate(arms)}
+    pol = GroupKSigma(arms, group_n=keys, partition_of=part.__getitem__,
+                      publish=lambda p, v: sink.extend(writer.records(p, v)), fetch=lambda: {},
+                      clock=lambda: 0.0, interval=0.0, k=2.0, delta=0.1, position_of=lambda p: [0, 0])
+    for a in arms:
+        for _ in range(rng.randrange(1, 10)):
+            pol.update(a, float(rng.random() < 0.3))
+    gt = pol.track.group  # type: ignore[attr-defined]
+    gt.publish_budget = budget
+    for p in set(part.values()):
+        gt.touch(p)
+    worst, syncs = 0.0, 0
+    while gt._dirty:
+        t0 = time.process_time()
+        gt.sync()
+        worst = max(worst, time.process_time() - t0)
+        syncs += 1
+    return worst, syncs
+
+
 def timed(fn: Any, repeat: int) -> tuple[float, Any]:
     best, out = float("inf"), None
     for _ in range(repeat):
@@ -82,6 +113,8 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=500)
     ap.add_argument("--changed", type=float, nargs="+", default=[0.001, 0.1])
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--stall-keys", type=int, default=200_000)
+    ap.add_argument("--stall-partitions", type=int, default=20)
     a = ap.parse_args()
     states, rest, t_arms = real_states(a.real_keys, a.samples)
     arms = {f"key-{i:07d}": s for i, s in enumerate(states)}
@@ -123,6 +156,11 @@ def main() -> None:
             chunks = [b for k, b in again if k != HEAD and b is not None]
             print(f"      {f:6.1%} of the keys changed (at random): {len(chunks):>4} of {len(recs) - 1} chunks "
                   f"re-sent, {sum(map(len, chunks)) / 1e6:7.1f} MB JSON")
+    from streamarms.cli.group import PUBLISH_BUDGET
+    for budget in (None, PUBLISH_BUDGET):
+        worst, syncs = stall(a.stall_keys, a.stall_partitions, budget)
+        print(f"loop stall, {a.stall_keys:,} keys over {a.stall_partitions} partitions, publish budget {budget}: "
+              f"longest sync {worst:.2f} s, {syncs} sync(s) for the round")
     print(f"projection: a member of K keys publishing every I s sends <= K x {per_gz:.0f} B gzip / I into the stats "
           f"topic (1e6 keys, I = 1 s: {1e6 * per_gz / 1e6:.0f} MB/s; I = 30 s: {1e6 * per_gz / 30e6:.1f} MB/s), "
           f"every member reads all members' records")
