@@ -73,7 +73,7 @@ class GroupTrack:
     """
 
     levels = ThresholdTrack.levels
-    #: process-wide default for :attr:`publish_budget` (a ``streamarms run`` member sets it; ``None`` here)
+    #: ``None``: no budget (a GroupMember sets its own on its policy's track every turn)
     publish_budget: float | None = None
 
     def __init__(self, spec: dict[str, Any], *, publish: Callable[[str, dict[str, Any]], None],
