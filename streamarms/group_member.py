@@ -288,14 +288,36 @@ class GroupMember:
         """The scheduler's episode factory: the keys of the owned partitions, announced (step 1)."""
         owned = set(self.owned())
         part = {a: p for a in arms if (p := self.partition_of(a)) is not None and p in owned}
-        unseen = sum(1 for a in arms if self.partition_of(a) is None)
+        known = len(part)
+        self._earlier_keys(self.fetch(), owned, part, episode)
+        unseen = sum(1 for a in arms if self.partition_of(a) is None and a not in part)
         if unseen:  # e.g. keys restored from a checkpoint whose records have not come since the restart
             log.info("group episode %d: %d known key(s) not seen since this member started (partition unknown) "
                      ": they wait for the next episode", episode, unseen)
-        pol = GroupAnnounce(sorted(part, key=arms.index), part=part, owned=owned, episode=episode)
+        if len(part) > known:
+            log.info("group episode %d: %d key(s) of the partitions' earlier values not read here yet, announced too",
+                     episode, len(part) - known)
+        order = {a: i for i, a in enumerate(arms)}
+        pol = GroupAnnounce(sorted(part, key=lambda a: (order.get(a, len(order)), a)), part=part, owned=owned,
+                            episode=episode)
         self._announce(pol)
         self._attached = pol
         return pol
+
+    def _earlier_keys(self, values: dict[str, dict[str, Any]], partitions: Iterable[str], part: dict[str, str],
+                      episode: int) -> None:
+        """Add to ``part`` (arm -> partition) the keys the latest value of an earlier episode names for each of
+        ``partitions``: the board is the partitions' changelog, so a member announcing a partition it has not
+        read (yet) -- a fresh member, or one the partition moved to between episodes -- still announces the
+        partition's keys instead of leaving them for the next episode. A key that appeared since that value
+        and that this member has not seen waits for the next episode, as in one process."""
+        for q in sorted(partitions):
+            v = values.get(self.stats_key(q))
+            # a chunked value's arms are a LazyArms (a Mapping)
+            if v is not None and isinstance(v.get("arms"), Mapping) and isinstance(v.get("episode"), int) \
+                    and v["episode"] < episode:
+                for a in v["arms"]:
+                    part.setdefault(a, q)
 
     def _announce(self, pol: GroupAnnounce, positions: dict[str, Any] | None = None) -> None:
         """Publish ``pol``'s partitions' key counts and names; ``positions``: where a partition taken over
@@ -381,10 +403,14 @@ class GroupMember:
         needed). So once the board shows an episode after this member's that is not over, the member joins
         it now (:meth:`_join`: its partitions announced with the keys it knows of them, or taken over from
         their values) and its schedule follows the group's from then on."""
-        g = group_episode(self.fetch(), self.expected(), self.stats_key)
+        values = self.fetch()
+        g = group_episode(values, self.expected(), self.stats_key)
         if g is None or g[0] <= self.scheduler.episode or g[2]:
             return
         owned = sorted(self.owned())
+        if any((v := values.get(self.stats_key(p))) is not None and v.get("episode") == g[0]
+               and v.get("member") != self.member for p in owned):
+            return  # another member announced a partition this member holds: a rebalance is moving it (on_assign)
         if owned:  # a standby member (no partition) has nothing to announce: it waits for an assignment
             log.info("group episode %d began on another member: joining it before this member's own next start",
                      g[0])
@@ -499,10 +525,7 @@ class GroupMember:
         rest = set(partitions) - set(add)
         part = {a: q for a in s.keys.known if (q := self.partition_of(a)) in rest} if n is None else {}
         if n is None:
-            for q in sorted(rest):
-                v = values.get(self.stats_key(q))
-                if v is not None and isinstance(v.get("arms"), Mapping):  # a chunked value's: LazyArms
-                    part.update({a: q for a in v["arms"] if a not in part})
+            self._earlier_keys(values, rest, part, ep)
         base = GroupAnnounce(sorted(part), part=part, owned=partitions, episode=ep)
         base.n = n
         # stream time: the values' positions carry their partitions' latest record time (ms). A member

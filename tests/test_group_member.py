@@ -210,9 +210,12 @@ def test_a_member_that_starts_fresh_after_the_groups_episode_continues_its_numbe
     c = Member(board, set(), alerts, config=SchedulerConfig(max_episodes=2))  # (1: test below)
     assert c.member.on_assign(["t:2", "t:3"]) == {} and c.sched.episode == 1 and c.sched.phase == "discovering"
     c.owned = {"t:2", "t:3"}
+    c.member.partition_of = lambda arm: None  # fresh: it has read no record of its partitions yet
     c.sched.tick()  # discovery over (fixed arms): its own episode starts, numbered after the group's
     assert c.sched.episode == 2 and isinstance(c.sched.policy, GroupAnnounce)
     assert {p: board[p]["episode"] for p in ALL} == {"t:0": 1, "t:1": 1, "t:2": 2, "t:3": 2}
+    # the partitions' keys from their values of episode 1 (the changelog), not only those read so far
+    assert (board["t:2"]["keys"], board["t:3"]["keys"]) == (3, 3)
     assert board["t:0"] == ended["t:0"]
 
 
@@ -245,11 +248,16 @@ def test_an_idle_member_follows_the_groups_next_episode_without_waiting_for_its_
     # a rebalance between episodes: t:1 moves to b, which has read none of its records yet
     _eager_rebalance({a: {"t:0"}, b: {"t:1", "t:2", "t:3"}})
     b.member.partition_of = lambda arm: None if PART[arm] == "t:1" else PART[arm]
+    a.member.member, b.member.member = "a", "b"
     a.sched.clock.advance(a.sched.episodes.next_start)  # a's partitions moved on; b's clock stays (quiet)
     a.sched.tick()
     a.member.turn()
     assert a.sched.episode == 2 and isinstance(a.sched.policy, GroupAnnounce)
     assert b.sched.clock() < b.sched.episodes.next_start
+    b.owned.add("t:0")  # a stale assignment (a rebalance under way): a announced t:0, so b waits
+    b.member.turn()
+    assert b.sched.phase == "idle" and board["t:0"]["member"] == "a"
+    b.owned.discard("t:0")
     b.member.turn()
     assert b.sched.episode == 2 and b.sched.phase == "running", b.sched.phase
     assert {board[p]["episode"] for p in ALL} == {2}
