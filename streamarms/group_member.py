@@ -36,8 +36,9 @@ the new one after it (progress the old owner made after its last value -- a kill
 and read again: never counted twice). Alerts: the new owner does not alert arms the value shows
 decided (their alerts were flushed before the value); an arm decided by a killed member after its last
 value is decided again and alerted again with the same ``alert_id`` (at-least-once: deduplicate by
-``alert_id``, as for a single daemon's restart). The values carry every key of the partition: at
-millions of keys a per-key changelog would be needed (not built).
+``alert_id``, as for a single daemon's restart). The values carry every key of the partition; on the
+stats topic a value's keys go in chunks (:mod:`streamarms.group_chunks`), so a partition is not capped
+by the largest record, and a reader uses a value only once all its chunks have arrived.
 
 **A member that joins late or restarts** without a running episode (no checkpoint, or one taken between
 episodes) resumes the group's state at its assignment (:meth:`GroupMember._join`): if the board's latest
@@ -83,7 +84,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from .group_threshold import group_finished, staleness
@@ -253,8 +254,11 @@ class GroupMember:
     ``owned()`` / ``expected()``: this member's partitions and all partitions of the topic(s);
     ``partition_of(arm)``: an arm's partition (``None``: not seen yet); ``params``: GroupKSigma's
     keyword parameters (k, delta, model, two_sided, arm_share); ``stats_key(partition)``: the board's
-    key of a partition (default: the partition itself). Install with ``scheduler.build = member.build``
-    (done here) and call :meth:`turn` every loop turn.
+    key of a partition (default: the partition itself); ``publish_budget``: seconds a turn may spend
+    publishing values (``None``: all changed partitions at once; else
+    :attr:`~streamarms.group_track.GroupTrack.publish_budget`: a round of values split over turns, each
+    turn going on with it without waiting for ``interval``). Install with ``scheduler.build =
+    member.build`` (done here) and call :meth:`turn` every loop turn.
     """
 
     def __init__(self, scheduler: Any, *, publish: Callable[[str, dict[str, Any]], None],
@@ -264,13 +268,14 @@ class GroupMember:
                  stats_key: Callable[[str], str] = str, clock: Callable[[], float] = time.time,
                  interval: float = 1.0, member: str = "", position_of: Callable[[str], Any] | None = None,
                  flush: Callable[[], None] | None = None, flush_board: Callable[[], None] | None = None,
-                 catch_up: Callable[[], None] | None = None) -> None:
+                 catch_up: Callable[[], None] | None = None, publish_budget: float | None = None) -> None:
         self.scheduler = scheduler
         self.publish, self.fetch, self.poll_board = publish, fetch, poll_board
         self.owned, self.expected, self.partition_of = owned, expected, partition_of
         self.params, self.stats_key, self.clock = dict(params), stats_key, clock
         self.interval, self.member = float(interval), member
         self.position_of, self.flush, self.flush_board, self.catch_up = position_of, flush, flush_board, catch_up
+        self.publish_budget = publish_budget
         self._last = -math.inf
         self._attached: Any = None
         self._alerts = 0
@@ -308,7 +313,8 @@ class GroupMember:
         and that this member has not seen waits for the next episode, as in one process."""
         for q in sorted(partitions):
             v = values.get(self.stats_key(q))
-            if v is not None and isinstance(v.get("arms"), dict) and isinstance(v.get("episode"), int) \
+            # a chunked value's arms are a LazyArms (a Mapping)
+            if v is not None and isinstance(v.get("arms"), Mapping) and isinstance(v.get("episode"), int) \
                     and v["episode"] < episode:
                 for a in v["arms"]:
                     part.setdefault(a, q)
@@ -344,7 +350,9 @@ class GroupMember:
     def turn(self) -> None:
         """Publish, read the board, start / advance / end the episode (at most every ``interval`` s)."""
         now = self.clock()
-        if now - self._last < self.interval:
+        pol = self.scheduler.policy
+        publishing = isinstance(pol, GroupKSigma) and pol is self._attached and pol.track.group.publishing
+        if now - self._last < self.interval and not publishing:
             return
         self._last = now
         if self.poll_board is not None:
@@ -381,6 +389,7 @@ class GroupMember:
             if pol is not self._attached:  # restored from a checkpoint: wait for the assignment (on_assign)
                 return
             self._flush_alerts()
+            pol.track.group.publish_budget = self.publish_budget
             external_progress(s, pol.sync(now))
 
     def _follow_board(self) -> None:

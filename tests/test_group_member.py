@@ -1,6 +1,8 @@
 """GroupMember (issue 13) without a broker: schedulers of two members on one stats board decide as a
 group; a member restored from its checkpoint takes its partitions over from the board (the changelog),
-not from its older checkpoint, and alerts nothing twice; a live hand-over of one partition."""
+not from its older checkpoint, and alerts nothing twice; a live hand-over of one partition. Every test
+runs on a board of plain values and on one whose values went through chunks (one key a chunk, JSON, as
+a reader of the Kafka stats topic assembles them: arms are LazyArms)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import random
 
 import pytest
 
+from streamarms.group_chunks import ChunkAssembler, ChunkWriter
 from streamarms.group_member import GroupAnnounce, GroupMember
 from streamarms.policies.anytime_group import GroupKSigma
 from streamarms.runtime.clock import EventClock
@@ -18,6 +21,40 @@ from streamarms.runtime.scheduler import Scheduler
 MEANS = {f"k{i}": m for i, m in enumerate([0.2, 0.25, 0.22, 0.2, 0.18, 0.21, 0.23, 0.2, 0.19, 0.24, 0.85, 0.9])}
 PART = {a: f"t:{i % 4}" for i, a in enumerate(MEANS)}
 ALL = ["t:0", "t:1", "t:2", "t:3"]
+
+
+class ChunkedBoard(dict):
+    """A board whose every value is written as chunk records (one key a chunk) and read back assembled."""
+
+    def __init__(self):
+        super().__init__()
+        self.writer, self.reader = ChunkWriter(chunk_keys=1), ChunkAssembler()
+        self.chunked = 0
+
+    def __setitem__(self, p, v):
+        for key, body in self.writer.records(p, v, on_topic=self.reader.chunks_on):
+            self.reader.feed(key, body)
+        got = self.reader.latest[p]
+        self.chunked += "chunks" in got
+        super().__setitem__(p, got)
+
+
+_BOARDS = []
+
+
+@pytest.fixture(autouse=True, params=["plain", "chunked"])
+def _board_kind(request):
+    _BOARDS.clear()
+    _BOARDS.append(request.param)
+    yield
+    if request.param == "chunked" and len(_BOARDS) > 1:  # a test with a board did go through chunks
+        assert any(b.chunked for b in _BOARDS[1:]), "no chunked value"
+
+
+def _board():
+    b = ChunkedBoard() if _BOARDS[0] == "chunked" else {}
+    _BOARDS.append(b)
+    return b
 
 
 class Member:
@@ -53,7 +90,7 @@ def _run(members, rng, turns=30_000):
 def _two_members(seed: int, steps: int):
     """Two members of one group on one board (``t:0, t:1`` and ``t:2, t:3``), stepped ``steps`` times in
     turn with ``random.Random(seed)``; returns ``(board, alerts, a, b, rng)``."""
-    board: dict = {}
+    board = _board()
     alerts: list = []
     a, b = Member(board, {"t:0", "t:1"}, alerts), Member(board, {"t:2", "t:3"}, alerts)
     rng = random.Random(seed)
@@ -150,7 +187,7 @@ def test_a_member_that_starts_fresh_while_the_group_announces_joins_the_announce
     yet): a member taking two over announces the same episode -- t:2 with the keys announced for it, t:3
     with the keys it knows of t:3 (here all: its arms are fixed; a fresh Kafka member knows none yet, and
     they wait for the next episode) -- and the episode runs on the announced keys."""
-    board, alerts = {}, []
+    board, alerts = _board(), []
     a = Member(board, {"t:0", "t:1", "t:2"}, alerts)
     a.sched.tick()
     a.member.turn()
@@ -183,7 +220,7 @@ def test_a_member_that_starts_fresh_after_the_groups_episode_continues_its_numbe
 
 
 def test_a_member_done_with_its_episodes_joins_nothing():
-    board, alerts = {}, []
+    board, alerts = _board(), []
     a = Member(board, {"t:0", "t:1", "t:2", "t:3"}, alerts)
     _run([a], random.Random(8))
     board["t:0"] = dict(board["t:0"], episode=2, undecided=1)  # the group went on (other members)
@@ -197,7 +234,7 @@ def test_an_idle_member_follows_the_groups_next_episode_without_waiting_for_its_
     announced, so a member waiting for its own clock held the whole group (the Kafka run with idle members
     that once stalled). An idle member follows the board instead: once another member announced the next
     episode, it announces its partitions at its next turn, and the group runs the episode together."""
-    board: dict = {}
+    board = _board()
     alerts: list = []
     cfg = SchedulerConfig(max_episodes=2, episode_interval=100.0)
     a, b = Member(board, {"t:0", "t:1"}, alerts, config=cfg), Member(board, {"t:2", "t:3"}, alerts, config=cfg)
@@ -239,3 +276,25 @@ def test_a_member_that_joins_after_the_groups_last_episode_finishes_at_once():
     _run([a, b], rng)  # max_episodes=1: the group's only episode
     c = Member(board, set(), alerts)
     assert c.member.on_assign(["t:2", "t:3"]) == {} and c.sched.finished and c.sched.episode == 1
+
+
+def test_a_publish_budget_splits_each_round_of_values_over_turns_and_the_group_still_decides():
+    """``publish_budget = 0``: a turn publishes one partition's value and the next turns go on with the
+    round (without waiting for the interval); the group decides the same outliers, each alerted once."""
+    board, alerts = _board(), []
+    a, b = Member(board, {"t:0", "t:1"}, alerts), Member(board, {"t:2", "t:3"}, alerts)
+    for m in (a, b):
+        m.member.publish_budget = 0.0
+    split = 0
+    rng = random.Random(8)
+    for _ in range(30_000):
+        if a.sched.finished and b.sched.finished:
+            break
+        for m in (a, b):
+            m.step(rng)
+            pol = m.sched.policy
+            split += isinstance(pol, GroupKSigma) and pol.track.group.publishing
+    else:
+        raise AssertionError("no group decision")
+    assert split > 0
+    assert sorted(x["arm"] for x in alerts if x["kind"] == "outlier") == ["k10", "k11"]

@@ -34,8 +34,8 @@ def _records(seed=13):
     return [(KEYS[a], b'{"reward": %d}' % (rng.random() < MEANS[a]), T0 + n) for n, a in enumerate(order)]
 
 
-def _args(broker, topic, tag, member, tmp_path):
-    return ["--bootstrap-servers", broker.bootstrap, "--rewards-topic", topic, "--alerts-topic", f"alerts-{tag}",
+def _args(broker, topic, tag, member, tmp_path, extra=()):
+    return [*extra, "--bootstrap-servers", broker.bootstrap, "--rewards-topic", topic, "--alerts-topic", f"alerts-{tag}",
             "--group-id", f"g-{tag}", "--group-threshold", "--group-member", member, "--group-interval", "0.5",
             "--policy", "cs", "--k", "2", "--delta", "0.1", "--max-episodes", "1", "--checkpoint", "none",
             "--discovery-records", "2000", "--summary-json", str(tmp_path / f"{tag}-{member}.json"),
@@ -56,11 +56,12 @@ def _wait_assigned(logs, members, parts, timeout=90):
     return False
 
 
-def _run_group(broker, tag, members, tmp_path, recs):
+def _run_group(broker, tag, members, tmp_path, recs, extra=()):
     topic = f"rewards-{tag}"
     ensure_topics({"bootstrap_servers": [broker.bootstrap]}, {topic: 6})
     logs = [tmp_path / f"{tag}-m{i}.log" for i in range(members)]
-    procs = [subprocess.Popen(cli(_args(broker, topic, tag, f"m{i}", tmp_path)), cwd=ROOT, stdout=subprocess.DEVNULL,
+    procs = [subprocess.Popen(cli(_args(broker, topic, tag, f"m{i}", tmp_path, extra)), cwd=ROOT,
+                              stdout=subprocess.DEVNULL,
                               stderr=open(logs[i], "wb")) for i in range(members)]
     try:
         assert _wait_assigned(logs, members, 6), [f.read_text()[-2000:] for f in logs]
@@ -91,6 +92,25 @@ def test_three_members_find_the_outliers_of_one_member(kafka_broker, tmp_path):
     assert sum(s["episodes"][0]["arms"] for s in three) == len(KEYS)
     assert all(s["episodes"][0]["done"] and not s["episodes"][0]["undecided"] for s in three)
     assert all("group episode 1: 20 keys over 6 partitions" in log for log in logs)
+
+
+def test_three_members_with_chunked_stats_values_find_the_outliers_of_one_member(kafka_broker, tmp_path):
+    """As above with ``--group-chunk-keys 1``: every partition's value of several keys goes in one chunk a
+    key (the stats topic holds a chunk key per key of such partitions), and the group finds the
+    outliers of one member (the truth, test above), each alerted once, all members ending the episode."""
+    three, alerts, logs = _run_group(kafka_broker, "grpchunk", 3, tmp_path, _records(),
+                                     extra=("--group-chunk-keys", "1"))
+    found = [a for s in three for a in s["episodes"][0]["outliers"]]
+    assert sorted(found) == sorted(OUTLIERS)
+    assert sorted(a["arm"] for a in alerts if a["kind"] == "outlier") == sorted(OUTLIERS)
+    assert sum(s["episodes"][0]["arms"] for s in three) == len(KEYS)
+    assert all(s["episodes"][0]["done"] and not s["episodes"][0]["undecided"] for s in three)
+    stats = read_topic(kafka_broker.bootstrap, "g-grpchunk-stats")
+    heads = [json.loads(r.value) for r in stats if r.value is not None and b"/c" not in r.key]
+    chunks = {r.key for r in stats if b"/c" in r.key and r.value is not None}
+    keys = {h["partition"]: h["keys"] for h in heads}  # per partition (a partition of one key: one record)
+    assert sum(keys.values()) == len(KEYS) and len(chunks) == sum(n for n in keys.values() if n > 1) > 0
+    assert all(isinstance(h.get("chunks"), list) for h in heads if h.get("keys", 0) > 1)
 
 
 def test_kill_9_one_member_mid_episode_the_others_take_over(kafka_broker, tmp_path):
