@@ -156,7 +156,8 @@ class RewardCodec:
             append(x)
         return out
 
-    def _rewards_clean(self, values: Sequence[bytes | str | None], parsed: Sequence[Any] | None) -> list[float] | None:
+    def _rewards_clean(self, values: Sequence[bytes | str | None],
+                       parsed: Sequence[Any] | None) -> list[float | None] | None:
         """:meth:`rewards` of a batch in which every value is accepted, in C-level passes (``map``, ``set``),
         or ``None`` -- at the first value that is not (any exception, a type or a value out of place) --
         and then :meth:`rewards`' record loop decides, value by value. Each pass does what the loop does
@@ -186,7 +187,7 @@ class RewardCodec:
                 if max(map(len, values)) > decoder._SHORT:  # type: ignore[arg-type]  # (None: TypeError)
                     return None  # (the per-record path counts brackets first)
                 parsed = list(map(decoder._loads, values))
-            xs = list(map(itemgetter(self.reward_field), parsed))  # a non-dict or no field: an exception
+            xs: list[Any] = list(map(itemgetter(self.reward_field), parsed))  # a non-dict or no field: an exception
             types = set(map(type, xs))
             if not types <= _NUMBERS:
                 return None

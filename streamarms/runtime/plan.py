@@ -157,7 +157,7 @@ class PlanFollower:
                     self.stale = stale
                     return True
                 continue
-            if since is not None and w[0] is not head_req:  # (the same request: the entry stays as it is)
+            if since is not None and w is not None and w[0] is not head_req:  # (the same request: the entry stays as it is)
                 window[head] = (head_req, since)
             if head in cool and cool[head] > now and (deferred is None or head not in deferred) \
                     and (self.requests is None or head not in self.requests.per_arm):
