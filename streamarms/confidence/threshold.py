@@ -514,7 +514,16 @@ class ThresholdTrack:
         t[1] += y
         t[2] += y * y
         t[3] += r * r
-        v = self.vbar(lo, hi)
+        low, high = self.low, self.high
+        if low is None or high is None:  # self.vbar(lo, hi), inlined (a reward's hot path)
+            v = math.inf
+        else:
+            x = (low + high) / 2.0
+            if lo > x:  # min(max(mid, lo), hi)
+                x = lo
+            if hi < x:
+                x = hi
+            v = (x - low) * (high - x)
         if v > t[4]:
             t[4] = v
         t[5] += lo
@@ -522,13 +531,18 @@ class ThresholdTrack:
         t[7] += c
         t[8] += c * c
         t[9] += h * h
-        if self._s2 is not None:
+        s2 = self._s2
+        if s2 is not None:
             u = self._u_of.get(g)
             if u is None:
                 u = self._u_of[g] = epoch_u(g, self.n, self.alpha * Q_SHARE)
-            p = self.proxy(lo, hi)
-            assert p is not None  # s2 is set, so proxy is s2 or the Bernoulli proxy
-            t[10] += -math.log1p(-u * min(p / self._s2, 1.0))
+            if self.bernoulli:  # self.proxy(lo, hi), inlined
+                x = 0.5 if not lo > 0.5 else lo
+                p = kearns_saul(x if not hi < x else hi)
+            else:
+                p = s2
+            q = p / s2
+            t[10] += -math.log1p(-u * (q if not 1.0 < q else 1.0))
             if p > t[12]:
                 t[12] = p
         if S2 is None and self.bernoulli:
