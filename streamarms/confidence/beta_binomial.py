@@ -89,7 +89,7 @@ def beta_binomial_interval(m: int, S: float, alpha: float, a: float = 0.5, b: fl
     return lo, hi
 
 
-@functools.lru_cache(maxsize=1 << 16)
+@functools.lru_cache(maxsize=1 << 13)
 def cached_interval(m: int, S: float, alpha: float, a: float, b: float) -> tuple[float, float]:
     """:func:`beta_binomial_interval`, memoised: a pure function of ``(m, S)`` at the run's ``alpha, a, b``,
     so the cache returns the very floats a fresh call would. The arms of a run report to the threshold

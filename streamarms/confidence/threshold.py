@@ -510,13 +510,16 @@ class ThresholdTrack:
             t = self.totals[key] = [0.0] * len(_FIELDS)
         if S2 is None and self.bernoulli:
             S2 = S
-        mk = (g, S, lo, hi, S2)
-        terms = self._memo.get(mk)
-        if terms is None:
+        if self.bernoulli:  # few distinct (g, S, lo, hi): memoised (~3 MB at most)
+            mk = (g, S, lo, hi, S2)
+            terms = self._memo.get(mk)
+            if terms is None:
+                terms = self._terms(g, S, lo, hi, S2)
+                if len(self._memo) >= 1 << 13:
+                    self._memo.clear()
+                self._memo[mk] = terms
+        else:  # continuous rewards: (S, S2) hardly ever repeat
             terms = self._terms(g, S, lo, hi, S2)
-            if len(self._memo) >= 1 << 16:
-                self._memo.clear()
-            self._memo[mk] = terms
         y, y2, r2, v, c, c2, h2, lq, p, w = terms
         t[0] += 1
         t[1] += y
