@@ -14,13 +14,16 @@ its own partitions' keys here: this measures how consumption scales.
 keys; the wall time from the first record produced to the last member's exit, and the records handled
 (:func:`group_decision`).
 
-**Projection (arithmetic, stated).** One partition's stats value (``PartitionTotals.value()``, JSON,
-and gzip as the publisher sends it) is measured for arms whose counts span levels 1..m (``--levels-to``),
-and the merge (``merge_totals`` + ``GroupThreshold.update``) is timed for P = members x
-partitions-per-member values. With publish interval ``I`` seconds:
+**Projection (arithmetic, stated).** One partition's stats value is its head (``PartitionTotals.value()``,
+JSON, and gzip as the publisher sends it, measured for arms whose counts span levels 1..m,
+``--levels-to``) and its keys' state in chunks (``group_chunks.real_states``: a GroupKSigma's per-key
+state, gzip bytes a key; ``--keys-per-partition`` keys, all chunks re-sent every interval, as mid-episode
+where samples land on keys at random -- ``benchmarks/group_chunks.py``); the merge (``merge_totals`` +
+``GroupThreshold.update``) is timed for P = members x partitions-per-member values. With publish interval
+``I`` seconds:
 
-* traffic into the topic = P x value_bytes / I; every member reads all of it, so the topic's read
-  traffic = members x P x value_bytes / I;
+* traffic into the topic = P x (head_bytes + keys x key_bytes) / I; every member reads all of it, so
+  the topic's read traffic = members x P x value_bytes / I;
 * decision latency added by the group (a level completes when its last arm's member publishes) <=
   I (publish interval) + topic delay (measured here: produce -> a reader has it) + merge time.
 
@@ -244,6 +247,7 @@ def main() -> None:
     ap.add_argument("--interval", type=float, default=1.0, help="stats publish interval (s) for the projection")
     ap.add_argument("--levels-to", type=int, default=2000, help="arm counts in a value span 1..this")
     ap.add_argument("--partitions-per-member", type=int, default=2)
+    ap.add_argument("--keys-per-partition", type=int, default=1000, help="keys whose state a value carries")
     ap.add_argument("--skip-throughput", action="store_true")
     ap.add_argument("--skip-group", action="store_true", help="skip the --group-threshold decision runs")
     ap.add_argument("--per-key", type=int, default=6000, help="records per key of the group decision runs")
@@ -269,15 +273,21 @@ def main() -> None:
             print("  ratios vs 1 member: " + ", ".join(f"{n}: {r / base:.2f}" for n, r in rates.items()))
         levels, raw, gz = value_size(a.levels_to)
         delay = topic_delay(a.bootstrap_servers)
+        from group_chunks import real_states
+        states = real_states(2000, 500)[0]
+        key_gz = len(gzip.compress(json.dumps({f"key-{i:07d}": x for i, x in enumerate(states)}).encode())) / len(states)
         print(f"\nstats value of one partition (arms at counts up to {a.levels_to}): {levels} levels, {raw:,} B JSON, "
-              f"{gz:,} B gzip; produce -> read delay on this broker (median of 20): {delay * 1000:.1f} ms")
-        print(f"projection, {a.partitions_per_member} partitions per member, publish every {a.interval:g} s:")
+              f"{gz:,} B gzip for the head, + {key_gz:.0f} B gzip a key of its state (x {a.keys_per_partition:,} keys); "
+              f"produce -> read delay on this broker (median of 20): {delay * 1000:.1f} ms")
+        gz = int(gz + key_gz * a.keys_per_partition)
+        print(f"projection, {a.partitions_per_member} partitions per member of {a.keys_per_partition:,} keys, "
+              f"publish every {a.interval:g} s:")
         for members in (3, 10, 100):
             p = members * a.partitions_per_member
             mt = merge_time(p, a.levels_to)
             write = p * gz / a.interval
             read = members * write
-            print(f"  {members:>3} members: {p:>3} values; topic in {write / 1e3:8.1f} kB/s, read by all "
+            print(f"  {members:>3} members: {p:>3} values; topic in {write / 1e6:8.2f} MB/s, read by all "
                   f"{read / 1e6:8.2f} MB/s; merge {mt * 1000:7.1f} ms CPU per member per update; added decision "
                   f"latency <= {a.interval:g} s + {delay * 1000:.0f} ms + {mt * 1000:.0f} ms")
     finally:

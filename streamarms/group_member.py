@@ -36,14 +36,22 @@ the new one after it (progress the old owner made after its last value -- a kill
 and read again: never counted twice). Alerts: the new owner does not alert arms the value shows
 decided (their alerts were flushed before the value); an arm decided by a killed member after its last
 value is decided again and alerted again with the same ``alert_id`` (at-least-once: deduplicate by
-``alert_id``, as for a single daemon's restart). The values carry every key of the partition: at
-millions of keys a per-key changelog would be needed (not built).
+``alert_id``, as for a single daemon's restart). The values carry every key of the partition; on the
+stats topic a value's keys go in chunks (:mod:`streamarms.group_chunks`), so a partition is not capped
+by the largest record, and a reader uses a value only once all its chunks have arrived.
 
 **A member that joins late or restarts** without a running episode (no checkpoint, or one taken between
 episodes) resumes the group's state at its assignment (:meth:`GroupMember._join`): if the board's latest
 episode ``E`` is running, it begins ``E`` on its partitions, taken over from their values as above (a
 partition's state and position), so the group's episode goes on as one; if ``E`` is over, its own next
-episode is ``E + 1``, the group's next (it never announces an episode the board has already seen).
+episode is ``E + 1``, the group's next (it never announces an episode the board has already seen), and
+``max_episodes`` counts the group's episodes (a member joining after the group's last one finishes at once).
+
+**Between episodes** each member waits for its next start on its own stream clock, which moves only with
+its partitions' records, so the members' next starts differ; an idle member therefore follows the board:
+once another member has announced the next episode it joins it at its next turn
+(:meth:`GroupMember._follow_board`), so the group starts when its first member is due, never waiting for
+the one whose clock is furthest behind.
 
 >>> from streamarms.runtime.scheduler import Scheduler, EventClock
 >>> from streamarms.runtime.config import SchedulerConfig
@@ -76,13 +84,14 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from .group_threshold import group_finished, staleness
 from .policies.anytime_group import GroupKSigma
 from .policies.base import Decision, Event, Policy, Request
 from .runtime.clock import EventClock
+from .runtime.episodes import IDLE
 from .validation import finite_reward
 
 __all__ = ["GroupAnnounce", "GroupMember", "PartitionNotingSource", "external_progress", "group_episode"]
@@ -245,8 +254,11 @@ class GroupMember:
     ``owned()`` / ``expected()``: this member's partitions and all partitions of the topic(s);
     ``partition_of(arm)``: an arm's partition (``None``: not seen yet); ``params``: GroupKSigma's
     keyword parameters (k, delta, model, two_sided, arm_share); ``stats_key(partition)``: the board's
-    key of a partition (default: the partition itself). Install with ``scheduler.build = member.build``
-    (done here) and call :meth:`turn` every loop turn.
+    key of a partition (default: the partition itself); ``publish_budget``: seconds a turn may spend
+    publishing values (``None``: all changed partitions at once; else
+    :attr:`~streamarms.group_track.GroupTrack.publish_budget`: a round of values split over turns, each
+    turn going on with it without waiting for ``interval``). Install with ``scheduler.build =
+    member.build`` (done here) and call :meth:`turn` every loop turn.
     """
 
     def __init__(self, scheduler: Any, *, publish: Callable[[str, dict[str, Any]], None],
@@ -256,13 +268,14 @@ class GroupMember:
                  stats_key: Callable[[str], str] = str, clock: Callable[[], float] = time.time,
                  interval: float = 1.0, member: str = "", position_of: Callable[[str], Any] | None = None,
                  flush: Callable[[], None] | None = None, flush_board: Callable[[], None] | None = None,
-                 catch_up: Callable[[], None] | None = None) -> None:
+                 catch_up: Callable[[], None] | None = None, publish_budget: float | None = None) -> None:
         self.scheduler = scheduler
         self.publish, self.fetch, self.poll_board = publish, fetch, poll_board
         self.owned, self.expected, self.partition_of = owned, expected, partition_of
         self.params, self.stats_key, self.clock = dict(params), stats_key, clock
         self.interval, self.member = float(interval), member
         self.position_of, self.flush, self.flush_board, self.catch_up = position_of, flush, flush_board, catch_up
+        self.publish_budget = publish_budget
         self._last = -math.inf
         self._attached: Any = None
         self._alerts = 0
@@ -275,14 +288,36 @@ class GroupMember:
         """The scheduler's episode factory: the keys of the owned partitions, announced (step 1)."""
         owned = set(self.owned())
         part = {a: p for a in arms if (p := self.partition_of(a)) is not None and p in owned}
-        unseen = sum(1 for a in arms if self.partition_of(a) is None)
+        known = len(part)
+        self._earlier_keys(self.fetch(), owned, part, episode)
+        unseen = sum(1 for a in arms if self.partition_of(a) is None and a not in part)
         if unseen:  # e.g. keys restored from a checkpoint whose records have not come since the restart
             log.info("group episode %d: %d known key(s) not seen since this member started (partition unknown) "
                      ": they wait for the next episode", episode, unseen)
-        pol = GroupAnnounce(sorted(part, key=arms.index), part=part, owned=owned, episode=episode)
+        if len(part) > known:
+            log.info("group episode %d: %d key(s) of the partitions' earlier values not read here yet, announced too",
+                     episode, len(part) - known)
+        order = {a: i for i, a in enumerate(arms)}
+        pol = GroupAnnounce(sorted(part, key=lambda a: (order.get(a, len(order)), a)), part=part, owned=owned,
+                            episode=episode)
         self._announce(pol)
         self._attached = pol
         return pol
+
+    def _earlier_keys(self, values: dict[str, dict[str, Any]], partitions: Iterable[str], part: dict[str, str],
+                      episode: int) -> None:
+        """Add to ``part`` (arm -> partition) the keys the latest value of an earlier episode names for each of
+        ``partitions``: the board is the partitions' changelog, so a member announcing a partition it has not
+        read (yet) -- a fresh member, or one the partition moved to between episodes -- still announces the
+        partition's keys instead of leaving them for the next episode. A key that appeared since that value
+        and that this member has not seen waits for the next episode, as in one process."""
+        for q in sorted(partitions):
+            v = values.get(self.stats_key(q))
+            # a chunked value's arms are a LazyArms (a Mapping)
+            if v is not None and isinstance(v.get("arms"), Mapping) and isinstance(v.get("episode"), int) \
+                    and v["episode"] < episode:
+                for a in v["arms"]:
+                    part.setdefault(a, q)
 
     def _announce(self, pol: GroupAnnounce, positions: dict[str, Any] | None = None) -> None:
         """Publish ``pol``'s partitions' key counts and names; ``positions``: where a partition taken over
@@ -315,13 +350,18 @@ class GroupMember:
     def turn(self) -> None:
         """Publish, read the board, start / advance / end the episode (at most every ``interval`` s)."""
         now = self.clock()
-        if now - self._last < self.interval:
+        pol = self.scheduler.policy
+        publishing = isinstance(pol, GroupKSigma) and pol is self._attached and pol.track.group.publishing
+        if now - self._last < self.interval and not publishing:
             return
         self._last = now
         if self.poll_board is not None:
             self.poll_board()
         s = self.scheduler
         pol = s.policy
+        if s.phase == IDLE:
+            self._follow_board()
+            return
         if s.phase != "running" or pol is None:
             return
         values = self.fetch()
@@ -349,7 +389,32 @@ class GroupMember:
             if pol is not self._attached:  # restored from a checkpoint: wait for the assignment (on_assign)
                 return
             self._flush_alerts()
+            pol.track.group.publish_budget = self.publish_budget
             external_progress(s, pol.sync(now))
+
+    def _follow_board(self) -> None:
+        """Between episodes: join the group's next episode as soon as another member began it.
+
+        An idle member waits for its own next start on its own stream clock, and that clock moves only with
+        the records of its partitions: the members' clocks differ (a member that joined mid-episode dated
+        the episode later than the others; a member's partitions may be quiet for a while). The group's
+        episode starts only once every partition is announced, so a member waiting for its own clock would
+        hold the whole group (and, on a finite stream, the others would read past the records the episode
+        needed). So once the board shows an episode after this member's that is not over, the member joins
+        it now (:meth:`_join`: its partitions announced with the keys it knows of them, or taken over from
+        their values) and its schedule follows the group's from then on."""
+        values = self.fetch()
+        g = group_episode(values, self.expected(), self.stats_key)
+        if g is None or g[0] <= self.scheduler.episode or g[2]:
+            return
+        owned = sorted(self.owned())
+        if any((v := values.get(self.stats_key(p))) is not None and v.get("episode") == g[0]
+               and v.get("member") != self.member for p in owned):
+            return  # another member announced a partition this member holds: a rebalance is moving it (on_assign)
+        if owned:  # a standby member (no partition) has nothing to announce: it waits for an assignment
+            log.info("group episode %d began on another member: joining it before this member's own next start",
+                     g[0])
+            self._join(owned)
 
     def _flush_alerts(self) -> None:
         """Deliver the alerts emitted so far before a value that says their arms are decided is published
@@ -423,8 +488,9 @@ class GroupMember:
         episode of its own over the group's values. The group runs episode ``E`` (announcing or deciding):
         this member begins ``E`` on the assigned partitions, each taken over from its latest value of ``E``
         (key state, totals, position) exactly as in a live rebalance; while ``E`` is announcing, a
-        partition without a value of ``E`` is announced with the keys this member knows of it (none when it
-        starts fresh: its keys wait for the next episode). The stream clock moves to the taken-over
+        partition without a value of ``E`` is announced with the keys this member knows of it and those its
+        value of an earlier episode names (none for a partition new to the group: its keys wait for the next
+        episode). The stream clock moves to the taken-over
         values' latest record time, so the next episode is timed from the group's, not from zero. The group is between episodes
         (``E`` finished): this member's next episode is ``E + 1``, the group's next. An empty board, or
         a board not past this member's own episode: nothing changes. Returns the start positions."""
@@ -439,18 +505,27 @@ class GroupMember:
             return {}
         ep, n, finished = g
         if finished:
-            log.info("group episode %d is over: this member's next episode is %d (was %d)", ep, ep + 1, s.episode + 1)
+            was = s.episode + 1
             s.episodes.episode = ep
+            last = s.config.max_episodes
+            if last is not None and ep >= last:  # --max-episodes counts the group's episodes
+                log.info("group episode %d is over and was the last (--max-episodes %d): nothing left to run", ep, last)
+                s.episodes.finish()
+                return {}
+            log.info("group episode %d is over: this member's next episode is %d (was %d)", ep, ep + 1, was)
             return {}
         add = {}
         for p in sorted(set(partitions)):
             v = values.get(self.stats_key(p))
             if v is not None and v.get("episode") == ep and "arms" in v:
                 add[p] = v
-        # announcing: a partition without a value of E gets the keys this member knows of it (none when it
-        # starts fresh: they wait for the next episode); deciding: every partition has a value of E
+        # announcing: a partition without a value of E gets the keys this member knows of it and those its
+        # value of an earlier episode names (a partition moved here between episodes: this member may not have
+        # read it yet); deciding: every partition has a value of E
         rest = set(partitions) - set(add)
         part = {a: q for a in s.keys.known if (q := self.partition_of(a)) in rest} if n is None else {}
+        if n is None:
+            self._earlier_keys(values, rest, part, ep)
         base = GroupAnnounce(sorted(part), part=part, owned=partitions, episode=ep)
         base.n = n
         # stream time: the values' positions carry their partitions' latest record time (ms). A member

@@ -49,9 +49,32 @@ __all__ = ["GroupTrack"]
 
 
 class GroupTrack:
-    """The group threshold behind a track's interface (module docstring)."""
+    """The group threshold behind a track's interface (module docstring).
+
+    :attr:`publish_budget`: seconds one :meth:`sync` may spend publishing (``None``: every changed
+    partition at once). A partition's value is built and sent whole, so the loop stalls at most about the
+    budget plus one partition's value; the round's partitions left wait for the next sync (which goes on
+    with them without waiting for the interval; a partition changed again after its value went waits for
+    the next round). Each value is still one partition at one moment (its key state, totals and
+    position), which is all a reader or a new owner relies on.
+
+    >>> board = {}
+    >>> t = GroupTrack(dict(n=3, k=1.0, alpha=0.1, low=0.0, high=1.0), publish=board.__setitem__,
+    ...                fetch=lambda: board, clock=lambda: 0.0, interval=10.0)
+    >>> t.publish_budget = 0.0  # one partition a sync
+    >>> for p in ("t:0", "t:1", "t:2"):
+    ...     t.touch(p)
+    >>> _ = t.sync(); sorted(board)
+    ['t:0']
+    >>> t.touch("t:0"); _ = t.sync(); _ = t.sync(); sorted(board), sorted(t._dirty)  # t:0: the next round
+    (['t:0', 't:1', 't:2'], ['t:0'])
+    >>> _ = t.sync(); sorted(t._dirty)  # the round is over: the next begins after the interval
+    ['t:0']
+    """
 
     levels = ThresholdTrack.levels
+    #: ``None``: no budget (a GroupMember sets its own on its policy's track every turn)
+    publish_budget: float | None = None
 
     def __init__(self, spec: dict[str, Any], *, publish: Callable[[str, dict[str, Any]], None],
                  fetch: Callable[[], dict[str, dict[str, Any]]], clock: Callable[[], float] = time.time,
@@ -72,7 +95,13 @@ class GroupTrack:
         #: batches, where the caller's ``extra`` -- e.g. a source position -- describes the same moment)
         self.publish_on_record = True
         self._published_at = self._merged_at = -math.inf
+        self._round: set[str] = set()  # partitions of a budgeted round not published yet
         self.staleness = math.inf
+
+    @property
+    def publishing(self) -> bool:
+        """Whether a budgeted round of values is under way (its next part is due at the next sync)."""
+        return bool(self._round)
 
     @property
     def m_theta(self) -> int:
@@ -97,6 +126,7 @@ class GroupTrack:
         """A partition moved away: stop publishing it (its new owner's value replaces ours)."""
         self.parts.pop(partition, None)
         self._dirty.discard(partition)
+        self._round.discard(partition)
 
     def touch(self, partition: str) -> None:
         """Publish ``partition`` again at the next sync (its ``extra`` fields changed)."""
@@ -115,8 +145,8 @@ class GroupTrack:
         """Publish the changed partitions and merge every partition's latest value, each at most every
         ``interval`` s unless ``force`` (the merge); whether the group's ``m_theta`` advanced."""
         now = self.clock() if now is None else now
-        if publish and self._dirty and now - self._published_at >= self.interval:
-            self.publish_now(now)
+        if publish and self._dirty and (now - self._published_at >= self.interval or self._round):
+            self.publish_now(now, budget=self.publish_budget)
         if not force and now - self._merged_at < self.interval:
             return False
         self._merged_at = now
@@ -126,14 +156,21 @@ class GroupTrack:
         self.staleness = staleness(values.values(), now)
         return self.group.m_theta > before
 
-    def publish_now(self, now: float | None = None) -> None:
-        """Publish the changed partitions now, whatever the interval (no merge)."""
+    def publish_now(self, now: float | None = None, budget: float | None = None) -> None:
+        """Publish the changed partitions now, whatever the interval (no merge): all of them, or, with a
+        ``budget`` (s), the current round's that fit it (class docstring)."""
         now = self.clock() if now is None else now
-        for p in sorted(self._dirty):
+        if budget is None or not self._round:  # a new round: the partitions changed by now
+            self._round = self._round | self._dirty
+            self._published_at = now
+        start = time.perf_counter()
+        for p in sorted(self._round):
             extra = self.extra(p) if self.extra is not None else {}
             self.publish(p, self.parts[p].value(member=self.member, time=now, **extra))
-        self._dirty.clear()
-        self._published_at = now
+            self._dirty.discard(p)
+            self._round.discard(p)
+            if budget is not None and time.perf_counter() - start >= budget:
+                break
 
     def upper(self) -> tuple[float, float]:
         return self.group.upper()

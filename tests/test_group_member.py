@@ -1,6 +1,8 @@
 """GroupMember (issue 13) without a broker: schedulers of two members on one stats board decide as a
 group; a member restored from its checkpoint takes its partitions over from the board (the changelog),
-not from its older checkpoint, and alerts nothing twice; a live hand-over of one partition."""
+not from its older checkpoint, and alerts nothing twice; a live hand-over of one partition. Every test
+runs on a board of plain values and on one whose values went through chunks (one key a chunk, JSON, as
+a reader of the Kafka stats topic assembles them: arms are LazyArms)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import random
 
 import pytest
 
+from streamarms.group_chunks import ChunkAssembler, ChunkWriter
 from streamarms.group_member import GroupAnnounce, GroupMember
 from streamarms.policies.anytime_group import GroupKSigma
 from streamarms.runtime.clock import EventClock
@@ -20,10 +23,45 @@ PART = {a: f"t:{i % 4}" for i, a in enumerate(MEANS)}
 ALL = ["t:0", "t:1", "t:2", "t:3"]
 
 
+class ChunkedBoard(dict):
+    """A board whose every value is written as chunk records (one key a chunk) and read back assembled."""
+
+    def __init__(self):
+        super().__init__()
+        self.writer, self.reader = ChunkWriter(chunk_keys=1), ChunkAssembler()
+        self.chunked = 0
+
+    def __setitem__(self, p, v):
+        for key, body in self.writer.records(p, v, on_topic=self.reader.chunks_on):
+            self.reader.feed(key, body)
+        got = self.reader.latest[p]
+        self.chunked += "chunks" in got
+        super().__setitem__(p, got)
+
+
+_BOARDS = []
+
+
+@pytest.fixture(autouse=True, params=["plain", "chunked"])
+def _board_kind(request):
+    _BOARDS.clear()
+    _BOARDS.append(request.param)
+    yield
+    if request.param == "chunked" and len(_BOARDS) > 1:  # a test with a board did go through chunks
+        assert any(b.chunked for b in _BOARDS[1:]), "no chunked value"
+
+
+def _board():
+    b = ChunkedBoard() if _BOARDS[0] == "chunked" else {}
+    _BOARDS.append(b)
+    return b
+
+
 class Member:
-    def __init__(self, board, owned, alerts, state=None):
+    def __init__(self, board, owned, alerts, state=None, config=None):
         self.owned = set(owned)
-        self.sched = Scheduler(lambda arms, ep: None, clock=EventClock(), config=SchedulerConfig(max_episodes=1),
+        config = config or SchedulerConfig(max_episodes=1)
+        self.sched = Scheduler(lambda arms, ep: None, clock=EventClock(), config=config,
                                arms=list(MEANS), emit_alert=alerts.append)  # the member keeps its partitions' keys
         if state is not None:
             self.sched.restore(json.loads(json.dumps(state)))
@@ -52,7 +90,7 @@ def _run(members, rng, turns=30_000):
 def _two_members(seed: int, steps: int):
     """Two members of one group on one board (``t:0, t:1`` and ``t:2, t:3``), stepped ``steps`` times in
     turn with ``random.Random(seed)``; returns ``(board, alerts, a, b, rng)``."""
-    board: dict = {}
+    board = _board()
     alerts: list = []
     a, b = Member(board, {"t:0", "t:1"}, alerts), Member(board, {"t:2", "t:3"}, alerts)
     rng = random.Random(seed)
@@ -149,7 +187,7 @@ def test_a_member_that_starts_fresh_while_the_group_announces_joins_the_announce
     yet): a member taking two over announces the same episode -- t:2 with the keys announced for it, t:3
     with the keys it knows of t:3 (here all: its arms are fixed; a fresh Kafka member knows none yet, and
     they wait for the next episode) -- and the episode runs on the announced keys."""
-    board, alerts = {}, []
+    board, alerts = _board(), []
     a = Member(board, {"t:0", "t:1", "t:2"}, alerts)
     a.sched.tick()
     a.member.turn()
@@ -169,18 +207,94 @@ def test_a_member_that_starts_fresh_after_the_groups_episode_continues_its_numbe
     board, alerts, a, b, rng = _two_members(seed=7, steps=0)
     _run([a, b], rng)
     ended = {p: dict(v) for p, v in board.items()}
-    c = Member(board, set(), alerts)
+    c = Member(board, set(), alerts, config=SchedulerConfig(max_episodes=2))  # (1: test below)
     assert c.member.on_assign(["t:2", "t:3"]) == {} and c.sched.episode == 1 and c.sched.phase == "discovering"
     c.owned = {"t:2", "t:3"}
+    c.member.partition_of = lambda arm: None  # fresh: it has read no record of its partitions yet
     c.sched.tick()  # discovery over (fixed arms): its own episode starts, numbered after the group's
     assert c.sched.episode == 2 and isinstance(c.sched.policy, GroupAnnounce)
     assert {p: board[p]["episode"] for p in ALL} == {"t:0": 1, "t:1": 1, "t:2": 2, "t:3": 2}
+    # the partitions' keys from their values of episode 1 (the changelog), not only those read so far
+    assert (board["t:2"]["keys"], board["t:3"]["keys"]) == (3, 3)
     assert board["t:0"] == ended["t:0"]
 
 
 def test_a_member_done_with_its_episodes_joins_nothing():
-    board, alerts = {}, []
+    board, alerts = _board(), []
     a = Member(board, {"t:0", "t:1", "t:2", "t:3"}, alerts)
     _run([a], random.Random(8))
     board["t:0"] = dict(board["t:0"], episode=2, undecided=1)  # the group went on (other members)
     assert a.member.on_assign(["t:0"]) == {} and a.sched.finished and a.sched.episode == 1
+
+
+def test_an_idle_member_follows_the_groups_next_episode_without_waiting_for_its_own_clock():
+    """Between episodes each member waits for its own next start on its own stream clock, which moves only
+    with the records of its partitions: members' clocks differ (one that joined mid-episode dated the episode
+    later; a member's partitions may be quiet). The group's episode starts only once every partition is
+    announced, so a member waiting for its own clock held the whole group (the Kafka run with idle members
+    that once stalled). An idle member follows the board instead: once another member announced the next
+    episode, it announces its partitions at its next turn, and the group runs the episode together."""
+    board = _board()
+    alerts: list = []
+    cfg = SchedulerConfig(max_episodes=2, episode_interval=100.0)
+    a, b = Member(board, {"t:0", "t:1"}, alerts, config=cfg), Member(board, {"t:2", "t:3"}, alerts, config=cfg)
+    rng = random.Random(9)
+    for _ in range(30_000):
+        if all(m.sched.phase == "idle" for m in (a, b)):
+            break
+        for m in (a, b):
+            m.step(rng)
+    assert [m.sched.episode for m in (a, b)] == [1, 1] and all(m.sched.phase == "idle" for m in (a, b))
+    # a rebalance between episodes: t:1 moves to b, which has read none of its records yet
+    _eager_rebalance({a: {"t:0"}, b: {"t:1", "t:2", "t:3"}})
+    b.member.partition_of = lambda arm: None if PART[arm] == "t:1" else PART[arm]
+    a.member.member, b.member.member = "a", "b"
+    a.sched.clock.advance(a.sched.episodes.next_start)  # a's partitions moved on; b's clock stays (quiet)
+    a.sched.tick()
+    a.member.turn()
+    assert a.sched.episode == 2 and isinstance(a.sched.policy, GroupAnnounce)
+    assert b.sched.clock() < b.sched.episodes.next_start
+    b.owned.add("t:0")  # a stale assignment (a rebalance under way): a announced t:0, so b waits
+    b.member.turn()
+    assert b.sched.phase == "idle" and board["t:0"]["member"] == "a"
+    b.owned.discard("t:0")
+    b.member.turn()
+    assert b.sched.episode == 2 and b.sched.phase == "running", b.sched.phase
+    assert {board[p]["episode"] for p in ALL} == {2}
+    assert board["t:1"]["keys"] == 3  # t:1's keys from its value of episode 1
+    _run([a, b], rng)
+    assert all(m.sched.history[-1]["episode"] == 2 and m.sched.history[-1]["done"] for m in (a, b))
+    assert sum(m.sched.history[-1]["arms"] for m in (a, b)) == len(MEANS)
+    assert sorted(o for m in (a, b) for o in m.sched.history[-1]["outliers"]) == ["k10", "k11"]
+
+
+def test_a_member_that_joins_after_the_groups_last_episode_finishes_at_once():
+    """``max_episodes`` counts the group's episodes: a member that starts after the group's last episode
+    has nothing left to run (it does not wait alone for an episode nobody else will run), and one that
+    joined the group's episode 2 of 2 stops after it like the others."""
+    board, alerts, a, b, rng = _two_members(seed=7, steps=0)
+    _run([a, b], rng)  # max_episodes=1: the group's only episode
+    c = Member(board, set(), alerts)
+    assert c.member.on_assign(["t:2", "t:3"]) == {} and c.sched.finished and c.sched.episode == 1
+
+
+def test_a_publish_budget_splits_each_round_of_values_over_turns_and_the_group_still_decides():
+    """``publish_budget = 0``: a turn publishes one partition's value and the next turns go on with the
+    round (without waiting for the interval); the group decides the same outliers, each alerted once."""
+    board, alerts = _board(), []
+    a, b = Member(board, {"t:0", "t:1"}, alerts), Member(board, {"t:2", "t:3"}, alerts)
+    for m in (a, b):
+        m.member.publish_budget = 0.0
+    split = 0
+    rng = random.Random(8)
+    for _ in range(30_000):
+        if a.sched.finished and b.sched.finished:
+            break
+        for m in (a, b):
+            m.step(rng)
+            pol = m.sched.policy
+            split += isinstance(pol, GroupKSigma) and pol.track.group.publishing
+    else:
+        raise AssertionError("no group decision")
+    assert split > 0
+    assert sorted(x["arm"] for x in alerts if x["kind"] == "outlier") == ["k10", "k11"]

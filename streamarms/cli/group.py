@@ -10,7 +10,9 @@ Exported (``--metrics-port``): ``streamarms_group_stats_staleness_seconds`` (age
 partition value this member merged: how far behind its view of the group may be; the decision
 latency the group adds is at most about this plus one ``--group-interval``),
 ``streamarms_group_members`` (members that published this episode), ``streamarms_group_partitions_moved``
-(partitions handed over or taken over during an episode: their key state moves through the stats topic).
+(partitions handed over or taken over during an episode: their key state moves through the stats topic),
+``streamarms_group_stats_incomplete_values`` (partitions whose latest head waits for its chunks: a value
+in flight, or one torn by a member killed mid-publish until the partition's next value).
 """
 
 from __future__ import annotations
@@ -24,7 +26,12 @@ from ..errors import ConfigError
 from ..group_member import GroupMember, PartitionNotingSource
 from ..runtime import ACTIVE
 
-__all__ = ["check_group_settings", "member_name", "stats_topic", "wire_group_member"]
+__all__ = ["PUBLISH_BUDGET", "check_group_settings", "member_name", "stats_topic", "wire_group_member"]
+
+#: seconds a loop turn may spend publishing the member's stats values (GroupMember.publish_budget): a value
+#: carries its partition's key state (~16 us of CPU a key), so a round over many keys is split over turns
+#: and the loop stalls about this plus one partition's value
+PUBLISH_BUDGET = 0.5
 
 log = logging.getLogger("streamarms.group")
 
@@ -41,7 +48,7 @@ def stats_topic(s: Any) -> str:
 def check_group_settings(s: Any) -> None:
     """``--group-threshold`` needs Kafka, the ``cs`` policy and the passive episode mode."""
     if not s.group_threshold:
-        for f in ("group_stats_topic", "group_member", "group_interval"):
+        for f in ("group_stats_topic", "group_member", "group_interval", "group_chunk_keys"):
             if f in s.explicit:
                 raise ConfigError(f"--{f.replace('_', '-')} applies to --group-threshold")
         return
@@ -63,8 +70,10 @@ def wire_group_member(app: Any) -> GroupMember:
     name = member_name(s)
     topic = stats_topic(s)
     app.source = source = PartitionNotingSource(app.source)
-    publisher = KafkaStatsPublisher(app.kafka_cfg, topic, s.group_id, name)
     reader = KafkaStatsReader(app.kafka_cfg, topic, s.group_id)
+    # the reader's view of the chunks on the topic: unchanged chunks are not sent again
+    publisher = KafkaStatsPublisher(app.kafka_cfg, topic, s.group_id, name, chunk_keys=int(s.group_chunk_keys),
+                                    on_topic=reader.chunks_on)
     app.closers += [publisher, reader]
     sched = app.scheduler
     arm_part: dict[str, str] = {}
@@ -101,7 +110,7 @@ def wire_group_member(app: Any) -> GroupMember:
                          poll_board=lambda: reader.poll(0.0), stats_key=lambda p: stats_key(s.group_id, p),
                          interval=float(s.group_interval), member=name,
                          position_of=lambda p: source.state().get(p), flush=sink.flush if sink is not None else None,
-                         flush_board=publisher.flush, catch_up=catch_up)
+                         flush_board=publisher.flush, catch_up=catch_up, publish_budget=PUBLISH_BUDGET)
     inner: Any = source.source  # the Kafka source: the key state moves with its partitions
     inner.on_assign, inner.on_revoke = member.on_assign, member.on_revoke
     if app.metrics is not None:
@@ -114,6 +123,9 @@ def wire_group_member(app: Any) -> GroupMember:
             ep = sched.episode
             yield GaugeMetricFamily("streamarms_group_members", "Members that published this episode's stats.",
                                     value=len({v.get("member") for v in reader.latest.values() if v.get("episode") == ep}))
+            yield GaugeMetricFamily("streamarms_group_stats_incomplete_values",
+                                    "Partitions whose latest stats head waits for chunks (the previous value is used).",
+                                    value=len(reader.board.pending()))
             yield GaugeMetricFamily("streamarms_group_partitions_moved",
                                     "Partitions handed or taken over during a group episode.", value=member.moved)
         app.metrics.add_provider(collect)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from ..errors import ConfigError
+from ..group_chunks import CHUNK_KEYS
 from ..registry import POLICIES, PolicyParams
 from ..runtime import ACTIVE, PASSIVE, SchedulerConfig
 from ..runtime.continuous import CONTINUOUS
@@ -48,6 +49,7 @@ class RunSettings:
     group_stats_topic: str | None = None
     group_member: str | None = None
     group_interval: float = 1.0
+    group_chunk_keys: int = CHUNK_KEYS
     create_topics: bool = False
     from_beginning: bool = True
     max_poll_records: int = 1000
@@ -178,6 +180,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="this member's name: its checkpoint key and stats tag (default: the host name)")
     g.add_argument("--group-interval", type=nonneg_float, metavar="SEC",
                    help="publish and merge the group's stats at most every SEC (default 1; the view's staleness)")
+    g.add_argument("--group-chunk-keys", type=positive_int, metavar="N",
+                   help="keys per record of a partition's stats value (default 2000): a partition's key state "
+                        "goes in chunks of N keys, only the changed ones are sent again")
     g.add_argument("--create-topics", action="store_true", default=None, help="create missing topics at start")
     g.add_argument("--from-beginning", action=argparse.BooleanOptionalAction, default=None,
                    help="with no committed offset, start at the earliest record (default) or the latest")
@@ -254,7 +259,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--arms", metavar="A,B,..", help="fixed arm set (other keys are skipped)")
     g = p.add_argument_group("episodes and scheduling")
     g.add_argument("--max-episodes", type=positive_int, metavar="N", help="stop after N episodes (default: run forever; "
-                   "the embedded demo runs 1)")
+                   "the embedded demo runs 1; a --group-threshold member stops after the group's episode N, "
+                   "counting those run before it joined)")
     g.add_argument("--episode-interval", type=nonneg_float, metavar="SEC", help="between episode starts (default 300)")
     g.add_argument("--episode-timeout", type=nonneg_float, metavar="SEC", help="end an unfinished episode after this")
     g.add_argument("--window", type=positive_int, metavar="N", help="planned arms to take rewards for (default 32)")

@@ -113,11 +113,18 @@ class EpisodeLifecycle:
         self.history.append(summary)
         del self.history[:-self.history_len]
         m = self.config.max_episodes
-        if m is not None and episodes_done >= m:
+        # the episode's number too: a group member that joined the group's episode E counts the E - 1 the
+        # group ran before it (in one process the number and the count are equal)
+        if m is not None and max(episodes_done, self.episode) >= m:
             self.phase = FINISHED
             self.next_start = _INF
         else:
             self.phase = IDLE
+
+    def finish(self) -> None:
+        """No episode is left to run (``max_episodes`` reached without running one here)."""
+        self.phase = FINISHED
+        self.next_start = _INF
 
     def arm_states(self) -> dict[str, int]:
         """Arms of the current (or last) episode by state: ``active`` (undecided), ``outlier``, ``normal``."""

@@ -29,6 +29,7 @@ def _settings(*argv: str):
     (["--group-threshold", "--bootstrap-servers", "x:9092", "--rewards-topic", "r", "--policy", "cs",
       "--mode", "active", "--requests-topic", "q"], "passive"),
     (["--group-interval", "2"], "applies to --group-threshold"),
+    (["--group-chunk-keys", "100"], "applies to --group-threshold"),
 ])
 def test_refused_with_a_clear_message(argv, msg):
     with pytest.raises(ConfigError, match=msg):

@@ -1,6 +1,7 @@
 """The group's stats topic against the real broker (Tansu): three members publish the totals of their
 partitions, three readers converge to the same merged totals (and the single-process interval); a
-member that restarts resumes its partitions' totals from the topic; another group's values are ignored."""
+member that restarts resumes its partitions' totals from the topic; another group's values are ignored;
+a partition's value in chunks arrives whole, re-sends only its changed chunks, shrinks and is retired."""
 
 from __future__ import annotations
 
@@ -100,15 +101,18 @@ def test_three_readers_converge_and_a_restarted_member_resumes(kafka_broker):
 
 
 def test_a_value_too_large_is_a_clear_error_and_a_large_one_arrives(kafka_broker):
-    """A stats value carries its partition's key state: one above the limit is refused before it is sent
-    (a SinkError naming the partition, its size and the remedy), and one above Kafka's default 1 MB
-    limit but within ours is delivered (the topic is created to take it)."""
+    """A stats value's part that is not per-key (here an artificial ``state`` field) must fit one record:
+    one above the limit is refused before it is sent (a SinkError naming the partition and its size), and
+    one above Kafka's default 1 MB limit but within ours is delivered (the topic is created to take it).
+    (The message changed with the chunks: a partition's keys no longer bound it, so the remedy is not
+    "more partitions" any more.)"""
     from streamarms.connectors.kafka import SinkError
     topic, cfg = f"stats-big-{uuid.uuid4().hex[:6]}", _config(kafka_broker)
     pub = KafkaStatsPublisher(cfg, topic, "g", "m1", max_value_bytes=3_000_000)
     reader = KafkaStatsReader(cfg, topic, "g")
     try:
-        with pytest.raises(SinkError, match=r"partition r:0 is 3,\d{3},\d{3} bytes \(12 keys\).*more partitions"):
+        with pytest.raises(SinkError, match=r"partition r:0: the group stats value of g/r:0 is 3,\d{3},\d{3} bytes "
+                                            r"\(12 keys\) without its per-key part"):
             pub.publish("r:0", {"keys": 12, "state": "x" * 3_000_000})
         pub.publish("r:1", {"keys": 7, "state": "y" * 2_000_000})
         pub.flush()
@@ -120,3 +124,60 @@ def test_a_value_too_large_is_a_clear_error_and_a_large_one_arrives(kafka_broker
     finally:
         pub.close()
         reader.close()
+
+
+def _arms(n, tag=0):
+    rng = random.Random(n + tag)
+    return {f"key-{i:04d}": {"cs": [rng.random() for _ in range(4)], "state": 0, "key": rng.random(), "q": 0.0}
+            for i in rng.sample(range(n), n)}  # not sorted: the published order must survive
+
+
+def test_a_partition_value_in_chunks_arrives_whole_resends_its_changes_shrinks_and_retires(kafka_broker):
+    """400 keys of ~110 bytes (~44 KB) with a 20 KB record cap: one record cannot carry them, 8 chunks of
+    50 keys do. Readers (one live, one that starts later) assemble the value with its key order; a change
+    of one key re-sends one chunk and the head; a partition that shrinks tombstones its extra chunks; a
+    retired one disappears; one key whose state alone exceeds the cap is a SinkError naming it."""
+    from streamarms.connectors.kafka import SinkError
+    topic, cfg = f"stats-chunks-{uuid.uuid4().hex[:6]}", _config(kafka_broker)
+    pub = KafkaStatsPublisher(cfg, topic, "g", "m1", max_value_bytes=20_000, chunk_keys=50)
+    reader = KafkaStatsReader(cfg, topic, "g")
+    pub.on_topic = reader.chunks_on
+    late = None
+    try:
+        arms = _arms(400)
+        pub.publish("r:0", {"episode": 1, "keys": 400, "undecided": 400, "arms": arms})
+        pub.flush()
+        reader.catch_up()
+        v = reader.value_of("r:0")
+        assert v["arms"] == arms and list(v["arms"]) == list(arms) and len(v["chunks"]) == 8
+        assert pub.sent == 9 and sorted(reader.chunks_on("g/r:0")) == list(range(8))
+        changed = dict(arms)
+        first = next(iter(changed))
+        changed[first] = {**changed[first], "state": 1}
+        pub.publish("r:0", {"episode": 1, "keys": 400, "undecided": 399, "arms": changed})
+        pub.flush()
+        assert pub.sent == 11 and pub.writer.skipped == 7  # chunk 0 and the head
+        reader.catch_up()
+        assert reader.value_of("r:0")["arms"] == changed and reader.value_of("r:0")["undecided"] == 399
+        late = KafkaStatsReader(cfg, topic, "g")  # reads every record from the beginning
+        late.catch_up()
+        assert late.value_of("r:0") == reader.value_of("r:0")
+        small = _arms(120, tag=1)
+        pub.publish("r:0", {"episode": 2, "keys": 120, "undecided": 120, "arms": small})
+        pub.flush()
+        for rd in (reader, late):
+            rd.catch_up()
+            assert rd.value_of("r:0")["arms"] == small and sorted(rd.chunks_on("g/r:0")) == [0, 1, 2]
+        assert reader.latest == late.latest
+        with pytest.raises(SinkError, match=r"partition r:1: key 'huge' of g/r:1 has a state of 3\d,\d{3} bytes"):
+            pub.publish("r:1", {"episode": 2, "keys": 2, "arms": {"huge": "x" * 30_000, "tiny": None}})
+        pub.retire("r:0")
+        pub.flush()
+        for rd in (reader, late):
+            rd.catch_up()
+            assert rd.value_of("r:0") is None and rd.chunks_on("g/r:0") == {}
+    finally:
+        pub.close()
+        reader.close()
+        if late is not None:
+            late.close()

@@ -1,0 +1,290 @@
+r"""A partition's stats value over several records of the compacted stats topic (issue 13: one member
+holding a million keys).
+
+A member publishes one value per partition (:mod:`streamarms.connectors.group_stats`) and the value
+carries every key of the partition in its ``arms`` field (names at the announcement, key state while an
+episode runs: ~200 bytes a key). One record per partition would cap a partition at the topic's
+largest record (16 MB: ~50-80 thousand keys). Here the value is split:
+
+* the **head**, key ``group/partition``: every field but ``arms`` (the additive totals, episode, key and
+  undecided counts, position, member, time) and ``chunks``, the list of its chunks' content hashes
+  (BLAKE2b, 96 bits);
+* the **chunks**, keys ``group/partition/c<j>``: ``{"arms": ...}`` with at most ``chunk_keys`` of the
+  partition's keys each, in the value's key order (a chunk above the byte cap is halved until it fits;
+  a single key above it is :class:`ValueTooLarge`).
+
+A value of at most ``chunk_keys`` keys that fits the cap stays one record, exactly as before (no
+``chunks`` field).
+
+**Versions are never mixed.** A chunk's identity is its content hash: a reader
+(:class:`ChunkAssembler`) takes a head only once the record at every ``c<j>`` it names has the hash the
+head names; until then it keeps the partition's previous complete value. The writer sends the changed
+chunks before their head (one stats-topic partition, one producer: in order), so a reader that has read
+the head has read its chunks -- unless a newer version of one of them followed (another owner's
+in-flight value), and then it waits for that newer version's head. Compaction keeps the latest record of
+every key at its own offset, so a reader that starts from the compacted topic meets the same order.
+The assembled value is the published one plus the head's ``chunks`` field, its ``arms`` a
+:class:`LazyArms` (a mapping in the published key order, parsed on first use), so every reader that has
+read the same records holds equal values and merges bit-identical totals.
+
+**Only what changed is re-sent.** A chunk whose content hash equals both the one this writer last sent
+for that key *and* the one its reader saw last on the topic (``on_topic``: the reader's view) is not
+sent again -- the head names the hash of the record already there. Without a reader view every chunk is
+sent. The arms of a partition keep their order between values, so chunks of decided keys (whose state no
+longer changes) stop costing traffic.
+
+**Bounded topic.** After a head, the chunk keys ``c<j>`` beyond its chunk count that this writer sent or its
+reader saw are tombstoned (a partition that shrank); :meth:`ChunkWriter.retire` tombstones a partition's head
+and chunks. The topic's live keys are thus one head plus at most ``ceil(keys / chunk_keys)`` chunks a
+partition.
+
+**Limit (a torn value).** A writer killed between a value's chunks and its head leaves the chunk keys it
+reached holding a version no head names: readers that have assembled the previous version keep it, but a
+reader that starts from the topic before the partition's next complete value (its new owner publishes one
+at its first interval) cannot assemble that partition.
+
+>>> w, r = ChunkWriter(chunk_keys=2), ChunkAssembler()
+>>> value = {"episode": 1, "keys": 3, "arms": {"a": None, "b": None, "c": None}}
+>>> recs = w.records("g/t:0", value)
+>>> [k for k, _ in recs]
+['g/t:0/c0', 'g/t:0/c1', 'g/t:0']
+>>> for k, body in recs[:2]:
+...     _ = r.feed(k, body)
+>>> r.latest  # chunks without their head: nothing yet
+{}
+>>> _ = r.feed(*recs[2]); r.latest["g/t:0"]["arms"] == value["arms"]
+True
+>>> [k for k, body in w.records("g/t:0", {"episode": 1, "keys": 1, "arms": {"a": None}}) if body is None]
+['g/t:0/c0', 'g/t:0/c1']
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+__all__ = ["CHUNK_KEYS", "ChunkAssembler", "ChunkWriter", "LazyArms", "ValueTooLarge", "chunk_key",
+           "split_chunk_key"]
+
+#: Keys per chunk: ~2000 x 200 bytes = ~0.4 MB of JSON (~60 kB gzipped), within Kafka's default 1 MB
+#: record limit even on a stats topic created elsewhere; small enough that chunks of decided keys go quiet.
+CHUNK_KEYS = 2000
+
+#: The value's per-key field, the one that is split.
+FIELD = "arms"
+
+_CHUNK = re.compile(r"^(.*)/c(\d+)$")
+
+
+def chunk_key(head: str, j: int) -> str:
+    """The key of chunk ``j`` of the value whose head is keyed ``head``.
+
+    >>> chunk_key("g/rewards:3", 2), split_chunk_key("g/rewards:3/c2"), split_chunk_key("g/clicks:3")
+    ('g/rewards:3/c2', ('g/rewards:3', 2), None)
+    """
+    return f"{head}/c{j}"
+
+
+def split_chunk_key(key: str) -> tuple[str, int] | None:
+    """``(head key, j)`` for a chunk key, ``None`` for a head key (a partition ``topic:N`` never ends
+    in ``/c<digits>``: Kafka topic names have no ``/``)."""
+    m = _CHUNK.match(key)
+    return (m.group(1), int(m.group(2))) if m else None
+
+
+def _dumps(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode("utf-8")
+
+
+def _hash(body: bytes) -> str:
+    return hashlib.blake2b(body, digest_size=12).hexdigest()
+
+
+class ValueTooLarge(ValueError):
+    """A record of a stats value would exceed the cap even after chunking (the head, or one key's state)."""
+
+
+class ChunkWriter:
+    """The records (key, body or ``None`` for a tombstone) that publish a partition's value (module
+    docstring): changed chunks, then the head, then tombstones of chunk keys beyond the new count.
+
+    ``chunk_keys``: keys a chunk holds at most; ``max_bytes``: the largest record body (``None``: no cap).
+    """
+
+    def __init__(self, chunk_keys: int = CHUNK_KEYS, max_bytes: int | None = None) -> None:
+        if chunk_keys < 1:
+            raise ValueError(f"chunk_keys must be >= 1, got {chunk_keys!r}")
+        self.chunk_keys, self.max_bytes = int(chunk_keys), max_bytes
+        #: head key -> the content hashes of the chunks this writer last sent (``[]``: a single record)
+        self.sent: dict[str, list[str]] = {}
+        #: chunks not sent again because the topic holds them already
+        self.skipped = 0
+
+    def records(self, head: str, value: dict[str, Any],
+                on_topic: Callable[[str], dict[int, str]] | None = None) -> list[tuple[str, bytes | None]]:
+        """The records for ``value`` under ``head``; ``on_topic(head)``: the chunk hashes the reader saw
+        last on the topic per index (enables skipping unchanged chunks and tombstoning others' chunks)."""
+        seen = on_topic(head) if on_topic is not None else {}
+        arms = value.get(FIELD)
+        if isinstance(arms, LazyArms):  # a value read from the board, published again
+            value = {**value, FIELD: dict(arms)}
+            arms = value[FIELD]
+        before = self.sent.get(head, [])
+        if not isinstance(arms, dict) or len(arms) <= self.chunk_keys:
+            body = _dumps(value)
+            if self.max_bytes is None or len(body) <= self.max_bytes or not isinstance(arms, dict) or len(arms) < 2:
+                self._check(head, body, value)
+                self.sent[head] = []
+                return [(head, body), *self._stale(head, 0, before, seen)]
+        items = list(arms.items())
+        bodies = []
+        for i in range(0, len(items), self.chunk_keys):
+            bodies += self._pack(head, items[i:i + self.chunk_keys])
+        hashes = [_hash(b) for b in bodies]
+        out: list[tuple[str, bytes | None]] = []
+        for j, (b, h) in enumerate(zip(bodies, hashes)):
+            if j < len(before) and before[j] == h and seen.get(j) == h:
+                self.skipped += 1
+                continue
+            out.append((chunk_key(head, j), b))
+        rest = {k: v for k, v in value.items() if k != FIELD}
+        body = _dumps({**rest, "chunks": hashes})
+        self._check(head, body, rest)
+        out.append((head, body))
+        self.sent[head] = hashes
+        return out + self._stale(head, len(bodies), before, seen)
+
+    def retire(self, head: str, on_topic: Callable[[str], dict[int, str]] | None = None) -> list[tuple[str, None]]:
+        """Tombstones for a partition's head and every chunk key this writer sent or its reader saw."""
+        seen = on_topic(head) if on_topic is not None else {}
+        return [(head, None), *self._stale(head, 0, self.sent.pop(head, []), seen)]
+
+    @staticmethod
+    def _stale(head: str, count: int, before: list[str], seen: dict[int, str]) -> list[tuple[str, None]]:
+        return [(chunk_key(head, j), None) for j in sorted(set(range(len(before))) | set(seen)) if j >= count]
+
+    def _pack(self, head: str, items: list[tuple[str, Any]]) -> list[bytes]:
+        body = _dumps({FIELD: dict(items)})
+        if self.max_bytes is None or len(body) <= self.max_bytes:
+            return [body]
+        if len(items) == 1:
+            raise ValueTooLarge(f"key {items[0][0]!r} of {head} has a state of {len(body):,} bytes and a stats "
+                                f"record may take {self.max_bytes:,}")
+        half = len(items) // 2
+        return self._pack(head, items[:half]) + self._pack(head, items[half:])
+
+    def _check(self, head: str, body: bytes, value: dict[str, Any]) -> None:
+        if self.max_bytes is not None and len(body) > self.max_bytes:
+            raise ValueTooLarge(f"the group stats value of {head} is {len(body):,} bytes ({value.get('keys', '?')} "
+                                f"keys) without its per-key part, and a stats record may take {self.max_bytes:,}")
+
+
+class LazyArms(Mapping[str, Any]):
+    """A chunked value's per-key part, parsed from its chunks' bodies on first use: a member reads every
+    partition's value but needs the key state of a partition only when it takes the partition over, so
+    a reader holds the chunks' JSON bytes (~200 bytes a key) instead of parsed objects (several times
+    that) and spends no CPU parsing what it never uses.
+
+    >>> arms = LazyArms([b'{"arms":{"b":1}}', b'{"arms":{"a":2}}'])
+    >>> list(arms), arms["a"], arms == {"b": 1, "a": 2}, len(arms)
+    (['b', 'a'], 2, True, 2)
+    """
+
+    def __init__(self, bodies: list[bytes]) -> None:
+        self._bodies = bodies
+        self._parsed: dict[str, Any] | None = None
+
+    def _dict(self) -> dict[str, Any]:
+        if self._parsed is None:
+            d: dict[str, Any] = {}
+            for b in self._bodies:
+                part = json.loads(b).get(FIELD)
+                d.update(part if isinstance(part, dict) else {})
+            self._parsed, self._bodies = d, []
+        return self._parsed
+
+    def __getitem__(self, key: str) -> Any:
+        return self._dict()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._dict())
+
+    def __len__(self) -> int:
+        return len(self._dict())
+
+    def __eq__(self, other: object) -> bool:
+        return self._dict() == (other._dict() if isinstance(other, LazyArms) else other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"LazyArms({self._dict()!r})"
+
+
+class ChunkAssembler:
+    """Reads the stats records in topic order and keeps every partition's latest *complete* value in
+    :attr:`latest` (head key -> value; module docstring). ``feed(key, body)`` -- ``body`` ``None`` for a
+    tombstone -- returns whether :attr:`latest` changed.
+
+    >>> w, r = ChunkWriter(chunk_keys=1), ChunkAssembler()
+    >>> v1 = {"episode": 1, "arms": {"a": 1, "b": 1}}
+    >>> v2 = {"episode": 2, "arms": {"a": 2, "b": 2}}
+    >>> for k, b in w.records("g/t:0", v1):
+    ...     _ = r.feed(k, b)
+    >>> new = w.records("g/t:0", v2)
+    >>> _ = r.feed(*new[0]); _ = r.feed(*new[2])  # v2's first chunk and head, its second chunk not yet
+    >>> r.latest["g/t:0"]["episode"]  # the head names a chunk that has not arrived: the previous value stays
+    1
+    >>> r.feed(*new[1]), r.latest["g/t:0"] == {**v2, "chunks": r.latest["g/t:0"]["chunks"]}
+    (True, True)
+    """
+
+    def __init__(self) -> None:
+        self.latest: dict[str, dict[str, Any]] = {}
+        self._heads: dict[str, dict[str, Any]] = {}  # a head whose chunks have not all arrived
+        self._chunks: dict[str, dict[int, tuple[str, bytes]]] = {}  # head -> j -> (hash, body)
+
+    def feed(self, key: str, body: bytes | None) -> bool:
+        ck = split_chunk_key(key)
+        if ck is None:
+            if body is None:  # the partition was retired
+                self._heads.pop(key, None)
+                self._chunks.pop(key, None)
+                return self.latest.pop(key, None) is not None
+            v = json.loads(body)
+            if not isinstance(v, dict) or not isinstance(v.get("chunks"), list):
+                self._heads.pop(key, None)
+                self.latest[key] = v
+                return True
+            self._heads[key] = v
+            return self._assemble(key)
+        head, j = ck
+        have = self._chunks.setdefault(head, {})
+        if body is None:
+            have.pop(j, None)
+            return False
+        have[j] = (_hash(body), body)  # parsed only when the value's arms are used (LazyArms)
+        return self._assemble(head)
+
+    def _assemble(self, head: str) -> bool:
+        v = self._heads.get(head)
+        if v is None:
+            return False
+        have = self._chunks.get(head, {})
+        hashes = v["chunks"]
+        if any((c := have.get(j)) is None or c[0] != h for j, h in enumerate(hashes)):
+            return False
+        self.latest[head] = {**v, FIELD: LazyArms([have[j][1] for j in range(len(hashes))])}
+        del self._heads[head]
+        return True
+
+    def chunks_on(self, head: str) -> dict[int, str]:
+        """The content hash of every chunk key of ``head`` on the topic as read so far (index -> hash)."""
+        return {j: c[0] for j, c in self._chunks.get(head, {}).items()}
+
+    def pending(self) -> list[str]:
+        """The head keys whose latest head waits for chunks (their previous complete value is in use)."""
+        return sorted(self._heads)
