@@ -474,6 +474,7 @@ class ThresholdTrack:
                     else (self.sigma_x * self.sigma_x if self.sigma_x is not None else None))
         a_q = self.alpha * Q_SHARE
         self._u_of: dict[int, float] = {}
+        self._memo: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # record's per-arm terms (_terms)
         for key, t in self.totals.items():  # a snapshot from before the proxies' field: every arm at s2
             if len(t) < 11:
                 t.append(t[0] * -math.log1p(-epoch_u(int(key), self.n, a_q)))
@@ -507,40 +508,64 @@ class ThresholdTrack:
         t = self.totals.get(key)
         if t is None:
             t = self.totals[key] = [0.0] * len(_FIELDS)
-        y = S / g
-        r = max(y - lo, hi - y)
-        c, h = (lo + hi) / 2.0, (hi - lo) / 2.0
+        if S2 is None and self.bernoulli:
+            S2 = S
+        if self.bernoulli:  # few distinct (g, S, lo, hi): memoised (~3 MB at most)
+            mk = (g, S, lo, hi, S2)
+            terms = self._memo.get(mk)
+            if terms is None:
+                terms = self._terms(g, S, lo, hi, S2)
+                if len(self._memo) >= 1 << 13:
+                    self._memo.clear()
+                self._memo[mk] = terms
+        else:  # continuous rewards: (S, S2) hardly ever repeat
+            terms = self._terms(g, S, lo, hi, S2)
+        y, y2, r2, v, c, c2, h2, lq, p, w = terms
         t[0] += 1
         t[1] += y
-        t[2] += y * y
-        t[3] += r * r
-        v = self.vbar(lo, hi)
+        t[2] += y2
+        t[3] += r2
         if v > t[4]:
             t[4] = v
         t[5] += lo
         t[6] += hi
         t[7] += c
-        t[8] += c * c
-        t[9] += h * h
-        if self._s2 is not None:
+        t[8] += c2
+        t[9] += h2
+        if p is not None:
+            t[10] += lq
+            if p > t[12]:
+                t[12] = p
+        if w is None or t[11] < 0.0:
+            t[11] = -1.0  # negative: not every arm gave its sample variance (JSON-safe, unlike nan)
+        else:
+            t[11] += w
+        if t[0] >= self.n:
+            self._advance(g, box)
+            return True
+        return False
+
+    def _terms(self, g: int, S: float, lo: float, hi: float, S2: float | None) -> tuple[Any, ...]:
+        """One arm's terms at level g (a pure function of its arguments at this track's settings, memoised
+        by :meth:`record`: the arms of a run share few ``(g, S, lo, hi)`` at small counts):
+        ``y, y^2, r^2, vbar, c, c^2, h^2``, the quadratic bound's ``-log(1 - u p / s2)`` and proxy ``p``
+        (``None`` without ``s2``), and the sample-variance term (``None``: not given)."""
+        y = S / g
+        r = max(y - lo, hi - y)
+        c, h = (lo + hi) / 2.0, (hi - lo) / 2.0
+        v = self.vbar(lo, hi)
+        s2 = self._s2
+        lq = p = None
+        if s2 is not None:
             u = self._u_of.get(g)
             if u is None:
                 u = self._u_of[g] = epoch_u(g, self.n, self.alpha * Q_SHARE)
             p = self.proxy(lo, hi)
             assert p is not None  # s2 is set, so proxy is s2 or the Bernoulli proxy
-            t[10] += -math.log1p(-u * min(p / self._s2, 1.0))
-            if p > t[12]:
-                t[12] = p
-        if S2 is None and self.bernoulli:
-            S2 = S
-        if S2 is None or g < 2 or t[11] < 0.0:
-            t[11] = -1.0  # negative: not every arm gave its sample variance (JSON-safe, unlike nan)
-        else:  # the unbiased sample variance over g: (S2 - S^2 / g) / ((g - 1) g)
-            t[11] += max(S2 - S * y, 0.0) / ((g - 1.0) * g)
-        if t[0] >= self.n:
-            self._advance(g, box)
-            return True
-        return False
+            lq = -math.log1p(-u * min(p / s2, 1.0))
+        # the unbiased sample variance over g: (S2 - S^2 / g) / ((g - 1) g)
+        w = None if S2 is None or g < 2 else max(S2 - S * y, 0.0) / ((g - 1.0) * g)
+        return y, y * y, r * r, v, c, c * c, h * h, lq, p, w
 
     def _advance(self, g: int, box: Any = None) -> None:
         self.m_theta = g
