@@ -433,14 +433,7 @@ class AnytimeKSigma(Policy):
                 heapq.heappop(heap)
             if heap:
                 i = heap[0][1]
-                # self._threshold_first(i), inlined (the same floats)
-                c = self.cs[i]
-                mean = c.s / c.m
-                th, (lo, hi) = self._th_u, self._u
-                if self.two_sided and abs(mean - self._th_l) < abs(mean - th):
-                    th, (lo, hi) = self._th_l, self._l
-                w = hi - th if mean > th else th - lo
-                if not self.n_undecided * w / (len(self.arms) * self.track.m_theta) > self._rp[i] / c.m:
+                if not self._threshold_first(i):
                     r = self._requests[i]
                     return r if r is not None else _request(self, i)
                 j = self._laggard()
