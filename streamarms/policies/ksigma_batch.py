@@ -448,7 +448,9 @@ def update_one(pol: Any, arm: str, reward: Any) -> list[Event] | None:
                 return None  # an event
     # commit, as update() leaves the state
     m[i], s[i] = mi, si
-    pol._np_dirty.append(i)  # (the arrays follow the lists when next read: _KSigmaEstimates._sync_np)
+    dirty = pol._np_dirty  # (the arrays follow the lists when next read: _KSigmaEstimates._sync_np; past
+    if len(dirty) <= len(m):  # n entries it copies them all, so the list never grows beyond n + 1)
+        dirty.append(i)
     pol._sy, pol._syy, pol._sinv = sy, syy, sinv
     pol.T = T
     pol._rad_lo[i], pol._rad_hi[i] = rn_lo, rn_hi

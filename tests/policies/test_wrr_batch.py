@@ -180,3 +180,17 @@ def test_fused_update_equals_the_rules(n, kind, order, seed):
     assert p.done == q.done and (p.done or kind == "near")  # "near" means may need more pulls
     assert json.dumps(q.snapshot()) == json.dumps(p.snapshot())
     assert fused["fast"] > j // 2  # not vacuous: most pulls took the fused step
+
+
+def test_the_fused_pulls_pending_array_updates_stay_bounded():
+    """The fused pull notes each updated arm for the numpy arrays (synced when next read); unread for many
+    pulls, the note list stops at n + 1 entries (then the sync copies every arm) and the arrays are exact."""
+    names = [f"a{i}" for i in range(5)]
+    p = WeightedRoundRobin(names)
+    rng = random.Random(3)
+    for _ in range(500):
+        a = names[rng.randrange(5)]
+        if ksigma_batch.update_one(p, a, float(rng.random() < 0.3)) is None:
+            p.update(a, float(rng.random() < 0.3))
+        assert len(p._np_dirty) <= len(names) + 1
+    assert list(p._m_np) == [float(x) for x in p.m] and list(p._s_np) == [float(x) for x in p.s]
