@@ -62,7 +62,8 @@ class SequenceColumns:
         self.cols = [array("q" if type(v) is int else "d") for v in self.fresh]
         self.alpha = proto.alpha
         self._make = make if make is not None else (lambda a: type(proto)(a))
-        self._scratch: dict[float, ConfidenceSequence] = {proto.alpha: proto}
+        #: the scratch sequence of each level in use
+        self.levels: dict[float, ConfidenceSequence] = {proto.alpha: proto}
         self.proto = proto
         #: ``load(i, sc)``: slot ``i``'s numbers into scratch ``sc`` (returned); ``store(i, sc)``: back.
         #: Made for the field list (as ``dataclasses`` makes ``__init__``): one statement a field, no loop
@@ -73,11 +74,11 @@ class SequenceColumns:
         """The scratch sequence at level ``alpha`` (default: the columns' own; a few levels are kept)."""
         if alpha is None:
             return self.proto
-        sc = self._scratch.get(alpha)
+        sc = self.levels.get(alpha)
         if sc is None:
-            if len(self._scratch) >= 64:
-                self._scratch = {self.alpha: self.proto}
-            sc = self._scratch[alpha] = self._make(alpha)
+            if len(self.levels) >= 64:
+                self.levels = {self.alpha: self.proto}
+            sc = self.levels[alpha] = self._make(alpha)
         return sc
 
     def add(self) -> None:

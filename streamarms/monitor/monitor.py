@@ -142,6 +142,7 @@ class ContinuousMonitor:
         """
         t = self.table
         sb = t.seg
+        seg = sb.proto
         i = t.slot.get(key)
         if i is None:
             if not isinstance(key, str) or not isinstance(group, str):
@@ -153,7 +154,10 @@ class ContinuousMonitor:
             if t.group_names[t.group[i]] != group:
                 raise ValueError(f"key {key!r} belongs to group {t.group_names[t.group[i]]!r}, got a record "
                                  f"for group {group!r}")
-            x = self._check(key, reward)
+            try:
+                x = seg.check(reward)
+            except ValueError:
+                x = self._check(key, reward)  # raises, naming the key
         self.records += 1
         t.samples[i] += 1
         g = self.groups[group]
@@ -166,7 +170,7 @@ class ContinuousMonitor:
         if rule is not None and rule.observe(i, x, t.base_lo[i], t.base_hi[i]):
             self._restart_key(i, g, time)
             return []  # the triggering reward belongs to no segment (module docstring)
-        seg = sb.load(i, sb.proto)
+        sb.load(i, seg)
         seg._update(x)
         if seg.m in _LEVELS:
             t.base_lo[i], t.base_hi[i] = seg.interval()
@@ -177,7 +181,8 @@ class ContinuousMonitor:
             ea = t.ealpha[i] = g.alpha_member
             t.epoch[i] = g.epoch
             eb.reset(i)
-        ecs = eb.load(i, eb.scratch(ea))
+        ecs = eb.levels.get(ea)
+        ecs = eb.load(i, ecs if ecs is not None else eb.scratch(ea))
         ecs._update(x)
         if ecs.m in _LEVELS:
             g.record(ecs.m, ecs.s, *ecs.interval())
