@@ -81,6 +81,9 @@ class ContinuousMonitor:
     segment sequence; ``alpha_theta``: of each group epoch's threshold interval; ``alpha_cd``: false
     restarts per sample of the e-detector. ``restart``: ``"edetector"`` (default, chosen by
     ``benchmarks/continuous.py``), ``"window"`` (every ``window`` samples) or ``"none"``.
+    ``forget_silent``: a key dropped for silence (``key_ttl``) is also forgotten -- its evidence dropped
+    and its slot freed for a new key (default ``False``: its evidence is kept; it rejoins the threshold
+    with its next record and continues its segment). A forgotten key's next record makes it a new key.
     ``key_ttl``: a key with no record for this many records of its group leaves the group's threshold
     until its next record (``None``: never; then one silent key freezes its group's threshold).
     ``model``: a bounded reward model (``bernoulli`` or ``bounded``).
@@ -96,7 +99,8 @@ class ContinuousMonitor:
 
     def __init__(self, *, k: float = 2.0, alpha: float = 1e-3, alpha_theta: float = 1e-3,
                  alpha_cd: float = 1e-6, restart: str = "edetector", window: int = 4096,
-                 key_ttl: int | None = 1_000_000, model: str | RewardModel = "bernoulli") -> None:
+                 key_ttl: int | None = 1_000_000, model: str | RewardModel = "bernoulli",
+                 forget_silent: bool = False) -> None:
         for name, a in (("alpha", alpha), ("alpha_theta", alpha_theta), ("alpha_cd", alpha_cd)):
             if not (isinstance(a, (int, float)) and 0.0 < a < 1.0):
                 raise ValueError(f"{name} must be in (0, 1), got {a!r}")
@@ -111,6 +115,7 @@ class ContinuousMonitor:
         self._set_model(make_model(model))
         self.k, self.alpha, self.alpha_theta, self.alpha_cd = float(k), float(alpha), float(alpha_theta), float(alpha_cd)
         self.restart, self.window, self.key_ttl = restart, window, key_ttl
+        self.forget_silent = bool(forget_silent)
         self._new_table()
         self.groups: dict[str, ThresholdGroup] = {}
         self.records = 0
@@ -164,8 +169,12 @@ class ContinuousMonitor:
         if key not in g:  # dropped for silence: back in, a new epoch
             g.join(key, time)
             self.counts["epochs"] += 1
-        if g.touch(key, time):
+        dropped = g.touch(key, time)
+        if dropped:
             self.counts["epochs"] += 1
+            if self.forget_silent:
+                for k in dropped:  # never this record's key: it was just seen
+                    t.remove(k)
         rule = t.rule
         if rule is not None and rule.observe(i, x, t.base_lo[i], t.base_hi[i]):
             self._restart_key(i, g, time)
@@ -304,19 +313,24 @@ class ContinuousMonitor:
 
     # -- persistence -----------------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
-        """The whole state as JSON-able data; :meth:`restore` continues bit for bit."""
-        return {"k": self.k, "alpha": self.alpha, "alpha_theta": self.alpha_theta, "alpha_cd": self.alpha_cd,
+        """The whole state as JSON-able data; :meth:`restore` continues bit for bit. (``forget_silent``
+        appears only when set: the snapshots of the default monitor keep their format.)"""
+        out = {"k": self.k, "alpha": self.alpha, "alpha_theta": self.alpha_theta, "alpha_cd": self.alpha_cd,
                 "restart": self.restart, "window": self.window, "key_ttl": self.key_ttl,
                 "model": self.model.to_dict(),
                 "records": self.records, "counts": dict(self.counts),
                 "keys": [self.table.materialise(i, key).snapshot() for key, i in self.table.slot.items()],
                 "groups": [g.snapshot() for g in self.groups.values()]}
+        if self.forget_silent:
+            out["forget_silent"] = True
+        return out
 
     @classmethod
     def restore(cls, state: dict[str, Any]) -> ContinuousMonitor:
         obj = cls.__new__(cls)
         obj.k, obj.alpha, obj.alpha_theta, obj.alpha_cd = state["k"], state["alpha"], state["alpha_theta"], state["alpha_cd"]
         obj.restart, obj.window, obj.key_ttl = state["restart"], state["window"], state["key_ttl"]
+        obj.forget_silent = bool(state.get("forget_silent", False))
         obj._set_model(model_from_dict(state["model"]))
         obj.records, obj.counts = state["records"], dict(state["counts"])
         obj._new_table()

@@ -83,3 +83,22 @@ def test_a_snapshot_that_does_not_fit_the_monitor_is_refused_whole() -> None:
         ContinuousMonitor.restore(dict(snap, keys=[snap["keys"][0], dict(snap["keys"][1], rule=rule)]))
     with pytest.raises(ValueError, match="state"):
         ContinuousMonitor.restore(dict(snap, keys=[dict(snap["keys"][0], state="weird")]))
+
+
+def test_forget_silent_frees_the_slots_of_keys_dropped_for_silence() -> None:
+    """key_ttl = 20 records: a key silent for longer leaves the threshold; with forget_silent its slot is
+    freed and the next new key takes it; without, its evidence stays (the default, as before)."""
+    for forget in (True, False):
+        mon = ContinuousMonitor(key_ttl=20, forget_silent=forget)
+        for t in range(60):
+            mon.update(f"k{t % 4}", float(t % 3 == 0), time=float(t))
+        slot, cols = mon.table.slot["k3"], len(mon.table.samples)
+        for t in range(60, 100):  # k3 silent
+            mon.update(f"k{t % 3}", float(t % 3 == 0), time=float(t))
+        assert "k3" not in mon.groups["default"]
+        assert ("k3" in mon.keys) is not forget
+        mon.update("new", 1.0, time=100.0)
+        assert (mon.table.slot["new"] == slot) is forget and len(mon.table.samples) == cols + (not forget)
+        back = ContinuousMonitor.restore(json.loads(json.dumps(mon.snapshot())))
+        assert back.forget_silent is forget and back.snapshot() == mon.snapshot()
+        assert ("forget_silent" in mon.snapshot()) is forget
