@@ -90,7 +90,7 @@ def best(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]
     return min(out)
 
 
-def one(n: int, repeat: int, mode: str = "episodes") -> dict[str, float]:
+def one(n: int, repeat: int, mode: str = "episodes", rps: bool = False) -> dict[str, float]:
     base = rss_mb()
     s: Scheduler | ContinuousRunner
     if mode == "continuous":  # `run --forever`: the monitor learns the keys from the stream
@@ -103,9 +103,15 @@ def one(n: int, repeat: int, mode: str = "episodes") -> dict[str, float]:
                       codec=RewardCodec(model=BernoulliModel()))
         s.tick()
         run = {"mode": "passive", "policy": "cs"}
+    c0 = time.process_time()
     feed(s, range(n))
+    c1 = time.process_time()
     out: dict[str, float] = {"keys": n, "rss_mb": rss_mb()}
     out["per_key_b"] = (out["rss_mb"] - base) * 1024 * 1024 / n
+    out["new_rps"] = n / (c1 - c0)
+    if rps:  # a second record of every key: the path of known keys
+        feed(s, range(n))
+        out["rps"] = n / (time.process_time() - c1)
     if repeat == 0:  # --repeat 0: memory only, no checkpoint
         out["peak_mb"] = rss_mb("VmHWM")
         return out
@@ -174,6 +180,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--mode", choices=["episodes", "continuous"], default="episodes",
                     help="episodes: the cs policy (default); continuous: the monitor of `run --forever`")
+    ap.add_argument("--rps", action="store_true",
+                    help="feed every key a second record and report its records per CPU second (rps; new_rps: "
+                         "the first records, new keys, always reported); rss_mb is then after both")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)  # child mode: one key count, JSON out
     ap.add_argument("--restore", help=argparse.SUPPRESS)  # child mode: restore this checkpoint, JSON out
     ap.add_argument("--out", help="also write the table to this file")
@@ -182,15 +191,15 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(restore(a.restore, a.mode)))
         return
     if a.one:
-        print(json.dumps(one(a.one, a.repeat, a.mode)))
+        print(json.dumps(one(a.one, a.repeat, a.mode, a.rps)))
         return
     rows = []
     for n in a.keys:
         r = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", str(n), "--repeat", str(a.repeat),
-                            "--mode", a.mode],
+                            "--mode", a.mode, *(["--rps"] if a.rps else [])],
                            capture_output=True, text=True, check=True)
         rows.append(json.loads(r.stdout.strip().splitlines()[-1]))
-    cols = ["keys", "rss_mb", "per_key_b", "peak_mb", "full_s", "full_mb", "restored_mb", "restore_peak_mb", "restore_s",
+    cols = ["keys", "rss_mb", "per_key_b", "new_rps", "rps", "peak_mb", "full_s", "full_mb", "restored_mb", "restore_peak_mb", "restore_s",
             "dir_restored_mb", "dir_restore_peak_mb", "dir_restore_s",
             "chunked_base_s", "chunked_base_mb",
             "chunked_delta_s", "chunked_delta_mb", "fork_stall_s", "child_save_s"]
@@ -202,8 +211,9 @@ def main(argv: list[str] | None = None) -> None:
     if a.out:
         with open(a.out, "w") as f:
             f.write(f"# python benchmarks/scale_keys.py --keys {' '.join(map(str, a.keys))} --repeat {a.repeat}"
-                    f"{' --mode continuous' if a.mode == 'continuous' else ''}\n"
-                    f"# wall seconds, best of {a.repeat}, shared 2-core machine (noisy)\n{text}\n")
+                    f"{' --mode continuous' if a.mode == 'continuous' else ''}{' --rps' if a.rps else ''}\n"
+                    f"# wall seconds, best of {a.repeat}, shared 2-core machine (noisy); rps, new_rps: records per "
+                    f"CPU second; load average {os.getloadavg()[0]:.1f}\n{text}\n")
 
 
 if __name__ == "__main__":

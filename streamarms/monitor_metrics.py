@@ -71,9 +71,9 @@ class MonitorMetrics:
         mon = self.runner.monitor
         keys: dict[tuple[str, str], int] = {(g, s): 0 for g in mon.groups for s in _STATES}
         flagged: dict[str, int] = {g: 0 for g in mon.groups}
-        for ks in mon.keys.values():
-            keys[(ks.group, ks.state)] += 1
-            flagged[ks.group] += ks.flagged
+        for _, group, state, is_flagged in mon.classes():
+            keys[(group, state)] += 1
+            flagged[group] += is_flagged
         band = {}
         for name, g in mon.groups.items():
             lo, hi = g.interval()

@@ -47,7 +47,7 @@ def summary(mon: ContinuousMonitor) -> dict[str, Any]:
     for name, g in sorted(mon.groups.items()):
         lo, hi = g.interval()
         est = g.estimate()
-        flagged = sorted(k for k, ks in mon.keys.items() if ks.group == name and ks.flagged)
+        flagged = sorted(k for k, group, _, is_flagged in mon.classes() if group == name and is_flagged)
         groups.append({"name": name, "keys": g.n, "threshold": est if est == est and abs(est) != float("inf") else None,
                        "threshold_interval": [lo if abs(lo) != float("inf") else None,
                                               hi if abs(hi) != float("inf") else None],

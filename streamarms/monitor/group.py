@@ -75,6 +75,15 @@ class ThresholdGroup:
         self.last_seen[str(key)] = self.records
         self.restart(time)
 
+    def leave(self, key: str, time: float | None = None) -> bool:
+        """Member ``key`` leaves for good (the monitor forgot it): a new epoch without it. Whether it was
+        a member."""
+        if key not in self.last_seen:
+            return False
+        del self.last_seen[key]
+        self.restart(time)
+        return True
+
     def touch(self, key: str, time: float | None = None) -> list[str]:
         """A record of member ``key``; returns the members dropped for silence (then a new epoch began)."""
         self.records += 1

@@ -1,5 +1,9 @@
 """One key's evidence in the continuous monitor: its segment, its restart rule, its epoch sequence.
 
+The monitor keeps every key's evidence in columns (:mod:`.table`, issue 13); a :class:`KeyState` is that
+evidence as an object, made on demand (``monitor.keys[key]``: a copy) and the unit of the snapshot format
+(``KeyState.snapshot()`` / ``restore``).
+
 * ``segment``: the key's anytime-valid confidence sequence (level ``1 - alpha``) over its rewards since its
   last restart -- what it is classified by;
 * ``rule``: the restart rule (:mod:`.restart`) fed with the segment's *predictable* interval ``base``
@@ -26,7 +30,7 @@ OUTLIER, NORMAL, UNDECIDED = "outlier", "normal", "undecided"
 
 
 class KeyState:
-    """Mutable per-key evidence (module docstring); the monitor drives it."""
+    """One key's evidence as an object (module docstring); the monitor's columns make and take it."""
 
     __slots__ = ("key", "group", "segment", "rule", "base", "epoch", "epoch_cs", "state", "flagged", "samples",
                  "restarts", "segment_since")

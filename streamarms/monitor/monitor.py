@@ -54,19 +54,24 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from typing import Any
 
-from ..confidence import sequence_for
+from ..confidence import ConfidenceSequence
 from ..confidence.threshold import ThresholdTrack
 from ..models import RewardModel, make_model, model_from_dict
+from .columns import nan_none
 from .group import ThresholdGroup
-from .key import NORMAL, OUTLIER, UNDECIDED, KeyState
+from .key import KeyState
 from .restart import EDetector, WindowRestart
+from .table import STATES, KeyTable, KeyView
 
 __all__ = ["ContinuousMonitor", "DEFAULT_GROUP"]
 
 DEFAULT_GROUP = "default"
 _LEVELS = ThresholdTrack.levels
+_UNDECIDED, _OUTLIER, _NORMAL = range(3)  # the table's state codes (STATES)
+_NAN = math.nan
 
 
 class ContinuousMonitor:
@@ -76,6 +81,9 @@ class ContinuousMonitor:
     segment sequence; ``alpha_theta``: of each group epoch's threshold interval; ``alpha_cd``: false
     restarts per sample of the e-detector. ``restart``: ``"edetector"`` (default, chosen by
     ``benchmarks/continuous.py``), ``"window"`` (every ``window`` samples) or ``"none"``.
+    ``forget_silent``: a key dropped for silence (``key_ttl``) is also forgotten -- its evidence dropped
+    and its slot freed for a new key (default ``False``: its evidence is kept; it rejoins the threshold
+    with its next record and continues its segment). A forgotten key's next record makes it a new key.
     ``key_ttl``: a key with no record for this many records of its group leaves the group's threshold
     until its next record (``None``: never; then one silent key freezes its group's threshold).
     ``model``: a bounded reward model (``bernoulli`` or ``bounded``).
@@ -91,7 +99,8 @@ class ContinuousMonitor:
 
     def __init__(self, *, k: float = 2.0, alpha: float = 1e-3, alpha_theta: float = 1e-3,
                  alpha_cd: float = 1e-6, restart: str = "edetector", window: int = 4096,
-                 key_ttl: int | None = 1_000_000, model: str | RewardModel = "bernoulli") -> None:
+                 key_ttl: int | None = 1_000_000, model: str | RewardModel = "bernoulli",
+                 forget_silent: bool = False) -> None:
         for name, a in (("alpha", alpha), ("alpha_theta", alpha_theta), ("alpha_cd", alpha_cd)):
             if not (isinstance(a, (int, float)) and 0.0 < a < 1.0):
                 raise ValueError(f"{name} must be in (0, 1), got {a!r}")
@@ -106,10 +115,27 @@ class ContinuousMonitor:
         self._set_model(make_model(model))
         self.k, self.alpha, self.alpha_theta, self.alpha_cd = float(k), float(alpha), float(alpha_theta), float(alpha_cd)
         self.restart, self.window, self.key_ttl = restart, window, key_ttl
-        self.keys: dict[str, KeyState] = {}
+        self.forget_silent = bool(forget_silent)
+        self._new_table()
         self.groups: dict[str, ThresholdGroup] = {}
         self.records = 0
         self.counts = {"outlier": 0, "cleared": 0, "restarts": 0, "epochs": 0}
+
+    def _new_table(self) -> None:
+        rule: EDetector | WindowRestart | None
+        if self.restart == "edetector":
+            rule = EDetector(self.alpha_cd, low=self._low, high=self._high)
+        elif self.restart == "window":
+            rule = WindowRestart(self.window)
+        else:
+            rule = None
+        self.table = KeyTable(self.model, alpha=self.alpha, rule=rule)
+
+    @property
+    def keys(self) -> KeyView:
+        """The keys as :class:`~.key.KeyState` objects, made on access (copies; the state is in
+        :attr:`table`)."""
+        return KeyView(self.table)
 
     # -- the hot path ----------------------------------------------------------------------------
     def update(self, key: str, reward: Any, *, time: float | None = None,
@@ -119,54 +145,87 @@ class ContinuousMonitor:
         A bad reward raises ``ValueError`` naming the key and the value and changes nothing.
         A key stays in the group it joined with (a different ``group`` later is a ``ValueError``).
         """
-        ks = self.keys.get(key)
-        if ks is None:
-            ks = self._new_key(key, group)
-            x = ks.segment.check(reward)  # validate before the key is registered
-            self._join(ks, time)
+        t = self.table
+        sb = t.seg
+        seg = sb.proto
+        i = t.slot.get(key)
+        if i is None:
+            if not isinstance(key, str) or not isinstance(group, str):
+                raise ValueError(f"key and group must be strings, got {key!r} / {group!r}")
+            x = self._check(key, reward)  # validate before the key is registered
+            i = t.add(key, group)
+            self._join(i, key, group, time)
         else:
-            if ks.group != group:
-                raise ValueError(f"key {key!r} belongs to group {ks.group!r}, got a record for group {group!r}")
-            x = ks.segment.check(reward)
+            if t.group_names[t.group[i]] != group:
+                raise ValueError(f"key {key!r} belongs to group {t.group_names[t.group[i]]!r}, got a record "
+                                 f"for group {group!r}")
+            try:
+                x = seg.check(reward)
+            except ValueError:
+                x = self._check(key, reward)  # raises, naming the key
         self.records += 1
-        ks.samples += 1
-        g = self.groups[ks.group]
-        if ks.key not in g:  # dropped for silence: back in, a new epoch
-            g.join(ks.key, time)
+        t.samples[i] += 1
+        g = self.groups[group]
+        if key not in g:  # dropped for silence: back in, a new epoch
+            g.join(key, time)
             self.counts["epochs"] += 1
-        if g.touch(ks.key, time):
+        dropped = g.touch(key, time)
+        if dropped:
             self.counts["epochs"] += 1
-        if ks.rule is not None and ks.rule.observe(x, *ks.base):
-            self._restart_key(ks, g, time)
+            if self.forget_silent:
+                for k in dropped:  # never this record's key: it was just seen
+                    t.remove(k)
+        rule = t.rule
+        if rule is not None and rule.observe(i, x, t.base_lo[i], t.base_hi[i]):
+            self._restart_key(i, g, time)
             return []  # the triggering reward belongs to no segment (module docstring)
-        seg = ks.segment
+        sb.load(i, seg)
         seg._update(x)
         if seg.m in _LEVELS:
-            ks.base = seg.interval()
-        ecs = ks.epoch_cs
-        if ecs is None or ks.epoch != g.epoch:   # the key's first reward of this epoch
-            ecs = sequence_for(self.model, g.alpha_member, ks.key)
-            ks.epoch, ks.epoch_cs = g.epoch, ecs
+            t.base_lo[i], t.base_hi[i] = seg.interval()
+        sb.store(i, seg)
+        eb = t.ecs
+        ea = t.ealpha[i]
+        if t.epoch[i] != g.epoch or ea != ea:   # the key's first reward of this epoch (or ever: NaN)
+            ea = t.ealpha[i] = g.alpha_member
+            t.epoch[i] = g.epoch
+            eb.reset(i)
+        ecs = eb.levels.get(ea)
+        ecs = eb.load(i, ecs if ecs is not None else eb.scratch(ea))
         ecs._update(x)
         if ecs.m in _LEVELS:
             g.record(ecs.m, ecs.s, *ecs.interval())
-        return self._classify(ks, g, time)
+        eb.store(i, ecs)
+        return self._classify(i, key, seg, g, time)
 
-    def _classify(self, ks: KeyState, g: ThresholdGroup, time: float | None) -> list[dict[str, Any]]:
+    def _check(self, key: str, reward: Any) -> float:
+        """The reward as a float, or the sequence's ``ValueError`` naming the key."""
+        sc = self.table.seg.proto
+        try:
+            return sc.check(reward)
+        except ValueError:
+            sc.arm = key
+            try:
+                return sc.check(reward)
+            finally:
+                sc.arm = ""
+
+    def _classify(self, i: int, key: str, seg: ConfidenceSequence, g: ThresholdGroup,
+                  time: float | None) -> list[dict[str, Any]]:
         th_lo, th_hi = g.interval()
-        seg = ks.segment
+        t = self.table
         if seg.above(th_hi):
-            ks.state = OUTLIER
-            if not ks.flagged:
-                ks.flagged = True
-                return [self._alert("outlier", ks, g, time)]
+            t.state[i] = _OUTLIER
+            if not t.flagged[i]:
+                t.flagged[i] = 1
+                return [self._alert("outlier", key, time)]
         elif seg.below(th_lo):
-            ks.state = NORMAL
-            if ks.flagged:
-                ks.flagged = False
-                return [self._alert("cleared", ks, g, time)]
+            t.state[i] = _NORMAL
+            if t.flagged[i]:
+                t.flagged[i] = 0
+                return [self._alert("cleared", key, time)]
         else:
-            ks.state = UNDECIDED
+            t.state[i] = _UNDECIDED
         return []
 
     def _set_model(self, model: RewardModel) -> None:
@@ -175,91 +234,109 @@ class ContinuousMonitor:
         self.model = model
         self._low, self._high = model.low, model.high   # the model's finite reward range
 
-    # -- joins and restarts ----------------------------------------------------------------------
-    def _new_key(self, key: str, group: str) -> KeyState:
-        if not isinstance(key, str) or not isinstance(group, str):
-            raise ValueError(f"key and group must be strings, got {key!r} / {group!r}")
-        rule: EDetector | WindowRestart | None
-        if self.restart == "edetector":
-            rule = EDetector(self.alpha_cd, low=self._low, high=self._high)
-        elif self.restart == "window":
-            rule = WindowRestart(self.window)
-        else:
-            rule = None
-        return KeyState(key, group, sequence_for(self.model, self.alpha, key), rule)
-
-    def _join(self, ks: KeyState, time: float | None) -> None:
-        self.keys[ks.key] = ks
-        g = self.groups.get(ks.group)
+    # -- joins, restarts, removals ---------------------------------------------------------------
+    def _join(self, i: int, key: str, group: str, time: float | None) -> None:
+        g = self.groups.get(group)
         if g is None:
-            g = self.groups[ks.group] = ThresholdGroup(ks.group, k=self.k, alpha_theta=self.alpha_theta,
-                                                       low=self._low, high=self._high,
-                                                       ttl=self.key_ttl)
-        ks.segment_since = time
-        g.join(ks.key, time)
+            g = self.groups[group] = ThresholdGroup(group, k=self.k, alpha_theta=self.alpha_theta,
+                                                    low=self._low, high=self._high, ttl=self.key_ttl)
+        self.table.since[i] = _NAN if time is None else time
+        g.join(key, time)
         self.counts["epochs"] += 1
 
-    def _restart_key(self, ks: KeyState, g: ThresholdGroup, time: float | None) -> None:
-        ks.segment = sequence_for(self.model, self.alpha, ks.key)
-        ks.base = (self._low, self._high)
-        ks.restarts += 1
-        ks.segment_since = time
-        ks.state = UNDECIDED
+    def _restart_key(self, i: int, g: ThresholdGroup, time: float | None) -> None:
+        t = self.table
+        t.seg.reset(i)
+        t.base_lo[i], t.base_hi[i] = self._low, self._high
+        t.restarts[i] += 1
+        t.since[i] = _NAN if time is None else time
+        t.state[i] = _UNDECIDED
         self.counts["restarts"] += 1
         g.restart(time)
         self.counts["epochs"] += 1
 
+    def forget(self, key: str, time: float | None = None) -> None:
+        """Drop ``key`` and its evidence (its slot is reused by the next new key); if it was a member of
+        its group's threshold, a new epoch starts without it. Its next record makes it a new key.
+        ``KeyError`` for an unknown key."""
+        t = self.table
+        i = t.slot[key]
+        g = self.groups[t.group_names[t.group[i]]]
+        if g.leave(key, time):
+            self.counts["epochs"] += 1
+        t.remove(key)
+
     # -- reading ---------------------------------------------------------------------------------
+    def classes(self) -> Iterator[tuple[str, str, str, bool]]:
+        """``(key, group, state, flagged)`` of every key, from the columns (no object per key)."""
+        t = self.table
+        names, grp, st, fl = t.group_names, t.group, t.state, t.flagged
+        for key, i in t.slot.items():
+            yield key, names[grp[i]], STATES[st[i]], bool(fl[i])
+
     def evidence(self, key: str) -> dict[str, Any]:
         """The key's current evidence: its interval, its group's threshold interval, the margin in units
         of the two radii (the gap between the intervals over the sum of their half-widths: positive when
         they are disjoint; ``None`` while the threshold is unknown), the samples behind each. JSON-able
         (strict: no NaN or infinity)."""
-        ks = self.keys.get(key)
-        if ks is None:
+        t = self.table
+        i = t.slot.get(key)
+        if i is None:
             raise KeyError(f"unknown key {key!r}")
-        g = self.groups[ks.group]
-        lo, hi = ks.segment.interval() if ks.segment.m else (self._low, self._high)
+        group = t.group_names[t.group[i]]
+        g = self.groups[group]
+        sb = t.seg
+        seg = sb.load(i, sb.proto)
+        lo, hi = seg.interval() if seg.m else (self._low, self._high)
+        sb.store(i, seg)  # the running intersection may have narrowed
         th_lo, th_hi = g.interval()
         radii = (hi - lo) / 2.0 + (th_hi - th_lo) / 2.0
         gap = max(lo - th_hi, th_lo - hi)
         margin = gap / radii if math.isfinite(gap) and math.isfinite(radii) and radii > 0 else None
         th = g.estimate()
-        return {"key": ks.key, "group": ks.group, "state": ks.state, "flagged": ks.flagged,
-                "estimate": ks.segment.mean if ks.segment.m else None, "interval": [lo, hi], "samples": ks.segment.m,
-                "samples_total": ks.samples, "segment_since": ks.segment_since,
+        return {"key": key, "group": group, "state": STATES[t.state[i]], "flagged": bool(t.flagged[i]),
+                "estimate": seg.mean if seg.m else None, "interval": [lo, hi], "samples": seg.m,
+                "samples_total": t.samples[i], "segment_since": nan_none(t.since[i]),
                 "threshold": th if math.isfinite(th) else None,
                 "threshold_interval": [th_lo if math.isfinite(th_lo) else None, th_hi if math.isfinite(th_hi) else None],
                 "threshold_samples": g.track.m_theta if g.track is not None else 0, "epoch_since": g.since,
                 "margin": margin, "k": self.k, "alpha": self.alpha, "alpha_theta": self.alpha_theta}
 
-    def _alert(self, kind: str, ks: KeyState, g: ThresholdGroup, time: float | None) -> dict[str, Any]:
+    def _alert(self, kind: str, key: str, time: float | None) -> dict[str, Any]:
         self.counts[kind] += 1
-        a = self.evidence(ks.key)
+        a = self.evidence(key)
         a["kind"] = kind
         a["time"] = time
         a["record"] = self.records
-        a["alert_id"] = f"{ks.key}:{kind}:{self.records}"  # deterministic: dedup after redelivery
+        a["alert_id"] = f"{key}:{kind}:{self.records}"  # deterministic: dedup after redelivery
         return a
 
     # -- persistence -----------------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
-        """The whole state as JSON-able data; :meth:`restore` continues bit for bit."""
-        return {"k": self.k, "alpha": self.alpha, "alpha_theta": self.alpha_theta, "alpha_cd": self.alpha_cd,
+        """The whole state as JSON-able data; :meth:`restore` continues bit for bit. (``forget_silent``
+        appears only when set: the snapshots of the default monitor keep their format.)"""
+        out = {"k": self.k, "alpha": self.alpha, "alpha_theta": self.alpha_theta, "alpha_cd": self.alpha_cd,
                 "restart": self.restart, "window": self.window, "key_ttl": self.key_ttl,
                 "model": self.model.to_dict(),
                 "records": self.records, "counts": dict(self.counts),
-                "keys": [ks.snapshot() for ks in self.keys.values()],
+                "keys": [self.table.materialise(i, key).snapshot() for key, i in self.table.slot.items()],
                 "groups": [g.snapshot() for g in self.groups.values()]}
+        if self.forget_silent:
+            out["forget_silent"] = True
+        return out
 
     @classmethod
     def restore(cls, state: dict[str, Any]) -> ContinuousMonitor:
         obj = cls.__new__(cls)
         obj.k, obj.alpha, obj.alpha_theta, obj.alpha_cd = state["k"], state["alpha"], state["alpha_theta"], state["alpha_cd"]
         obj.restart, obj.window, obj.key_ttl = state["restart"], state["window"], state["key_ttl"]
+        obj.forget_silent = bool(state.get("forget_silent", False))
         obj._set_model(model_from_dict(state["model"]))
         obj.records, obj.counts = state["records"], dict(state["counts"])
-        obj.keys = {d["key"]: KeyState.restore(d) for d in state["keys"]}
+        obj._new_table()
+        put = obj.table.put
+        for d in state["keys"]:  # one key at a time (a streamed checkpoint parses them as they come)
+            put(KeyState.restore(d))
         obj.groups = {d["name"]: ThresholdGroup.restore(d) for d in state["groups"]}
         return obj
 

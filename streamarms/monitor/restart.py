@@ -116,20 +116,27 @@ class EDetector:
 
     def observe(self, x: float, lo: float, hi: float) -> bool:
         """One reward with the segment's predictable interval ``(lo, hi)``; ``True``: restart now."""
-        s = self.high - self.low
-        a = (x - min(max(hi, self.low), self.high)) / s
-        b = (x - min(max(lo, self.low), self.high)) / s
-        lams, st = self.lambdas, self.stat
-        n = len(lams)
-        for j, lam in enumerate(lams):  # in place: no new arrays per reward (hot path)
-            st[j] = (1.0 + lam * a) * (st[j] + 1.0)
-            st[n + j] = (1.0 - lam * b) * (st[n + j] + 1.0)
-        mv = memoryview(st)  # the two sums as before (up, then down): the same floats, no copy
-        if (sum(mv[:n]) + sum(mv[n:])) >= 2 * n / self.alpha_cd:
+        if self.step(self.stat, 0, x, lo, hi):
             self.reset()
             self.restarts += 1
             return True
         return False
+
+    def step(self, st: array[float], off: int, x: float, lo: float, hi: float) -> bool:
+        """The Shiryaev-Roberts update of the statistics held at ``st[off:off + 2 * len(lambdas)]`` (in
+        place; the monitor keeps every key's in one array, :mod:`.columns`); ``True``: ``M_t >= 1/alpha_cd``
+        (the caller then zeroes them: :meth:`observe`)."""
+        s = self.high - self.low
+        a = (x - min(max(hi, self.low), self.high)) / s
+        b = (x - min(max(lo, self.low), self.high)) / s
+        lams = self.lambdas
+        n = len(lams)
+        m = off + n
+        for j, lam in enumerate(lams):  # in place: no new arrays per reward (hot path)
+            st[off + j] = (1.0 + lam * a) * (st[off + j] + 1.0)
+            st[m + j] = (1.0 - lam * b) * (st[m + j] + 1.0)
+        mv = memoryview(st)  # the two sums as before (up, then down): the same floats, no copy
+        return (sum(mv[off:m]) + sum(mv[m:m + n])) >= 2 * n / self.alpha_cd
 
     def reset(self) -> None:
         self.stat = array("d", bytes(16 * len(self.lambdas)))

@@ -155,8 +155,8 @@ class ContinuousRunner:
     def arm_states(self) -> dict[str, int]:
         """Keys by their current classification: ``active`` (undecided), ``outlier``, ``normal``."""
         out = {"active": 0, "outlier": 0, "normal": 0}
-        for ks in self.monitor.keys.values():
-            out["outlier" if ks.state == OUTLIER else "normal" if ks.state == NORMAL else "active"] += 1
+        for _, _, state, _ in self.monitor.classes():
+            out["outlier" if state == OUTLIER else "normal" if state == NORMAL else "active"] += 1
         return out
 
     def evidence(self, key: str) -> dict[str, Any]:
