@@ -28,7 +28,7 @@ Tested against the real broker in ``tests/kafka/test_group_stats_kafka.py``.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
@@ -75,16 +75,23 @@ class KafkaStatsPublisher:
 
         :class:`SinkError` for a record above ``max_value_bytes`` (the head, or one key's state) or once
         an earlier send was refused: a member whose values do not arrive would stall the whole group."""
+        for _ in self.publish_steps(partition, value):
+            pass
+
+    def publish_steps(self, partition: str, value: dict[str, Any]) -> Iterator[None]:
+        """:meth:`publish` one chunk a step (``ChunkWriter.steps``): a caller with a time budget a loop turn
+        spreads a large value over several turns (``streamarms.group_track.SteppedPublish``)."""
         self._raise_failed()
         full = {**value, "member": self.member, "partition": partition, "time": self.wall()}
         head = stats_key(self.group, partition)
         try:
-            recs = self.writer.records(head, full, self.on_topic)
+            for recs in self.writer.steps(head, full, self.on_topic):
+                self._send(partition, recs)
+                yield None
         except ValueTooLarge as e:
             raise SinkError(f"partition {partition}: {e}; the keys' state is sent in chunks of "
                             f"{self.writer.chunk_keys:,} keys (halved when too large), the rest of a value "
                             f"must fit one record") from e
-        self._send(partition, recs)
 
     def retire(self, partition: str) -> None:
         """Tombstone ``partition``'s value (head and chunks): it is no longer part of the group."""

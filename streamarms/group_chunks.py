@@ -99,6 +99,17 @@ def _dumps(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":")).encode("utf-8")
 
 
+def _slicer(items: list[tuple[str, Any]]) -> Callable[[int], list[tuple[str, Any]]]:
+    """``take(k)`` over a list: the next ``k`` items each call."""
+    pos = [0]
+
+    def take(k: int) -> list[tuple[str, Any]]:
+        lo = pos[0]
+        pos[0] = lo + k
+        return items[lo:lo + k]
+    return take
+
+
 def _hash(body: bytes) -> str:
     return hashlib.blake2b(body, digest_size=12).hexdigest()
 
@@ -127,35 +138,59 @@ class ChunkWriter:
                 on_topic: Callable[[str], dict[int, str]] | None = None) -> list[tuple[str, bytes | None]]:
         """The records for ``value`` under ``head``; ``on_topic(head)``: the chunk hashes the reader saw
         last on the topic per index (enables skipping unchanged chunks and tombstoning others' chunks)."""
-        seen = on_topic(head) if on_topic is not None else {}
+        return [r for part in self.steps(head, value, on_topic) for r in part]
+
+    def steps(self, head: str, value: dict[str, Any],
+              on_topic: Callable[[str], dict[int, str]] | None = None) -> Iterator[list[tuple[str, bytes | None]]]:
+        """:meth:`records` one chunk at a time (each item: the records of one chunk of ``chunk_keys`` keys,
+        the head and tombstones last), so a caller can spread a large value over several loop turns. The
+        value's ``arms`` may be a :class:`~streamarms.group_cut.KeyCut` (a copy-on-write cut, read chunk by
+        chunk); the writer's memory changes only once the head is produced (a value abandoned half-way
+        leaves chunks the reader's view shows, sent again next time)."""
         arms = value.get(FIELD)
         if isinstance(arms, LazyArms):  # a value read from the board, published again
             value = {**value, FIELD: dict(arms)}
             arms = value[FIELD]
         before = self.sent.get(head, [])
-        if not isinstance(arms, dict) or len(arms) <= self.chunk_keys:
+        take: Callable[[int], list[tuple[str, Any]]] | None = getattr(arms, "take", None)
+        if take is None and not isinstance(arms, dict):
+            arms = None
+        if arms is None or len(arms) <= self.chunk_keys:
+            if take is not None:
+                value = {**value, FIELD: dict(take(len(arms)))}  # type: ignore[arg-type]
+                arms = value[FIELD]
             body = _dumps(value)
-            if self.max_bytes is None or len(body) <= self.max_bytes or not isinstance(arms, dict) or len(arms) < 2:
+            if self.max_bytes is None or len(body) <= self.max_bytes or arms is None or len(arms) < 2:
                 self._check(head, body, value)
                 self.sent[head] = []
-                return [(head, body), *self._stale(head, 0, before, seen)]
-        items = list(arms.items())
-        bodies = []
-        for i in range(0, len(items), self.chunk_keys):
-            bodies += self._pack(head, items[i:i + self.chunk_keys])
-        hashes = [_hash(b) for b in bodies]
-        out: list[tuple[str, bytes | None]] = []
-        for j, (b, h) in enumerate(zip(bodies, hashes)):
-            if j < len(before) and before[j] == h and seen.get(j) == h:
-                self.skipped += 1
-                continue
-            out.append((chunk_key(head, j), b))
+                yield [(head, body), *self._stale(head, 0, before, self._seen(head, on_topic))]
+                return
+            take = None
+        if take is None:
+            items = list(arms.items())
+            take = _slicer(items)
+        n = len(arms)
+        hashes: list[str] = []
+        for _ in range(0, n, self.chunk_keys):
+            seen = self._seen(head, on_topic)
+            out: list[tuple[str, bytes | None]] = []
+            for b in self._pack(head, take(self.chunk_keys)):
+                j, h = len(hashes), _hash(b)
+                hashes.append(h)
+                if j < len(before) and before[j] == h and seen.get(j) == h:
+                    self.skipped += 1
+                    continue
+                out.append((chunk_key(head, j), b))
+            yield out
         rest = {k: v for k, v in value.items() if k != FIELD}
         body = _dumps({**rest, "chunks": hashes})
         self._check(head, body, rest)
-        out.append((head, body))
         self.sent[head] = hashes
-        return out + self._stale(head, len(bodies), before, seen)
+        yield [(head, body), *self._stale(head, len(hashes), before, self._seen(head, on_topic))]
+
+    @staticmethod
+    def _seen(head: str, on_topic: Callable[[str], dict[int, str]] | None) -> dict[int, str]:
+        return on_topic(head) if on_topic is not None else {}
 
     def retire(self, head: str, on_topic: Callable[[str], dict[int, str]] | None = None) -> list[tuple[str, None]]:
         """Tombstones for a partition's head and every chunk key this writer sent or its reader saw."""

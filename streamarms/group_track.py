@@ -39,13 +39,33 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .confidence.threshold import ThresholdTrack
 from .group_threshold import GroupThreshold, PartitionTotals, merge_totals, staleness
 
-__all__ = ["GroupTrack"]
+__all__ = ["GroupTrack", "SteppedPublish"]
+
+
+class SteppedPublish:
+    """A ``publish(partition, value)`` callable that can also publish a value in steps (``steps(partition,
+    value)``: an iterator, one chunk a step): a :class:`GroupTrack` given one spreads a large value over
+    several syncs within its budget.
+
+    >>> sent = []
+    >>> pub = SteppedPublish(lambda p, v: sent.append(p), lambda p, v: iter([sent.append(p + "/c0")]))
+    >>> pub("t:0", {}); list(pub.steps("t:1", {})); sent
+    [None]
+    ['t:0', 't:1/c0']
+    """
+
+    def __init__(self, publish: Callable[[str, dict[str, Any]], None],
+                 steps: Callable[[str, dict[str, Any]], Iterator[Any]]) -> None:
+        self.publish, self.steps = publish, steps
+
+    def __call__(self, partition: str, value: dict[str, Any]) -> None:
+        self.publish(partition, value)
 
 
 class GroupTrack:
@@ -79,7 +99,8 @@ class GroupTrack:
     def __init__(self, spec: dict[str, Any], *, publish: Callable[[str, dict[str, Any]], None],
                  fetch: Callable[[], dict[str, dict[str, Any]]], clock: Callable[[], float] = time.time,
                  interval: float = 1.0, member: str = "",
-                 extra: Callable[[str], dict[str, Any]] | None = None) -> None:
+                 extra: Callable[[str], dict[str, Any]] | None = None,
+                 publish_steps: Callable[[str, dict[str, Any]], Iterator[Any]] | None = None) -> None:
         self.spec = dict(spec)
         #: ``extra(partition)``: fields published with the partition's totals (a policy's key and
         #: undecided counts, its episode)
@@ -96,12 +117,17 @@ class GroupTrack:
         self.publish_on_record = True
         self._published_at = self._merged_at = -math.inf
         self._round: set[str] = set()  # partitions of a budgeted round not published yet
+        #: ``publish_steps(partition, value)``: ``publish`` as an iterator of steps (a chunk each), so a
+        #: budgeted round can spread one partition's value over several syncs
+        self.publish_steps = publish_steps if publish_steps is not None else getattr(publish, "steps", None)
+        #: the value under way: (partition, its remaining steps, its arms -- a KeyCut closed when done)
+        self._open: tuple[str, Iterator[Any], Any] | None = None
         self.staleness = math.inf
 
     @property
     def publishing(self) -> bool:
         """Whether a budgeted round of values is under way (its next part is due at the next sync)."""
-        return bool(self._round)
+        return bool(self._round) or self._open is not None
 
     @property
     def m_theta(self) -> int:
@@ -127,6 +153,8 @@ class GroupTrack:
         self.parts.pop(partition, None)
         self._dirty.discard(partition)
         self._round.discard(partition)
+        if self._open is not None and self._open[0] == partition:  # its value half-way: abandoned
+            self._close_open()
 
     def touch(self, partition: str) -> None:
         """Publish ``partition`` again at the next sync (its ``extra`` fields changed)."""
@@ -145,7 +173,8 @@ class GroupTrack:
         """Publish the changed partitions and merge every partition's latest value, each at most every
         ``interval`` s unless ``force`` (the merge); whether the group's ``m_theta`` advanced."""
         now = self.clock() if now is None else now
-        if publish and self._dirty and (now - self._published_at >= self.interval or self._round):
+        if publish and (self._open is not None
+                        or self._dirty and (now - self._published_at >= self.interval or self._round)):
             self.publish_now(now, budget=self.publish_budget)
         if not force and now - self._merged_at < self.interval:
             return False
@@ -160,17 +189,50 @@ class GroupTrack:
         """Publish the changed partitions now, whatever the interval (no merge): all of them, or, with a
         ``budget`` (s), the current round's that fit it (class docstring)."""
         now = self.clock() if now is None else now
+        start = time.perf_counter()
+        if not self._drive(start, budget):
+            return
         if budget is None or not self._round:  # a new round: the partitions changed by now
             self._round = self._round | self._dirty
             self._published_at = now
-        start = time.perf_counter()
         for p in sorted(self._round):
             extra = self.extra(p) if self.extra is not None else {}
-            self.publish(p, self.parts[p].value(member=self.member, time=now, **extra))
-            self._dirty.discard(p)
-            self._round.discard(p)
+            value = self.parts[p].value(member=self.member, time=now, **extra)
+            arms: Any = value.get("arms")
+            if self.publish_steps is not None and budget is not None:
+                self._dirty.discard(p)
+                self._round.discard(p)
+                self._open = (p, self.publish_steps(p, value), arms)
+                if not self._drive(start, budget):
+                    return
+            else:
+                if hasattr(arms, "materialize"):  # a copy-on-write cut (group_cut.KeyCut): read it all now
+                    value["arms"] = arms.materialize()
+                self.publish(p, value)
+                self._dirty.discard(p)
+                self._round.discard(p)
             if budget is not None and time.perf_counter() - start >= budget:
                 break
+
+    def _drive(self, start: float, budget: float | None) -> bool:
+        """Go on with the value under way until it is sent or the budget is spent; whether it is sent."""
+        if self._open is None:
+            return True
+        _, steps, _ = self._open
+        for _ in steps:
+            if budget is not None and time.perf_counter() - start >= budget:
+                return False
+        self._close_open()
+        return True
+
+    def _close_open(self) -> None:
+        if self._open is not None:
+            _, steps, arms = self._open
+            self._open = None
+            if hasattr(steps, "close"):
+                steps.close()
+            if hasattr(arms, "close"):
+                arms.close()
 
     def upper(self) -> tuple[float, float]:
         return self.group.upper()

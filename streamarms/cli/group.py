@@ -29,8 +29,9 @@ from ..runtime import ACTIVE
 __all__ = ["PUBLISH_BUDGET", "check_group_settings", "member_name", "stats_topic", "wire_group_member"]
 
 #: seconds a loop turn may spend publishing the member's stats values (GroupMember.publish_budget): a value
-#: carries its partition's key state (~16 us of CPU a key), so a round over many keys is split over turns
-#: and the loop stalls about this plus one partition's value
+#: carries its partition's key state (~8 us of CPU a key), so a round over many keys is split over turns,
+#: one partition's value chunk by chunk (a copy-on-write cut: streamarms.group_cut), and the loop stalls
+#: about this plus one chunk
 PUBLISH_BUDGET = 0.5
 
 log = logging.getLogger("streamarms.group")
@@ -66,6 +67,7 @@ def wire_group_member(app: Any) -> GroupMember:
     ``app.scheduler``; returns it (``Daemon(on_turn=member.turn)``)."""
     from streamarms.connectors.group_stats import KafkaStatsPublisher, KafkaStatsReader
     from streamarms.group_threshold import stats_key
+    from streamarms.group_track import SteppedPublish
     s = app.s
     name = member_name(s)
     topic = stats_topic(s)
@@ -105,7 +107,9 @@ def wire_group_member(app: Any) -> GroupMember:
             log.warning("%s", e)
 
     sink = app.alert_sink
-    member = GroupMember(sched, publish=publisher.publish, fetch=lambda: reader.latest, owned=owned,
+    # a large partition's value goes out chunk by chunk over the loop's turns (GroupTrack.publish_budget)
+    publish = SteppedPublish(publisher.publish, publisher.publish_steps)
+    member = GroupMember(sched, publish=publish, fetch=lambda: reader.latest, owned=owned,
                          expected=expected, partition_of=partition_of, params=params,
                          poll_board=lambda: reader.poll(0.0), stats_key=lambda p: stats_key(s.group_id, p),
                          interval=float(s.group_interval), member=name,
