@@ -85,9 +85,10 @@ class KafkaStatsPublisher:
         full = {**value, "member": self.member, "partition": partition, "time": self.wall()}
         head = stats_key(self.group, partition)
         try:
-            for recs in self.writer.steps(head, full, self.on_topic):
+            for j, recs in enumerate(self.writer.steps(head, full, self.on_topic)):
+                if j:
+                    yield None  # between chunks: the step that sends the head is the last one
                 self._send(partition, recs)
-                yield None
         except ValueTooLarge as e:
             raise SinkError(f"partition {partition}: {e}; the keys' state is sent in chunks of "
                             f"{self.writer.chunk_keys:,} keys (halved when too large), the rest of a value "

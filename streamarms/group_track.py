@@ -50,8 +50,8 @@ __all__ = ["GroupTrack", "SteppedPublish"]
 
 class SteppedPublish:
     """A ``publish(partition, value)`` callable that can also publish a value in steps (``steps(partition,
-    value)``: an iterator, one chunk a step): a :class:`GroupTrack` given one spreads a large value over
-    several syncs within its budget.
+    value)``: an iterator doing one chunk's work a step, ending right after the step that sends the head):
+    a :class:`GroupTrack` given one spreads a large value over several syncs within its budget.
 
     >>> sent = []
     >>> pub = SteppedPublish(lambda p, v: sent.append(p), lambda p, v: iter([sent.append(p + "/c0")]))
@@ -190,8 +190,11 @@ class GroupTrack:
         ``budget`` (s), the current round's that fit it (class docstring)."""
         now = self.clock() if now is None else now
         start = time.perf_counter()
+        went_on = self._open is not None
         if not self._drive(start, budget):
             return
+        if budget is not None and went_on and (time.perf_counter() - start >= budget or not self._round):
+            return  # the turn's budget is spent, or the round's last value went out (the next: after the interval)
         if budget is None or not self._round:  # a new round: the partitions changed by now
             self._round = self._round | self._dirty
             self._published_at = now
