@@ -21,7 +21,10 @@ the sum of what they send.
 **Loop stall.** A GroupKSigma of ``--stall-keys`` keys over ``--stall-partitions`` partitions (1-9 rewards
 a key), every partition changed: the longest single ``sync`` (building the values and their chunk
 records, as the member's loop does) with no publish budget and with ``streamarms run``'s
-(``cli.group.PUBLISH_BUDGET``), and how many syncs a round takes.
+(``cli.group.PUBLISH_BUDGET``), and how many syncs a round takes. And ``--one-partition`` keys in ONE
+partition (first, ``--only-stall`` for just these): one go, budget with a whole-value publish, and budget
+with the run's stepping publisher (``SteppedPublish``: the value chunk by chunk over turns, a copy-on-write
+cut, ``--per-turn`` rewards at random keys between turns).
 
 Usage::
 
@@ -96,6 +99,57 @@ def stall(keys: int, partitions: int, budget: float | None) -> tuple[float, int]
     return worst, syncs
 
 
+def stall_one(keys: int, budget: float | None, stepped: bool, per_turn: int) -> dict[str, float]:
+    """One partition of ``keys`` keys (1-9 rewards a key), one publish round as the member's loop runs it:
+    ``sync`` every turn, ``per_turn`` rewards at random keys between turns. ``stepped``: through a
+    :class:`~streamarms.group_track.SteppedPublish` (the value chunk by chunk over turns, a copy-on-write
+    cut), else one ``publish`` a partition. Process time: the longest sync, the round's sum (CPU a key),
+    the turns it took, the key states the cut saved (rewards at keys not read yet)."""
+    import gc
+    rng = random.Random(5)
+    writer = ChunkWriter()
+    sent = [0]
+
+    def publish(p: str, v: dict[str, Any]) -> None:
+        sent[0] += sum(len(b or b"") for _, b in writer.records(p, v))
+
+    def steps(p: str, v: dict[str, Any]) -> Any:
+        for j, recs in enumerate(writer.steps(p, v)):
+            if j:
+                yield None
+            sent[0] += sum(len(b or b"") for _, b in recs)
+
+    arms = [f"key-{i:07d}" for i in range(keys)]
+    pub: Any = publish
+    if stepped:
+        from streamarms.group_track import SteppedPublish
+        pub = SteppedPublish(publish, steps)
+    pol = GroupKSigma(arms, group_n=keys, partition_of=lambda a: "rewards:0", publish=pub, fetch=lambda: {},
+                      clock=lambda: 0.0, interval=0.0, k=2.0, delta=0.1, position_of=lambda p: [0, 0])
+    for a in arms:
+        for _ in range(rng.randrange(1, 10)):
+            pol.update(a, float(rng.random() < 0.3))
+    gt = pol.track.group  # type: ignore[attr-defined]
+    gt.publish_budget = budget
+    gt.touch("rewards:0")
+    worst = total = 0.0
+    turns = saved = 0
+    while True:
+        t0 = time.process_time()
+        gt.sync()
+        dt = time.process_time() - t0
+        worst, total, turns = max(worst, dt), total + dt, turns + 1
+        if not gt.publishing:
+            break
+        cut = getattr(pol, "_cut", None)
+        for _ in range(per_turn):
+            pol.update(arms[rng.randrange(keys)], float(rng.random() < 0.3))
+        saved = max(saved, len(cut.saved) if cut is not None else 0)
+    del pol, gt
+    gc.collect()
+    return {"worst": worst, "total": total, "turns": turns, "saved": saved, "mb": sent[0] / 1e6}
+
+
 def timed(fn: Any, repeat: int) -> tuple[float, Any]:
     best, out = float("inf"), None
     for _ in range(repeat):
@@ -115,7 +169,22 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--stall-keys", type=int, default=200_000)
     ap.add_argument("--stall-partitions", type=int, default=20)
+    ap.add_argument("--one-partition", type=int, nargs="*", default=[100_000, 1_000_000],
+                    help="keys of one partition for the loop stall of its publish round (one go vs spread)")
+    ap.add_argument("--per-turn", type=int, default=2000, help="rewards between loop turns during a spread round")
+    ap.add_argument("--only-stall", action="store_true", help="only the loop-stall measurements")
     a = ap.parse_args()
+    from streamarms.cli.group import PUBLISH_BUDGET
+    for n in a.one_partition:
+        for budget, stepped in ((None, False), (PUBLISH_BUDGET, False), (PUBLISH_BUDGET, True)):
+            r = stall_one(n, budget, stepped, a.per_turn)
+            how = "spread chunk by chunk (copy-on-write cut)" if stepped else "one go"
+            print(f"loop stall, {n:,} keys in ONE partition, publish budget {budget}, {how}: longest sync "
+                  f"{r['worst']:.2f} s, {r['turns']} sync(s), round CPU {r['total']:.2f} s = "
+                  f"{r['total'] / n * 1e6:.1f} us a key ({r['mb']:.0f} MB JSON), {a.per_turn} rewards between "
+                  f"turns: at most {r['saved']:,} key states saved by the cut")
+    if a.only_stall:
+        return
     states, rest, t_arms = real_states(a.real_keys, a.samples)
     arms = {f"key-{i:07d}": s for i, s in enumerate(states)}
     raw = json.dumps(arms, separators=(",", ":")).encode()
@@ -156,7 +225,6 @@ def main() -> None:
             chunks = [b for k, b in again if k != HEAD and b is not None]
             print(f"      {f:6.1%} of the keys changed (at random): {len(chunks):>4} of {len(recs) - 1} chunks "
                   f"re-sent, {sum(map(len, chunks)) / 1e6:7.1f} MB JSON")
-    from streamarms.cli.group import PUBLISH_BUDGET
     for budget in (None, PUBLISH_BUDGET):
         worst, syncs = stall(a.stall_keys, a.stall_partitions, budget)
         print(f"loop stall, {a.stall_keys:,} keys over {a.stall_partitions} partitions, publish budget {budget}: "

@@ -33,6 +33,11 @@ sent again -- the head names the hash of the record already there. Without a rea
 sent. The arms of a partition keep their order between values, so chunks of decided keys (whose state no
 longer changes) stop costing traffic.
 
+**Spread over loop turns.** :meth:`ChunkWriter.steps` yields a value's records one chunk at a time (the
+head last), and reads the key state from a :class:`~streamarms.group_cut.KeyCut` chunk by chunk, so a
+member's loop publishes a partition of 1e6 keys over many turns (``GroupTrack.publish_budget`` a turn)
+instead of stalling ~8 s; the records are the ones :meth:`ChunkWriter.records` gives at the cut.
+
 **Bounded topic.** After a head, the chunk keys ``c<j>`` beyond its chunk count that this writer sent or its
 reader saw are tombstoned (a partition that shrank); :meth:`ChunkWriter.retire` tombstones a partition's head
 and chunks. The topic's live keys are thus one head plus at most ``ceil(keys / chunk_keys)`` chunks a

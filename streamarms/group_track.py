@@ -45,7 +45,7 @@ from typing import Any
 from .confidence.threshold import ThresholdTrack
 from .group_threshold import GroupThreshold, PartitionTotals, merge_totals, staleness
 
-__all__ = ["GroupTrack", "SteppedPublish"]
+__all__ = ["GroupTrack", "PartitionedTrack", "SteppedPublish"]
 
 
 class SteppedPublish:
@@ -72,11 +72,14 @@ class GroupTrack:
     """The group threshold behind a track's interface (module docstring).
 
     :attr:`publish_budget`: seconds one :meth:`sync` may spend publishing (``None``: every changed
-    partition at once). A partition's value is built and sent whole, so the loop stalls at most about the
-    budget plus one partition's value; the round's partitions left wait for the next sync (which goes on
-    with them without waiting for the interval; a partition changed again after its value went waits for
-    the next round). Each value is still one partition at one moment (its key state, totals and
-    position), which is all a reader or a new owner relies on.
+    partition at once). With a plain ``publish`` a partition's value is built and sent whole, so the loop
+    stalls at most about the budget plus one partition's value; with a stepping one (``publish_steps``, or
+    a :class:`SteppedPublish` as ``publish``) a value goes out chunk by chunk over syncs, its key state a
+    copy-on-write cut (the ``extra`` fields' ``arms``, e.g. :class:`~streamarms.group_cut.KeyCut`), and
+    the loop stalls about the budget plus one chunk. The round's partitions left wait for the next sync
+    (which goes on with them without waiting for the interval; a partition changed again after its value
+    went waits for the next round). Each value is still one partition at one moment (its key state,
+    totals and position), which is all a reader or a new owner relies on.
 
     >>> board = {}
     >>> t = GroupTrack(dict(n=3, k=1.0, alpha=0.1, low=0.0, high=1.0), publish=board.__setitem__,
@@ -249,3 +252,39 @@ class GroupTrack:
     def snapshot(self) -> dict[str, Any]:
         """The member's partitions' totals (the group's view is rebuilt from the stats topic)."""
         return {"spec": self.spec, "parts": {p: t.value() for p, t in self.parts.items()}}
+
+
+class PartitionedTrack:
+    """A :class:`GroupTrack` with the threshold track's ``record`` signature: the arm's partition is the
+    one the policy names in :attr:`current` before each reward.
+
+    >>> board = {}
+    >>> t = PartitionedTrack(GroupTrack(dict(n=2, k=1.0, alpha=0.1, low=0.0, high=1.0), publish=board.__setitem__,
+    ...                                 fetch=lambda: board, clock=lambda: 0.0, interval=0.0))
+    >>> t.current = "t:0"; _ = t.record(1, 1.0, 0.0, 1.0); sorted(board)
+    ['t:0']
+    """
+
+    levels = GroupTrack.levels
+
+    def __init__(self, group: GroupTrack) -> None:
+        self.group = group
+        self.current = ""
+
+    m_theta = property(lambda self: self.group.m_theta)
+    result = property(lambda self: self.group.result)
+
+    def record(self, g: int, S: float, lo: float, hi: float, box: Any = None, S2: float | None = None) -> bool:
+        return self.group.record(g, S, lo, hi, S2=S2, partition=self.current)
+
+    def upper(self) -> tuple[float, float]:
+        return self.group.upper()
+
+    def lower(self) -> tuple[float, float]:
+        return self.group.lower()
+
+    def estimate(self, side: str = "upper") -> float:
+        return self.group.estimate(side)
+
+    def snapshot(self) -> dict[str, Any]:
+        return self.group.snapshot()

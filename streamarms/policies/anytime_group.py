@@ -77,7 +77,7 @@ from typing import Any, ClassVar, cast
 from ..confidence.factory import sequence_for
 from ..group_cut import KeyCut
 from ..group_threshold import group_finished, spec_mismatch
-from ..group_track import GroupTrack
+from ..group_track import GroupTrack, PartitionedTrack
 from ..models import RewardModel, SubGaussianModel, make_model
 from ..validation import check_ksigma_params
 from .anytime import ARM_SHARE, AnytimeKSigma, _request
@@ -101,42 +101,6 @@ def group_spec(model: RewardModel, n: int, k: float, alpha_theta: float, two_sid
     elif model.name == "subgaussian":
         spec["sigma_x"] = cast(SubGaussianModel, model).sigma
     return spec
-
-
-class PartitionedTrack:
-    """A :class:`GroupTrack` with the threshold track's ``record`` signature: the arm's partition is the
-    one the policy names in :attr:`current` before each reward.
-
-    >>> board = {}
-    >>> t = PartitionedTrack(GroupTrack(dict(n=2, k=1.0, alpha=0.1, low=0.0, high=1.0), publish=board.__setitem__,
-    ...                                 fetch=lambda: board, clock=lambda: 0.0, interval=0.0))
-    >>> t.current = "t:0"; _ = t.record(1, 1.0, 0.0, 1.0); sorted(board)
-    ['t:0']
-    """
-
-    levels = GroupTrack.levels
-
-    def __init__(self, group: GroupTrack) -> None:
-        self.group = group
-        self.current = ""
-
-    m_theta = property(lambda self: self.group.m_theta)
-    result = property(lambda self: self.group.result)
-
-    def record(self, g: int, S: float, lo: float, hi: float, box: Any = None, S2: float | None = None) -> bool:
-        return self.group.record(g, S, lo, hi, S2=S2, partition=self.current)
-
-    def upper(self) -> tuple[float, float]:
-        return self.group.upper()
-
-    def lower(self) -> tuple[float, float]:
-        return self.group.lower()
-
-    def estimate(self, side: str = "upper") -> float:
-        return self.group.estimate(side)
-
-    def snapshot(self) -> dict[str, Any]:
-        return self.group.snapshot()
 
 
 def _no_publish(partition: str, value: dict[str, Any]) -> None:
