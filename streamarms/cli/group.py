@@ -12,7 +12,8 @@ latency the group adds is at most about this plus one ``--group-interval``),
 ``streamarms_group_members`` (members that published this episode), ``streamarms_group_partitions_moved``
 (partitions handed over or taken over during an episode: their key state moves through the stats topic),
 ``streamarms_group_stats_incomplete_values`` (partitions whose latest head waits for its chunks: a value
-in flight, or one torn by a member killed mid-publish until the partition's next value).
+in flight; a member killed mid-publish no longer hides the previous value, its chunks are in the other
+slots -- ``streamarms.group_chunks``).
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ def wire_group_member(app: Any) -> GroupMember:
     reader = KafkaStatsReader(app.kafka_cfg, topic, s.group_id)
     # the reader's view of the chunks on the topic: unchanged chunks are not sent again
     publisher = KafkaStatsPublisher(app.kafka_cfg, topic, s.group_id, name, chunk_keys=int(s.group_chunk_keys),
-                                    on_topic=reader.chunks_on)
+                                    on_topic=reader.chunks_on, named=reader.named)
     app.closers += [publisher, reader]
     sched = app.scheduler
     arm_part: dict[str, str] = {}
