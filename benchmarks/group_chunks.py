@@ -212,7 +212,8 @@ def main() -> None:
         t_read, reader = timed(read, a.repeat)
         t_take, _ = timed(lambda: len(read().latest[HEAD]["arms"]), 1)  # a takeover parses the key state
         assert len(reader.latest[HEAD]["arms"]) == n
-        print(f"  {n:>9,} keys: {len(recs) - 1:>4} chunks, {sent / 1e6:7.1f} MB JSON, {sent_gz / 1e6:6.1f} MB gzip; "
+        n_chunks = sum(1 for k, b in recs if k != HEAD and b is not None)
+        print(f"  {n:>9,} keys: {n_chunks:>4} chunks, {sent / 1e6:7.1f} MB JSON, {sent_gz / 1e6:6.1f} MB gzip; "
               f"partition_arms ~{t_arms * n:5.2f} s + write {t_rec:6.2f} s + gzip {t_gz:6.2f} s (publisher); "
               f"read {t_read:5.2f} s (every member), parse at a takeover {t_take - t_read:5.2f} s")
         names = list(value["arms"])
@@ -220,10 +221,11 @@ def main() -> None:
             changed = dict(value["arms"])
             for k in rng.sample(names, max(1, int(f * n))):
                 changed[k] = {**changed[k], "state": 1}
-            w.records(HEAD, value)  # the writer's memory: the first value
-            again = w.records(HEAD, {**value, "arms": changed}, on_topic=reader.chunks_on)
+            w1 = ChunkWriter(a.chunk_keys, 16 * 1024 * 1024)
+            r1 = read(w1.records(HEAD, value))  # the writer's memory and its reader's view: the first value
+            again = w1.records(HEAD, {**value, "arms": changed}, on_topic=r1.chunks_on, named=r1.named)
             chunks = [b for k, b in again if k != HEAD and b is not None]
-            print(f"      {f:6.1%} of the keys changed (at random): {len(chunks):>4} of {len(recs) - 1} chunks "
+            print(f"      {f:6.1%} of the keys changed (at random): {len(chunks):>4} of {n_chunks} chunks "
                   f"re-sent, {sum(map(len, chunks)) / 1e6:7.1f} MB JSON")
     for budget in (None, PUBLISH_BUDGET):
         worst, syncs = stall(a.stall_keys, a.stall_partitions, budget)
