@@ -45,13 +45,14 @@ class KeyCut:
     same order); ``state_of(index)``: an arm's current state (a fresh object: it is kept as is).
     """
 
-    __slots__ = ("partition", "names", "indices", "state_of", "done", "saved", "closed")
+    __slots__ = ("partition", "names", "indices", "state_of", "n", "done", "saved", "closed")
 
     def __init__(self, partition: str, names: Sequence[str], indices: Sequence[int],
                  state_of: Callable[[int], Any]) -> None:
         if len(names) != len(indices):
             raise ValueError(f"{len(names)} names and {len(indices)} indices for the cut of {partition}")
         self.partition, self.names, self.indices, self.state_of = partition, names, indices, state_of
+        self.n = len(names)
         #: keys taken so far (ranks ``< done`` are encoded: their later changes are not the cut's)
         self.done = 0
         #: arm index -> its state at the cut, for arms changed before they were taken
@@ -60,7 +61,7 @@ class KeyCut:
         self.closed = len(names) == 0
 
     def __len__(self) -> int:
-        return len(self.names)
+        return self.n
 
     def before_update(self, index: int, rank: int) -> None:
         """Arm ``index`` (rank ``rank`` in the partition's key order) is about to change: keep its state
@@ -69,7 +70,9 @@ class KeyCut:
             self.saved[index] = self.state_of(index)
 
     def take(self, k: int) -> list[tuple[str, Any]]:
-        """The next ``k`` keys (fewer at the end) and their states at the cut."""
+        """The next ``k`` keys (fewer at the end) and their states at the cut (none once closed)."""
+        if self.closed:
+            return []
         lo = self.done
         hi = min(len(self.names), lo + max(0, int(k)))
         saved, state_of, idx = self.saved, self.state_of, self.indices
@@ -84,6 +87,7 @@ class KeyCut:
         return dict(self.take(len(self.names)))
 
     def close(self) -> None:
-        """Done (or abandoned): later changes are not saved."""
+        """Done (or abandoned): later changes are not saved (and the key lists are let go)."""
         self.closed = True
         self.saved.clear()
+        self.names, self.indices = (), ()
