@@ -135,6 +135,16 @@ def stall_one(keys: int, budget: float | None, stepped: bool, per_turn: int) -> 
     gt.touch("rewards:0")
     worst = total = wall = 0.0
     turns = saved = 0
+    pauses: list[float] = []  # the garbage collector's full (generation 2) passes during the round, wall time
+    began = [0.0]
+
+    def on_gc(phase: str, info: dict[str, int]) -> None:
+        if info.get("generation") == 2:
+            if phase == "start":
+                began[0] = time.perf_counter()
+            else:
+                pauses.append(time.perf_counter() - began[0])
+    gc.callbacks.append(on_gc)
     while True:
         t0, w0 = time.process_time(), time.perf_counter()
         gt.sync()
@@ -147,9 +157,11 @@ def stall_one(keys: int, budget: float | None, stepped: bool, per_turn: int) -> 
         for _ in range(per_turn):
             pol.update(arms[rng.randrange(keys)], float(rng.random() < 0.3))
         saved = max(saved, len(cut.saved) if cut is not None else 0)
+    gc.callbacks.remove(on_gc)
     del pol, gt
     gc.collect()
-    return {"worst": worst, "wall": wall, "total": total, "turns": turns, "saved": saved, "mb": sent[0] / 1e6}
+    return {"worst": worst, "wall": wall, "total": total, "turns": turns, "saved": saved, "mb": sent[0] / 1e6,
+            "gc": max(pauses, default=0.0), "gcs": len(pauses)}
 
 
 def timed(fn: Any, repeat: int) -> tuple[float, Any]:
@@ -175,16 +187,20 @@ def main() -> None:
                     help="keys of one partition for the loop stall of its publish round (one go vs spread)")
     ap.add_argument("--per-turn", type=int, default=2000, help="rewards between loop turns during a spread round")
     ap.add_argument("--only-stall", action="store_true", help="only the loop-stall measurements")
+    ap.add_argument("--spread-only", action="store_true", help="of the one-partition stalls, only the spread one")
     a = ap.parse_args()
     from streamarms.cli.group import PUBLISH_BUDGET
     for n in a.one_partition:
-        for budget, stepped in ((None, False), (PUBLISH_BUDGET, False), (PUBLISH_BUDGET, True)):
+        modes = ((PUBLISH_BUDGET, True),) if a.spread_only else ((None, False), (PUBLISH_BUDGET, False),
+                                                                  (PUBLISH_BUDGET, True))
+        for budget, stepped in modes:
             r = stall_one(n, budget, stepped, a.per_turn)
             how = "spread chunk by chunk (copy-on-write cut)" if stepped else "one go"
             print(f"loop stall, {n:,} keys in ONE partition, publish budget {budget}, {how}: longest sync "
                   f"{r['worst']:.2f} s process time ({r['wall']:.2f} s wall), {r['turns']} sync(s), round CPU {r['total']:.2f} s = "
                   f"{r['total'] / n * 1e6:.1f} us a key ({r['mb']:.0f} MB JSON), {a.per_turn} rewards between "
-                  f"turns: at most {r['saved']:,} key states saved by the cut")
+                  f"turns: at most {r['saved']:,} key states saved by the cut; {r['gcs']} full GC pass(es), the longest "
+                  f"{r['gc']:.2f} s wall")
     if a.only_stall:
         return
     states, rest, t_arms = real_states(a.real_keys, a.samples)
