@@ -21,7 +21,10 @@ the sum of what they send.
 **Loop stall.** A GroupKSigma of ``--stall-keys`` keys over ``--stall-partitions`` partitions (1-9 rewards
 a key), every partition changed: the longest single ``sync`` (building the values and their chunk
 records, as the member's loop does) with no publish budget and with ``streamarms run``'s
-(``cli.group.PUBLISH_BUDGET``), and how many syncs a round takes.
+(``cli.group.PUBLISH_BUDGET``), and how many syncs a round takes. And ``--one-partition`` keys in ONE
+partition (first, ``--only-stall`` for just these): one go, budget with a whole-value publish, and budget
+with the run's stepping publisher (``SteppedPublish``: the value chunk by chunk over turns, a copy-on-write
+cut, ``--per-turn`` rewards at random keys between turns).
 
 Usage::
 
@@ -96,6 +99,71 @@ def stall(keys: int, partitions: int, budget: float | None) -> tuple[float, int]
     return worst, syncs
 
 
+def stall_one(keys: int, budget: float | None, stepped: bool, per_turn: int) -> dict[str, float]:
+    """One partition of ``keys`` keys (1-9 rewards a key), one publish round as the member's loop runs it:
+    ``sync`` every turn, ``per_turn`` rewards at random keys between turns. ``stepped``: through a
+    :class:`~streamarms.group_track.SteppedPublish` (the value chunk by chunk over turns, a copy-on-write
+    cut), else one ``publish`` a partition. Process time: the longest sync, the round's sum (CPU a key),
+    the turns it took, the key states the cut saved (rewards at keys not read yet); and the longest sync in
+    wall time (the budget's clock: a loaded machine stretches it)."""
+    import gc
+    rng = random.Random(5)
+    writer = ChunkWriter()
+    sent = [0]
+
+    def publish(p: str, v: dict[str, Any]) -> None:
+        sent[0] += sum(len(b or b"") for _, b in writer.records(p, v))
+
+    def steps(p: str, v: dict[str, Any]) -> Any:
+        for j, recs in enumerate(writer.steps(p, v)):
+            if j:
+                yield None
+            sent[0] += sum(len(b or b"") for _, b in recs)
+
+    arms = [f"key-{i:07d}" for i in range(keys)]
+    pub: Any = publish
+    if stepped:
+        from streamarms.group_track import SteppedPublish
+        pub = SteppedPublish(publish, steps)
+    pol = GroupKSigma(arms, group_n=keys, partition_of=lambda a: "rewards:0", publish=pub, fetch=lambda: {},
+                      clock=lambda: 0.0, interval=0.0, k=2.0, delta=0.1, position_of=lambda p: [0, 0])
+    for a in arms:
+        for _ in range(rng.randrange(1, 10)):
+            pol.update(a, float(rng.random() < 0.3))
+    gt = pol.track.group  # type: ignore[attr-defined]
+    gt.publish_budget = budget
+    gt.touch("rewards:0")
+    worst = total = wall = 0.0
+    turns = saved = 0
+    pauses: list[float] = []  # the garbage collector's full (generation 2) passes during the round, wall time
+    began = [0.0]
+
+    def on_gc(phase: str, info: dict[str, int]) -> None:
+        if info.get("generation") == 2:
+            if phase == "start":
+                began[0] = time.perf_counter()
+            else:
+                pauses.append(time.perf_counter() - began[0])
+    gc.callbacks.append(on_gc)
+    while True:
+        t0, w0 = time.process_time(), time.perf_counter()
+        gt.sync()
+        dt = time.process_time() - t0
+        wall = max(wall, time.perf_counter() - w0)
+        worst, total, turns = max(worst, dt), total + dt, turns + 1
+        if not gt.publishing:
+            break
+        cut = getattr(pol, "_cut", None)
+        for _ in range(per_turn):
+            pol.update(arms[rng.randrange(keys)], float(rng.random() < 0.3))
+        saved = max(saved, len(cut.saved) if cut is not None else 0)
+    gc.callbacks.remove(on_gc)
+    del pol, gt
+    gc.collect()
+    return {"worst": worst, "wall": wall, "total": total, "turns": turns, "saved": saved, "mb": sent[0] / 1e6,
+            "gc": max(pauses, default=0.0), "gcs": len(pauses)}
+
+
 def timed(fn: Any, repeat: int) -> tuple[float, Any]:
     best, out = float("inf"), None
     for _ in range(repeat):
@@ -115,7 +183,26 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--stall-keys", type=int, default=200_000)
     ap.add_argument("--stall-partitions", type=int, default=20)
+    ap.add_argument("--one-partition", type=int, nargs="*", default=[100_000, 1_000_000],
+                    help="keys of one partition for the loop stall of its publish round (one go vs spread)")
+    ap.add_argument("--per-turn", type=int, default=2000, help="rewards between loop turns during a spread round")
+    ap.add_argument("--only-stall", action="store_true", help="only the loop-stall measurements")
+    ap.add_argument("--spread-only", action="store_true", help="of the one-partition stalls, only the spread one")
     a = ap.parse_args()
+    from streamarms.cli.group import PUBLISH_BUDGET
+    for n in a.one_partition:
+        modes = ((PUBLISH_BUDGET, True),) if a.spread_only else ((None, False), (PUBLISH_BUDGET, False),
+                                                                  (PUBLISH_BUDGET, True))
+        for budget, stepped in modes:
+            r = stall_one(n, budget, stepped, a.per_turn)
+            how = "spread chunk by chunk (copy-on-write cut)" if stepped else "one go"
+            print(f"loop stall, {n:,} keys in ONE partition, publish budget {budget}, {how}: longest sync "
+                  f"{r['worst']:.2f} s process time ({r['wall']:.2f} s wall), {r['turns']} sync(s), round CPU {r['total']:.2f} s = "
+                  f"{r['total'] / n * 1e6:.1f} us a key ({r['mb']:.0f} MB JSON), {a.per_turn} rewards between "
+                  f"turns: at most {r['saved']:,} key states saved by the cut; {r['gcs']} full GC pass(es), the longest "
+                  f"{r['gc']:.2f} s wall")
+    if a.only_stall:
+        return
     states, rest, t_arms = real_states(a.real_keys, a.samples)
     arms = {f"key-{i:07d}": s for i, s in enumerate(states)}
     raw = json.dumps(arms, separators=(",", ":")).encode()
@@ -143,7 +230,8 @@ def main() -> None:
         t_read, reader = timed(read, a.repeat)
         t_take, _ = timed(lambda: len(read().latest[HEAD]["arms"]), 1)  # a takeover parses the key state
         assert len(reader.latest[HEAD]["arms"]) == n
-        print(f"  {n:>9,} keys: {len(recs) - 1:>4} chunks, {sent / 1e6:7.1f} MB JSON, {sent_gz / 1e6:6.1f} MB gzip; "
+        n_chunks = sum(1 for k, b in recs if k != HEAD and b is not None)
+        print(f"  {n:>9,} keys: {n_chunks:>4} chunks, {sent / 1e6:7.1f} MB JSON, {sent_gz / 1e6:6.1f} MB gzip; "
               f"partition_arms ~{t_arms * n:5.2f} s + write {t_rec:6.2f} s + gzip {t_gz:6.2f} s (publisher); "
               f"read {t_read:5.2f} s (every member), parse at a takeover {t_take - t_read:5.2f} s")
         names = list(value["arms"])
@@ -151,12 +239,12 @@ def main() -> None:
             changed = dict(value["arms"])
             for k in rng.sample(names, max(1, int(f * n))):
                 changed[k] = {**changed[k], "state": 1}
-            w.records(HEAD, value)  # the writer's memory: the first value
-            again = w.records(HEAD, {**value, "arms": changed}, on_topic=reader.chunks_on)
+            w1 = ChunkWriter(a.chunk_keys, 16 * 1024 * 1024)
+            r1 = read(w1.records(HEAD, value))  # the writer's memory and its reader's view: the first value
+            again = w1.records(HEAD, {**value, "arms": changed}, on_topic=r1.chunks_on, named=r1.named)
             chunks = [b for k, b in again if k != HEAD and b is not None]
-            print(f"      {f:6.1%} of the keys changed (at random): {len(chunks):>4} of {len(recs) - 1} chunks "
+            print(f"      {f:6.1%} of the keys changed (at random): {len(chunks):>4} of {n_chunks} chunks "
                   f"re-sent, {sum(map(len, chunks)) / 1e6:7.1f} MB JSON")
-    from streamarms.cli.group import PUBLISH_BUDGET
     for budget in (None, PUBLISH_BUDGET):
         worst, syncs = stall(a.stall_keys, a.stall_partitions, budget)
         print(f"loop stall, {a.stall_keys:,} keys over {a.stall_partitions} partitions, publish budget {budget}: "

@@ -6,7 +6,7 @@ reads them all -- the GlobalKTable pattern on a compacted topic.
   (:func:`~streamarms.group_threshold.stats_key`), with the member id and a wall-clock ``time``. The
   key is the partition, not the member: when a partition moves, its new owner's value replaces the old
   owner's, so nothing is counted twice. A value's per-key part (``arms``) goes in chunks of at most
-  ``chunk_keys`` keys (keys ``group/partition/c<j>``) named by the head's content hashes; unchanged
+  ``chunk_keys`` keys (keys ``group/partition/c<j>`` or ``.../d<j>``) named by the head's content hashes; unchanged
   chunks are not sent again, stale ones are tombstoned (:mod:`streamarms.group_chunks`).
 * :class:`KafkaStatsReader` -- reads the whole topic from the beginning (no consumer group: every
   member sees every partition) and keeps the latest *complete* value per key of its group (a head
@@ -28,12 +28,12 @@ Tested against the real broker in ``tests/kafka/test_group_stats_kafka.py``.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from streamarms.group_chunks import CHUNK_KEYS, ChunkAssembler, ChunkWriter, ValueTooLarge
+from streamarms.group_chunks import CHUNK_KEYS, ChunkAssembler, ChunkWriter, Named, ValueTooLarge, View
 from streamarms.group_threshold import merge_totals, staleness, stats_key
 
 from .kafka import SinkError, ensure_topics
@@ -52,10 +52,13 @@ class KafkaStatsPublisher:
 
     def __init__(self, config: dict[str, Any], topic: str, group: str, member: str, *, create: bool = True,
                  wall: Any = time.time, max_value_bytes: int = MAX_VALUE_BYTES, chunk_keys: int = CHUNK_KEYS,
-                 on_topic: Callable[[str], dict[int, str]] | None = None) -> None:
+                 on_topic: Callable[[str], View] | None = None, named: Callable[[str], Named | None] | None = None,
+                 ) -> None:
         """``chunk_keys``: keys a chunk holds at most; ``on_topic``: the chunk hashes this member's reader
         saw on the topic (:meth:`KafkaStatsReader.chunks_on`): unchanged chunks are then not sent again,
-        and another owner's stale chunks are tombstoned too."""
+        and another owner's stale chunks are tombstoned too; ``named``: the latest head the reader read
+        (:meth:`KafkaStatsReader.named`): a new value leaves that head's chunks alone, even another
+        owner's (``streamarms.group_chunks``: slots)."""
         if create:
             ensure_topics(config, {topic: 1}, {topic: {"cleanup.policy": "compact",
                                                        "max.message.bytes": str(max_value_bytes)}})
@@ -64,7 +67,7 @@ class KafkaStatsPublisher:
         self.producer = KafkaProducer(acks="all", linger_ms=5, compression_type="gzip",
                                       max_request_size=max_value_bytes + 4096, **config)
         self.writer = ChunkWriter(chunk_keys, max_value_bytes)
-        self.on_topic = on_topic
+        self.on_topic, self.named = on_topic, named
         self.sent_bytes = 0
         self.sent = 0  # records, tombstones included
         self.failed: list[str] = []  # sends the broker refused (their callbacks): raised at the next call
@@ -75,21 +78,29 @@ class KafkaStatsPublisher:
 
         :class:`SinkError` for a record above ``max_value_bytes`` (the head, or one key's state) or once
         an earlier send was refused: a member whose values do not arrive would stall the whole group."""
+        for _ in self.publish_steps(partition, value):
+            pass
+
+    def publish_steps(self, partition: str, value: dict[str, Any]) -> Iterator[None]:
+        """:meth:`publish` one chunk a step (``ChunkWriter.steps``): a caller with a time budget a loop turn
+        spreads a large value over several turns (``streamarms.group_track.SteppedPublish``)."""
         self._raise_failed()
         full = {**value, "member": self.member, "partition": partition, "time": self.wall()}
         head = stats_key(self.group, partition)
         try:
-            recs = self.writer.records(head, full, self.on_topic)
+            for j, recs in enumerate(self.writer.steps(head, full, self.on_topic, self.named)):
+                if j:
+                    yield None  # between chunks: the step that sends the head is the last one
+                self._send(partition, recs)
         except ValueTooLarge as e:
             raise SinkError(f"partition {partition}: {e}; the keys' state is sent in chunks of "
                             f"{self.writer.chunk_keys:,} keys (halved when too large), the rest of a value "
                             f"must fit one record") from e
-        self._send(partition, recs)
 
     def retire(self, partition: str) -> None:
         """Tombstone ``partition``'s value (head and chunks): it is no longer part of the group."""
         self._raise_failed()
-        self._send(partition, self.writer.retire(stats_key(self.group, partition), self.on_topic))
+        self._send(partition, self.writer.retire(stats_key(self.group, partition), self.on_topic, self.named))
 
     def _send(self, partition: str, recs: Sequence[tuple[str, bytes | None]]) -> None:
         for key, body in recs:
@@ -159,9 +170,13 @@ class KafkaStatsReader:
     def staleness(self) -> float:
         return staleness(self.latest.values(), self.wall())
 
-    def chunks_on(self, key: str) -> dict[int, str]:
-        """The chunks of the value keyed ``key`` on the topic as read so far (index -> content hash)."""
+    def chunks_on(self, key: str) -> View:
+        """The chunks of the value keyed ``key`` on the topic as read so far ((index, slot) -> content hash)."""
         return self.board.chunks_on(key)
+
+    def named(self, key: str) -> Named | None:
+        """The latest head keyed ``key`` read so far: its time and the (slot, hash) of each of its chunks."""
+        return self.board.named(key)
 
     def value_of(self, partition: str) -> dict[str, Any] | None:
         return self.latest.get(stats_key(self.group, partition))

@@ -14,6 +14,7 @@ import pytest
 from streamarms.group_chunks import ChunkAssembler, ChunkWriter, ValueTooLarge, split_chunk_key
 from streamarms.group_member import GroupMember
 from streamarms.group_threshold import merge_totals
+from streamarms.group_track import SteppedPublish
 from streamarms.runtime.clock import EventClock
 from streamarms.runtime.config import SchedulerConfig
 from streamarms.runtime.scheduler import Scheduler
@@ -60,7 +61,7 @@ def _value(n, episode=1, tag=0, first=0):
 
 
 def _plain(v):
-    return {k: x for k, x in v.items() if k != "chunks"}
+    return {k: x for k, x in v.items() if k not in ("chunks", "slots")}
 
 
 def test_a_value_round_trips_in_chunks_with_its_key_order():
@@ -88,13 +89,14 @@ def test_a_head_whose_chunks_have_not_all_arrived_leaves_the_previous_value():
     log.append(w.records(H, v1))
     r = Reader(log)
     r.poll()
-    log.append(w.records(H, v2))  # c0 c1 c2 head of v2
-    n1 = len(log.records) - 4
+    n1 = len(log.records)
+    log.append(w.records(H, v2))  # d0 d1 d2 head of v2 (the other slot), then v1's c0 c1 c2 tombstoned
+    assert [k for k, _ in log.records[n1:n1 + 4]] == [f"{H}/d0", f"{H}/d1", f"{H}/d2", H]
     for stop in range(n1, n1 + 4):  # every prefix of v2's records: v1 until v2's head and chunks are all in
         assert _plain(Reader(log).poll(stop)[H]) == v1
     # a head that overtakes a chunk (another owner's newer chunk 1 in between): still v1, then v2 once
     # the head's chunk 1 arrives again (the head names content, not arrival)
-    other = ChunkWriter(chunk_keys=2).records(H, _value(5, tag=3))
+    other = ChunkWriter(chunk_keys=2).records(H, _value(5, tag=3), named=r.board.named)
     mixed = Log()
     mixed.records = log.records[:n1] + log.records[n1:n1 + 2] + [other[1]] + log.records[n1 + 2:]
     rm = Reader(mixed)
@@ -103,27 +105,41 @@ def test_a_head_whose_chunks_have_not_all_arrived_leaves_the_previous_value():
     assert _plain(rm.poll()[H]) == v2 and rm.board.pending() == []
 
 
-def test_a_torn_value_is_never_assembled_and_the_next_complete_one_is():
-    """A writer killed between its chunks and its head: a live reader keeps the previous value; a reader
-    starting from the compacted log cannot assemble the partition (the documented limit) -- it holds no
-    value for it rather than a mixed one -- until the new owner's next complete value."""
-    log = Log()
-    v1 = _value(6, tag=1)
-    log.append(ChunkWriter(chunk_keys=2).records(H, v1))
+def test_a_torn_value_leaves_the_previous_one_readable_even_after_compaction():
+    """A writer killed between its chunks and its head: its chunks went to the slots the previous value
+    does not use, so a live reader keeps the previous value and so does a reader starting from the
+    compacted log; the new owner (its reader's view: the previous head) writes around that value too."""
+    log, w = Log(), ChunkWriter(chunk_keys=2)
+    v1, v2 = _value(6, tag=1), _value(6, tag=2)
+    log.append(w.records(H, v1))
     live = Reader(log)
     live.poll()
-    log.append(ChunkWriter(chunk_keys=2).records(H, _value(6, tag=2))[:2])  # c0, c1 then kill -9
-    assert _plain(live.poll()[H]) == v1
+    log.append(w.records(H, _value(6, tag=9)))
+    log.append(w.records(H, v2))  # v2's chunks are back in the c slots
+    live.poll()
+    torn = w.records(H, _value(6, tag=3))
+    assert [k for k, _ in torn[:3]] == [f"{H}/d0", f"{H}/d1", f"{H}/d2"]
+    log.append(torn[:2])  # d0, d1 then kill -9
+    assert _plain(live.poll()[H]) == v2
     compacted = Log()
     compacted.records = list(log.records)
     compacted.compact()
     fresh = Reader(compacted)
-    assert H not in fresh.poll() and fresh.board.pending() == [H]
-    v3 = _value(6, tag=3)
-    recs = ChunkWriter(chunk_keys=2).records(H, v3, on_topic=fresh.board.chunks_on)
+    assert _plain(fresh.poll()[H]) == v2 and fresh.board.pending() == []
+    v4 = _value(6, tag=4)
+    recs = ChunkWriter(chunk_keys=2).records(H, v4, on_topic=fresh.board.chunks_on, named=fresh.board.named)
+    assert all(not k.startswith(f"{H}/c") or b is None for k, b in recs[:recs.index(next(r for r in recs if r[0] == H))])
     log.append(recs)
     compacted.append(recs)
-    assert _plain(fresh.poll()[H]) == v3 == _plain(live.poll()[H])
+    assert _plain(fresh.poll()[H]) == v4 == _plain(live.poll()[H])
+    compacted.compact()
+    assert compacted.live_keys() == [H, f"{H}/d0", f"{H}/d1", f"{H}/d2"]
+    # a writer without any view of the topic (no reader, no memory) may overwrite the previous value's
+    # chunks: a reader starting from the compacted log then holds no value, never a mixed one
+    blind = ChunkWriter(chunk_keys=2).records(H, _value(6, tag=5))[:2]  # c0, c1 then kill -9
+    compacted.append(blind)
+    assert _plain(Reader(compacted).poll()[H]) == v4
+    assert [k for k, _ in blind] == [f"{H}/c0", f"{H}/c1"]
 
 
 def test_a_partition_that_shrinks_or_is_retired_leaves_no_stale_chunk():
@@ -133,9 +149,10 @@ def test_a_partition_that_shrinks_or_is_retired_leaves_no_stale_chunk():
     r.poll()
     assert log.live_keys() == sorted([H] + [f"{H}/c{j}" for j in range(5)])
     v = _value(3, episode=2)
-    log.append(w.records(H, v, on_topic=r.board.chunks_on))  # 2 chunks: c2..c4 tombstoned
-    assert _plain(r.poll()[H]) == v and r.board.chunks_on(H).keys() == {0, 1}
-    assert log.live_keys() == [H, f"{H}/c0", f"{H}/c1"]
+    # 2 chunks: the first unchanged (stays in c0), the second in the other slot (d1); c1..c4 tombstoned
+    log.append(w.records(H, v, on_topic=r.board.chunks_on))
+    assert _plain(r.poll()[H]) == v and r.board.chunks_on(H).keys() == {(0, 0), (1, 1)}
+    assert log.live_keys() == [H, f"{H}/c0", f"{H}/d1"]
     v = _value(2, episode=3)
     log.append(w.records(H, v, on_topic=r.board.chunks_on))  # one record: every chunk tombstoned
     assert r.poll()[H] == v and log.live_keys() == [H]
@@ -143,9 +160,9 @@ def test_a_partition_that_shrinks_or_is_retired_leaves_no_stale_chunk():
     log.append(ChunkWriter(chunk_keys=1).records(H, _value(4, episode=4)))
     r.poll()
     successor = ChunkWriter(chunk_keys=2)
-    log.append(successor.records(H, _value(3, episode=5), on_topic=r.board.chunks_on))
-    assert log.live_keys() == [H, f"{H}/c0", f"{H}/c1"]
-    log.append(successor.retire(H, on_topic=r.poll() and r.board.chunks_on))
+    log.append(successor.records(H, _value(3, episode=5), on_topic=r.board.chunks_on, named=r.board.named))
+    assert log.live_keys() == [H, f"{H}/d0", f"{H}/d1"]
+    log.append(successor.retire(H, on_topic=r.poll() and r.board.chunks_on, named=r.board.named))
     assert H not in r.poll() and log.live_keys() == []
     log.compact()
     assert H not in Reader(log).poll()
@@ -159,12 +176,14 @@ def test_unchanged_chunks_are_not_sent_again_and_a_fresh_reader_still_assembles(
     assert len(log.records) == 6
     v["arms"]["k00009"] = {"cs": [9, 99], "state": 1}  # one key in chunk 2 changed
     lag = w.records(H, v, on_topic=r.board.chunks_on)  # the reader has not read the first value yet
-    assert [k for k, _ in lag] == [f"{H}/c{j}" for j in range(5)] + [H] and w.skipped == 0
+    assert [k for k, _ in lag] == [f"{H}/d{j}" for j in range(5)] + [H] + [f"{H}/c{j}" for j in range(5)]
+    assert w.skipped == 0
     log.append(lag)
     r.poll()
-    v["arms"]["k00017"] = {"cs": [17, 99], "state": 2}  # chunk 4 changed
+    v["arms"]["k00017"] = {"cs": [17, 99], "state": 2}  # chunk 4 changed: to the other slot
     recs = w.records(H, v, on_topic=r.board.chunks_on)
-    assert [k for k, _ in recs] == [f"{H}/c4", H] and w.skipped == 4
+    assert [(k, b is None) for k, b in recs] == [(f"{H}/c4", False), (H, False), (f"{H}/d4", True)]
+    assert w.skipped == 4
     log.append(recs)
     assert _plain(r.poll()[H]) == v
     log.compact()
@@ -255,22 +274,30 @@ class ChunkedBoard:
     """Every member writes through its own ChunkWriter (one key a chunk) and reads the log with its own
     reader, whose view lets the writer skip unchanged chunks."""
 
-    def __init__(self):
+    def __init__(self, stepped=False):
         self.log = Log()
         self.sizes: list[int] = []
+        self.stepped = stepped  # values chunk by chunk over turns (SteppedPublish): a copy-on-write cut
 
     def member(self):
         w, r = ChunkWriter(chunk_keys=1), Reader(self.log)
 
         def publish(p, v):
-            recs = w.records(p, v, on_topic=r.board.chunks_on)
-            self.sizes.append(sum(1 for k, _ in recs if split_chunk_key(k)))
+            recs = w.records(p, v, on_topic=r.board.chunks_on, named=r.board.named)
+            self.sizes.append(sum(1 for k, b in recs if split_chunk_key(k) and b is not None))
             self.log.append(recs)
 
-        return publish, lambda: {k: _plain(v) for k, v in r.poll().items()}
+        def steps(p, v):
+            for j, recs in enumerate(w.steps(p, v, on_topic=r.board.chunks_on, named=r.board.named)):
+                if j:
+                    yield None
+                self.log.append(recs)
+
+        pub = SteppedPublish(publish, steps) if self.stepped else publish
+        return pub, lambda: {k: _plain(v) for k, v in r.poll().items()}
 
 
-def _group(board, seed=4, hand_over=True):
+def _group(board, seed=4, hand_over=True, budget=None):
     alerts: list = []
     members = []
     for owned in ({"t:0", "t:1"}, {"t:2", "t:3"}):
@@ -280,7 +307,7 @@ def _group(board, seed=4, hand_over=True):
         box = {"owned": set(owned)}
         m = GroupMember(s, publish=publish, fetch=fetch, owned=lambda box=box: box["owned"], expected=lambda: ALL,
                         partition_of=PART.get, params=dict(k=1.5, delta=0.2), clock=lambda: 0.0, interval=0.0,
-                        position_of=lambda p: [0, None])
+                        position_of=lambda p: [0, None], publish_budget=budget)
         members.append((s, m, box))
     rng = random.Random(seed)
     for turn in range(30_000):
@@ -313,3 +340,16 @@ def test_two_members_on_a_chunked_board_decide_as_on_single_records():
     keep = ("arms", "outliers", "pulls", "done")
     assert [{f: h.get(f) for f in keep} for h in hist] == [{f: h.get(f) for f in keep} for h in plain_hist]
     assert max(board.sizes) == 3 and 0 in board.sizes  # chunked values; some re-sent nothing but the head
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_two_members_with_values_spread_over_turns_find_the_outliers_once(seed):
+    """The same group with every value sent one chunk a loop turn (budget 0: a copy-on-write cut under
+    rewards, threshold advances deferred while a value is under way, a hand-over mid-value): the group
+    finds the two outliers, each alerted once, and both members end the episode having seen every arm."""
+    board = ChunkedBoard(stepped=True)
+    alerts, hist = _group(board, seed=seed, budget=0.0)
+    assert sorted(a["arm"] for a in alerts if a["kind"] == "outlier") == ["k10", "k11"]
+    assert len({a["arm"] for a in alerts}) == len(alerts)  # one alert per key group-wide
+    assert sorted(o for h in hist for o in h["outliers"]) == ["k10", "k11"] and all(h["done"] for h in hist)
+    assert sum(h["arms"] for h in hist) == len(MEANS)

@@ -12,7 +12,8 @@ latency the group adds is at most about this plus one ``--group-interval``),
 ``streamarms_group_members`` (members that published this episode), ``streamarms_group_partitions_moved``
 (partitions handed over or taken over during an episode: their key state moves through the stats topic),
 ``streamarms_group_stats_incomplete_values`` (partitions whose latest head waits for its chunks: a value
-in flight, or one torn by a member killed mid-publish until the partition's next value).
+in flight; a member killed mid-publish no longer hides the previous value, its chunks are in the other
+slots -- ``streamarms.group_chunks``).
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ from ..runtime import ACTIVE
 __all__ = ["PUBLISH_BUDGET", "check_group_settings", "member_name", "stats_topic", "wire_group_member"]
 
 #: seconds a loop turn may spend publishing the member's stats values (GroupMember.publish_budget): a value
-#: carries its partition's key state (~16 us of CPU a key), so a round over many keys is split over turns
-#: and the loop stalls about this plus one partition's value
+#: carries its partition's key state (~8 us of CPU a key), so a round over many keys is split over turns,
+#: one partition's value chunk by chunk (a copy-on-write cut: streamarms.group_cut), and the loop stalls
+#: about this plus one chunk
 PUBLISH_BUDGET = 0.5
 
 log = logging.getLogger("streamarms.group")
@@ -66,6 +68,7 @@ def wire_group_member(app: Any) -> GroupMember:
     ``app.scheduler``; returns it (``Daemon(on_turn=member.turn)``)."""
     from streamarms.connectors.group_stats import KafkaStatsPublisher, KafkaStatsReader
     from streamarms.group_threshold import stats_key
+    from streamarms.group_track import SteppedPublish
     s = app.s
     name = member_name(s)
     topic = stats_topic(s)
@@ -73,7 +76,7 @@ def wire_group_member(app: Any) -> GroupMember:
     reader = KafkaStatsReader(app.kafka_cfg, topic, s.group_id)
     # the reader's view of the chunks on the topic: unchanged chunks are not sent again
     publisher = KafkaStatsPublisher(app.kafka_cfg, topic, s.group_id, name, chunk_keys=int(s.group_chunk_keys),
-                                    on_topic=reader.chunks_on)
+                                    on_topic=reader.chunks_on, named=reader.named)
     app.closers += [publisher, reader]
     sched = app.scheduler
     arm_part: dict[str, str] = {}
@@ -105,7 +108,9 @@ def wire_group_member(app: Any) -> GroupMember:
             log.warning("%s", e)
 
     sink = app.alert_sink
-    member = GroupMember(sched, publish=publisher.publish, fetch=lambda: reader.latest, owned=owned,
+    # a large partition's value goes out chunk by chunk over the loop's turns (GroupTrack.publish_budget)
+    publish = SteppedPublish(publisher.publish, publisher.publish_steps)
+    member = GroupMember(sched, publish=publish, fetch=lambda: reader.latest, owned=owned,
                          expected=expected, partition_of=partition_of, params=params,
                          poll_board=lambda: reader.poll(0.0), stats_key=lambda p: stats_key(s.group_id, p),
                          interval=float(s.group_interval), member=name,

@@ -20,6 +20,7 @@ Contract of a subclass:
 
 from __future__ import annotations
 
+import functools
 import math
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
@@ -45,6 +46,7 @@ def sequence_from_snapshot(state: dict[str, Any]) -> ConfidenceSequence:
     return _KINDS[kind].restore(state)
 
 
+@functools.cache  # a class's slots never change: one walk of its MRO per class, not one per snapshot
 def _public_slots(cls: type) -> tuple[str, ...]:
     """The public slot names of ``cls`` and its bases, base classes first."""
     out: list[str] = []

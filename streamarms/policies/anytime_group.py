@@ -75,8 +75,9 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar, cast
 
 from ..confidence.factory import sequence_for
+from ..group_cut import KeyCut
 from ..group_threshold import group_finished, spec_mismatch
-from ..group_track import GroupTrack
+from ..group_track import GroupTrack, PartitionedTrack
 from ..models import RewardModel, SubGaussianModel, make_model
 from ..validation import check_ksigma_params
 from .anytime import ARM_SHARE, AnytimeKSigma, _request
@@ -100,42 +101,6 @@ def group_spec(model: RewardModel, n: int, k: float, alpha_theta: float, two_sid
     elif model.name == "subgaussian":
         spec["sigma_x"] = cast(SubGaussianModel, model).sigma
     return spec
-
-
-class PartitionedTrack:
-    """A :class:`GroupTrack` with the threshold track's ``record`` signature: the arm's partition is the
-    one the policy names in :attr:`current` before each reward.
-
-    >>> board = {}
-    >>> t = PartitionedTrack(GroupTrack(dict(n=2, k=1.0, alpha=0.1, low=0.0, high=1.0), publish=board.__setitem__,
-    ...                                 fetch=lambda: board, clock=lambda: 0.0, interval=0.0))
-    >>> t.current = "t:0"; _ = t.record(1, 1.0, 0.0, 1.0); sorted(board)
-    ['t:0']
-    """
-
-    levels = GroupTrack.levels
-
-    def __init__(self, group: GroupTrack) -> None:
-        self.group = group
-        self.current = ""
-
-    m_theta = property(lambda self: self.group.m_theta)
-    result = property(lambda self: self.group.result)
-
-    def record(self, g: int, S: float, lo: float, hi: float, box: Any = None, S2: float | None = None) -> bool:
-        return self.group.record(g, S, lo, hi, S2=S2, partition=self.current)
-
-    def upper(self) -> tuple[float, float]:
-        return self.group.upper()
-
-    def lower(self) -> tuple[float, float]:
-        return self.group.lower()
-
-    def estimate(self, side: str = "upper") -> float:
-        return self.group.estimate(side)
-
-    def snapshot(self) -> dict[str, Any]:
-        return self.group.snapshot()
 
 
 def _no_publish(partition: str, value: dict[str, Any]) -> None:
@@ -221,7 +186,7 @@ class GroupKSigma(AnytimeKSigma):
         def extra(p: str) -> dict[str, Any]:
             out: dict[str, Any] = {"episode": ep, "keys": self._keys[p], "undecided": self._undecided[p]}
             if position_of is not None:  # the key state and where its records end: a new owner resumes here
-                out.update(position=position_of(p), arms=self.partition_arms(p))
+                out.update(position=position_of(p), arms=self._open_cut(p))
             return out
 
         gt = GroupTrack(self.spec, publish=publish, fetch=mine, clock=clock, interval=interval, member=self.member,
@@ -232,6 +197,14 @@ class GroupKSigma(AnytimeKSigma):
             gt.touch(p)
         self.track = PartitionedTrack(gt)  # type: ignore[assignment]
         self._values_seen: Any = None
+        self._members: dict[str, list[int]] = {}  # partition -> its arms' indices, in value order
+        self._rank = [0] * len(self.arms)  # an arm's place in its partition's value order
+        for i, p in enumerate(self.part):
+            m = self._members.setdefault(p, [])
+            self._rank[i] = len(m)
+            m.append(i)
+        self._cut: KeyCut | None = None  # the partition value being published over several turns
+        self._advance_due = False  # a threshold advance whose classification waits for the cut
 
     def attach(self, publish: Callable[[str, dict[str, Any]], None], fetch: Callable[[], dict[str, dict[str, Any]]],
                clock: Callable[[], float] = time.time, interval: float = 1.0,
@@ -244,9 +217,32 @@ class GroupKSigma(AnytimeKSigma):
     # -- key state moving with its partition (a rebalance) ---------------------------------------
     def partition_arms(self, p: str) -> dict[str, Any]:
         """The key state of partition ``p``'s arms: what a new owner needs to continue them."""
+        idx = self._members.get(p, [])
+        return {self.arms[i]: self._arm_state(i) for i in idx}
+
+    def _arm_state(self, i: int) -> dict[str, Any]:
         q = self.q
-        return {a: {"cs": self.cs[i].snapshot(), "state": self.state[i], "key": self.key[i],
-                    "q": None if q is None else q[i]} for i, a in enumerate(self.arms) if self.part[i] == p}
+        return {"cs": self.cs[i].snapshot(), "state": self.state[i], "key": self.key[i],
+                "q": None if q is None else q[i]}
+
+    def _open_cut(self, p: str) -> KeyCut:
+        """Partition ``p``'s key state at this moment, read as its value is encoded
+        (:class:`~streamarms.group_cut.KeyCut`: copy-on-write over :meth:`update`; a threshold advance's
+        classifications wait until the cut is read, :meth:`_on_advance`)."""
+        idx = self._members.get(p, [])
+        self._cut = KeyCut(p, [self.arms[i] for i in idx], idx, self._arm_state)
+        return self._cut
+
+    def _on_advance(self) -> list[Event]:
+        # while a value's key state is read over several turns, every change to it must come from a reward
+        # (which saves the key's state first): the classification an advance brings waits until the cut is
+        # read (safe: an arm may be classified at any later moment against any valid threshold interval)
+        cut = self._cut
+        if cut is not None and not cut.closed:
+            self._advance_due = True
+            return []
+        self._advance_due = False
+        return super()._on_advance()
 
     def regroup(self, drop: Iterable[str] = (), add: dict[str, dict[str, Any]] | None = None) -> GroupKSigma | None:
         """This member's policy without the partitions ``drop`` and with the partitions ``add`` (their
@@ -299,7 +295,7 @@ class GroupKSigma(AnytimeKSigma):
         """Publish this member's changed partitions, merge the group's, classify what an advance allows;
         the events (module docstring)."""
         gt: GroupTrack = self.track.group  # type: ignore[attr-defined]
-        events = self._on_advance() if gt.sync(now, force=False) else []
+        events = self._on_advance() if gt.sync(now, force=False) or self._advance_due else []
         self._on_events(events)
         if events:
             gt.sync(now, force=False)  # publish the new undecided counts at once (within the interval)
@@ -316,7 +312,10 @@ class GroupKSigma(AnytimeKSigma):
         i = self.index.get(arm)
         if i is None:
             i = self._arm_index(arm)  # raises, naming the arm
-        self.track.current = self.part[i]  # type: ignore[attr-defined]
+        p = self.track.current = self.part[i]  # type: ignore[attr-defined]
+        cut = self._cut
+        if cut is not None and not cut.closed and p == cut.partition:  # copy-on-write: O(1)
+            cut.before_update(i, self._rank[i])
         if self.n_undecided or self.group_done:
             events = super().update(arm, reward, request)
         else:  # every arm of ours is classified, the group's are not: the sample serves the threshold

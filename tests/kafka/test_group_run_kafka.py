@@ -21,6 +21,7 @@ import pytest
 from test_runtime_kafka import FAST_GROUP, KEYS, MEANS, OUTLIERS, ROOT, T0, cli, produce, read_topic
 
 from streamarms.connectors.kafka import ensure_topics
+from streamarms.group_chunks import split_chunk_key
 
 pytestmark = [pytest.mark.kafka, pytest.mark.drill]
 
@@ -106,8 +107,9 @@ def test_three_members_with_chunked_stats_values_find_the_outliers_of_one_member
     assert sum(s["episodes"][0]["arms"] for s in three) == len(KEYS)
     assert all(s["episodes"][0]["done"] and not s["episodes"][0]["undecided"] for s in three)
     stats = read_topic(kafka_broker.bootstrap, "g-grpchunk-stats")
-    heads = [json.loads(r.value) for r in stats if r.value is not None and b"/c" not in r.key]
-    chunks = {r.key for r in stats if b"/c" in r.key and r.value is not None}
+    last = {r.key.decode(): r.value for r in stats}  # what compaction keeps
+    heads = [json.loads(v) for k, v in last.items() if v is not None and split_chunk_key(k) is None]
+    chunks = {k for k, v in last.items() if v is not None and split_chunk_key(k)}
     keys = {h["partition"]: h["keys"] for h in heads}  # per partition (a partition of one key: one record)
     assert sum(keys.values()) == len(KEYS) and len(chunks) == sum(n for n in keys.values() if n > 1) > 0
     assert all(isinstance(h.get("chunks"), list) for h in heads if h.get("keys", 0) > 1)
