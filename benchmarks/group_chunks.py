@@ -73,22 +73,27 @@ def real_states(keys: int, samples: int, seed: int = 1) -> tuple[list[Any], dict
     return states, value, (time.process_time() - t0) / 5 / keys
 
 
+def _fed_member(keys: int, partition_of: Any, publish: Any, rng: random.Random) -> GroupKSigma:
+    """A group member's policy over ``keys`` keys (``key-0000000``, ...), 1-9 rewards a key (p = 0.3)."""
+    arms = [f"key-{i:07d}" for i in range(keys)]
+    pol = GroupKSigma(arms, group_n=keys, partition_of=partition_of, publish=publish, fetch=lambda: {},
+                      clock=lambda: 0.0, interval=0.0, k=2.0, delta=0.1, position_of=lambda p: [0, 0])
+    for a in arms:
+        for _ in range(rng.randrange(1, 10)):
+            pol.update(a, float(rng.random() < 0.3))
+    return pol
+
+
 def stall(keys: int, partitions: int, budget: float | None) -> tuple[float, int]:
     """(longest sync in process time, syncs to publish every partition once) for one round of values."""
     rng = random.Random(3)
     writer = ChunkWriter()
     sink: list[Any] = []
-    arms = [f"key-{i:07d}" for i in range(keys)]
-    part = {a: f"rewards:{i % partitions}" for i, a in enumerate(arms)}
-    pol = GroupKSigma(arms, group_n=keys, partition_of=part.__getitem__,
-                      publish=lambda p, v: sink.extend(writer.records(p, v)), fetch=lambda: {},
-                      clock=lambda: 0.0, interval=0.0, k=2.0, delta=0.1, position_of=lambda p: [0, 0])
-    for a in arms:
-        for _ in range(rng.randrange(1, 10)):
-            pol.update(a, float(rng.random() < 0.3))
+    pol = _fed_member(keys, lambda a: f"rewards:{int(a[4:]) % partitions}",
+                      lambda p, v: sink.extend(writer.records(p, v)), rng)
     gt = pol.track.group  # type: ignore[attr-defined]
     gt.publish_budget = budget
-    for p in set(part.values()):
+    for p in {f"rewards:{i % partitions}" for i in range(min(keys, partitions))}:
         gt.touch(p)
     worst, syncs = 0.0, 0
     while gt._dirty:
@@ -120,16 +125,12 @@ def stall_one(keys: int, budget: float | None, stepped: bool, per_turn: int) -> 
                 yield None
             sent[0] += sum(len(b or b"") for _, b in recs)
 
-    arms = [f"key-{i:07d}" for i in range(keys)]
     pub: Any = publish
     if stepped:
         from streamarms.group_track import SteppedPublish
         pub = SteppedPublish(publish, steps)
-    pol = GroupKSigma(arms, group_n=keys, partition_of=lambda a: "rewards:0", publish=pub, fetch=lambda: {},
-                      clock=lambda: 0.0, interval=0.0, k=2.0, delta=0.1, position_of=lambda p: [0, 0])
-    for a in arms:
-        for _ in range(rng.randrange(1, 10)):
-            pol.update(a, float(rng.random() < 0.3))
+    pol = _fed_member(keys, lambda a: "rewards:0", pub, rng)
+    arms = pol.arms
     gt = pol.track.group  # type: ignore[attr-defined]
     gt.publish_budget = budget
     gt.touch("rewards:0")
