@@ -122,10 +122,12 @@ def _daemon(bootstrap: str, topic: str, n: int, group: str, detecting: bool, ord
             marks["end"], marks["cpu_end"] = time.perf_counter(), time.process_time()
             d.stop("benchmark done")
             return []
-        if "start" not in marks and (detecting or sched.episodes_done >= 1):
-            # idle: the clock starts once the first episode is over (every later record is skipped)
+        batch = inner_poll(timeout)
+        if batch and "start" not in marks and (detecting or sched.episodes_done >= 1):
+            # the clock starts at the first records, as the bare loop's (the group join is not counted:
+            # it used to start at the first poll call, join included); idle: once the first episode is over
             marks["start"], marks["cpu_start"], marks["records0"] = time.perf_counter(), time.process_time(), sched.records
-        return inner_poll(timeout)
+        return batch
 
     src.poll = poll  # type: ignore[method-assign]
     d.run()

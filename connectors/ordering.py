@@ -234,16 +234,16 @@ class PartitionMerger:
             out = b.recs[:n]
             self._advance(b, n)
         else:
+            # ``parts`` is in rank order (sorted partitions): a stable sort of the keys alone puts equal
+            # keys in rank order, then offset order -- the order of ``(key, rank, offset)``, in C
             items: list[Any] = []
             ck: list[int] = []
             for tp, n in parts:
                 b = bufs[tp]
-                r = rank[tp]
                 items.extend(b.recs[:n])
-                ck.extend([k * R + r for k in b.keys[:n]])
+                ck.extend(b.keys[:n])
                 self._advance(b, n)
-            order = sorted(range(len(items)), key=ck.__getitem__)
-            out = [items[i] for i in order]
+            out = list(map(items.__getitem__, sorted(range(len(items)), key=ck.__getitem__)))
         self._last = out
         self._last_prev = {tp: prev[tp] for tp, _ in parts}
         return out

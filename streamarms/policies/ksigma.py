@@ -656,6 +656,8 @@ class _ConfidentKSigma(_KSigmaEstimates):
         # the incremental stopping check's state too, so that a restored policy continues bit for bit
         # as the original would (the streaming daemon's restart-equals-uninterrupted guarantee)
         lti = self._last_threshold_interval
+        if self._ctx_T == ksigma_batch.CTX_LAZY:  # (after a fused pull: the context it did not store)
+            self._context()
         st["check"] = {
             "events_total": self._events_total, "cert_idx": [int(i) for i in self._cert_idx],
             "cert_val": [float(v) for v in self._cert_val], "cert_ptr": self._cert_ptr,

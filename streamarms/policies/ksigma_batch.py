@@ -54,7 +54,11 @@ import numpy as np
 from .. import bounds
 from .base import Event, Policy
 
-__all__ = ["update_batch", "update_one"]
+__all__ = ["update_batch", "update_one", "CTX_LAZY"]
+
+#: ``_ctx_T`` after a fused pull: the context ``(mu, sigma, theta_hat, ..., r_lo, r_hi)`` at ``T`` is not
+#: stored; ``_context()`` computes it from the state when it is first read (the snapshot reads it)
+CTX_LAZY = -2
 
 #: first chunk size (doubled while chunks hold no candidate, halved when one does)
 _CHUNK0, _CHUNK_MAX = 1024, 16384
@@ -355,7 +359,10 @@ def update_one(pol: Any, arm: str, reward: Any) -> list[Event] | None:
     pulled arm's activity is not settled by the window's radii (``beta_i(z_lo) <= beta_i(z(T)) <=
     beta_i(z_hi)``: ``|y_i - theta_hat| - beta_i(z_lo) - r_lo < -eps`` proves it active,
     ``|y_i - theta_hat| - beta_i(z_hi) - r_hi > eps`` proves it inactive) or an event may be due.
-    Why: at n = 20 the per-reward ``update`` spends ~20 us in some 40 method calls, this ~5 us."""
+    Why: at n = 20 the per-reward ``update`` spends ~20 us in some 40 method calls, this ~5 us.
+    The context at ``T`` (``_ctx``) is not stored (``_ctx_T = CTX_LAZY``): ``_context()`` computes the
+    same floats from the state when something reads it (the snapshot does), and the upper threshold
+    radius is computed only where the activity test needs it."""
     i = pol.index.get(arm)
     if (i is None or type(reward) is not float or (reward != 0.0 and reward != 1.0) or pol._done
             or pol._n_unpulled or not pol._cert_idx):
@@ -409,8 +416,6 @@ def update_one(pol: Any, arm: str, reward: Any) -> list[Event] | None:
     c0 = 1.0 / n - b * mu
     v = c0 * c0 * b1 + 2.0 * c0 * b * b2 + b * b * b3
     r_lo = math.sqrt(v if v > 0.0 else 0.0) * (1.0 - 1e-9)
-    v = c0 * c0 * b5 + 2.0 * c0 * b * b6 + b * b * b7
-    r_hi = math.sqrt(v if v > 0.0 else 0.0) * (1.0 + 1e-9) + 1e-15
     hi = mu + ks
     # _check_stop: the certificate's first arm still unpulled above D (none left: a refresh)
     D = abs(hi - pol._cert_hi0) - r_lo
@@ -428,7 +433,12 @@ def update_one(pol: Any, arm: str, reward: Any) -> list[Event] | None:
             return None  # no arm stays certified: the full check
     # _after_pull (WRR): the pulled arm's Eq. 2 activity, when the window's radii settle it
     dist = abs(yn - hi)
-    active = True if dist - rn_lo - r_lo < -_EPS else False if dist - rn_hi - r_hi > _EPS else None
+    if dist - rn_lo - r_lo < -_EPS:
+        active: bool | None = True
+    else:  # (the upper end of the bracket, only here: the context keeps it otherwise -- see the commit)
+        v = c0 * c0 * b5 + 2.0 * c0 * b * b6 + b * b * b7
+        r_hi = math.sqrt(v if v > 0.0 else 0.0) * (1.0 + 1e-9) + 1e-15
+        active = False if dist - rn_hi - r_hi > _EPS else None
     cur, c = pol._cur, pol.c
     reported = pol._reported[i]
     advance = False
@@ -463,8 +473,7 @@ def update_one(pol: Any, arm: str, reward: Any) -> list[Event] | None:
         pol._cert_ptr = 0
         pol._cert_hi0, pol._cert_lo0 = hi, mu - ks
         pulled.clear()
-    pol._ctx = (mu, sigma, hi, mu - ks, pol._sig_const / (float(T) * T), r_lo, r_hi)
-    pol._ctx_T = T
+    pol._ctx_T = CTX_LAZY  # the context at T: _context() computes it when first read (the same floats)
     if advance:
         cur = pol._cur = (cur + 1) % n
         c[cur] += pol.rho
