@@ -3,7 +3,8 @@
 ``discovering`` (before the first episode: the episode starts once ``min_arms`` keys are known and
 either no new key has appeared for ``discovery_records`` records or ``discovery_seconds`` have passed
 since the first record; and the source's ``gate``, if any, agrees: with Kafka, every assigned partition
-has delivered a record) -> ``running`` (a policy on the arms known when it started) -> ``idle`` (until
+has delivered a record; a gate that made discovery wait starts the rule again when it opens, so the keys
+of a partition that delivered late are not cut at its first records) -> ``running`` (a policy on the arms known when it started) -> ``idle`` (until
 ``episode_interval`` after the previous start) -> ``running`` ... -> ``finished`` (``max_episodes``).
 
 >>> from streamarms.runtime.config import SchedulerConfig
@@ -66,8 +67,18 @@ class EpisodeLifecycle:
             return True
         over = (records - self.new_key_record >= cfg.discovery_records
                 or now >= self.first_record_at + cfg.discovery_seconds)
-        self.gated = over and self.gate is not None and not self.gate()
-        return over and not self.gated
+        if not over or self.gate is None:
+            return over
+        if self.gate():
+            if self.gated:
+                # the gate waited for a partition: its first records have just come, its other keys
+                # may be in the records still to come -- the rule starts again from here
+                self.gated = False
+                self.new_key_record, self.first_record_at = records, now
+                return False
+            return True
+        self.gated = True
+        return False
 
     def deadline(self, n_arms: int, fixed: bool) -> tuple[float, float]:
         """(the moment, the record count) at which the phase may change by itself."""

@@ -136,10 +136,25 @@ def test_discovery_waits_for_its_gate_every_partition_delivered():
     feed(s, clock, bern_stream(["d", "a"], [0.1, 0.1], 30, seed=5, dt=0.001, t0=1.0), until_finished=False)
     assert s.phase == "discovering" and s.episodes.gated  # 20 records without a new key again: still gated
     opened[0] = True
-    s.tick()  # no record: the gate is asked at the next turn
-    assert s.phase == "running" and sorted(s.policy.arms) == ["a", "b", "c", "d"]
-    feed(s, clock, bern_stream(["a", "b", "c", "d"], [0.1, 0.1, 0.9, 0.1], 3000, seed=6, dt=0.001, t0=2.0))
-    assert ends[0]["arms"] == 4
+    s.tick()  # no record: the gate is asked at the next turn; it opens, and the rule starts again from here
+    assert s.phase == "discovering" and not s.episodes.gated
+    # the late partition's second key 'e' comes after its first records (kafka: the gate opened on the
+    # partition's first fetched batch): it is in episode 1; 20 records without a new key then start it
+    feed(s, clock, bern_stream(["e", "a"], [0.1, 0.1], 40, seed=7, dt=0.001, t0=1.5), until_finished=False)
+    assert s.phase == "running" and sorted(s.policy.arms) == ["a", "b", "c", "d", "e"]
+    feed(s, clock, bern_stream(["a", "b", "c", "d", "e"], [0.1, 0.1, 0.9, 0.1, 0.1], 3000, seed=6, dt=0.001,
+                               t0=2.0))
+    assert ends[0]["arms"] == 5
+
+
+def test_an_open_gate_changes_nothing():
+    """A gate that is open when the rule first holds (every partition delivered in time): the episode
+    starts at once, as without a gate."""
+    s, clock, _, ends = make(lambda names, ep: PlanCheckingRR(names, need=5), discovery_records=20, max_episodes=1)
+    s.episodes.gate = lambda: True
+    feed(s, clock, bern_stream(["a", "b", "c"], [0.1, 0.1, 0.9], 200, seed=4, dt=0.001), until_finished=False)
+    assert s.phase in ("running", "finished") and sorted(s.policy.arms) == ["a", "b", "c"]
+    assert s.episodes.start_records <= 3 + 21  # the three keys in the first records, then 20 without a new one
 
 
 def test_silent_arm_is_deferred_and_never_stalls_the_others():
