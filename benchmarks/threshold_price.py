@@ -31,6 +31,19 @@ instance where one arm near theta dominates, it is about ``(1 + ||g||_1)^2`` (``
 the oracle of ``engine_vs_papers.py`` are compared with their bounds (their measured means from its
 cache, ``benchmarks/results/engine_vs_papers/``).
 
+**The engine's design, idealised.** The engine classifies arm ``j`` once its own interval (half-width
+``a_j``) and the threshold's (half-width ``t``) are disjoint: ``a_j + t <= d_j`` (sum of two widths, each
+at its own share of delta). Give both their plain fixed-time Gaussian widths (no anytime price, no
+remainder, the weights known): ``a_j^2 = beta_a sigma_j^2 / N_j`` with ``beta_a = 2 log(4 n / delta)``
+(the engine's quarter of delta over the arms) and ``t^2 = beta_t sum_i g_i^2 sigma_i^2 / M_i`` with
+``beta_t = 2 log(4 / (3 delta))``, ``M_i <= N_i`` arm i's samples that enter the threshold; the idealised
+oracle needs ``a_j <= d_j`` at ``beta_o = 2 log(n / delta)``. ``design_costs`` minimises the total
+``sum_j N_j`` over ``t`` with ``M_i = m`` for every arm (**uniform rows**: every key reaches every level,
+as the engine's threshold track requires) and with ``M_i`` free (**free allocation**: ``M_i ~ |g_i|
+sigma_i``, the best any linear-term design can do, including keys that enter the threshold with fewer
+samples than the rows). The two ratios to the idealised oracle say what the engine's construction costs
+before any of its real overheads; the engine's measured ratio over them is what those overheads cost.
+
 Usage::
 
     python benchmarks/threshold_price.py            # 10 draws per family (the benchmark's first runs)
@@ -109,6 +122,40 @@ def t_ksigma(mu: np.ndarray, k: float, var: np.ndarray, iters: int = 4000) -> tu
     return 2.0 * lower, 2.0 * upper, w_best
 
 
+def design_costs(mu: np.ndarray, k: float, var: np.ndarray, delta: float = DELTA,
+                 grid: int = 400) -> tuple[float, float, float]:
+    """``(oracle, uniform, free)``: idealised total samples of the known-threshold oracle and of the
+    engine's separate-interval design with uniform rows and with free threshold allocation (module
+    docstring, "The engine's design, idealised").
+
+    >>> o, u, f = design_costs(np.array([0.3, 0.32, 0.35, 0.3, 0.31, 0.9]), 2.0, np.full(6, 0.21))
+    >>> o < f <= u
+    True
+    """
+    n = len(mu)
+    m, s = float(mu.mean()), float(mu.std())
+    g = (1.0 + k * (mu - m) / s) / n
+    d = np.abs(mu - (m + k * s))
+    b_o, b_a, b_t = 2 * math.log(n / delta), 2 * math.log(4 * n / delta), 2 * math.log(4 / (3 * delta))
+    oracle = float(np.sum(b_o * var / d**2))
+    a = np.abs(g) * np.sqrt(var)  # the free allocation's M_i ~ a_i
+    gv = g * g * var
+    uniform = free = math.inf
+    for t in np.linspace(d.min() * 1e-3, d.min() * (1 - 1e-3), grid):
+        need = b_a * var / (d - t) ** 2  # N_j for the arm's own half-width
+        rows = b_t * gv.sum() / t**2
+        uniform = min(uniform, float(np.maximum(need, rows).sum()))
+        lo, hi = 0.0, float(rows / a.min()) + 1.0  # bisection on the scale of M_i = max(need_i, lam a_i)
+        for _ in range(60):
+            lam = (lo + hi) / 2
+            if b_t * np.sum(gv / np.maximum(need, lam * a)) <= t * t:
+                hi = lam
+            else:
+                lo = lam
+        free = min(free, float(np.maximum(need, hi * a).sum()))
+    return oracle, uniform, free
+
+
 def measured(name: str, label: str, draws: int) -> float | None:
     """Mean pulls of ``label`` over the cached runs ``0 .. draws - 1`` of ``engine_vs_papers.py``."""
     f = CACHE / f"{name}__{label}.json"
@@ -128,13 +175,13 @@ def main(argv: list[str] | None = None) -> None:
     only = {x for x in a.only.split(",") if x}
     print(f"lower bounds E[T] >= T* kl(delta, 1 - delta), delta = {DELTA} (kl = {kl:.3f}); Gaussian approximation")
     print("| instance | n | bound, theta known | bound, k-sigma | bound ratio | engine | oracle | engine / oracle "
-          "| engine / its bound | oracle / its bound |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+          "| engine / its bound | oracle / its bound | design: uniform rows / oracle | design: free / oracle |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for inst in instances(False):
         if only and inst.name not in only:
             continue
         draws = 1 if inst.name in ("zww17-20", "star98") else a.draws
-        known, ks, gap, theta_over = [], [], [], 0
+        known, ks, gap, theta_over, uni, free = [], [], [], 0, [], []
         for r in range(draws):
             mu = np.asarray(inst.draw(r), dtype=float)
             var = np.clip(mu * (1 - mu), 1e-12, None)
@@ -144,12 +191,16 @@ def main(argv: list[str] | None = None) -> None:
             lo, hi, _ = t_ksigma(mu, inst.k, var)
             ks.append(lo * kl)
             gap.append(hi / lo)
+            o, u, f = design_costs(mu, inst.k, var)
+            uni.append(u / o)
+            free.append(f / o)
         tk, tu = float(np.mean(known)), float(np.mean(ks))
         eng, orc = measured(inst.name, "engine", a.draws), measured(inst.name, "oracle", a.draws)
         fmt = lambda x: "-" if x is None else f"{x:,.0f}"  # noqa: E731
         ratio = lambda x, y: "-" if x is None or y is None else f"{x / y:.2f}"  # noqa: E731
         print(f"| `{inst.name}` | {len(mu)} | {tk:,.0f} | {tu:,.0f} | {tu / tk:.2f} | {fmt(eng)} | {fmt(orc)} | "
-              f"{ratio(eng, orc)} | {ratio(eng, tu)} | {ratio(orc, tk)} |", flush=True)
+              f"{ratio(eng, orc)} | {ratio(eng, tu)} | {ratio(orc, tk)} | {np.mean(uni):.2f} | {np.mean(free):.2f} |",
+              flush=True)
         if theta_over:
             print(f"  (theta >= 1 in {theta_over} of {draws} draws: no Bernoulli arm can be an outlier, a policy "
                   "that knows the support decides from one sample each; the Gaussian bound does not apply)")
