@@ -43,6 +43,9 @@ as the engine's threshold track requires) and with ``M_i`` free (**free allocati
 sigma_i``, the best any linear-term design can do, including keys that enter the threshold with fewer
 samples than the rows). The two ratios to the idealised oracle say what the engine's construction costs
 before any of its real overheads; the engine's measured ratio over them is what those overheads cost.
+**Joint test**: the same with one statistic ``mu_j - theta`` per arm, variance ``sigma_j^2 / N_j + sum_i
+g_i^2 sigma_i^2 / M_i`` at ``beta_o`` (the widths add in quadrature; arm j's own weight in theta and the
+covariance it brings are left out), uniform rows and free allocation.
 
 Usage::
 
@@ -122,15 +125,31 @@ def t_ksigma(mu: np.ndarray, k: float, var: np.ndarray, iters: int = 4000) -> tu
     return 2.0 * lower, 2.0 * upper, w_best
 
 
-def design_costs(mu: np.ndarray, k: float, var: np.ndarray, delta: float = DELTA,
-                 grid: int = 400) -> tuple[float, float, float]:
-    """``(oracle, uniform, free)``: idealised total samples of the known-threshold oracle and of the
-    engine's separate-interval design with uniform rows and with free threshold allocation (module
-    docstring, "The engine's design, idealised").
+def _cheapest(need: np.ndarray, gv: np.ndarray, a: np.ndarray, budget: float) -> tuple[float, float]:
+    """Least ``sum max(N_i, M_i)`` with ``N_i >= need_i`` and ``sum gv_i / M_i <= budget``: uniform rows
+    (``M_i = m``) and free allocation (``M_i = max(need_i, lam a_i)``, lam by bisection)."""
+    rows = gv.sum() / budget
+    uniform = float(np.maximum(need, rows).sum())
+    lo, hi = 0.0, float(rows / a.min()) + 1.0
+    for _ in range(60):
+        lam = (lo + hi) / 2
+        if np.sum(gv / np.maximum(need, lam * a)) <= budget:
+            hi = lam
+        else:
+            lo = lam
+    return uniform, float(np.maximum(need, hi * a).sum())
 
-    >>> o, u, f = design_costs(np.array([0.3, 0.32, 0.35, 0.3, 0.31, 0.9]), 2.0, np.full(6, 0.21))
-    >>> o < f <= u
-    True
+
+def design_costs(mu: np.ndarray, k: float, var: np.ndarray, delta: float = DELTA,
+                 grid: int = 400) -> tuple[float, float, float, float, float]:
+    """``(oracle, uniform, free, joint_uniform, joint_free)``: idealised total samples of the
+    known-threshold oracle and of the engine's separate-interval design with uniform rows and with free
+    threshold allocation, then of a joint test of ``mu_j - theta`` (module docstring, "The engine's
+    design, idealised").
+
+    >>> o, u, f, ju, jf = design_costs(np.array([0.3, 0.32, 0.35, 0.3, 0.31, 0.9]), 2.0, np.full(6, 0.21))
+    >>> o < jf <= f <= u, jf <= ju
+    (True, True)
     """
     n = len(mu)
     m, s = float(mu.mean()), float(mu.std())
@@ -138,22 +157,16 @@ def design_costs(mu: np.ndarray, k: float, var: np.ndarray, delta: float = DELTA
     d = np.abs(mu - (m + k * s))
     b_o, b_a, b_t = 2 * math.log(n / delta), 2 * math.log(4 * n / delta), 2 * math.log(4 / (3 * delta))
     oracle = float(np.sum(b_o * var / d**2))
-    a = np.abs(g) * np.sqrt(var)  # the free allocation's M_i ~ a_i
-    gv = g * g * var
-    uniform = free = math.inf
-    for t in np.linspace(d.min() * 1e-3, d.min() * (1 - 1e-3), grid):
-        need = b_a * var / (d - t) ** 2  # N_j for the arm's own half-width
-        rows = b_t * gv.sum() / t**2
-        uniform = min(uniform, float(np.maximum(need, rows).sum()))
-        lo, hi = 0.0, float(rows / a.min()) + 1.0  # bisection on the scale of M_i = max(need_i, lam a_i)
-        for _ in range(60):
-            lam = (lo + hi) / 2
-            if b_t * np.sum(gv / np.maximum(need, lam * a)) <= t * t:
-                hi = lam
-            else:
-                lo = lam
-        free = min(free, float(np.maximum(need, hi * a).sum()))
-    return oracle, uniform, free
+    a, gv = np.abs(g) * np.sqrt(var), g * g * var  # the free allocation's M_i ~ a_i; the linear term's variances
+    best = [math.inf] * 4
+    for f in np.linspace(1e-3, 1 - 1e-3, grid):
+        t = f * d.min()  # separate intervals: a_j + t <= d_j
+        costs = _cheapest(b_a * var / (d - t) ** 2, gv, a, t * t / b_t)
+        # joint: b_o (var_j / N_j + sum gv / M) <= d_j^2, the threshold's variance T = f of the closest arm's room
+        room = d * d / b_o
+        joint = _cheapest(var / (room - f * room.min()), gv, a, f * room.min())
+        best = [min(x, y) for x, y in zip(best, costs + joint)]
+    return (oracle, *best)
 
 
 def measured(name: str, label: str, draws: int) -> float | None:
@@ -175,13 +188,14 @@ def main(argv: list[str] | None = None) -> None:
     only = {x for x in a.only.split(",") if x}
     print(f"lower bounds E[T] >= T* kl(delta, 1 - delta), delta = {DELTA} (kl = {kl:.3f}); Gaussian approximation")
     print("| instance | n | bound, theta known | bound, k-sigma | bound ratio | engine | oracle | engine / oracle "
-          "| engine / its bound | oracle / its bound | design: uniform rows / oracle | design: free / oracle |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+          "| engine / its bound | oracle / its bound | design: uniform rows / oracle | design: free / oracle "
+          "| joint test: uniform / oracle | joint test: free / oracle |")
+    print("| --- " * 14 + "|")
     for inst in instances(False):
         if only and inst.name not in only:
             continue
         draws = 1 if inst.name in ("zww17-20", "star98") else a.draws
-        known, ks, gap, theta_over, uni, free = [], [], [], 0, [], []
+        known, ks, gap, theta_over, design = [], [], [], 0, []
         for r in range(draws):
             mu = np.asarray(inst.draw(r), dtype=float)
             var = np.clip(mu * (1 - mu), 1e-12, None)
@@ -191,15 +205,15 @@ def main(argv: list[str] | None = None) -> None:
             lo, hi, _ = t_ksigma(mu, inst.k, var)
             ks.append(lo * kl)
             gap.append(hi / lo)
-            o, u, f = design_costs(mu, inst.k, var)
-            uni.append(u / o)
-            free.append(f / o)
+            o, *costs = design_costs(mu, inst.k, var)
+            design.append([c / o for c in costs])
         tk, tu = float(np.mean(known)), float(np.mean(ks))
         eng, orc = measured(inst.name, "engine", a.draws), measured(inst.name, "oracle", a.draws)
         fmt = lambda x: "-" if x is None else f"{x:,.0f}"  # noqa: E731
         ratio = lambda x, y: "-" if x is None or y is None else f"{x / y:.2f}"  # noqa: E731
         print(f"| `{inst.name}` | {len(mu)} | {tk:,.0f} | {tu:,.0f} | {tu / tk:.2f} | {fmt(eng)} | {fmt(orc)} | "
-              f"{ratio(eng, orc)} | {ratio(eng, tu)} | {ratio(orc, tk)} | {np.mean(uni):.2f} | {np.mean(free):.2f} |",
+              f"{ratio(eng, orc)} | {ratio(eng, tu)} | {ratio(orc, tk)} | "
+              + " | ".join(f"{x:.2f}" for x in np.mean(design, axis=0)) + " |",
               flush=True)
         if theta_over:
             print(f"  (theta >= 1 in {theta_over} of {draws} draws: no Bernoulli arm can be an outlier, a policy "
