@@ -51,6 +51,7 @@ from streamarms.checkpoint import FileCheckpointStore  # noqa: E402
 from streamarms.chunked_checkpoint import ChunkedCheckpointStore  # noqa: E402
 from streamarms.cli.continuous import build_runner  # noqa: E402
 from streamarms.daemon import checkpoint_document  # noqa: E402
+from streamarms.json_stream import lazy_default  # noqa: E402
 from streamarms.models import BernoulliModel  # noqa: E402
 from streamarms.registry import build_policy  # noqa: E402
 from streamarms.runtime import EventClock, RewardCodec, Scheduler, SchedulerConfig  # noqa: E402
@@ -134,7 +135,7 @@ def one(n: int, repeat: int, mode: str = "episodes", rps: bool = False) -> dict[
     chunked.save(doc)
     out["chunked_delta_s"] = time.perf_counter() - t0
     out["chunked_delta_mb"] = (chunked.last_written["bytes"] + chunked.last_written["manifest_bytes"]) / 1e6
-    assert chunked.load() == json.loads(json.dumps(doc)), "base + delta does not restore the document"
+    assert chunked.load() == json.loads(json.dumps(doc, default=lazy_default)), "base + delta does not restore the document"
     r = subprocess.run([sys.executable, os.path.abspath(__file__), "--restore", chunked.dir, "--mode", mode],
                        capture_output=True, text=True, check=True)
     out.update({f"dir_{k}": v for k, v in json.loads(r.stdout.strip().splitlines()[-1]).items()})

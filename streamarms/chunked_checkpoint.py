@@ -50,12 +50,14 @@ import hashlib
 import hmac
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
+from itertools import islice
 from typing import Any
 
 from .checkpoint import CheckpointError, CheckpointStore, atomic_write, decode, encode
 from .json_lazy import LazyArray, OpenFile, Shared
+from .json_stream import lazy_default
 
 __all__ = ["ChunkedCheckpointStore", "split_document", "join_document"]
 
@@ -65,21 +67,36 @@ _MANIFEST = "MANIFEST"
 
 
 def _dumps(x: Any) -> bytes:
-    return json.dumps(x, separators=(",", ":"), sort_keys=True).encode("utf-8")
+    return json.dumps(x, separators=(",", ":"), sort_keys=True, default=lazy_default).encode("utf-8")
 
 
 def split_document(doc: Any, min_list: int, block: int, slices: list[list[Any]] | None = None) -> tuple[Any, list[bytes]]:
     """``(skeleton, blocks)``: ``doc`` with every list of ``>= min_list`` elements that is a dict value
     replaced by ``{MARK: [first block index, number of blocks, length]}`` (a dict of as many entries: its
     ``[key, value]`` pairs, marked ``"dict"``), and the JSON text of the blocks (``slices``, if given,
-    receives the blocks' elements).
+    receives the blocks' elements). A :class:`~streamarms.json_lazy.LazyArray` counts as a list.
 
     >>> split_document({"a": [1, 2, 3], "b": 4, "c": {"x": 1, "y": 2}}, min_list=2, block=2)[1]
     [b'[1,2]', b'[3]', b'[["x",1],["y",2]]']
     """
     blocks: list[bytes] = []
 
+    def put(i: int, part: list[Any], data: bytes) -> None:
+        blocks.append(data)
+        if slices is not None:
+            slices.append(part)
+
+    return _split(doc, min_list, block, put), blocks
+
+
+def _split(doc: Any, min_list: int, block: int, put: Callable[[int, list[Any], bytes], None]) -> Any:
+    """:func:`split_document` a block at a time: ``put(index, elements, text)`` gets each block as it is
+    made (a long list is read once, ``block`` elements at a time: a snapshot's lazy arrays are never
+    whole in memory); returns the skeleton."""
+    count = 0
+
     def walk(x: Any) -> Any:
+        nonlocal count
         if not isinstance(x, dict):
             return x
         if MARK in x:
@@ -87,20 +104,19 @@ def split_document(doc: Any, min_list: int, block: int, slices: list[list[Any]] 
         out = {}
         for k, v in x.items():
             big_dict = isinstance(v, dict) and len(v) >= min_list
-            if big_dict or (isinstance(v, list) and len(v) >= min_list):
-                items = [[a, b] for a, b in v.items()] if big_dict else v
-                first = len(blocks)
-                for i in range(0, len(items), block):
-                    part = items[i:i + block]
-                    blocks.append(_dumps(part))
-                    if slices is not None:
-                        slices.append(part)
-                out[k] = {MARK: [first, len(blocks) - first, len(items)] + (["dict"] if big_dict else [])}
+            if big_dict or (isinstance(v, (list, LazyArray)) and len(v) >= min_list):
+                it = iter(([a, b] for a, b in v.items()) if big_dict else v)
+                first, n = count, 0
+                while part := list(islice(it, block)):
+                    put(count, part, _dumps(part))
+                    count += 1
+                    n += len(part)
+                out[k] = {MARK: [first, count - first, n] + (["dict"] if big_dict else [])}
             else:
                 out[k] = walk(v)
         return out
 
-    return walk(doc), blocks
+    return walk(doc)
 
 
 def join_document(skeleton: Any, blocks: list[Any]) -> Any:
@@ -234,44 +250,25 @@ class ChunkedCheckpointStore(CheckpointStore):
             os.close(fd)  # releases the lock
 
     def _save(self, state: dict[str, Any]) -> None:
-        parts: list[list[Any]] = []
-        skeleton, blocks = split_document(state, self.min_list, self.block, parts)
-        names = [self._name(b) for b in blocks]
+        """One pass over the document, a block at a time: each block is named, and one not stored yet is
+        written to this save's pack at once (a patch on its predecessor where that is shorter); nothing
+        holds the document's blocks. If the packs then exceed ``compact_ratio`` times the live bytes, a
+        second pass writes every block whole into a new base pack instead."""
         prev = self._read_manifest()
         seq = int(prev["seq"]) + 1 if prev else 1
         old_index: dict[str, list[Any]] = prev["index"] if prev else {}
         old_names: list[str] = prev["blocks"] if prev else []
-        live_bytes = sum(len(b) for b in dict(zip(names, blocks)).values())
-        pack_bytes = dict((prev or {}).get("packs", {}))
-        index: dict[str, list[Any]] = {}
-        new: dict[str, bytes] = {}
-        if prev:
-            reader = _PackReader(self.dir, old_index, self._name)
-            for i, (n, b) in enumerate(zip(names, blocks)):
-                if n in old_index:
-                    index[n] = old_index[n]
-                elif n not in new:  # a changed block: a patch on its predecessor where that is shorter
-                    before = old_names[i] if i < len(old_names) and old_names[i] in old_index else None
-                    new[n] = b if before is None else self._patch(reader, before, b, parts[i])
-        base = not prev or sum(pack_bytes.values()) + sum(len(b) for b in new.values()) \
-            > self.compact_ratio * max(live_bytes, 1)
-        if base:
-            new, index, pack_bytes = dict(zip(names, blocks)), {}, {}
         pack = f"pack-{seq:08d}.bin"
-        off = 0
-        if new:
-            with open(os.path.join(self.dir, pack), "wb") as f:
-                for n, b in new.items():
-                    f.write(b)
-                    if isinstance(b, _Patch):
-                        index[n] = [pack, off, len(b), b.base]
-                    else:
-                        index[n] = [pack, off, len(b)]
-                    off += len(b)
-                f.flush()
-                if self.fsync:
-                    os.fsync(f.fileno())
-            pack_bytes[pack] = off
+        reader = _PackReader(self.dir, old_index, self._name) if prev else None
+        skeleton, names, index, sizes, out = self._write_blocks(state, pack, old_index, old_names, reader)
+        live_bytes = sum(sizes.values())
+        pack_bytes = dict((prev or {}).get("packs", {}))
+        base = not prev or sum(pack_bytes.values()) + out.bytes > self.compact_ratio * max(live_bytes, 1)
+        if base and prev:  # compaction: every live block whole in one new pack
+            skeleton, names, index, sizes, out = self._write_blocks(state, pack, {}, [], None)
+            pack_bytes = {}
+        if out.bytes:
+            pack_bytes[pack] = out.bytes
         for loc in list(index.values()):  # a patch needs its root kept
             if len(loc) > 3 and loc[3] not in index:
                 index[loc[3]] = old_index[loc[3]]
@@ -284,8 +281,38 @@ class ChunkedCheckpointStore(CheckpointStore):
             if fn.startswith("pack-") and fn.endswith(".bin") and fn not in used:
                 os.unlink(os.path.join(self.dir, fn))
         self.saves += 1
-        self.last_written = {"blocks": len(new), "patches": sum(isinstance(b, _Patch) for b in new.values()),
-                             "bytes": off, "manifest_bytes": len(man_bytes), "base": base, "live_bytes": live_bytes, "manifest_blocks": len(names)}
+        self.last_written = {"blocks": out.blocks, "patches": out.patches, "bytes": out.bytes,
+                             "manifest_bytes": len(man_bytes), "base": base, "live_bytes": live_bytes,
+                             "manifest_blocks": len(names)}
+
+    def _write_blocks(self, state: dict[str, Any], pack: str, old_index: dict[str, list[Any]], old_names: list[str],
+                      reader: _PackReader | None) -> tuple[Any, list[str], dict[str, list[Any]], dict[str, int], _Pack]:
+        """Split ``state`` and write the blocks not in ``old_index`` to ``pack`` (fsynced, closed); returns
+        the skeleton, the block names, the index of every block, each block's size and the pack written."""
+        names: list[str] = []
+        index: dict[str, list[Any]] = {}
+        sizes: dict[str, int] = {}
+        out = _Pack(os.path.join(self.dir, pack), self.fsync)
+
+        def put(i: int, part: list[Any], data: bytes) -> None:
+            n = self._name(data)
+            names.append(n)
+            if n in sizes:  # the same block twice in one document: stored once
+                return
+            sizes[n] = len(data)
+            if n in old_index:
+                index[n] = old_index[n]
+                return
+            before = old_names[i] if i < len(old_names) and old_names[i] in old_index else None
+            b = data if before is None or reader is None else self._patch(reader, before, data, part)
+            off = out.write(b, isinstance(b, _Patch))
+            index[n] = [pack, off, len(b), b.base] if isinstance(b, _Patch) else [pack, off, len(b)]
+
+        try:
+            skeleton = _split(state, self.min_list, self.block, put)
+        finally:
+            out.close()
+        return skeleton, names, index, sizes, out
 
     def _patch(self, reader: _PackReader, before: str, data: bytes, elements: list[Any]) -> bytes:
         """The bytes to store for a changed block (``data``, its ``elements``) whose predecessor is ``before``:
@@ -303,6 +330,34 @@ class ChunkedCheckpointStore(CheckpointStore):
 
     def _replace(self, name: str, data: bytes) -> None:
         atomic_write(os.path.join(self.dir, name), data, self.fsync)
+
+
+class _Pack:
+    """A pack file being written: created at its first block, fsynced (if asked) when closed."""
+
+    def __init__(self, path: str, fsync: bool) -> None:
+        self.path, self.fsync = path, fsync
+        self.f: Any = None
+        self.bytes = self.blocks = self.patches = 0
+
+    def write(self, data: bytes, patch: bool) -> int:
+        """Append ``data``; its offset."""
+        if self.f is None:
+            self.f = open(self.path, "wb")
+        off = self.bytes
+        self.f.write(data)
+        self.bytes += len(data)
+        self.blocks += 1
+        self.patches += patch
+        return off
+
+    def close(self) -> None:
+        if self.f is not None:
+            self.f.flush()
+            if self.fsync:
+                os.fsync(self.f.fileno())
+            self.f.close()
+            self.f = None
 
 
 class _Patch(bytes):

@@ -124,17 +124,32 @@ class ThresholdGroup:
     def estimate(self) -> float:
         return self.track.estimate() if self.track is not None else math.nan
 
-    def snapshot(self) -> dict[str, Any]:
-        return {"name": self.name, "k": self.k, "alpha_theta": self.alpha_theta, "low": self.low,
-                "high": self.high, "ttl": self.ttl, "last_seen": [[kk, v] for kk, v in self.last_seen.items()],
-                "records": self.records, "epoch": self.epoch, "since": self.since,
-                "track": self.track.snapshot() if self.track is not None else None}
+    def snapshot(self, compact: bool = False) -> dict[str, Any]:
+        """``compact``: the members and their last records as two lists (``members``, ``seen``: references
+        to the members' names and counts, no pair per member); else ``last_seen`` as ``[key, count]`` pairs
+        (earlier versions). :meth:`restore` reads both."""
+        out: dict[str, Any] = {"name": self.name, "k": self.k, "alpha_theta": self.alpha_theta, "low": self.low,
+                               "high": self.high, "ttl": self.ttl, "records": self.records, "epoch": self.epoch,
+                               "since": self.since, "track": self.track.snapshot() if self.track is not None else None}
+        if compact:
+            out["members"], out["seen"] = list(self.last_seen), list(self.last_seen.values())
+        else:
+            out["last_seen"] = [[kk, v] for kk, v in self.last_seen.items()]
+        return out
 
     @classmethod
     def restore(cls, state: dict[str, Any]) -> ThresholdGroup:
         obj = cls.__new__(cls)
         d = dict(state)
-        d["last_seen"] = OrderedDict((kk, v) for kk, v in d["last_seen"])
+        if "members" in d:
+            members, seen = d.pop("members"), d.pop("seen")
+            if len(members) != len(seen):
+                raise ValueError(f"group {d.get('name')!r}: {len(members)} members but {len(seen)} last records")
+            d["last_seen"] = OrderedDict(zip(members, seen))
+        else:
+            d["last_seen"] = OrderedDict((kk, v) for kk, v in d["last_seen"])
+        if len(d["last_seen"]) != len(state.get("members", state.get("last_seen", ()))):
+            raise ValueError(f"group {d.get('name')!r}: a member appears twice")
         d["track"] = ThresholdTrack.restore(d["track"]) if d["track"] is not None else None
         obj.__dict__.update(d)
         return obj
