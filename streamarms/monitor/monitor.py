@@ -54,6 +54,8 @@ from __future__ import annotations
 
 import json
 import math
+from array import array
+from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
@@ -327,19 +329,31 @@ class ContinuousMonitor:
 
         ``rows`` (default): the keys as binary rows (:mod:`.rows`: a few bytes of references a key until
         encoded; encode it -- a checkpoint store's ``save``, :meth:`dumps`, or ``json.dumps(snap,
-        default=streamarms.json_stream.lazy_default)`` -- before the next :meth:`update`). ``rows=False``: a dict per key (the format of
-        earlier versions, plain JSON data; fine for a few thousand keys). With rows, ``groups`` is a dict by
-        name and each group's members are two lists (:meth:`ThresholdGroup.snapshot` ``compact``), so that a
-        chunked store splits them like the rows instead of rewriting them in its manifest.
+        default=streamarms.json_stream.lazy_default)`` -- before the next :meth:`update`); ``groups`` by
+        name, and a member's last record in its group (``seen``) in its row, so that a chunked store
+        rewrites only the rows of the keys with records (the group's order of members, which every record
+        changes, is restored by sorting them by ``seen``). ``rows=False``: a dict per key (the format of
+        earlier versions, plain JSON data; fine for a few thousand keys).
         """
         out = {"k": self.k, "alpha": self.alpha, "alpha_theta": self.alpha_theta, "alpha_cd": self.alpha_cd,
                "restart": self.restart, "window": self.window, "key_ttl": self.key_ttl,
-               "model": self.model.to_dict(),
-               "records": self.records, "counts": dict(self.counts),
-               "keys": key_rows(self.table, self._version) if rows else
-               [self.table.materialise(i, key).snapshot() for key, i in self.table.slot.items()],
-               "groups": {name: g.snapshot(compact=True) for name, g in self.groups.items()} if rows else
-               [g.snapshot() for g in self.groups.values()]}
+               "model": self.model.to_dict(), "records": self.records, "counts": dict(self.counts)}
+        t = self.table
+        if rows:
+            seen = array("q", [-1]) * len(t.group)
+            groups = {}
+            for name, g in self.groups.items():
+                if g.seen_in_order():
+                    slot = t.slot
+                    for k, v in g.last_seen.items():
+                        seen[slot[k]] = v
+                    groups[name] = g.snapshot(members=False)
+                else:  # not from update() (a group fed by hand): its order as two lists
+                    groups[name] = g.snapshot(compact=True)
+            out["keys"], out["groups"] = key_rows(t, self._version, [("seen", seen)]), groups
+        else:
+            out["keys"] = [t.materialise(i, key).snapshot() for key, i in t.slot.items()]
+            out["groups"] = [g.snapshot() for g in self.groups.values()]
         if self.forget_silent:
             out["forget_silent"] = True
         return out
@@ -356,21 +370,21 @@ class ContinuousMonitor:
         obj.records, obj.counts = state["records"], dict(state["counts"])
         obj._forgotten = 0
         obj._new_table()
-        keys = state["keys"]
+        keys, groups = state["keys"], state["groups"]
+        obj.groups = {}
         if isinstance(keys, dict):
-            load_rows(obj.table, keys)
+            seen = load_rows(obj.table, keys, ("seen",))["seen"]
+            members = _members(obj.table, seen)
+            for name, d in groups.items():
+                if d["name"] != name:
+                    raise ValueError(f"group {name!r} has the snapshot of group {d['name']!r}")
+                obj.groups[name] = ThresholdGroup.restore(d, members.pop(name, OrderedDict()))
+            if members:
+                raise ValueError(f"key rows name members of groups the checkpoint lacks: {sorted(members)[:5]}")
         else:  # a dict per key (earlier versions): one key at a time, as a streamed checkpoint parses them
             put = obj.table.put
             for d in keys:
                 put(KeyState.restore(d))
-        groups = state["groups"]
-        if isinstance(groups, dict):  # the rows format: by name (a checkpoint store splits the long lists)
-            obj.groups = {}
-            for name, d in groups.items():
-                if d["name"] != name:
-                    raise ValueError(f"group {name!r} has the snapshot of group {d['name']!r}")
-                obj.groups[name] = ThresholdGroup.restore(d)
-        else:
             obj.groups = {d["name"]: ThresholdGroup.restore(d) for d in groups}
         return obj
 
@@ -380,3 +394,24 @@ class ContinuousMonitor:
     @classmethod
     def loads(cls, text: str) -> ContinuousMonitor:
         return cls.restore(json.loads(text))
+
+
+def _members(table: KeyTable, seen: array[int]) -> dict[str, OrderedDict[str, int]]:
+    """Each group's members (the keys with ``seen >= 0``) by their last record, least recent first;
+    ``ValueError`` if two members of a group have the same."""
+    import numpy as np
+    sv = np.frombuffer(seen, dtype=np.int64) if len(seen) else np.zeros(0, np.int64)
+    order = np.nonzero(sv >= 0)[0]
+    order = order[np.argsort(sv[order], kind="stable")]
+    names, gnames, grp = list(table.slot), table.group_names, table.group
+    out: dict[str, OrderedDict[str, int]] = {}
+    for i, v in zip(order.tolist(), sv[order].tolist()):
+        ls = out.get(gnames[grp[i]])
+        if ls is None:
+            ls = out[gnames[grp[i]]] = OrderedDict()
+        elif next(reversed(ls.values())) == v:
+            raise ValueError(f"key {names[i]!r}: two members of group {gnames[grp[i]]!r} were last seen at record {v}")
+        ls[names[i]] = v
+    if (sv < -1).any():
+        raise ValueError("a key row has a negative last record (seen)")
+    return out

@@ -42,7 +42,7 @@ from __future__ import annotations
 import base64
 import binascii
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
@@ -79,8 +79,12 @@ def spec(table: KeyTable) -> list[tuple[str, array[Any], int]]:
     return out
 
 
-def _fields(table: KeyTable) -> list[list[Any]]:
-    return [[name, _STORED[col.typecode], per] for name, col, per in spec(table)]
+#: columns a snapshot adds to the table's own: ``(name, array)``, one value per key
+Extra = Sequence[tuple[str, Any]]
+
+
+def _fields(table: KeyTable, extra: Extra = ()) -> list[list[Any]]:
+    return [[name, _STORED[col.typecode], per] for name, col, per in [*spec(table), *((n, c, 1) for n, c in extra)]]
 
 
 def _dtype(fields: list[list[Any]]) -> np.dtype[Any]:
@@ -98,11 +102,12 @@ class KeyRows(LazyArray):
     so any other raises ``RuntimeError``.
     """
 
-    def __init__(self, table: KeyTable, slots: np.ndarray[Any, Any], version: Callable[[], Any]) -> None:
+    def __init__(self, table: KeyTable, slots: np.ndarray[Any, Any], version: Callable[[], Any],
+                 extra: Extra = ()) -> None:
         super().__init__(len(slots), self._all, " (key rows of the monitor's columns)")
-        self.table, self.slots, self._version = table, slots, version
+        self.table, self.slots, self._version, self.extra = table, slots, version, list(extra)
         self._at = version()
-        self.fields = _fields(table)
+        self.fields = _fields(table, extra)
         self.dtype = _dtype(self.fields)
         self.chars = self.dtype.itemsize // 3 * 4
 
@@ -113,7 +118,7 @@ class KeyRows(LazyArray):
                                "(save) a snapshot before the monitor takes another record")
         idx = self.slots[a:b]
         rec = np.zeros(len(idx), dtype=self.dtype)
-        for name, col, per in spec(self.table):
+        for name, col, per in [*spec(self.table), *((n, c, 1) for n, c in self.extra)]:
             src = np.frombuffer(col, dtype=np.dtype(col.typecode)) if len(col) else np.zeros(0, np.dtype(col.typecode))
             rec[name] = (src.reshape(-1, per) if per > 1 else src)[idx]
             del src  # the column may grow again: no buffer of it may outlive this call
@@ -137,24 +142,27 @@ class KeyRows(LazyArray):
         return self.rows(j, j + 1)[0]
 
 
-def key_rows(table: KeyTable, version: Callable[[], Any]) -> dict[str, Any]:
-    """The ``keys`` section of a snapshot of ``table`` (module docstring)."""
+def key_rows(table: KeyTable, version: Callable[[], Any], extra: Extra = ()) -> dict[str, Any]:
+    """The ``keys`` section of a snapshot of ``table`` (module docstring); ``extra``: columns of the
+    snapshot's own (by slot) written after the table's."""
     slots = np.fromiter(table.slot.values(), dtype=np.int64, count=len(table.slot))
-    rows = KeyRows(table, slots, version)
+    rows = KeyRows(table, slots, version, extra)
     return {"format": FORMAT, "version": VERSION, "byteorder": "little", "fields": rows.fields,
             "row_bytes": rows.dtype.itemsize, "group_names": list(table.group_names), "names": list(table.slot),
             "rows": rows}
 
 
-def load_rows(table: KeyTable, sec: dict[str, Any]) -> None:
+def load_rows(table: KeyTable, sec: dict[str, Any], extra: tuple[str, ...] = ()) -> dict[str, array[int]]:
     """Put the keys of section ``sec`` into the empty ``table`` (module docstring); ``ValueError`` if the
-    section is not this table's layout or is damaged."""
+    section is not this table's layout or is damaged. ``extra``: the names of the snapshot's own ``int64``
+    columns (:func:`key_rows`), returned by name (in the table's slot order), unchecked."""
     if sec.get("format") != FORMAT or sec.get("version") != VERSION or sec.get("byteorder") != "little":
         raise ValueError(f"unknown keys format {sec.get('format')!r} version {sec.get('version')!r} (this version "
                          f"reads {FORMAT!r} version {VERSION} and the per-key list of earlier versions)")
     if len(table.slot) or len(table.group):
         raise ValueError("load_rows needs an empty table")
-    want = _fields(table)
+    out = {name: array("q") for name in extra}
+    want = _fields(table, list(out.items()))
     if [list(f) for f in sec["fields"]] != want:
         raise ValueError(f"the checkpoint's key columns {sec['fields']} are not this monitor's {want} (another "
                          "model or restart rule)")
@@ -187,12 +195,13 @@ def load_rows(table: KeyTable, sec: dict[str, Any]) -> None:
             raise ValueError(f"a row of keys {ks[0]!r}..{ks[-1]!r} is not base64") from None
         _check(rec, ks, ngroups, cols)
         first = len(table.group)
-        for name, col, _ in cols:
+        for name, col, _ in cols + [(n, c, 1) for n, c in out.items()]:
             col.frombytes(rec[name].astype(np.dtype(col.typecode)).tobytes())
         slot = table.slot
         for j, k in enumerate(ks, start=first):
             if slot.setdefault(k, j) != j:
                 raise ValueError(f"key {k!r} appears twice in the snapshot")
+    return out
 
 
 def _check(rec: np.ndarray[Any, Any], keys: list[str], ngroups: int, cols: list[tuple[str, array[Any], int]]) -> None:
