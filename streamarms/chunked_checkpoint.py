@@ -143,10 +143,12 @@ def join_document(skeleton: Any, blocks: list[Any]) -> Any:
     return {k: join_document(v, blocks) for k, v in skeleton.items()}
 
 
-def _blocks(reader: _PackReader, names: list[str], shared: Shared) -> Iterator[Any]:
-    """The elements of the blocks ``names``, a block read, verified and decoded at a time."""
+def _blocks(reader: _PackReader, names: list[str], shared: Shared, share: bool = True) -> Iterator[Any]:
+    """The elements of the blocks ``names``, a block read, verified and decoded at a time (strings shared
+    unless ``share`` is false)."""
     for name in names:
-        yield from shared.walk(shared.decoder.decode(reader.text(name).decode("utf-8")))
+        block = shared.decoder.decode(reader.text(name).decode("utf-8"))
+        yield from shared.walk(block) if share else block
 
 
 def _join_streamed(skeleton: Any, names: list[str], sizes: list[int], reader: _PackReader, shared: Shared) -> Any:
@@ -159,7 +161,8 @@ def _join_streamed(skeleton: Any, names: list[str], sizes: list[int], reader: _P
         n = sum(sizes[first:first + count])
         if n != length:
             raise CheckpointError(f"checkpoint block list has {n} elements, manifest says {length}")
-        arr = LazyArray(n, partial(_blocks, reader, names[first:first + count], shared), f" in {count} blocks")
+        arr = LazyArray(n, partial(_blocks, reader, names[first:first + count], shared), f" in {count} blocks",
+                        raw=partial(_blocks, reader, names[first:first + count], shared, False))
         if skeleton[MARK][3:] == ["dict"]:
             strings: dict[str, str] = shared.strings
             try:

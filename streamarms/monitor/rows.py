@@ -181,7 +181,8 @@ def load_rows(table: KeyTable, sec: dict[str, Any], extra: tuple[str, ...] = ())
     cols = spec(table)
     chars = dt.itemsize // 3 * 4
     ngroups = len(table.group_names)
-    it_names, it_rows = iter(names), iter(rows)
+    it_names = iter(names)  # shared with the other containers naming the keys (the runner's registry)
+    it_rows = rows.iter_raw() if isinstance(rows, LazyArray) else iter(rows)  # each used once: not shared
     while True:
         ks, rs = list(islice(it_names, BATCH)), list(islice(it_rows, BATCH))
         if not ks:
