@@ -33,7 +33,7 @@ the list elements that changed: a key that got a record changes its row only.
 >>> len(sec["rows"]), len(sec["rows"][0]) == sec["row_bytes"] // 3 * 4
 (1, True)
 >>> u = KeyTable(make_model("bernoulli"), alpha=0.01, rule=None)
->>> load_rows(u, sec); u.samples[0], str(u.since[0]), u.group_names
+>>> _ = load_rows(u, sec); u.samples[0], str(u.since[0]), u.group_names
 (5, '-0.0', ['g'])
 """
 
