@@ -9,8 +9,9 @@ per key (``passive_feed="all"``, 10% ones), then:
   names (the scheduler holds them) but not the records' key bytes, made per batch as a consumer receives
   them (held for the whole run before, they added ~57 B a key that a daemon does not hold);
 * ``peak_mb``: the process's peak RSS (VmHWM) after the full checkpoints below, what a member with the
-  file checkpoint reaches: the full checkpoint builds the whole document (a dict) in memory and streams its
-  JSON to the file, so at scale the state plus that dict set the peak (``--repeat 0``: after the feed);
+  file checkpoint reaches: the full checkpoint builds the document (a dict) in memory and streams its
+  JSON to the file, so at scale the state plus that dict set the peak (the continuous monitor's keys are
+  rows made a batch at a time as they are written: no dict per key) (``--repeat 0``: after the feed);
 * ``restored_mb`` / ``restore_peak_mb`` / ``restore_s``: a restart from that full file, in a fresh process,
   read as the daemon reads it (``FileCheckpointStore.load_streamed``: the large arrays parsed an element at
   a time as the restore iterates them): RSS once the state is restored (the document dropped), the peak on

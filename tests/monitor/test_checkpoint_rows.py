@@ -191,3 +191,18 @@ def test_a_snapshot_encoded_after_the_monitor_changed_is_an_error_not_another_st
     mon.forget("k2")
     with pytest.raises(RuntimeError, match="changed"):
         json.dumps(snap, default=lazy_default)
+
+
+def test_a_group_whose_order_is_not_its_last_records_keeps_it_in_two_lists():
+    """The monitor's groups always have increasing last records (so the rows give their order back); one
+    changed by hand does not, and its snapshot then carries the order itself."""
+    mon = ContinuousMonitor()
+    for t in range(40):
+        mon.update(f"k{t % 5}", float(t % 2), time=float(t), group="g" if t % 5 else "h")
+    g = mon.groups["g"]
+    g.last_seen.move_to_end(next(iter(g.last_seen)))  # the least recent member moved last, its record kept
+    snap = _plain(mon.snapshot())
+    assert snap["groups"]["g"]["members"] == list(g.last_seen) and "members_in_rows" in snap["groups"]["h"]
+    back = ContinuousMonitor.restore(snap)
+    assert list(back.groups["g"].last_seen.items()) == list(g.last_seen.items())
+    assert back.snapshot(rows=False) == mon.snapshot(rows=False)
