@@ -4,8 +4,9 @@ binary *row* per key, never as a dict per key.
 The ``keys`` section of a snapshot (``ContinuousMonitor.snapshot()``)::
 
     {"format": "key-rows", "version": 1, "byteorder": "little",
-     "fields": [["group", "<i8", 1], ["samples", "<i8", 1], ..., ["rule.stat", "<f8", 12], ...],
-     "row_bytes": 237, "group_names": ["default", ...],
+     "fields": [["group", "<i8", 1], ["samples", "<i8", 1], ..., ["rule.stat", "<f8", 12], ...,
+                ["seen", "<i8", 1]],        # the monitor's: its member's last record in its group
+     "row_bytes": 243, "group_names": ["default", ...],
      "names": ["k0", "k1", ...],                 # the keys, in the table's order
      "rows": ["AAAAAAAA...", ...]}               # per key: base64 of its fields packed in that order
 
@@ -17,10 +18,12 @@ the list elements that changed: a key that got a record changes its row only.
 
 * :class:`KeyRows` is the ``rows`` list as a :class:`~streamarms.json_lazy.LazyArray`: no row exists until
   the snapshot is encoded, then a batch of rows is made at a time from the columns (numpy gathers); the
-  snapshot of a million keys holds its ``names`` (references) and the slots, ~16 MB, instead of ~2.4 GB of
-  dicts. It reads the live columns, so it must be encoded before the monitor takes another record (as a
-  checkpoint is: in the loop, or in a forked child): after that it raises ``RuntimeError``, never
-  encodes a state that is not the snapshot's.
+  snapshot of a million keys holds its ``names`` (references), the slots and the ``seen`` column, ~24 MB,
+  instead of ~2.5 GB of dicts. It reads the live columns, so it must be encoded before the monitor takes
+  another record or forgets a key (as a checkpoint is: in the loop, or in a forked child): after that it
+  raises ``RuntimeError``, never encodes a state that is not the snapshot's. (Reading a key's evidence
+  narrows its cached interval, a change that is not counted: the rows then carry the narrowed one, which
+  the live monitor continues from too.)
 * :func:`load_rows` puts ``names`` and ``rows`` (lists, or lazily parsed arrays) into an empty table a
   batch at a time; a row of the wrong size, bad base64 or a value out of its domain (a state code, a
   group index, a level) is a ``ValueError`` naming the key.
