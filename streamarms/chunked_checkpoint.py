@@ -48,7 +48,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import hmac
-import json
 import os
 from collections.abc import Callable, Iterator
 from functools import partial
@@ -56,18 +55,14 @@ from itertools import islice
 from typing import Any
 
 from .checkpoint import CheckpointError, CheckpointStore, atomic_write, decode, encode
-from .json_lazy import LazyArray, OpenFile, Shared
-from .json_stream import lazy_default
+from .chunked_packs import PackReader, PackWriter, Patch, apply_text, dumps
+from .json_lazy import LazyArray, Shared
 
 __all__ = ["ChunkedCheckpointStore", "split_document", "join_document"]
 
 #: the key that marks a list stored as blocks (a document may not use it itself)
 MARK = "\u0000blocks"
 _MANIFEST = "MANIFEST"
-
-
-def _dumps(x: Any) -> bytes:
-    return json.dumps(x, separators=(",", ":"), sort_keys=True, default=lazy_default).encode("utf-8")
 
 
 def split_document(doc: Any, min_list: int, block: int, slices: list[list[Any]] | None = None) -> tuple[Any, list[bytes]]:
@@ -108,7 +103,7 @@ def _split(doc: Any, min_list: int, block: int, put: Callable[[int, list[Any], b
                 it = iter(([a, b] for a, b in v.items()) if big_dict else v)
                 first, n = count, 0
                 while part := list(islice(it, block)):
-                    put(count, part, _dumps(part))
+                    put(count, part, dumps(part))
                     count += 1
                     n += len(part)
                 out[k] = {MARK: [first, count - first, n] + (["dict"] if big_dict else [])}
@@ -143,7 +138,7 @@ def join_document(skeleton: Any, blocks: list[Any]) -> Any:
     return {k: join_document(v, blocks) for k, v in skeleton.items()}
 
 
-def _blocks(reader: _PackReader, names: list[str], shared: Shared, share: bool = True) -> Iterator[Any]:
+def _blocks(reader: PackReader, names: list[str], shared: Shared, share: bool = True) -> Iterator[Any]:
     """The elements of the blocks ``names``, a block read, verified and decoded at a time (strings shared
     unless ``share`` is false)."""
     for name in names:
@@ -151,7 +146,7 @@ def _blocks(reader: _PackReader, names: list[str], shared: Shared, share: bool =
         yield from shared.walk(block) if share else block
 
 
-def _join_streamed(skeleton: Any, names: list[str], sizes: list[int], reader: _PackReader, shared: Shared) -> Any:
+def _join_streamed(skeleton: Any, names: list[str], sizes: list[int], reader: PackReader, shared: Shared) -> Any:
     """:func:`join_document` with each long list a :class:`LazyArray` of its blocks (``sizes``: elements
     per block, counted when the blocks were verified)."""
     if not isinstance(skeleton, dict):
@@ -216,7 +211,7 @@ class ChunkedCheckpointStore(CheckpointStore):
         man = self._read_manifest()
         if man is None:
             return None
-        reader = _PackReader(self.dir, man["index"], self._name)
+        reader = PackReader(self.dir, man["index"], self._name)
         decoded = [reader.block(name) for name in man["blocks"]]
         doc = join_document(man["doc"], decoded)
         if not isinstance(doc, dict):
@@ -232,7 +227,7 @@ class ChunkedCheckpointStore(CheckpointStore):
         man = self._read_manifest()
         if man is None:
             return None
-        reader = _PackReader(self.dir, man["index"], self._name, streamed=True)
+        reader = PackReader(self.dir, man["index"], self._name, streamed=True)
         names: list[str] = man["blocks"]
         sizes = [len(reader.block(name)) for name in names]  # every block verified now
         doc = _join_streamed(man["doc"], names, sizes, reader, Shared())
@@ -262,7 +257,7 @@ class ChunkedCheckpointStore(CheckpointStore):
         old_index: dict[str, list[Any]] = prev["index"] if prev else {}
         old_names: list[str] = prev["blocks"] if prev else []
         pack = f"pack-{seq:08d}.bin"
-        reader = _PackReader(self.dir, old_index, self._name) if prev else None
+        reader = PackReader(self.dir, old_index, self._name) if prev else None
         skeleton, names, index, sizes, out = self._write_blocks(state, pack, old_index, old_names, reader)
         live_bytes = sum(sizes.values())
         pack_bytes = dict((prev or {}).get("packs", {}))
@@ -289,13 +284,13 @@ class ChunkedCheckpointStore(CheckpointStore):
                              "manifest_blocks": len(names)}
 
     def _write_blocks(self, state: dict[str, Any], pack: str, old_index: dict[str, list[Any]], old_names: list[str],
-                      reader: _PackReader | None) -> tuple[Any, list[str], dict[str, list[Any]], dict[str, int], _Pack]:
+                      reader: PackReader | None) -> tuple[Any, list[str], dict[str, list[Any]], dict[str, int], PackWriter]:
         """Split ``state`` and write the blocks not in ``old_index`` to ``pack`` (fsynced, closed); returns
         the skeleton, the block names, the index of every block, each block's size and the pack written."""
         names: list[str] = []
         index: dict[str, list[Any]] = {}
         sizes: dict[str, int] = {}
-        out = _Pack(os.path.join(self.dir, pack), self.fsync)
+        out = PackWriter(os.path.join(self.dir, pack), self.fsync)
 
         def put(i: int, part: list[Any], data: bytes) -> None:
             n = self._name(data)
@@ -308,8 +303,8 @@ class ChunkedCheckpointStore(CheckpointStore):
                 return
             before = old_names[i] if i < len(old_names) and old_names[i] in old_index else None
             b = data if before is None or reader is None else self._patch(reader, before, data, part)
-            off = out.write(b, isinstance(b, _Patch))
-            index[n] = [pack, off, len(b), b.base] if isinstance(b, _Patch) else [pack, off, len(b)]
+            off = out.write(b, isinstance(b, Patch))
+            index[n] = [pack, off, len(b), b.base] if isinstance(b, Patch) else [pack, off, len(b)]
 
         try:
             skeleton = _split(state, self.min_list, self.block, put)
@@ -317,7 +312,7 @@ class ChunkedCheckpointStore(CheckpointStore):
             out.close()
         return skeleton, names, index, sizes, out
 
-    def _patch(self, reader: _PackReader, before: str, data: bytes, elements: list[Any]) -> bytes:
+    def _patch(self, reader: PackReader, before: str, data: bytes, elements: list[Any]) -> bytes:
         """The bytes to store for a changed block (``data``, its ``elements``) whose predecessor is ``before``:
         a patch against the predecessor's root (itself, or the full block it patches) when that is valid
         (applying it gives exactly ``data``) and shorter, else ``data`` itself."""
@@ -326,122 +321,10 @@ class ChunkedCheckpointStore(CheckpointStore):
         if len(old) != len(elements):
             return data
         changes = [[j, x] for j, (x, y) in enumerate(zip(elements, old)) if x != y]
-        patch = _dumps(changes)
-        if len(patch) >= len(data) or _apply_text(old, changes) != data:  # e.g. 1 vs 1.0: == but not the same
+        patch = dumps(changes)
+        if len(patch) >= len(data) or apply_text(old, changes) != data:  # e.g. 1 vs 1.0: == but not the same
             return data
-        return _Patch(patch, root)
+        return Patch(patch, root)
 
     def _replace(self, name: str, data: bytes) -> None:
         atomic_write(os.path.join(self.dir, name), data, self.fsync)
-
-
-class _Pack:
-    """A pack file being written: created at its first block, fsynced (if asked) when closed."""
-
-    def __init__(self, path: str, fsync: bool) -> None:
-        self.path, self.fsync = path, fsync
-        self.f: Any = None
-        self.bytes = self.blocks = self.patches = 0
-
-    def write(self, data: bytes, patch: bool) -> int:
-        """Append ``data``; its offset."""
-        if self.f is None:
-            self.f = open(self.path, "wb")
-        off = self.bytes
-        self.f.write(data)
-        self.bytes += len(data)
-        self.blocks += 1
-        self.patches += patch
-        return off
-
-    def close(self) -> None:
-        if self.f is not None:
-            self.f.flush()
-            if self.fsync:
-                os.fsync(self.f.fileno())
-            self.f.close()
-            self.f = None
-
-
-class _Patch(bytes):
-    """Stored bytes of a patch block (``[[position, element], ...]``) with the full block it applies to."""
-
-    base: str
-
-    def __new__(cls, data: bytes, base: str) -> _Patch:
-        obj = super().__new__(cls, data)
-        obj.base = base
-        return obj
-
-
-def _apply(old: list[Any], changes: list[Any]) -> list[Any]:
-    out = list(old)
-    for j, x in changes:
-        out[j] = x
-    return out
-
-
-def _apply_text(old: list[Any], changes: list[Any]) -> bytes:
-    return _dumps(_apply(old, changes))
-
-
-class _PackReader:
-    """Reads blocks (full or patches, resolved and verified against their names) from a directory's packs."""
-
-    def __init__(self, directory: str, index: dict[str, list[Any]], name_of: Any, streamed: bool = False) -> None:
-        self.dir, self.index, self.name_of = directory, index, name_of
-        self.files: dict[str, bytes] = {}
-        self.cache: dict[str, bytes] = {}
-        #: ``streamed``: packs kept open and read a block at a time (``pread``), only roots cached
-        self.open: dict[str, OpenFile] | None = {} if streamed else None
-        self.cache_max = 0 if streamed else 4096
-
-    def _read(self, pack: str, off: int, size: int) -> bytes:
-        if self.open is not None:
-            f = self.open.get(pack)
-            if f is None:
-                try:
-                    f = self.open[pack] = OpenFile(os.path.join(self.dir, pack))
-                except FileNotFoundError:
-                    raise CheckpointError(f"checkpoint in {self.dir}: pack {pack} is missing") from None
-            return os.pread(f.fd, size, off)
-        if pack not in self.files:
-            try:
-                with open(os.path.join(self.dir, pack), "rb") as fh:
-                    self.files[pack] = fh.read()
-            except FileNotFoundError:
-                raise CheckpointError(f"checkpoint in {self.dir}: pack {pack} is missing") from None
-        return self.files[pack][off:off + size]
-
-    def root(self, name: str) -> str:
-        """The full block ``name`` is stored as a patch of (``name`` itself if it is stored whole)."""
-        loc = self.index.get(name)
-        return str(loc[3]) if loc is not None and len(loc) > 3 else name
-
-    def block(self, name: str) -> Any:
-        """The block's elements, freshly decoded (never shared between two calls)."""
-        return json.loads(self.text(name))
-
-    def text(self, name: str) -> bytes:
-        got = self.cache.get(name)
-        if got is not None:
-            return got
-        loc = self.index.get(name)
-        if loc is None:
-            raise CheckpointError(f"checkpoint in {self.dir}: block {name[:12]} is not in the index")
-        pack, off, size = loc[0], loc[1], loc[2]
-        data = self._read(pack, off, size)
-        if len(data) != size:
-            raise CheckpointError(f"checkpoint in {self.dir}: block {name[:12]} in {pack} is damaged (short)")
-        try:
-            if len(loc) > 3:  # a patch on a full block (its root: never itself a patch)
-                if len(self.index.get(loc[3], ())) != 3:
-                    raise ValueError("a patch on a patch")
-                data = _apply_text(self.block(loc[3]), json.loads(data))
-        except (ValueError, TypeError, IndexError):
-            raise CheckpointError(f"checkpoint in {self.dir}: block {name[:12]} in {pack} is damaged") from None
-        if not hmac.compare_digest(self.name_of(data), name):
-            raise CheckpointError(f"checkpoint in {self.dir}: block {name[:12]} in {pack} is damaged")
-        if len(self.cache) < self.cache_max:
-            self.cache[name] = data
-        return data

@@ -67,7 +67,7 @@ from .columns import nan_none
 from .group import ThresholdGroup
 from .key import KeyState
 from .restart import EDetector, WindowRestart
-from .rows import key_rows, load_rows
+from .rows import key_rows, load_rows, members_by_seen
 from .table import STATES, KeyTable, KeyView
 
 __all__ = ["ContinuousMonitor", "DEFAULT_GROUP"]
@@ -374,7 +374,7 @@ class ContinuousMonitor:
         obj.groups = {}
         if isinstance(keys, dict):
             seen = load_rows(obj.table, keys, ("seen",))["seen"]
-            members = _members(obj.table, seen)
+            members = members_by_seen(obj.table, seen)
             for name, d in groups.items():
                 if d["name"] != name:
                     raise ValueError(f"group {name!r} has the snapshot of group {d['name']!r}")
@@ -394,24 +394,3 @@ class ContinuousMonitor:
     @classmethod
     def loads(cls, text: str) -> ContinuousMonitor:
         return cls.restore(json.loads(text))
-
-
-def _members(table: KeyTable, seen: array[int]) -> dict[str, OrderedDict[str, int]]:
-    """Each group's members (the keys with ``seen >= 0``) by their last record, least recent first;
-    ``ValueError`` if two members of a group have the same."""
-    import numpy as np
-    sv = np.frombuffer(seen, dtype=np.int64) if len(seen) else np.zeros(0, np.int64)
-    order = np.nonzero(sv >= 0)[0]
-    order = order[np.argsort(sv[order], kind="stable")]
-    names, gnames, grp = list(table.slot), table.group_names, table.group
-    out: dict[str, OrderedDict[str, int]] = {}
-    for i, v in zip(order.tolist(), sv[order].tolist()):
-        ls = out.get(gnames[grp[i]])
-        if ls is None:
-            ls = out[gnames[grp[i]]] = OrderedDict()
-        elif next(reversed(ls.values())) == v:
-            raise ValueError(f"key {names[i]!r}: two members of group {gnames[grp[i]]!r} were last seen at record {v}")
-        ls[names[i]] = v
-    if (sv < -1).any():
-        raise ValueError("a key row has a negative last record (seen)")
-    return out

@@ -45,6 +45,7 @@ from __future__ import annotations
 import base64
 import binascii
 from array import array
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING, Any
@@ -56,7 +57,7 @@ from ..json_lazy import LazyArray
 if TYPE_CHECKING:
     from .table import KeyTable
 
-__all__ = ["KeyRows", "key_rows", "load_rows", "FORMAT", "VERSION"]
+__all__ = ["KeyRows", "key_rows", "load_rows", "members_by_seen", "FORMAT", "VERSION"]
 
 FORMAT, VERSION = "key-rows", 1
 #: rows made (or read) at a time
@@ -224,3 +225,22 @@ def _check(rec: np.ndarray[Any, Any], keys: list[str], ngroups: int, cols: list[
         row = {name: rec[name][j].tolist() for name, _, _ in cols}
         raise ValueError(f"key {keys[j]!r}: a value out of range in its row {row}")
 
+
+def members_by_seen(table: KeyTable, seen: array[int]) -> dict[str, OrderedDict[str, int]]:
+    """Each group's members (the keys with ``seen >= 0``) by their last record, least recent first;
+    ``ValueError`` if two members of a group have the same."""
+    sv = np.frombuffer(seen, dtype=np.int64) if len(seen) else np.zeros(0, np.int64)
+    order = np.nonzero(sv >= 0)[0]
+    order = order[np.argsort(sv[order], kind="stable")]
+    names, gnames, grp = list(table.slot), table.group_names, table.group
+    out: dict[str, OrderedDict[str, int]] = {}
+    for i, v in zip(order.tolist(), sv[order].tolist()):
+        ls = out.get(gnames[grp[i]])
+        if ls is None:
+            ls = out[gnames[grp[i]]] = OrderedDict()
+        elif next(reversed(ls.values())) == v:
+            raise ValueError(f"key {names[i]!r}: two members of group {gnames[grp[i]]!r} were last seen at record {v}")
+        ls[names[i]] = v
+    if (sv < -1).any():
+        raise ValueError("a key row has a negative last record (seen)")
+    return out
