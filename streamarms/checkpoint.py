@@ -45,7 +45,7 @@ from typing import Any, BinaryIO
 
 from .errors import StreamarmsError
 from .json_lazy import NotAscii, OpenFile, load_lazy
-from .json_stream import iter_json
+from .json_stream import iter_json, lazy_default
 
 __all__ = ["CheckpointStore", "FileCheckpointStore", "CheckpointError", "encode", "decode", "decode_parts",
            "write_encoded", "checkpoint_key", "atomic_write", "KEY_ENV", "KEY_FILE_ENV"]
@@ -106,7 +106,7 @@ def encode(state: dict[str, Any], key: bytes | None = None) -> bytes:
     ...
     streamarms.checkpoint.CheckpointError: checkpoint has no HMAC but a checkpoint key is set: refused (it may be forged); move it away to start afresh
     """
-    body = json.dumps(state, separators=(",", ":"), sort_keys=True).encode("utf-8")
+    body = json.dumps(state, separators=(",", ":"), sort_keys=True, default=lazy_default).encode("utf-8")
     head: dict[str, Any] = {"format": _MAGIC, "version": 1}
     if key:
         head["hmac_sha256"] = _mac(key, body)

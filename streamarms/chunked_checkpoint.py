@@ -48,14 +48,15 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import hmac
-import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
+from itertools import islice
 from typing import Any
 
 from .checkpoint import CheckpointError, CheckpointStore, atomic_write, decode, encode
-from .json_lazy import LazyArray, OpenFile, Shared
+from .chunked_packs import PackReader, PackWriter, Patch, apply_text, dumps
+from .json_lazy import LazyArray, Shared
 
 __all__ = ["ChunkedCheckpointStore", "split_document", "join_document"]
 
@@ -64,22 +65,33 @@ MARK = "\u0000blocks"
 _MANIFEST = "MANIFEST"
 
 
-def _dumps(x: Any) -> bytes:
-    return json.dumps(x, separators=(",", ":"), sort_keys=True).encode("utf-8")
-
-
 def split_document(doc: Any, min_list: int, block: int, slices: list[list[Any]] | None = None) -> tuple[Any, list[bytes]]:
     """``(skeleton, blocks)``: ``doc`` with every list of ``>= min_list`` elements that is a dict value
     replaced by ``{MARK: [first block index, number of blocks, length]}`` (a dict of as many entries: its
     ``[key, value]`` pairs, marked ``"dict"``), and the JSON text of the blocks (``slices``, if given,
-    receives the blocks' elements).
+    receives the blocks' elements). A :class:`~streamarms.json_lazy.LazyArray` counts as a list.
 
     >>> split_document({"a": [1, 2, 3], "b": 4, "c": {"x": 1, "y": 2}}, min_list=2, block=2)[1]
     [b'[1,2]', b'[3]', b'[["x",1],["y",2]]']
     """
     blocks: list[bytes] = []
 
+    def put(i: int, part: list[Any], data: bytes) -> None:
+        blocks.append(data)
+        if slices is not None:
+            slices.append(part)
+
+    return _split(doc, min_list, block, put), blocks
+
+
+def _split(doc: Any, min_list: int, block: int, put: Callable[[int, list[Any], bytes], None]) -> Any:
+    """:func:`split_document` a block at a time: ``put(index, elements, text)`` gets each block as it is
+    made (a long list is read once, ``block`` elements at a time: a snapshot's lazy arrays are never
+    whole in memory); returns the skeleton."""
+    count = 0
+
     def walk(x: Any) -> Any:
+        nonlocal count
         if not isinstance(x, dict):
             return x
         if MARK in x:
@@ -87,20 +99,19 @@ def split_document(doc: Any, min_list: int, block: int, slices: list[list[Any]] 
         out = {}
         for k, v in x.items():
             big_dict = isinstance(v, dict) and len(v) >= min_list
-            if big_dict or (isinstance(v, list) and len(v) >= min_list):
-                items = [[a, b] for a, b in v.items()] if big_dict else v
-                first = len(blocks)
-                for i in range(0, len(items), block):
-                    part = items[i:i + block]
-                    blocks.append(_dumps(part))
-                    if slices is not None:
-                        slices.append(part)
-                out[k] = {MARK: [first, len(blocks) - first, len(items)] + (["dict"] if big_dict else [])}
+            if big_dict or (isinstance(v, (list, LazyArray)) and len(v) >= min_list):
+                it = iter(([a, b] for a, b in v.items()) if big_dict else v)
+                first, n = count, 0
+                while part := list(islice(it, block)):
+                    put(count, part, dumps(part))
+                    count += 1
+                    n += len(part)
+                out[k] = {MARK: [first, count - first, n] + (["dict"] if big_dict else [])}
             else:
                 out[k] = walk(v)
         return out
 
-    return walk(doc), blocks
+    return walk(doc)
 
 
 def join_document(skeleton: Any, blocks: list[Any]) -> Any:
@@ -127,13 +138,15 @@ def join_document(skeleton: Any, blocks: list[Any]) -> Any:
     return {k: join_document(v, blocks) for k, v in skeleton.items()}
 
 
-def _blocks(reader: _PackReader, names: list[str], shared: Shared) -> Iterator[Any]:
-    """The elements of the blocks ``names``, a block read, verified and decoded at a time."""
+def _blocks(reader: PackReader, names: list[str], shared: Shared, share: bool = True) -> Iterator[Any]:
+    """The elements of the blocks ``names``, a block read, verified and decoded at a time (strings shared
+    unless ``share`` is false)."""
     for name in names:
-        yield from shared.walk(shared.decoder.decode(reader.text(name).decode("utf-8")))
+        block = shared.decoder.decode(reader.text(name).decode("utf-8"))
+        yield from shared.walk(block) if share else block
 
 
-def _join_streamed(skeleton: Any, names: list[str], sizes: list[int], reader: _PackReader, shared: Shared) -> Any:
+def _join_streamed(skeleton: Any, names: list[str], sizes: list[int], reader: PackReader, shared: Shared) -> Any:
     """:func:`join_document` with each long list a :class:`LazyArray` of its blocks (``sizes``: elements
     per block, counted when the blocks were verified)."""
     if not isinstance(skeleton, dict):
@@ -143,7 +156,8 @@ def _join_streamed(skeleton: Any, names: list[str], sizes: list[int], reader: _P
         n = sum(sizes[first:first + count])
         if n != length:
             raise CheckpointError(f"checkpoint block list has {n} elements, manifest says {length}")
-        arr = LazyArray(n, partial(_blocks, reader, names[first:first + count], shared), f" in {count} blocks")
+        arr = LazyArray(n, partial(_blocks, reader, names[first:first + count], shared), f" in {count} blocks",
+                        raw=partial(_blocks, reader, names[first:first + count], shared, False))
         if skeleton[MARK][3:] == ["dict"]:
             strings: dict[str, str] = shared.strings
             try:
@@ -197,7 +211,7 @@ class ChunkedCheckpointStore(CheckpointStore):
         man = self._read_manifest()
         if man is None:
             return None
-        reader = _PackReader(self.dir, man["index"], self._name)
+        reader = PackReader(self.dir, man["index"], self._name)
         decoded = [reader.block(name) for name in man["blocks"]]
         doc = join_document(man["doc"], decoded)
         if not isinstance(doc, dict):
@@ -213,7 +227,7 @@ class ChunkedCheckpointStore(CheckpointStore):
         man = self._read_manifest()
         if man is None:
             return None
-        reader = _PackReader(self.dir, man["index"], self._name, streamed=True)
+        reader = PackReader(self.dir, man["index"], self._name, streamed=True)
         names: list[str] = man["blocks"]
         sizes = [len(reader.block(name)) for name in names]  # every block verified now
         doc = _join_streamed(man["doc"], names, sizes, reader, Shared())
@@ -234,44 +248,25 @@ class ChunkedCheckpointStore(CheckpointStore):
             os.close(fd)  # releases the lock
 
     def _save(self, state: dict[str, Any]) -> None:
-        parts: list[list[Any]] = []
-        skeleton, blocks = split_document(state, self.min_list, self.block, parts)
-        names = [self._name(b) for b in blocks]
+        """One pass over the document, a block at a time: each block is named, and one not stored yet is
+        written to this save's pack at once (a patch on its predecessor where that is shorter); nothing
+        holds the document's blocks. If the packs then exceed ``compact_ratio`` times the live bytes, a
+        second pass writes every block whole into a new base pack instead."""
         prev = self._read_manifest()
         seq = int(prev["seq"]) + 1 if prev else 1
         old_index: dict[str, list[Any]] = prev["index"] if prev else {}
         old_names: list[str] = prev["blocks"] if prev else []
-        live_bytes = sum(len(b) for b in dict(zip(names, blocks)).values())
-        pack_bytes = dict((prev or {}).get("packs", {}))
-        index: dict[str, list[Any]] = {}
-        new: dict[str, bytes] = {}
-        if prev:
-            reader = _PackReader(self.dir, old_index, self._name)
-            for i, (n, b) in enumerate(zip(names, blocks)):
-                if n in old_index:
-                    index[n] = old_index[n]
-                elif n not in new:  # a changed block: a patch on its predecessor where that is shorter
-                    before = old_names[i] if i < len(old_names) and old_names[i] in old_index else None
-                    new[n] = b if before is None else self._patch(reader, before, b, parts[i])
-        base = not prev or sum(pack_bytes.values()) + sum(len(b) for b in new.values()) \
-            > self.compact_ratio * max(live_bytes, 1)
-        if base:
-            new, index, pack_bytes = dict(zip(names, blocks)), {}, {}
         pack = f"pack-{seq:08d}.bin"
-        off = 0
-        if new:
-            with open(os.path.join(self.dir, pack), "wb") as f:
-                for n, b in new.items():
-                    f.write(b)
-                    if isinstance(b, _Patch):
-                        index[n] = [pack, off, len(b), b.base]
-                    else:
-                        index[n] = [pack, off, len(b)]
-                    off += len(b)
-                f.flush()
-                if self.fsync:
-                    os.fsync(f.fileno())
-            pack_bytes[pack] = off
+        reader = PackReader(self.dir, old_index, self._name) if prev else None
+        skeleton, names, index, sizes, out = self._write_blocks(state, pack, old_index, old_names, reader)
+        live_bytes = sum(sizes.values())
+        pack_bytes = dict((prev or {}).get("packs", {}))
+        base = not prev or sum(pack_bytes.values()) + out.bytes > self.compact_ratio * max(live_bytes, 1)
+        if base and prev:  # compaction: every live block whole in one new pack
+            skeleton, names, index, sizes, out = self._write_blocks(state, pack, {}, [], None)
+            pack_bytes = {}
+        if out.bytes:
+            pack_bytes[pack] = out.bytes
         for loc in list(index.values()):  # a patch needs its root kept
             if len(loc) > 3 and loc[3] not in index:
                 index[loc[3]] = old_index[loc[3]]
@@ -284,10 +279,40 @@ class ChunkedCheckpointStore(CheckpointStore):
             if fn.startswith("pack-") and fn.endswith(".bin") and fn not in used:
                 os.unlink(os.path.join(self.dir, fn))
         self.saves += 1
-        self.last_written = {"blocks": len(new), "patches": sum(isinstance(b, _Patch) for b in new.values()),
-                             "bytes": off, "manifest_bytes": len(man_bytes), "base": base, "live_bytes": live_bytes, "manifest_blocks": len(names)}
+        self.last_written = {"blocks": out.blocks, "patches": out.patches, "bytes": out.bytes,
+                             "manifest_bytes": len(man_bytes), "base": base, "live_bytes": live_bytes,
+                             "manifest_blocks": len(names)}
 
-    def _patch(self, reader: _PackReader, before: str, data: bytes, elements: list[Any]) -> bytes:
+    def _write_blocks(self, state: dict[str, Any], pack: str, old_index: dict[str, list[Any]], old_names: list[str],
+                      reader: PackReader | None) -> tuple[Any, list[str], dict[str, list[Any]], dict[str, int], PackWriter]:
+        """Split ``state`` and write the blocks not in ``old_index`` to ``pack`` (fsynced, closed); returns
+        the skeleton, the block names, the index of every block, each block's size and the pack written."""
+        names: list[str] = []
+        index: dict[str, list[Any]] = {}
+        sizes: dict[str, int] = {}
+        out = PackWriter(os.path.join(self.dir, pack), self.fsync)
+
+        def put(i: int, part: list[Any], data: bytes) -> None:
+            n = self._name(data)
+            names.append(n)
+            if n in sizes:  # the same block twice in one document: stored once
+                return
+            sizes[n] = len(data)
+            if n in old_index:
+                index[n] = old_index[n]
+                return
+            before = old_names[i] if i < len(old_names) and old_names[i] in old_index else None
+            b = data if before is None or reader is None else self._patch(reader, before, data, part)
+            off = out.write(b, isinstance(b, Patch))
+            index[n] = [pack, off, len(b), b.base] if isinstance(b, Patch) else [pack, off, len(b)]
+
+        try:
+            skeleton = _split(state, self.min_list, self.block, put)
+        finally:
+            out.close()
+        return skeleton, names, index, sizes, out
+
+    def _patch(self, reader: PackReader, before: str, data: bytes, elements: list[Any]) -> bytes:
         """The bytes to store for a changed block (``data``, its ``elements``) whose predecessor is ``before``:
         a patch against the predecessor's root (itself, or the full block it patches) when that is valid
         (applying it gives exactly ``data``) and shorter, else ``data`` itself."""
@@ -296,94 +321,10 @@ class ChunkedCheckpointStore(CheckpointStore):
         if len(old) != len(elements):
             return data
         changes = [[j, x] for j, (x, y) in enumerate(zip(elements, old)) if x != y]
-        patch = _dumps(changes)
-        if len(patch) >= len(data) or _apply_text(old, changes) != data:  # e.g. 1 vs 1.0: == but not the same
+        patch = dumps(changes)
+        if len(patch) >= len(data) or apply_text(old, changes) != data:  # e.g. 1 vs 1.0: == but not the same
             return data
-        return _Patch(patch, root)
+        return Patch(patch, root)
 
     def _replace(self, name: str, data: bytes) -> None:
         atomic_write(os.path.join(self.dir, name), data, self.fsync)
-
-
-class _Patch(bytes):
-    """Stored bytes of a patch block (``[[position, element], ...]``) with the full block it applies to."""
-
-    base: str
-
-    def __new__(cls, data: bytes, base: str) -> _Patch:
-        obj = super().__new__(cls, data)
-        obj.base = base
-        return obj
-
-
-def _apply(old: list[Any], changes: list[Any]) -> list[Any]:
-    out = list(old)
-    for j, x in changes:
-        out[j] = x
-    return out
-
-
-def _apply_text(old: list[Any], changes: list[Any]) -> bytes:
-    return _dumps(_apply(old, changes))
-
-
-class _PackReader:
-    """Reads blocks (full or patches, resolved and verified against their names) from a directory's packs."""
-
-    def __init__(self, directory: str, index: dict[str, list[Any]], name_of: Any, streamed: bool = False) -> None:
-        self.dir, self.index, self.name_of = directory, index, name_of
-        self.files: dict[str, bytes] = {}
-        self.cache: dict[str, bytes] = {}
-        #: ``streamed``: packs kept open and read a block at a time (``pread``), only roots cached
-        self.open: dict[str, OpenFile] | None = {} if streamed else None
-        self.cache_max = 0 if streamed else 4096
-
-    def _read(self, pack: str, off: int, size: int) -> bytes:
-        if self.open is not None:
-            f = self.open.get(pack)
-            if f is None:
-                try:
-                    f = self.open[pack] = OpenFile(os.path.join(self.dir, pack))
-                except FileNotFoundError:
-                    raise CheckpointError(f"checkpoint in {self.dir}: pack {pack} is missing") from None
-            return os.pread(f.fd, size, off)
-        if pack not in self.files:
-            try:
-                with open(os.path.join(self.dir, pack), "rb") as fh:
-                    self.files[pack] = fh.read()
-            except FileNotFoundError:
-                raise CheckpointError(f"checkpoint in {self.dir}: pack {pack} is missing") from None
-        return self.files[pack][off:off + size]
-
-    def root(self, name: str) -> str:
-        """The full block ``name`` is stored as a patch of (``name`` itself if it is stored whole)."""
-        loc = self.index.get(name)
-        return str(loc[3]) if loc is not None and len(loc) > 3 else name
-
-    def block(self, name: str) -> Any:
-        """The block's elements, freshly decoded (never shared between two calls)."""
-        return json.loads(self.text(name))
-
-    def text(self, name: str) -> bytes:
-        got = self.cache.get(name)
-        if got is not None:
-            return got
-        loc = self.index.get(name)
-        if loc is None:
-            raise CheckpointError(f"checkpoint in {self.dir}: block {name[:12]} is not in the index")
-        pack, off, size = loc[0], loc[1], loc[2]
-        data = self._read(pack, off, size)
-        if len(data) != size:
-            raise CheckpointError(f"checkpoint in {self.dir}: block {name[:12]} in {pack} is damaged (short)")
-        try:
-            if len(loc) > 3:  # a patch on a full block (its root: never itself a patch)
-                if len(self.index.get(loc[3], ())) != 3:
-                    raise ValueError("a patch on a patch")
-                data = _apply_text(self.block(loc[3]), json.loads(data))
-        except (ValueError, TypeError, IndexError):
-            raise CheckpointError(f"checkpoint in {self.dir}: block {name[:12]} in {pack} is damaged") from None
-        if not hmac.compare_digest(self.name_of(data), name):
-            raise CheckpointError(f"checkpoint in {self.dir}: block {name[:12]} in {pack} is damaged")
-        if len(self.cache) < self.cache_max:
-            self.cache[name] = data
-        return data

@@ -230,11 +230,16 @@ class Shared:
         return v
 
 
-def _file_elements(file: OpenFile, start: int, end: int, shared: Shared, block: int) -> Iterator[Any]:
-    """The elements of the array at bytes ``[start, end)`` of ``file``, parsed one block at a time."""
+def _file_elements(file: OpenFile, start: int, end: int, shared: Shared, block: int,
+                   share: bool = True) -> Iterator[Any]:
+    """The elements of the array at bytes ``[start, end)`` of ``file``, parsed one block at a time (their
+    strings shared unless ``share`` is false)."""
     cur = _Cursor(file.fd, start, end, block)
     cur.expect("[", "'['")
     walk = shared.walk
+    if not share:
+        yield from cur.elements([shared.decoder])
+        return
     for v in cur.elements([shared.decoder]):
         t = type(v)
         yield walk(v) if t is dict or t is list or t is str else v
@@ -252,8 +257,9 @@ class LazyArray(Sequence[Any]):
     (3, [1, 2, 3], 2, True)
     """
 
-    def __init__(self, n: int, source: Callable[[], Iterator[Any]], what: str = "") -> None:
-        self._n, self._source, self._what = n, source, what
+    def __init__(self, n: int, source: Callable[[], Iterator[Any]], what: str = "",
+                 raw: Callable[[], Iterator[Any]] | None = None) -> None:
+        self._n, self._source, self._what, self._raw = n, source, what, raw
         self._it: Iterator[Any] | None = None
         self._next = 0
 
@@ -262,6 +268,11 @@ class LazyArray(Sequence[Any]):
 
     def __iter__(self) -> Iterator[Any]:
         return self._source()
+
+    def iter_raw(self) -> Iterator[Any]:
+        """The elements without sharing their strings (an array of one-use strings, such as the rows of a
+        checkpoint, would otherwise keep every one of them in the shared table until the document goes)."""
+        return self._raw() if self._raw is not None else self._source()
 
     @overload
     def __getitem__(self, i: int) -> Any: ...
@@ -363,7 +374,8 @@ class _Loader:
                 n = len(items) + sum(1 for _ in values)
                 end = cur.offset
                 return LazyArray(n, partial(_file_elements, self.file, start, end, self.shared, cur.block),
-                                 f" at bytes {start}..{end}")
+                                 raw=partial(_file_elements, self.file, start, end, self.shared, cur.block, False),
+                                 what=f" at bytes {start}..{end}")
         return items
 
 

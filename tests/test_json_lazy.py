@@ -15,6 +15,7 @@ import pytest
 
 from streamarms.checkpoint import CheckpointError, FileCheckpointStore
 from streamarms.json_lazy import LazyArray, NotAscii, OpenFile, load_lazy
+from streamarms.json_stream import lazy_default
 from streamarms.models import BernoulliModel
 from streamarms.registry import build_policy
 from streamarms.runtime import EventClock, RewardCodec, Scheduler, SchedulerConfig
@@ -209,11 +210,11 @@ def test_a_continuous_runner_restores_the_same_from_the_lazy_document(tmp_path):
     store.lazy_over = 100
     store.save({"scheduler": r.snapshot()})
     lazy = store.load_streamed()
-    assert isinstance(lazy["scheduler"]["monitor"]["keys"], LazyArray)  # type: ignore[index]
+    assert isinstance(lazy["scheduler"]["monitor"]["keys"]["rows"], LazyArray)  # type: ignore[index]
     a, b = runner(), runner()
     a.restore(store.load()["scheduler"])  # type: ignore[index]
     b.restore(lazy["scheduler"])  # type: ignore[index]
-    assert _bits(b.snapshot()) == _bits(a.snapshot()) == _bits(json.loads(json.dumps(r.snapshot())))
+    assert _bits(b.snapshot()) == _bits(a.snapshot()) == _bits(json.loads(json.dumps(r.snapshot(), default=lazy_default)))
 
 
 @pytest.mark.parametrize("shape", ["dicts", "lists", "strings", "numbers", "mixed", "spaced"])

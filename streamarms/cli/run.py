@@ -196,8 +196,10 @@ class _App:
         check_group_settings(s)
         if self.continuous and (s.group_by is not None and not s.group_by.strip()):
             raise ConfigError("--group-by needs a field name")
-        if not self.continuous and "group_by" in s.explicit:
-            raise ConfigError("--group-by applies to the continuous mode (--forever, or --mode continuous)")
+        for opt in ("group_by", "forget_silent"):
+            if not self.continuous and opt in s.explicit:
+                raise ConfigError(f"--{opt.replace('_', '-')} applies to the continuous mode (--forever, or --mode "
+                                  "continuous)")
         episodic = sorted(_EPISODE_ONLY & s.explicit)
         if self.continuous and episodic:
             raise ConfigError(f"{', '.join('--' + e.replace('_', '-') for e in episodic)}: the continuous mode "
@@ -247,7 +249,7 @@ class _App:
                 k=s.k, alpha=s.monitor_alpha, alpha_cd=s.change_alpha,
                 model=reward_model_of(PolicyParams(**s.policy_params())), clock=clock, emit_alert=self._alert,
                 group_by=s.group_by, max_groups=s.max_groups, max_arms=s.max_arms, arms=arms,
-                reward_field=s.reward_field, max_key_bytes=s.max_key_bytes)
+                reward_field=s.reward_field, max_key_bytes=s.max_key_bytes, forget_silent=bool(s.forget_silent))
         else:
             self.scheduler = Scheduler(
                 build, clock=clock, config=self.sched_config, codec=self.codec, emit_alert=self._alert,

@@ -85,6 +85,7 @@ class RunSettings:
     max_groups: int = 100
     monitor_alpha: float = 1e-3
     change_alpha: float = 1e-6
+    forget_silent: bool = False
     # records
     reward_field: str = "reward"
     request_id_field: str = "request_id"
@@ -249,6 +250,10 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                         "P(false alert) <= A x (segments + epochs) while means are constant")
     g.add_argument("--change-alpha", type=probability, metavar="A",
                    help="change detector: at most A false restarts of a key per record of it (default 1e-6)")
+    g.add_argument("--forget-silent", action="store_true", default=None,
+                   help="drop the evidence of a key silent for 1,000,000 records of its group (it has left the "
+                        "threshold) and reuse its memory; its next record makes it a new key (default: keep it, "
+                        "it rejoins with its evidence)")
     g = p.add_argument_group("records")
     g.add_argument("--reward-field", metavar="NAME", help="JSON field holding the reward (default reward)")
     g.add_argument("--request-id-field", metavar="NAME", help="JSON field of answers holding the request id")

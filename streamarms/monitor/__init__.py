@@ -4,6 +4,7 @@
 * :mod:`.key`: one key's evidence (segment sequence, restart rule, epoch sequence, standing flag);
 * :mod:`.table`, :mod:`.columns`: every key's evidence in columns, one slot a key (issue 13: ~0.7 KB a
   key instead of ~1.4 KB of objects); ``monitor.keys`` makes a key's :class:`KeyState` on demand;
+* :mod:`.rows`: the columns in a checkpoint, one binary row per key, made as the checkpoint is written;
 * :mod:`.group`: a group's k-sigma threshold in epochs (restarted when its members change);
 * :mod:`.monitor`: :class:`ContinuousMonitor`, the alerts and their evidence, the false-alarm guarantee.
 

@@ -124,17 +124,53 @@ class ThresholdGroup:
     def estimate(self) -> float:
         return self.track.estimate() if self.track is not None else math.nan
 
-    def snapshot(self) -> dict[str, Any]:
-        return {"name": self.name, "k": self.k, "alpha_theta": self.alpha_theta, "low": self.low,
-                "high": self.high, "ttl": self.ttl, "last_seen": [[kk, v] for kk, v in self.last_seen.items()],
-                "records": self.records, "epoch": self.epoch, "since": self.since,
-                "track": self.track.snapshot() if self.track is not None else None}
+    def snapshot(self, compact: bool = False, members: bool = True) -> dict[str, Any]:
+        """``compact``: the members and their last records as two lists (``members``, ``seen``: references
+        to the members' names and counts, no pair per member); else ``last_seen`` as ``[key, count]`` pairs
+        (earlier versions). ``members=False``: neither, only their number (``members_in_rows``: the
+        monitor writes each member's count in its key row); :meth:`restore` then takes them."""
+        out: dict[str, Any] = {"name": self.name, "k": self.k, "alpha_theta": self.alpha_theta, "low": self.low,
+                               "high": self.high, "ttl": self.ttl, "records": self.records, "epoch": self.epoch,
+                               "since": self.since, "track": self.track.snapshot() if self.track is not None else None}
+        if not members:
+            out["members_in_rows"] = len(self.last_seen)
+        elif compact:
+            out["members"], out["seen"] = list(self.last_seen), list(self.last_seen.values())
+        else:
+            out["last_seen"] = [[kk, v] for kk, v in self.last_seen.items()]
+        return out
+
+    def seen_in_order(self) -> bool:
+        """Whether the members' last records increase strictly in their order (least recently seen first),
+        so that sorting by them gives the order back (always, when fed by the monitor)."""
+        it = iter(self.last_seen.values())
+        last = next(it, None)
+        for v in it:
+            if not v > last:  # type: ignore[operator]
+                return False
+            last = v
+        return True
 
     @classmethod
-    def restore(cls, state: dict[str, Any]) -> ThresholdGroup:
+    def restore(cls, state: dict[str, Any], last_seen: OrderedDict[str, int] | None = None) -> ThresholdGroup:
+        """From :meth:`snapshot`; ``last_seen``: the members, when the snapshot has only their number."""
         obj = cls.__new__(cls)
         d = dict(state)
-        d["last_seen"] = OrderedDict((kk, v) for kk, v in d["last_seen"])
+        if "members_in_rows" in d:
+            n = d.pop("members_in_rows")
+            if last_seen is None or len(last_seen) != n:
+                raise ValueError(f"group {d.get('name')!r} has {n!r} members, the key rows give "
+                                 f"{None if last_seen is None else len(last_seen)}")
+            d["last_seen"] = last_seen
+        elif "members" in d:
+            members, seen = d.pop("members"), d.pop("seen")
+            if len(members) != len(seen):
+                raise ValueError(f"group {d.get('name')!r}: {len(members)} members but {len(seen)} last records")
+            d["last_seen"] = OrderedDict(zip(members, seen))
+            if len(d["last_seen"]) != len(members):
+                raise ValueError(f"group {d.get('name')!r}: a member appears twice")
+        else:
+            d["last_seen"] = OrderedDict((kk, v) for kk, v in d["last_seen"])
         d["track"] = ThresholdTrack.restore(d["track"]) if d["track"] is not None else None
         obj.__dict__.update(d)
         return obj

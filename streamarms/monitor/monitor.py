@@ -54,16 +54,20 @@ from __future__ import annotations
 
 import json
 import math
+from array import array
+from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
 from ..confidence import ConfidenceSequence
 from ..confidence.threshold import ThresholdTrack
+from ..json_stream import lazy_default
 from ..models import RewardModel, make_model, model_from_dict
 from .columns import nan_none
 from .group import ThresholdGroup
 from .key import KeyState
 from .restart import EDetector, WindowRestart
+from .rows import key_rows, load_rows, members_by_seen
 from .table import STATES, KeyTable, KeyView
 
 __all__ = ["ContinuousMonitor", "DEFAULT_GROUP"]
@@ -116,6 +120,7 @@ class ContinuousMonitor:
         self.k, self.alpha, self.alpha_theta, self.alpha_cd = float(k), float(alpha), float(alpha_theta), float(alpha_cd)
         self.restart, self.window, self.key_ttl = restart, window, key_ttl
         self.forget_silent = bool(forget_silent)
+        self._forgotten = 0  # keys forgotten (with records: the state version of a snapshot's rows)
         self._new_table()
         self.groups: dict[str, ThresholdGroup] = {}
         self.records = 0
@@ -175,6 +180,7 @@ class ContinuousMonitor:
             if self.forget_silent:
                 for k in dropped:  # never this record's key: it was just seen
                     t.remove(k)
+                self._forgotten += 1
         rule = t.rule
         if rule is not None and rule.observe(i, x, t.base_lo[i], t.base_hi[i]):
             self._restart_key(i, g, time)
@@ -265,6 +271,7 @@ class ContinuousMonitor:
         if g.leave(key, time):
             self.counts["epochs"] += 1
         t.remove(key)
+        self._forgotten += 1
 
     # -- reading ---------------------------------------------------------------------------------
     def classes(self) -> Iterator[tuple[str, str, str, bool]]:
@@ -312,36 +319,77 @@ class ContinuousMonitor:
         return a
 
     # -- persistence -----------------------------------------------------------------------------
-    def snapshot(self) -> dict[str, Any]:
-        """The whole state as JSON-able data; :meth:`restore` continues bit for bit. (``forget_silent``
-        appears only when set: the snapshots of the default monitor keep their format.)"""
+    def _version(self) -> tuple[int, int]:
+        """Changes with every change of the keys' columns (a record taken, a key forgotten)."""
+        return self.records, self._forgotten
+
+    def snapshot(self, *, rows: bool = True) -> dict[str, Any]:
+        """The whole state as data; :meth:`restore` continues bit for bit. (``forget_silent`` appears only
+        when set: the snapshots of the default monitor keep their format.)
+
+        ``rows`` (default): the keys as binary rows (:mod:`.rows`: a few bytes of references a key until
+        encoded; encode it -- a checkpoint store's ``save``, :meth:`dumps`, or ``json.dumps(snap,
+        default=streamarms.json_stream.lazy_default)`` -- before the next :meth:`update`); ``groups`` by
+        name, and a member's last record in its group (``seen``) in its row, so that a chunked store
+        rewrites only the rows of the keys with records (the group's order of members, which every record
+        changes, is restored by sorting them by ``seen``). ``rows=False``: a dict per key (the format of
+        earlier versions, plain JSON data; fine for a few thousand keys).
+        """
         out = {"k": self.k, "alpha": self.alpha, "alpha_theta": self.alpha_theta, "alpha_cd": self.alpha_cd,
-                "restart": self.restart, "window": self.window, "key_ttl": self.key_ttl,
-                "model": self.model.to_dict(),
-                "records": self.records, "counts": dict(self.counts),
-                "keys": [self.table.materialise(i, key).snapshot() for key, i in self.table.slot.items()],
-                "groups": [g.snapshot() for g in self.groups.values()]}
+               "restart": self.restart, "window": self.window, "key_ttl": self.key_ttl,
+               "model": self.model.to_dict(), "records": self.records, "counts": dict(self.counts)}
+        t = self.table
+        if rows:
+            seen = array("q", [-1]) * len(t.group)
+            groups = {}
+            for name, g in self.groups.items():
+                if g.seen_in_order():
+                    slot = t.slot
+                    for k, v in g.last_seen.items():
+                        seen[slot[k]] = v
+                    groups[name] = g.snapshot(members=False)
+                else:  # not from update() (a group fed by hand): its order as two lists
+                    groups[name] = g.snapshot(compact=True)
+            out["keys"], out["groups"] = key_rows(t, self._version, [("seen", seen)]), groups
+        else:
+            out["keys"] = [t.materialise(i, key).snapshot() for key, i in t.slot.items()]
+            out["groups"] = [g.snapshot() for g in self.groups.values()]
         if self.forget_silent:
             out["forget_silent"] = True
         return out
 
     @classmethod
     def restore(cls, state: dict[str, Any]) -> ContinuousMonitor:
+        """From either format of :meth:`snapshot`; ``ValueError`` (or ``KeyError``/``TypeError`` for a
+        document of another shape) if it does not fit: nothing is half restored."""
         obj = cls.__new__(cls)
         obj.k, obj.alpha, obj.alpha_theta, obj.alpha_cd = state["k"], state["alpha"], state["alpha_theta"], state["alpha_cd"]
         obj.restart, obj.window, obj.key_ttl = state["restart"], state["window"], state["key_ttl"]
         obj.forget_silent = bool(state.get("forget_silent", False))
         obj._set_model(model_from_dict(state["model"]))
         obj.records, obj.counts = state["records"], dict(state["counts"])
+        obj._forgotten = 0
         obj._new_table()
-        put = obj.table.put
-        for d in state["keys"]:  # one key at a time (a streamed checkpoint parses them as they come)
-            put(KeyState.restore(d))
-        obj.groups = {d["name"]: ThresholdGroup.restore(d) for d in state["groups"]}
+        keys, groups = state["keys"], state["groups"]
+        obj.groups = {}
+        if isinstance(keys, dict):
+            seen = load_rows(obj.table, keys, ("seen",))["seen"]
+            members = members_by_seen(obj.table, seen)
+            for name, d in groups.items():
+                if d["name"] != name:
+                    raise ValueError(f"group {name!r} has the snapshot of group {d['name']!r}")
+                obj.groups[name] = ThresholdGroup.restore(d, members.pop(name, OrderedDict()))
+            if members:
+                raise ValueError(f"key rows name members of groups the checkpoint lacks: {sorted(members)[:5]}")
+        else:  # a dict per key (earlier versions): one key at a time, as a streamed checkpoint parses them
+            put = obj.table.put
+            for d in keys:
+                put(KeyState.restore(d))
+            obj.groups = {d["name"]: ThresholdGroup.restore(d) for d in groups}
         return obj
 
     def dumps(self) -> str:
-        return json.dumps(self.snapshot())
+        return json.dumps(self.snapshot(), default=lazy_default)
 
     @classmethod
     def loads(cls, text: str) -> ContinuousMonitor:

@@ -121,3 +121,33 @@ def test_mode_episodes_keeps_the_episode_behaviour(tmp_path):
     assert run_main(args(tmp_path)) == 2
     # episode settings in the continuous mode: an error, not silently ignored
     assert run_main(args(tmp_path, "--checkpoint", "none", "--policy", "wrr", "--key-ttl", "60")) == 2
+
+
+def test_forget_silent_reaches_the_monitor_and_is_refused_by_the_episode_modes(tmp_path):
+    write(tmp_path / "r.jsonl", lines(2_000))
+    assert run_main(args(tmp_path, "--forget-silent")) == 0
+    assert monitor_state(tmp_path)["forget_silent"] is True
+    (tmp_path / "ck").unlink()
+    assert run_main(args(tmp_path)) == 0
+    assert "forget_silent" not in monitor_state(tmp_path)  # the default: evidence kept, the format unchanged
+    a = args(tmp_path, "--mode", "episodes", "--checkpoint", "none", "--forget-silent")
+    a.remove("--group-by")
+    a.remove("region")
+    assert run_main(a) == 2
+
+
+def test_a_checkpoint_with_damaged_key_rows_is_a_clear_error(tmp_path, capsys):
+    """A valid hash over key rows that do not decode (an edit re-hashed, a bug elsewhere): exit 2 naming the
+    key, nothing half restored."""
+    write(tmp_path / "r.jsonl", lines(2_000))
+    assert run_main(args(tmp_path)) == 0
+    store = FileCheckpointStore(tmp_path / "ck")
+    doc = store.load()
+    keys = doc["scheduler"]["monitor"]["keys"]
+    assert keys["format"] == "key-rows" and len(keys["rows"]) == len(KEYS)
+    keys["rows"][3] = keys["rows"][3][:-4]
+    store.save(doc)
+    capsys.readouterr()
+    assert run_main(args(tmp_path)) == 2
+    err = capsys.readouterr().err
+    assert "checkpoint" in err and repr(keys["names"][3]) in err and "base64" in err
