@@ -286,6 +286,8 @@ class FileCheckpointStore(CheckpointStore):
 
     #: :meth:`load_streamed` parses arrays longer than this an element at a time as they are iterated
     lazy_over = 10_000
+    #: plain file, temp file + rename: a forked child may save (:mod:`streamarms.background_checkpoint`)
+    fork_safe = True
 
     def __init__(self, path: str | os.PathLike[str], fsync: bool = True, secret: bytes | None = None) -> None:
         self.path = os.fspath(path)

@@ -142,7 +142,8 @@ def _checkpoint_store(s: RunSettings, kafka_cfg: dict[str, Any] | None, pool: An
 
 
 def _daemon_class(store: CheckpointStore | None, transaction: Any) -> type[Daemon]:
-    """The incremental (``dir:``) store checkpoints from a forked child (issue 13: no loop stall with many keys)."""
+    """File stores (a file or ``dir:``) checkpoint from a forked child (issue 13: no loop stall with many keys;
+    a full file checkpoint of a million keys takes seconds to build and write)."""
     if getattr(store, "fork_safe", False) and transaction is None and hasattr(os, "fork"):
         from ..background_checkpoint import BackgroundCheckpointDaemon
         return BackgroundCheckpointDaemon

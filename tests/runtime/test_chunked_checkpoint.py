@@ -12,7 +12,7 @@ import pytest
 from test_runtime_daemon import Crash, CrashingSource, fill, outcome
 
 from streamarms.background_checkpoint import BackgroundCheckpointDaemon
-from streamarms.checkpoint import CheckpointError, encode
+from streamarms.checkpoint import CheckpointError, FileCheckpointStore, encode
 from streamarms.chunked_checkpoint import ChunkedCheckpointStore
 from streamarms.connectors.memory import MemoryBroker, MemoryDeadLetterSink, MemorySink, MemorySource
 from streamarms.daemon import checkpoint_document, restore_checkpoint
@@ -123,15 +123,24 @@ def _start(broker, store, *, polls=None, group="g", alerts_topic="alerts"):
     return daemon, sched
 
 
-def test_background_checkpoints_crash_then_restart_equals_uninterrupted(tmp_path):
+def _chunked(path):
+    return ChunkedCheckpointStore(path, block=8, min_list=8, fsync=False)
+
+
+def _file(path):
+    return FileCheckpointStore(path, fsync=False)
+
+
+@pytest.mark.parametrize("make_store", [_chunked, _file], ids=["dir", "file"])
+def test_background_checkpoints_crash_then_restart_equals_uninterrupted(tmp_path, make_store):
     broker = MemoryBroker()
     fill(broker, "rewards", partitions=3, per_key=6000, seed=1, bad_every=997)
-    d0, s0 = _start(broker, ChunkedCheckpointStore(tmp_path / "u", block=8, min_list=8, fsync=False), group="u")
+    d0, s0 = _start(broker, make_store(tmp_path / "u"), group="u")
     assert d0.run() == 0
     ref = outcome(s0)
     assert d0.saved > 0 and max(d0.stalls) < 1.0
     for crash_after in (3, 41):
-        store = ChunkedCheckpointStore(tmp_path / f"c{crash_after}", block=8, min_list=8, fsync=False)
+        store = make_store(tmp_path / f"c{crash_after}")
         topic = f"alerts{crash_after}"
         d1, _ = _start(broker, store, polls=crash_after, group=f"c{crash_after}", alerts_topic=topic)
         with pytest.raises(Crash):
@@ -141,6 +150,15 @@ def test_background_checkpoints_crash_then_restart_equals_uninterrupted(tmp_path
         assert outcome(s2) == ref
         ids = [a["alert_id"] for a in broker.values(topic)]
         assert sorted(set(ids)) == ["1:region-18:outlier", "1:region-19:outlier"]
+
+
+def test_run_saves_file_and_directory_checkpoints_in_a_forked_child(tmp_path):
+    """``streamarms run`` picks the background daemon for both file stores (a full file checkpoint of a
+    million keys takes seconds: issue 13's "never stall the loop for more than 1 s")."""
+    from streamarms.cli.run import _daemon_class
+    assert _daemon_class(_file(tmp_path / "c.json"), None) is BackgroundCheckpointDaemon
+    assert _daemon_class(_chunked(tmp_path / "d"), None) is BackgroundCheckpointDaemon
+    assert _daemon_class(_file(tmp_path / "c.json"), object()) is not BackgroundCheckpointDaemon  # a transaction
 
 
 def test_background_checkpoints_refuse_a_store_that_cannot_fork():
