@@ -136,6 +136,47 @@ def test_source_merges_partitions_in_timestamp_order_through_pauses(kafka_broker
         src.close()
 
 
+def test_paused_partitions_never_leave_the_consumer_idle_with_records_in_hand(kafka_broker):
+    """Issue 15: a partition paused while its records are kafka-python's in-line slot used to be parked
+    only inside the next poll, after the restore of resumed partitions' parked records: that poll found
+    nothing to return or fetch and slept ``retry_backoff_ms`` (100 ms; 0.3-0.4 s of every 2 s of the
+    4-partition benchmark). Counted, not timed: no fetch of the source reports "idle" (nothing to wait
+    for) while records of a partition that is not paused are parked; and the merge is still exact."""
+    rng = random.Random(5)
+    n = 40_000
+    recs = [(f"k{rng.randrange(20)}", b'{"reward": 0}', T0 + i) for i in range(n)]
+    produce(kafka_broker.bootstrap, "merge-idle", recs, partitions=4)
+    src = KafkaRewardSource(["merge-idle"], "g-idle", {"bootstrap_servers": [kafka_broker.bootstrap]},
+                            max_poll_records=500, max_buffer=2000,
+                            consumer_options={"session_timeout_ms": 6000, "heartbeat_interval_ms": 500})
+    idle_with_parked = []
+    fetcher = src.consumer._fetcher
+    subs = src.consumer._subscription
+    inner = fetcher.fetch_records
+
+    def fetch_records(*args, **kw):
+        got, idle = inner(*args, **kw)
+        if idle and any(not subs.is_paused(tp) for tp in fetcher._paused_partition_records):
+            idle_with_parked.append(sorted(tp.partition for tp in fetcher._paused_partition_records))
+        return got, idle
+
+    fetcher.fetch_records = fetch_records
+    try:
+        got, prev, last = 0, None, {}
+        deadline = time.monotonic() + 60
+        while got < n and time.monotonic() < deadline:
+            for r in src.poll(0.2):
+                assert r.offset == last.get(r.partition, -1) + 1
+                last[r.partition] = r.offset
+                assert prev is None or r.timestamp > prev
+                prev = r.timestamp
+                got += 1
+        assert got == n and src._resumed_any
+        assert idle_with_parked == []
+    finally:
+        src.close()
+
+
 def test_kill_9_mid_episode_then_restart_equals_uninterrupted(kafka_broker, twenty_keys, tmp_path):
     ref_args = base_args(kafka_broker, twenty_keys, "ref", tmp_path)
     run(ref_args)
