@@ -121,6 +121,9 @@ class ContinuousMonitor:
         self.restart, self.window, self.key_ttl = restart, window, key_ttl
         self.forget_silent = bool(forget_silent)
         self._forgotten = 0  # keys forgotten (with records: the state version of a snapshot's rows)
+        #: keys forgotten since a runner last emptied this list (not state: the runner drops its own
+        #: per-key entries for them at once, so that a forgotten key no longer counts anywhere)
+        self.forgotten: list[str] = []
         self._new_table()
         self.groups: dict[str, ThresholdGroup] = {}
         self.records = 0
@@ -180,6 +183,7 @@ class ContinuousMonitor:
             if self.forget_silent:
                 for k in dropped:  # never this record's key: it was just seen
                     t.remove(k)
+                self.forgotten.extend(dropped)
                 self._forgotten += 1
         rule = t.rule
         if rule is not None and rule.observe(i, x, t.base_lo[i], t.base_hi[i]):
@@ -271,6 +275,7 @@ class ContinuousMonitor:
         if g.leave(key, time):
             self.counts["epochs"] += 1
         t.remove(key)
+        self.forgotten.append(key)
         self._forgotten += 1
 
     # -- reading ---------------------------------------------------------------------------------
@@ -369,6 +374,7 @@ class ContinuousMonitor:
         obj._set_model(model_from_dict(state["model"]))
         obj.records, obj.counts = state["records"], dict(state["counts"])
         obj._forgotten = 0
+        obj.forgotten = []
         obj._new_table()
         keys, groups = state["keys"], state["groups"]
         obj.groups = {}

@@ -289,8 +289,24 @@ class ContinuousRunner:
     def _feed(self, arm: str, x: float, group: str, t: float) -> None:
         self.counters.used += 1
         self._groups.setdefault(arm, group)
-        for alert in self.monitor.update(arm, x, time=t, group=group):
+        mon = self.monitor
+        for alert in mon.update(arm, x, time=t, group=group):
             self.alerts.on_alert(self._alert(alert))
+        if mon.forgotten:
+            self._release(mon.forgotten)
+
+    def _release(self, forgotten: list[str]) -> None:
+        """Drop the runner's own entries (key registry, group of the key) for keys the monitor forgot
+        (``forget_silent``), and empty the list: a forgotten key no longer counts toward ``max_arms``
+        nor holds memory here, and its next record registers it as a new key."""
+        arm_of, seen, groups = self.keys.arm_of, self.keys.last_seen, self._groups
+        for arm in forgotten:
+            seen.pop(arm, None)
+            groups.pop(arm, None)
+            arm_of.pop(arm.encode("utf-8"), None)
+            if arm_of.get(arm) == arm:
+                del arm_of[arm]
+        forgotten.clear()
 
     def _alert(self, a: dict[str, Any]) -> dict[str, Any]:
         """The monitor's alert as an alert record (:mod:`streamarms.alerts`' fields where they apply)."""

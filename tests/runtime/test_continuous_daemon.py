@@ -131,3 +131,32 @@ def test_refused_records_go_to_the_dead_letters_and_change_nothing():
     after = r.snapshot()
     assert after["monitor"] == before["monitor"] and after["arms"] == before["arms"]
     assert r.records == 9 and r.used == 2
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["offer", "offer_batch"])
+def test_forgotten_keys_leave_the_runner_too(batched):
+    """``forget_silent``: a key the monitor forgets (silent for ``key_ttl`` records of its group) leaves the
+    runner's key registry and group map as well, so keys that come and go never reach ``max_arms``; a
+    forgotten key that returns is a new key. Without the release the 11th key is refused (too_many_arms)."""
+    clock = EventClock()
+    runner = ContinuousRunner(ContinuousMonitor(key_ttl=20, forget_silent=True), clock=clock, max_arms=10)
+    rng = random.Random(3)
+    refused = []
+    for gen in range(10):  # 10 generations of 5 keys, 60 records each: 50 distinct keys, at most ~10 alive
+        keys = [f"g{gen}-k{j}".encode() for j in range(5)] if gen < 9 else [b"g0-k0"] + [
+            f"g9-k{j}".encode() for j in range(1, 5)]
+        recs = [(keys[rng.randrange(5)], b'{"reward": %d}' % (rng.random() < 0.3)) for _ in range(60)]
+        if batched:
+            _, bad = runner.offer_batch([k for k, _ in recs], [v for _, v in recs])
+            refused += [e.reason for _, e in bad]
+        else:
+            for k, v in recs:
+                e = runner.offer(k, v, time=float(gen))
+                if e is not None:
+                    refused.append(e.reason)
+        live = set(runner.monitor.keys)
+        assert set(runner.keys.last_seen) == live  # the registry holds exactly the monitor's keys
+        assert set(runner._groups) <= live and len(runner.keys.arm_of) <= 2 * len(live)
+    assert refused == []
+    assert runner.used == 600 and "g0-k0" in runner.monitor.keys  # it came back as a new key
+    assert runner.monitor.forgotten == []
