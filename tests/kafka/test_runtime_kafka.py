@@ -109,6 +109,21 @@ def test_wrr_alerts_exactly_the_two_outliers(kafka_broker, twenty_keys, tmp_path
     assert 0 < s["samples"] < s["records"] <= 200_000
 
 
+def read_in_timestamp_order(src: KafkaRewardSource, n: int) -> None:
+    """Poll ``src`` until ``n`` records came (60 s at most): every partition's offsets in order, the
+    timestamps increasing across partitions, and the source resumed a paused partition on the way."""
+    got, prev, last = 0, None, {}
+    deadline = time.monotonic() + 60
+    while got < n and time.monotonic() < deadline:
+        for r in src.poll(0.2):
+            assert r.offset == last.get(r.partition, -1) + 1
+            last[r.partition] = r.offset
+            assert prev is None or r.timestamp > prev
+            prev = r.timestamp
+            got += 1
+    assert got == n and src._resumed_any
+
+
 def test_source_merges_partitions_in_timestamp_order_through_pauses(kafka_broker):
     """A tiny merge buffer forces pause/resume all the time while partitions run dry at different
     moments (kafka-python parks fetched data of paused partitions and, without the source's
@@ -122,16 +137,7 @@ def test_source_merges_partitions_in_timestamp_order_through_pauses(kafka_broker
                             max_poll_records=500, max_buffer=1000,
                             consumer_options={"session_timeout_ms": 6000, "heartbeat_interval_ms": 500})
     try:
-        got, prev, last = 0, None, {}
-        deadline = time.monotonic() + 60
-        while got < n and time.monotonic() < deadline:
-            for r in src.poll(0.2):
-                assert r.offset == last.get(r.partition, -1) + 1
-                last[r.partition] = r.offset
-                assert prev is None or r.timestamp > prev  # produced with increasing timestamps
-                prev = r.timestamp
-                got += 1
-        assert got == n and src._resumed_any
+        read_in_timestamp_order(src, n)  # produced with increasing timestamps
     finally:
         src.close()
 
@@ -162,16 +168,7 @@ def test_paused_partitions_never_leave_the_consumer_idle_with_records_in_hand(ka
 
     fetcher.fetch_records = fetch_records
     try:
-        got, prev, last = 0, None, {}
-        deadline = time.monotonic() + 60
-        while got < n and time.monotonic() < deadline:
-            for r in src.poll(0.2):
-                assert r.offset == last.get(r.partition, -1) + 1
-                last[r.partition] = r.offset
-                assert prev is None or r.timestamp > prev
-                prev = r.timestamp
-                got += 1
-        assert got == n and src._resumed_any
+        read_in_timestamp_order(src, n)
         assert idle_with_parked == []
     finally:
         src.close()
