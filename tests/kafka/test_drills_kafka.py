@@ -309,14 +309,36 @@ class CheckpointWatch:
         self.c.close(autocommit=False)
 
 
-def kill_9_by_progress(args, watch, lives=10):
+class Trickle:
+    """A stream produced in chunks, the next one only once the daemon's checkpoint shows it has read all
+    the previous ones: ``lives`` lives of ``chunk = needed // (lives + 2)`` records each cannot finish an
+    episode that needs ``needed`` records, so every life is killed mid-episode however fast the daemon
+    (with the whole stream in the topic up front, a fast daemon ended its episode in four lives)."""
+
+    def __init__(self, bootstrap, topic, records, needed, lives=10):
+        self.bootstrap, self.topic, self.records = bootstrap, topic, records
+        self.chunk, self.produced = max(1, needed // (lives + 2)), 0
+
+    def top_up(self, seen: int) -> None:
+        if seen >= self.produced and self.produced < len(self.records):
+            part = self.records[self.produced:self.produced + self.chunk]
+            produce(self.bootstrap, self.topic, part)
+            self.produced += len(part)
+
+    def rest(self) -> None:
+        produce(self.bootstrap, self.topic, self.records[self.produced:])
+        self.produced = len(self.records)
+
+
+def kill_9_by_progress(args, watch, trickle, lives=10):
     """Run ``streamarms run args`` ``lives`` times, each killed -9 once its checkpoint (seen by ``watch``,
-    a :class:`CheckpointWatch`) shows records beyond the previous life's, after a delay growing per life:
-    kills land mid-episode on a fast machine as on a slow one (a fixed wall-clock delay let a fast CI
-    machine finish in four lives). Returns how many lives were killed (the others ended on their own)."""
+    a :class:`CheckpointWatch`) shows records beyond the previous life's, after a delay growing per life,
+    topping the topic up from ``trickle`` (a :class:`Trickle`) before each life. Kills land while the
+    daemon works through a chunk or waits at its end. Returns how many lives were killed."""
     killed = 0
     for i in range(lives):
         before = watch.poll()
+        trickle.top_up(before)
         proc = subprocess.Popen(cli(args), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         t0 = time.monotonic()
         while proc.poll() is None and watch.poll() <= before and time.monotonic() - t0 < 120:
@@ -331,8 +353,8 @@ def kill_9_by_progress(args, watch, lives=10):
 
 def test_kill_9_ten_times_with_the_checkpoint_in_a_compacted_topic(kafka_broker, tmp_path):
     clean = clean_stream(150_000, seed=71)
-    produce(kafka_broker.bootstrap, "r-k9", clean)
     ref = reference(tmp_path, clean, "k9")
+    trickle = Trickle(kafka_broker.bootstrap, "r-k9", clean, ref["records"])
     common = ["--bootstrap-servers", kafka_broker.bootstrap, "--rewards-topic", "r-k9", "--group-id", "g-k9",
               "--alerts-topic", "alerts-k9", *POLICY, "--max-episodes", "1", "--create-topics",
               "--checkpoint", "kafka:ckpt-k9", "--checkpoint-interval", "0.2", "--max-poll-records", "300", *FAST_GROUP]
@@ -341,15 +363,16 @@ def test_kill_9_ten_times_with_the_checkpoint_in_a_compacted_topic(kafka_broker,
     store = KafkaCheckpointStore(cfg, "ckpt-k9", key="g-k9")
     watch = CheckpointWatch(kafka_broker.bootstrap, "ckpt-k9", "g-k9")
     try:
-        killed = kill_9_by_progress(common, watch)
+        killed = kill_9_by_progress(common, watch, trickle)
     finally:
         watch.close()
     try:
         mid = store.load()
     finally:
         store.close()
-    assert killed >= 5 and mid is not None, killed
-    assert mid["scheduler"]["counters"]["records"] > 0
+    assert killed == 10 and mid is not None, killed
+    assert 0 < mid["scheduler"]["counters"]["records"] < ref["records"]
+    trickle.rest()
     out = tmp_path / "k9.json"
     p = subprocess.run(cli([*common, "--summary-json", str(out)]), cwd=ROOT, capture_output=True, text=True,
                        timeout=300)

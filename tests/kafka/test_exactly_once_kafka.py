@@ -23,7 +23,15 @@ import time
 
 import pytest
 from drill_util import clean_stream
-from test_drills_kafka import POLICY, CheckpointWatch, dedupe_recipe, kill_9_by_progress, read_settled, reference
+from test_drills_kafka import (
+    POLICY,
+    CheckpointWatch,
+    Trickle,
+    dedupe_recipe,
+    kill_9_by_progress,
+    read_settled,
+    reference,
+)
 from test_runtime_kafka import FAST_GROUP, ROOT, cli, produce
 
 from streamarms.connectors.kafka import ensure_topics
@@ -117,15 +125,16 @@ def test_sigterm_restarts_with_exactly_once_publish_each_alert_once(kafka_broker
 @pytest.mark.drill
 def test_kill_9_ten_times_with_exactly_once(kafka_broker, tmp_path):
     clean = clean_stream(150_000, seed=71)
-    produce(kafka_broker.bootstrap, "r-eos-k9", clean)
     ref = reference(tmp_path, clean, "eos-k9")
+    trickle = Trickle(kafka_broker.bootstrap, "r-eos-k9", clean, ref["records"])
     common = _common(kafka_broker, "eos-k9")
     watch = CheckpointWatch(kafka_broker.bootstrap, "ckpt-eos-k9", "g-eos-k9")
     try:
-        killed = kill_9_by_progress(common, watch)
+        killed = kill_9_by_progress(common, watch, trickle)
     finally:
         watch.close()
-    assert killed >= 5
+    assert killed == 10
+    trickle.rest()
     ids = _finish_and_check(kafka_broker, tmp_path, common, ref, "eos-k9")
     _no_repeat_unless_tansu(ids)
 
