@@ -21,6 +21,13 @@ records the policy takes are decoded).
 ``KafkaConsumer.poll`` (wall and process), empty polls, and polls longer than 50 ms, within the measured
 window of each run. A wait shows as wall time in poll without process time.
 
+Which CRC-32C kafka-python checks record batches with is printed in the header: the ``crc32c`` C
+extension (a dependency of streamarms) or, without it, kafka-python's pure-Python fallback, which is
+half the bare loop's time (py-spy: 53%). ``--crc python`` forces the fallback: the
+configuration every number up to session 15 was measured in (the bare loop then reads ~158k records/s
+here, ~273k with the C extension; the daemon's own cost per record is the same in both, so its ratio to
+the bare loop is lower with the faster consumer).
+
 Both wall-clock and process-time rates are printed (each the best of ``--repeat``, cases
 interleaved): on a shared machine the process-time ratio (CPU seconds of this process, consumer
 threads included, per record) is the one a busy neighbour disturbs least.
@@ -47,7 +54,7 @@ import json  # noqa: E402
 from kafka import KafkaConsumer, KafkaProducer  # noqa: E402
 
 from streamarms.checkpoint import FileCheckpointStore  # noqa: E402
-from streamarms.connectors.kafka import KafkaRewardSource, client_config, ensure_topics  # noqa: E402
+from streamarms.connectors.kafka import KafkaRewardSource, client_config, crc_implementation, ensure_topics  # noqa: E402
 from streamarms.connectors.tansu import TansuBroker  # noqa: E402
 from streamarms.daemon import Daemon  # noqa: E402
 from streamarms.metrics import Metrics  # noqa: E402
@@ -244,7 +251,14 @@ def main() -> None:
     ap.add_argument("--offline-only", action="store_true", help="only the per-record validation cost (no broker)")
     ap.add_argument("--poll-stats", action="store_true",
                     help="also print, per run and case, the time spent inside KafkaConsumer.poll (where the wall clock went)")
+    ap.add_argument("--crc", choices=("installed", "python"), default="installed",
+                    help="python: make kafka-python check CRCs with its pure-Python fallback, as it does without "
+                         "the crc32c package (how issue 15's and sessions 12-15's numbers were measured)")
     args = ap.parse_args()
+    if args.crc == "python":
+        from kafka.record import default_records, util
+        default_records.calc_crc32c = util.crc32c_py  # type: ignore[assignment]
+    crc = "python (forced)" if args.crc == "python" else crc_implementation()
     costs = {(v, p): offer_cost(v, p) for v, p in (("used", "default"), ("all", "default"), ("all", "json"))}
     print(f"per-record cost of Scheduler.offer when idle (process time, best of 5, 200,000 records; "
           f"decoder {decoder.BACKEND}):")
@@ -259,7 +273,7 @@ def main() -> None:
     try:
         tag = str(int(time.time()))
         print(f"broker {args.bootstrap_servers}, {args.records:,} records per topic, 20 keys, best of {args.repeat}; "
-              f"decoder {decoder.BACKEND}; idle/detecting validate every record unless marked")
+              f"decoder {decoder.BACKEND}; kafka-python CRC-32C: {crc}; idle/detecting validate every record unless marked")
         for parts in args.partitions:
             topic = f"bench-{parts}p-{tag}"
             produce(args.bootstrap_servers, topic, args.records, parts)

@@ -88,7 +88,7 @@ from .kafka_positions import OUT_OF_RANGE_RULES, OffsetsOutOfRange, record_finge
 from .kafka_positions import transient as _transient
 from .ordering import PartitionMerger, parse_tp, tp_name
 
-__all__ = ["client_config", "ensure_topics", "record_fingerprint", "probe_cluster", "BrokerUnreachable", "KafkaRewardSource", "OffsetsOutOfRange", "GroupJoinTimeout", "OUT_OF_RANGE_RULES", "KafkaProducerPool", "KafkaAlertSink",
+__all__ = ["client_config", "crc_implementation", "ensure_topics", "record_fingerprint", "probe_cluster", "BrokerUnreachable", "KafkaRewardSource", "OffsetsOutOfRange", "GroupJoinTimeout", "OUT_OF_RANGE_RULES", "KafkaProducerPool", "KafkaAlertSink",
            "KafkaRequestSink", "KafkaDeadLetterSink", "KafkaCheckpointStore", "KafkaTransaction", "SinkError"]
 
 log = logging.getLogger("streamarms.kafka")
@@ -106,6 +106,25 @@ class SinkError(RuntimeError):
 
 class GroupJoinTimeout(RuntimeError):
     """The consumer group did not assign partitions within ``join_timeout`` seconds (module docstring)."""
+
+
+def crc_implementation() -> str:
+    """``"c"`` when kafka-python checks record batches with the ``crc32c`` C extension (a dependency of
+    streamarms), ``"python"`` when with its pure-Python fallback, which takes about half the time of
+    reading a topic (``benchmarks/kafka_throughput.py --crc python``)."""
+    from kafka.record import util
+    return "python" if util.crc32c_c is None else "c"
+
+
+_crc_warned = False
+
+
+def _warn_pure_python_crc() -> None:
+    global _crc_warned
+    if not _crc_warned and crc_implementation() == "python":
+        _crc_warned = True
+        log.warning("kafka-python checks CRCs in pure Python (the crc32c package is missing): reading Kafka "
+                    "runs at about half speed; pip install crc32c")
 
 
 def client_config(bootstrap_servers: str | Sequence[str], **settings: Any) -> dict[str, Any]:
@@ -309,6 +328,7 @@ class KafkaRewardSource:
         self.consumer = self._new_consumer()
 
     def _new_consumer(self) -> KafkaConsumer:
+        _warn_pure_python_crc()
         consumer = KafkaConsumer(**self._opts)
         consumer.subscribe(self.topics, listener=_Listener(self))
         self.joined = False

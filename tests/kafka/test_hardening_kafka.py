@@ -127,3 +127,23 @@ def test_the_source_finishes_a_pending_join_before_leaving(kafka_broker):
     src.close()
     assert src.merger.partitions == [("t-join", 0)]  # close let the join finish (then left the group)
     assert _member(kafka_broker.bootstrap, "g-join", "t-join", 20.0)
+
+
+def test_kafka_python_checks_crcs_with_the_c_extension():
+    """streamarms depends on crc32c (kafka-python's [crc32c] extra): without the C CRC-32C, kafka-python's pure-Python
+    fallback is half the time of reading a topic (benchmarks/kafka_throughput.py --crc python)."""
+    from streamarms.connectors.kafka import crc_implementation
+    assert crc_implementation() == "c"
+
+
+def test_a_missing_crc_extension_is_warned_about_once(monkeypatch, caplog):
+    import kafka.record.util
+
+    from streamarms.connectors import kafka as k
+    monkeypatch.setattr(kafka.record.util, "crc32c_c", None)
+    monkeypatch.setattr(k, "_crc_warned", False)
+    with caplog.at_level("WARNING", logger="streamarms.kafka"):
+        k._warn_pure_python_crc()
+        k._warn_pure_python_crc()
+    warned = [r.getMessage() for r in caplog.records if "crc32c" in r.getMessage()]
+    assert len(warned) == 1 and "pip install crc32c" in warned[0], warned
