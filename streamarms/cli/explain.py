@@ -7,8 +7,8 @@ the samples behind it (since its last restart, and in all), its group's threshol
 and the samples behind it, the margin (the gap between the two intervals in units of the sum of their
 half-widths: positive when they are disjoint, i.e. when the key is classified). Without ``KEY``: every
 group's threshold band and its flagged keys. ``--checkpoint kafka:TOPIC`` reads the compacted topic
-(``--bootstrap-servers``, ``--group-id`` as for ``run``). Exit codes: 0 found, 1 unknown key, 2 no
-usable checkpoint.
+(``--bootstrap-servers``, ``--group-id`` as for ``run``), ``--checkpoint dir:PATH`` the incremental
+directory. Exit codes: 0 found, 1 unknown key, 2 no usable checkpoint.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ def add_explain_parser(subparsers: Any) -> argparse.ArgumentParser:
                               description=__doc__.split("\n\n")[0],
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("key", nargs="?", metavar="KEY", help="the stream key (none: every group's band and flagged keys)")
-    p.add_argument("--checkpoint", required=True, metavar="PATH|kafka:TOPIC", help="the checkpoint `run` writes")
+    p.add_argument("--checkpoint", required=True, metavar="PATH|dir:PATH|kafka:TOPIC",
+                   help="the checkpoint `run` writes")
     p.add_argument("--bootstrap-servers", metavar="HOST:PORT[,..]", help="with --checkpoint kafka:TOPIC")
     p.add_argument("--group-id", default="streamarms", metavar="ID", help="the run's consumer group (its key)")
     p.set_defaults(handler=explain_main)
@@ -64,13 +65,17 @@ def _store(opts: argparse.Namespace) -> CheckpointStore:
         from streamarms.connectors.kafka import KafkaCheckpointStore, client_config
         return KafkaCheckpointStore(client_config(opts.bootstrap_servers), spec[len("kafka:"):], key=opts.group_id,
                                     create=False, secret=secret)
+    if spec.startswith("dir:"):  # (read only: a load takes no lock and writes nothing)
+        from ..chunked_checkpoint import ChunkedCheckpointStore
+        return ChunkedCheckpointStore(spec[len("dir:"):], fsync=False, secret=secret)
     return FileCheckpointStore(spec, fsync=False, secret=secret)
 
 
 def explain_main(opts: argparse.Namespace) -> int:
     try:
         store = _store(opts)
-        doc = store.load()
+        load = getattr(store, "load_streamed", store.load)  # (dir: the restore's memory, not the whole document's)
+        doc = load()
         if doc is None:
             raise CheckpointError(f"no checkpoint in {store.describe()}")
         sched = doc.get("scheduler", {})

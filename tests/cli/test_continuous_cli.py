@@ -151,3 +151,20 @@ def test_a_checkpoint_with_damaged_key_rows_is_a_clear_error(tmp_path, capsys):
     assert run_main(args(tmp_path)) == 2
     err = capsys.readouterr().err
     assert "checkpoint" in err and repr(keys["names"][3]) in err and "base64" in err
+
+
+def test_explain_reads_an_incremental_checkpoint_directory(tmp_path, capsys):
+    """``--checkpoint dir:PATH`` (the incremental store of many keys) is read as the file one is."""
+    write(tmp_path / "r.jsonl", lines(40_000))
+    extra = ["--checkpoint", f"dir:{tmp_path / 'ckdir'}"]
+    assert run_main([*args(tmp_path)[:6], *extra, *args(tmp_path)[8:]]) == 0
+    assert not (tmp_path / "ck").exists()
+    capsys.readouterr()
+    assert cli_main(["explain", "eu-7", "--checkpoint", f"dir:{tmp_path / 'ckdir'}"]) == 0
+    ev = json.loads(capsys.readouterr().out)
+    assert ev["group"] == "eu" and ev["state"] == "outlier" and ev["samples"] > 1000
+    assert cli_main(["explain", "--checkpoint", f"dir:{tmp_path / 'ckdir'}"]) == 0
+    groups = {g["name"]: g for g in json.loads(capsys.readouterr().out)["groups"]}
+    assert [e["key"] for e in groups["eu"]["flagged"]] == ["eu-7"]
+    assert cli_main(["explain", "eu-7", "--checkpoint", f"dir:{tmp_path / 'nothing'}"]) == 2
+    assert not (tmp_path / "nothing").exists()  # a read writes nothing
