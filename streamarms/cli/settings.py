@@ -279,7 +279,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    "every assigned partition has delivered a record (or SEC of wall time)")
     g.add_argument("--min-arms", type=positive_int, metavar="N", help="arms needed to start an episode (default 3)")
     g.add_argument("--max-arms", type=positive_int, metavar="N", help="refuse new keys beyond N arms (default 10000)")
-    g.add_argument("--key-ttl", type=nonneg_float, metavar="SEC", help="forget keys silent for this long")
+    g.add_argument("--key-ttl", type=nonneg_float, metavar="SEC",
+                   help="forget a key with no record for this long, checked when an episode starts: it leaves the "
+                        "next episode's arms and frees its place under --max-arms (default 0: never)")
     g.add_argument("--clock", choices=["auto", "event", "wall"],
                    help="scheduler time: record timestamps (passive default) or the wall clock (active default)")
     g = p.add_argument_group("alerts")

@@ -31,6 +31,7 @@ def _run_config(tmp_path: Path, text: str, capsys, *flags: str) -> tuple[int, st
     ("k = true", "k = True: expected a number"),
     ('rewards_topic = 5', "rewards_topic = 5"),
     ("want_timeout = -1", "want_timeout = -1: expected a number >= 0"),
+    ('key_ttl = "soon"', "key_ttl = 'soon': expected a number of seconds"),
     ('kafka = "x"', "[kafka] must be a table"),
     ("window = [", "--config"),  # not TOML at all
 ])
@@ -79,12 +80,13 @@ def test_a_bad_setting_found_at_start_up_is_exit_2(tmp_path, capsys, flags, says
 def test_good_toml_values_equal_the_flags(tmp_path):
     p = tmp_path / "c.toml"
     p.write_text('window = 8\nwant_timeout = 2\nrewards_topic = "r"\nfrom_beginning = false\nlog_level = "debug"\n'
-                 'metrics_port = 9000\nk = 3\n[consumer]\nfetch_max_wait_ms = 100\n')
+                 'metrics_port = 9000\nk = 3\nkey_ttl = 60\n[consumer]\nfetch_max_wait_ms = 100\n')
     from streamarms.cli.main import build_parser
     s = resolve_settings(build_parser().parse_args(["run", "--config", str(p)]))
     assert (s.window, s.want_timeout, s.rewards_topic, s.from_beginning, s.log_level, s.metrics_port, s.k) == \
         (8, 2.0, ["r"], False, "debug", 9000, 3.0)
     assert s.consumer_option == ["fetch_max_wait_ms=100"]
+    assert s.key_ttl == 60.0 and resolve_settings(build_parser().parse_args(["run", "--key-ttl", "60"])).key_ttl == 60.0
 
 
 def test_every_setting_has_a_flag():
