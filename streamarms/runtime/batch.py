@@ -27,7 +27,6 @@ def offer_batch(s: Any, keys: Sequence[bytes | str | None], values: Sequence[byt
                 stamps: Sequence[float | None] | None = None, clock: EventClock | None = None,
                 parsed: Sequence[Any] | None = None) -> tuple[int, list[tuple[int, InvalidRecord]]]:
     """``Scheduler.offer_batch`` (``s`` is the scheduler; typed ``Any``: importing it would be a cycle)."""
-    xs = s.codec.rewards(values, parsed)
     out: list[tuple[int, InvalidRecord]] = []
     c, arm_of, plan, ev, intake = s.counters, s.keys.arm_of, s.plan, s._ev, s._intake
     inline = intake is None and not s._track_seen and not s._active
@@ -41,8 +40,12 @@ def offer_batch(s: Any, keys: Sequence[bytes | str | None], values: Sequence[byt
     # feed-all runs of records go to policy.update_batch at once: needs the stream clock (the
     # scheduler's own EventClock, which the stamps advance), so that every record's time is known
     runs = feed_all and ev is not None and (stamps is None or tick is ev)
-    if ((inline or feed_all) and episodes.phase != RUNNING and ev is not None and (stamps is None or tick is ev)
-            and _idle_batch(s, keys, xs, stamps, clock_ms)):
+    idle = (inline or feed_all) and episodes.phase != RUNNING and ev is not None and (stamps is None or tick is ev)
+    # --validate used: a skipped record is not parsed (offer skips it unread), so neither is an idle batch
+    if idle and not s._validate_all and _idle_batch(s, keys, None, stamps, clock_ms):
+        return len(keys), out
+    xs = s.codec.rewards(values, parsed)
+    if idle and s._validate_all and _idle_batch(s, keys, xs, stamps, clock_ms):
         return len(xs), out
     if inline and ev is not None and (stamps is None or tick is ev):
         return _planned(s, keys, values, xs, stamps, clock_ms, out)
@@ -227,17 +230,17 @@ def _feed_run(s: Any, pol: Any, i: int, arm: str, x: float, now: float, keys: Se
     return last, clocks[k - 1], None
 
 
-def _idle_batch(s: Any, keys: Sequence[bytes | str | None], xs: Sequence[float | None],
+def _idle_batch(s: Any, keys: Sequence[bytes | str | None], xs: Sequence[float | None] | None,
                 stamps: Sequence[float | None] | None, clock_ms: float) -> bool:
     """No episode running (passive mode, either feed, stream clock): a batch of valid rewards of
-    known keys changes nothing but the record count and the clock -- each record is counted and
-    skipped -- unless a deadline falls due inside it. The clock never goes back, so if it is still
+    known keys (``xs`` ``None``: of any values, ``--validate used``) changes nothing but the record
+    count and the clock -- each record is counted and skipped -- unless a deadline falls due inside it. The clock never goes back, so if it is still
     before the deadline after the last record (and the count before the record deadline) it was so
     after every one: count them all and move the clock at once (C-level scans; no per-record Python).
     Returns whether it did (else nothing changed: the record loop handles the batch)."""
-    n = len(xs)
+    n = len(keys)
     c = s.counters
-    if not n or None in xs or c.records + n >= s._record_deadline:
+    if not n or (xs is not None and None in xs) or c.records + n >= s._record_deadline:
         return False
     arm_of = s.keys.arm_of
     if not all(map(arm_of.__contains__, keys)):

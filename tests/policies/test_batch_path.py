@@ -112,14 +112,16 @@ def test_passive_plan_following_batched_equals_per_record(policy, validate):
     assert_same(ref, run(records, policy, batched, **cfg))
 
 
-@pytest.mark.parametrize("interval,arms,feed", [(12.0, None, "planned"), (9.0, [f"k{a:03d}" for a in range(12)], "planned"),
-                                               (12.0, None, "all")])
-def test_idle_gaps_batched_equals_per_record(interval, arms, feed, monkeypatch):
+@pytest.mark.parametrize("interval,arms,feed,validate", [
+    (12.0, None, "planned", "all"), (9.0, [f"k{a:03d}" for a in range(12)], "planned", "all"),
+    (12.0, None, "all", "all"), (12.0, None, "planned", "used"), (12.0, None, "all", "used")])
+def test_idle_gaps_batched_equals_per_record(interval, arms, feed, validate, monkeypatch):
     """Between episodes (``episode_interval`` of stream time) whole batches are counted at once
-    (``batch._idle_batch``): the next episode must start at the same record, with the same counters."""
+    (``batch._idle_batch``): the next episode must start at the same record, with the same counters.
+    ``--validate used``: the idle batch is not even decoded, its bad values pass unseen as in ``offer``."""
     records = stream(60_000, 12, seed=6, bad_rate=0.002)
     cfg = dict(discovery_records=300, episode_interval=interval, max_episodes=6, window=4, prefetch=2,
-               passive_feed=feed)
+               passive_feed=feed, validate=validate)
 
     def run_fixed(path):
         s, clock, out = make("wrr", **cfg)
