@@ -8,9 +8,11 @@ rewards), reads it once with a plain ``KafkaConsumer`` (``max_poll_records=1000`
 batch, stops the broker, and then hands those batches to the full :class:`~streamarms.daemon.Daemon`
 (scheduler, WRR, file checkpoints, metrics; the source merges them with the Kafka source's
 :class:`~streamarms.connectors.ordering.PartitionMerger`). It prints microseconds of process time
-per record, best of ``--repeat``: detecting back to back and idle. Divide by the bare consumer's
-microseconds per record (``kafka_throughput.py``: ~15 us on the 2-core machine) for the ratio:
-detecting >= 80% of the bare consumer means at most ~3.7 us here, idle >= 95% at most ~0.8 us.
+per record, best of ``--repeat``: detecting back to back and idle. Set it against the bare consumer's
+microseconds per record (``kafka_throughput.py`` on the 2-core machine: ~3.7 us with the C CRC-32C,
+a dependency; ~6.5 us with kafka-python's pure-Python fallback, ``--crc python``): detecting >= 80% of
+the bare consumer allows the daemon at most a quarter of it (~0.9 us; ~1.6 us), idle >= 95% a
+nineteenth (~0.2 us; ~0.35 us) -- less what the daemon's GC setting saves inside poll.
 
 Usage::
 
