@@ -151,6 +151,7 @@ def test_fuzz_1e4_bad_records_through_kafka(kafka_broker, tmp_path):
 
 
 def test_broker_outage_mid_run_is_ridden_out(tmp_path):
+    from streamarms.checkpoint import FileCheckpointStore
     pport = free_port()
     clean = clean_stream(150_000, seed=41)
     ref = reference(tmp_path, clean, "outage")
@@ -158,16 +159,22 @@ def test_broker_outage_mid_run_is_ridden_out(tmp_path):
         proxy = OutageProxy(broker.port, pport)
         boot = f"127.0.0.1:{pport}"
         try:
-            produce(boot, "r-outage", clean)
+            # a fifth of the records the episode needs first (a fast daemon read the whole stream before the
+            # outage began), the rest once the broker is back
+            produce(boot, "r-outage", clean[:ref["records"] // 5])
             args = ["--bootstrap-servers", boot, "--rewards-topic", "r-outage", "--group-id", "g-outage",
                     "--alerts-topic", "alerts-outage", *POLICY, "--max-episodes", "1", "--create-topics",
                     "--checkpoint", str(tmp_path / "o.ckpt"), "--checkpoint-interval", "0.5",
                     "--summary-json", str(tmp_path / "o.json"), "--max-poll-records", "200", *FAST_GROUP]
             proc = subprocess.Popen(cli(args), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            assert wait_for(lambda: (tmp_path / "o.ckpt").exists(), 120, proc)
+            ck = tmp_path / "o.ckpt"  # reading: the outage comes mid-run, not while the daemon joins its group
+            assert wait_for(lambda: ck.exists() and FileCheckpointStore(ck).load()["source"].get("r-outage:0", [0])[0]
+                            >= 5_000, 120, proc)
             proxy.down()
             time.sleep(12)
             proxy.up()
+            assert proc.poll() is None  # mid-episode: it cannot end on the records it had
+            produce(boot, "r-outage", clean[ref["records"] // 5:])
             _, err = proc.communicate(timeout=300)
         finally:
             proxy.close()
@@ -185,7 +192,9 @@ def test_broker_process_restart_mid_run_is_ridden_out(tmp_path):
     unknown, its producer's id too). Tansu keeps topics in memory only, so the test refills the new broker
     with the same records at the same offsets -- what a broker with durable storage would hold -- while
     the daemon is frozen (SIGSTOP), then lets it go on (SIGCONT). No crash, no loss, no double count: the
-    decision and counters of an undisturbed run (the last record's fingerprint matches: position kept)."""
+    decision and counters of an undisturbed run (the last record's fingerprint matches: position kept).
+    The first broker holds a fifth of the records the episode needs (with the whole stream, a fast daemon
+    ended its episode before the stop); the new one all of them, the first ones at the same offsets."""
     from streamarms.checkpoint import FileCheckpointStore
     port = free_port()
     clean = clean_stream(150_000, seed=43)
@@ -198,7 +207,7 @@ def test_broker_process_restart_mid_run_is_ridden_out(tmp_path):
     broker = TansuBroker(port=port).start()
     proc = None
     try:
-        produce(broker.bootstrap, "r-restart", clean)
+        produce(broker.bootstrap, "r-restart", clean[:ref["records"] // 5])
         proc = subprocess.Popen(cli(args), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert wait_for(lambda: ck.exists() and FileCheckpointStore(ck).load()["source"].get("r-restart:0", [0])[0]
                         >= 5_000, 120, proc)
