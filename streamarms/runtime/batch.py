@@ -234,10 +234,11 @@ def _idle_batch(s: Any, keys: Sequence[bytes | str | None], xs: Sequence[float |
                 stamps: Sequence[float | None] | None, clock_ms: float) -> bool:
     """No episode running (passive mode, either feed, stream clock): a batch of valid rewards of
     known keys (``xs`` ``None``: of any values, ``--validate used``) changes nothing but the record
-    count and the clock -- each record is counted and skipped -- unless a deadline falls due inside it. The clock never goes back, so if it is still
-    before the deadline after the last record (and the count before the record deadline) it was so
-    after every one: count them all and move the clock at once (C-level scans; no per-record Python).
-    Returns whether it did (else nothing changed: the record loop handles the batch)."""
+    count and the clock -- each record is counted and skipped -- unless a deadline falls due inside
+    it. The clock never goes back, so if it is still before the deadline after the last record (and
+    the count before the record deadline) it was so after every one: count them all and move the
+    clock at once (C-level scans; no per-record Python). Returns whether it did (else nothing
+    changed: the record loop handles the batch)."""
     n = len(keys)
     c = s.counters
     if not n or (xs is not None and None in xs) or c.records + n >= s._record_deadline:
