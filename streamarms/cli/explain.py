@@ -74,8 +74,7 @@ def _store(opts: argparse.Namespace) -> CheckpointStore:
 def explain_main(opts: argparse.Namespace) -> int:
     try:
         store = _store(opts)
-        load = getattr(store, "load_streamed", store.load)  # (dir: the restore's memory, not the whole document's)
-        doc = load()
+        doc = store.load_streamed()  # (as a restore reads it: its memory, not the whole document's)
         if doc is None:
             raise CheckpointError(f"no checkpoint in {store.describe()}")
         sched = doc.get("scheduler", {})

@@ -106,6 +106,16 @@ def dedupe_recipe(tmp_path, records, tag):
     return [json.loads(x)["alert_id"] for x in p.stdout.splitlines()]
 
 
+def checkpointed_position(ck, tp: str) -> int:
+    """The next offset of partition ``tp`` (``"topic:0"``) in the file checkpoint ``ck`` (0: none yet)."""
+    from streamarms.checkpoint import FileCheckpointStore
+    try:
+        doc = FileCheckpointStore(ck).load()
+    except Exception:
+        return 0
+    return doc["source"].get(tp, [0])[0] if doc else 0
+
+
 def wait_for(cond, timeout, proc=None):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -128,15 +138,8 @@ def test_fuzz_1e4_bad_records_through_kafka(kafka_broker, tmp_path):
             "--summary-json", str(tmp_path / "fuzz.json"), "--metrics-port", str(free_port()), *FAST_GROUP]
     proc = subprocess.Popen(cli(args), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     ck = tmp_path / "fuzz.ckpt"
-
-    def consumed_all():
-        from streamarms.checkpoint import FileCheckpointStore
-        try:
-            doc = FileCheckpointStore(ck).load()
-        except Exception:
-            return False
-        return bool(doc) and doc["source"].get("fuzz:0", [0])[0] >= len(fuzz)
-    assert wait_for(consumed_all, 400, proc), proc.communicate(timeout=30)[1].decode()[-3000:]
+    assert wait_for(lambda: checkpointed_position(ck, "fuzz:0") >= len(fuzz), 400, proc), \
+        proc.communicate(timeout=30)[1].decode()[-3000:]
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err.decode()[-3000:]
@@ -151,7 +154,6 @@ def test_fuzz_1e4_bad_records_through_kafka(kafka_broker, tmp_path):
 
 
 def test_broker_outage_mid_run_is_ridden_out(tmp_path):
-    from streamarms.checkpoint import FileCheckpointStore
     pport = free_port()
     clean = clean_stream(150_000, seed=41)
     ref = reference(tmp_path, clean, "outage")
@@ -168,8 +170,7 @@ def test_broker_outage_mid_run_is_ridden_out(tmp_path):
                     "--summary-json", str(tmp_path / "o.json"), "--max-poll-records", "200", *FAST_GROUP]
             proc = subprocess.Popen(cli(args), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             ck = tmp_path / "o.ckpt"  # reading: the outage comes mid-run, not while the daemon joins its group
-            assert wait_for(lambda: ck.exists() and FileCheckpointStore(ck).load()["source"].get("r-outage:0", [0])[0]
-                            >= 5_000, 120, proc)
+            assert wait_for(lambda: checkpointed_position(ck, "r-outage:0") >= 5_000, 120, proc)
             proxy.down()
             time.sleep(12)
             proxy.up()
@@ -195,7 +196,6 @@ def test_broker_process_restart_mid_run_is_ridden_out(tmp_path):
     decision and counters of an undisturbed run (the last record's fingerprint matches: position kept).
     The first broker holds a fifth of the records the episode needs (with the whole stream, a fast daemon
     ended its episode before the stop); the new one all of them, the first ones at the same offsets."""
-    from streamarms.checkpoint import FileCheckpointStore
     port = free_port()
     clean = clean_stream(150_000, seed=43)
     ref = reference(tmp_path, clean, "restart")
@@ -209,8 +209,7 @@ def test_broker_process_restart_mid_run_is_ridden_out(tmp_path):
     try:
         produce(broker.bootstrap, "r-restart", clean[:ref["records"] // 5])
         proc = subprocess.Popen(cli(args), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        assert wait_for(lambda: ck.exists() and FileCheckpointStore(ck).load()["source"].get("r-restart:0", [0])[0]
-                        >= 5_000, 120, proc)
+        assert wait_for(lambda: checkpointed_position(ck, "r-restart:0") >= 5_000, 120, proc)
         proc.send_signal(signal.SIGSTOP)
         broker.stop()
         broker = TansuBroker(port=port).start()
@@ -243,8 +242,7 @@ def test_stale_checkpoint_against_a_recreated_topic_warns_and_progresses(tmp_pat
         produce(broker.bootstrap, "r-stale", clean_stream(20_000, seed=51))
         proc = subprocess.Popen(cli(["--bootstrap-servers", broker.bootstrap, *common]), cwd=ROOT,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        assert wait_for(lambda: ck.exists() and FileCheckpointStore(ck).load()["source"].get("r-stale:0", [0])[0]
-                        >= 20_000, 120, proc)
+        assert wait_for(lambda: checkpointed_position(ck, "r-stale:0") >= 20_000, 120, proc)
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=60)
     with TansuBroker(port=port) as broker:  # "restarted": in-memory storage, the topic is gone
