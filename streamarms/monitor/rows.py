@@ -87,8 +87,13 @@ def spec(table: KeyTable) -> list[tuple[str, array[Any], int]]:
 Extra = Sequence[tuple[str, Any]]
 
 
+def _columns(table: KeyTable, extra: Extra = ()) -> list[tuple[str, Any, int]]:
+    """:func:`spec` of ``table`` followed by the snapshot's ``extra`` columns (one value per key): a row's layout."""
+    return [*spec(table), *((n, c, 1) for n, c in extra)]
+
+
 def _fields(table: KeyTable, extra: Extra = ()) -> list[list[Any]]:
-    return [[name, _STORED[col.typecode], per] for name, col, per in [*spec(table), *((n, c, 1) for n, c in extra)]]
+    return [[name, _STORED[col.typecode], per] for name, col, per in _columns(table, extra)]
 
 
 def _dtype(fields: list[list[Any]]) -> np.dtype[Any]:
@@ -122,7 +127,7 @@ class KeyRows(LazyArray):
                                "(save) a snapshot before the monitor takes another record")
         idx = self.slots[a:b]
         rec = np.zeros(len(idx), dtype=self.dtype)
-        for name, col, per in [*spec(self.table), *((n, c, 1) for n, c in self.extra)]:
+        for name, col, per in _columns(self.table, self.extra):
             src = np.frombuffer(col, dtype=np.dtype(col.typecode)) if len(col) else np.zeros(0, np.dtype(col.typecode))
             rec[name] = (src.reshape(-1, per) if per > 1 else src)[idx]
             del src  # the column may grow again: no buffer of it may outlive this call
@@ -183,6 +188,7 @@ def load_rows(table: KeyTable, sec: dict[str, Any], extra: tuple[str, ...] = ())
     if len(names) != len(rows):
         raise ValueError(f"the checkpoint has {len(names)} key names and {len(rows)} rows")
     cols = spec(table)
+    every = _columns(table, list(out.items()))
     chars = dt.itemsize // 3 * 4
     ngroups = len(table.group_names)
     it_names = iter(names)  # shared with the other containers naming the keys (the runner's registry)
@@ -200,7 +206,7 @@ def load_rows(table: KeyTable, sec: dict[str, Any], extra: tuple[str, ...] = ())
             raise ValueError(f"a row of keys {ks[0]!r}..{ks[-1]!r} is not base64") from None
         _check(rec, ks, ngroups, cols)
         first = len(table.group)
-        for name, col, _ in cols + [(n, c, 1) for n, c in out.items()]:
+        for name, col, _ in every:
             col.frombytes(rec[name].astype(np.dtype(col.typecode)).tobytes())
         slot = table.slot
         for j, k in enumerate(ks, start=first):
