@@ -54,6 +54,7 @@ import json  # noqa: E402
 from kafka import KafkaConsumer, KafkaProducer  # noqa: E402
 
 from streamarms.checkpoint import FileCheckpointStore  # noqa: E402
+from streamarms.connectors import kafka_records  # noqa: E402
 from streamarms.connectors.kafka import KafkaRewardSource, client_config, crc_implementation, ensure_topics  # noqa: E402
 from streamarms.connectors.tansu import TansuBroker  # noqa: E402
 from streamarms.daemon import Daemon  # noqa: E402
@@ -121,10 +122,14 @@ def produce(bootstrap: str, topic: str, n: int, partitions: int) -> None:
     p.close()
 
 
-def bare(bootstrap: str, topic: str, n: int, group: str, stats: PollStats | None = None) -> tuple[float, float, str]:
-    """(records/s of wall time, records/s of process time, poll summary) from the first record on."""
+def bare(bootstrap: str, topic: str, n: int, group: str, stats: PollStats | None = None,
+         one_pass: bool = False) -> tuple[float, float, str]:
+    """(records/s of wall time, records/s of process time, poll summary) from the first record on.
+    ``one_pass``: the consumer reads its records with streamarms' one-pass reader (the daemon's)."""
     c = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
                       auto_offset_reset="earliest", **CONSUMER)
+    if one_pass and not kafka_records.install(c):
+        raise RuntimeError("the one-pass reader could not be installed")
     if stats is not None:
         stats.wrap(c)
     seen, t0, c0 = 0, None, 0.0
@@ -142,14 +147,19 @@ def bare(bootstrap: str, topic: str, n: int, group: str, stats: PollStats | None
 
 
 def daemon(bootstrap: str, topic: str, n: int, group: str, detecting: bool, ordered: bool,
-           validate: str = "all", parser: str = "default", stats: PollStats | None = None) -> tuple[float, dict]:
-    default_loads = decoder._loads
+           validate: str = "all", parser: str = "default", stats: PollStats | None = None,
+           reader: str = "one-pass") -> tuple[float, dict]:
+    """``reader="kafka-python"``: the daemon's consumer keeps kafka-python's record reader (as before
+    issue 15's one-pass reader)."""
+    default_loads, default_install = decoder._loads, kafka_records.install
     if parser == "json":
         decoder._loads = json.loads
+    if reader == "kafka-python":
+        kafka_records.install = lambda consumer: False  # type: ignore[assignment]
     try:
         return _daemon(bootstrap, topic, n, group, detecting, ordered, validate, stats)
     finally:
-        decoder._loads = default_loads
+        decoder._loads, kafka_records.install = default_loads, default_install
 
 
 def _daemon(bootstrap: str, topic: str, n: int, group: str, detecting: bool, ordered: bool,
@@ -289,31 +299,39 @@ def main() -> None:
         for parts in args.partitions:
             topic = f"bench-{parts}p-{tag}"
             produce(args.bootstrap_servers, topic, args.records, parts)
-            cases = [("daemon, idle (records skipped)", False, True, "all", "default"),
-                     ("daemon, idle, stdlib json", False, True, "all", "json"),
-                     ("daemon, idle, --validate used", False, True, "used", "default"),
-                     ("daemon, detecting back to back", True, True, "all", "default")]
+            cases = [("daemon, idle (records skipped)", False, True, "all", "default", "one-pass"),
+                     ("daemon, idle, stdlib json", False, True, "all", "json", "one-pass"),
+                     ("daemon, idle, --validate used", False, True, "used", "default", "one-pass"),
+                     ("daemon, detecting back to back", True, True, "all", "default", "one-pass"),
+                     ("  the same, kafka-python's reader", True, True, "all", "default", "kafka-python")]
             if parts > 1:
-                cases.append(("daemon, idle, --order arrival", False, False, "all", "default"))
-            best: dict[str, tuple[float, dict]] = {"bare": (0.0, {})}
+                cases.append(("daemon, idle, --order arrival", False, False, "all", "default", "one-pass"))
+            best: dict[str, tuple[float, dict]] = {"bare": (0.0, {}), "bare1": (0.0, {})}
             cpu: dict[str, float] = {}  # best records per second of process time
             polls: list[str] = []
             for r in range(args.repeat):  # interleaved, best of each: the machine may be shared
-                rate, crate, summary = bare(args.bootstrap_servers, topic, args.records, f"bare-{topic}-{r}",
-                                            PollStats() if args.poll_stats else None)
-                polls.append(f"  run {r + 1} {'bare kafka-python loop':<34} {rate:>10,.0f} records/s  {summary}")
-                best["bare"] = max(best["bare"], (rate, {}), key=lambda x: x[0])
-                cpu["bare"] = max(cpu.get("bare", 0.0), crate)
-                for i, (label, detecting, ordered, validate, parser) in enumerate(cases):
+                for key, label, one_pass in (("bare", "bare kafka-python loop", False),
+                                             ("bare1", "bare loop, one-pass reader", True)):
+                    rate, crate, summary = bare(args.bootstrap_servers, topic, args.records, f"{key}-{topic}-{r}",
+                                                PollStats() if args.poll_stats else None, one_pass)
+                    polls.append(f"  run {r + 1} {label:<34} {rate:>10,.0f} records/s  {summary}")
+                    best[key] = max(best[key], (rate, {}), key=lambda x: x[0])
+                    cpu[key] = max(cpu.get(key, 0.0), crate)
+                for i, (label, detecting, ordered, validate, parser, reader) in enumerate(cases):
                     rate, st = daemon(args.bootstrap_servers, topic, args.records, f"d-{topic}-{i}-{r}",
-                                      detecting, ordered, validate, parser, PollStats() if args.poll_stats else None)
+                                      detecting, ordered, validate, parser, PollStats() if args.poll_stats else None,
+                                      reader)
                     polls.append(f"  run {r + 1} {label:<34} {rate:>10,.0f} records/s  {st.get('poll_stats', 'n/a')}")
                     if rate > best.get(label, (0.0, {}))[0]:
                         best[label] = (rate, st)
                     cpu[label] = max(cpu.get(label, 0.0), st.get("cpu_rate", 0.0))
             b, cb = best["bare"][0], cpu["bare"]
-            print(f"\n{parts} partition(s):  wall-clock records/s | records per second of process time")
+            b1, cb1 = best["bare1"][0], cpu["bare1"]
+            print(f"\n{parts} partition(s):  wall-clock records/s | records per second of process time "
+                  "(ratios: to the bare kafka-python loop, the issue's reference)")
             print(f"  {'bare kafka-python loop':<34} {b:>10,.0f} records/s{'':<23}| {cb:>10,.0f}")
+            print(f"  {'bare loop, one-pass reader':<34} {b1:>10,.0f} records/s  {b1 / b:6.1%} of bare  | "
+                  f"{cb1:>10,.0f}  {cb1 / cb:6.1%} of bare  (streamarms' record reader, no daemon)")
             for label, *_ in cases:
                 rate, st = best.get(label, (0.0, None))
                 if st is None:

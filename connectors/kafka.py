@@ -83,6 +83,7 @@ from streamarms.checkpoint import CheckpointStore, decode, encode
 from streamarms.errors import SinkUnavailable
 
 from . import kafka_positions as positions
+from . import kafka_records
 from .backfill import StartFrom
 from .kafka_positions import OUT_OF_RANGE_RULES, OffsetsOutOfRange, record_fingerprint
 from .kafka_positions import transient as _transient
@@ -330,6 +331,7 @@ class KafkaRewardSource:
     def _new_consumer(self) -> KafkaConsumer:
         _warn_pure_python_crc()
         consumer = KafkaConsumer(**self._opts)
+        kafka_records.install(consumer)  # its fetched records read in one pass a batch (issue 15)
         consumer.subscribe(self.topics, listener=_Listener(self))
         self.joined = False
         self._unjoined_since = time.monotonic()
