@@ -13,9 +13,9 @@ microseconds per record (``kafka_throughput.py`` on the 2-core machine: ~3.7 us 
 a dependency; ~6.5 us with kafka-python's pure-Python fallback, ``--crc python``). With kafka-python's
 own record reader inside the daemon's consumer, detecting >= 80% of the bare consumer allowed the
 daemon at most a quarter of it (~0.9 us), idle >= 95% a nineteenth (~0.2 us). The daemon's consumer
-reads with the one-pass reader (``connectors/kafka_records.py``): ~1.5 us a record instead of ~3.7
-(``kafka_throughput.py``'s "bare loop, one-pass reader"), which leaves the daemon ~3.1 us a record for
-detecting at 80% of the bare kafka-python loop and ~2.4 us for idle at 95%. (This script's batches are
+reads with the one-pass reader (``connectors/kafka_records.py``): the consumer's whole cost is ~2.0 us a
+record instead of ~3.7 (``kafka_throughput.py``'s "bare loop, one-pass reader"), which leaves the
+daemon ~2.6 us a record for detecting at 80% of the bare kafka-python loop and ~1.9 us for idle at 95%. (This script's batches are
 read once, before the clock, so its figures do not depend on the reader.)
 
 Usage::
