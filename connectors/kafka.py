@@ -16,7 +16,9 @@
   ``check_interval`` seconds without records it asks the broker for the partitions' end offsets
   (``timeout_ms=1000``) -- the answer is the reconnection test and refreshes the lag. One warning when
   the broker becomes unreachable (and every 60 s while it stays so), one line when it is back; the
-  daemon keeps its state, skips checkpoints while disconnected, and readiness reports it.
+  daemon keeps its state, skips checkpoints while disconnected, and readiness reports it. A group
+  offset commit waits at most ``commit_timeout`` seconds (5; kafka-python's own limit, 30 s, held the
+  daemon's loop through a whole outage) and a commit without an answer counts as the outage's start.
   **Backfill.** ``start_from`` (``"earliest"``, ``"latest"`` or a timestamp in ms) says where a partition
   assigned *without a checkpointed position* starts, whatever the group's committed offset says
   (:mod:`streamarms.connectors.backfill`): to warm a new deployment on history. A partition with a
@@ -265,7 +267,7 @@ class KafkaRewardSource:
                  from_beginning: bool = True, consumer_options: dict[str, Any] | None = None,
                  max_buffer: int = 20_000, on_out_of_range: str = "earliest", check_interval: float = 5.0,
                  rebuild_after: float = 10.0, join_timeout: float = 120.0, leave_grace: float = 15.0,
-                 start_from: str | int | None = None) -> None:
+                 start_from: str | int | None = None, commit_timeout: float = 5.0) -> None:
         if on_out_of_range not in OUT_OF_RANGE_RULES:
             raise ValueError(f"on_out_of_range must be one of {', '.join(OUT_OF_RANGE_RULES)}, got {on_out_of_range!r}")
         #: where a partition without a checkpointed position starts (``None``: the group's committed
@@ -274,6 +276,10 @@ class KafkaRewardSource:
         self._backfill = StartFrom(start_from, transient=_transient) if start_from is not None else None
         self.on_out_of_range = on_out_of_range
         self.check_interval = check_interval
+        #: seconds a group offset commit may wait for the broker (kafka-python's default, its request
+        #: timeout of 30 s, kept the daemon's loop blocked through a whole outage: no poll, no warning,
+        #: readiness unchanged); a commit that times out marks the broker unreachable
+        self.commit_timeout = commit_timeout
         #: the broker answered the last poll / end-offset check
         self.connected = True
         self.disconnected_since: float | None = None
@@ -599,10 +605,16 @@ class KafkaRewardSource:
         if not offsets:
             return
         try:
-            self.consumer.commit(offsets)
+            self.consumer.commit(offsets, timeout_ms=int(self.commit_timeout * 1000))
         except (KafkaError, AssertionError) as e:  # the checkpoint, not the group offset, is the source of truth
-            log.warning("committing offsets to group %s failed (the checkpoint stays authoritative): %s",
-                        self.group_id, e)
+            if not _transient(e):
+                log.warning("committing offsets to group %s failed (the checkpoint stays authoritative): %s",
+                            self.group_id, e)
+                return
+            log.warning("committing offsets to group %s: no answer within %.0f s (the checkpoint stays "
+                        "authoritative; the positions are committed once the broker is back)",
+                        self.group_id, self.commit_timeout)
+            self._disconnected(e)  # an outage: readiness says so now; the next polls check the broker
 
     def offsets(self, state: dict[str, Any]) -> dict[TopicPartition, OffsetAndMetadata]:
         """The positions of ``state`` for the partitions assigned now, as a commit (or a transaction) takes them."""

@@ -3,12 +3,21 @@ checkpoints, transactions. The long drills (fuzz, kill -9, broker restart) are i
 
 from __future__ import annotations
 
+import time
 from collections import namedtuple
 
 import pytest
-from test_runtime_kafka import read_topic
+from kafka import TopicPartition
+from test_runtime_kafka import produce, read_topic
 
-from streamarms.connectors.kafka import KafkaDeadLetterSink, KafkaProducerPool, ensure_topics
+from streamarms.connectors.kafka import (
+    KafkaDeadLetterSink,
+    KafkaProducerPool,
+    KafkaRewardSource,
+    client_config,
+    ensure_topics,
+)
+from streamarms.connectors.tansu import TansuBroker
 
 pytestmark = pytest.mark.kafka
 
@@ -147,3 +156,47 @@ def test_a_missing_crc_extension_is_warned_about_once(monkeypatch, caplog):
         k._warn_pure_python_crc()
     warned = [r.getMessage() for r in caplog.records if "crc32c" in r.getMessage()]
     assert len(warned) == 1 and "pip install crc32c" in warned[0], warned
+
+
+def test_a_commit_in_an_outage_gives_up_after_commit_timeout_and_reports_the_outage(caplog):
+    """kafka-python's commit waits up to its request timeout (30 s) for a broker that is gone, and the
+    daemon's loop with it: no poll, no warning, readiness unchanged through a whole outage. The source's
+    commit waits ``commit_timeout`` and then reports the outage (``connected`` False, one warning);
+    while disconnected it does not try; once the broker is back the same positions commit."""
+    from outage import OutageProxy
+
+    from streamarms.connectors.tansu import free_port
+
+    pport = free_port()
+    with TansuBroker(advertise_port=pport) as broker:
+        proxy = OutageProxy(broker.port, pport)
+        boot = f"127.0.0.1:{pport}"
+        src = None
+        try:
+            produce(boot, "t-commit-outage", [(b"k", b'{"reward": 1}', 1_700_000_000_000 + i) for i in range(50)])
+            src = KafkaRewardSource(["t-commit-outage"], "g-commit-outage", client_config(boot), commit_timeout=1.0,
+                                    consumer_options={"session_timeout_ms": 6000, "heartbeat_interval_ms": 500})
+            got: list = []
+            deadline = time.monotonic() + 60
+            while len(got) < 50 and time.monotonic() < deadline:
+                got += src.poll(0.2)
+            assert len(got) == 50
+            state = src.state()
+            proxy.down()
+            with caplog.at_level("WARNING", logger="streamarms.kafka"):
+                src.commit(state)
+                assert not src.connected
+                assert "no answer within 1 s" in caplog.text and "broker unreachable" in caplog.text
+                caplog.clear()
+                src.commit(state)  # disconnected: not tried (the checkpoint holds the positions)
+                assert caplog.text == ""
+            proxy.up()
+            while not src.connected and time.monotonic() < deadline + 60:
+                src.poll(0.2)
+            assert src.connected
+            src.commit(state)
+            assert src.consumer.committed(TopicPartition("t-commit-outage", 0)) == 50
+        finally:
+            if src is not None:
+                src.close()
+            proxy.close()
