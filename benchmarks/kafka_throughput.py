@@ -14,8 +14,10 @@ at the first record (the consumer-group join is not counted) and stops when all 
 
 Idle is measured three ways (issue 10, item 7): ``--validate all`` (the default: every record is
 decoded and checked, so every bad one reaches the dead letters) with the default decoder (orjson),
-the same with the standard library's :mod:`json`, and ``--validate used`` (the fast path: only the
-records the policy takes are decoded).
+the same on a second topic whose values are all distinct (a request id in each: the codec's memo of
+seen values, which answers a batch of 0/1 rewards with one dict lookup a value, never answers there,
+so every value is parsed), and ``--validate used`` (the fast path: only the records the policy takes
+are decoded). The offline table adds the standard library's :mod:`json` on distinct values.
 
 ``--poll-stats`` also says where each case's wall clock went (issue 15): the time spent inside
 ``KafkaConsumer.poll`` (wall and process), empty polls, and polls longer than 50 ms, within the measured
@@ -108,7 +110,8 @@ class PollStats:
                 f"{self.SLOW * 1e3:.0f} ms ({sum(c[1] for c in slow):.2f} s)")
 
 
-def produce(bootstrap: str, topic: str, n: int, partitions: int) -> None:
+def produce(bootstrap: str, topic: str, n: int, partitions: int, distinct: bool = False) -> None:
+    """``distinct``: every value carries a request id (as many real values do), so no two are equal."""
     ensure_topics({"bootstrap_servers": [bootstrap]}, {topic: partitions})
     means = zww17_example()
     keys = [f"region-{i:02d}".encode() for i in range(len(means))]
@@ -117,7 +120,9 @@ def produce(bootstrap: str, topic: str, n: int, partitions: int) -> None:
     t0 = 1_700_000_000_000
     for i in range(n):
         a = rng.randrange(len(keys))
-        p.send(topic, key=keys[a], value=b'{"reward": %d}' % (rng.random() < means[a]), timestamp_ms=t0 + i)
+        x = rng.random() < means[a]
+        value = b'{"reward": %d, "request_id": %d}' % (x, i) if distinct else b'{"reward": %d}' % x
+        p.send(topic, key=keys[a], value=value, timestamp_ms=t0 + i)
     p.flush()
     p.close()
 
@@ -219,12 +224,14 @@ def _daemon(bootstrap: str, topic: str, n: int, group: str, detecting: bool, ord
     return k / (marks["end"] - marks["start"]), st
 
 
-def offer_cost(validate: str, parser: str, n: int = 200_000, repeat: int = 5, batch: int = 0) -> float:
+def offer_cost(validate: str, parser: str, n: int = 200_000, repeat: int = 5, batch: int = 0,
+               distinct: bool = False) -> float:
     """Process-time nanoseconds per record of ``Scheduler.offer`` in the idle state (every record
     skipped), without a broker: the part of the daemon's per-record cost that validation changes,
     measured with process time, best of ``repeat`` (robust on a shared machine, unlike records/s).
     ``batch``: through ``Scheduler.offer_batch``, this many records a call (the daemon's path: one poll
-    batch a call) instead of record by record."""
+    batch a call) instead of record by record. ``distinct``: every value carries a request id, so the
+    codec's memo of seen values (``RewardCodec.rewards``) never answers and every value is parsed."""
     default_loads = decoder._loads
     if parser == "json":
         decoder._loads = json.loads
@@ -232,8 +239,9 @@ def offer_cost(validate: str, parser: str, n: int = 200_000, repeat: int = 5, ba
         means = zww17_example()
         keys = [f"region-{i:02d}".encode() for i in range(len(means))]
         rng = random.Random(3)
-        recs = [(keys[a], b'{"reward": %d}' % (rng.random() < means[a]))
-                for a in (rng.randrange(len(keys)) for _ in range(n))]
+        recs = [(keys[a], b'{"reward": %d, "request_id": %d}' % (rng.random() < means[a], i) if distinct
+                 else b'{"reward": %d}' % (rng.random() < means[a]))
+                for i, a in enumerate(rng.randrange(len(keys)) for _ in range(n))]
         clock = EventClock()
         sched = Scheduler(lambda arms, ep: WeightedRoundRobin(arms, k=2.0, delta=0.1), clock=clock,
                           codec=RewardCodec(model=BernoulliModel()), policy_name="wrr", delta=0.1,
@@ -277,15 +285,17 @@ def main() -> None:
         from kafka.record import default_records, util
         default_records.calc_crc32c = util.crc32c_py  # type: ignore[assignment]
     crc = "python (forced)" if args.crc == "python" else crc_implementation()
-    cases = (("used", "default"), ("all", "default"), ("all", "json"))
-    costs = {(v, p): offer_cost(v, p) for v, p in cases}
-    batched = {(v, p): offer_cost(v, p, batch=MAX_POLL) for v, p in cases}
+    offline = (("used", "default", False), ("all", "default", False), ("used", "default", True),
+               ("all", "default", True), ("all", "json", True))
+    costs = {c: offer_cost(c[0], c[1], distinct=c[2]) for c in offline}
+    batched = {c: offer_cost(c[0], c[1], batch=MAX_POLL, distinct=c[2]) for c in offline}
     print(f"per-record cost of the scheduler when idle (process time, best of 5, 200,000 records; "
           f"decoder {decoder.BACKEND}): record by record (Scheduler.offer) | in batches of {MAX_POLL} "
-          "(Scheduler.offer_batch, the daemon's path)")
-    for (v, p), ns in costs.items():
-        print(f"  --validate {v:<4} {'(stdlib json)' if p == 'json' else '':<14} {ns:7.0f} ns/record | "
-              f"{batched[(v, p)]:7.0f} ns/record")
+          "(Scheduler.offer_batch, the daemon's path); values: 0/1 rewards (two distinct values: the codec's "
+          "memo answers a batch), or every value distinct (a request id in each: every value parsed)")
+    for (v, p, d), ns in costs.items():
+        label = ("distinct values" if d else "0/1 values") + (", stdlib json" if p == "json" else "")
+        print(f"  --validate {v:<4} {label:<29} {ns:7.0f} ns/record | {batched[(v, p, d)]:7.0f} ns/record")
     if args.offline_only:
         return
     broker = None
@@ -299,8 +309,9 @@ def main() -> None:
         for parts in args.partitions:
             topic = f"bench-{parts}p-{tag}"
             produce(args.bootstrap_servers, topic, args.records, parts)
+            produce(args.bootstrap_servers, topic + "-distinct", args.records, parts, distinct=True)
             cases = [("daemon, idle (records skipped)", False, True, "all", "default", "one-pass"),
-                     ("daemon, idle, stdlib json", False, True, "all", "json", "one-pass"),
+                     ("daemon, idle, values all distinct", False, True, "all", "default", "one-pass"),
                      ("daemon, idle, --validate used", False, True, "used", "default", "one-pass"),
                      ("daemon, detecting back to back", True, True, "all", "default", "one-pass"),
                      ("  the same, kafka-python's reader", True, True, "all", "default", "kafka-python")]
@@ -318,7 +329,8 @@ def main() -> None:
                     best[key] = max(best[key], (rate, {}), key=lambda x: x[0])
                     cpu[key] = max(cpu.get(key, 0.0), crate)
                 for i, (label, detecting, ordered, validate, parser, reader) in enumerate(cases):
-                    rate, st = daemon(args.bootstrap_servers, topic, args.records, f"d-{topic}-{i}-{r}",
+                    rate, st = daemon(args.bootstrap_servers, topic + ("-distinct" if "distinct" in label else ""),
+                                      args.records, f"d-{topic}-{i}-{r}",
                                       detecting, ordered, validate, parser, PollStats() if args.poll_stats else None,
                                       reader)
                     polls.append(f"  run {r + 1} {label:<34} {rate:>10,.0f} records/s  {st.get('poll_stats', 'n/a')}")
@@ -342,10 +354,11 @@ def main() -> None:
                       f"{cpu[label] / cb:6.1%} of bare  ({note})")
             fast = best.get("daemon, idle, --validate used", (0.0, None))[0]
             if fast:
-                extra = (batched[("all", "default")] - batched[("used", "default")]) * 1e-9
-                print(f"  validating every record adds {extra * 1e9:.0f} ns/record (batched, as the daemon) = "
-                      f"{extra * fast:.1%} of the idle daemon's time per record at {fast:,.0f} records/s (the "
-                      "issue's budget: <= 10%)")
+                for d, what in ((False, "0/1 values"), (True, "distinct values")):
+                    extra = (batched[("all", "default", d)] - batched[("used", "default", d)]) * 1e-9
+                    print(f"  validating every record adds {extra * 1e9:.0f} ns/record ({what}, batched, as the "
+                          f"daemon) = {extra * fast:.1%} of the idle daemon's time per record at {fast:,.0f} "
+                          "records/s (issue 10's budget: <= 10%)")
             if args.poll_stats:
                 print(f"  time inside KafkaConsumer.poll, measured window of each run (polls over {PollStats.SLOW * 1e3:.0f} "
                       "ms: waits):")

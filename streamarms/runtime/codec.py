@@ -40,6 +40,9 @@ class RewardCodec:
         self.model = model
         self.request_id_field = request_id_field
         self.max_key_bytes = max_key_bytes
+        #: value -> reward of the values :meth:`rewards` accepted (see there); ``None``: switched off
+        self._memo: dict[Any, float | None] | None = {}
+        self._memo_for: tuple[Any, ...] = ()
 
     def arm(self, key: bytes | str | None) -> str:
         if key is None:
@@ -111,9 +114,19 @@ class RewardCodec:
         >>> RewardCodec(model=None).rewards([b'{"reward": 1}', b'{"reward": 1}'], [{"reward": 3}, None])
         [3.0, 1.0]
         """
+        memo = self._memo
+        if parsed is None and memo:
+            try:
+                known = list(map(memo.get, values))
+            except TypeError:  # an unhashable value (a bytearray): the passes below
+                known = [None]
+            if None not in known and self._memo_for == (decoder._loads, self.reward_field, self.model):
+                return known
         if parsed is None or None not in parsed:
             fast = self._rewards_clean(values, parsed)
             if fast is not None:
+                if parsed is None and memo is not None:
+                    self._remember(values, fast)
                 return fast
         # the fast parser itself (read per batch: a benchmark may swap it); its failures are retried by reward()
         loads, field, check, isfinite = decoder._loads, self.reward_field, None, math.isfinite
@@ -155,6 +168,37 @@ class RewardCodec:
                         x = None
             append(x)
         return out
+
+    #: distinct values the memo of :meth:`rewards` holds at most; past it the memo is switched off for good
+    MEMO_SIZE = 4096
+
+    def _remember(self, values: Sequence[bytes | str | None], xs: list[float | None]) -> None:
+        """The memo of :meth:`rewards`: a clean batch's values and their rewards, so that a batch made
+        only of values seen before is one dict lookup a value (a Bernoulli stream has two or three
+        distinct values: validating every record then costs ~40 ns instead of ~230). A value is a
+        byte string (or str) and the same bytes always give the same reward under the same parser,
+        field and model -- the memo is keyed by them and starts afresh if any changes. Streams whose
+        values are mostly distinct (continuous rewards, a request id in every value) fill it within a
+        few batches: it is then switched off, and costs nothing more.
+
+        >>> c = RewardCodec(model=None)
+        >>> c.rewards([b'{"reward": 1}', b'{"reward": 0}']), c.rewards([b'{"reward": 0}', b'{"reward": 1}'])
+        ([1.0, 0.0], [0.0, 1.0])
+        >>> sorted(c._memo.values())
+        [0.0, 1.0]
+        """
+        memo = self._memo
+        assert memo is not None
+        key = (decoder._loads, self.reward_field, self.model)
+        if self._memo_for != key:
+            memo.clear()
+            self._memo_for = key
+        try:
+            memo.update(zip(values, xs))
+        except TypeError:  # an unhashable value: leave the memo as it was
+            return
+        if len(memo) > self.MEMO_SIZE:
+            self._memo = None
 
     def _rewards_clean(self, values: Sequence[bytes | str | None],
                        parsed: Sequence[Any] | None) -> list[float | None] | None:

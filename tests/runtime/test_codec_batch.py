@@ -69,3 +69,32 @@ def test_values_that_only_combine_into_json_are_refused_each():
     codec = RewardCodec(model=BernoulliModel())
     a, b = b'{"reward": 1}, {"reward": 1, "a": [[', b']]}'
     assert codec.rewards([a, b] + CLEAN) == [None, None] + per_record(codec, CLEAN)
+
+
+@pytest.mark.parametrize("model", [None, BernoulliModel(), BoundedModel(0.0, 5.0)], ids=["none", "bernoulli", "bounded"])
+def test_the_memo_of_seen_values_gives_what_a_fresh_codec_gives(model):
+    """Batches drawn from a small pool (clean, suspect, and values a model refuses): a codec that has seen
+    them (its memo of accepted values warm) answers each batch as a codec that never saw one."""
+    import random
+
+    rng = random.Random(7)
+    codec = RewardCodec(model=model)
+    pool = CLEAN + [b'{"reward": 0.25}', b'{"reward": 4}', b'{"reward": -0.0}'] + SUSPECT
+    for i in range(400):
+        values = [rng.choice(CLEAN) for _ in range(rng.randrange(1, 40))]
+        if i % 3 == 0:
+            values[rng.randrange(len(values))] = rng.choice(pool)
+        assert same(codec.rewards(values), RewardCodec(model=model).rewards(values)), values
+    assert codec._memo  # (warm: the comparisons above went through it)
+
+
+def test_the_memo_starts_afresh_when_the_parser_changes_and_switches_off_on_distinct_values(monkeypatch):
+    codec = RewardCodec(model=None)
+    assert codec.rewards([b'{"reward": 1}']) == [1.0] and codec._memo == {b'{"reward": 1}': 1.0}
+    monkeypatch.setattr(decoder, "_loads", lambda v: {"reward": 2})  # another parser: the memo must not answer
+    assert codec.rewards([b'{"reward": 1}']) == [2.0] and codec._memo == {b'{"reward": 1}': 2.0}
+    monkeypatch.undo()
+    for i in range(0, RewardCodec.MEMO_SIZE + 1000, 1000):  # continuous rewards: every value new
+        codec.rewards([b'{"reward": %d.5}' % j for j in range(i, i + 1000)])
+    assert codec._memo is None
+    assert codec.rewards([b'{"reward": 1}', b'{"reward": 2.5}']) == [1.0, 2.5]
