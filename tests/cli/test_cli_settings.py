@@ -100,3 +100,20 @@ def test_the_error_hierarchy():
     assert issubclass(ConfigError, StreamarmsError) and issubclass(ConfigError, ValueError)
     assert issubclass(InvalidRecord, StreamarmsError) and issubclass(InvalidRecord, ValueError)
     assert issubclass(CheckpointError, StreamarmsError)
+
+
+def test_arrival_order_holds_a_polls_worth_of_rewards_per_planned_key_unless_told(tmp_path):
+    """``--order arrival`` hands out a partition's records in runs of up to a poll: ``prefetch`` defaults to
+    ``max_poll_records`` there (tests/runtime/test_arrival_order.py shows why); a given value is kept."""
+    from streamarms.cli.main import build_parser
+
+    def settings(*flags: str):
+        return resolve_settings(build_parser().parse_args(["run", "--bootstrap-servers", "b:9092", *flags]))
+
+    assert settings().prefetch == 4
+    assert settings("--order", "arrival").prefetch == 1000
+    assert settings("--order", "arrival", "--max-poll-records", "300").prefetch == 300
+    assert settings("--order", "arrival", "--prefetch", "4").prefetch == 4
+    p = tmp_path / "c.toml"
+    p.write_text('order = "arrival"\nprefetch = 8\n')
+    assert resolve_settings(build_parser().parse_args(["run", "--config", str(p)])).prefetch == 8
