@@ -197,7 +197,8 @@ def _daemon(bootstrap: str, topic: str, n: int, group: str, detecting: bool, ord
     sched = Scheduler(lambda arms, ep: WeightedRoundRobin(arms, k=2.0, delta=0.1), clock=clock,
                       codec=RewardCodec(model=BernoulliModel()), policy_name="wrr", delta=0.1,
                       config=SchedulerConfig(discovery_records=1000, episode_interval=0.0 if detecting else 1e9,
-                                             validate=validate))
+                                             validate=validate,
+                                             prefetch=4 if ordered else MAX_POLL))  # (the CLI's defaults)
     tmp = tempfile.mkdtemp()
     d = Daemon(sched, src, clock=clock, checkpoint=FileCheckpointStore(os.path.join(tmp, "ck")),
                checkpoint_interval=5.0, metrics=Metrics(), handle_signals=False, stop_when_exhausted=False)
