@@ -14,9 +14,10 @@ position after the last batch) and changes only how the records of a v2 batch be
 ``ConsumerRecord``\\ s: :func:`parse_batch` reads them all in one loop with the one-byte varints
 inline, and ``take`` hands out slices of the parsed list instead of pulling a generator record by
 record. The records are equal, field for field, to kafka-python's (``ConsumerRecord`` tuples, a fresh
-``headers`` list each). Anything :func:`parse_batch` does not expect -- a record with headers, record
-attributes, a size that does not add up, a legacy (v0/v1) batch -- goes through kafka-python's own
-per-record loop for that batch, so its errors (``CorruptRecordError``) and its records are kafka-python's.
+``headers`` list each, headers parsed as kafka-python parses them). Anything :func:`parse_batch` does
+not expect -- record attributes, a size that does not add up, a header key that is not UTF-8, a legacy
+(v0/v1) batch -- goes through kafka-python's own per-record loop for that batch, so its errors
+(``CorruptRecordError``) and its records are kafka-python's.
 
 Measured (``python benchmarks/kafka_throughput.py``, which prints both bare loops): the record reading
 drops from ~2.6 to ~0.85 us a record. The fast path relies on kafka-python's internals
@@ -69,9 +70,9 @@ def _varint(b: bytes, pos: int) -> tuple[int, int]:
 def parse_batch(batch: DefaultRecordBatch, topic: str, partition: int,
                 leader_epoch: int) -> tuple[list[Any], int] | None:
     """Every record of a (decompressed) v2 ``batch`` as kafka-python's ``ConsumerRecord``, and the sum of
-    their sizes (kafka-python's ``bytes_read``); ``None`` when the batch holds anything but plain records
-    (headers, record attributes, sizes that do not add up): the caller then reads it with kafka-python's
-    own loop, which raises its own errors."""
+    their sizes (kafka-python's ``bytes_read``); ``None`` when the batch holds anything unexpected (record
+    attributes, sizes that do not add up, a header key that is not UTF-8): the caller then reads it with
+    kafka-python's own loop, which raises its own errors."""
     h = batch._header_data
     base, first_ts, max_ts, n = h[0], h[7], h[8], h[12]
     log_append = bool(h[5] & DefaultRecordBatch.TIMESTAMP_TYPE_MASK)
@@ -84,13 +85,17 @@ def parse_batch(batch: DefaultRecordBatch, topic: str, partition: int,
     key: bytes | None = None
     value: bytes | None = None
     kl = vl = -1
+    varint, new, record = _varint, _new, ConsumerRecord
     try:
         for _ in range(n):
-            v = b[pos]  # Length
+            v = b[pos]  # Length (one or two bytes inline, as the deltas below: most records)
             if v < 0x80:
                 length, pos = (v >> 1) ^ -(v & 1), pos + 1
+            elif b[pos + 1] < 0x80:
+                v = (v & 0x7F) | (b[pos + 1] << 7)
+                length, pos = (v >> 1) ^ -(v & 1), pos + 2
             else:
-                length, pos = _varint(b, pos)
+                length, pos = varint(b, pos)
             start = pos
             size += length
             if b[pos]:  # Attributes: unused (0) in every format so far
@@ -98,18 +103,24 @@ def parse_batch(batch: DefaultRecordBatch, topic: str, partition: int,
             v = b[pos + 1]  # TimestampDelta
             if v < 0x80:
                 ts, pos = (v >> 1) ^ -(v & 1), pos + 2
+            elif b[pos + 2] < 0x80:
+                v = (v & 0x7F) | (b[pos + 2] << 7)
+                ts, pos = (v >> 1) ^ -(v & 1), pos + 3
             else:
-                ts, pos = _varint(b, pos + 1)
+                ts, pos = varint(b, pos + 1)
             v = b[pos]  # OffsetDelta
             if v < 0x80:
                 od, pos = (v >> 1) ^ -(v & 1), pos + 1
+            elif b[pos + 1] < 0x80:
+                v = (v & 0x7F) | (b[pos + 1] << 7)
+                od, pos = (v >> 1) ^ -(v & 1), pos + 2
             else:
-                od, pos = _varint(b, pos)
+                od, pos = varint(b, pos)
             v = b[pos]  # Key
             if v < 0x80:
                 kl, pos = (v >> 1) ^ -(v & 1), pos + 1
             else:
-                kl, pos = _varint(b, pos)
+                kl, pos = varint(b, pos)
             if kl >= 0:
                 key = b[pos:pos + kl]
                 pos += kl
@@ -119,18 +130,41 @@ def parse_batch(batch: DefaultRecordBatch, topic: str, partition: int,
             if v < 0x80:
                 vl, pos = (v >> 1) ^ -(v & 1), pos + 1
             else:
-                vl, pos = _varint(b, pos)
+                vl, pos = varint(b, pos)
             if vl >= 0:
                 value = b[pos:pos + vl]
                 pos += vl
             else:
                 value = None
-            if b[pos] or pos + 1 - start != length:  # Headers (none), and the record's size adds up
+            headers: list[tuple[str, bytes | None]] = []
+            hsize = -1
+            if b[pos]:  # Headers: [HeaderKey (string) HeaderValue (nullable bytes)]
+                hc, pos = varint(b, pos)
+                if hc < 0:
+                    return None
+                hsize = 0
+                for _ in range(hc):
+                    hl, pos = varint(b, pos)
+                    if hl < 0:
+                        return None
+                    hk = b[pos:pos + hl].decode("utf-8")  # (not UTF-8: ValueError, kafka-python's loop)
+                    pos += hl
+                    hl2, pos = varint(b, pos)
+                    if hl2 >= 0:
+                        hv: bytes | None = b[pos:pos + hl2]
+                        pos += hl2
+                        hsize += hl + hl2
+                    else:
+                        hv = None
+                        hsize += hl
+                    headers.append((hk, hv))
+            else:
+                pos += 1
+            if pos - start != length:  # the record's size adds up
                 return None
-            pos += 1
-            app(_new(ConsumerRecord, (topic, partition, leader_epoch, base + od, max_ts if log_append else first_ts + ts,
-                                      ts_type, key, value, [], None, kl if kl >= 0 else -1,
-                                      vl if vl >= 0 else -1, -1)))
+            app(new(record, (topic, partition, leader_epoch, base + od, max_ts if log_append else first_ts + ts,
+                             ts_type, key, value, headers, None, kl if kl >= 0 else -1, vl if vl >= 0 else -1,
+                             hsize)))
     except (IndexError, ValueError):  # truncated or malformed: kafka-python's loop says what is wrong
         return None
     if pos != len(b) or (key is not None and len(key) != kl) or (value is not None and len(value) != vl):

@@ -78,7 +78,7 @@ SHAPES = {
     "null keys and values": fetch(batch(10, 300, nulls=True)),
     "long values (multi-byte varints)": fetch(batch(0, 120, long_values=True)),
     "large timestamp deltas": fetch(batch(0, 200, ts_step=10_000_019)),
-    "headers (kafka-python's loop)": fetch(batch(0, 50), batch(50, 50, headers=True), batch(100, 50)),
+    "headers": fetch(batch(0, 50), batch(50, 50, headers=True), batch(100, 50)),
     "compacted gaps": fetch(batch(0, 40, skip=100_000), batch(100_040, 10)),
     "legacy v1 batch": fetch(batch(0, 30, magic=1)),
 }
@@ -140,7 +140,7 @@ def test_a_truncated_record_is_kafka_pythons_error() -> None:
 
 
 @pytest.mark.parametrize("shape", ["plain", "gzip", "null keys and values", "long values (multi-byte varints)",
-                                   "large timestamp deltas", "compacted gaps"])
+                                   "large timestamp deltas", "compacted gaps", "headers"])
 def test_plain_batches_take_the_one_pass_path(shape: str) -> None:
     """(Else the comparisons above would compare kafka-python's loop with itself.)"""
     records = MemoryRecords(SHAPES[shape])
@@ -149,9 +149,20 @@ def test_plain_batches_take_the_one_pass_path(shape: str) -> None:
         assert parse_batch(b, "t", 2, 0) is not None
 
 
-def test_records_with_headers_take_kafka_pythons_loop() -> None:
-    records = MemoryRecords(batch(0, 10, headers=True))
-    assert parse_batch(records.next_batch(), "t", 2, 0) is None
+def test_a_header_key_that_is_not_utf8_takes_kafka_pythons_loop_and_error() -> None:
+    b = MemoryRecordsBuilder(2, 0, batch_size=1 << 20, offset=0)
+    b.append(timestamp=1_700_000_000_000, key=b"k", value=b"v", headers=[("h\u00e9", b"1")])
+    b.close()
+    data = bytearray(b.buffer())
+    at = bytes(data).index("h\u00e9".encode())
+    data[at + 1] = 0xFF  # the key's second byte: no longer UTF-8 (the CRC checks are turned off below)
+    assert parse_batch(MemoryRecords(bytes(data)).next_batch(), "t", 2, 0) is None
+    errors = []
+    for cls in (Fetcher.PartitionRecords, OnePassPartitionRecords):
+        with pytest.raises(CorruptRecordError) as e:
+            cls(0, TP, MemoryRecords(bytes(data)), check_crcs=False).take(10)
+        errors.append(str(e.value))
+    assert errors[0] == errors[1]
 
 
 def test_internals_that_differ_keep_kafka_pythons_reader(monkeypatch: pytest.MonkeyPatch,
