@@ -37,16 +37,18 @@ __all__ = ["build_runner", "alert_line"]
 def build_runner(*, k: float, alpha: float, alpha_cd: float, model: str | RewardModel, clock: Callable[[], float],
                  emit_alert: Callable[[dict[str, Any]], None] | None = None, group_by: str | None = None,
                  max_groups: int = 100, max_arms: int = 10_000, arms: Sequence[str] | None = None,
-                 reward_field: str = "reward", max_key_bytes: int = 256, forget_silent: bool = False) -> ContinuousRunner:
+                 reward_field: str = "reward", max_key_bytes: int = 256, forget_silent: bool = False,
+                 key_ttl: int | None = 1_000_000) -> ContinuousRunner:
     """The runner of one continuous ``streamarms run`` (module docstring); bad settings: :class:`ConfigError`.
-    ``forget_silent`` (``--forget-silent``): the monitor forgets a key dropped for silence
-    (:class:`~streamarms.monitor.ContinuousMonitor`); the runner's key registry still counts it (``max_arms``)."""
+    ``key_ttl`` (``--silence-records``): a key silent for this many records of its group leaves its
+    threshold; ``forget_silent`` (``--forget-silent``): the monitor then also forgets it
+    (:class:`~streamarms.monitor.ContinuousMonitor`), and the runner's key registry lets it go."""
     name = model if isinstance(model, str) else model.name
     if name not in ("bernoulli", "bounded", "hoeffding"):
         raise ConfigError(f"the continuous mode needs a bounded reward model (bernoulli or bounded), got {name!r}")
     try:
         mon = ContinuousMonitor(k=k, alpha=alpha, alpha_theta=alpha, alpha_cd=alpha_cd, model=model,
-                                forget_silent=forget_silent)
+                                forget_silent=forget_silent, key_ttl=key_ttl)
         codec = RewardCodec(reward_field, mon.model, max_key_bytes=max_key_bytes)
         return ContinuousRunner(mon, clock=clock, codec=codec, emit_alert=emit_alert, group_field=group_by,
                                 max_groups=max_groups, max_arms=max_arms, arms=arms)

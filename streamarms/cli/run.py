@@ -197,7 +197,7 @@ class _App:
         check_group_settings(s)
         if self.continuous and (s.group_by is not None and not s.group_by.strip()):
             raise ConfigError("--group-by needs a field name")
-        for opt in ("group_by", "forget_silent"):
+        for opt in ("group_by", "forget_silent", "silence_records"):
             if not self.continuous and opt in s.explicit:
                 raise ConfigError(f"--{opt.replace('_', '-')} applies to the continuous mode (--forever, or --mode "
                                   "continuous)")
@@ -250,7 +250,8 @@ class _App:
                 k=s.k, alpha=s.monitor_alpha, alpha_cd=s.change_alpha,
                 model=reward_model_of(PolicyParams(**s.policy_params())), clock=clock, emit_alert=self._alert,
                 group_by=s.group_by, max_groups=s.max_groups, max_arms=s.max_arms, arms=arms,
-                reward_field=s.reward_field, max_key_bytes=s.max_key_bytes, forget_silent=bool(s.forget_silent))
+                reward_field=s.reward_field, max_key_bytes=s.max_key_bytes, forget_silent=bool(s.forget_silent),
+                key_ttl=s.silence_records or None)
         else:
             self.scheduler = Scheduler(
                 build, clock=clock, config=self.sched_config, codec=self.codec, emit_alert=self._alert,

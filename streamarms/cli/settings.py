@@ -16,7 +16,7 @@ from ..group_chunks import CHUNK_KEYS
 from ..registry import POLICIES, PolicyParams
 from ..runtime import ACTIVE, PASSIVE, SchedulerConfig
 from ..runtime.continuous import CONTINUOUS
-from .types import nonneg_float, port, positive_int, probability, start_from
+from .types import nonneg_float, nonneg_int, port, positive_int, probability, start_from
 
 __all__ = ["RunSettings", "DEFAULTS", "EMBEDDED_DEFAULTS", "add_run_arguments", "resolve_settings"]
 
@@ -86,6 +86,7 @@ class RunSettings:
     monitor_alpha: float = 1e-3
     change_alpha: float = 1e-6
     forget_silent: bool = False
+    silence_records: int = 1_000_000
     # records
     reward_field: str = "reward"
     request_id_field: str = "request_id"
@@ -251,10 +252,14 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                         "P(false alert) <= A x (segments + epochs) while means are constant")
     g.add_argument("--change-alpha", type=probability, metavar="A",
                    help="change detector: at most A false restarts of a key per record of it (default 1e-6)")
+    g.add_argument("--silence-records", type=nonneg_int, metavar="N",
+                   help="a key with no record for N records of its group leaves the group's threshold until its "
+                        "next record (default 1,000,000; 0: never -- then one silent key freezes its group's "
+                        "threshold)")
     g.add_argument("--forget-silent", action="store_true", default=None,
-                   help="drop the evidence of a key silent for 1,000,000 records of its group (it has left the "
-                        "threshold) and reuse its memory; its next record makes it a new key (default: keep it, "
-                        "it rejoins with its evidence)")
+                   help="drop the evidence of a key silent for --silence-records records of its group (it has left "
+                        "the threshold) and reuse its memory; its next record makes it a new key (default: keep "
+                        "it, it rejoins with its evidence)")
     g = p.add_argument_group("records")
     g.add_argument("--reward-field", metavar="NAME", help="JSON field holding the reward (default reward)")
     g.add_argument("--request-id-field", metavar="NAME", help="JSON field of answers holding the request id")

@@ -43,6 +43,10 @@ def positive_int(text: str) -> int:
     return _number(text, int, lambda v: v > 0, "expected a positive integer", "expected a positive integer")
 
 
+def nonneg_int(text: str) -> int:
+    return _number(text, int, lambda v: v >= 0, "expected an integer >= 0", "expected an integer >= 0")
+
+
 def budget(text: str) -> int:
     what = "--budget must be a non-negative integer"
     return int(_number(text, float, lambda v: math.isfinite(v) and v >= 0 and v == int(v), what, what))

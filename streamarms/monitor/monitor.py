@@ -328,6 +328,33 @@ class ContinuousMonitor:
         """Changes with every change of the keys' columns (a record taken, a key forgotten)."""
         return self.records, self._forgotten
 
+    def settings(self) -> dict[str, Any]:
+        """The settings that define the statistics (the levels, the threshold, the restarts, the reward
+        model): a run that resumes a checkpoint must have the same. ``key_ttl`` and ``forget_silent`` are
+        not among them (:meth:`set_silence`).
+
+        >>> ContinuousMonitor(k=2.5).settings()["k"]
+        2.5
+        """
+        return {"k": self.k, "alpha": self.alpha, "alpha_theta": self.alpha_theta, "alpha_cd": self.alpha_cd,
+                "restart": self.restart, "window": self.window, "model": self.model.to_dict()}
+
+    def set_silence(self, key_ttl: int | None, forget_silent: bool) -> None:
+        """Change how silent keys are handled (a resumed run's ``--silence-records``, ``--forget-silent``):
+        every group drops a member silent for ``key_ttl`` of its records from its next record on (a new
+        epoch, as any drop), and a dropped key is forgotten if ``forget_silent``. Membership only: no
+        sequence's level changes, so the guarantee is the same as with the settings from the start.
+
+        >>> mon = ContinuousMonitor()
+        >>> mon.set_silence(5000, True); (mon.key_ttl, mon.forget_silent)
+        (5000, True)
+        """
+        if key_ttl is not None and not (isinstance(key_ttl, int) and key_ttl >= 1):
+            raise ValueError(f"key_ttl must be a positive number of records or None, got {key_ttl!r}")
+        self.key_ttl, self.forget_silent = key_ttl, bool(forget_silent)
+        for g in self.groups.values():
+            g.ttl = key_ttl
+
     def snapshot(self, *, rows: bool = True) -> dict[str, Any]:
         """The whole state as data; :meth:`restore` continues bit for bit. (``forget_silent`` appears only
         when set: the snapshots of the default monitor keep their format.)

@@ -38,6 +38,7 @@ is handled: another thread (the ``/explain`` endpoint) reads the monitor under i
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 from collections.abc import Callable, Sequence
@@ -51,6 +52,8 @@ from .episodes import RUNNING
 from .keys import KeyRegistry
 from .records import InvalidRecord
 from .stats import SchedulerStats, StatsView
+
+log = logging.getLogger("streamarms.scheduler")
 
 __all__ = ["ContinuousRunner", "CONTINUOUS", "MonitorAlerts"]
 
@@ -336,9 +339,20 @@ class ContinuousRunner:
         if state.get("group_field") != self.group_field:
             raise ValueError(f"checkpoint was taken with --group-by {state.get('group_field')!r}, this run has "
                              f"{self.group_field!r}: start with a fresh checkpoint to change the grouping")
+        ours, mon = self.monitor, ContinuousMonitor.restore(state["monitor"])
+        theirs = mon.settings()
+        differ = [f"{name} {theirs[name]!r} (this run: {v!r})" for name, v in ours.settings().items()
+                  if theirs[name] != v]
+        if differ:
+            raise ValueError(f"checkpoint was taken with {', '.join(differ)}: these define the statistics; "
+                             "run with the checkpoint's settings, or start with a fresh checkpoint")
+        if (mon.key_ttl, mon.forget_silent) != (ours.key_ttl, ours.forget_silent):
+            log.info("silent keys: the checkpoint's key_ttl %s, forget_silent %s -> this run's %s, %s",
+                     mon.key_ttl, mon.forget_silent, ours.key_ttl, ours.forget_silent)
+            mon.set_silence(ours.key_ttl, ours.forget_silent)
         if isinstance(self.clock, EventClock):
             self.clock.advance(float(state["now"]))
-        self.monitor = ContinuousMonitor.restore(state["monitor"])
+        self.monitor = mon
         self.keys.restore(state["arms"])
         self._groups = {str(k): str(v) for k, v in state["groups_of"].items()}
         self.counters.restore(state["counters"])

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import random
 
+import pytest
+
 from streamarms.checkpoint import FileCheckpointStore
 from streamarms.cli.main import main as cli_main
 from streamarms.cli.run import main as run_main
@@ -168,3 +170,31 @@ def test_explain_reads_an_incremental_checkpoint_directory(tmp_path, capsys):
     assert [e["key"] for e in groups["eu"]["flagged"]] == ["eu-7"]
     assert cli_main(["explain", "eu-7", "--checkpoint", f"dir:{tmp_path / 'nothing'}"]) == 2
     assert not (tmp_path / "nothing").exists()  # a read writes nothing
+
+
+def test_silence_records_reaches_the_monitor_and_may_change_on_a_restart(tmp_path, capsys):
+    """``--silence-records N`` (0: never) is the monitor's ``key_ttl`` and every group's; a restart may
+    change it and ``--forget-silent`` (membership only), but not the settings that define the statistics
+    (``--k``, the alphas, the reward model): those are one error line naming both values, exit 2."""
+    write(tmp_path / "r.jsonl", lines(2_000))
+    assert run_main(args(tmp_path, "--silence-records", "0")) == 0
+    st = monitor_state(tmp_path)
+    assert st["key_ttl"] is None and all(g["ttl"] is None for g in st["groups"].values())
+    write(tmp_path / "r.jsonl", lines(2_000, start=2_000))
+    assert run_main(args(tmp_path, "--silence-records", "300", "--forget-silent")) == 0
+    st = monitor_state(tmp_path)
+    assert st["key_ttl"] == 300 and st["forget_silent"] is True
+    assert all(g["ttl"] == 300 for g in st["groups"].values())
+    capsys.readouterr()
+    assert run_main(args(tmp_path, "--silence-records", "300", "--k", "3")) == 2
+    err = capsys.readouterr().err
+    assert "k 2.0 (this run: 3.0)" in err and "fresh checkpoint" in err
+    assert run_main(args(tmp_path, "--silence-records", "300", "--monitor-alpha", "0.01")) == 2
+    assert "alpha 0.001 (this run: 0.01)" in capsys.readouterr().err
+    a = args(tmp_path, "--mode", "episodes", "--checkpoint", "none", "--silence-records", "5")
+    a.remove("--group-by")
+    a.remove("region")
+    assert run_main(a) == 2  # a continuous setting
+    with pytest.raises(SystemExit) as e:  # argparse: one line, exit 2
+        run_main(args(tmp_path, "--silence-records", "-1"))
+    assert e.value.code == 2 and "--silence-records: expected an integer >= 0, got '-1'" in capsys.readouterr().err
