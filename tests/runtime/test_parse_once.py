@@ -81,3 +81,26 @@ def test_run_parsing_once_equals_parsing_twice(tmp_path, monkeypatch, feed):
     assert once[1] == twice[1] and once[2] == twice[2]
     assert s1 == s2
     assert len(s1["episodes"]) >= 2 and once[1] and len(once[2].splitlines()) > 500  # not vacuous
+
+
+def test_a_clean_chunk_in_c_level_passes_equals_the_line_loop():
+    """``_shorthand_chunk`` (a poll's lines in C-level passes) gives the records ``_line_by_line`` gives, or
+    ``None`` -- whichever line spoils the chunk and wherever it sits; the source then reads line by line."""
+    from streamarms.connectors.files import _line_by_line, _shorthand_chunk
+
+    clean = [json.dumps({"arm": f"k{i % 7:03d}", "reward": i % 2, "timestamp": 1_700_000_000_000 + i}) + "\n"
+             for i in range(50)]
+    clean[-1] = clean[-1].rstrip("\n")  # a last line without its newline
+    assert _shorthand_chunk("f", clean, 10) == _line_by_line("f", clean, 10)
+    assert _shorthand_chunk("f", [], 3) == []
+    rng = random.Random(4)
+    spoilers = [line + "\n" for line in _lines(400, seed=9) if '"key"' in line or "arm" not in line] + [
+        "\n", "   \n", '{"arm": 5, "reward": 1, "timestamp": 1}\n', '{"arm": "a", "reward": 1, "timestamp": 1.5}\n',
+        '{"arm": "a", "reward": 1, "timestamp": true}\n', '{"arm": "a", "reward": 1}\n', '{"arm": "\\udc80", "timestamp": 1}\n',
+        '{"arm": "a", "reward": 1, "timestamp": 1, "pad": "' + "z" * 2100 + '"}\n']
+    for bad in spoilers:
+        lines = list(clean)
+        lines.insert(rng.randrange(len(lines) + 1), bad)
+        fast = _shorthand_chunk("f", lines, 10)
+        assert fast is None or fast == _line_by_line("f", lines, 10), bad
+    assert all(_shorthand_chunk("f", [bad], 0) is None for bad in spoilers[-8:])
