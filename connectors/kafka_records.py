@@ -217,9 +217,8 @@ class OnePassPartitionRecords(Fetcher.PartitionRecords):
                         self.next_fetch_offset = batch.next_offset
                         batch = records.next_batch()
                         continue
-                    if self._fast:
-                        batch._maybe_uncompress()
-                        parsed = parse_batch(batch, tp.topic, tp.partition, self.leader_epoch)
+                    batch._maybe_uncompress()
+                    parsed = parse_batch(batch, tp.topic, tp.partition, self.leader_epoch)
                 failure = None
                 if parsed is not None:
                     recs, size = parsed
@@ -245,9 +244,6 @@ class OnePassPartitionRecords(Fetcher.PartitionRecords):
         except StopIteration as e:  # as kafka-python: a StopIteration must not end the generator silently
             log.exception("StopIteration raised unpacking messageset")
             raise RuntimeError("StopIteration raised unpacking messageset") from e
-
-    #: parse v2 batches in one pass (False: every batch through kafka-python's loop; tests compare the two)
-    _fast = True
 
     def _record(self, tp: Any, record: Any) -> Any:
         """kafka-python's record -> ``ConsumerRecord``, as its ``_unpack_records`` does it."""
