@@ -24,7 +24,10 @@ class SchedulerConfig:
     mode: str = PASSIVE
     #: passive: how many arms may be wanted at once
     window: int = 32
-    #: rewards held per planned arm until the plan reaches it (passive); 1 in active mode is enough
+    #: rewards held per planned arm until the plan reaches it (passive); 1 in active mode is enough. A
+    #: source in poll order (``KafkaRewardSource(ordered=False)``) hands out a partition's records in runs
+    #: of up to a poll: hold a poll's worth there (``streamarms run --order arrival`` does), or a plan
+    #: across partitions starves (``tests/runtime/test_arrival_order.py``)
     prefetch: int = 4
     #: passive: give up a want after this long without a record of the arm
     want_timeout: float = 30.0
