@@ -82,9 +82,6 @@ def parse_batch(batch: DefaultRecordBatch, topic: str, partition: int,
     out: list[Any] = []
     app = out.append
     size = 0
-    key: bytes | None = None
-    value: bytes | None = None
-    kl = vl = -1
     varint, new, record = _varint, _new, ConsumerRecord
     try:
         for _ in range(n):
@@ -124,7 +121,7 @@ def parse_batch(batch: DefaultRecordBatch, topic: str, partition: int,
             else:
                 kl, pos = varint(b, pos)
             if kl >= 0:
-                key = b[pos:pos + kl]
+                key: bytes | None = b[pos:pos + kl]
                 pos += kl
             else:
                 key = None
@@ -134,7 +131,7 @@ def parse_batch(batch: DefaultRecordBatch, topic: str, partition: int,
             else:
                 vl, pos = varint(b, pos)
             if vl >= 0:
-                value = b[pos:pos + vl]
+                value: bytes | None = b[pos:pos + vl]
                 pos += vl
             else:
                 value = None
@@ -169,7 +166,7 @@ def parse_batch(batch: DefaultRecordBatch, topic: str, partition: int,
                              hsize)))
     except (IndexError, ValueError):  # truncated or malformed: kafka-python's loop says what is wrong
         return None
-    if pos != len(b) or (key is not None and len(key) != kl) or (value is not None and len(value) != vl):
+    if pos != len(b):  # (bytes after the last record; a slice cut short by the end raised IndexError above)
         return None
     return out, size
 

@@ -115,12 +115,12 @@ class RewardCodec:
         [3.0, 1.0]
         """
         memo = self._memo
-        if parsed is None and memo:
+        if parsed is None and memo and self._memo_for == (decoder._loads, self.reward_field, self.model):
             try:
                 known = list(map(memo.get, values))
             except TypeError:  # an unhashable value (a bytearray): the passes below
                 known = [None]
-            if None not in known and self._memo_for == (decoder._loads, self.reward_field, self.model):
+            if None not in known:
                 return known
         if parsed is None or None not in parsed:
             fast = self._rewards_clean(values, parsed)
