@@ -501,8 +501,12 @@ class _App:
             what = "continuous monitor" if self.continuous else f"{self.scheduler.episodes_done} episode(s)"
             print(f"stopped ({self.daemon.stop_reason}) after {elapsed:.1f} s: {what}, "
                   f"{st['used']:,} rewards used of {st['records']:,} seen ({100 * share:.1f}%), "
-                  f"{sum(st['invalid'].values())} refused; flagged now: "
+                  f"{refusals_text(st['invalid'])}; flagged now: "
                   f"{', '.join(sorted(self.scheduler.alerts.flagged)) or 'none'}", flush=True)
+            hint = refusals_hint(st["records"], st["used"], st["invalid"], bool(s.rewards_file),
+                                 bool(s.dead_letter_file or s.dead_letter_topic))
+            if hint:
+                print(hint, flush=True)
         if s.summary_json:
             text = json.dumps(out, indent=None if s.summary_json == "-" else 1, default=str)
             if s.summary_json == "-":
@@ -511,6 +515,45 @@ class _App:
                 with open(s.summary_json, "w") as f:
                     f.write(text + "\n")
         return code
+
+
+def refusals_text(invalid: dict[str, int], top: int = 3) -> str:
+    """The refused records of a run for its last line: the total, then the commonest reasons.
+
+    >>> refusals_text({"not_json": 0})
+    '0 refused'
+    >>> refusals_text({"value_missing": 30, "not_json": 2, "key_missing": 1, "not_finite": 1, "out_of_model": 1})
+    '35 refused (value_missing 30, not_json 2, key_missing 1, +2 more reasons)'
+    """
+    counts = sorted(((v, k) for k, v in invalid.items() if v), key=lambda t: (-t[0], t[1]))
+    total = sum(v for v, _ in counts)
+    if not counts:
+        return "0 refused"
+    shown = ", ".join(f"{k} {v:,}" for v, k in counts[:top])
+    more = f", +{len(counts) - top} more reason{'s' if len(counts) - top > 1 else ''}" if len(counts) > top else ""
+    return f"{total:,} refused ({shown}{more})"
+
+
+def refusals_hint(records: int, used: int, invalid: dict[str, int], from_file: bool, dead_letters: bool) -> str:
+    """One line of advice when most of a run's records were refused (empty otherwise): where to see them,
+    and for JSONL replays the commonest mistake (a line with ``"key"`` but the reward beside it instead of
+    in ``"value"``).
+
+    >>> refusals_hint(100, 90, {"not_json": 10}, True, False)
+    ''
+    >>> print(refusals_hint(100, 0, {"value_missing": 100}, True, True))
+    most records were refused (100 of 100): the dead letters name each one and why; a JSONL line with "key" carries its record in "value" ({"key": "eu", "value": {"reward": 1}}); a line without "key" is the record ({"arm": "eu", "reward": 1})
+    """
+    refused = sum(invalid.values())
+    if not records or refused * 2 <= records:
+        return ""
+    where = ("the dead letters name each one and why" if dead_letters
+             else "the first are logged; --dead-letter-file/--dead-letter-topic keeps them all with the reason")
+    out = f"most records were refused ({refused:,} of {records:,}): {where}"
+    if from_file and invalid.get("value_missing", 0) * 2 > refused:
+        out += ('; a JSONL line with "key" carries its record in "value" ({"key": "eu", "value": {"reward": 1}}); '
+                'a line without "key" is the record ({"arm": "eu", "reward": 1})')
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:

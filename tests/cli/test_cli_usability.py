@@ -100,3 +100,24 @@ def test_every_registered_policy_has_its_table_parameters():
 
     known = set(PolicyParams.__dataclass_fields__)
     assert all(spec.params and set(spec.params) <= known for spec in POLICIES.values())
+
+
+def test_a_replay_whose_records_are_all_refused_says_why_and_what_to_write(tmp_path, capsys):
+    """A JSONL line with "key" and the reward beside it (not in "value") is refused as value_missing:
+    the run's last line breaks the refusals down by reason and the next one says what a line must hold."""
+    p = tmp_path / "keyed.jsonl"
+    p.write_text("".join(json.dumps({"key": f"k{i % 5}", "reward": 1}) + "\n" for i in range(40)))
+    rc = main(["run", "--rewards-file", str(p), "--policy", "cs", "--dead-letter-file", str(tmp_path / "dl.jsonl")])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "40 refused (value_missing 40)" in out
+    assert 'a JSONL line with "key" carries its record in "value"' in out
+    assert len((tmp_path / "dl.jsonl").read_text().splitlines()) == 40
+
+
+def test_a_replay_with_a_few_bad_lines_gives_no_advice(tmp_path, capsys):
+    p = tmp_path / "r.jsonl"
+    p.write_text("".join(json.dumps({"arm": f"k{i % 5}", "reward": i % 2}) + "\n" for i in range(40)) + "nope\n")
+    assert main(["run", "--rewards-file", str(p), "--policy", "cs"]) == 0
+    out = capsys.readouterr().out
+    assert "1 refused (key_missing 1)" in out and "most records were refused" not in out
