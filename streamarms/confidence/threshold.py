@@ -95,6 +95,19 @@ when ``A > Bbar``. So when ``A > Bbar``, ``theta >= mu_hat - |L| + k sqrt(A - Bb
 (``|l'| <= ||e|| / sqrt(n)``). ``L`` is the linear term above (same event). ``B_SHARE`` of the threshold's
 share is spent here.
 
+**Bilinear term, variances.** The increment ``sum_i (X_{i,m} - y_i) Z_i(m - 1)`` is, given the first
+m - 1 rows, also a sum of independent terms bounded above by ``b_m = (high - low) max_i |Z_i(m - 1)|`` with
+variances ``v_i Z_i(m - 1)^2``: by Bennett's bound (as for the linear term) sub-gamma with variance
+``sum_i v_i Z_i(m - 1)^2 <= vmax ||Z_{m-1}||^2`` and scale ``b_m / 3``. On the quadratic bound's event
+``||Z_l||^2 <= x_j`` (l in epoch j), so the variance process is at most ``vmax sum_{l < m} x_{j(l)}`` and every
+scale up to m at most ``cbar_m = (high - low) sqrt(x_{j(m - 1)}) / 3`` (x_j increases with j). For each
+lambda the exponent ``min(psi_cbar(lambda) vmax sum x, lambda^2 smax sum x / 2)`` is at least the sum over the
+increments of the smaller of their two CGF bounds (a sum of minima is at most the minimum of the sums; a term
+with ``cbar lambda >= 1`` keeps its sub-Gaussian bound), so the discrete mixture of :mod:`.mixture` with both
+processes holds at the same ``alpha_B``. ``vmax`` is the largest arm variance bound (Bhatia-Davis on the arm's
+interval, the arms' event): for rates near 0 or 1 the variance is several times below the Kearns-Saul proxy
+and ``Bbar`` about halves; elsewhere the sub-Gaussian term wins and nothing changes.
+
 **Boundary.** ``u`` is the discrete-mixture boundary of :mod:`.mixture`: a fixed prior (from ``alpha``
 and ``v_min`` only) over a geometric grid of lambdas, valid for any sub-gamma process by Ville's
 inequality, increasing in ``v`` and in ``c`` (so it may be read at upper bounds ``Vbar``, ``cbar``: the
@@ -256,13 +269,22 @@ def quadratic_bound(g: Any, n: int, s2: float, alpha_q: float, sum_lq: Any = Non
 
 
 def bilinear_bound(g: Any, n: int, s2: float, smax: Any, alpha_q: float, alpha_b: float,
-                   boundary: str = "mixture") -> Any:
+                   boundary: str = "mixture", vmax: Any = None, span: float | None = None) -> Any:
     """``Bbar``: anytime upper bound on ``B = 2 sum_i U_i(g) / (n g (g - 1))`` (module docstring, "Lower side
     without the bias"), on the quadratic bound's event (``alpha_q``, proxy ``s2``) and its own (``alpha_b``).
     ``smax``: a bound on every arm's proxy. ``inf`` below g = 2.
 
+    ``vmax``, ``span`` (optional, mixture boundary only): a bound on every arm's variance and the rewards'
+    range: the increments are then also sub-gamma (module docstring, "Bilinear term, variances"), and the
+    boundary uses, for each lambda, the smaller of the two CGF bounds -- much tighter for rates near 0 or 1,
+    where the variance is far below the sub-Gaussian proxy; never looser.
+
     >>> b = bilinear_bound(100, 200, 0.25, 0.25, 0.0125, 0.0125); round(b * 100 * math.sqrt(200) / 0.25, 1)
     8.1
+    >>> low = dict(smax=kearns_saul(0.03), vmax=0.03 * 0.97, span=1.0)   # rates <= 0.03: variance 0.029, proxy 0.135
+    >>> b_sg = bilinear_bound(5000, 50, 0.25, low["smax"], 0.0125, 0.0125)
+    >>> round(bilinear_bound(5000, 50, 0.25, low["smax"], 0.0125, 0.0125, vmax=low["vmax"], span=1.0) / b_sg, 2)
+    0.5
     """
     g = np.asarray(g, dtype=float)
     top = int(np.ceil(np.log2(max(float(np.max(g)), 2.0))))
@@ -275,7 +297,12 @@ def bilinear_bound(g: Any, n: int, s2: float, smax: Any, alpha_q: float, alpha_b
         x_j = quadratic_bound(hi_l, n, s2, alpha_q, lq) * hi_l * hi_l  # bound on max ||Z_l||^2 over the epoch
         vsum = vsum + cnt * x_j
     v_bar = np.asarray(smax, dtype=float) * vsum
-    u = _boundary(boundary)(v_bar, alpha_b, n * s2 * s2, 0.0)
+    if vmax is not None and span is not None and boundary == "mixture":
+        # sub-gamma too: variance process <= vmax * vsum, scale span * max ||Z_l|| / 3 (the last epoch's x_j)
+        c = span * np.sqrt(x_j) / 3.0
+        u = mixture_boundary(np.asarray(vmax, dtype=float) * vsum, alpha_b, n * s2 * s2, c, v_bar)
+    else:
+        u = _boundary(boundary)(v_bar, alpha_b, n * s2 * s2, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         out = np.where(g >= 2.0, 2.0 * u / (n * g * np.maximum(g - 1.0, 1.0)), np.inf)
     return float(out) if out.ndim == 0 else out
@@ -320,7 +347,8 @@ def threshold_bounds(g: Any, n: int, k: float, alpha_lin: float, *, sum_y: Any, 
     sd_unb = None  # sqrt(A - Bbar) where A > Bbar (the bias-free lower side), else nan
     if sum_w is not None and smax is not None and s2 is not None:
         A = sd_hat * sd_hat - np.asarray(sum_w, dtype=float) / n
-        b_bar = bilinear_bound(g, n, s2, smax, alpha_lin * Q_SHARE, alpha_lin * B_SHARE, boundary)
+        b_bar = bilinear_bound(g, n, s2, smax, alpha_lin * Q_SHARE, alpha_lin * B_SHARE, boundary,
+                               vmax if span is not None else None, span)
         with np.errstate(invalid="ignore"):
             ok = np.isfinite(A) & (A > b_bar)
             sd_unb = np.where(ok, np.sqrt(np.where(ok, A - b_bar, 0.0)), np.nan)
