@@ -114,7 +114,8 @@ inequality, increasing in ``v`` and in ``c`` (so it may be read at upper bounds 
 fixed grid, terms with ``cbar lambda_j >= 1`` left out), ~10% below the stitched boundary of Howard et al.
 (Thm 1) over the counts the track reaches. A track restored from a snapshot taken before the mixture keeps
 the stitched boundary (``boundary = "stitched"``), so all levels of one run use one boundary and the running
-intersection below stays on one event. The bilinear term uses the same ``u``.
+intersection below stays on one event; likewise one taken before the variance side of the bilinear term keeps
+the proxies alone (``bilinear = "proxy"``). The bilinear term uses the same ``u``.
 
 **Box.** Always intersected with the trivially valid box: with arm intervals ``[lo_i, hi_i]``, centres
 ``c_i`` and half-widths ``h_i``, ``mu in [mean(lo), mean(hi)]`` and ``|sigma - sd(c)| <= rms(h)``.
@@ -313,7 +314,7 @@ def threshold_bounds(g: Any, n: int, k: float, alpha_lin: float, *, sum_y: Any, 
                      span: float | None, sigma_x: float | None, two_sided: bool = False,
                      v_min: float | None = None, sigma_floor: Any = 0.0, sum_lq: Any = None,
                      box: Any = None, sum_w: Any = None, smax: Any = None,
-                     boundary: str = "mixture") -> dict[str, Any]:
+                     boundary: str = "mixture", bilinear: str = "variance") -> dict[str, Any]:
     """The intervals of the module docstring from the totals at level ``g`` (floats or numpy arrays).
 
     ``alpha_lin`` is the whole threshold share: ``Q_SHARE`` of it to the quadratic bound, the rest to the
@@ -325,6 +326,8 @@ def threshold_bounds(g: Any, n: int, k: float, alpha_lin: float, *, sum_y: Any, 
     that is smaller.
     ``sum_w``, ``smax``: ``sum_i s_i^2 / g`` (the arms' unbiased sample variances) and the largest proxy
     bound: with both, the bias-free lower side (module docstring) where it is tighter.
+    ``bilinear``: ``"variance"`` (the bilinear term also through ``vmax``, module docstring "Bilinear term,
+    variances") or ``"proxy"`` (the proxies alone: tracks restored from snapshots taken before).
     ``span = high - low`` for bounded rewards (``vmax`` = max Bhatia-Davis variance); ``sigma_x`` for
     sub-Gaussian rewards; neither (heavy tails): the box alone. Returns ``upper`` = (lo, hi) of
     ``mu + k sigma`` and ``upper_box`` / ``upper_track``, and the same for ``lower`` when two-sided.
@@ -347,8 +350,9 @@ def threshold_bounds(g: Any, n: int, k: float, alpha_lin: float, *, sum_y: Any, 
     sd_unb = None  # sqrt(A - Bbar) where A > Bbar (the bias-free lower side), else nan
     if sum_w is not None and smax is not None and s2 is not None:
         A = sd_hat * sd_hat - np.asarray(sum_w, dtype=float) / n
+        use_v = span is not None and bilinear == "variance"
         b_bar = bilinear_bound(g, n, s2, smax, alpha_lin * Q_SHARE, alpha_lin * B_SHARE, boundary,
-                               vmax if span is not None else None, span)
+                               vmax if use_v else None, span if use_v else None)
         with np.errstate(invalid="ignore"):
             ok = np.isfinite(A) & (A > b_bar)
             sd_unb = np.where(ok, np.sqrt(np.where(ok, A - b_bar, 0.0)), np.nan)
@@ -485,6 +489,7 @@ class ThresholdTrack:
         self.bernoulli = bool(bernoulli) and low == 0.0 and high == 1.0
         _boundary(boundary)
         self.boundary = boundary
+        self.bilinear = "variance"
         self.m_theta = 0
         self.totals: dict[str, list[float]] = {}  # str(level) -> totals (JSON keys are strings)
         self.result: dict[str, Any] = {}
@@ -498,6 +503,10 @@ class ThresholdTrack:
         # tested against the same boundary, so the running intersection stays on one event
         self.boundary = str(getattr(self, "boundary", "stitched"))
         _boundary(self.boundary)
+        # ... and one from before the variance side of the bilinear term keeps the proxies alone (same reason)
+        self.bilinear = str(getattr(self, "bilinear", "proxy"))
+        if self.bilinear not in ("variance", "proxy"):
+            raise ValueError(f"unknown bilinear bound {self.bilinear!r}; known: 'proxy', 'variance'")
         self._s2 = (self._span * self._span / 4.0 if self._span is not None
                     else (self.sigma_x * self.sigma_x if self.sigma_x is not None else None))
         a_q = self.alpha * Q_SHARE
@@ -613,7 +622,7 @@ class ThresholdTrack:
                                sigma_x=self.sigma_x, two_sided=self.two_sided, sum_lq=t["sum_lq"],
                                sigma_floor=sigma_floor, box=box_arg,
                                sum_w=None if t["sum_w"] < 0.0 else t["sum_w"], smax=t["smax"],
-                               boundary=self.boundary)
+                               boundary=self.boundary, bilinear=self.bilinear)
         prev = self.result
         self.result = {kk: (tuple(float(x) for x in v) if isinstance(v, tuple) else float(v))
                        for kk, v in res.items()}
@@ -636,7 +645,7 @@ class ThresholdTrack:
 
     def snapshot(self) -> dict[str, Any]:
         return {"n": self.n, "k": self.k, "alpha": self.alpha, "two_sided": self.two_sided, "low": self.low,
-                "bernoulli": self.bernoulli, "boundary": self.boundary,
+                "bernoulli": self.bernoulli, "boundary": self.boundary, "bilinear": self.bilinear,
                 "high": self.high, "sigma_x": self.sigma_x, "m_theta": self.m_theta,
                 "totals": {kk: list(v) for kk, v in self.totals.items()},
                 "result": {kk: (list(v) if isinstance(v, tuple) else v) for kk, v in self.result.items()}}

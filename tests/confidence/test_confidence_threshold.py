@@ -184,3 +184,31 @@ def test_bilinear_bound_holds_anytime_and_is_within_3x(means, variances):
     print(f"misses {miss}/{PATHS}; with a third of the bound {miss3}")
     if means[0] > 0.01:  # at low rates the homogeneous quadratic bound (s2 = 1/4) is looser
         assert clopper_pearson_lower(miss3, PATHS) > alpha, miss3
+
+
+def test_track_keeps_the_proxy_bilinear_bound_for_old_snapshots():
+    """A snapshot from before the variance side of the bilinear term restores with the proxies alone (every
+    level of a run on one event); new tracks use both, and at low rates their bias-free lower end is higher."""
+    rng = np.random.default_rng(5)
+    means = list(0.005 + 0.03 * rng.random(30))
+    track = ThresholdTrack(30, 2.5, 0.05, low=0.0, high=1.0, bernoulli=True)
+    arms = [BetaBinomialCS(0.0025) for _ in means]
+    for _ in range(3000):
+        for i, p in enumerate(means):
+            arms[i].update(float(rng.random() < p))
+            if arms[i].n in track.levels:
+                track.record(arms[i].n, arms[i].s, *arms[i].interval())
+    snap = track.snapshot()
+    assert snap["bilinear"] == "variance" and ThresholdTrack.restore(snap).bilinear == "variance"
+    old = ThresholdTrack.restore({k: v for k, v in snap.items() if k != "bilinear"})
+    assert old.bilinear == "proxy" and old.snapshot()["bilinear"] == "proxy"
+    with pytest.raises(ValueError, match="unknown bilinear bound 'nope'"):
+        ThresholdTrack.restore(dict(snap, bilinear="nope"))
+    g = track.m_theta
+    old.result = {}
+    old._advance(g)
+    new = ThresholdTrack.restore(snap)
+    new.result = {}
+    new._advance(g)
+    assert new.result["upper_level"][0] > old.result["upper_level"][0]
+    assert new.result["upper_level"][1] == old.result["upper_level"][1]  # the upper end has no bilinear term
