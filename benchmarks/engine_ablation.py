@@ -1,0 +1,282 @@
+"""Ablations of the engine (``cs``, issue 9): what its own knobs are worth, and why free allocation of the
+threshold's samples does not pay, measured on the instances of ``engine_vs_papers.py``.
+
+Issue 9 asks for the engine within 3x of a known-threshold oracle. What separates the two is the
+threshold: the engine's track (:mod:`streamarms.confidence.threshold`) reads the first m rewards of
+*every* key ("uniform rows"), and bounds the variance of its linear term ``sum_i w_i e_i`` (weights
+``w_i = (1 + k z_i) / n``, ``z_i`` the standard scores of the true means) from the keys' intervals. This
+script measures the knobs around that design, in two parts.
+
+**Variants** (``--variants``; each run in a fresh process, the change patched in for that run only;
+mean samples over the runs, seeds and instances as ``engine_vs_papers.py``; ratio to ``base``):
+
+* ``base``: the engine as shipped;
+* ``grid:R``: the track's level grid with ratio R (shipped: 1.2). A finer grid moves ``m_theta`` in
+  smaller steps (no statistical price: every level is on the same event);
+* ``balance:C``: the sampling rule's comparison "one more round of the threshold vs one more sample of
+  the key" (``AnytimeKSigma._threshold_first``) with the threshold's gain times C (shipped: 1);
+* ``signed``: the linear term's variance bound (:func:`~streamarms.confidence.threshold.linear_variance_bound`,
+  a knapsack over ``|w_i|`` caps) also with *signed* weight intervals: ``y_i - mu`` in ``[lo_i - mu_hi,
+  hi_i - mu_lo]`` (``mu`` within ``rms(e)`` of the track's estimate), ``sigma`` in ``[sigma_lo, sd_hat +
+  rms(e)]``, so ``w_i`` in an interval that may exclude 0 (a lower cap) -- the smaller of the two bounds.
+
+**Certification** (``--certify``): at the last level of run 0 of each instance, the variance ``V`` of the
+linear term per row and what a row costs, for uniform rows (every key once a row) and for free allocation
+(key i ``r_i ~ |w_i| sqrt(v_i)`` times a row, rounded, at least once: the allocation that minimises
+``V x cost`` when the weights are known), each (a) with the true weights (``true``) and (b) as the
+knapsack can certify it from the keys' intervals (``bound``), with the track's own bounds on ``mu`` and
+``sigma`` and with ``mu``, ``sigma`` exact (only the keys' intervals uncertain). ``V x cost`` is what the
+threshold's half-width costs in samples (smaller is better). Free allocation pays only if its *bound*
+beats uniform rows' bound: this is the measurement behind the engine staying on uniform rows (and behind
+the rows-with-multiplicities attempt of session 14, tag ``attempt/cs-rows-s14``, not beating ``cs``).
+
+Usage::
+
+    python benchmarks/engine_ablation.py --runs 10           # every variant, every instance with n >= 20
+    python benchmarks/engine_ablation.py --certify           # the certification table
+    python benchmarks/engine_ablation.py --variants base,grid:1.05 --only zww17-20 --runs 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from multiprocessing import Pool
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path[:0] = [str(Path(__file__).resolve().parent.parent), str(Path(__file__).resolve().parent)]
+
+from engine_vs_papers import DELTA, instances  # noqa: E402
+
+from streamarms.confidence import threshold as TH  # noqa: E402
+from streamarms.policies import anytime as AT  # noqa: E402
+from streamarms.sim import Environment, run_policy  # noqa: E402
+
+DEFAULT_VARIANTS = "base,grid:1.1,grid:1.05,balance:0.5,balance:2,signed"
+DEFAULT_ONLY = "zww17-20,neurips17-n50,neurips17-n200,neurips17-n1000,aaai20-n400,lowrate-n50,star98"
+CAP = 20_000_000
+
+
+# ------------------------------------------------------------------------------------------------
+# the variants (patched into a worker process that runs one job, then exits)
+# ------------------------------------------------------------------------------------------------
+def _grid(ratio: float) -> None:
+    levels = TH.grid_levels(10 ** 12, 8, ratio)
+    TH._LEVELS = levels
+    TH.ThresholdTrack.levels = frozenset(levels)
+    AT._LEVELS = levels
+    AT._LEVEL_SET = frozenset(levels)
+
+
+def _balance(c: float) -> None:
+    """The shipped rule with the threshold's gain times c (one-sided: the benchmark's instances are)."""
+
+    def threshold_first(self: AT.AnytimeKSigma, i: int) -> bool:
+        cs = self.cs[i]
+        mean = cs.s / cs.m
+        th, (lo, hi) = self._th_u, self._u
+        w = hi - th if mean > th else th - lo
+        return c * self.n_undecided * w / (len(self.arms) * self.track.m_theta) > self._rp[i] / cs.m
+
+    AT.AnytimeKSigma._threshold_first = threshold_first  # type: ignore[method-assign]
+
+
+def signed_variance_bound(lo: Any, hi: Any, vbar: Any, k: float, sigma_lo: float, sigma_hi: float,
+                          mu_lo: float, mu_hi: float) -> float | None:
+    """The knapsack of ``linear_variance_bound`` with signed caps ``w_i in [w_lo, w_hi]`` (module docstring,
+    ``signed``; one-sided weights ``(1 + k z_i) / n``). ``None`` when sigma has no positive lower bound."""
+    lo_a, hi_a, v_a = (np.asarray(x, dtype=float) for x in (lo, hi, vbar))
+    n = lo_a.shape[-1]
+    if not sigma_lo > 0 or not (np.all(np.isfinite(lo_a)) and np.all(np.isfinite(hi_a))):
+        return None
+    cap = math.sqrt(n - 1.0)
+    s_hi = sigma_hi if sigma_hi > 0 and math.isfinite(sigma_hi) else math.inf
+    a, b = lo_a - mu_hi, hi_a - mu_lo  # y_i - mu in [a, b]
+    z_a = np.clip(np.where(a >= 0, a / s_hi, a / sigma_lo), -cap, cap)
+    z_b = np.clip(np.where(b >= 0, b / sigma_lo, b / s_hi), -cap, cap)
+    w1, w2 = (1.0 + k * z_a) / n, (1.0 + k * z_b) / n
+    upper = np.maximum(w1 * w1, w2 * w2)
+    lower = np.where(w1 * w2 <= 0, 0.0, np.minimum(w1 * w1, w2 * w2))
+    budget = (1.0 + k * k) / n
+    if lower.sum() > budget:
+        lower = np.zeros_like(lower)
+    return _knapsack(v_a, lower, upper, budget)
+
+
+def _knapsack(value: np.ndarray, lower: np.ndarray, upper: np.ndarray, budget: float) -> float:
+    """``max sum a_i value_i`` subject to ``sum a_i = budget``, ``lower_i <= a_i <= upper_i`` (greedy)."""
+    out, rest = float((lower * value).sum()), budget - float(lower.sum())
+    for i in np.argsort(-value, kind="stable"):
+        take = min(float(upper[i] - lower[i]), max(rest, 0.0))
+        out += take * float(value[i])
+        rest -= take
+    return out
+
+
+def _signed() -> None:
+    shipped_bounds, shipped_lvb = TH.threshold_bounds, TH.linear_variance_bound
+    state: dict[str, float] = {}
+
+    def threshold_bounds(g: Any, n: int, k: float, alpha_lin: float, **kw: Any) -> dict[str, Any]:
+        mu_hat = kw["sum_y"] / n
+        sd_hat = math.sqrt(max(kw["sum_y2"] / n - mu_hat * mu_hat, 0.0))
+        sum_r2 = kw["sum_r2"]
+        if kw.get("span") is not None:
+            s2 = kw["span"] ** 2 / 4.0
+            sum_r2 = min(sum_r2, TH.quadratic_bound(g, n, s2, alpha_lin * TH.Q_SHARE, kw.get("sum_lq")))
+        rms_e = math.sqrt(max(sum_r2, 0.0) / n)
+        sd_c = math.sqrt(max(kw["sum_c2"] / n - (kw["sum_c"] / n) ** 2, 0.0))
+        rms_h = math.sqrt(max(kw["sum_h2"], 0.0) / n)
+        state.update(s_hi=min(sd_hat + rms_e, sd_c + rms_h), mu_lo=max(mu_hat - rms_e, kw["sum_lo"] / n),
+                     mu_hi=min(mu_hat + rms_e, kw["sum_hi"] / n))
+        return shipped_bounds(g, n, k, alpha_lin, **kw)
+
+    def linear_variance_bound(lo: Any, hi: Any, vbar: Any, k: float, sigma_lo: Any) -> tuple[Any, Any]:
+        V, w = shipped_lvb(lo, hi, vbar, k, sigma_lo)
+        s = signed_variance_bound(lo, hi, vbar, k, float(sigma_lo), state["s_hi"], state["mu_lo"], state["mu_hi"])
+        return (V if s is None else min(V, s)), w
+
+    TH.threshold_bounds = threshold_bounds
+    TH.linear_variance_bound = linear_variance_bound
+
+
+def apply(variant: str) -> None:
+    name, _, arg = variant.partition(":")
+    if name == "base":
+        return
+    if name == "grid":
+        _grid(float(arg))
+    elif name == "balance":
+        _balance(float(arg))
+    elif name == "signed":
+        _signed()
+    else:
+        raise SystemExit(f"unknown variant {variant!r}; known: base, grid:R, balance:C, signed")
+
+
+# ------------------------------------------------------------------------------------------------
+# runs
+# ------------------------------------------------------------------------------------------------
+def _instance(name: str) -> Any:
+    for inst in instances(False):
+        if inst.name == name:
+            return inst
+    raise SystemExit(f"unknown instance {name!r}")
+
+
+def one_run(job: tuple[str, str, int]) -> tuple[str, str, int, int, bool]:
+    variant, name, r = job
+    apply(variant)
+    inst = _instance(name)
+    means = inst.draw(r)
+    env = Environment(means, seed=r)
+    pol = AT.AnytimeKSigma(env.arm_names, k=inst.k, delta=DELTA)
+    res = run_policy(pol, env, max_pulls=CAP, keep_events=False)
+    y = np.asarray(means)
+    theta = y.mean() + inst.k * y.std()
+    ok = res.decision.done and set(res.decision.outliers) == {str(i) for i, v in enumerate(means) if v > theta}
+    return variant, name, r, res.pulls, bool(ok)
+
+
+def variants_table(variants: list[str], names: list[str], runs: int, first: int = 0) -> None:
+    jobs = [(v, n, r) for n in names for r in range(first, first + runs) for v in variants]
+    out: dict[tuple[str, str], list[tuple[int, bool]]] = {}
+    t0 = time.time()
+    with Pool(2, maxtasksperchild=1) as pool:
+        for i, (v, n, _r, pulls, ok) in enumerate(pool.imap_unordered(one_run, jobs), 1):
+            out.setdefault((n, v), []).append((pulls, ok))
+            print(f"\r{i}/{len(jobs)} runs, {time.time() - t0:.0f} s", end="", file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    print(f"mean samples over runs {first}..{first + runs - 1} (ratio to base); errors = wrong or undecided answers")
+    print("| instance | " + " | ".join(variants) + " |")
+    print("| --- |" + " --- |" * len(variants))
+    for n in names:
+        base = float(np.mean([p for p, _ in out[(n, variants[0])]]))
+        cells = []
+        for v in variants:
+            xs = out[(n, v)]
+            m = float(np.mean([p for p, _ in xs]))
+            err = sum(not ok for _, ok in xs)
+            cells.append(f"{m:,.0f} ({m / base:.3f})" + (f" {err} err" if err else ""))
+        print(f"| `{n}` | " + " | ".join(cells) + " |")
+
+
+# ------------------------------------------------------------------------------------------------
+# certification of free allocation
+# ------------------------------------------------------------------------------------------------
+def certify(name: str) -> list[str]:
+    inst = _instance(name)
+    means = inst.draw(0)
+    k = inst.k
+    seen: dict[str, Any] = {}
+    shipped = TH.threshold_bounds
+
+    def capture(g: Any, n: int, kk: float, alpha: float, **kw: Any) -> dict[str, Any]:
+        seen.update(kw, g=g, alpha=alpha)
+        return shipped(g, n, kk, alpha, **kw)
+
+    TH.threshold_bounds = capture  # type: ignore[assignment]
+    try:
+        env = Environment(means, seed=0)
+        pol = AT.AnytimeKSigma(env.arm_names, k=k, delta=DELTA)
+        run_policy(pol, env, max_pulls=CAP, keep_events=False)
+    finally:
+        TH.threshold_bounds = shipped
+    n, g = len(means), seen["g"]
+    y = np.asarray(means)
+    w = (1.0 + k * (y - y.mean()) / y.std()) / n
+    v = y * (1.0 - y)
+    lo, hi, vbar = (np.asarray(x, dtype=float) for x in seen["box"][:3])
+    mu_hat = seen["sum_y"] / n
+    sd_hat = math.sqrt(seen["sum_y2"] / n - mu_hat * mu_hat)
+    e2 = min(seen["sum_r2"], TH.quadratic_bound(g, n, 0.25, seen["alpha"] * TH.Q_SHARE, seen["sum_lq"]))
+    rms_e = math.sqrt(e2 / n)
+    means_hat = np.array([c.s / c.m for c in pol.cs])
+    w_hat = np.abs(1.0 + k * (means_hat - mu_hat) / sd_hat) / n
+    score = w_hat * np.sqrt(vbar)
+    rows = []
+    for label, s_lo, s_hi, mu_lo, mu_hi in [
+            ("track's mu, sigma", max(sd_hat - rms_e, TH.min_sd_over_box(lo, hi)), sd_hat + rms_e,
+             mu_hat - rms_e, mu_hat + rms_e),
+            ("mu, sigma exact", float(y.std()), float(y.std()), float(y.mean()), float(y.mean()))]:
+        for scheme in ("uniform", "free"):
+            r = np.ones(n) if scheme == "uniform" else np.maximum(1.0, np.round(score / np.median(score)))
+            c = vbar / r
+            bound = signed_variance_bound(lo, hi, c, k, s_lo, s_hi, mu_lo, mu_hi)
+            true = float((w * w * v / r).sum())
+            cost = float(r.sum())
+            rows.append(f"| `{name}` | {label} | {scheme} | {cost:,.0f} | {true * cost:.3g} | "
+                        f"{(bound or math.inf) * cost:.3g} |")
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--variants", default=DEFAULT_VARIANTS, help=f"comma-separated (default {DEFAULT_VARIANTS})")
+    ap.add_argument("--only", default=DEFAULT_ONLY, help="comma-separated instances (default: n >= 20)")
+    ap.add_argument("--runs", type=int, default=10, help="runs per instance and variant (default 10)")
+    ap.add_argument("--first", type=int, default=0, help="first run index (default 0)")
+    ap.add_argument("--certify", action="store_true", help="the certification table instead of the variants")
+    a = ap.parse_args(argv)
+    names = a.only.split(",")
+    if a.certify:
+        print(f"V x cost per row at the last level of run 0 (delta = {DELTA}); smaller is better")
+        print("| instance | mu, sigma | rows | row cost | V x cost, true weights | V x cost, certified |")
+        print("| --- | --- | --- | --- | --- | --- |")
+        for name in names:
+            for line in certify(name):
+                print(line, flush=True)
+        return
+    variants = a.variants.split(",")
+    if variants[0] != "base":
+        variants.insert(0, "base")
+    variants_table(variants, names, a.runs, a.first)
+
+
+if __name__ == "__main__":
+    main()
