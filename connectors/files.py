@@ -6,7 +6,9 @@ Input lines (one record each)::
     {"key": "eu-west", "value": "{\\"reward\\": 1}"}          # value as the raw string of a record
     {"arm": "eu-west", "reward": 1, "timestamp": 1700000000123}  # shorthand: the line is the value
 
-``timestamp`` is in milliseconds (as in Kafka) and optional; without it the stream clock does not
+The key (``key`` or ``arm``) is a string or an integer; any other JSON value there (a bool, a float, a
+list, an object) makes a record without a key, like a missing one. ``timestamp`` is in milliseconds (as in
+Kafka) and optional; without it the stream clock does not
 move, so use ``--clock wall`` if wants should time out. A line that is not a JSON object becomes a
 record without a key (refused as ``key_missing``, so it reaches the dead letters). Several files are
 merged like partitions (:class:`~streamarms.connectors.ordering.PartitionMerger`); a file's "offset"
@@ -67,6 +69,21 @@ def _bytes(text: str) -> bytes:
         return text.encode("utf-8", "surrogatepass")
 
 
+def _key_bytes(key: Any) -> bytes | None:
+    """A line's key as the record's key bytes: a string (its UTF-8, see :func:`_bytes`) or an integer (its
+    digits); anything else -- a bool, a float, a list, an object -- is no key (the codec refuses the record
+    as ``key_missing``): an arm named ``True`` or ``['a']`` would be a silent guess at what was meant.
+
+    >>> _key_bytes("eu"), _key_bytes(7), _key_bytes(True), _key_bytes(1.5), _key_bytes(["a"])
+    (b'eu', b'7', None, None, None)
+    """
+    if isinstance(key, str):
+        return _bytes(key)
+    if type(key) is int:
+        return str(key).encode()
+    return None
+
+
 def _stamp(ts: Any) -> int | None:
     """A line's ``timestamp`` (ms) as an int, ``None`` if it is not a finite number (an integer too
     large for a float, too: no timestamp, never an ``OverflowError`` that stops the replay)."""
@@ -90,8 +107,8 @@ def _to_record(path: str, offset: int, line: str, fast: bool = True) -> JsonlRec
     if type(obj) is dict and fast and "key" not in obj:  # the shorthand line, parsed by orjson: the value
         key, ts = obj.get("arm"), obj.get("timestamp")
         line_b = _bytes(line.rstrip("\n"))
-        return JsonlRecord(path, 0, offset, ts if type(ts) is int else _stamp(ts), None if key is None
-                           else _bytes(str(key)), line_b, None, obj if len(line_b) <= _SHORT else None)
+        return JsonlRecord(path, 0, offset, ts if type(ts) is int else _stamp(ts), _key_bytes(key), line_b, None,
+                           obj if len(line_b) <= _SHORT else None)
     if not isinstance(obj, dict):
         return JsonlRecord(path, 0, offset, None, None, _bytes(line.rstrip("\n")), None, None)
     ts = _stamp(obj.get("timestamp"))
@@ -115,8 +132,7 @@ def _to_record(path: str, offset: int, line: str, fast: bool = True) -> JsonlRec
     else:
         key = obj.get("arm")
         vb = _bytes(line.rstrip("\n"))
-    kb = None if key is None else _bytes(str(key))
-    return JsonlRecord(path, 0, offset, ts, kb, vb, None, parsed)
+    return JsonlRecord(path, 0, offset, ts, _key_bytes(key), vb, None, parsed)
 
 
 def _shorthand_chunk(path: str, lines: list[str], first: int) -> list[JsonlRecord] | None:

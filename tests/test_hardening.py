@@ -327,3 +327,23 @@ def test_a_sink_that_cannot_deliver_postpones_the_checkpoint_and_fails_only_at_e
                 stop_when_exhausted=False)
     d.run()
     assert store.saved and store.saved[-1] == 40
+
+
+def test_jsonl_keys_are_strings_or_integers(tmp_path):
+    """A JSONL key that is neither a string nor an integer is no key (refused, to the dead letters), not an arm
+    named after Python's spelling of it ('True', "['a']")."""
+    p = tmp_path / "in.jsonl"
+    keys = ['"s"', "7", "-3", "true", "1.5", '["a"]', '{"x": 1}', "null"]
+    p.write_text("".join(f'{{"arm": {k}, "reward": 1}}\n{{"key": {k}, "value": {{"reward": 1}}}}\n' for k in keys))
+    src = JsonlSource([str(p)], ordered=False)
+    recs = []
+    while not src.exhausted:
+        recs += src.poll()
+    codec = RewardCodec(model=None)
+    out = []
+    for r in recs:
+        try:
+            out.append(codec.arm(r.key))
+        except InvalidRecord as e:
+            out.append(e.reason)
+    assert out == ["s", "s", "7", "7", "-3", "-3"] + ["key_missing"] * 10
