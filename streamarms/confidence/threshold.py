@@ -114,8 +114,9 @@ inequality, increasing in ``v`` and in ``c`` (so it may be read at upper bounds 
 fixed grid, terms with ``cbar lambda_j >= 1`` left out), ~10% below the stitched boundary of Howard et al.
 (Thm 1) over the counts the track reaches. A track restored from a snapshot taken before the mixture keeps
 the stitched boundary (``boundary = "stitched"``), so all levels of one run use one boundary and the running
-intersection below stays on one event; likewise one taken before the variance side of the bilinear term keeps
-the proxies alone (``bilinear = "proxy"``). The bilinear term uses the same ``u``.
+intersection below stays on one event; likewise the bilinear term's bound is the track's setting
+(``bilinear``: ``"proxy"``, the default and what a snapshot without the field holds, or ``"variance"``, below;
+:class:`~streamarms.policies.anytime.AnytimeKSigma` uses ``"variance"``). The bilinear term uses the same ``u``.
 
 **Box.** Always intersected with the trivially valid box: with arm intervals ``[lo_i, hi_i]``, centres
 ``c_i`` and half-widths ``h_i``, ``mu in [mean(lo), mean(hi)]`` and ``|sigma - sd(c)| <= rms(h)``.
@@ -474,14 +475,15 @@ class ThresholdTrack:
     interval ``(lo, hi)``; returns whether ``m_theta`` advanced. ``upper()`` / ``lower()``:
     the current intervals of ``mu + k sigma`` / ``mu - k sigma`` (``(-inf, inf)`` before every arm has
     reported once). Reward range ``[low, high]`` (bounded, Bernoulli), or ``sigma_x`` (sub-Gaussian), or
-    neither (heavy tails: the box only).
+    neither (heavy tails: the box only). ``boundary``, ``bilinear``: the module docstring ("Boundary", "Bilinear
+    term, variances"); both are kept in the snapshot so a restored run stays on one event.
     """
 
     levels = frozenset(_LEVELS)
 
     def __init__(self, n: int, k: float, alpha: float, *, two_sided: bool = False, low: float | None = None,
                  high: float | None = None, sigma_x: float | None = None, bernoulli: bool = False,
-                 boundary: str = "mixture") -> None:
+                 boundary: str = "mixture", bilinear: str = "proxy") -> None:
         if n < 2:
             raise ValueError(f"the k-sigma threshold needs at least 2 arms, got {n}")
         self.n, self.k, self.alpha, self.two_sided = int(n), float(k), float(alpha), bool(two_sided)
@@ -489,7 +491,7 @@ class ThresholdTrack:
         self.bernoulli = bool(bernoulli) and low == 0.0 and high == 1.0
         _boundary(boundary)
         self.boundary = boundary
-        self.bilinear = "variance"
+        self.bilinear = bilinear
         self.m_theta = 0
         self.totals: dict[str, list[float]] = {}  # str(level) -> totals (JSON keys are strings)
         self.result: dict[str, Any] = {}
@@ -503,7 +505,8 @@ class ThresholdTrack:
         # tested against the same boundary, so the running intersection stays on one event
         self.boundary = str(getattr(self, "boundary", "stitched"))
         _boundary(self.boundary)
-        # ... and one from before the variance side of the bilinear term keeps the proxies alone (same reason)
+        # ... and the bilinear term's bound: "proxy" (the proxies alone, what a snapshot without the field
+        # was taken with) or "variance" (also the variances: AnytimeKSigma's tracks since it exists)
         self.bilinear = str(getattr(self, "bilinear", "proxy"))
         if self.bilinear not in ("variance", "proxy"):
             raise ValueError(f"unknown bilinear bound {self.bilinear!r}; known: 'proxy', 'variance'")
@@ -645,10 +648,11 @@ class ThresholdTrack:
 
     def snapshot(self) -> dict[str, Any]:
         return {"n": self.n, "k": self.k, "alpha": self.alpha, "two_sided": self.two_sided, "low": self.low,
-                "bernoulli": self.bernoulli, "boundary": self.boundary, "bilinear": self.bilinear,
+                "bernoulli": self.bernoulli, "boundary": self.boundary,
                 "high": self.high, "sigma_x": self.sigma_x, "m_theta": self.m_theta,
                 "totals": {kk: list(v) for kk, v in self.totals.items()},
-                "result": {kk: (list(v) if isinstance(v, tuple) else v) for kk, v in self.result.items()}}
+                "result": {kk: (list(v) if isinstance(v, tuple) else v) for kk, v in self.result.items()},
+                **({} if self.bilinear == "proxy" else {"bilinear": self.bilinear})}
 
     @classmethod
     def restore(cls, state: dict[str, Any]) -> ThresholdTrack:

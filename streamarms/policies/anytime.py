@@ -143,7 +143,7 @@ class AnytimeKSigma(Policy):
         elif self.model.name == "subgaussian":
             kw = {"sigma_x": cast(SubGaussianModel, self.model).sigma}
         self.track = ThresholdTrack(n, self.k, self.alpha_theta, two_sided=self.two_sided,
-                                    bernoulli=self.model.name == "bernoulli", **kw)
+                                    bernoulli=self.model.name == "bernoulli", bilinear="variance", **kw)
         self.state = [0] * n          # 0 undecided, 1 outlier, -1 normal
         self.n_undecided = n
         self.T = 0
