@@ -15,6 +15,8 @@ mean samples over the runs, seeds and instances as ``engine_vs_papers.py``; rati
   smaller steps (no statistical price: every level is on the same event);
 * ``balance:C``: the sampling rule's comparison "one more round of the threshold vs one more sample of
   the key" (``AnytimeKSigma._threshold_first``) with the threshold's gain times C (shipped: 1);
+* ``blocked``: threshold first also whenever the key's own mean lies inside the threshold's interval (no
+  sample of the key can classify it before the threshold's interval shrinks);
 * ``signed``: the linear term's variance bound (:func:`~streamarms.confidence.threshold.linear_variance_bound`,
   a knapsack over ``|w_i|`` caps) also with *signed* weight intervals: ``y_i - mu`` in ``[lo_i - mu_hi,
   hi_i - mu_lo]`` (``mu`` within ``rms(e)`` of the track's estimate), ``sigma`` in ``[sigma_lo, sd_hat +
@@ -82,6 +84,22 @@ def _balance(c: float) -> None:
         th, (lo, hi) = self._th_u, self._u
         w = hi - th if mean > th else th - lo
         return c * self.n_undecided * w / (len(self.arms) * self.track.m_theta) > self._rp[i] / cs.m
+
+    AT.AnytimeKSigma._threshold_first = threshold_first  # type: ignore[method-assign]
+
+
+def _blocked() -> None:
+    """Threshold first also whenever the key's own mean lies inside the threshold's interval on the side its
+    classification needs: no sample of the key can classify it until the threshold's interval shrinks."""
+    shipped = AT.AnytimeKSigma._threshold_first
+
+    def threshold_first(self: AT.AnytimeKSigma, i: int) -> bool:
+        cs = self.cs[i]
+        mean = cs.s / cs.m
+        lo, hi = self._u
+        if lo <= mean <= hi:
+            return True
+        return shipped(self, i)
 
     AT.AnytimeKSigma._threshold_first = threshold_first  # type: ignore[method-assign]
 
@@ -155,8 +173,10 @@ def apply(variant: str) -> None:
         _balance(float(arg))
     elif name == "signed":
         _signed()
+    elif name == "blocked":
+        _blocked()
     else:
-        raise SystemExit(f"unknown variant {variant!r}; known: base, grid:R, balance:C, signed")
+        raise SystemExit(f"unknown variant {variant!r}; known: base, grid:R, balance:C, signed, blocked")
 
 
 # ------------------------------------------------------------------------------------------------
