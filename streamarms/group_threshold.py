@@ -217,7 +217,8 @@ class GroupThreshold:
                                    sum_r2=t["sum_r2"], vmax=t["vmax"], sum_lo=t["sum_lo"], sum_hi=t["sum_hi"],
                                    sum_c=t["sum_c"], sum_c2=t["sum_c2"], sum_h2=t["sum_h2"], span=self.span,
                                    sigma_x=self.sigma_x, two_sided=self.two_sided, sum_lq=t["sum_lq"],
-                                   sum_w=None if t["sum_w"] < 0.0 else t["sum_w"], smax=t["smax"])
+                                   sum_w=None if t["sum_w"] < 0.0 else t["sum_w"], smax=t["smax"],
+                                   bilinear="variance")  # as AnytimeKSigma's track: the group's single process
             for side in ("upper", "lower"):
                 if side in res:
                     self.estimates[side] = float(res[side + "_estimate"])

@@ -503,7 +503,7 @@ class _App:
                   f"{st['used']:,} rewards used of {st['records']:,} seen ({100 * share:.1f}%), "
                   f"{refusals_text(st['invalid'])}; flagged now: "
                   f"{', '.join(sorted(self.scheduler.alerts.flagged)) or 'none'}", flush=True)
-            hint = refusals_hint(st["records"], st["used"], st["invalid"], bool(s.rewards_file),
+            hint = refusals_hint(st["records"], st["invalid"], bool(s.rewards_file),
                                  bool(s.dead_letter_file or s.dead_letter_topic))
             if hint:
                 print(hint, flush=True)
@@ -534,14 +534,14 @@ def refusals_text(invalid: dict[str, int], top: int = 3) -> str:
     return f"{total:,} refused ({shown}{more})"
 
 
-def refusals_hint(records: int, used: int, invalid: dict[str, int], from_file: bool, dead_letters: bool) -> str:
+def refusals_hint(records: int, invalid: dict[str, int], from_file: bool, dead_letters: bool) -> str:
     """One line of advice when most of a run's records were refused (empty otherwise): where to see them,
     and for JSONL replays the commonest mistake (a line with ``"key"`` but the reward beside it instead of
     in ``"value"``).
 
-    >>> refusals_hint(100, 90, {"not_json": 10}, True, False)
+    >>> refusals_hint(100, {"not_json": 10}, True, False)
     ''
-    >>> print(refusals_hint(100, 0, {"value_missing": 100}, True, True))
+    >>> print(refusals_hint(100, {"value_missing": 100}, True, True))
     most records were refused (100 of 100): the dead letters name each one and why; a JSONL line with "key" carries its record in "value" ({"key": "eu", "value": {"reward": 1}}); a line without "key" is the record ({"arm": "eu", "reward": 1})
     """
     refused = sum(invalid.values())

@@ -315,7 +315,7 @@ def threshold_bounds(g: Any, n: int, k: float, alpha_lin: float, *, sum_y: Any, 
                      span: float | None, sigma_x: float | None, two_sided: bool = False,
                      v_min: float | None = None, sigma_floor: Any = 0.0, sum_lq: Any = None,
                      box: Any = None, sum_w: Any = None, smax: Any = None,
-                     boundary: str = "mixture", bilinear: str = "variance") -> dict[str, Any]:
+                     boundary: str = "mixture", bilinear: str = "proxy") -> dict[str, Any]:
     """The intervals of the module docstring from the totals at level ``g`` (floats or numpy arrays).
 
     ``alpha_lin`` is the whole threshold share: ``Q_SHARE`` of it to the quadratic bound, the rest to the
@@ -327,8 +327,8 @@ def threshold_bounds(g: Any, n: int, k: float, alpha_lin: float, *, sum_y: Any, 
     that is smaller.
     ``sum_w``, ``smax``: ``sum_i s_i^2 / g`` (the arms' unbiased sample variances) and the largest proxy
     bound: with both, the bias-free lower side (module docstring) where it is tighter.
-    ``bilinear``: ``"variance"`` (the bilinear term also through ``vmax``, module docstring "Bilinear term,
-    variances") or ``"proxy"`` (the proxies alone: tracks restored from snapshots taken before).
+    ``bilinear``: ``"proxy"`` (the proxies alone: the default, as :class:`ThresholdTrack`'s) or ``"variance"``
+    (also through ``vmax``, module docstring "Bilinear term, variances": the engine's policies).
     ``span = high - low`` for bounded rewards (``vmax`` = max Bhatia-Davis variance); ``sigma_x`` for
     sub-Gaussian rewards; neither (heavy tails): the box alone. Returns ``upper`` = (lo, hi) of
     ``mu + k sigma`` and ``upper_box`` / ``upper_track``, and the same for ``lower`` when two-sided.
