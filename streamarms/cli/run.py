@@ -43,7 +43,7 @@ from ..errors import ConfigError
 from ..metrics import Metrics
 from ..policies.base import Policy
 from ..registry import POLICIES, PolicyParams, reward_model_of
-from ..runtime import ACTIVE, EventClock, RewardCodec, Scheduler, SchedulerConfig
+from ..runtime import ACTIVE, DISCOVERING, RUNNING, EventClock, RewardCodec, Scheduler, SchedulerConfig
 from ..runtime.continuous import CONTINUOUS, ContinuousRunner
 from ..runtime.contracts import AlertSink, DeadLetterSink, RequestSink
 from .continuous import alert_line, build_runner
@@ -461,7 +461,34 @@ class _App:
             mon = self.scheduler.monitor
             out.update(policy=CONTINUOUS, groups=len(mon.groups), restarts=mon.counts["restarts"],
                        epochs=mon.counts["epochs"], group_by=self.s.group_by)
+        else:
+            out["phase_at_stop"] = self.scheduler.phase
+            out["unfinished_episode"] = self._unfinished()
         return out
+
+    def _not_started(self) -> str | None:
+        """Why no episode ran, when the run stopped while still discovering keys (a short replay)."""
+        sched, cfg = self.scheduler, getattr(self, "sched_config", None)
+        if isinstance(sched, ContinuousRunner) or sched.phase != DISCOVERING or sched.episodes_done or cfg is None:
+            return None
+        n = len(sched.known_arms)
+        why = (f"it needs at least {cfg.min_arms} keys" if n < cfg.min_arms else
+               f"the first starts after {cfg.discovery_records:,} records without a new key (--discovery-records) "
+               f"or {cfg.discovery_seconds:g} s (--discovery-seconds)")
+        return f"no episode started: the run stopped while discovering keys ({n} so far); {why}"
+
+    def _unfinished(self) -> dict[str, Any] | None:
+        """The episode running when the daemon stopped (input exhausted, Ctrl-C, an error): what it had
+        classified so far, or ``None`` when none was running."""
+        sched = self.scheduler
+        if isinstance(sched, ContinuousRunner) or sched.phase != RUNNING:
+            return None
+        d = sched.decision()
+        if d is None:
+            return None
+        return {"episode": sched.episode, "samples": d.pulls, "outliers": sorted(d.outliers),
+                "normals": len(d.normals), "undecided": sorted(d.undecided), "threshold": d.threshold,
+                "threshold_interval": list(d.threshold_interval) if d.threshold_interval is not None else None}
 
     def _mode_text(self) -> str:
         cfg = getattr(self, "sched_config", None)
@@ -503,6 +530,11 @@ class _App:
                   f"{st['used']:,} rewards used of {st['records']:,} seen ({100 * share:.1f}%), "
                   f"{refusals_text(st['invalid'])}; flagged now: "
                   f"{', '.join(sorted(self.scheduler.alerts.flagged)) or 'none'}", flush=True)
+            if out.get("unfinished_episode"):
+                print(unfinished_text(out["unfinished_episode"]), flush=True)
+            not_started = self._not_started()
+            if not_started:
+                print(not_started, flush=True)
             hint = refusals_hint(st["records"], st["invalid"], bool(s.rewards_file),
                                  bool(s.dead_letter_file or s.dead_letter_topic))
             if hint:
@@ -515,6 +547,25 @@ class _App:
                 with open(s.summary_json, "w") as f:
                     f.write(text + "\n")
         return code
+
+
+def unfinished_text(u: dict[str, Any], show: int = 5) -> str:
+    """One line on the episode that was running when the run stopped: what it had classified, and which
+    keys it had not (the first ``show`` by name).
+
+    >>> print(unfinished_text({"episode": 1, "samples": 1200, "outliers": ["h7"], "normals": 40,
+    ...                        "undecided": ["h1", "h2"], "threshold": 0.0287, "threshold_interval": [0.02, 0.04]}))
+    episode 1 unfinished at the stop (1,200 samples): 1 outlier (h7), 40 normal, 2 undecided (h1, h2); threshold 0.0287 [0.02, 0.04]
+    """
+    und = u["undecided"]
+    names = ", ".join(und[:show]) + (f", +{len(und) - show} more" if len(und) > show else "")
+    out = (f"episode {u['episode']} unfinished at the stop ({u['samples']:,} samples): {len(u['outliers'])} "
+           f"outlier{'' if len(u['outliers']) == 1 else 's'}" + (f" ({', '.join(u['outliers'])})" if u["outliers"] else "")
+           + f", {u['normals']} normal, {len(und)} undecided" + (f" ({names})" if und else ""))
+    if u.get("threshold") is not None:
+        iv = u.get("threshold_interval")
+        out += f"; threshold {u['threshold']:.4g}" + (f" [{iv[0]:.4g}, {iv[1]:.4g}]" if iv else "")
+    return out
 
 
 def refusals_text(invalid: dict[str, int], top: int = 3) -> str:

@@ -121,3 +121,36 @@ def test_a_replay_with_a_few_bad_lines_gives_no_advice(tmp_path, capsys):
     assert main(["run", "--rewards-file", str(p), "--policy", "cs"]) == 0
     out = capsys.readouterr().out
     assert "1 refused (key_missing 1)" in out and "most records were refused" not in out
+
+
+def test_a_replay_that_ends_mid_episode_says_what_the_episode_had_classified(tmp_path, capsys):
+    """The input ran out before the episode's stopping rule fired: the last lines say which keys were
+    classified and which were not, and --summary-json has the same as ``unfinished_episode``."""
+    p = tmp_path / "r.jsonl"
+    rows = [json.dumps({"arm": f"k{i % 6}", "reward": int((i * 7919) % 10 < (8 if i % 6 == 5 else 2))})
+            for i in range(600)]
+    p.write_text("\n".join(rows) + "\n")
+    summary = tmp_path / "s.json"
+    assert main(["run", "--rewards-file", str(p), "--policy", "cs", "--summary-json", str(summary),
+                 "--discovery-records", "100"]) == 0
+    out = capsys.readouterr().out
+    u = json.loads(summary.read_text())["unfinished_episode"]
+    assert u["episode"] == 1 and len(u["outliers"]) + u["normals"] + len(u["undecided"]) == 6 and u["undecided"]
+    assert f"episode 1 unfinished at the stop ({u['samples']:,} samples)" in out
+    assert f"{len(u['undecided'])} undecided (" in out
+
+
+def test_a_run_whose_episodes_all_finished_has_no_unfinished_episode(capsys):
+    assert main(["run", "--quiet", "--summary-json", "-"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["unfinished_episode"] is None
+
+
+def test_a_replay_too_short_to_start_an_episode_says_why(tmp_path, capsys):
+    p = tmp_path / "r.jsonl"
+    p.write_text("".join(json.dumps({"arm": f"k{i % 6}", "reward": i % 2}) + "\n" for i in range(600)))
+    summary = tmp_path / "s.json"
+    assert main(["run", "--rewards-file", str(p), "--policy", "cs", "--summary-json", str(summary)]) == 0
+    assert ("no episode started: the run stopped while discovering keys (6 so far); the first starts after 1,000 "
+            "records without a new key (--discovery-records)") in capsys.readouterr().out
+    got = json.loads(summary.read_text())
+    assert got["phase_at_stop"] == "discovering" and got["unfinished_episode"] is None
