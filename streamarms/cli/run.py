@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import os
 import sys
 import time
@@ -473,7 +474,8 @@ class _App:
             return None
         n = len(sched.known_arms)
         why = (f"it needs at least {cfg.min_arms} keys" if n < cfg.min_arms else
-               f"the first starts after {cfg.discovery_records:,} records without a new key (--discovery-records) "
+               f"the first starts after {cfg.discovery_records:,} record{'' if cfg.discovery_records == 1 else 's'} "
+               f"without a new key (--discovery-records) "
                f"or {cfg.discovery_seconds:g} s (--discovery-seconds)")
         return f"no episode started: the run stopped while discovering keys ({n} so far); {why}"
 
@@ -486,9 +488,11 @@ class _App:
         d = sched.decision()
         if d is None:
             return None
+        finite = lambda x: x if x is not None and math.isfinite(x) else None  # noqa: E731 (JSON has no NaN)
+        iv = d.threshold_interval
         return {"episode": sched.episode, "samples": d.pulls, "outliers": sorted(d.outliers),
-                "normals": len(d.normals), "undecided": sorted(d.undecided), "threshold": d.threshold,
-                "threshold_interval": list(d.threshold_interval) if d.threshold_interval is not None else None}
+                "normals": len(d.normals), "undecided": sorted(d.undecided), "threshold": finite(d.threshold),
+                "threshold_interval": [finite(iv[0]), finite(iv[1])] if iv is not None else None}
 
     def _mode_text(self) -> str:
         cfg = getattr(self, "sched_config", None)
@@ -564,7 +568,7 @@ def unfinished_text(u: dict[str, Any], show: int = 5) -> str:
            + f", {u['normals']} normal, {len(und)} undecided" + (f" ({names})" if und else ""))
     if u.get("threshold") is not None:
         iv = u.get("threshold_interval")
-        out += f"; threshold {u['threshold']:.4g}" + (f" [{iv[0]:.4g}, {iv[1]:.4g}]" if iv else "")
+        out += f"; threshold {u['threshold']:.4g}" + (f" [{iv[0]:.4g}, {iv[1]:.4g}]" if iv and None not in iv else "")
     return out
 
 
