@@ -57,13 +57,15 @@ def test_fuzz_1e5_bad_records_through_jsonl(tmp_path):
 
 
 def test_kill_9_ten_times_with_the_file_checkpoint(tmp_path):
-    clean = clean_stream(400_000, seed=21)
+    clean = clean_stream(1_000_000, seed=21)
     fuzz, _ = fuzzed(clean, 20_000, seed=22, big=1)
     write(tmp_path / "in.jsonl", fuzz)
+    # eight episodes back to back (~540k records): one episode (~60k records) is ~0.1 s of a quiet machine's
+    # replay, shorter than the kills' own spread, so one episode let most lives end before their kill
     common = ["--rewards-file", str(tmp_path / "in.jsonl"), "--policy", "wrr", "--k", "2", "--delta", "0.02",
-              "--discovery-records", "500", "--max-episodes", "1", "--log-level", "warning"]
+              "--discovery-records", "500", "--max-episodes", "8", "--episode-interval", "0", "--log-level", "warning"]
     ck = tmp_path / "state.ckpt"
-    # kill -9 while the episode runs, at a point that moves on each time
+    # kill -9 while the episodes run, at a point that moves on each time
     ref, got, killed = kill_9_drill(common, ["--checkpoint", str(ck)], ck, tmp_path, lives=10, spread=4)
     assert killed >= 5  # most kills landed mid-run (a fast machine may finish a few runs first)
     # the summary of the resumed run covers the whole stream: its counters come from the checkpoint
