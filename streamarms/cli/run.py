@@ -480,19 +480,22 @@ class _App:
         return f"no episode started: the run stopped while discovering keys ({n} so far); {why}"
 
     def _unfinished(self) -> dict[str, Any] | None:
-        """The episode running when the daemon stopped (input exhausted, Ctrl-C, an error): what it had
-        classified so far, or ``None`` when none was running."""
+        """The episode running when the daemon stopped (input exhausted, Ctrl-C, an error), summarised as a
+        finished one is (the scheduler's episode summary, its reason the stop's), or ``None`` when none was
+        running. A threshold not yet finite is ``None``: JSON has no NaN."""
         sched = self.scheduler
         if isinstance(sched, ContinuousRunner) or sched.phase != RUNNING:
             return None
         d = sched.decision()
         if d is None:
             return None
-        finite = lambda x: x if x is not None and math.isfinite(x) else None  # noqa: E731 (JSON has no NaN)
-        iv = d.threshold_interval
-        return {"episode": sched.episode, "samples": d.pulls, "outliers": sorted(d.outliers),
-                "normals": len(d.normals), "undecided": sorted(d.undecided), "threshold": finite(d.threshold),
-                "threshold_interval": [finite(iv[0]), finite(iv[1])] if iv is not None else None}
+        u = sched.episodes.summary(d, sched.clock(), f"stopped: {self.daemon.stop_reason or 'unknown'}",
+                                   sched.records, sched.policy_name)
+        finite = lambda x: x if x is not None and math.isfinite(x) else None  # noqa: E731
+        u["threshold"] = finite(u["threshold"])
+        if u["threshold_interval"] is not None:
+            u["threshold_interval"] = [finite(x) for x in u["threshold_interval"]]
+        return u
 
     def _mode_text(self) -> str:
         cfg = getattr(self, "sched_config", None)
