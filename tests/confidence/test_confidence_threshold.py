@@ -12,6 +12,7 @@ import pytest
 from scipy.special import gammaln
 from scipy.stats import norm
 from stats_util import clopper_pearson_lower, clopper_pearson_upper
+from track_util import feed_track
 
 from streamarms.confidence import BetaBinomialCS
 from streamarms.confidence.threshold import (
@@ -139,11 +140,7 @@ def test_track_equals_vectorised_formula_and_tightens_with_n():
         means = list(0.2 + 0.5 * rng.random(n))  # the same law of means: sigma ~ 0.14 for both n
         track = ThresholdTrack(n, 2.0, 0.05, low=0.0, high=1.0, bernoulli=True)
         arms = [BetaBinomialCS(0.05 / n) for _ in means]
-        for _ in range(max(grid_levels(300))):
-            for i, p in enumerate(means):
-                arms[i].update(float(rng.random() < p))
-                if arms[i].n in track.levels:
-                    track.record(arms[i].n, arms[i].s, *arms[i].interval())
+        feed_track(track, arms, means, max(grid_levels(300)), rng)
         g = track.m_theta
         assert g == max(lv for lv in grid_levels(300))
         widths[n] = track.upper()[1] - track.upper()[0]
@@ -198,11 +195,7 @@ def test_track_keeps_the_proxy_bilinear_bound_for_old_snapshots():
     means = list(0.005 + 0.03 * rng.random(30))
     track = ThresholdTrack(30, 2.5, 0.05, low=0.0, high=1.0, bernoulli=True, bilinear="variance")
     arms = [BetaBinomialCS(0.0025) for _ in means]
-    for _ in range(3000):
-        for i, p in enumerate(means):
-            arms[i].update(float(rng.random() < p))
-            if arms[i].n in track.levels:
-                track.record(arms[i].n, arms[i].s, *arms[i].interval())
+    feed_track(track, arms, means, 3000, rng)
     snap = track.snapshot()
     assert snap["bilinear"] == "variance" and ThresholdTrack.restore(snap).bilinear == "variance"
     old = ThresholdTrack.restore({k: v for k, v in snap.items() if k != "bilinear"})

@@ -10,6 +10,7 @@ import math
 import numpy as np
 import pytest
 from stats_util import clopper_pearson_upper
+from track_util import feed_track
 
 from streamarms.confidence import BetaBinomialCS, stitched_boundary
 from streamarms.confidence.mixture import mixture_boundary, mixture_grid
@@ -85,11 +86,7 @@ def test_track_keeps_stitched_boundary_for_old_snapshots():
     means = list(0.2 + 0.5 * rng.random(20))
     track = ThresholdTrack(20, 2.0, 0.05, low=0.0, high=1.0, bernoulli=True)
     arms = [BetaBinomialCS(0.0025) for _ in means]
-    for _ in range(30):
-        for i, p in enumerate(means):
-            arms[i].update(float(rng.random() < p))
-            if arms[i].n in track.levels:
-                track.record(arms[i].n, arms[i].s, *arms[i].interval())
+    feed_track(track, arms, means, 30, rng)
     snap = track.snapshot()
     assert snap["boundary"] == "mixture"
     assert ThresholdTrack.restore(snap).boundary == "mixture"
