@@ -136,18 +136,23 @@ def _knapsack(value: np.ndarray, lower: np.ndarray, upper: np.ndarray, budget: f
     return out
 
 
+def _estimates(g: Any, n: int, alpha_lin: float, kw: dict[str, Any]) -> tuple[float, float, float]:
+    """``(mu_hat, sd_hat, rms(e))`` at level g from the track's totals ``kw`` (the arguments of
+    :func:`~streamarms.confidence.threshold.threshold_bounds`), as that function computes them."""
+    mu_hat = kw["sum_y"] / n
+    sd_hat = math.sqrt(max(kw["sum_y2"] / n - mu_hat * mu_hat, 0.0))
+    sum_r2 = kw["sum_r2"]
+    if kw.get("span") is not None:
+        sum_r2 = min(sum_r2, TH.quadratic_bound(g, n, kw["span"] ** 2 / 4.0, alpha_lin * TH.Q_SHARE, kw.get("sum_lq")))
+    return mu_hat, sd_hat, math.sqrt(max(sum_r2, 0.0) / n)
+
+
 def _signed() -> None:
     shipped_bounds, shipped_lvb = TH.threshold_bounds, TH.linear_variance_bound
     state: dict[str, float] = {}
 
     def threshold_bounds(g: Any, n: int, k: float, alpha_lin: float, **kw: Any) -> dict[str, Any]:
-        mu_hat = kw["sum_y"] / n
-        sd_hat = math.sqrt(max(kw["sum_y2"] / n - mu_hat * mu_hat, 0.0))
-        sum_r2 = kw["sum_r2"]
-        if kw.get("span") is not None:
-            s2 = kw["span"] ** 2 / 4.0
-            sum_r2 = min(sum_r2, TH.quadratic_bound(g, n, s2, alpha_lin * TH.Q_SHARE, kw.get("sum_lq")))
-        rms_e = math.sqrt(max(sum_r2, 0.0) / n)
+        mu_hat, sd_hat, rms_e = _estimates(g, n, alpha_lin, kw)
         sd_c = math.sqrt(max(kw["sum_c2"] / n - (kw["sum_c"] / n) ** 2, 0.0))
         rms_h = math.sqrt(max(kw["sum_h2"], 0.0) / n)
         state.update(s_hi=min(sd_hat + rms_e, sd_c + rms_h), mu_lo=max(mu_hat - rms_e, kw["sum_lo"] / n),
@@ -252,10 +257,7 @@ def certify(name: str) -> list[str]:
     w = (1.0 + k * (y - y.mean()) / y.std()) / n
     v = y * (1.0 - y)
     lo, hi, vbar = (np.asarray(x, dtype=float) for x in seen["box"][:3])
-    mu_hat = seen["sum_y"] / n
-    sd_hat = math.sqrt(seen["sum_y2"] / n - mu_hat * mu_hat)
-    e2 = min(seen["sum_r2"], TH.quadratic_bound(g, n, 0.25, seen["alpha"] * TH.Q_SHARE, seen["sum_lq"]))
-    rms_e = math.sqrt(e2 / n)
+    mu_hat, sd_hat, rms_e = _estimates(g, n, seen["alpha"], seen)
     means_hat = np.array([c.s / c.m for c in pol.cs])
     w_hat = np.abs(1.0 + k * (means_hat - mu_hat) / sd_hat) / n
     score = w_hat * np.sqrt(vbar)
