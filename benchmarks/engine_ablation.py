@@ -17,6 +17,14 @@ mean samples over the runs, seeds and instances as ``engine_vs_papers.py``; rati
   the key" (``AnytimeKSigma._threshold_first``) with the threshold's gain times C (shipped: 1);
 * ``blocked``: threshold first also whenever the key's own mean lies inside the threshold's interval (no
   sample of the key can classify it before the threshold's interval shrinks);
+* ``told`` / ``told:S``: the threshold *told* (its interval the true ``theta``, zero width), all else as
+  shipped (``told``: the arms' share of delta too) or with ``arm_share`` S (``told:0.999``: nearly all of
+  delta to the arms, like the oracle's ``delta / n``). Not a policy: the decomposition of engine / oracle
+  into the threshold's width (``base`` / ``told``), the share of delta it takes (``told`` / ``told:0.999``)
+  and what remains between the engine's sampling and classification and the oracle's;
+* ``limit:bilinear``, ``limit:lin:F``: **not valid** (no guarantee), limits for the next design: the bias-free
+  lower side's bilinear bound taken as 0 (the most any tighter bound of that term could give), the linear
+  term's boundary times F (what a linear term F times narrower would give);
 * ``signed``: the linear term's variance bound (:func:`~streamarms.confidence.threshold.linear_variance_bound`,
   a knapsack over ``|w_i|`` caps) also with *signed* weight intervals: ``y_i - mu`` in ``[lo_i - mu_hi,
   hi_i - mu_lo]`` (``mu`` within ``rms(e)`` of the track's estimate), ``sigma`` in ``[sigma_lo, sd_hat +
@@ -168,10 +176,48 @@ def _signed() -> None:
     TH.linear_variance_bound = linear_variance_bound
 
 
-def apply(variant: str) -> None:
+def _told(theta: float) -> None:
+    """The threshold's interval is ``[theta, theta]`` at every refresh (one-sided, as the instances)."""
+    shipped = AT.AnytimeKSigma._refresh_threshold
+
+    def refresh(self: AT.AnytimeKSigma) -> None:
+        shipped(self)
+        self._u, self._th_u, self._W = (theta, theta), theta, 0.0
+
+    AT.AnytimeKSigma._refresh_threshold = refresh  # type: ignore[method-assign]
+
+
+def _limit(what: str) -> None:
+    """Not valid (module docstring): the bilinear bound as 0, or the linear term's boundary times F."""
+    part, _, f = what.partition(":")
+    if part == "bilinear":
+        TH.bilinear_bound = lambda g, *a, **kw: 0.0 * np.asarray(g, dtype=float)  # type: ignore[assignment]
+    elif part == "lin" and f:  # the linear term's call only: the bilinear bound keeps the shipped boundary
+        shipped, shipped_b = TH.mixture_boundary, TH.bilinear_bound
+
+        def scaled(*a: Any, **kw: Any) -> Any:
+            return float(f) * shipped(*a, **kw)
+
+        def bilinear(*a: Any, **kw: Any) -> Any:
+            TH.mixture_boundary = shipped
+            try:
+                return shipped_b(*a, **kw)
+            finally:
+                TH.mixture_boundary = scaled
+
+        TH.mixture_boundary, TH.bilinear_bound = scaled, bilinear  # type: ignore[assignment]
+    else:
+        raise SystemExit(f"unknown limit {what!r}; known: limit:bilinear, limit:lin:F")
+
+
+def apply(variant: str, theta: float = math.nan) -> dict[str, Any]:
+    """Patch ``variant`` in; the policy's constructor options it needs."""
     name, _, arg = variant.partition(":")
     if name == "base":
-        return
+        return {}
+    if name == "told":
+        _told(theta)
+        return {"arm_share": float(arg)} if arg else {}
     if name == "grid":
         _grid(float(arg))
     elif name == "balance":
@@ -180,8 +226,11 @@ def apply(variant: str) -> None:
         _signed()
     elif name == "blocked":
         _blocked()
+    elif name == "limit":
+        _limit(arg)
     else:
-        raise SystemExit(f"unknown variant {variant!r}; known: base, grid:R, balance:C, signed, blocked")
+        raise SystemExit(f"unknown variant {variant!r}; known: base, grid:R, balance:C, signed, blocked, told, told:S, limit:bilinear, limit:lin:F")
+    return {}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -196,14 +245,14 @@ def _instance(name: str) -> Any:
 
 def one_run(job: tuple[str, str, int]) -> tuple[str, str, int, int, bool]:
     variant, name, r = job
-    apply(variant)
     inst = _instance(name)
     means = inst.draw(r)
-    env = Environment(means, seed=r)
-    pol = AT.AnytimeKSigma(env.arm_names, k=inst.k, delta=DELTA)
-    res = run_policy(pol, env, max_pulls=CAP, keep_events=False)
     y = np.asarray(means)
-    theta = y.mean() + inst.k * y.std()
+    theta = float(y.mean() + inst.k * y.std())
+    opts = apply(variant, theta)
+    env = Environment(means, seed=r)
+    pol = AT.AnytimeKSigma(env.arm_names, k=inst.k, delta=DELTA, **opts)
+    res = run_policy(pol, env, max_pulls=CAP, keep_events=False)
     ok = res.decision.done and set(res.decision.outliers) == {str(i) for i, v in enumerate(means) if v > theta}
     return variant, name, r, res.pulls, bool(ok)
 

@@ -78,12 +78,12 @@ def test_engine_ablation_runs_every_variant_and_the_certificate() -> None:
     variance bound): if one of them is renamed the script must fail here, not print the shipped engine's
     numbers under a variant's name."""
     run = [sys.executable, str(BENCH / "engine_ablation.py"), "--only", "zww17-20", "--runs", "1"]
-    out = subprocess.run(run + ["--variants", "base,grid:1.05,balance:2,signed"], capture_output=True, text=True,
-                         timeout=600, cwd=BENCH.parent)
+    out = subprocess.run(run + ["--variants", "base,grid:1.05,balance:2,signed,told,limit:lin:0.5"], capture_output=True,
+                         text=True, timeout=600, cwd=BENCH.parent)
     assert out.returncode == 0, out.stderr
     row = next(line for line in out.stdout.splitlines() if line.startswith("| `zww17-20`"))
     cells = [c.strip() for c in row.strip("|").split("|")[1:]]
-    assert len(cells) == 4 and cells[0].endswith("(1.000)") and "err" not in row
+    assert len(cells) == 6 and cells[0].endswith("(1.000)") and "err" not in row
     assert len({c.split()[0] for c in cells}) > 1  # the variants change the run
     out = subprocess.run(run + ["--certify"], capture_output=True, text=True, timeout=600, cwd=BENCH.parent)
     assert out.returncode == 0, out.stderr
