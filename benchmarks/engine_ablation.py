@@ -22,9 +22,9 @@ mean samples over the runs, seeds and instances as ``engine_vs_papers.py``; rati
   delta to the arms, like the oracle's ``delta / n``). Not a policy: the decomposition of engine / oracle
   into the threshold's width (``base`` / ``told``), the share of delta it takes (``told`` / ``told:0.999``)
   and what remains between the engine's sampling and classification and the oracle's;
-* ``limit:bilinear``, ``limit:lin:F``: **not valid** (no guarantee), limits for the next design: the bias-free
-  lower side's bilinear bound taken as 0 (the most any tighter bound of that term could give), the linear
-  term's boundary times F (what a linear term F times narrower would give);
+* ``limit:bilinear``, ``limit:bilinear:F``, ``limit:lin:F``: **not valid** (no guarantee), limits for the next
+  design: the bias-free lower side's bilinear bound taken as 0 (the most any tighter bound of that term
+  could give) or times F, the linear term's boundary times F (what a linear term F times narrower gives);
 * ``signed``: the linear term's variance bound (:func:`~streamarms.confidence.threshold.linear_variance_bound`,
   a knapsack over ``|w_i|`` caps) also with *signed* weight intervals: ``y_i - mu`` in ``[lo_i - mu_hi,
   hi_i - mu_lo]`` (``mu`` within ``rms(e)`` of the track's estimate), ``sigma`` in ``[sigma_lo, sd_hat +
@@ -190,8 +190,14 @@ def _told(theta: float) -> None:
 def _limit(what: str) -> None:
     """Not valid (module docstring): the bilinear bound as 0, or the linear term's boundary times F."""
     part, _, f = what.partition(":")
-    if part == "bilinear":
-        TH.bilinear_bound = lambda g, *a, **kw: 0.0 * np.asarray(g, dtype=float)  # type: ignore[assignment]
+    if part == "bilinear":  # limit:bilinear (as 0) or limit:bilinear:F (times F)
+        shipped_b, factor = TH.bilinear_bound, float(f or 0.0)
+
+        def bilinear(*a: Any, **kw: Any) -> Any:
+            b = shipped_b(*a, **kw)
+            return np.where(np.isfinite(b), factor * b, b)  # inf (below g = 2: no bound) stays
+
+        TH.bilinear_bound = bilinear  # type: ignore[assignment]
     elif part == "lin" and f:  # the linear term's call only: the bilinear bound keeps the shipped boundary
         shipped, shipped_b = TH.mixture_boundary, TH.bilinear_bound
 
@@ -207,7 +213,7 @@ def _limit(what: str) -> None:
 
         TH.mixture_boundary, TH.bilinear_bound = scaled, bilinear  # type: ignore[assignment]
     else:
-        raise SystemExit(f"unknown limit {what!r}; known: limit:bilinear, limit:lin:F")
+        raise SystemExit(f"unknown limit {what!r}; known: limit:bilinear[:F], limit:lin:F")
 
 
 def apply(variant: str, theta: float = math.nan) -> dict[str, Any]:
