@@ -115,6 +115,18 @@ def test_a_replay_whose_records_are_all_refused_says_why_and_what_to_write(tmp_p
     assert len((tmp_path / "dl.jsonl").read_text().splitlines()) == 40
 
 
+@pytest.mark.parametrize("line", [{"host": "h1", "reward": 1}, {"arm": ["h1"], "reward": 1}, {"arm": 1.5, "reward": 1}])
+def test_a_replay_whose_lines_have_no_usable_key_says_where_the_key_goes(tmp_path, capsys, line):
+    """The key under another name, or a key that is not a string or an integer: refused as key_missing, and
+    the last lines say where a JSONL line's key goes and what it may be."""
+    p = tmp_path / "r.jsonl"
+    p.write_text((json.dumps(line) + "\n") * 30)
+    assert main(["run", "--rewards-file", str(p), "--policy", "cs"]) == 0
+    out = capsys.readouterr().out
+    assert "30 refused (key_missing 30)" in out
+    assert 'a JSONL line names its key in "arm"' in out and "a string or an integer" in out
+
+
 def test_a_replay_with_a_few_bad_lines_gives_no_advice(tmp_path, capsys):
     p = tmp_path / "r.jsonl"
     p.write_text("".join(json.dumps({"arm": f"k{i % 5}", "reward": i % 2}) + "\n" for i in range(40)) + "nope\n")
