@@ -151,7 +151,13 @@ def _or(value: Any, default: Any) -> Any:
 
 
 def reward_model_of(p: PolicyParams) -> RewardModel:
-    """The reward model named by ``p.bound`` (``simulate --bound``) or ``p.reward_model``."""
+    """The reward model named by ``p.bound`` (``simulate --bound``) or ``p.reward_model``; ``heavy_tailed`` from
+    ``moment_p``, ``moment_bound``, ``estimator`` and ``model_params`` (which win).
+
+    >>> m = reward_model_of(PolicyParams(reward_model="heavy_tailed", moment_bound=4.0, moment_p=1.5))
+    >>> m.name, m.B, m.p
+    ('heavy_tailed', 4.0, 1.5)
+    """
     name = p.bound or p.reward_model or "bernoulli"
     if isinstance(name, RewardModel):
         return name
@@ -159,6 +165,13 @@ def reward_model_of(p: PolicyParams) -> RewardModel:
         return make_model("bounded", a=p.reward_range[0], b=p.reward_range[1])
     if name == "bernoulli":
         return make_model("bernoulli")
+    if name == "heavy_tailed":  # --moment-p, --moment-bound, --estimator; --model-param KEY=VALUE wins
+        kw = {k: v for k, v in (("p", p.moment_p), ("B", p.moment_bound), ("estimator", p.estimator)) if v is not None}
+        kw.update(p.model_params)
+        if kw.get("B") is None:
+            raise ValueError("the heavy_tailed reward model needs a bound B on E|X|^p: --moment-bound B "
+                             "(with --moment-p p, default 2; or --model-param B=...)")
+        return make_model(name, **kw)
     return make_model(name, **dict(p.model_params))
 
 

@@ -16,12 +16,17 @@ from .dedupe import add_dedupe_parser
 from .explain import add_explain_parser
 from .run import add_run_parser
 from .simulate import add_simulate_parser
+from .types import allow_negative_lists
 
 __all__ = ["main", "build_parser"]
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with a one-line error and exit code 2."""
+    """argparse with a one-line error and exit code 2, and values such as ``-20,20`` taken as values."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        allow_negative_lists(self)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(2, f"{self.prog}: error: {message}\n")

@@ -51,6 +51,7 @@ from .continuous import alert_line, build_runner
 from .embedded import EmbeddedResponder, embedded_means, embedded_stream
 from .group import check_group_settings, member_name, wire_group_member
 from .settings import RunSettings, _kv, add_run_arguments, resolve_settings
+from .types import allow_negative_lists
 
 __all__ = ["add_run_parser", "run_main", "main"]
 
@@ -619,7 +620,7 @@ def refusals_hint(records: int, invalid: dict[str, int], from_file: bool, dead_l
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``streamarms run [flags]`` as a function (tests, embedding): the same as the command."""
-    parser = argparse.ArgumentParser(prog="streamarms run", description=__doc__.split("\n\n")[0])
+    parser = allow_negative_lists(argparse.ArgumentParser(prog="streamarms run", description=__doc__.split("\n\n")[0]))
     add_run_arguments(parser)
     return run_main(parser.parse_args(argv))
 

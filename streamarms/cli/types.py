@@ -9,10 +9,28 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["arm_means", "positive_int", "budget", "finite", "nonneg_float", "port", "probability", "start_from"]
+__all__ = ["arm_means", "positive_int", "budget", "finite", "nonneg_float", "port", "probability", "start_from",
+           "allow_negative_lists"]
+
+#: a negative number, or a comma-separated list of numbers that starts with one (``-20,20``, ``-1e3,0.5``):
+#: Python 3.11's argparse takes the list for a flag ("expected one argument") unless told otherwise
+_NEGATIVE = re.compile(r"^-\d+$|^-\d*\.\d+$|^-[\d.]+(?:[eE][-+]?\d+)?(?:,\s*-?[\d.]+(?:[eE][-+]?\d+)?)+$")
+
+
+def allow_negative_lists(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Let ``parser`` take ``--reward-range -20,20`` (a value starting with a minus sign) as a value.
+
+    >>> p = allow_negative_lists(argparse.ArgumentParser())
+    >>> _ = p.add_argument("--reward-range")
+    >>> p.parse_args(["--reward-range", "-20,20"]).reward_range
+    '-20,20'
+    """
+    parser._negative_number_matcher = _NEGATIVE
+    return parser
 
 
 def arm_means(text: str) -> list[float]:

@@ -166,3 +166,32 @@ def test_a_replay_too_short_to_start_an_episode_says_why(tmp_path, capsys):
             "records without a new key (--discovery-records)") in capsys.readouterr().out
     got = json.loads(summary.read_text())
     assert got["phase_at_stop"] == "discovering" and got["unfinished_episode"] is None
+
+
+def test_a_reward_range_that_starts_below_zero_is_a_value_not_a_flag(tmp_path, capsys):
+    """``--reward-range -20,20`` (returns, temperatures): argparse took ``-20,20`` for a flag and said
+    "expected one argument"."""
+    p = tmp_path / "r.jsonl"
+    p.write_text("".join(json.dumps({"arm": f"k{i % 4}", "reward": (i % 7) - 3.5}) + "\n" for i in range(80)))
+    assert main(["run", "--rewards-file", str(p), "--policy", "cs", "--reward-model", "bounded",
+                 "--reward-range", "-20,20", "--discovery-records", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "0 refused" in out
+
+
+def test_the_heavy_tailed_model_takes_its_bound_from_moment_bound(tmp_path, capsys):
+    """``--moment-bound`` (the flag the help names for B) configures ``--reward-model heavy_tailed``; without
+    it the error says which flag to give."""
+    from streamarms.registry import PolicyParams, reward_model_of
+
+    m = reward_model_of(PolicyParams(reward_model="heavy_tailed", moment_bound=9.0, estimator="mom"))
+    assert (m.B, m.p, m.estimator) == (9.0, 2.0, "mom")
+    m = reward_model_of(PolicyParams(reward_model="heavy_tailed", moment_bound=9.0, model_params={"B": 4.0}))
+    assert m.B == 4.0  # --model-param wins
+    p = tmp_path / "r.jsonl"
+    p.write_text("".join(json.dumps({"arm": f"k{i % 4}", "reward": (i % 7) - 3.5}) + "\n" for i in range(80)))
+    base = ["run", "--rewards-file", str(p), "--policy", "cs", "--reward-model", "heavy_tailed", "--discovery-records", "20"]
+    assert main(base + ["--moment-bound", "50"]) == 0
+    capsys.readouterr()
+    assert main(base) == 2
+    assert "--moment-bound B" in capsys.readouterr().err
