@@ -469,11 +469,17 @@ class _App:
         return out
 
     def _not_started(self) -> str | None:
-        """Why no episode ran, when the run stopped while still discovering keys (a short replay)."""
+        """Why no episode ran, when the run stopped while still discovering keys (a short replay) or after the
+        policy refused the keys it was given (e.g. GOLD's rho on too few keys)."""
         sched, cfg = self.scheduler, getattr(self, "sched_config", None)
-        if isinstance(sched, ContinuousRunner) or sched.phase != DISCOVERING or sched.episodes_done or cfg is None:
+        if isinstance(sched, ContinuousRunner) or sched.episodes_done or sched.episode or cfg is None:
             return None
         n = len(sched.known_arms)
+        refused = sched.episodes.build_error
+        if refused:
+            return f"no episode started: the policy refused the {n} keys: {refused}"
+        if sched.phase != DISCOVERING:
+            return None
         why = (f"it needs at least {cfg.min_arms} keys" if n < cfg.min_arms else
                f"the first starts after {cfg.discovery_records:,} record{'' if cfg.discovery_records == 1 else 's'} "
                f"without a new key (--discovery-records) "

@@ -195,3 +195,13 @@ def test_the_heavy_tailed_model_takes_its_bound_from_moment_bound(tmp_path, caps
     capsys.readouterr()
     assert main(base) == 2
     assert "--moment-bound B" in capsys.readouterr().err
+
+
+def test_a_run_whose_policy_refuses_the_keys_says_why_at_the_stop(tmp_path, capsys):
+    """GOLD's default rho leaves no room for an outlier among 10 keys: the warning scrolls by at the start,
+    so the last lines say why no episode ran."""
+    p = tmp_path / "r.jsonl"
+    p.write_text("".join(json.dumps({"arm": f"k{i % 10}", "reward": i % 2}) + "\n" for i in range(300)))
+    assert main(["run", "--rewards-file", str(p), "--policy", "gold", "--discovery-records", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "no episode started: the policy refused the 10 keys: " in out and "rho" in out
