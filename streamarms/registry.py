@@ -27,7 +27,7 @@ from .policies.anytime import AnytimeKSigma
 from .policies.base import Policy
 from .policies.best_arm import SuccessiveElimination, SuccessiveRejects, best_arm_truth
 from .policies.gold import GenericOutlierDetection, true_outliers
-from .policies.ksigma import NaiveRoundRobin, RoundRobin, WeightedRoundRobin, ksigma_outliers
+from .policies.ksigma import NaiveRoundRobin, RoundRobin, WeightedRoundRobin, ksigma_outliers, ksigma_ties
 from .policies.robust import RobustOutlierArmIdentification, robust_true_outliers
 from .policies.thresholding import APT, LSA, UCBE, Uniform, complexity_H, threshold_truth
 
@@ -116,6 +116,9 @@ class PolicySpec:
     #: asks for) or ``"all"`` (every reward of its arms; for a policy valid under any sampling order whose
     #: plan is narrow, e.g. ``cs``: 0.37x the records of WRR's plan vs 3.0x following its own plan)
     passive_feed: str = "planned"
+    #: ``ties(means, params)``: the arms no fixed-confidence run can classify (a mean exactly at the
+    #: threshold), so ``simulate`` refuses an instance that would never end
+    ties: Callable[[list[float], PolicyParams], list[str]] | None = None
 
     def build(self, arms: list[str], **params: Any) -> Policy:
         """The policy on ``arms`` with ``params`` (fields of :class:`PolicyParams`, others refused)."""
@@ -185,17 +188,22 @@ def _ksigma_truth(means: list[float], p: PolicyParams) -> list[str]:
     return [str(i) for i in ksigma_outliers(means, p.k, p.two_sided)]
 
 
+def _ksigma_ties(means: list[float], p: PolicyParams) -> list[str]:
+    return [str(i) for i in ksigma_ties(means, p.k, p.two_sided)]
+
+
 def _ksigma_kw(p: PolicyParams) -> dict[str, Any]:
     return {"k": p.k, "delta": p.delta, "model": reward_model_of(p), "two_sided": p.two_sided}
 
 
 register(PolicySpec("rr", lambda arms, p: RoundRobin(arms, **_ksigma_kw(p)), _ksigma_truth,
-                    description="Round-Robin, Zhuang et al. NeurIPS'17 Alg. 1", params=_KSIGMA))
+                    description="Round-Robin, Zhuang et al. NeurIPS'17 Alg. 1", params=_KSIGMA, ties=_ksigma_ties))
 register(PolicySpec("wrr", lambda arms, p: WeightedRoundRobin(arms, rho=p.rho, **_ksigma_kw(p)),
                     _ksigma_truth, description="Weighted Round-Robin, Zhuang et al. NeurIPS'17 Alg. 2",
-                    params=(*_KSIGMA, "rho")))
+                    params=(*_KSIGMA, "rho"), ties=_ksigma_ties))
 register(PolicySpec("nrr", lambda arms, p: NaiveRoundRobin(arms, **_ksigma_kw(p)), _ksigma_truth,
-                    description="Naive Round-Robin baseline (no guarantee), NeurIPS'17 Sec. 5.2", params=_KSIGMA))
+                    description="Naive Round-Robin baseline (no guarantee), NeurIPS'17 Sec. 5.2", params=_KSIGMA,
+                    ties=_ksigma_ties))
 
 
 def _ade_truth(means: list[float], p: PolicyParams) -> list[str]:
@@ -211,7 +219,7 @@ def _ade_seed(p: PolicyParams) -> int | None:
 
 register(PolicySpec("ade", lambda arms, p: AdaptiveDoubleExploration(arms, seed=_ade_seed(p), **_ksigma_kw(p)),
                     _ade_truth, description="Adaptive Double Exploration, Zhang et al. AAAI'20 Alg. 1",
-                    params=_KSIGMA))
+                    params=_KSIGMA, ties=_ksigma_ties))
 
 
 # GOLD (Ban & He, KDD'20): rho is the assumed share of normal arms (CLI --rho, default 0.9)
@@ -361,4 +369,4 @@ register(PolicySpec("sr", _sr, _best_truth, kind="best", params=("budget", "esti
 # streamarms' own engine (issue 9): anytime-valid confidence sequences and the threshold track
 register(PolicySpec("cs", lambda arms, p: AnytimeKSigma(arms, **_ksigma_kw(p)), _ksigma_truth, params=_KSIGMA,
                     description="anytime k-sigma: confidence sequences + threshold track (streamarms, issue 9)",
-                    passive_feed="all"))
+                    passive_feed="all", ties=_ksigma_ties))

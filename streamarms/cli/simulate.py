@@ -13,7 +13,7 @@ from typing import Any
 
 from ..policies.thresholding import misclassified
 from ..progress import RunProgress
-from ..registry import POLICIES
+from ..registry import POLICIES, PolicyParams
 from ..sim import Environment, StudentTArm, run_policy, tbpz19_setup, yslk18_instance, zww17_example
 from .types import arm_means, budget, finite, positive_int
 
@@ -100,6 +100,14 @@ def simulate(opts: argparse.Namespace, progress: RunProgress | None = None) -> d
     names = [str(i) for i in range(len(means))]
     env_model = opts.env = opts.env or DEFAULT_ENV.get(spec.kind, "bernoulli")
     truth = spec.truth(means, **policy_params(opts, means, opts.seed))
+    tied = spec.ties(list(means), PolicyParams.of(policy_params(opts, means, opts.seed))) if spec.ties else []
+    if tied and opts.max_pulls is None:
+        who = ("every arm's mean equals the threshold (the means have no spread)" if len(tied) == len(means) else
+               f"the mean of arm {', '.join(tied[:5])} equals the k-sigma threshold" if len(tied) == 1 else
+               f"the means of arms {', '.join(tied[:5])} equal the k-sigma threshold")
+        raise ValueError(f"{who}: no fixed-confidence policy can classify {'it' if len(tied) == 1 else 'them'}, "
+                         "so a run would never end; "
+                         "give --max-pulls N to run it capped")
     spec.build(names, **policy_params(opts, means, opts.seed))  # a missing or bad option fails here, before any run
     results = []
     for r in range(opts.runs):

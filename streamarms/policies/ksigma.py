@@ -88,6 +88,19 @@ def ksigma_outliers(means: Sequence[float], k: float, two_sided: bool = False) -
     return [i for i, v in enumerate(y) if v > hi or (two_sided and v < lo)]
 
 
+def ksigma_ties(means: Sequence[float], k: float, two_sided: bool = False) -> list[int]:
+    """Indices of the arms whose mean *is* the k-sigma threshold (to rounding): no fixed-confidence policy
+    can classify them, so a run on such an instance never stops. All means equal: every arm.
+
+    >>> ksigma_ties([0.2, 0.2, 0.2], k=2.0), ksigma_ties([0.1, 0.1, 0.1, 0.1, 0.9], k=1.5)
+    ([0, 1, 2], [])
+    """
+    y = np.asarray(means, dtype=float)
+    mu, sigma = float(y.mean()), float(y.std())
+    ths = [mu + k * sigma] + ([mu - k * sigma] if two_sided else [])
+    return [i for i, v in enumerate(y) if any(abs(v - t) <= 1e-12 * max(1.0, abs(t)) for t in ths)]
+
+
 class _KSigmaEstimates(Policy):
     """Shared state of the k-sigma policies: counts, sums, running sums, theta_hat, RR cursor."""
 

@@ -205,3 +205,16 @@ def test_a_run_whose_policy_refuses_the_keys_says_why_at_the_stop(tmp_path, caps
     assert main(["run", "--rewards-file", str(p), "--policy", "gold", "--discovery-records", "20"]) == 0
     out = capsys.readouterr().out
     assert "no episode started: the policy refused the 10 keys: " in out and "rho" in out
+
+
+@pytest.mark.parametrize("policy", ["rr", "wrr", "nrr", "ade", "cs"])
+def test_simulate_refuses_an_instance_no_run_can_finish(capsys, policy):
+    """Means with no spread (every arm at the threshold) or an arm exactly at mu + k sigma: no fixed-
+    confidence run ever stops. simulate used to run silently forever; it now says why and how to run it."""
+    assert main(["simulate", "--policy", policy, "--means", "0.2,0.2,0.2"]) == 2
+    err = capsys.readouterr().err
+    assert "every arm's mean equals the threshold" in err and "--max-pulls" in err
+    means = "0.2,0.6,0.2,0.6"  # mu 0.4, sigma 0.2, k 1: the arms at 0.6 are on the threshold
+    assert main(["simulate", "--policy", policy, "--means", means, "--k", "1"]) == 2
+    assert "the means of arms 1, 3 equal the k-sigma threshold" in capsys.readouterr().err
+    assert main(["simulate", "--policy", policy, "--means", "0.2,0.2,0.2", "--max-pulls", "300", "--runs", "1"]) == 0
