@@ -27,8 +27,8 @@ from .policies.anytime import AnytimeKSigma
 from .policies.base import Policy
 from .policies.best_arm import SuccessiveElimination, SuccessiveRejects, best_arm_truth
 from .policies.gold import GenericOutlierDetection, true_outliers
-from .policies.ksigma import NaiveRoundRobin, RoundRobin, WeightedRoundRobin, ksigma_outliers, ksigma_ties
-from .policies.robust import RobustOutlierArmIdentification, robust_true_outliers
+from .policies.ksigma import NaiveRoundRobin, RoundRobin, WeightedRoundRobin, at_threshold, ksigma_outliers, ksigma_ties
+from .policies.robust import RobustOutlierArmIdentification, robust_threshold, robust_true_outliers
 from .policies.thresholding import APT, LSA, UCBE, Uniform, complexity_H, threshold_truth
 
 __all__ = ["PolicyParams", "PolicySpec", "POLICIES", "register", "build_policy", "reward_model_of",
@@ -153,6 +153,11 @@ def _or(value: Any, default: Any) -> Any:
     return default if value is None else value
 
 
+#: ``simulate --env`` -> the reward model its rewards need, when neither ``--bound`` nor a model is named
+_ENV_MODEL = {"bounded": "bounded", "beta": "bounded", "two-point": "bounded", "gaussian": "subgaussian",
+              "student-t": "heavy_tailed"}
+
+
 def reward_model_of(p: PolicyParams) -> RewardModel:
     """The reward model named by ``p.bound`` (``simulate --bound``) or ``p.reward_model``; ``heavy_tailed`` from
     ``moment_p``, ``moment_bound``, ``estimator`` and ``model_params`` (which win).
@@ -164,6 +169,10 @@ def reward_model_of(p: PolicyParams) -> RewardModel:
     name = p.bound or p.reward_model or "bernoulli"
     if isinstance(name, RewardModel):
         return name
+    if p.bound is None and name == "bernoulli" and p.env != "bernoulli":  # simulate --env: what its rewards need
+        name = _ENV_MODEL.get(p.env, name)
+    if name == "subgaussian" and not p.model_params:
+        return make_model("subgaussian", sigma=1.0)  # the simulator's Gaussian arms have sd 1
     if name in ("hoeffding", "bounded"):
         return make_model("bounded", a=p.reward_range[0], b=p.reward_range[1])
     if name == "bernoulli":
@@ -171,6 +180,8 @@ def reward_model_of(p: PolicyParams) -> RewardModel:
     if name == "heavy_tailed":  # --moment-p, --moment-bound, --estimator; --model-param KEY=VALUE wins
         kw = {k: v for k, v in (("p", p.moment_p), ("B", p.moment_bound), ("estimator", p.estimator)) if v is not None}
         kw.update(p.model_params)
+        if kw.get("B") is None and p.true_means is not None and not p.model_params:
+            return heavy_model_of(p, len(p.true_means))  # the simulator knows its arms' moments
         if kw.get("B") is None:
             raise ValueError("the heavy_tailed reward model needs a bound B on E|X|^p: --moment-bound B "
                              "(with --moment-p p, default 2; or --model-param B=...)")
@@ -251,11 +262,17 @@ def _roai_truth(means: list[float], p: PolicyParams) -> list[str]:
     return [str(i) for i in robust_true_outliers(means, p.k, p.two_sided)]
 
 
+def _roai_ties(means: list[float], p: PolicyParams) -> list[str]:
+    lo, hi = robust_threshold(means, p.k)
+    return [str(i) for i in at_threshold(means, [hi] + ([lo] if p.two_sided else []))]
+
+
 register(PolicySpec("roai", lambda arms, p: RobustOutlierArmIdentification(arms, **_ksigma_kw(p)), _roai_truth,
-                    description="robust k-sigma: median + 1.4826 k MAD (after Zhu et al. ICML'20)", params=_KSIGMA))
+                    description="robust k-sigma: median + 1.4826 k MAD (after Zhu et al. ICML'20)", params=_KSIGMA,
+                    ties=_roai_ties))
 register(PolicySpec("roai-cs", lambda arms, p: RobustOutlierArmIdentification(arms, intervals="cs", **_ksigma_kw(p)),
                     _roai_truth, description="roai with the engine's confidence sequences as arm intervals "
-                                             "(its rule unchanged)", params=_KSIGMA))
+                                             "(its rule unchanged)", params=_KSIGMA, ties=_roai_ties))
 
 
 # ------------------------------------------------------------------------------------------------

@@ -63,8 +63,10 @@ def add_simulate_arguments(p: argparse.ArgumentParser) -> None:
                         "instance with outliers 18 and 19 at k = 2)")
     p.add_argument("--k", type=float, default=2.0, help="k of the k-sigma rule (default 2)")
     p.add_argument("--delta", type=float, default=0.1, help="error probability (default 0.1)")
-    p.add_argument("--bound", choices=["bernoulli", "hoeffding"], default="bernoulli",
-                   help="confidence intervals: Agresti-Coull for 0/1 rewards or Hoeffding on [0,1]")
+    p.add_argument("--bound", choices=["bernoulli", "hoeffding"], default=None,
+                   help="confidence intervals: Agresti-Coull for 0/1 rewards or Hoeffding on [0,1] (default: "
+                        "what --env's rewards need: bernoulli for 0/1 arms, hoeffding for bounded or beta arms, "
+                        "a sub-Gaussian model for gaussian arms, a heavy-tailed one for student-t arms)")
     p.add_argument("--env", default=None, choices=ENVS, metavar="ENV",
                    help="reward distribution of the simulated arms: bernoulli (default; se/sr: student-t), "
                         "bounded, beta, gaussian (sd 1) or student-t (--df degrees of freedom, scale 1)")
@@ -99,12 +101,14 @@ def simulate(opts: argparse.Namespace, progress: RunProgress | None = None) -> d
         means = {"threshold": tbpz19_setup(2), "best": yslk18_instance("S1")}.get(spec.kind) or zww17_example()
     names = [str(i) for i in range(len(means))]
     env_model = opts.env = opts.env or DEFAULT_ENV.get(spec.kind, "bernoulli")
+    if opts.bound is None and env_model in ("bernoulli", "bounded", "beta", "two-point"):
+        opts.bound = "bernoulli" if env_model == "bernoulli" else "hoeffding"  # else: reward_model_of picks by env
     truth = spec.truth(means, **policy_params(opts, means, opts.seed))
     tied = spec.ties(list(means), PolicyParams.of(policy_params(opts, means, opts.seed))) if spec.ties else []
     if tied and opts.max_pulls is None:
         who = ("every arm's mean equals the threshold (the means have no spread)" if len(tied) == len(means) else
-               f"the mean of arm {', '.join(tied[:5])} equals the k-sigma threshold" if len(tied) == 1 else
-               f"the means of arms {', '.join(tied[:5])} equal the k-sigma threshold")
+               f"the mean of arm {', '.join(tied[:5])} equals the threshold" if len(tied) == 1 else
+               f"the means of arms {', '.join(tied[:5])} equal the threshold")
         raise ValueError(f"{who}: no fixed-confidence policy can classify {'it' if len(tied) == 1 else 'them'}, "
                          "so a run would never end; "
                          "give --max-pulls N to run it capped")

@@ -97,8 +97,16 @@ def ksigma_ties(means: Sequence[float], k: float, two_sided: bool = False) -> li
     """
     y = np.asarray(means, dtype=float)
     mu, sigma = float(y.mean()), float(y.std())
-    ths = [mu + k * sigma] + ([mu - k * sigma] if two_sided else [])
-    return [i for i, v in enumerate(y) if any(abs(v - t) <= 1e-12 * max(1.0, abs(t)) for t in ths)]
+    return at_threshold(y.tolist(), [mu + k * sigma] + ([mu - k * sigma] if two_sided else []))
+
+
+def at_threshold(means: Sequence[float], thresholds: Sequence[float]) -> list[int]:
+    """Indices of the means equal (to rounding) to one of the thresholds.
+
+    >>> at_threshold([0.1, 0.5, 0.5000000000001], [0.5])
+    [1, 2]
+    """
+    return [i for i, v in enumerate(means) if any(abs(v - t) <= 1e-12 * max(1.0, abs(t)) for t in thresholds)]
 
 
 class _KSigmaEstimates(Policy):

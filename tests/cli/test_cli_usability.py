@@ -216,5 +216,22 @@ def test_simulate_refuses_an_instance_no_run_can_finish(capsys, policy):
     assert "every arm's mean equals the threshold" in err and "--max-pulls" in err
     means = "0.2,0.6,0.2,0.6"  # mu 0.4, sigma 0.2, k 1: the arms at 0.6 are on the threshold
     assert main(["simulate", "--policy", policy, "--means", means, "--k", "1"]) == 2
-    assert "the means of arms 1, 3 equal the k-sigma threshold" in capsys.readouterr().err
+    assert "the means of arms 1, 3 equal the threshold" in capsys.readouterr().err
     assert main(["simulate", "--policy", policy, "--means", "0.2,0.2,0.2", "--max-pulls", "300", "--runs", "1"]) == 0
+
+
+def test_simulate_refuses_a_robust_instance_whose_normal_arms_sit_on_the_median(capsys):
+    """roai's threshold is median + 1.4826 k MAD: nine equal means make the MAD 0, so those arms are on it."""
+    assert main(["simulate", "--policy", "roai", "--means", "0,0,0,0,0,0,0,0,0,3", "--env", "gaussian"]) == 2
+    assert "equal the threshold" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("env,policy", [("gaussian", "cs"), ("gaussian", "wrr"), ("beta", "cs"), ("student-t", "cs")])
+def test_simulate_picks_the_reward_model_its_env_needs(capsys, env, policy):
+    """--env gaussian / student-t with a k-sigma policy used to stop at the first reward ("must be 0 or 1
+    under the bernoulli reward model"): without --bound the model follows the env."""
+    means = "0,0,0,0,0,0,0,0.1,0,5" if env != "beta" else "0.1,0.1,0.1,0.12,0.1,0.8"
+    assert main(["simulate", "--policy", policy, "--env", env, "--means", means, "--k", "1.5", "--runs", "1",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["accuracy"] == 1.0 and out["results"][0]["done"]
