@@ -1,14 +1,17 @@
-"""``streamarms explain [KEY] --checkpoint PATH``: a key's current evidence, read from a checkpoint of the
-continuous mode (the running daemon answers the same question on ``/explain?key=KEY`` next to
+"""``streamarms explain [KEY] --checkpoint PATH``: a key's current evidence, read from a checkpoint of
+``streamarms run`` (the continuous mode's running daemon also answers on ``/explain?key=KEY`` next to
 ``/metrics``).
 
-With ``KEY``: the key's evidence as JSON -- its state and standing flag, its mean estimate and interval,
-the samples behind it (since its last restart, and in all), its group's threshold estimate and interval
-and the samples behind it, the margin (the gap between the two intervals in units of the sum of their
-half-widths: positive when they are disjoint, i.e. when the key is classified). Without ``KEY``: every
-group's threshold band and its flagged keys. ``--checkpoint kafka:TOPIC`` reads the compacted topic
-(``--bootstrap-servers``, ``--group-id`` as for ``run``), ``--checkpoint dir:PATH`` the incremental
-directory. Exit codes: 0 found, 1 unknown key, 2 no usable checkpoint.
+With ``KEY``: the key's evidence as JSON -- its state, its mean estimate and interval, the samples behind
+it, the threshold's estimate and interval, the margin (the gap between the two intervals in units of the
+sum of their half-widths: positive when they are disjoint, i.e. when the key is classified); the continuous
+mode adds its standing flag, its group and the samples since its last restart, an episode mode the episode
+and the policy (a key seen after the episode started is ``"not in an episode"``: it joins the next). Without
+``KEY``: the continuous mode's every group's threshold band and flagged keys; an episode mode's outliers
+(with their evidence), normal and undecided counts, the threshold, and the keys waiting for the next
+episode. ``--checkpoint kafka:TOPIC`` reads the compacted topic (``--bootstrap-servers``, ``--group-id`` as
+for ``run``), ``--checkpoint dir:PATH`` the incremental directory. Exit codes: 0 found, 1 unknown key, 2 no
+usable checkpoint.
 """
 
 from __future__ import annotations
@@ -20,12 +23,13 @@ from typing import Any
 
 from ..checkpoint import CheckpointError, CheckpointStore, FileCheckpointStore, checkpoint_key
 from ..monitor import ContinuousMonitor
+from ..runtime.evidence import episode_evidence, episode_summary
 
 __all__ = ["add_explain_parser", "explain_main", "summary"]
 
 
 def add_explain_parser(subparsers: Any) -> argparse.ArgumentParser:
-    p = subparsers.add_parser("explain", help="a key's current evidence, from a checkpoint of the continuous mode",
+    p = subparsers.add_parser("explain", help="a key's current evidence, from a checkpoint of streamarms run",
                               description=__doc__.split("\n\n")[0],
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("key", nargs="?", metavar="KEY", help="the stream key (none: every group's band and flagged keys)")
@@ -71,6 +75,23 @@ def _store(opts: argparse.Namespace) -> CheckpointStore:
     return FileCheckpointStore(spec, fsync=False, secret=secret)
 
 
+def _explain_episode(opts: argparse.Namespace, sched: dict[str, Any]) -> int:
+    """An episode mode's checkpoint: the running (or last) episode's policy, restored from it."""
+    from .. import registry  # noqa: F401  (loads every policy class: a checkpoint names one, never imports it)
+    from ..runtime.scheduler import restore_policy
+
+    policy = restore_policy(sched.get("policy"))
+    known, episode = list(sched.get("arms") or {}), int(sched.get("episode") or 0)
+    if opts.key is None:
+        print(json.dumps(episode_summary(policy, known, episode, str(sched.get("phase"))), indent=1, allow_nan=False))
+        return 0
+    if opts.key not in known and (policy is None or opts.key not in policy.index):
+        print(f"streamarms explain: unknown key {opts.key!r} ({len(known)} keys in the checkpoint)", file=sys.stderr)
+        return 1
+    print(json.dumps(episode_evidence(policy, opts.key, episode), indent=1, allow_nan=False))
+    return 0
+
+
 def explain_main(opts: argparse.Namespace) -> int:
     try:
         store = _store(opts)
@@ -78,11 +99,19 @@ def explain_main(opts: argparse.Namespace) -> int:
         if doc is None:
             raise CheckpointError(f"no checkpoint in {store.describe()}")
         sched = doc.get("scheduler", {})
+        if sched.get("mode") in ("passive", "active"):
+            try:
+                return _explain_episode(opts, sched)
+            except (CheckpointError, ValueError, KeyError, TypeError, OSError):
+                raise
+            except Exception as e:  # a policy that cannot be read back outside its daemon: say so, no traceback
+                raise CheckpointError(f"cannot read the episode's policy from {store.describe()}: "
+                                      f"{type(e).__name__}: {e}") from e
         if sched.get("mode") != "continuous":
-            raise CheckpointError(f"the checkpoint in {store.describe()} is of the {sched.get('mode')!r} mode; "
-                                  "explain reads the continuous mode's (streamarms run --forever)")
+            raise CheckpointError(f"the checkpoint in {store.describe()} is of the {sched.get('mode')!r} mode, "
+                                  "which explain does not know")
         mon = ContinuousMonitor.restore(sched["monitor"])
-    except (CheckpointError, ValueError, KeyError, OSError) as e:
+    except (CheckpointError, ValueError, KeyError, TypeError, OSError) as e:
         print(f"streamarms explain: error: {e}", file=sys.stderr)
         return 2
     if opts.key is None:

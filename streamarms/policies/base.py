@@ -189,6 +189,11 @@ class Policy(ABC):
     def restore(cls, state: dict[str, Any]) -> Policy:
         """Rebuild a policy from :meth:`snapshot` output."""
 
+    def arm_evidence(self, arm: str) -> dict[str, Any] | None:
+        """Arm ``arm``'s ``estimate``, confidence ``interval`` and ``samples`` now, for explanations
+        (``streamarms explain``); ``None`` when the policy does not expose them (the default)."""
+        return None
+
     @classmethod
     def _check_snapshot(cls, state: dict[str, Any]) -> None:
         """``ValueError`` unless ``state`` is a snapshot of this policy (for :meth:`restore`)."""

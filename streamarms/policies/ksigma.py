@@ -633,6 +633,17 @@ class _ConfidentKSigma(_KSigmaEstimates):
         y = self.s[i] / self.m[i]
         return [self._event(i, y, self._arm_radius(i, dprime), hi, lo, r_hi)]
 
+    def arm_evidence(self, arm: str) -> dict[str, Any] | None:
+        """Arm ``arm``'s mean, its Eq. 2 interval at the current significance, and samples (``KeyError`` for
+        an unknown arm)."""
+        i = self.index[arm]
+        m = self.m[i]
+        if m == 0:
+            return {"estimate": None, "interval": None, "samples": 0}
+        y = self.s[i] / m
+        beta = self._arm_radius(i, self.significance())
+        return {"estimate": y, "interval": [y - beta, y + beta], "samples": m}
+
     def threshold_interval(self) -> tuple[float, float] | None:
         """The current threshold estimate's confidence interval (O(n) for Bernoulli)."""
         if not self.initialised:

@@ -75,7 +75,7 @@ from .records import InvalidRecord
 from .requests import RequestTracker
 from .stats import SchedulerStats, StatsView
 
-__all__ = ["DISCOVERING", "RUNNING", "IDLE", "FINISHED", "PHASES", "Scheduler"]
+__all__ = ["DISCOVERING", "RUNNING", "IDLE", "FINISHED", "PHASES", "Scheduler", "restore_policy"]
 
 def _class_path(obj: object) -> str:
     cls = type(obj)
@@ -94,6 +94,12 @@ def _policy_classes() -> dict[str, type[Policy]]:
         if not stack:
             return out
         level = stack.pop().__subclasses__()
+
+
+def restore_policy(state: dict[str, Any] | None) -> Policy | None:
+    """The policy of a scheduler snapshot's ``"policy"`` entry (``None`` for none), its class looked up
+    among the loaded ones (:func:`_resolve_policy_class`)."""
+    return None if state is None else _resolve_policy_class(state["class"]).restore(state["state"])
 
 
 def _resolve_policy_class(path: str) -> type[Policy]:
@@ -361,8 +367,7 @@ class Scheduler:
         _check_snapshot(state, self.config.mode)
         if isinstance(self.clock, EventClock):  # stream time resumes where it was
             self.clock.advance(float(state["now"]))
-        ps = state["policy"]
-        policy = None if ps is None else _resolve_policy_class(ps["class"]).restore(ps["state"])
+        policy = restore_policy(state["policy"])
         self.keys.restore(state["arms"])
         self.counters.restore(state["counters"])
         self.episodes.restore(state, policy, int(state["counters"]["ep_start_records"]))

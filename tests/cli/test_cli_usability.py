@@ -235,3 +235,28 @@ def test_simulate_picks_the_reward_model_its_env_needs(capsys, env, policy):
                  "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["accuracy"] == 1.0 and out["results"][0]["done"]
+
+
+def test_explain_reads_an_episode_checkpoint(tmp_path, capsys):
+    """``streamarms explain`` on a checkpoint of the episode mode (it used to read the continuous mode's
+    only): a key's state, interval and threshold in the running episode; the episode at a glance without a
+    key; exit 1 for an unknown key."""
+    p = tmp_path / "r.jsonl"
+    rows = [json.dumps({"arm": f"k{i % 6}", "reward": int((i * 7919) % 10 < (8 if i % 6 == 5 else 2))})
+            for i in range(3000)]
+    p.write_text("\n".join(rows) + "\n")
+    ck = tmp_path / "ck.json"
+    assert main(["run", "--rewards-file", str(p), "--policy", "cs", "--checkpoint", str(ck),
+                 "--discovery-records", "50"]) == 0
+    capsys.readouterr()
+    assert main(["explain", "k5", "--checkpoint", str(ck)]) == 0
+    ev = json.loads(capsys.readouterr().out)
+    assert ev["key"] == "k5" and ev["episode"] == 1 and ev["policy"] == "cs"
+    assert ev["state"] in ("outlier", "undecided") and ev["samples"] > 100
+    lo, hi = ev["interval"]
+    assert lo <= ev["estimate"] <= hi and (ev["margin"] > 0) == (ev["state"] == "outlier")
+    assert main(["explain", "--checkpoint", str(ck)]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["keys"] == 6 and summary["policy"] == "cs" and summary["waiting"] == []
+    assert summary["normal"] + summary["undecided"] + len(summary["outliers"]) == 6
+    assert main(["explain", "nope", "--checkpoint", str(ck)]) == 1

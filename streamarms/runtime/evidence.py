@@ -1,0 +1,98 @@
+"""A key's evidence in a detection episode (``streamarms explain`` on a checkpoint of the episode modes):
+what the episode's policy has classified it as, its estimate and interval, the threshold's, and the margin
+between them, as strict JSON (no NaN or infinity). The continuous mode's own is
+:meth:`streamarms.monitor.ContinuousMonitor.evidence`; the same fields where they mean the same.
+
+>>> from streamarms.policies.anytime import AnytimeKSigma
+>>> pol = AnytimeKSigma(list("abcdef"), k=1.0)
+>>> while not pol.done:
+...     arm = pol.next_request().arm
+...     _ = pol.update(arm, 1.0 if arm == "f" else 0.0)
+>>> ev = episode_evidence(pol, "f", episode=1)
+>>> ev["state"], ev["margin"] > 0, episode_evidence(pol, "a", episode=1)["state"]
+('outlier', True, 'normal')
+>>> episode_evidence(None, "c", episode=0)["state"]
+'not in an episode'
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from ..policies.base import Decision, Policy
+
+__all__ = ["episode_evidence", "episode_summary"]
+
+
+def _finite(x: Any) -> float | None:
+    return float(x) if x is not None and math.isfinite(x) else None
+
+
+def _pair(iv: Any) -> list[float | None] | None:
+    return None if iv is None else [_finite(iv[0]), _finite(iv[1])]
+
+
+def _state(d: Decision, key: str) -> str:
+    if key in d.outliers:
+        return "outlier"
+    if key in d.normals:
+        return "normal"
+    return "undecided"
+
+
+def _margin(iv: Any, th: Any) -> float | None:
+    """The gap between the two intervals over the sum of their half-widths (positive when disjoint)."""
+    if iv is None or th is None or not all(math.isfinite(x) for x in (*iv, *th)):
+        return None
+    radii = (iv[1] - iv[0]) / 2.0 + (th[1] - th[0]) / 2.0
+    gap = max(iv[0] - th[1], th[0] - iv[1])
+    return gap / radii if radii > 0 else None
+
+
+def episode_evidence(policy: Policy | None, key: str, episode: int, decision: Decision | None = None) -> dict[str, Any]:
+    """``key``'s evidence in the running (or last) episode's ``policy``; ``state`` is ``"not in an episode"``
+    when the policy does not have the key (it joins the next episode) or there is none. ``decision``: the
+    policy's, if already computed."""
+    out: dict[str, Any] = {"key": key, "episode": episode}
+    if policy is None or key not in policy.index:
+        out["state"] = "not in an episode"
+        return out
+    d = policy.decision() if decision is None else decision
+    got = policy.arm_evidence(key)
+    ev = got or {}
+    if got is None:
+        out["note"] = f"policy {policy.name!r} does not expose a key's estimate and interval"
+    iv = ev.get("interval")
+    th = d.threshold_interval
+    lower = d.extra.get("lower_threshold_interval") if isinstance(d.extra, dict) else None
+    margin = _margin(iv, th)
+    if lower is not None and iv is not None and ev.get("estimate") is not None and d.threshold is not None:
+        low = d.extra.get("lower_threshold")
+        if low is not None and abs(ev["estimate"] - low) < abs(ev["estimate"] - d.threshold):
+            margin = _margin(iv, lower)  # nearer the lower threshold: that is the one it is judged against
+    out.update(state=_state(d, key), estimate=_finite(ev.get("estimate")), interval=_pair(iv),
+               samples=ev.get("samples"), threshold=_finite(d.threshold), threshold_interval=_pair(th),
+               margin=margin, pulls=d.pulls, policy=policy.name)
+    if lower is not None:
+        out.update(lower_threshold=_finite(d.extra.get("lower_threshold")), lower_threshold_interval=_pair(lower))
+    return out
+
+
+def episode_summary(policy: Policy | None, known: Iterable[str], episode: int, phase: str,
+                    show: int = 50) -> dict[str, Any]:
+    """The episode at a glance: its outliers (each with its evidence), how many keys are normal, the
+    undecided ones (the first ``show``), the threshold, and the known keys that wait for the next episode."""
+    known = sorted(known)
+    out: dict[str, Any] = {"episode": episode, "phase": phase, "keys": len(known)}
+    if policy is None:
+        out["waiting"] = known[:show]
+        return out
+    d = policy.decision()
+    out.update(policy=policy.name, pulls=d.pulls, done=d.done, threshold=_finite(d.threshold),
+               threshold_interval=_pair(d.threshold_interval),
+               outliers=[episode_evidence(policy, k, episode, d) for k in sorted(d.outliers)[:show]],
+               normal=len(d.normals), undecided=len(d.undecided), undecided_keys=sorted(d.undecided)[:show],
+               waiting=[k for k in known if k not in policy.index][:show])
+    return out
