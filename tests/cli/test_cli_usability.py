@@ -135,13 +135,19 @@ def test_a_replay_with_a_few_bad_lines_gives_no_advice(tmp_path, capsys):
     assert "1 refused (key_missing 1)" in out and "most records were refused" not in out
 
 
+def six_key_replay(tmp_path, lines: int):
+    """A JSONL replay of six keys in turn, ``k5`` with rate 0.8 and the others 0.2 (deterministic rewards)."""
+    p = tmp_path / "r.jsonl"
+    rows = [json.dumps({"arm": f"k{i % 6}", "reward": int((i * 7919) % 10 < (8 if i % 6 == 5 else 2))})
+            for i in range(lines)]
+    p.write_text("\n".join(rows) + "\n")
+    return p
+
+
 def test_a_replay_that_ends_mid_episode_says_what_the_episode_had_classified(tmp_path, capsys):
     """The input ran out before the episode's stopping rule fired: the last lines say which keys were
     classified and which were not, and --summary-json has the same as ``unfinished_episode``."""
-    p = tmp_path / "r.jsonl"
-    rows = [json.dumps({"arm": f"k{i % 6}", "reward": int((i * 7919) % 10 < (8 if i % 6 == 5 else 2))})
-            for i in range(600)]
-    p.write_text("\n".join(rows) + "\n")
+    p = six_key_replay(tmp_path, 600)
     summary = tmp_path / "s.json"
     assert main(["run", "--rewards-file", str(p), "--policy", "cs", "--summary-json", str(summary),
                  "--discovery-records", "100"]) == 0
@@ -241,10 +247,7 @@ def test_explain_reads_an_episode_checkpoint(tmp_path, capsys):
     """``streamarms explain`` on a checkpoint of the episode mode (it used to read the continuous mode's
     only): a key's state, interval and threshold in the running episode; the episode at a glance without a
     key; exit 1 for an unknown key."""
-    p = tmp_path / "r.jsonl"
-    rows = [json.dumps({"arm": f"k{i % 6}", "reward": int((i * 7919) % 10 < (8 if i % 6 == 5 else 2))})
-            for i in range(3000)]
-    p.write_text("\n".join(rows) + "\n")
+    p = six_key_replay(tmp_path, 3000)
     ck = tmp_path / "ck.json"
     assert main(["run", "--rewards-file", str(p), "--policy", "cs", "--checkpoint", str(ck),
                  "--discovery-records", "50"]) == 0
