@@ -154,8 +154,7 @@ def _or(value: Any, default: Any) -> Any:
 
 
 #: ``simulate --env`` -> the reward model its rewards need, when neither ``--bound`` nor a model is named
-_ENV_MODEL = {"bounded": "bounded", "beta": "bounded", "two-point": "bounded", "gaussian": "subgaussian",
-              "student-t": "heavy_tailed"}
+_ENV_MODEL = {"beta": "bounded", "gaussian": "subgaussian", "student-t": "heavy_tailed"}
 
 
 def reward_model_of(p: PolicyParams) -> RewardModel:
@@ -169,10 +168,10 @@ def reward_model_of(p: PolicyParams) -> RewardModel:
     name = p.bound or p.reward_model or "bernoulli"
     if isinstance(name, RewardModel):
         return name
-    if p.bound is None and name == "bernoulli" and p.env != "bernoulli":  # simulate --env: what its rewards need
-        name = _ENV_MODEL.get(p.env, name)
-    if name == "subgaussian" and not p.model_params:
-        return make_model("subgaussian", sigma=1.0)  # the simulator's Gaussian arms have sd 1
+    if p.bound is None and name == "bernoulli" and p.env in _ENV_MODEL:  # simulate --env: what its rewards need
+        name = _ENV_MODEL[p.env]
+        if name == "subgaussian":
+            return make_model("subgaussian", sigma=1.0)  # the simulator's Gaussian arms have sd 1
     if name in ("hoeffding", "bounded"):
         return make_model("bounded", a=p.reward_range[0], b=p.reward_range[1])
     if name == "bernoulli":

@@ -65,7 +65,7 @@ def add_simulate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--delta", type=float, default=0.1, help="error probability (default 0.1)")
     p.add_argument("--bound", choices=["bernoulli", "hoeffding"], default=None,
                    help="confidence intervals: Agresti-Coull for 0/1 rewards or Hoeffding on [0,1] (default: "
-                        "what --env's rewards need: bernoulli for 0/1 arms, hoeffding for bounded or beta arms, "
+                        "what --env's rewards need: bernoulli for 0/1 arms (bernoulli, bounded), hoeffding for beta arms, "
                         "a sub-Gaussian model for gaussian arms, a heavy-tailed one for student-t arms)")
     p.add_argument("--env", default=None, choices=ENVS, metavar="ENV",
                    help="reward distribution of the simulated arms: bernoulli (default; se/sr: student-t), "
@@ -101,8 +101,8 @@ def simulate(opts: argparse.Namespace, progress: RunProgress | None = None) -> d
         means = {"threshold": tbpz19_setup(2), "best": yslk18_instance("S1")}.get(spec.kind) or zww17_example()
     names = [str(i) for i in range(len(means))]
     env_model = opts.env = opts.env or DEFAULT_ENV.get(spec.kind, "bernoulli")
-    if opts.bound is None and env_model in ("bernoulli", "bounded", "beta", "two-point"):
-        opts.bound = "bernoulli" if env_model == "bernoulli" else "hoeffding"  # else: reward_model_of picks by env
+    if opts.bound is None and env_model in ("bernoulli", "bounded", "beta"):  # (bounded: two-point on {0, 1})
+        opts.bound = "hoeffding" if env_model == "beta" else "bernoulli"  # else: reward_model_of picks by env
     truth = spec.truth(means, **policy_params(opts, means, opts.seed))
     tied = spec.ties(list(means), PolicyParams.of(policy_params(opts, means, opts.seed))) if spec.ties else []
     if tied and opts.max_pulls is None:
