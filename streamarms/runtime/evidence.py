@@ -51,10 +51,11 @@ def _margin(iv: Any, th: Any) -> float | None:
     return gap / radii if radii > 0 else None
 
 
-def episode_evidence(policy: Policy | None, key: str, episode: int, decision: Decision | None = None) -> dict[str, Any]:
+def episode_evidence(policy: Policy | None, key: str, episode: int, decision: Decision | None = None,
+                     state: str | None = None) -> dict[str, Any]:
     """``key``'s evidence in the running (or last) episode's ``policy``; ``state`` is ``"not in an episode"``
-    when the policy does not have the key (it joins the next episode) or there is none. ``decision``: the
-    policy's, if already computed."""
+    when the policy does not have the key (it joins the next episode) or there is none. ``decision`` and
+    ``state``: the policy's decision and the key's state in it, if already known (no scan of its lists)."""
     out: dict[str, Any] = {"key": key, "episode": episode}
     if policy is None or key not in policy.index:
         out["state"] = "not in an episode"
@@ -72,7 +73,7 @@ def episode_evidence(policy: Policy | None, key: str, episode: int, decision: De
         low = d.extra.get("lower_threshold")
         if low is not None and abs(ev["estimate"] - low) < abs(ev["estimate"] - d.threshold):
             margin = _margin(iv, lower)  # nearer the lower threshold: that is the one it is judged against
-    out.update(state=_state(d, key), estimate=_finite(ev.get("estimate")), interval=_pair(iv),
+    out.update(state=state or _state(d, key), estimate=_finite(ev.get("estimate")), interval=_pair(iv),
                samples=ev.get("samples"), threshold=_finite(d.threshold), threshold_interval=_pair(th),
                margin=margin, pulls=d.pulls, policy=policy.name)
     if lower is not None:
@@ -92,7 +93,7 @@ def episode_summary(policy: Policy | None, known: Iterable[str], episode: int, p
     d = policy.decision()
     out.update(policy=policy.name, pulls=d.pulls, done=d.done, threshold=_finite(d.threshold),
                threshold_interval=_pair(d.threshold_interval),
-               outliers=[episode_evidence(policy, k, episode, d) for k in sorted(d.outliers)[:show]],
+               outliers=[episode_evidence(policy, k, episode, d, "outlier") for k in sorted(d.outliers)[:show]],
                normal=len(d.normals), undecided=len(d.undecided), undecided_keys=sorted(d.undecided)[:show],
-               waiting=[k for k in known if k not in policy.index][:show])
+               waiting=[k for k in known if k not in policy.index][:show])  # (index: a dict)
     return out
