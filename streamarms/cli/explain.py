@@ -32,7 +32,7 @@ def add_explain_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser("explain", help="a key's current evidence, from a checkpoint of streamarms run",
                               description=__doc__.split("\n\n")[0],
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("key", nargs="?", metavar="KEY", help="the stream key (none: every group's band and flagged keys)")
+    p.add_argument("key", nargs="?", metavar="KEY", help="the stream key (none: a summary -- the continuous mode's groups and flagged keys, an episode's outliers and counts)")
     p.add_argument("--checkpoint", required=True, metavar="PATH|dir:PATH|kafka:TOPIC",
                    help="the checkpoint `run` writes")
     p.add_argument("--bootstrap-servers", metavar="HOST:PORT[,..]", help="with --checkpoint kafka:TOPIC")
