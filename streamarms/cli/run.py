@@ -619,8 +619,9 @@ def refusals_hint(records: int, invalid: dict[str, int], from_file: bool, dead_l
         out += ('; a JSONL line with "key" carries its record in "value" ({"key": "eu", "value": {"reward": 1}}); '
                 'a line without "key" is the record ({"arm": "eu", "reward": 1})')
     elif from_file and invalid.get("key_missing", 0) * 2 > refused:
-        out += ('; a JSONL line names its key in "arm" ({"arm": "eu", "reward": 1}) or in "key" with the record in '
-                '"value" ({"key": "eu", "value": {"reward": 1}}), a string or an integer')
+        out += ('; a JSONL line is a JSON object naming its key in "arm" ({"arm": "eu", "reward": 1}) or in "key" '
+                'with the record in "value" ({"key": "eu", "value": {"reward": 1}}), a string or an integer '
+                '(a line that is not a JSON object has no key either)')
     return out
 
 

@@ -124,7 +124,7 @@ def test_a_replay_whose_lines_have_no_usable_key_says_where_the_key_goes(tmp_pat
     assert main(["run", "--rewards-file", str(p), "--policy", "cs"]) == 0
     out = capsys.readouterr().out
     assert "30 refused (key_missing 30)" in out
-    assert 'a JSONL line names its key in "arm"' in out and "a string or an integer" in out
+    assert 'naming its key in "arm"' in out and "a string or an integer" in out
 
 
 def test_a_replay_with_a_few_bad_lines_gives_no_advice(tmp_path, capsys):
