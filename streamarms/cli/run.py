@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import math
 import os
 import sys
 import time
@@ -47,6 +46,7 @@ from ..registry import POLICIES, PolicyParams, reward_model_of
 from ..runtime import ACTIVE, DISCOVERING, RUNNING, EventClock, RewardCodec, Scheduler, SchedulerConfig
 from ..runtime.continuous import CONTINUOUS, ContinuousRunner
 from ..runtime.contracts import AlertSink, DeadLetterSink, RequestSink
+from ..runtime.evidence import finite_or_none, finite_pair
 from .continuous import alert_line, build_runner
 from .embedded import EmbeddedResponder, embedded_means, embedded_stream
 from .group import check_group_settings, member_name, wire_group_member
@@ -498,10 +498,7 @@ class _App:
             return None
         u = sched.episodes.summary(d, sched.clock(), f"stopped: {self.daemon.stop_reason or 'unknown'}",
                                    sched.records, sched.policy_name)
-        finite = lambda x: x if x is not None and math.isfinite(x) else None  # noqa: E731
-        u["threshold"] = finite(u["threshold"])
-        if u["threshold_interval"] is not None:
-            u["threshold_interval"] = [finite(x) for x in u["threshold_interval"]]
+        u["threshold"], u["threshold_interval"] = finite_or_none(u["threshold"]), finite_pair(u["threshold_interval"])
         return u
 
     def _mode_text(self) -> str:

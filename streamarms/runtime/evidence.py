@@ -23,15 +23,17 @@ from typing import Any
 
 from ..policies.base import Decision, Policy
 
-__all__ = ["episode_evidence", "episode_summary"]
+__all__ = ["episode_evidence", "episode_summary", "finite_or_none", "finite_pair"]
 
 
-def _finite(x: Any) -> float | None:
+def finite_or_none(x: Any) -> float | None:
+    """``x`` as a float for strict JSON: ``None`` for none, NaN or an infinity."""
     return float(x) if x is not None and math.isfinite(x) else None
 
 
-def _pair(iv: Any) -> list[float | None] | None:
-    return None if iv is None else [_finite(iv[0]), _finite(iv[1])]
+def finite_pair(iv: Any) -> list[float | None] | None:
+    """An interval for strict JSON (:func:`finite_or_none` of each end); ``None`` for none."""
+    return None if iv is None else [finite_or_none(iv[0]), finite_or_none(iv[1])]
 
 
 def _state(d: Decision, key: str) -> str:
@@ -73,11 +75,11 @@ def episode_evidence(policy: Policy | None, key: str, episode: int, decision: De
         low = d.extra.get("lower_threshold")
         if low is not None and abs(ev["estimate"] - low) < abs(ev["estimate"] - d.threshold):
             margin = _margin(iv, lower)  # nearer the lower threshold: that is the one it is judged against
-    out.update(state=state or _state(d, key), estimate=_finite(ev.get("estimate")), interval=_pair(iv),
-               samples=ev.get("samples"), threshold=_finite(d.threshold), threshold_interval=_pair(th),
+    out.update(state=state or _state(d, key), estimate=finite_or_none(ev.get("estimate")), interval=finite_pair(iv),
+               samples=ev.get("samples"), threshold=finite_or_none(d.threshold), threshold_interval=finite_pair(th),
                margin=margin, pulls=d.pulls, policy=policy.name)
     if lower is not None:
-        out.update(lower_threshold=_finite(d.extra.get("lower_threshold")), lower_threshold_interval=_pair(lower))
+        out.update(lower_threshold=finite_or_none(d.extra.get("lower_threshold")), lower_threshold_interval=finite_pair(lower))
     return out
 
 
@@ -91,8 +93,8 @@ def episode_summary(policy: Policy | None, known: Iterable[str], episode: int, p
         out["waiting"] = known[:show]
         return out
     d = policy.decision()
-    out.update(policy=policy.name, pulls=d.pulls, done=d.done, threshold=_finite(d.threshold),
-               threshold_interval=_pair(d.threshold_interval),
+    out.update(policy=policy.name, pulls=d.pulls, done=d.done, threshold=finite_or_none(d.threshold),
+               threshold_interval=finite_pair(d.threshold_interval),
                outliers=[episode_evidence(policy, k, episode, d, "outlier") for k in sorted(d.outliers)[:show]],
                normal=len(d.normals), undecided=len(d.undecided), undecided_keys=sorted(d.undecided)[:show],
                waiting=[k for k in known if k not in policy.index][:show])  # (index: a dict)
