@@ -27,7 +27,14 @@ from .policies.anytime import AnytimeKSigma
 from .policies.base import Policy
 from .policies.best_arm import SuccessiveElimination, SuccessiveRejects, best_arm_truth
 from .policies.gold import GenericOutlierDetection, true_outliers
-from .policies.ksigma import NaiveRoundRobin, RoundRobin, WeightedRoundRobin, at_threshold, ksigma_outliers, ksigma_ties
+from .policies.ksigma import (
+    NaiveRoundRobin,
+    RoundRobin,
+    WeightedRoundRobin,
+    at_threshold,
+    ksigma_outliers,
+    ksigma_thresholds,
+)
 from .policies.robust import RobustOutlierArmIdentification, robust_threshold, robust_true_outliers
 from .policies.thresholding import APT, LSA, UCBE, Uniform, complexity_H, threshold_truth
 
@@ -198,8 +205,12 @@ def _ksigma_truth(means: list[float], p: PolicyParams) -> list[str]:
     return [str(i) for i in ksigma_outliers(means, p.k, p.two_sided)]
 
 
-def _ksigma_ties(means: list[float], p: PolicyParams) -> list[str]:
-    return [str(i) for i in ksigma_ties(means, p.k, p.two_sided)]
+def _ties(thresholds: Callable[[list[float], float], tuple[float, float]]) -> Callable[[list[float], PolicyParams], list[str]]:
+    """A policy's ``ties`` from its rule's ``(lower, upper)`` thresholds of the true means."""
+    return lambda means, p: [str(i) for i in at_threshold(means, *thresholds(means, p.k), p.two_sided)]
+
+
+_ksigma_ties = _ties(ksigma_thresholds)
 
 
 def _ksigma_kw(p: PolicyParams) -> dict[str, Any]:
@@ -261,9 +272,7 @@ def _roai_truth(means: list[float], p: PolicyParams) -> list[str]:
     return [str(i) for i in robust_true_outliers(means, p.k, p.two_sided)]
 
 
-def _roai_ties(means: list[float], p: PolicyParams) -> list[str]:
-    lo, hi = robust_threshold(means, p.k)
-    return [str(i) for i in at_threshold(means, [hi] + ([lo] if p.two_sided else []))]
+_roai_ties = _ties(robust_threshold)
 
 
 register(PolicySpec("roai", lambda arms, p: RobustOutlierArmIdentification(arms, **_ksigma_kw(p)), _roai_truth,

@@ -82,31 +82,30 @@ def ksigma_outliers(means: Sequence[float], k: float, two_sided: bool = False) -
     >>> ksigma_outliers([0.1, 0.1, 0.1, 0.1, 0.9], k=1.5)
     [4]
     """
-    y = np.asarray(means, dtype=float)
-    mu, sigma = float(y.mean()), float(y.std())
-    hi, lo = mu + k * sigma, mu - k * sigma
-    return [i for i, v in enumerate(y) if v > hi or (two_sided and v < lo)]
+    lo, hi = ksigma_thresholds(means, k)
+    return [i for i, v in enumerate(means) if v > hi or (two_sided and v < lo)]
 
 
-def ksigma_ties(means: Sequence[float], k: float, two_sided: bool = False) -> list[int]:
-    """Indices of the arms whose mean *is* the k-sigma threshold (to rounding): no fixed-confidence policy
-    can classify them, so a run on such an instance never stops. All means equal: every arm.
+def ksigma_thresholds(means: Sequence[float], k: float) -> tuple[float, float]:
+    """``(mu - k sigma, mu + k sigma)`` of the means (population sd).
 
-    >>> ksigma_ties([0.2, 0.2, 0.2], k=2.0), ksigma_ties([0.1, 0.1, 0.1, 0.1, 0.9], k=1.5)
-    ([0, 1, 2], [])
+    >>> ksigma_thresholds([0.0, 1.0, 0.0, 1.0], 1.0)
+    (0.0, 1.0)
     """
     y = np.asarray(means, dtype=float)
     mu, sigma = float(y.mean()), float(y.std())
-    return at_threshold(y.tolist(), [mu + k * sigma] + ([mu - k * sigma] if two_sided else []))
+    return mu - k * sigma, mu + k * sigma
 
 
-def at_threshold(means: Sequence[float], thresholds: Sequence[float]) -> list[int]:
-    """Indices of the means equal (to rounding) to one of the thresholds.
+def at_threshold(means: Sequence[float], lo: float, hi: float, two_sided: bool = False) -> list[int]:
+    """Indices of the means equal (to rounding) to the threshold ``hi`` (or, ``two_sided``, to ``lo``): no
+    fixed-confidence policy can classify such an arm, so a run on the instance never stops.
 
-    >>> at_threshold([0.1, 0.5, 0.5000000000001], [0.5])
+    >>> at_threshold([0.1, 0.5, 0.5000000000001], 0.0, 0.5)
     [1, 2]
     """
-    return [i for i, v in enumerate(means) if any(abs(v - t) <= 1e-12 * max(1.0, abs(t)) for t in thresholds)]
+    ths = [hi] + ([lo] if two_sided else [])
+    return [i for i, v in enumerate(means) if any(abs(v - t) <= 1e-12 * max(1.0, abs(t)) for t in ths)]
 
 
 class _KSigmaEstimates(Policy):
