@@ -103,8 +103,9 @@ def simulate(opts: argparse.Namespace, progress: RunProgress | None = None) -> d
     env_model = opts.env = opts.env or DEFAULT_ENV.get(spec.kind, "bernoulli")
     if opts.bound is None and env_model in ("bernoulli", "bounded", "beta"):  # (bounded: two-point on {0, 1})
         opts.bound = "hoeffding" if env_model == "beta" else "bernoulli"  # else: reward_model_of picks by env
-    truth = spec.truth(means, **policy_params(opts, means, opts.seed))
-    tied = spec.ties(list(means), PolicyParams.of(policy_params(opts, means, opts.seed))) if spec.ties else []
+    params = policy_params(opts, means, opts.seed)
+    truth = spec.truth(means, **params)
+    tied = spec.ties(list(means), PolicyParams.of(params)) if spec.ties else []
     if tied and opts.max_pulls is None:
         who = ("every arm's mean equals the threshold (the means have no spread)" if len(tied) == len(means) else
                f"the mean of arm {', '.join(tied[:5])} equals the threshold" if len(tied) == 1 else
@@ -112,7 +113,7 @@ def simulate(opts: argparse.Namespace, progress: RunProgress | None = None) -> d
         raise ValueError(f"{who}: no fixed-confidence policy can classify {'it' if len(tied) == 1 else 'them'}, "
                          "so a run would never end; "
                          "give --max-pulls N to run it capped")
-    spec.build(names, **policy_params(opts, means, opts.seed))  # a missing or bad option fails here, before any run
+    spec.build(names, **params)  # a missing or bad option fails here, before any run
     results = []
     for r in range(opts.runs):
         seed = opts.seed + r
