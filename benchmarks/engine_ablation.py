@@ -124,11 +124,7 @@ def signed_variance_bound(lo: Any, hi: Any, vbar: Any, k: float, sigma_lo: float
     n = lo_a.shape[-1]
     if not sigma_lo > 0 or not (np.all(np.isfinite(lo_a)) and np.all(np.isfinite(hi_a))):
         return None
-    cap = math.sqrt(n - 1.0)
-    s_hi = sigma_hi if sigma_hi > 0 and math.isfinite(sigma_hi) else math.inf
-    a, b = lo_a - mu_hi, hi_a - mu_lo  # y_i - mu in [a, b]
-    z_a = np.clip(np.where(a >= 0, a / s_hi, a / sigma_lo), -cap, cap)
-    z_b = np.clip(np.where(b >= 0, b / sigma_lo, b / s_hi), -cap, cap)
+    z_a, z_b = _z_box(lo_a, hi_a, sigma_lo, sigma_hi, mu_lo, mu_hi)
     w1, w2 = (1.0 + k * z_a) / n, (1.0 + k * z_b) / n
     upper = np.maximum(w1 * w1, w2 * w2)
     lower = np.where(w1 * w2 <= 0, 0.0, np.minimum(w1 * w1, w2 * w2))
@@ -188,9 +184,12 @@ def dual_variance_bound(c: Any, z_lo: Any, z_hi: Any, k: float, iters: int = 60)
 
 
 def _z_box(lo: Any, hi: Any, s_lo: float, s_hi: float, mu_lo: float, mu_hi: float) -> tuple[Any, Any]:
-    """Each key's standard score interval from its interval and the bounds on mu and sigma."""
+    """Each key's standard score interval from its interval and the bounds on mu and sigma (``y_i - mu`` in
+    ``[lo_i - mu_hi, hi_i - mu_lo]``, sigma in ``[s_lo, s_hi]``; an unusable ``s_hi`` counts as infinite), each
+    end clipped to ``+- sqrt(n - 1)``."""
     n = len(lo)
     cap = math.sqrt(n - 1.0)
+    s_hi = s_hi if s_hi > 0 and math.isfinite(s_hi) else math.inf
     a, b = np.asarray(lo) - mu_hi, np.asarray(hi) - mu_lo
     return (np.clip(np.where(a >= 0, a / s_hi, a / s_lo), -cap, cap),
             np.clip(np.where(b >= 0, b / s_lo, b / s_hi), -cap, cap))
