@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 from ..validation import finite_reward
 
-__all__ = ["ConfidenceSequence", "sequence_from_snapshot", "register_sequence"]
+__all__ = ["ConfidenceSequence", "sequence_from_snapshot", "register_sequence", "interval_margin"]
 
 _KINDS: dict[str, type[ConfidenceSequence]] = {}
 
@@ -171,3 +171,20 @@ class EagerConfidenceSequence(ConfidenceSequence):
 
     def below(self, v: float) -> bool:
         return self.hi < v
+
+
+def interval_margin(a: Any, b: Any) -> float | None:
+    """How far apart two intervals are in units of their radii: the gap between them over the sum of their
+    half-widths (positive when they are disjoint, e.g. a key's interval and the threshold's once the key is
+    classified); ``None`` when either is missing or not finite, or both are points.
+
+    >>> round(interval_margin((0.6, 0.8), (0.4, 0.5)), 4), round(interval_margin((0.0, 1.0), (0.4, 0.5)), 4)
+    (0.6667, -0.9091)
+    >>> interval_margin(None, (0.0, 1.0)), interval_margin((0.0, float("inf")), (0.4, 0.5))
+    (None, None)
+    """
+    if a is None or b is None:
+        return None
+    radii = (a[1] - a[0]) / 2.0 + (b[1] - b[0]) / 2.0
+    gap = max(a[0] - b[1], b[0] - a[1])
+    return gap / radii if math.isfinite(gap) and math.isfinite(radii) and radii > 0 else None

@@ -60,6 +60,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..confidence import ConfidenceSequence
+from ..confidence.base import interval_margin
 from ..confidence.threshold import ThresholdTrack
 from ..json_stream import lazy_default
 from ..models import RewardModel, make_model, model_from_dict
@@ -302,9 +303,7 @@ class ContinuousMonitor:
         lo, hi = seg.interval() if seg.m else (self._low, self._high)
         sb.store(i, seg)  # the running intersection may have narrowed
         th_lo, th_hi = g.interval()
-        radii = (hi - lo) / 2.0 + (th_hi - th_lo) / 2.0
-        gap = max(lo - th_hi, th_lo - hi)
-        margin = gap / radii if math.isfinite(gap) and math.isfinite(radii) and radii > 0 else None
+        margin = interval_margin((lo, hi), (th_lo, th_hi))
         th = g.estimate()
         return {"key": key, "group": group, "state": STATES[t.state[i]], "flagged": bool(t.flagged[i]),
                 "estimate": seg.mean if seg.m else None, "interval": [lo, hi], "samples": seg.m,

@@ -21,6 +21,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from ..confidence.base import interval_margin
 from ..policies.base import Decision, Policy
 
 __all__ = ["episode_evidence", "episode_summary", "finite_or_none", "finite_pair"]
@@ -44,15 +45,6 @@ def _state(d: Decision, key: str) -> str:
     return "undecided"
 
 
-def _margin(iv: Any, th: Any) -> float | None:
-    """The gap between the two intervals over the sum of their half-widths (positive when disjoint)."""
-    if iv is None or th is None or not all(math.isfinite(x) for x in (*iv, *th)):
-        return None
-    radii = (iv[1] - iv[0]) / 2.0 + (th[1] - th[0]) / 2.0
-    gap = max(iv[0] - th[1], th[0] - iv[1])
-    return gap / radii if radii > 0 else None
-
-
 def episode_evidence(policy: Policy | None, key: str, episode: int, decision: Decision | None = None,
                      state: str | None = None) -> dict[str, Any]:
     """``key``'s evidence in the running (or last) episode's ``policy``; ``state`` is ``"not in an episode"``
@@ -70,11 +62,11 @@ def episode_evidence(policy: Policy | None, key: str, episode: int, decision: De
     iv = ev.get("interval")
     th = d.threshold_interval
     lower = d.extra.get("lower_threshold_interval") if isinstance(d.extra, dict) else None
-    margin = _margin(iv, th)
+    margin = interval_margin(iv, th)
     if lower is not None and iv is not None and ev.get("estimate") is not None and d.threshold is not None:
         low = d.extra.get("lower_threshold")
         if low is not None and abs(ev["estimate"] - low) < abs(ev["estimate"] - d.threshold):
-            margin = _margin(iv, lower)  # nearer the lower threshold: that is the one it is judged against
+            margin = interval_margin(iv, lower)  # nearer the lower threshold: that is the one it is judged against
     out.update(state=state or _state(d, key), estimate=finite_or_none(ev.get("estimate")), interval=finite_pair(iv),
                samples=ev.get("samples"), threshold=finite_or_none(d.threshold), threshold_interval=finite_pair(th),
                margin=margin, pulls=d.pulls, policy=policy.name)
