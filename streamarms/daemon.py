@@ -16,7 +16,7 @@ The loop, per batch of records from ``source.poll``:
    timestamp); a refused record goes to the dead-letter sink with its reason; the last episode's end
    stops the batch after the record that ended it (the rest is rolled back: read again by the next
    run), a stop request (SIGTERM/SIGINT) is honoured *after the batch in hand* -- the batch is the
-   unit a checkpoint and a rollback reason about;
+   unit a checkpoint and a rollback reason about; one during the exit's checkpoint waits for it;
 2. ``scheduler.tick()`` (time-based transitions without records);
 3. every ``checkpoint_interval`` seconds, after an episode ends, and at exit: **checkpoint** =
    flush the sinks (so every alert the saved state has emitted is delivered), save scheduler state +
@@ -164,6 +164,7 @@ class Daemon:
         self.dead_letters = 0
         self._interrupt = False
         self._stop_requested = False
+        self._finishing = False  # the loop is over: the exit's checkpoint and close run
         self._checkpoint_now = False
         self._dl_warned = 0
         self._user_episode_end = scheduler.on_episode_end
@@ -181,8 +182,9 @@ class Daemon:
 
     def _on_signal(self, signum: int, frame: Any) -> None:
         name = signal.Signals(signum).name
-        if self._stop_requested:
-            log.warning("%s again: still finishing the checkpoint, please wait", name)
+        if self._stop_requested or self._finishing:
+            log.warning("%s %s: still finishing the checkpoint, please wait", name,
+                        "again" if self._stop_requested else "during the exit")
             return
         log.info("%s received: finishing the record in hand, then checkpoint and exit", name)
         self.stop(name)
@@ -239,11 +241,17 @@ class Daemon:
             clean = True
         finally:
             gc.set_threshold(*gc_before)
-            for sig, h in old_handlers.items():
-                signal.signal(sig, h)
-            if clean:
-                self.checkpoint()
-            self._close()
+            # our handlers stay until the exit's checkpoint and close are done: a SIGTERM that came
+            # during them (the loop ended on its own, e.g. the last episode) would otherwise kill the
+            # process half-way through the checkpoint -- with --exactly-once, inside its transaction
+            self._finishing = True
+            try:
+                if clean:
+                    self.checkpoint()
+                self._close()
+            finally:
+                for sig, h in old_handlers.items():
+                    signal.signal(sig, h)
         return 0
 
     def _loop(self) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import signal
 import urllib.request
 from collections import namedtuple
 
@@ -118,6 +119,43 @@ def test_crash_at_any_point_then_restart_equals_uninterrupted(tmp_path):
         assert outcome(s2) == ref
         assert {a["alert_id"] for a in broker.values(topic)} == ref_alerts
         assert len(broker.records(f"dlq{crash_after}")) >= len(broker.records("dlq"))
+
+
+def test_a_sigterm_during_the_exit_checkpoint_waits_for_it(tmp_path):
+    """The loop ended on its own (the last episode) and SIGTERM comes while the exit's checkpoint is being
+    written: the daemon's handler still holds (it logs and waits), so the checkpoint completes -- the
+    handler in place before the run is back only afterwards (it was restored before the checkpoint, and
+    the signal killed the process half-way through it: with --exactly-once, inside its transaction)."""
+    broker = MemoryBroker()
+    fill(broker, "rewards", partitions=2, per_key=6000, seed=2)
+    store = FileCheckpointStore(tmp_path / "t.ckpt", fsync=False)
+    daemon, sched = start(broker, store, group="t")
+    daemon.handle_signals = True
+    real_save, real_loop, saves, exit_saves = store.save, daemon._loop, [], []
+
+    def loop():
+        real_loop()
+        exit_saves.append(0)  # the next save is the exit's checkpoint
+
+    def save(doc):
+        if exit_saves == [0]:
+            exit_saves[0] += 1
+            os.kill(os.getpid(), signal.SIGTERM)  # delivered before the next bytecode: inside the checkpoint
+        real_save(doc)
+        saves.append(doc)
+
+    daemon._loop, store.save = loop, save
+    outer = []
+    before = signal.signal(signal.SIGTERM, lambda signum, frame: outer.append(signum))
+    try:
+        assert daemon.run() == 0
+        assert outer == []  # the signal went to the daemon's handler, not to the one it restores
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert outer == [signal.SIGTERM]  # ... which is back once the run is over
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert exit_saves == [1] and saves[-1]["scheduler"]["phase"] == "finished"
+    assert store.load()["scheduler"]["counters"]["records"] == sched.records
 
 
 def test_stop_finishes_the_batch_in_hand_then_checkpoints(tmp_path):
