@@ -28,9 +28,9 @@ pytestmark = [pytest.mark.kafka, pytest.mark.drill]
 PER_KEY = 6_000
 
 
-def _records(seed=13):
+def _records(seed=13, per_key=PER_KEY):
     rng = random.Random(seed)
-    order = [a for a in range(len(KEYS)) for _ in range(PER_KEY)]
+    order = [a for a in range(len(KEYS)) for _ in range(per_key)]
     rng.shuffle(order)
     return [(KEYS[a], b'{"reward": %d}' % (rng.random() < MEANS[a]), T0 + n) for n, a in enumerate(order)]
 
@@ -262,14 +262,17 @@ def test_idle_members_and_a_late_joiner_run_the_groups_next_episode_together(kaf
     logs = [tmp_path / f"{tag}-m{i}.log" for i in range(3)]
 
     def start(i):
-        # episode 2 is due 150 s of stream time after episode 1 (record timestamps 1 ms apart: the first
-        # batch spans 120 s): within the second batch, produced once the third member is in the group.
+        # episode 2 is due 300 s of stream time after episode 1 (record timestamps 1 ms apart: the first
+        # batch spans 240 s): within the second batch, produced once the third member is in the group.
+        # Each batch is twice the other tests' (an episode here has used up to 90% of 120k records, and how
+        # many it uses varies with when the members exchange their statistics: a shorter batch sometimes
+        # ran out before the episode ended, and the members waited for records that never came).
         # --alert-repeat: an outlier is alerted in every episode (which member owns a key in episode 2 varies)
         return subprocess.Popen(cli([*_args(kafka_broker, topic, tag, f"m{i}", tmp_path), "--max-episodes", "2",
-                                     "--episode-interval", "150", "--alert-repeat"]), cwd=ROOT,
+                                     "--episode-interval", "300", "--alert-repeat"]), cwd=ROOT,
                                 stdout=subprocess.DEVNULL, stderr=open(logs[i], "wb"))
 
-    recs = _records(seed=33)
+    recs = _records(seed=33, per_key=2 * PER_KEY)
     procs = [start(0), start(1)]
     try:
         assert _wait_assigned(logs[:2], 2, 6), [f.read_text()[-2000:] for f in logs[:2]]
@@ -278,7 +281,7 @@ def test_idle_members_and_a_late_joiner_run_the_groups_next_episode_together(kaf
         procs.append(start(2))
         assert _wait_for(logs[2], "group episode 1 is over: this member's next episode is 2"), logs[2].read_text()[-3000:]
         assert _wait_assigned(logs, 3, 6), [f.read_text()[-2000:] for f in logs]
-        produce(kafka_broker.bootstrap, topic, [(k, v, t + len(recs)) for k, v, t in _records(seed=34)], partitions=6)
+        produce(kafka_broker.bootstrap, topic, [(k, v, t + len(recs)) for k, v, t in _records(seed=34, per_key=2 * PER_KEY)], partitions=6)
         for p in procs:
             p.wait(timeout=150)
     finally:
