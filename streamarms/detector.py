@@ -365,7 +365,14 @@ class OutlierArmDetector(base.AnomalyDetector):
         if not math.isfinite(x):
             raise ValueError(f"reward of key {arm!r} is not finite: {r!r}")
         if self._model is not None:
-            x = self._model.check(arm, x)
+            try:
+                x = self._model.check(arm, x)
+            except ValueError as e:
+                if isinstance(self.policy, str) and "reward_model" not in self._params():
+                    raise ValueError(f"{e} (the default; other rewards: policy_params={{'reward_model': "
+                                     f"'bounded', 'reward_range': (lo, hi)}}, or 'subgaussian' / "
+                                     f"'heavy_tailed' with their model_params)") from None
+                raise
         return x
 
     def _decision_cache(self, policy: Policy, force: bool = False) -> dict[str, Any]:

@@ -106,8 +106,8 @@ def test_records_without_features_are_ignored_and_bad_rewards_raise():
     det.learn_one({"reward": 1})                # no key
     assert det.n_ignored == 2 and det.n_samples == 0
     before = pickle.dumps(det)
-    with pytest.raises(ValueError, match="'a'.*0.5"):
-        det.learn_one({"key": "a", "reward": 0.5})   # Bernoulli model refuses 0.5
+    with pytest.raises(ValueError, match=r"'a'.*0\.5 \(the default; other rewards: policy_params=\{'reward_model'"):
+        det.learn_one({"key": "a", "reward": 0.5})   # Bernoulli model (the default) refuses 0.5 and says what else
     with pytest.raises(ValueError, match="not a number"):
         det.learn_one({"key": "a", "reward": "1"})
     with pytest.raises(ValueError, match="not finite"):
