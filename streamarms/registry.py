@@ -123,9 +123,32 @@ class PolicySpec:
     #: asks for) or ``"all"`` (every reward of its arms; for a policy valid under any sampling order whose
     #: plan is narrow, e.g. ``cs``: 0.37x the records of WRR's plan vs 3.0x following its own plan)
     passive_feed: str = "planned"
-    #: ``ties(means, params)``: the arms no fixed-confidence run can classify (a mean exactly at the
-    #: threshold), so ``simulate`` refuses an instance that would never end
-    ties: Callable[[list[float], PolicyParams], list[str]] | None = None
+    #: ``thresholds(means, k)``: the ``(lower, upper)`` thresholds of the rule over the true means (the
+    #: k-sigma family, roai), for :meth:`ties` and :meth:`gaps`: ``simulate`` refuses an instance that
+    #: would never end and warns of one that runs very long
+    thresholds: Callable[[list[float], float], tuple[float, float]] | None = None
+
+    def ties(self, means: list[float], **params: Any) -> list[str]:
+        """The arms no fixed-confidence run can classify: a mean exactly at the threshold (``[]`` for a
+        rule without thresholds)."""
+        if self.thresholds is None:
+            return []
+        p = PolicyParams.of(params)
+        return [str(i) for i in at_threshold(means, *self.thresholds(list(means), p.k), p.two_sided)]
+
+    def gaps(self, means: list[float], **params: Any) -> tuple[list[float], tuple[float, float]] | None:
+        """Each arm's distance to the rule's nearest threshold, and the ``(lower, upper)`` thresholds
+        (``None`` for a rule without thresholds); the lower one counts only when two-sided.
+
+        >>> gaps, (lo, hi) = POLICIES["cs"].gaps([0.1, 0.1, 0.1, 0.9], k=1.0)
+        >>> [round(g, 3) for g in gaps], round(hi, 3)
+        ([0.546, 0.546, 0.546, 0.254], 0.646)
+        """
+        if self.thresholds is None:
+            return None
+        p = PolicyParams.of(params)
+        lo, hi = self.thresholds(list(means), p.k)
+        return [min(abs(v - hi), abs(v - lo)) if p.two_sided else abs(v - hi) for v in means], (lo, hi)
 
     def build(self, arms: list[str], **params: Any) -> Policy:
         """The policy on ``arms`` with ``params`` (fields of :class:`PolicyParams`, others refused)."""
@@ -205,26 +228,18 @@ def _ksigma_truth(means: list[float], p: PolicyParams) -> list[str]:
     return [str(i) for i in ksigma_outliers(means, p.k, p.two_sided)]
 
 
-def _ties(thresholds: Callable[[list[float], float], tuple[float, float]]) -> Callable[[list[float], PolicyParams], list[str]]:
-    """A policy's ``ties`` from its rule's ``(lower, upper)`` thresholds of the true means."""
-    return lambda means, p: [str(i) for i in at_threshold(means, *thresholds(means, p.k), p.two_sided)]
-
-
-_ksigma_ties = _ties(ksigma_thresholds)
-
-
 def _ksigma_kw(p: PolicyParams) -> dict[str, Any]:
     return {"k": p.k, "delta": p.delta, "model": reward_model_of(p), "two_sided": p.two_sided}
 
 
 register(PolicySpec("rr", lambda arms, p: RoundRobin(arms, **_ksigma_kw(p)), _ksigma_truth,
-                    description="Round-Robin, Zhuang et al. NeurIPS'17 Alg. 1", params=_KSIGMA, ties=_ksigma_ties))
+                    description="Round-Robin, Zhuang et al. NeurIPS'17 Alg. 1", params=_KSIGMA, thresholds=ksigma_thresholds))
 register(PolicySpec("wrr", lambda arms, p: WeightedRoundRobin(arms, rho=p.rho, **_ksigma_kw(p)),
                     _ksigma_truth, description="Weighted Round-Robin, Zhuang et al. NeurIPS'17 Alg. 2",
-                    params=(*_KSIGMA, "rho"), ties=_ksigma_ties))
+                    params=(*_KSIGMA, "rho"), thresholds=ksigma_thresholds))
 register(PolicySpec("nrr", lambda arms, p: NaiveRoundRobin(arms, **_ksigma_kw(p)), _ksigma_truth,
                     description="Naive Round-Robin baseline (no guarantee), NeurIPS'17 Sec. 5.2", params=_KSIGMA,
-                    ties=_ksigma_ties))
+                    thresholds=ksigma_thresholds))
 
 
 def _ade_truth(means: list[float], p: PolicyParams) -> list[str]:
@@ -240,7 +255,7 @@ def _ade_seed(p: PolicyParams) -> int | None:
 
 register(PolicySpec("ade", lambda arms, p: AdaptiveDoubleExploration(arms, seed=_ade_seed(p), **_ksigma_kw(p)),
                     _ade_truth, description="Adaptive Double Exploration, Zhang et al. AAAI'20 Alg. 1",
-                    params=_KSIGMA, ties=_ksigma_ties))
+                    params=_KSIGMA, thresholds=ksigma_thresholds))
 
 
 # GOLD (Ban & He, KDD'20): rho is the assumed share of normal arms (CLI --rho, default 0.9)
@@ -272,15 +287,12 @@ def _roai_truth(means: list[float], p: PolicyParams) -> list[str]:
     return [str(i) for i in robust_true_outliers(means, p.k, p.two_sided)]
 
 
-_roai_ties = _ties(robust_threshold)
-
-
 register(PolicySpec("roai", lambda arms, p: RobustOutlierArmIdentification(arms, **_ksigma_kw(p)), _roai_truth,
                     description="robust k-sigma: median + 1.4826 k MAD (after Zhu et al. ICML'20)", params=_KSIGMA,
-                    ties=_roai_ties))
+                    thresholds=robust_threshold))
 register(PolicySpec("roai-cs", lambda arms, p: RobustOutlierArmIdentification(arms, intervals="cs", **_ksigma_kw(p)),
                     _roai_truth, description="roai with the engine's confidence sequences as arm intervals "
-                                             "(its rule unchanged)", params=_KSIGMA, ties=_roai_ties))
+                                             "(its rule unchanged)", params=_KSIGMA, thresholds=robust_threshold))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -394,4 +406,4 @@ register(PolicySpec("sr", _sr, _best_truth, kind="best", params=("budget", "esti
 # streamarms' own engine (issue 9): anytime-valid confidence sequences and the threshold track
 register(PolicySpec("cs", lambda arms, p: AnytimeKSigma(arms, **_ksigma_kw(p)), _ksigma_truth, params=_KSIGMA,
                     description="anytime k-sigma: confidence sequences + threshold track (streamarms, issue 9)",
-                    passive_feed="all", ties=_ksigma_ties))
+                    passive_feed="all", thresholds=ksigma_thresholds))

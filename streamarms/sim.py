@@ -22,7 +22,7 @@ from typing import Protocol, cast, runtime_checkable
 from .policies.base import Decision, Event, Policy
 
 __all__ = ["Arm", "BernoulliArm", "BoundedArm", "GaussianArm", "StudentTArm", "Environment", "RunResult",
-           "run_policy", "zww17_synthetic", "zww17_example", "ade_uniform", "tbpz19_setup",
+           "run_policy", "samples_lower_bound", "zww17_synthetic", "zww17_example", "ade_uniform", "tbpz19_setup",
            "yslk18_instance"]
 
 
@@ -57,6 +57,9 @@ class BernoulliArm:
     def pull(self, rng: random.Random) -> float:
         return 1.0 if rng.random() < self.p else 0.0
 
+    def variance(self) -> float:
+        return self.p * (1.0 - self.p)
+
 
 @dataclass(frozen=True)
 class BoundedArm:
@@ -90,6 +93,12 @@ class BoundedArm:
             return b if rng.random() < q else a
         return a + (b - a) * rng.betavariate(q * self.kappa, (1 - q) * self.kappa)
 
+    def variance(self) -> float:
+        """``(b - a)^2 q (1 - q)`` for two points, divided by ``kappa + 1`` for the Beta law; 0 if constant."""
+        q = (self.mean - self.a) / (self.b - self.a)
+        v = (self.b - self.a) ** 2 * q * (1.0 - q)
+        return 0.0 if self.shape == "constant" else v / (self.kappa + 1.0) if self.shape == "beta" else v
+
 
 @dataclass(frozen=True)
 class GaussianArm:
@@ -108,6 +117,9 @@ class GaussianArm:
 
     def pull(self, rng: random.Random) -> float:
         return rng.gauss(self.mu, self.sd)
+
+    def variance(self) -> float:
+        return self.sd ** 2
 
 
 @dataclass(frozen=True)
@@ -254,6 +266,25 @@ def run_policy(policy: Policy, env: Environment, max_pulls: int | None = None,
 # ------------------------------------------------------------------------------------------------
 # instances of the papers' synthetic experiments
 # ------------------------------------------------------------------------------------------------
+def samples_lower_bound(gaps: Sequence[float], variances: Sequence[float], delta: float) -> float:
+    """About the fewest rewards *any* delta-correct policy needs, in expectation, to classify arms whose
+    means lie ``gaps`` from a threshold it is told, rewards of the given ``variances``:
+    ``kl(delta, 1 - delta) sum_i 2 v_i / d_i^2`` (Garivier & Kaufmann, *Optimal best arm identification
+    with fixed confidence*, COLT 2016, Thm 1, the nearest alternative moving one arm across the
+    threshold; each arm taken as Gaussian, which is exact as its gap shrinks). Not knowing the threshold
+    only adds to it. A gap of 0 (with variance > 0) gives ``inf``.
+
+    >>> round(samples_lower_bound([0.1, 0.3], [0.25, 0.25], 0.1))
+    98
+    """
+    kl = (1.0 - 2.0 * delta) * math.log((1.0 - delta) / delta)
+    total = 0.0
+    for d, v in zip(gaps, variances):
+        if v > 0:
+            total += math.inf if d == 0 else 2.0 * v / (d * d)
+    return kl * total
+
+
 def zww17_example() -> list[float]:
     """A fixed 20-arm instance in the style of [ZWW17] Sec. 5.1 with two outliers (arms 18, 19) at k = 2."""
     return [0.3173, 0.3411, 0.3165, 0.2348, 0.3453, 0.3223, 0.2732, 0.3291, 0.3182, 0.3147,

@@ -2,19 +2,30 @@
 pulls (a table, or one JSON object with ``--json``). Bad arguments: a one-line error, exit 2. Every
 policy runs on its defaults (its paper's instance and reward distribution) or says in one line which
 flag it needs. Long work shows a progress bar on stderr when that is a terminal (``--quiet``: none).
+An instance no run can finish (an arm exactly on the threshold) is refused; one whose runs need more
+than a million pulls each (an arm very near it) gets a note on stderr first, with the lower bound.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from typing import Any
 
 from ..policies.thresholding import misclassified
 from ..progress import RunProgress
-from ..registry import POLICIES, PolicyParams
-from ..sim import Environment, StudentTArm, run_policy, tbpz19_setup, yslk18_instance, zww17_example
+from ..registry import POLICIES
+from ..sim import (
+    Environment,
+    StudentTArm,
+    run_policy,
+    samples_lower_bound,
+    tbpz19_setup,
+    yslk18_instance,
+    zww17_example,
+)
 from .types import arm_means, budget, finite, positive_int
 
 __all__ = ["add_simulate_parser", "add_simulate_arguments", "simulate", "simulate_main"]
@@ -93,6 +104,37 @@ def policy_params(opts: argparse.Namespace, means: list[float], seed: int) -> di
             "moment_bound": opts.moment_bound, "env": opts.env, "df": opts.df, "true_means": means}
 
 
+def _environment(opts: argparse.Namespace, means: list[float], seed: int) -> Environment:
+    if opts.env == "student-t":
+        return Environment([StudentTArm(mu, opts.df) for mu in means], seed=seed)
+    return Environment(means, seed=seed, model=opts.env)
+
+
+#: a run expected to need more pulls than this (by the lower bound below) gets a note before it starts
+LONG_RUN_PULLS = 1_000_000
+
+
+def _warn_if_long(gaps: tuple[list[float], tuple[float, float]] | None, env: Environment, delta: float) -> None:
+    """A note on stderr when an arm lies so near the threshold that every run needs more than
+    ``LONG_RUN_PULLS`` pulls, even for a policy told the threshold (:func:`samples_lower_bound`): such a
+    run otherwise looks like a hang (the progress bar is for terminals only)."""
+    if gaps is None:
+        return
+    d, (lo, hi) = gaps
+    var = [getattr(arm, "variance", lambda: math.nan)() for arm in env.arms.values()]
+    if any(not math.isfinite(v) for v in var):
+        return  # heavy tails (or an arm without a variance): the Gaussian bound does not apply
+    bound = samples_lower_bound(d, var, delta)
+    if bound < LONG_RUN_PULLS:
+        return
+    i = max(range(len(d)), key=lambda j: var[j] / d[j] ** 2 if d[j] > 0 else 0.0)
+    mean = env.means[str(i)]
+    t = hi if abs(mean - hi) <= abs(mean - lo) else lo
+    print(f"streamarms simulate: note: arm {i} (mean {mean:g}) lies {d[i]:.3g} from the threshold {t:.6g}: "
+          f"every run needs about {float(f'{bound:.2g}'):,.0f} pulls or more (the fewest any policy told the threshold needs; "
+          "Garivier & Kaufmann 2016); --max-pulls N caps the runs", file=sys.stderr, flush=True)
+
+
 def simulate(opts: argparse.Namespace, progress: RunProgress | None = None) -> dict[str, Any]:
     spec = POLICIES[opts.policy]
     if opts.means is not None:
@@ -105,7 +147,7 @@ def simulate(opts: argparse.Namespace, progress: RunProgress | None = None) -> d
         opts.bound = "hoeffding" if env_model == "beta" else "bernoulli"  # else: reward_model_of picks by env
     params = policy_params(opts, means, opts.seed)
     truth = spec.truth(means, **params)
-    tied = spec.ties(list(means), PolicyParams.of(params)) if spec.ties else []
+    tied = spec.ties(list(means), **params)
     if tied and opts.max_pulls is None:
         who = ("every arm's mean equals the threshold (the means have no spread)" if len(tied) == len(means) else
                f"the mean of arm {', '.join(tied[:5])} equals the threshold" if len(tied) == 1 else
@@ -114,13 +156,12 @@ def simulate(opts: argparse.Namespace, progress: RunProgress | None = None) -> d
                          "so a run would never end; "
                          "give --max-pulls N to run it capped")
     spec.build(names, **params)  # a missing or bad option fails here, before any run
+    if opts.max_pulls is None:
+        _warn_if_long(spec.gaps(list(means), **params), _environment(opts, means, opts.seed), opts.delta)
     results = []
     for r in range(opts.runs):
         seed = opts.seed + r
-        if env_model == "student-t":
-            env = Environment([StudentTArm(mu, opts.df) for mu in means], seed=seed)
-        else:
-            env = Environment(means, seed=seed, model=env_model)
+        env = _environment(opts, means, seed)
         policy = spec.build(names, **policy_params(opts, means, seed))
         res = run_policy(policy, env, max_pulls=opts.max_pulls, keep_events=False,
                          on_progress=None if progress is None else progress.pulls)

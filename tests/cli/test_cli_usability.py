@@ -226,6 +226,28 @@ def test_simulate_refuses_an_instance_no_run_can_finish(capsys, policy):
     assert main(["simulate", "--policy", policy, "--means", "0.2,0.2,0.2", "--max-pulls", "300", "--runs", "1"]) == 0
 
 
+def test_simulate_says_before_the_runs_when_an_arm_near_the_threshold_makes_them_long(capsys, monkeypatch):
+    """An arm 0.0006 from the threshold (means a user typed): the runs took minutes without a word on a
+    non-terminal. The lower bound of any policy told the threshold is > 2M pulls: a note says so first."""
+    from streamarms.cli import simulate as sim_cli
+    from streamarms.sim import Environment, samples_lower_bound
+    near = [0.1, 0.12, 0.11, 0.09, 0.5]
+    gaps, (_, hi) = POLICIES["cs"].gaps(near, k=2.0)
+    assert gaps[4] < 1e-3 and samples_lower_bound(gaps, [m * (1 - m) for m in near], 0.1) > 2e6
+    sim_cli._warn_if_long((gaps, (0.0, hi)), Environment(near), 0.1)
+    err = capsys.readouterr().err
+    assert "note: arm 4 (mean 0.5) lies 0.000632 from the threshold 0.500632" in err
+    assert "about 2,200,000 pulls or more" in err and "--max-pulls" in err
+    capped = ["simulate", "--policy", "cs", "--means", ",".join(map(str, near)), "--runs", "1"]
+    assert main([*capped, "--max-pulls", "2000"]) == 0
+    assert "note:" not in capsys.readouterr().err  # capped: nothing to warn of
+    assert main(["simulate", "--policy", "cs", "--runs", "1"]) == 0  # the built-in instance: ~200 pulls bound
+    assert "note:" not in capsys.readouterr().err
+    monkeypatch.setattr(sim_cli, "LONG_RUN_PULLS", 100)
+    assert main(["simulate", "--policy", "wrr", "--runs", "1"]) == 0
+    assert "note: arm " in capsys.readouterr().err
+
+
 def test_simulate_refuses_a_robust_instance_whose_normal_arms_sit_on_the_median(capsys):
     """roai's threshold is median + 1.4826 k MAD: nine equal means make the MAD 0, so those arms are on it."""
     assert main(["simulate", "--policy", "roai", "--means", "0,0,0,0,0,0,0,0,0,3", "--env", "gaussian"]) == 2
