@@ -74,6 +74,7 @@ from typing import Any
 
 from .checkpoint import CheckpointError, CheckpointStore
 from .errors import SinkUnavailable
+from .loop_calls import LoopCalls
 from .metrics import Metrics
 from .runtime import FINISHED, EventClock, InvalidRecord, Scheduler
 from .runtime.continuous import ContinuousRunner
@@ -167,6 +168,8 @@ class Daemon:
         self._finishing = False  # the loop is over: the exit's checkpoint and close run
         self._checkpoint_now = False
         self._dl_warned = 0
+        #: questions other threads ask the loop (the episode modes' ``/explain``): answered once a turn
+        self.calls = LoopCalls()
         self._user_episode_end = scheduler.on_episode_end
         scheduler.on_episode_end = self._episode_ended
         if metrics is not None:
@@ -266,6 +269,7 @@ class Daemon:
         metrics = self.metrics
         observe = metrics.processing_latency.observe if metrics is not None else None
         dead_letter = self._dead_letter
+        calls = self.calls
         last_ckpt = wall()
         last_states = 0.0
         last_progress = 0.0
@@ -296,6 +300,8 @@ class Daemon:
                 sched.tick()
                 if self.on_turn is not None:
                     self.on_turn()
+            if calls.waiting:  # another thread's question (/explain): answered between two batches
+                calls.answer()
             now = wall()
             self.heartbeat = now
             if now - last_progress >= 1.0:

@@ -198,8 +198,9 @@ class _Collector:
 
 class MetricsServer:
     """HTTP endpoint: ``/metrics`` (Prometheus text format), ``/healthz`` (readiness) and ``/livez``
-    (liveness), both JSON with status 200 or 503; with ``explain`` (the continuous mode),
-    ``/explain?key=KEY``: ``explain(KEY)`` as JSON (404 for an unknown key, 400 without one)."""
+    (liveness), both JSON with status 200 or 503; with ``explain``, ``/explain?key=KEY``: ``explain(KEY)``
+    as JSON (404 for an unknown key, 400 without one, 503 when it raises ``TimeoutError``: the episode
+    modes' loop, which answers it, did not turn in time)."""
 
     def __init__(self, metrics: Metrics, port: int, addr: str = "0.0.0.0",
                  health: Callable[[], tuple[bool, dict[str, Any]]] | None = None,
@@ -253,6 +254,8 @@ class MetricsServer:
             return 200, self.explain(keys[0])
         except KeyError:
             return 404, {"error": f"unknown key {keys[0]!r}", "key": keys[0]}
+        except TimeoutError as e:  # the episode modes' loop did not answer (stopping, or stalled: see /livez)
+            return 503, {"error": str(e), "key": keys[0]}
 
     def close(self) -> None:
         self.httpd.shutdown()

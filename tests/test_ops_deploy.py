@@ -304,6 +304,15 @@ def test_run_forever_serves_metrics_and_stops_on_sigterm(tmp_path):
         assert code == 200 and json.loads(body)["status"] == "ready", body
         code, body = _get(port, "/livez")
         assert code == 200
+        # /explain in the episode mode: the loop answers between two batches (it read the policy unlocked
+        # from the server's thread before; the endpoint was the continuous mode's only)
+        code, body = _get(port, "/explain?key=region-19")
+        ev = json.loads(body)
+        assert code == 200 and ev["key"] == "region-19" and ev["episode"] >= 1, body
+        assert ev["state"] in ("outlier", "undecided", "normal", "not in an episode"), ev
+        if ev["state"] != "not in an episode":
+            assert {"estimate", "interval", "threshold_interval", "margin", "samples", "policy"} <= set(ev), ev
+        assert _get(port, "/explain?key=nope")[0] == 404 and _get(port, "/explain")[0] == 400
     finally:
         rc, took, output = _stop(proc)
     assert rc == 0, output[-2000:]

@@ -46,7 +46,7 @@ from ..registry import POLICIES, PolicyParams, reward_model_of
 from ..runtime import ACTIVE, DISCOVERING, RUNNING, EventClock, RewardCodec, Scheduler, SchedulerConfig
 from ..runtime.continuous import CONTINUOUS, ContinuousRunner
 from ..runtime.contracts import AlertSink, DeadLetterSink, RequestSink
-from ..runtime.evidence import finite_or_none, finite_pair
+from ..runtime.evidence import finite_or_none, finite_pair, key_evidence
 from .continuous import alert_line, build_runner
 from .embedded import EmbeddedResponder, embedded_means, embedded_stream
 from .group import check_group_settings, member_name, wire_group_member
@@ -112,6 +112,8 @@ _EPISODE_ONLY = frozenset({"policy", "delta", "max_episodes", "episode_interval"
 
 #: the compacted topic that holds the checkpoints (key: the group) when a broker is configured
 DEFAULT_CHECKPOINT_TOPIC = "streamarms-checkpoints"
+#: seconds /explain waits for the episode loop to answer (it turns at least every poll timeout)
+EXPLAIN_TIMEOUT = 5.0
 
 
 def _checkpoint_store(s: RunSettings, kafka_cfg: dict[str, Any] | None, pool: Any = None) -> CheckpointStore | None:
@@ -296,11 +298,15 @@ class _App:
                 flagged_arms=int(s.metrics_flagged_arms or 0),
                 info={"policy": str(self.run_info["policy"]), "mode": s.mode},
                 checkpoint="disabled" if self.store is None else ("restored" if doc is not None else "none found"))
-            explain = None
+            explain: Any = None
             if isinstance(self.scheduler, ContinuousRunner):
                 from ..monitor_metrics import MonitorMetrics
                 MonitorMetrics(self.metrics, self.scheduler, flagged_keys=int(s.metrics_flagged_arms or 0))
-                explain = self.scheduler.evidence
+                explain = self.scheduler.evidence  # (under the runner's lock)
+            elif isinstance(self.scheduler, Scheduler):  # the episode modes: the loop answers between batches
+                sched, calls = self.scheduler, self.daemon.calls
+                explain = lambda key: calls.ask(  # noqa: E731
+                    lambda: key_evidence(sched.policy, sched.keys.last_seen, key, sched.episode), timeout=EXPLAIN_TIMEOUT)
             self.server = self.metrics.serve(s.metrics_port, s.metrics_addr, health=self.ops.health,
                                              live=self.daemon.health, explain=explain)
             log.info("metrics on http://%s:%d/metrics", s.metrics_addr, self.server.port)

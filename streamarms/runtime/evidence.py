@@ -18,13 +18,13 @@ between them, as strict JSON (no NaN or infinity). The continuous mode's own is
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from typing import Any
 
 from ..confidence.base import interval_margin
 from ..policies.base import Decision, Policy
 
-__all__ = ["episode_evidence", "episode_summary", "finite_or_none", "finite_pair"]
+__all__ = ["episode_evidence", "episode_summary", "key_evidence", "finite_or_none", "finite_pair"]
 
 
 def finite_or_none(x: Any) -> float | None:
@@ -73,6 +73,14 @@ def episode_evidence(policy: Policy | None, key: str, episode: int, decision: De
     if lower is not None:
         out.update(lower_threshold=finite_or_none(d.extra.get("lower_threshold")), lower_threshold_interval=finite_pair(lower))
     return out
+
+
+def key_evidence(policy: Policy | None, known: Container[str], key: str, episode: int) -> dict[str, Any]:
+    """:func:`episode_evidence` for ``/explain``: ``KeyError`` for a key neither ``known`` (the scheduler's
+    keys) nor in the episode's policy."""
+    if key not in known and (policy is None or key not in policy.index):
+        raise KeyError(key)
+    return episode_evidence(policy, key, episode)
 
 
 def episode_summary(policy: Policy | None, known: Iterable[str], episode: int, phase: str,
