@@ -129,7 +129,7 @@ def _warn_if_long(gaps: tuple[list[float], tuple[float, float]] | None, env: Env
         return
     i = max(range(len(d)), key=lambda j: var[j] / d[j] ** 2 if d[j] > 0 else 0.0)
     mean = env.means[str(i)]
-    t = hi if abs(mean - hi) <= abs(mean - lo) else lo
+    t = hi if math.isclose(abs(mean - hi), d[i]) else lo  # the threshold its gap is to (lo: two-sided only)
     print(f"streamarms simulate: note: arm {i} (mean {mean:g}) lies {d[i]:.3g} from the threshold {t:.6g}: "
           f"every run needs about {float(f'{bound:.2g}'):,.0f} pulls or more (the fewest any policy told the threshold needs; "
           "Garivier & Kaufmann 2016); --max-pulls N caps the runs", file=sys.stderr, flush=True)
