@@ -76,7 +76,12 @@ __all__ = ["PartitionTotals", "GroupThreshold", "merge_totals", "stats_key", "st
 
 _MAX_FIELDS = frozenset(i for i, f in enumerate(_FIELDS) if f in ("vmax", "smax"))
 _W = _FIELDS.index("sum_w")
-_SPEC = ("n", "k", "alpha", "two_sided", "low", "high", "sigma_x", "bernoulli")
+_SPEC = ("n", "k", "alpha", "two_sided", "low", "high", "sigma_x", "bernoulli", "formula")
+#: the version of what a value's totals mean: the levels grid, the fields and the interval's formula. Bump
+#: it when one of them changes, so that members of two versions leave each other's values out (with a
+#: warning) instead of merging totals that mean different things. A value without it is of version 1.
+FORMULA = 1
+_SPEC_DEFAULTS = {"formula": 1}
 
 
 def stats_key(group: str, partition: str) -> str:
@@ -114,7 +119,7 @@ class PartitionTotals:
         self.track = _Accumulator(n, k, alpha, two_sided=two_sided, low=low, high=high, sigma_x=sigma_x,
                                   bernoulli=bernoulli)
         self.spec = {"n": int(n), "k": float(k), "alpha": float(alpha), "two_sided": bool(two_sided), "low": low,
-                     "high": high, "sigma_x": sigma_x, "bernoulli": self.track.bernoulli}
+                     "high": high, "sigma_x": sigma_x, "bernoulli": self.track.bernoulli, "formula": FORMULA}
         self.levels = self.track.levels
 
     def record(self, g: int, S: float, lo: float, hi: float, S2: float | None = None) -> None:
@@ -138,11 +143,15 @@ def spec_mismatch(spec: dict[str, Any], value: dict[str, Any]) -> str | None:
     group stats disagree on n: 99 vs 4 (every member of a group must run with the same n, k, alpha and reward range)
     >>> spec_mismatch({"n": 4}, {"n": 4}) is None
     True
+    >>> print(spec_mismatch({"n": 4, "formula": 1}, {"n": 4, "formula": 2}))
+    group stats disagree on formula: 2 vs 1 (a member of another streamarms version: upgrade every member)
     """
     for f in _SPEC:
-        if value.get(f) != spec.get(f):
-            return (f"group stats disagree on {f}: {value.get(f)!r} vs {spec.get(f)!r} (every member of a group "
-                    "must run with the same n, k, alpha and reward range)")
+        got, want = value.get(f, _SPEC_DEFAULTS.get(f)), spec.get(f, _SPEC_DEFAULTS.get(f))
+        if got != want:
+            why = ("a member of another streamarms version: upgrade every member" if f == "formula" else
+                   "every member of a group must run with the same n, k, alpha and reward range")
+            return f"group stats disagree on {f}: {got!r} vs {want!r} ({why})"
     return None
 
 
@@ -167,7 +176,7 @@ def merge_totals(values: Iterable[dict[str, Any]], above: int = 0) -> dict[str, 
     totals: dict[str, list[float]] = {}
     for v in values:
         if out is None:
-            out = {f: v.get(f) for f in _SPEC}
+            out = {f: v.get(f, _SPEC_DEFAULTS.get(f)) for f in _SPEC}
         else:
             _check_spec(out, v)
         for g, t in v["totals"].items():
@@ -200,7 +209,8 @@ class GroupThreshold:
         self.span = (high - low) if low is not None and high is not None else None
         self.sigma_x = sigma_x
         self.spec = {"n": self.n, "k": self.k, "alpha": self.alpha, "two_sided": self.two_sided, "low": low,
-                     "high": high, "sigma_x": sigma_x, "bernoulli": bool(bernoulli) and low == 0.0 and high == 1.0}
+                     "high": high, "sigma_x": sigma_x, "bernoulli": bool(bernoulli) and low == 0.0 and high == 1.0,
+                     "formula": FORMULA}
         self.m_theta = 0
         self.result: dict[str, tuple[float, float]] = {}
         #: the point estimates ``mu_hat +- k sd_hat`` at :attr:`m_theta`
