@@ -262,17 +262,20 @@ def test_idle_members_and_a_late_joiner_run_the_groups_next_episode_together(kaf
     logs = [tmp_path / f"{tag}-m{i}.log" for i in range(3)]
 
     def start(i):
-        # episode 2 is due 300 s of stream time after episode 1 (record timestamps 1 ms apart: the first
-        # batch spans 240 s): within the second batch, produced once the third member is in the group.
-        # Each batch is twice the other tests' (an episode here has used up to 90% of 120k records, and how
-        # many it uses varies with when the members exchange their statistics: a shorter batch sometimes
-        # ran out before the episode ended, and the members waited for records that never came).
+        # The idle members' own episode 2 is due 200 s of stream time after episode 1 (record timestamps 1 ms
+        # apart: the first batch spans 120 s), ~80k records into the second batch, produced once the third
+        # member is in the group; the late one starts it after its 2,000 discovery records, and the idle
+        # ones must see that on the board first (at 150 s, ~30k records in, they sometimes reached their
+        # own start in the same 20 ms and began it on their own). The second batch is twice the first (240k
+        # records): how many an episode uses varies with when the members exchange their statistics (up to
+        # 90% of a 120k batch), and with 90k left after the start it sometimes ran out first (the members
+        # then waited for records that never came).
         # --alert-repeat: an outlier is alerted in every episode (which member owns a key in episode 2 varies)
         return subprocess.Popen(cli([*_args(kafka_broker, topic, tag, f"m{i}", tmp_path), "--max-episodes", "2",
-                                     "--episode-interval", "300", "--alert-repeat"]), cwd=ROOT,
+                                     "--episode-interval", "200", "--alert-repeat"]), cwd=ROOT,
                                 stdout=subprocess.DEVNULL, stderr=open(logs[i], "wb"))
 
-    recs = _records(seed=33, per_key=2 * PER_KEY)
+    recs = _records(seed=33)
     procs = [start(0), start(1)]
     try:
         assert _wait_assigned(logs[:2], 2, 6), [f.read_text()[-2000:] for f in logs[:2]]
