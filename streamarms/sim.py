@@ -263,9 +263,6 @@ def run_policy(policy: Policy, env: Environment, max_pulls: int | None = None,
     return RunResult(policy.decision(), policy.pulls, capped, events)
 
 
-# ------------------------------------------------------------------------------------------------
-# instances of the papers' synthetic experiments
-# ------------------------------------------------------------------------------------------------
 def samples_lower_bound(gaps: Sequence[float], variances: Sequence[float], delta: float) -> float:
     """About the fewest rewards *any* delta-correct policy needs, in expectation, to classify arms whose
     means lie ``gaps`` from a threshold it is told, rewards of the given ``variances``:
@@ -285,6 +282,9 @@ def samples_lower_bound(gaps: Sequence[float], variances: Sequence[float], delta
     return kl * total
 
 
+# ------------------------------------------------------------------------------------------------
+# instances of the papers' synthetic experiments
+# ------------------------------------------------------------------------------------------------
 def zww17_example() -> list[float]:
     """A fixed 20-arm instance in the style of [ZWW17] Sec. 5.1 with two outliers (arms 18, 19) at k = 2."""
     return [0.3173, 0.3411, 0.3165, 0.2348, 0.3453, 0.3223, 0.2732, 0.3291, 0.3182, 0.3147,
