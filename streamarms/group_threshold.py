@@ -79,9 +79,10 @@ _W = _FIELDS.index("sum_w")
 _SPEC = ("n", "k", "alpha", "two_sided", "low", "high", "sigma_x", "bernoulli", "formula")
 #: the version of what a value's totals mean: the levels grid, the fields and the interval's formula. Bump
 #: it when one of them changes, so that members of two versions leave each other's values out (with a
-#: warning) instead of merging totals that mean different things. A value without it is of version 1.
+#: warning) instead of merging totals that mean different things. A published value without it is of
+#: version 1; a member's own spec (the constructors' keyword arguments, which do not name it) is of this one.
 FORMULA = 1
-_SPEC_DEFAULTS = {"formula": 1}
+_VALUE_DEFAULTS = {"formula": 1}  # what a published value without the field means
 
 
 def stats_key(group: str, partition: str) -> str:
@@ -147,7 +148,8 @@ def spec_mismatch(spec: dict[str, Any], value: dict[str, Any]) -> str | None:
     group stats disagree on formula: 2 vs 1 (a member of another streamarms version: upgrade every member)
     """
     for f in _SPEC:
-        got, want = value.get(f, _SPEC_DEFAULTS.get(f)), spec.get(f, _SPEC_DEFAULTS.get(f))
+        got = value.get(f, _VALUE_DEFAULTS.get(f))
+        want = spec.get(f, FORMULA if f == "formula" else None)
         if got != want:
             why = ("a member of another streamarms version: upgrade every member" if f == "formula" else
                    "every member of a group must run with the same n, k, alpha and reward range")
@@ -176,7 +178,7 @@ def merge_totals(values: Iterable[dict[str, Any]], above: int = 0) -> dict[str, 
     totals: dict[str, list[float]] = {}
     for v in values:
         if out is None:
-            out = {f: v.get(f, _SPEC_DEFAULTS.get(f)) for f in _SPEC}
+            out = {f: v.get(f, _VALUE_DEFAULTS.get(f)) for f in _SPEC}
         else:
             _check_spec(out, v)
         for g, t in v["totals"].items():

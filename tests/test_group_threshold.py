@@ -8,6 +8,7 @@ import random
 
 import pytest
 
+from streamarms import group_threshold
 from streamarms.confidence import BetaBinomialCS
 from streamarms.confidence.factory import sequence_for
 from streamarms.confidence.threshold import ThresholdTrack
@@ -104,6 +105,20 @@ def test_members_with_another_spec_are_refused():
     with pytest.raises(ValueError, match="disagree on n"):
         merge_totals([a.value(), b.value()])
     assert staleness([a.value(time=5.0), b.value(time=7.0)], now=9.0) == 4.0
+
+
+def test_a_new_formula_refuses_old_values_and_accepts_its_own(monkeypatch):
+    """The day FORMULA is bumped: a member's own spec (keyword arguments, no "formula") is of the new
+    version, so values it publishes itself pass and a value of the old version (no field) is left out."""
+    spec = dict(n=4, k=1.0, alpha=0.1, two_sided=False, low=0.0, high=1.0, bernoulli=True)  # as group_spec makes it
+    old = PartitionTotals(**spec).value()
+    monkeypatch.setattr(group_threshold, "FORMULA", 2)
+    new = PartitionTotals(**spec).value()
+    assert group_threshold.spec_mismatch(spec, new) is None
+    del old["formula"]  # a value of a version before the field
+    assert "formula: 1 vs 2" in group_threshold.spec_mismatch(spec, old)
+    with pytest.raises(ValueError, match="another streamarms version"):
+        merge_totals([new, old])
 
 
 def test_group_tracks_of_three_members_agree_with_one_track():
