@@ -23,7 +23,7 @@ from typing import Any
 
 from ..checkpoint import CheckpointError, CheckpointStore, FileCheckpointStore, checkpoint_key
 from ..monitor import ContinuousMonitor
-from ..runtime.evidence import episode_evidence, episode_summary
+from ..runtime.evidence import episode_summary, key_evidence
 
 __all__ = ["add_explain_parser", "explain_main", "summary"]
 
@@ -85,10 +85,12 @@ def _explain_episode(opts: argparse.Namespace, sched: dict[str, Any]) -> int:
     if opts.key is None:
         print(json.dumps(episode_summary(policy, known, episode, str(sched.get("phase"))), indent=1, allow_nan=False))
         return 0
-    if opts.key not in known and (policy is None or opts.key not in policy.index):
+    try:
+        ev = key_evidence(policy, known, opts.key, episode)
+    except KeyError:
         print(f"streamarms explain: unknown key {opts.key!r} ({len(known)} keys in the checkpoint)", file=sys.stderr)
         return 1
-    print(json.dumps(episode_evidence(policy, opts.key, episode), indent=1, allow_nan=False))
+    print(json.dumps(ev, indent=1, allow_nan=False))
     return 0
 
 
