@@ -32,7 +32,7 @@ star98) its samples move by about the same factor, and where the threshold decid
 less. The oracle bar (engine / oracle) is unchanged by construction (the oracle uses the engine's arm
 sequences); the papers' bar moves by the factor.
 
-Usage::
+Needs the ``bench`` extra (matplotlib; scipy comes with statsmodels). Usage::
 
     python benchmarks/arm_sequences_oracle.py                  # 5 draws an instance, table + PNG
     python benchmarks/arm_sequences_oracle.py --draws 2 --only zww17-20,lowrate-n50
