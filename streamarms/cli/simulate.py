@@ -49,7 +49,8 @@ def _add_threshold_and_best_arm_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--threshold", type=finite, default=None,
                    help="the known threshold theta of lsa/apt/ucbe/uniform (inside the reward range)")
     g.add_argument("--budget", type=budget, default=None,
-                   help="sample budget T (lsa/apt/ucbe/uniform: stop there; sr: required), >= number of arms")
+                   help="sample budget T, >= number of arms (lsa/apt/ucbe/uniform: stop there, needed unless "
+                        "--max-pulls caps the run; sr: required)")
     g.add_argument("--epsilon", type=finite, default=None,
                    help="GOLD: the (epsilon, rho) distance factor, > e^(1/16) - 1 ~ 0.0645 (default 2.5); "
                         "APT precision (default 0.05); SR-T(TEA) design parameter, at most the smallest gap "
@@ -155,6 +156,9 @@ def simulate(opts: argparse.Namespace, progress: RunProgress | None = None) -> d
         raise ValueError(f"{who}: no fixed-confidence policy can classify {'it' if len(tied) == 1 else 'them'}, "
                          "so a run would never end; "
                          "give --max-pulls N to run it capped")
+    if spec.kind == "threshold" and opts.budget is None and opts.max_pulls is None:
+        raise ValueError(f"policy {opts.policy!r} runs until its sample budget is spent and never stops "
+                         "without one: give --budget T (or --max-pulls N to cap an anytime run)")
     spec.build(names, **params)  # a missing or bad option fails here, before any run
     if opts.max_pulls is None:
         _warn_if_long(spec.gaps(list(means), **params), _environment(opts, means, opts.seed), opts.delta)
@@ -191,6 +195,7 @@ def simulate(opts: argparse.Namespace, progress: RunProgress | None = None) -> d
         "true_outliers": truth,
         "accuracy": (sum(r["correct"] for r in results) / len(results)) if truth is not None else None,
         "mean_pulls": sum(r["pulls"] for r in results) / len(results),
+        "capped_runs": sum(bool(r["capped"]) for r in results),
         "results": results,
     }
     if spec.kind == "threshold":
@@ -212,7 +217,10 @@ def print_table(out: dict[str, Any], opts: argparse.Namespace) -> None:
     if "mean_errors" in out:
         print(f"mean errors {out['mean_errors']:.3f}")
     acc = out["accuracy"]
-    print(f"accuracy {acc if acc is None else f'{acc:.3f}'}  mean pulls {out['mean_pulls']:.1f}")
+    capped = out["capped_runs"]
+    note = (f"  ({capped} of {out['runs']} runs hit --max-pulls: their answers are estimates, not decisions)"
+            if capped else "")
+    print(f"accuracy {acc if acc is None else f'{acc:.3f}'}  mean pulls {out['mean_pulls']:.1f}{note}")
 
 
 def simulate_main(opts: argparse.Namespace) -> int:
@@ -222,6 +230,9 @@ def simulate_main(opts: argparse.Namespace) -> int:
     except ValueError as e:
         print(f"streamarms simulate: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("streamarms simulate: interrupted", file=sys.stderr)
+        return 130
     if opts.json:
         print(json.dumps(out))
     else:

@@ -285,3 +285,28 @@ def test_explain_reads_an_episode_checkpoint(tmp_path, capsys):
     assert summary["keys"] == 6 and summary["policy"] == "cs" and summary["waiting"] == []
     assert summary["normal"] + summary["undecided"] + len(summary["outliers"]) == 6
     assert main(["explain", "nope", "--checkpoint", str(ck)]) == 1
+
+
+@pytest.mark.parametrize("policy", ["lsa", "apt", "ucbe", "uniform"])
+def test_a_budget_policy_without_budget_or_cap_is_refused_not_run_forever(policy, capsys):
+    # anytime without --budget: a run would never stop (it used to spin silently)
+    assert main(["simulate", "--policy", policy, "--threshold", "0.5"]) == 2
+    err = capsys.readouterr().err
+    assert "--budget" in err and "--max-pulls" in err and len(err.strip().splitlines()) == 1
+
+
+def test_capped_runs_are_counted_and_said(capsys):
+    assert main(["simulate", "--policy", "wrr", "--runs", "2", "--max-pulls", "300", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["capped_runs"] == 2
+    assert main(["simulate", "--policy", "wrr", "--runs", "2", "--max-pulls", "300"]) == 0
+    assert "2 of 2 runs hit --max-pulls" in capsys.readouterr().out.splitlines()[-1]
+
+
+def test_ctrl_c_in_simulate_is_a_message_not_a_traceback(monkeypatch, capsys):
+    import streamarms.cli.simulate as sim
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(sim, "run_policy", interrupted)
+    assert main(["simulate", "--policy", "wrr"]) == 130
+    assert capsys.readouterr().err.strip().endswith("interrupted")
