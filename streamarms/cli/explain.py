@@ -82,11 +82,13 @@ def _explain_episode(opts: argparse.Namespace, sched: dict[str, Any]) -> int:
 
     policy = restore_policy(sched.get("policy"))
     known, episode = list(sched.get("arms") or {}), int(sched.get("episode") or 0)
+    flagged = {str(k): int(v) for k, v in ((sched.get("alerts") or {}).get("flagged") or {}).items()}
     if opts.key is None:
-        print(json.dumps(episode_summary(policy, known, episode, str(sched.get("phase"))), indent=1, allow_nan=False))
+        print(json.dumps(episode_summary(policy, known, episode, str(sched.get("phase")), flagged=flagged),
+                         indent=1, allow_nan=False))
         return 0
     try:
-        ev = key_evidence(policy, known, opts.key, episode)
+        ev = key_evidence(policy, known, opts.key, episode, flagged)
     except KeyError:
         print(f"streamarms explain: unknown key {opts.key!r} ({len(known)} keys in the checkpoint)", file=sys.stderr)
         return 1

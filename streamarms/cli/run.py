@@ -306,7 +306,8 @@ class _App:
             elif isinstance(self.scheduler, Scheduler):  # the episode modes: the loop answers between batches
                 sched, calls = self.scheduler, self.daemon.calls
                 explain = lambda key: calls.ask(  # noqa: E731
-                    lambda: key_evidence(sched.policy, sched.keys.last_seen, key, sched.episode), timeout=EXPLAIN_TIMEOUT)
+                    lambda: key_evidence(sched.policy, sched.keys.last_seen, key, sched.episode,
+                                         dict(sched.alerts.flagged)), timeout=EXPLAIN_TIMEOUT)
             self.server = self.metrics.serve(s.metrics_port, s.metrics_addr, health=self.ops.health,
                                              live=self.daemon.health, explain=explain)
             log.info("metrics on http://%s:%d/metrics", s.metrics_addr, self.server.port)

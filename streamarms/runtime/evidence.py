@@ -75,20 +75,31 @@ def episode_evidence(policy: Policy | None, key: str, episode: int, decision: De
     return out
 
 
-def key_evidence(policy: Policy | None, known: Container[str], key: str, episode: int) -> dict[str, Any]:
+def key_evidence(policy: Policy | None, known: Container[str], key: str, episode: int,
+                 flagged: dict[str, int] | None = None) -> dict[str, Any]:
     """:func:`episode_evidence` for ``/explain``: ``KeyError`` for a key neither ``known`` (the scheduler's
-    keys) nor in the episode's policy."""
+    keys) nor in the episode's policy. ``flagged``: the alerts' flagged keys (key -> the episode that
+    flagged it); the key's ``flagged`` and ``flagged_in_episode`` say whether an outlier alert stands for it
+    -- a key flagged in one episode is ``undecided`` in the next until that episode classifies it again."""
     if key not in known and (policy is None or key not in policy.index):
         raise KeyError(key)
-    return episode_evidence(policy, key, episode)
+    out = episode_evidence(policy, key, episode)
+    if flagged is not None:
+        out["flagged"] = key in flagged
+        if key in flagged:
+            out["flagged_in_episode"] = flagged[key]
+    return out
 
 
 def episode_summary(policy: Policy | None, known: Iterable[str], episode: int, phase: str,
-                    show: int = 50) -> dict[str, Any]:
+                    show: int = 50, flagged: dict[str, int] | None = None) -> dict[str, Any]:
     """The episode at a glance: its outliers (each with its evidence), how many keys are normal, the
-    undecided ones (the first ``show``), the threshold, and the known keys that wait for the next episode."""
+    undecided ones (the first ``show``), the threshold, the known keys that wait for the next episode, and
+    (``flagged`` given) the keys an outlier alert stands for, whichever episode raised it."""
     known = sorted(known)
     out: dict[str, Any] = {"episode": episode, "phase": phase, "keys": len(known)}
+    if flagged is not None:
+        out["flagged"] = sorted(flagged)[:show]
     if policy is None:
         out["waiting"] = known[:show]
         return out

@@ -310,3 +310,21 @@ def test_ctrl_c_in_simulate_is_a_message_not_a_traceback(monkeypatch, capsys):
     monkeypatch.setattr(sim, "run_policy", interrupted)
     assert main(["simulate", "--policy", "wrr"]) == 130
     assert capsys.readouterr().err.strip().endswith("interrupted")
+
+
+def test_explain_says_a_key_is_flagged_when_a_later_episode_has_not_classified_it_yet(tmp_path, capsys):
+    """A key flagged in episode 1 is ``undecided`` in episode 2 until that episode classifies it again;
+    ``explain`` used to show only that (a newcomer read it as "not an outlier"): ``flagged`` says that its
+    outlier alert stands, and the summary lists the flagged keys."""
+    p = six_key_replay(tmp_path, 20000)
+    ck = tmp_path / "ck.json"
+    assert main(["run", "--rewards-file", str(p), "--policy", "wrr", "--k", "1.5", "--checkpoint", str(ck),
+                 "--discovery-records", "50", "--episode-interval", "0"]) == 0
+    capsys.readouterr()
+    assert main(["explain", "k5", "--checkpoint", str(ck)]) == 0
+    ev = json.loads(capsys.readouterr().out)
+    assert ev["episode"] >= 2 and ev["flagged"] is True and ev["flagged_in_episode"] < ev["episode"]
+    assert main(["explain", "k0", "--checkpoint", str(ck)]) == 0
+    assert json.loads(capsys.readouterr().out)["flagged"] is False
+    assert main(["explain", "--checkpoint", str(ck)]) == 0
+    assert json.loads(capsys.readouterr().out)["flagged"] == ["k5"]
