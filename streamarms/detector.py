@@ -110,6 +110,7 @@ from __future__ import annotations
 import inspect
 import math
 import numbers
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -212,6 +213,7 @@ class OutlierArmDetector(base.AnomalyDetector):
             episode_interval=float(episode_interval),
             episode_timeout=None if episode_timeout is None else float(episode_timeout))
         self._model = self._reward_model()
+        self._check_params()
         self._reset()
 
     # -- construction helpers ------------------------------------------------------------------
@@ -253,6 +255,19 @@ class OutlierArmDetector(base.AnomalyDetector):
         if p is not None and p.default is not inspect.Parameter.empty and p.default is not None:
             return make_model(p.default)
         return None
+
+    def _check_params(self) -> None:
+        """Build a registered policy once on stand-in keys, so bad ``policy_params`` (``delta=2``, ``k=-1``,
+        ``lsa`` without a threshold) fail here, not as a warning at every episode start while the scores
+        stay 0.5. The registry speaks in CLI flags; the error names the ``policy_params`` key instead."""
+        if not isinstance(self.policy, str):
+            return
+        from .registry import build_policy
+        try:
+            build_policy(self.policy, [f"key-{i}" for i in range(max(self.min_arms, 20))], **self._params())
+        except ValueError as e:
+            said = re.sub(r"--([a-z][a-z0-9-]*)", lambda m: f"policy_params['{m.group(1).replace('-', '_')}']", str(e))
+            raise ValueError(f"policy {self.policy!r} with policy_params={self.policy_params!r}: {said}") from None
 
     def _build(self, arms: list[str], episode: int) -> Policy:
         params = self._params()

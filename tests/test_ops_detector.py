@@ -204,6 +204,18 @@ def test_bad_parameters():
         OutlierArmDetector(policy_params=[1])  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("kw,said", [({"policy_params": {"delta": 2}}, "delta must be in"),
+                                     ({"policy_params": {"k": -1}}, "k must be"),
+                                     ({"policy": "lsa"}, r"needs policy_params\['threshold'\]"),
+                                     ({"policy": "se"}, r"policy_params\['moment_bound'\]")])
+def test_bad_policy_params_fail_at_construction_not_at_every_episode(kw, said):
+    """They used to construct, then log "cannot start episode ... needs --threshold; next attempt in 1000 s"
+    at every episode start while every score stayed 0.5."""
+    with pytest.raises(ValueError, match=said):
+        OutlierArmDetector(**kw)
+    OutlierArmDetector(policy="lsa", policy_params={"threshold": 0.5})  # what the error asks for is enough
+
+
 def test_islice_smoke():
     # learn on a long stream in constant memory: history is capped, tallies are per key
     det = OutlierArmDetector(discovery=20, episode_timeout=500)
