@@ -56,7 +56,7 @@ class EpisodeLifecycle:
     def on_new_key(self, records: int, now: float) -> None:
         if self.phase == DISCOVERING:
             self.new_key_record = records
-            if self.first_record_at is None:
+            if self.first_record_at is None or self.first_record_at == 0.0:  # (0: no timestamp yet, below)
                 self.first_record_at = now
 
     def discovery_over(self, now: float, n_arms: int, records: int, fixed: bool) -> bool:
@@ -65,6 +65,10 @@ class EpisodeLifecycle:
             return False
         if fixed or self.first_record_at is None:  # arms given up front, no record needed
             return True
+        if self.first_record_at == 0.0 < now:
+            # the first records had no timestamp (the clock stood at 0): discovery's time is counted from
+            # the first timestamp, not from 1970 (which would end it at once, on the keys seen so far)
+            self.first_record_at = now
         over = (records - self.new_key_record >= cfg.discovery_records
                 or now >= self.first_record_at + cfg.discovery_seconds)
         if not over or self.gate is None:

@@ -414,3 +414,17 @@ def test_an_episode_that_cannot_be_built_is_retried_later():
     recs += list(bern_stream(["a", "b", "c", "d", "e"], [0.1] * 5, 3000, seed=18, dt=0.01, t0=3.0))
     feed(s, clock, recs)
     assert s.finished and ends[0]["arms"] == 5 and s.episodes.build_error is None
+
+
+def test_discovery_time_counts_from_the_first_timestamp_not_from_a_first_record_without_one():
+    """A first record without a timestamp left the clock at 0; the next one's (ms since 1970) made
+    ``discovery_seconds`` look long over, and episode 1 started on the 3 keys seen so far."""
+    from streamarms.runtime.config import SchedulerConfig
+    from streamarms.runtime.episodes import EpisodeLifecycle
+    e = EpisodeLifecycle(SchedulerConfig(min_arms=3, discovery_records=1000, discovery_seconds=10.0))
+    e.on_new_key(records=1, now=0.0)  # no timestamp
+    for i, key_time in enumerate([1.7e9, 1.7e9 + 1, 1.7e9 + 2], start=2):
+        e.on_new_key(records=i, now=key_time)
+    assert not e.discovery_over(now=1.7e9 + 2, n_arms=4, records=4, fixed=False)
+    assert not e.discovery_over(now=1.7e9 + 9, n_arms=4, records=500, fixed=False)
+    assert e.discovery_over(now=1.7e9 + 10.5, n_arms=4, records=600, fixed=False)
