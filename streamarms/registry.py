@@ -336,7 +336,9 @@ def heavy_model_of(p: PolicyParams, n_arms: int, estimator_default: str = "tea")
     if B is None:
         mom = _second_moments(p)
         if mom is None:
-            raise ValueError("the heavy-tailed estimators need --moment-bound (a bound B on E|X|^p)")
+            raise ValueError("the heavy-tailed estimators need --moment-bound (a bound B on E|X|^p; se and sr always "
+                             "use the heavy-tailed model, whatever --reward-model says: for rewards in [a, b] "
+                             "and p = 2, B = max(a^2, b^2), e.g. 1 for 0/1 rewards)")
         B, C = mom[0] ** (order / 2.0), mom[1] ** (order / 2.0)
     return HeavyTailedModel(p=order, B=float(B), estimator=_or(p.estimator, estimator_default), C=C,
                             delta0=p.delta / max(n_arms, 1))

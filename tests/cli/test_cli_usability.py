@@ -328,3 +328,9 @@ def test_explain_says_a_key_is_flagged_when_a_later_episode_has_not_classified_i
     assert json.loads(capsys.readouterr().out)["flagged"] is False
     assert main(["explain", "--checkpoint", str(ck)]) == 0
     assert json.loads(capsys.readouterr().out)["flagged"] == ["k5"]
+
+
+def test_se_says_it_ignores_the_reward_model_and_how_to_bound_the_moment(capsys):
+    assert main(["run", "--policy", "se", "--reward-model", "bernoulli"]) == 2
+    err = capsys.readouterr().err
+    assert "--moment-bound" in err and "whatever --reward-model says" in err and "0/1 rewards" in err
