@@ -59,6 +59,16 @@ def test_a_bad_record_with_a_new_key_takes_no_arm_slot():
     assert s.offer(b"d", b'{"reward": 0}').reason == "too_many_arms"
 
 
+def test_a_str_key_with_a_lone_surrogate_is_refused_at_intake_not_later():
+    """A key with no UTF-8 form would fail wherever it is encoded (checkpoint rows, Kafka keys, metrics labels):
+    refused as key_not_utf8 at intake; it raised UnicodeEncodeError out of the scheduler."""
+    s, _ = scheduler(min_arms=1)
+    for key in ("\ud800", "eu-\udfff"):
+        bad = s.offer(key, b'{"reward": 0}')
+        assert bad is not None and bad.reason == "key_not_utf8" and "lone surrogate" in bad.detail
+    assert s.known_arms == [] and s.counters.invalid["key_not_utf8"] == 2
+
+
 def test_jsonl_poison_lines_become_refused_records(tmp_path):
     p = tmp_path / "in.jsonl"
     lines = [

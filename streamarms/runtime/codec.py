@@ -45,10 +45,21 @@ class RewardCodec:
         self._memo_for: tuple[Any, ...] = ()
 
     def arm(self, key: bytes | str | None) -> str:
+        """The arm name of a record key: its UTF-8 text (a ``str`` key must have a UTF-8 form: one with a
+        lone surrogate has none, and would fail later as a Kafka key, a metrics label or UTF-8 text).
+
+        >>> RewardCodec().arm("\\ud800")
+        Traceback (most recent call last):
+        ...
+        streamarms.runtime.records.InvalidRecord: key_not_utf8: key '\\ud800' is not valid Unicode (a lone surrogate)
+        """
         if key is None:
             raise InvalidRecord("key_missing", "record has no key")
         if isinstance(key, str):
-            raw = key.encode("utf-8")
+            try:
+                raw = key.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InvalidRecord("key_not_utf8", f"key {key[:64]!r} is not valid Unicode (a lone surrogate)") from None
             arm = key
         else:
             raw = bytes(key)
