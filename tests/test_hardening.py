@@ -94,7 +94,9 @@ def test_jsonl_poison_lines_become_refused_records(tmp_path):
             out.append(codec.reward(codec.arm(r.key), r.value))
         except InvalidRecord as e:
             out.append(e.reason)
-    assert out == [1.0, "key_missing", 1.0, 1.0, "key_not_utf8", "key_not_utf8", "key_missing", "not_finite"]
+    # the source's own reasons (a line it cannot parse, a timestamp that is no time), not "no key"
+    assert out == [1.0, "not_json", "bad_timestamp", "bad_timestamp", "key_not_utf8", "key_not_utf8", "not_json",
+                   "not_finite"]
     dl = tmp_path / "dl.jsonl"
     sink = JsonlDeadLetterSink(str(dl))
     for r in recs[4:6]:

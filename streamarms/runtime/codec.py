@@ -10,7 +10,7 @@ from typing import Any
 
 from ..models import RewardModel
 from . import decoder
-from .records import InvalidRecord
+from .records import InvalidRecord, RefusedKey
 
 __all__ = ["RewardCodec"]
 
@@ -46,7 +46,8 @@ class RewardCodec:
 
     def arm(self, key: bytes | str | None) -> str:
         """The arm name of a record key: its UTF-8 text (a ``str`` key must have a UTF-8 form: one with a
-        lone surrogate has none, and would fail later as a Kafka key, a metrics label or UTF-8 text).
+        lone surrogate has none, and would fail later as a Kafka key, a metrics label or UTF-8 text); a
+        :class:`~streamarms.runtime.records.RefusedKey` is refused with its source's reason.
 
         >>> RewardCodec().arm("\\ud800")
         Traceback (most recent call last):
@@ -55,6 +56,8 @@ class RewardCodec:
         """
         if key is None:
             raise InvalidRecord("key_missing", "record has no key")
+        if type(key) is RefusedKey:
+            raise InvalidRecord(key.reason, key.detail)
         if isinstance(key, str):
             try:
                 raw = key.encode("utf-8")

@@ -336,7 +336,7 @@ def test_jsonl_replay_source_resumes_by_line(tmp_path):
     rest = []
     while not src2.exhausted:
         rest.extend(src2.poll())
-    assert [r.offset for r in rest] == list(range(4, 11)) and rest[-1].key is None
+    assert [r.offset for r in rest] == list(range(4, 11)) and rest[-1].key.reason == "not_json"
 
 
 # ----------------------------------------------------------------------------------------------
