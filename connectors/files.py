@@ -15,7 +15,8 @@ if wants should time out. A timestamp that is there must be a number from 0 to
 -- it would otherwise move the stream clock to a time no stream has, or silently be no timestamp. A line
 that is not JSON is refused as ``not_json``, one that is JSON but not an object as ``not_object``: each
 such line becomes a record whose key is a :class:`~streamarms.runtime.records.RefusedKey`, so the
-codec refuses it with that reason and it reaches the dead letters. Several files are merged like partitions
+codec refuses it with that reason and it reaches the dead letters. A UTF-8 byte order mark at the start
+of a file is not part of its first line. Several files are merged like partitions
 (:class:`~streamarms.connectors.ordering.PartitionMerger`); a file's "offset" is its line number, so a
 checkpoint resumes a replay exactly.
 
@@ -252,7 +253,8 @@ class JsonlSource:
         self._line: dict[str, int] = {}
         self._eof: dict[str, bool] = {}
         for p in self.paths:
-            f = open(p, encoding="utf-8", errors="surrogateescape")
+            # utf-8-sig: a byte order mark at the start of the file is no part of its first line
+            f = open(p, encoding="utf-8-sig", errors="surrogateescape")
             start = self.merger.next_offset((p, 0)) or 0
             self.merger.set_position((p, 0), start)
             for _ in range(start):

@@ -1,8 +1,10 @@
 """A JSONL line the source cannot read is refused with its own reason (``not_json``, ``not_object``,
-``bad_timestamp``), reaches the dead letters, and changes nothing else: the run equals the run without it."""
+``bad_timestamp``), reaches the dead letters, and changes nothing else: the run equals the run without it.
+A byte order mark at the start of a file loses no record."""
 
 from __future__ import annotations
 
+import codecs
 import json
 import random
 
@@ -89,6 +91,16 @@ def test_lines_that_are_not_json_objects_get_their_own_reasons(tmp_path):
     assert all(d["key"] is None for d in dead)
     assert "not JSON" in dead[0]["detail"] and dead[3]["detail"] == "the line is JSON but not an object: an array"
     assert dead[-1]["detail"] == "the key is a boolean, not a string or an integer"
+
+
+def test_a_byte_order_mark_at_the_start_of_a_file_loses_no_record(tmp_path):
+    good = ("\n".join(good_lines()) + "\n").encode()
+    ref, _ = run(tmp_path, "plain", good)
+    got, dead = run(tmp_path, "bom", codecs.BOM_UTF8 + good)
+    assert dead == [] and got["records"] == ref["records"] and decisions(got) == decisions(ref)
+    p = tmp_path / "bom.jsonl"  # and a resumed replay counts lines as before: the mark is no line
+    src = JsonlSource([str(p)], resume={f"{p}:0": [5, None]})
+    assert [r.offset for r in src.poll()][:2] == [5, 6]
 
 
 @pytest.mark.parametrize("line", ["not json", '{"key": "k1", "value": {"reward": 1}, "timestamp": -1}'])
