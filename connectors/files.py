@@ -7,20 +7,26 @@ Input lines (one record each)::
     {"arm": "eu-west", "reward": 1, "timestamp": 1700000000123}  # shorthand: the line is the value
 
 The key (``key`` or ``arm``) is a string or an integer; any other JSON value there (a bool, a float, a
-list, an object) makes a record without a key, like a missing one. ``timestamp`` is in milliseconds (as in
-Kafka) and optional; without it the stream clock does not
-move, so use ``--clock wall`` if wants should time out. A line that is not a JSON object becomes a
-record without a key (refused as ``key_missing``, so it reaches the dead letters). Several files are
-merged like partitions (:class:`~streamarms.connectors.ordering.PartitionMerger`); a file's "offset"
-is its line number, so a checkpoint resumes a replay exactly.
+list, an object) makes a record without a key, like a missing one. ``timestamp`` is in milliseconds since
+the epoch (as in Kafka) and optional; without it the stream clock does not move, so use ``--clock wall``
+if wants should time out. A timestamp that is there must be a number from 0 to
+:data:`MAX_TIMESTAMP_MS` (the last millisecond of the year 9999; a fraction is cut off): any other value
+(a string, a boolean, ``null``, NaN, a negative number, ``1e300``) refuses the line as ``bad_timestamp``
+-- it would otherwise move the stream clock to a time no stream has, or silently be no timestamp. A line
+that is not JSON is refused as ``not_json``, one that is JSON but not an object as ``not_object``: each
+such line becomes a record whose key is a :class:`~streamarms.runtime.records.RefusedKey`, so the
+codec refuses it with that reason and it reaches the dead letters. A UTF-8 byte order mark at the start
+of a file is not part of its first line. Several files are merged like partitions
+(:class:`~streamarms.connectors.ordering.PartitionMerger`); a file's "offset" is its line number, so a
+checkpoint resumes a replay exactly.
 
 >>> import tempfile, os, json
 >>> d = tempfile.mkdtemp(); p = os.path.join(d, "r.jsonl")
 >>> with open(p, "w") as f:
 ...     _ = f.write('{"arm": "a", "reward": 1, "timestamp": 5}\\nnot json\\n')
 >>> src = JsonlSource([p])
->>> [(r.key, r.offset) for r in src.poll()], src.exhausted
-([(b'a', 0), (None, 1)], True)
+>>> [(r.key, r.offset) for r in src.poll()], src.exhausted  # doctest: +ELLIPSIS
+([(b'a', 0), (('not_json', 'the line is not JSON (JSONDecodeError: Expecting value: ...)', None), 1)], True)
 >>> out = os.path.join(d, "alerts.jsonl")
 >>> sink = JsonlSink(out); sink.send({"arm": "a", "kind": "outlier"}); sink.close()
 >>> open(out).read()
@@ -30,7 +36,6 @@ is its line number, so a checkpoint resumes a replay exactly.
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 from collections import namedtuple
@@ -39,6 +44,7 @@ from itertools import islice, repeat
 from typing import IO, Any
 
 from streamarms.runtime.decoder import _SHORT
+from streamarms.runtime.records import RefusedKey, raw_key
 
 from .ordering import PartitionMerger
 
@@ -57,7 +63,15 @@ try:
 except ImportError:  # pragma: no cover - orjson is a dependency of streamarms
     _fast_loads, _fast_dumps = json.loads, lambda v: json.dumps(v).encode("utf-8")
 
-__all__ = ["JsonlRecord", "JsonlSource", "JsonlSink", "JsonlDeadLetterSink"]
+__all__ = ["JsonlRecord", "JsonlSource", "JsonlSink", "JsonlDeadLetterSink", "MAX_TIMESTAMP_MS"]
+
+#: the latest timestamp a line may carry, in ms: 9999-12-31T23:59:59.999Z (what an ISO date can say)
+MAX_TIMESTAMP_MS = 253_402_300_799_999
+
+_ABSENT = object()
+#: what a JSON value is, for the dead letters' details
+_JSON_NAMES = {str: "a string", bool: "a boolean", list: "an array", dict: "an object", type(None): "null",
+               int: "an integer", float: "a number"}
 
 
 def _bytes(text: str) -> bytes:
@@ -72,46 +86,75 @@ def _bytes(text: str) -> bytes:
 def _key_bytes(key: Any) -> bytes | None:
     """A line's key as the record's key bytes: a string (its UTF-8, see :func:`_bytes`) or an integer (its
     digits); anything else -- a bool, a float, a list, an object -- is no key (the codec refuses the record
-    as ``key_missing``): an arm named ``True`` or ``['a']`` would be a silent guess at what was meant.
+    as ``key_missing``): an arm named ``True`` or ``['a']`` would be a silent guess at what was meant. An
+    integer has at most 64 bits, whichever parser read it.
 
     >>> _key_bytes("eu"), _key_bytes(7), _key_bytes(True), _key_bytes(1.5), _key_bytes(["a"])
     (b'eu', b'7', None, None, None)
     """
     if isinstance(key, str):
         return _bytes(key)
-    if type(key) is int:
+    if type(key) is int and -(1 << 63) <= key < (1 << 64):  # (orjson reads a longer one as a float)
         return str(key).encode()
     return None
 
 
-def _stamp(ts: Any) -> int | None:
-    """A line's ``timestamp`` (ms) as an int, ``None`` if it is not a finite number (an integer too
-    large for a float, too: no timestamp, never an ``OverflowError`` that stops the replay)."""
-    try:
-        return int(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) and math.isfinite(ts) else None
-    except OverflowError:
-        return None
+def _stamp(ts: Any) -> int:
+    """A line's ``timestamp`` (ms) as an int, or ``ValueError`` saying why it is none (module docstring:
+    a number from 0 to :data:`MAX_TIMESTAMP_MS`; never an ``OverflowError`` that stops the replay).
+
+    >>> _stamp(1700000000123), _stamp(1700000000123.9)
+    (1700000000123, 1700000000123)
+    >>> _stamp(1e300)
+    Traceback (most recent call last):
+    ...
+    ValueError: timestamp 1e+300 is not a time in milliseconds from 0 (1970) to 253402300799999 (the year 9999)
+    """
+    t = type(ts)
+    if (t is int or t is float) and 0 <= ts <= MAX_TIMESTAMP_MS:  # (NaN fails the comparisons)
+        return int(ts)
+    if t is float or (t is int and abs(ts) < 10 ** 30):
+        shown = repr(ts)
+    elif t is int:
+        shown = f"an integer of {len(str(abs(ts)))} digits"
+    elif t is str:
+        shown = f"{ts[:40]!r} (a string)"
+    else:
+        shown = json.dumps(ts) if t is bool or ts is None else _JSON_NAMES.get(t, t.__name__)
+    raise ValueError(f"timestamp {shown} is not a time in milliseconds from 0 (1970) to {MAX_TIMESTAMP_MS} "
+                     "(the year 9999)")
+
+
+def _refused(path: str, offset: int, line: str, reason: str, detail: str, key: bytes | None = None) -> JsonlRecord:
+    """A line the source refuses: its key says why (:class:`~streamarms.runtime.records.RefusedKey`)."""
+    return JsonlRecord(path, 0, offset, None, RefusedKey.of(reason, detail, key), _bytes(line.rstrip("\n")), None, None)
 
 
 def _to_record(path: str, offset: int, line: str, fast: bool = True) -> JsonlRecord:
     """One line as a record. ``fast``: parse with orjson (~4x the standard library on these small
     lines); whatever orjson refuses or cannot write back (NaN, huge ints, lone surrogates, deep
     nesting) takes the standard library's path, so a line becomes the same record either way (only
-    ``parsed`` is left ``None`` on that path)."""
+    ``parsed`` is left ``None`` on that path). A line that is not JSON, not an object or has a bad
+    timestamp is a refused record (module docstring).
+
+    >>> [_to_record("f", 0, line).key.reason for line in ('{"arm": "a"} x', '[1]', '{"arm": "a", "timestamp": "1"}')]
+    ['not_json', 'not_object', 'bad_timestamp']
+    """
     try:
         obj = _fast_loads(line) if fast else json.loads(line)
-    except (ValueError, TypeError, RecursionError):  # a poison line (even nested 100,000 deep) is one bad record
+    except (ValueError, TypeError, RecursionError) as e:  # a poison line (even nested 100,000 deep) is one bad record
         if fast:
             return _to_record(path, offset, line, fast=False)
-        obj = None
-    if type(obj) is dict and fast and "key" not in obj:  # the shorthand line, parsed by orjson: the value
-        key, ts = obj.get("arm"), obj.get("timestamp")
-        line_b = _bytes(line.rstrip("\n"))
-        return JsonlRecord(path, 0, offset, ts if type(ts) is int else _stamp(ts), _key_bytes(key), line_b, None,
-                           obj if len(line_b) <= _SHORT else None)
-    if not isinstance(obj, dict):
-        return JsonlRecord(path, 0, offset, None, None, _bytes(line.rstrip("\n")), None, None)
-    ts = _stamp(obj.get("timestamp"))
+        return _refused(path, offset, line, "not_json", f"the line is not JSON ({type(e).__name__}: {str(e)[:120]})")
+    if type(obj) is not dict:
+        return _refused(path, offset, line, "not_object", "the line is JSON but not an object: "
+                                                          f"{_JSON_NAMES.get(type(obj), type(obj).__name__)}")
+    ts_in = obj.get("timestamp", _ABSENT)
+    try:
+        ts = None if ts_in is _ABSENT else ts_in if type(ts_in) is int and 0 <= ts_in <= MAX_TIMESTAMP_MS \
+            else _stamp(ts_in)
+    except ValueError as e:
+        return _refused(path, offset, line, "bad_timestamp", str(e), _key_bytes(obj.get("key", obj.get("arm"))))
     parsed: dict[str, Any] | None = None
     if "key" in obj:
         key = obj["key"]
@@ -132,12 +175,19 @@ def _to_record(path: str, offset: int, line: str, fast: bool = True) -> JsonlRec
     else:
         key = obj.get("arm")
         vb = _bytes(line.rstrip("\n"))
-    return JsonlRecord(path, 0, offset, ts, _key_bytes(key), vb, None, parsed)
+        if fast and len(vb) <= _SHORT:
+            parsed = obj  # the shorthand line, parsed by orjson: the value
+    kb = _key_bytes(key)
+    if kb is None and key is not None:  # say what the key was, not that there was none
+        what = ("a number that is not an integer of at most 64 bits" if type(key) in (int, float)
+                else _JSON_NAMES.get(type(key), type(key).__name__))
+        return _refused(path, offset, line, "key_missing", f"the key is {what}, not a string or an integer")
+    return JsonlRecord(path, 0, offset, ts, kb, vb, None, parsed)
 
 
 def _shorthand_chunk(path: str, lines: list[str], first: int) -> list[JsonlRecord] | None:
     """The records of ``lines`` (line numbers from ``first``) when every one is the common shorthand line
-    (a JSON object without ``key``, a string ``arm``, an integer ``timestamp``, at most ``_SHORT`` bytes,
+    (a JSON object without ``key``, a string ``arm``, an integer ``timestamp`` in range, at most ``_SHORT`` bytes,
     plain UTF-8), built in C-level passes (``map``, ``set``) -- the records :func:`_line_by_line` makes
     of them; else ``None``, at the first line that is not (any exception, a type out of place), and
     :func:`_line_by_line` reads the lines. Why: the line loop's per-line calls were ~20% of a detecting
@@ -149,8 +199,9 @@ def _shorthand_chunk(path: str, lines: list[str], first: int) -> list[JsonlRecor
         if set(map(type, objs)) != _DICT or any(map(dict.__contains__, objs, repeat("key"))):
             return None
         keys: list[Any] = list(map(dict.get, objs, repeat("arm")))
-        stamps = list(map(dict.get, objs, repeat("timestamp")))
-        if set(map(type, keys)) != _STR or set(map(type, stamps)) != _INT:
+        stamps: list[Any] = list(map(dict.get, objs, repeat("timestamp")))
+        if set(map(type, keys)) != _STR or set(map(type, stamps)) != _INT \
+                or min(stamps) < 0 or max(stamps) > MAX_TIMESTAMP_MS:
             return None
         values = list(map(str.encode, map(str.rstrip, lines, repeat("\n"))))
         if max(map(len, values)) > _SHORT:
@@ -171,7 +222,7 @@ def _line_by_line(path: str, lines: list[str], first: int) -> list[JsonlRecord]:
             obj = loads(line)
             if type(obj) is dict and "key" not in obj:
                 key, ts = obj.get("arm"), obj.get("timestamp")
-                if type(key) is str and type(ts) is int:
+                if type(key) is str and type(ts) is int and 0 <= ts <= MAX_TIMESTAMP_MS:
                     vb = line.rstrip("\n").encode()  # (orjson refuses lone surrogates: plain UTF-8)
                     add(new(JsonlRecord, (path, 0, n, ts, key.encode(), vb, None,
                                           obj if len(vb) <= _SHORT else None)))
@@ -202,7 +253,8 @@ class JsonlSource:
         self._line: dict[str, int] = {}
         self._eof: dict[str, bool] = {}
         for p in self.paths:
-            f = open(p, encoding="utf-8", errors="surrogateescape")
+            # utf-8-sig: a byte order mark at the start of the file is no part of its first line
+            f = open(p, encoding="utf-8-sig", errors="surrogateescape")
             start = self.merger.next_offset((p, 0)) or 0
             self.merger.set_position((p, 0), start)
             for _ in range(start):
@@ -285,4 +337,4 @@ class JsonlDeadLetterSink(JsonlSink):
 
         self._f.write(json.dumps({"reason": reason, "detail": detail,
                                   "source": f"{record.topic}:{record.partition}:{record.offset}",
-                                  "key": text(record.key), "value": text(record.value)}) + "\n")
+                                  "key": text(raw_key(record.key)), "value": text(record.value)}) + "\n")

@@ -85,6 +85,7 @@ from kafka.structs import OffsetAndMetadata
 
 from streamarms.checkpoint import CheckpointStore, decode, encode
 from streamarms.errors import SinkUnavailable
+from streamarms.runtime.records import raw_key
 
 from . import kafka_positions as positions
 from . import kafka_records
@@ -824,7 +825,7 @@ class KafkaDeadLetterSink(_Sink):
         self.truncated = 0
 
     def send(self, record: Any, reason: str, detail: str) -> None:
-        key, value = record.key, record.value
+        key, value = raw_key(record.key), record.value  # (a key a source refused: the key it read)
         headers = list(getattr(record, "headers", None) or [])
         ours = [("reason", reason.encode()), ("detail", detail[:1000].encode("utf-8", "replace")),
                 ("source", f"{record.topic}:{record.partition}:{record.offset}".encode())]

@@ -59,6 +59,16 @@ def test_a_bad_record_with_a_new_key_takes_no_arm_slot():
     assert s.offer(b"d", b'{"reward": 0}').reason == "too_many_arms"
 
 
+def test_a_str_key_with_a_lone_surrogate_is_refused_at_intake_not_later():
+    """A key with no UTF-8 form would fail wherever it is encoded (checkpoint rows, Kafka keys, metrics labels):
+    refused as key_not_utf8 at intake; it raised UnicodeEncodeError out of the scheduler."""
+    s, _ = scheduler(min_arms=1)
+    for key in ("\ud800", "eu-\udfff"):
+        bad = s.offer(key, b'{"reward": 0}')
+        assert bad is not None and bad.reason == "key_not_utf8" and "lone surrogate" in bad.detail
+    assert s.known_arms == [] and s.counters.invalid["key_not_utf8"] == 2
+
+
 def test_jsonl_poison_lines_become_refused_records(tmp_path):
     p = tmp_path / "in.jsonl"
     lines = [
@@ -84,7 +94,9 @@ def test_jsonl_poison_lines_become_refused_records(tmp_path):
             out.append(codec.reward(codec.arm(r.key), r.value))
         except InvalidRecord as e:
             out.append(e.reason)
-    assert out == [1.0, "key_missing", 1.0, 1.0, "key_not_utf8", "key_not_utf8", "key_missing", "not_finite"]
+    # the source's own reasons (a line it cannot parse, a timestamp that is no time), not "no key"
+    assert out == [1.0, "not_json", "bad_timestamp", "bad_timestamp", "key_not_utf8", "key_not_utf8", "not_json",
+                   "not_finite"]
     dl = tmp_path / "dl.jsonl"
     sink = JsonlDeadLetterSink(str(dl))
     for r in recs[4:6]:

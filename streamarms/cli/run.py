@@ -606,7 +606,8 @@ def refusals_text(invalid: dict[str, int], top: int = 3) -> str:
 def refusals_hint(records: int, invalid: dict[str, int], from_file: bool, dead_letters: bool) -> str:
     """One line of advice when most of a run's records were refused (empty otherwise): where to see them,
     and for JSONL replays the commonest mistakes (a line with ``"key"`` but the reward beside it instead of
-    in ``"value"``; a line whose key is under another name, or is not a string or an integer).
+    in ``"value"``; a line whose key is under another name, or is not a string or an integer; lines that
+    are not JSON objects).
 
     >>> refusals_hint(100, {"not_json": 10}, True, False)
     ''
@@ -624,8 +625,9 @@ def refusals_hint(records: int, invalid: dict[str, int], from_file: bool, dead_l
                 'a line without "key" is the record ({"arm": "eu", "reward": 1})')
     elif from_file and invalid.get("key_missing", 0) * 2 > refused:
         out += ('; a JSONL line is a JSON object naming its key in "arm" ({"arm": "eu", "reward": 1}) or in "key" '
-                'with the record in "value" ({"key": "eu", "value": {"reward": 1}}), a string or an integer '
-                '(a line that is not a JSON object has no key either)')
+                'with the record in "value" ({"key": "eu", "value": {"reward": 1}}), a string or an integer')
+    elif from_file and (invalid.get("not_json", 0) + invalid.get("not_object", 0)) * 2 > refused:
+        out += '; a JSONL file holds one JSON object a line ({"arm": "eu", "reward": 1, "timestamp": 1700000000123})'
     return out
 
 

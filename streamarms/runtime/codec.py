@@ -10,7 +10,7 @@ from typing import Any
 
 from ..models import RewardModel
 from . import decoder
-from .records import InvalidRecord
+from .records import InvalidRecord, RefusedKey
 
 __all__ = ["RewardCodec"]
 
@@ -45,10 +45,24 @@ class RewardCodec:
         self._memo_for: tuple[Any, ...] = ()
 
     def arm(self, key: bytes | str | None) -> str:
+        """The arm name of a record key: its UTF-8 text (a ``str`` key must have a UTF-8 form: one with a
+        lone surrogate has none, and would fail later as a Kafka key, a metrics label or UTF-8 text); a
+        :class:`~streamarms.runtime.records.RefusedKey` is refused with its source's reason.
+
+        >>> RewardCodec().arm("\\ud800")
+        Traceback (most recent call last):
+        ...
+        streamarms.runtime.records.InvalidRecord: key_not_utf8: key '\\ud800' is not valid Unicode (a lone surrogate)
+        """
         if key is None:
             raise InvalidRecord("key_missing", "record has no key")
+        if type(key) is RefusedKey:
+            raise InvalidRecord(key.reason, key.detail)
         if isinstance(key, str):
-            raw = key.encode("utf-8")
+            try:
+                raw = key.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InvalidRecord("key_not_utf8", f"key {key[:64]!r} is not valid Unicode (a lone surrogate)") from None
             arm = key
         else:
             raw = bytes(key)

@@ -10,7 +10,8 @@ Records are refused (an :class:`~streamarms.runtime.records.InvalidRecord` with 
 daemon sends to the dead letters) exactly as in the episode mode, plus, with ``group_field``:
 
 * ``missing_group``: the record's JSON has no ``group_field``;
-* ``bad_group``: it is not a non-empty string (or an integer) of at most ``max_key_bytes`` bytes;
+* ``bad_group``: it is not a non-empty string of at most ``max_key_bytes`` bytes with a UTF-8 form (no
+  lone surrogate), nor an integer of at most 64 bits;
 * ``too_many_groups``: it would be group number ``max_groups + 1`` (the group is a Prometheus label:
   its set must stay bounded);
 * ``group_mismatch``: the key joined another group (a key belongs to one group for life).
@@ -91,6 +92,48 @@ class MonitorAlerts:
     def restore(self, state: dict[str, Any]) -> None:
         self.flagged = {str(k): int(v) for k, v in state["flagged"].items()}
         self.counts = {str(k): int(v) for k, v in state["counts"].items()}
+
+
+def _group_name(v: Any, gfield: str, arm: str, max_bytes: int) -> str:
+    """A record's group field as a group name, or ``bad_group``: a non-empty string with a UTF-8 form
+    (no lone surrogate) of at most ``max_bytes`` bytes, or an integer of at most 64 bits (its digits;
+    orjson reads a longer one as a float, so it is refused whichever parser read it).
+
+    >>> _group_name(7, "g", "a", 256), _group_name("web", "g", "a", 256)
+    ('7', 'web')
+    >>> _group_name(10 ** 29, "g", "a", 256)
+    Traceback (most recent call last):
+    ...
+    streamarms.runtime.records.InvalidRecord: bad_group: group 'g' of key 'a' must be a non-empty string of at most 256 bytes or an integer of at most 64 bits, got the number 100000000000000000000000000000 (an integer beyond 64 bits)
+    >>> _group_name("\\ud800", "g", "a", 256)
+    Traceback (most recent call last):
+    ...
+    streamarms.runtime.records.InvalidRecord: bad_group: group 'g' of key 'a' is not valid Unicode (a lone surrogate): '\\ud800'
+    """
+    if type(v) is int and -(1 << 63) <= v < (1 << 64):
+        return str(v)
+    if isinstance(v, str) and v:
+        try:
+            n = len(v.encode("utf-8"))
+        except UnicodeEncodeError:
+            raise InvalidRecord("bad_group", f"group {gfield!r} of key {arm!r} is not valid Unicode (a lone "
+                                             f"surrogate): {v[:64]!r}") from None
+        if n <= max_bytes:
+            return v
+    if isinstance(v, str):
+        shown = repr(v[:64])
+    elif type(v) is int:
+        shown = f"the number {str(v)[:64]} (an integer beyond 64 bits)"
+    elif type(v) is float:  # (orjson reads an integer beyond 64 bits as a float: say so)
+        shown = (f"the number {v!r} (not an integer, or an integer beyond 64 bits)" if v == v and abs(v) >= 1 << 63
+                 else f"the number {v!r} (not an integer)")
+    else:
+        shown = f"a JSON {_JSON_TYPES.get(type(v), type(v).__name__)}"
+    raise InvalidRecord("bad_group", f"group {gfield!r} of key {arm!r} must be a non-empty string of at most "
+                                     f"{max_bytes} bytes or an integer of at most 64 bits, got {shown}")
+
+
+_JSON_TYPES = {list: "array", dict: "object", bool: "boolean", type(None): "null"}
 
 
 class ContinuousRunner:
@@ -272,14 +315,7 @@ class ContinuousRunner:
         else:
             if gfield not in obj:
                 raise InvalidRecord("missing_group", f"record of key {arm!r} has no {gfield!r} field")
-            v = obj[gfield]
-            if type(v) is int:
-                v = str(v)
-            if not isinstance(v, str) or not v or len(v.encode("utf-8")) > self.codec.max_key_bytes:
-                shown = repr(v[:64]) if isinstance(v, str) else f"a JSON {type(v).__name__}"
-                raise InvalidRecord("bad_group", f"group {gfield!r} of key {arm!r} must be a non-empty string of "
-                                                 f"at most {self.codec.max_key_bytes} bytes, got {shown}")
-            g = v
+            g = _group_name(obj[gfield], gfield, arm, self.codec.max_key_bytes)
         known = self._groups.get(arm)
         if known is not None and known != g:
             raise InvalidRecord("group_mismatch", f"key {arm!r} belongs to group {known!r}, got a record for "

@@ -1,10 +1,13 @@
-"""Why a record can be refused: :data:`INVALID_REASONS` and the :class:`InvalidRecord` error."""
+"""Why a record can be refused: :data:`INVALID_REASONS`, the :class:`InvalidRecord` error, and
+:class:`RefusedKey`, the key a source gives a record it could not read."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..errors import StreamarmsError
 
-__all__ = ["INVALID_REASONS", "InvalidRecord"]
+__all__ = ["INVALID_REASONS", "InvalidRecord", "RefusedKey", "raw_key"]
 
 #: every reason a record can be refused for (the bounded label set of the invalid-records metric and
 #: the value of the dead-letter ``reason`` header)
@@ -26,6 +29,7 @@ INVALID_REASONS = (
     "bad_group",          # ... it is not a non-empty string (or integer) of at most max_key_bytes
     "too_many_groups",    # ... a new group beyond max_groups
     "group_mismatch",     # ... the key belongs to another group
+    "bad_timestamp",      # a JSONL line's timestamp is not a number of milliseconds in [0, year 10000)
 )
 
 
@@ -40,3 +44,38 @@ class InvalidRecord(StreamarmsError, ValueError):
         super().__init__(f"{reason}: {detail}" if detail else reason)
         self.reason = reason
         self.detail = detail
+
+
+class RefusedKey(tuple[str, str, bytes | None]):
+    """The key of a record its source could not read (a JSONL line that is not JSON, not an object, or
+    has a bad timestamp): ``(reason, detail, raw key or None)``. The codec refuses the record with this
+    reason the moment it reads the key (:meth:`~streamarms.runtime.codec.RewardCodec.arm`), so the
+    source's reason reaches the dead letters and the counters by the path of every refused record --
+    no check on the path of good records. Hashable, and equal to no ``bytes`` or ``str`` key.
+
+    >>> k = RefusedKey.of("not_json", "the line is not JSON", None)
+    >>> k.reason, k.detail, k.raw, hash(k) == hash(RefusedKey.of("not_json", "the line is not JSON", None))
+    ('not_json', 'the line is not JSON', None, True)
+    """
+
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, reason: str, detail: str, raw: bytes | None) -> RefusedKey:
+        if reason not in INVALID_REASONS:
+            raise ValueError(f"unknown refusal reason {reason!r}")
+        return cls((reason, detail, raw))
+
+    reason = property(lambda self: self[0])
+    detail = property(lambda self: self[1])
+    raw = property(lambda self: self[2])
+
+
+def raw_key(key: Any) -> Any:
+    """A record's key as its source read it: what a dead-letter sink writes (the line's own key, or
+    ``None``, for a :class:`RefusedKey`; any other key unchanged).
+
+    >>> raw_key(RefusedKey.of("bad_timestamp", "...", b"eu")), raw_key(b"eu")
+    (b'eu', b'eu')
+    """
+    return key.raw if type(key) is RefusedKey else key

@@ -62,6 +62,7 @@ from dataclasses import asdict
 from typing import Any
 
 from ..alerts import AlertManager
+from ..models import RewardModel
 from ..policies.base import Decision, Event, Policy, Request
 from . import batch
 from .clock import EventClock
@@ -96,10 +97,20 @@ def _policy_classes() -> dict[str, type[Policy]]:
         level = stack.pop().__subclasses__()
 
 
-def restore_policy(state: dict[str, Any] | None) -> Policy | None:
+def restore_policy(state: dict[str, Any] | None, model: RewardModel | None = None) -> Policy | None:
     """The policy of a scheduler snapshot's ``"policy"`` entry (``None`` for none), its class looked up
-    among the loaded ones (:func:`_resolve_policy_class`)."""
-    return None if state is None else _resolve_policy_class(state["class"]).restore(state["state"])
+    among the loaded ones (:func:`_resolve_policy_class`). ``model``: the reward model this run's codec
+    checks rewards with, for the policy of a *running* episode -- ``ValueError`` if the policy has
+    another: the codec would accept rewards the policy then refuses (each one a ``rejected_by_policy``
+    that a reward held for the policy can no longer send to the dead letters), or check rewards by a
+    model the episode's statistics do not assume."""
+    policy = None if state is None else _resolve_policy_class(state["class"]).restore(state["state"])
+    theirs = getattr(policy, "model", None)
+    if model is not None and theirs is not None and theirs.to_dict() != model.to_dict():
+        raise ValueError(f"the checkpoint's running episode has reward model {theirs.to_dict()}, this run "
+                         f"{model.to_dict()}: run with the checkpoint's --reward-model (and range) until the "
+                         "episode ends, or start with a fresh checkpoint")
+    return policy
 
 
 def _resolve_policy_class(path: str) -> type[Policy]:
@@ -367,7 +378,7 @@ class Scheduler:
         _check_snapshot(state, self.config.mode)
         if isinstance(self.clock, EventClock):  # stream time resumes where it was
             self.clock.advance(float(state["now"]))
-        policy = restore_policy(state["policy"])
+        policy = restore_policy(state["policy"], self.codec.model if state["phase"] == RUNNING else None)
         self.keys.restore(state["arms"])
         self.counters.restore(state["counters"])
         self.episodes.restore(state, policy, int(state["counters"]["ep_start_records"]))

@@ -132,7 +132,7 @@ def test_a_replay_with_a_few_bad_lines_gives_no_advice(tmp_path, capsys):
     p.write_text("".join(json.dumps({"arm": f"k{i % 5}", "reward": i % 2}) + "\n" for i in range(40)) + "nope\n")
     assert main(["run", "--rewards-file", str(p), "--policy", "cs"]) == 0
     out = capsys.readouterr().out
-    assert "1 refused (key_missing 1)" in out and "most records were refused" not in out
+    assert "1 refused (not_json 1)" in out and "most records were refused" not in out
 
 
 def six_key_replay(tmp_path, lines: int):

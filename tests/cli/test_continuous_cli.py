@@ -198,3 +198,20 @@ def test_silence_records_reaches_the_monitor_and_may_change_on_a_restart(tmp_pat
     with pytest.raises(SystemExit) as e:  # argparse: one line, exit 2
         run_main(args(tmp_path, "--silence-records", "-1"))
     assert e.value.code == 2 and "--silence-records: expected an integer >= 0, got '-1'" in capsys.readouterr().err
+
+
+def test_a_lone_surrogate_group_is_dead_lettered_and_a_restart_does_not_crash(tmp_path):
+    """A group value with no UTF-8 form (the JSON escape of a lone surrogate) is refused as bad_group at intake;
+    it stopped the daemon with a UnicodeEncodeError, and again on every restart from the checkpoint."""
+    rows = lines(3_000)
+    rows.insert(1_500, '{"key": "eu-1", "value": {"reward": 1, "region": "\\ud800"}, "timestamp": ' + f"{T0 + 1_500}}}")
+    write(tmp_path / "r.jsonl", rows)
+    assert run_main(args(tmp_path, "--checkpoint-interval", "0")) == 0
+    dl = [json.loads(x) for x in (tmp_path / "dlq.jsonl").read_text().splitlines()]
+    assert [(d["reason"], d["source"].rsplit(":", 1)[1]) for d in dl] == [("bad_group", "1500")]
+    assert "lone surrogate" in dl[0]["detail"]
+    s = json.loads((tmp_path / "s.json").read_text())
+    assert s["records"] == 3_001 and s["invalid"] == {"bad_group": 1}
+    write(tmp_path / "r.jsonl", lines(500, seed=3, start=3_001))  # the restart reads on from the checkpoint
+    assert run_main(args(tmp_path, "--checkpoint-interval", "0")) == 0
+    assert json.loads((tmp_path / "s.json").read_text())["records"] == 3_501

@@ -160,3 +160,26 @@ def test_forgotten_keys_leave_the_runner_too(batched):
     assert refused == []
     assert runner.used == 600 and "g0-k0" in runner.monitor.keys  # it came back as a new key
     assert runner.monitor.forgotten == []
+
+
+def test_groups_without_a_utf8_form_or_beyond_64_bits_are_bad_groups_that_change_nothing():
+    r = ContinuousRunner(ContinuousMonitor(), clock=EventClock(), group_field="svc")
+    assert r.offer_batch([b"a"], [b'{"reward": 1, "svc": "web"}'], [1]) == (1, [])
+    before = r.snapshot()
+    junk = [b'{"reward": 1, "svc": "\\ud800"}', b'{"reward": 1, "svc": "a\\udfffb"}',
+            b'{"reward": 1, "svc": 99999999999999999999999999999}', b'{"reward": 1, "svc": 1.5}']
+    n, bad = r.offer_batch([b"b"] * len(junk), junk, [2] * len(junk))
+    assert [e.reason for _, e in bad] == ["bad_group"] * 4
+    assert "lone surrogate" in bad[0][1].detail and "lone surrogate" in bad[1][1].detail
+    # orjson reads the 29-digit integer as a float: the refusal says it may be an integer, not "a JSON float"
+    assert "an integer beyond 64 bits" in bad[2][1].detail and "float" not in bad[2][1].detail
+    assert "(not an integer)" in bad[3][1].detail
+    after = r.snapshot()
+    assert after["monitor"] == before["monitor"] and after["arms"] == before["arms"]
+    assert r.offer_batch([b"b"], [b'{"reward": 1, "svc": 18446744073709551615}'], [3]) == (1, [])  # 64 bits: a group
+
+
+def test_a_key_with_a_lone_surrogate_is_refused_at_intake():
+    r = ContinuousRunner(ContinuousMonitor(), clock=EventClock())
+    bad = r.offer("k\ud800", b'{"reward": 1}')
+    assert bad is not None and bad.reason == "key_not_utf8" and r.keys.known == []

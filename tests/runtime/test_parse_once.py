@@ -54,9 +54,10 @@ def test_parsed_values_are_what_the_codec_would_parse(tmp_path):
             assert json.loads(r.value) == r.parsed
 
 
-def test_a_huge_timestamp_is_no_timestamp_not_a_crash():
+def test_a_huge_timestamp_is_a_refused_record_not_a_crash():
     r = _to_record("f", 0, '{"arm": "a", "reward": 1, "timestamp": 1' + "0" * 400 + "}\n")
-    assert r.timestamp is None and r.key == b"a"
+    assert r.timestamp is None and r.key.reason == "bad_timestamp" and r.key.raw == b"a"
+    assert "an integer of 401 digits" in r.key.detail
 
 
 @pytest.mark.parametrize("feed", ["planned", "all"])

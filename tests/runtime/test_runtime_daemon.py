@@ -336,7 +336,7 @@ def test_jsonl_replay_source_resumes_by_line(tmp_path):
     rest = []
     while not src2.exhausted:
         rest.extend(src2.poll())
-    assert [r.offset for r in rest] == list(range(4, 11)) and rest[-1].key is None
+    assert [r.offset for r in rest] == list(range(4, 11)) and rest[-1].key.reason == "not_json"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -424,3 +424,20 @@ def test_passive_feed_defaults_to_the_policys_own(capsys):
         out = capsys.readouterr().out
         assert feed in out.splitlines()[0], out.splitlines()[0]
         assert "all found, no false alarm" in out
+
+
+def test_a_restart_with_another_reward_model_mid_episode_is_one_error_line(tmp_path, capsys):
+    """Every refusal is dead-lettered: the run that let rewards of 5 through the codec while the restored
+    episode's policy refused them (rejected_by_policy 885, 129 dead letters) no longer starts."""
+    rng = random.Random(4)
+    rows = [json.dumps({"arm": f"k{i % 20}", "reward": int(rng.random() < MEANS[i % 20]), "timestamp": i})
+            for i in range(7_000)]
+    p, ck = tmp_path / "r.jsonl", str(tmp_path / "ck")
+    p.write_text("\n".join(rows) + "\n")
+    assert run_main_argv(["--rewards-file", str(p), "--checkpoint", ck, "--max-episodes", "1", "--quiet"]) == 0
+    assert FileCheckpointStore(ck).load()["scheduler"]["phase"] == "running"
+    capsys.readouterr()
+    rc = run_main_argv(["--rewards-file", str(p), "--checkpoint", ck, "--max-episodes", "1", "--quiet",
+                        "--reward-model", "bounded", "--reward-range", "0,10"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "reward model" in err and "bernoulli" in err and "bounded" in err and "Traceback" not in err

@@ -428,3 +428,29 @@ def test_discovery_time_counts_from_the_first_timestamp_not_from_a_first_record_
     assert not e.discovery_over(now=1.7e9 + 2, n_arms=4, records=4, fixed=False)
     assert not e.discovery_over(now=1.7e9 + 9, n_arms=4, records=500, fixed=False)
     assert e.discovery_over(now=1.7e9 + 10.5, n_arms=4, records=600, fixed=False)
+
+
+def test_a_running_episode_restored_under_another_reward_model_is_refused():
+    """Resumed with --reward-model bounded, a Bernoulli episode's WRR refused every reward of 5 the codec let
+    through: 885 rejected_by_policy, of which only the 129 given at once were dead-lettered (a held reward
+    has no record left to send). The restore refuses the mismatch instead; between episodes it may change."""
+    from streamarms.models import BoundedModel
+
+    keys = [f"k{i}" for i in range(10)]
+    wrr = lambda names, ep: WeightedRoundRobin(names, k=2.0, delta=0.1)  # noqa: E731
+    s, clock, _, _ = make(wrr, discovery_records=50, max_episodes=2, episode_interval=1e9)
+    feed(s, clock, bern_stream(keys, [0.2] * 9 + [0.9], 3_000, seed=3), until_finished=False)
+    assert s.phase == "running"
+    state = json.loads(json.dumps(s.snapshot()))
+
+    def fresh(model):
+        return Scheduler(lambda names, ep: WeightedRoundRobin(names, k=2.0, delta=0.1, model=model),
+                         clock=EventClock(), config=SchedulerConfig(discovery_records=50, max_episodes=2,
+                                                                    episode_interval=1e9),
+                         codec=RewardCodec(model=model))
+
+    fresh(BernoulliModel()).restore(state)  # the same model: resumes
+    with pytest.raises(ValueError, match="reward model .*bernoulli.* this run .*bounded"):
+        fresh(BoundedModel(0.0, 10.0)).restore(state)
+    state["phase"] = "idle"  # between episodes the run's model applies to the next one
+    fresh(BoundedModel(0.0, 10.0)).restore(state)

@@ -1,0 +1,114 @@
+"""A JSONL line the source cannot read is refused with its own reason (``not_json``, ``not_object``,
+``bad_timestamp``), reaches the dead letters, and changes nothing else: the run equals the run without it.
+A byte order mark at the start of a file loses no record."""
+
+from __future__ import annotations
+
+import codecs
+import json
+import random
+
+import pytest
+
+from streamarms.cli.run import main as run_main
+from streamarms.connectors.files import MAX_TIMESTAMP_MS, JsonlSource, _line_by_line, _shorthand_chunk, _to_record
+from streamarms.connectors.memory import MemoryBroker, MemoryDeadLetterSink
+from streamarms.sim import zww17_example
+
+T0 = 1_700_000_000_000
+
+
+def good_lines(n: int = 3_000, seed: int = 7) -> list[str]:
+    means = zww17_example()
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        a = rng.randrange(len(means))
+        out.append(json.dumps({"arm": f"k{a}", "reward": int(rng.random() < means[a]), "timestamp": T0 + i}))
+    return out
+
+
+def run(tmp_path, name: str, data: bytes) -> tuple[dict, list[dict]]:
+    p, dl, s = tmp_path / f"{name}.jsonl", tmp_path / f"{name}-dl.jsonl", tmp_path / f"{name}-s.json"
+    p.write_bytes(data)
+    assert run_main(["--rewards-file", str(p), "--dead-letter-file", str(dl), "--max-episodes", "1", "--quiet",
+                     "--summary-json", str(s)]) == 0
+    dead = [json.loads(x) for x in dl.read_text().splitlines()] if dl.exists() else []
+    return json.loads(s.read_text()), dead
+
+
+def decisions(summary: dict) -> tuple:
+    eps = summary["episodes"] or [summary["unfinished_episode"]]
+    return summary["samples"], [(e["samples"], e["outliers"], e["started"], e["ended"]) for e in eps]
+
+
+BAD_STAMPS = ['"abc"', "true", "null", "NaN", "-5", "-0.5", "1e300", "1" + "0" * 39, "[1]", '{"ms": 1}',
+              str(MAX_TIMESTAMP_MS + 1)]
+
+
+def test_bad_timestamps_are_dead_lettered_and_move_neither_the_clock_nor_the_samples(tmp_path):
+    """Each bad timestamp was dropped silently (the record used without one) or, 1e300 and a 40-digit integer,
+    moved the stream clock to ~1e297 s (the episode's end, want-timeouts and samples changed)."""
+    good = good_lines()
+    ref, none = run(tmp_path, "good", ("\n".join(good) + "\n").encode())
+    assert none == []
+    lines = list(good)
+    for j, ts in enumerate(BAD_STAMPS):  # both line forms, keys the stream knows, spread over the episode
+        form = ('{"arm": "k3", "reward": 1, "timestamp": %s}' if j % 2 else
+                '{"key": "k3", "value": {"reward": 1}, "timestamp": %s}') % ts
+        lines.insert(1_200 + 100 * j, form)
+    got, dead = run(tmp_path, "bad", ("\n".join(lines) + "\n").encode())
+    assert [d["reason"] for d in dead] == ["bad_timestamp"] * len(BAD_STAMPS)
+    assert all(d["key"] == "k3" and "not a time in milliseconds" in d["detail"] for d in dead)
+    assert got["invalid"] == {"bad_timestamp": len(BAD_STAMPS)} and got["records"] == ref["records"] + len(BAD_STAMPS)
+    assert decisions(got) == decisions(ref)
+
+
+def test_timestamps_from_0_to_the_year_9999_are_times_and_the_fast_paths_agree():
+    for ts, want in [(0, 0), (MAX_TIMESTAMP_MS, MAX_TIMESTAMP_MS), (1.5, 1), (T0 + 0.9, T0)]:
+        r = _to_record("f", 0, json.dumps({"arm": "a", "reward": 1, "timestamp": ts}))
+        assert (r.key, r.timestamp) == (b"a", want)
+    clean = [json.dumps({"arm": "a", "reward": 1, "timestamp": T0 + i}) + "\n" for i in range(20)]
+    for ts in (-1, MAX_TIMESTAMP_MS + 1):  # an integer out of range spoils the C-level chunk; the line loop refuses it
+        lines = clean[:7] + [json.dumps({"arm": "b", "reward": 1, "timestamp": ts}) + "\n"] + clean[7:]
+        assert _shorthand_chunk("f", lines, 0) is None
+        recs = _line_by_line("f", lines, 0)
+        assert [r.offset for r in recs if isinstance(r.key, bytes)] == [i for i in range(21) if i != 7]
+        assert recs[7].key.reason == "bad_timestamp" and recs[7].key.raw == b"b" and recs[7].timestamp is None
+
+
+def test_lines_that_are_not_json_objects_get_their_own_reasons(tmp_path):
+    """They were all refused as 'key_missing: record has no key'."""
+    good = good_lines(1_000)
+    junk = {"not json": "not_json", '{"arm": "k1", "reward": 1, "timestamp": 5} trailing': "not_json",
+            '{"arm": "k1", "reward": 1': "not_json", "[1, 2]": "not_object", '"k1"': "not_object", "42": "not_object",
+            "null": "not_object", '{"arm": true, "reward": 1}': "key_missing"}
+    lines = list(good)
+    for j, line in enumerate(junk):
+        lines.insert(100 + 50 * j, line)
+    got, dead = run(tmp_path, "junk", ("\n".join(lines) + "\n").encode())
+    assert [(d["reason"], d["value"]) for d in dead] == [(r, line) for line, r in junk.items()]
+    assert all(d["key"] is None for d in dead)
+    assert "not JSON" in dead[0]["detail"] and dead[3]["detail"] == "the line is JSON but not an object: an array"
+    assert dead[-1]["detail"] == "the key is a boolean, not a string or an integer"
+
+
+def test_a_byte_order_mark_at_the_start_of_a_file_loses_no_record(tmp_path):
+    good = ("\n".join(good_lines()) + "\n").encode()
+    ref, _ = run(tmp_path, "plain", good)
+    got, dead = run(tmp_path, "bom", codecs.BOM_UTF8 + good)
+    assert dead == [] and got["records"] == ref["records"] and decisions(got) == decisions(ref)
+    p = tmp_path / "bom.jsonl"  # and a resumed replay counts lines as before: the mark is no line
+    src = JsonlSource([str(p)], resume={f"{p}:0": [5, None]})
+    assert [r.offset for r in src.poll()][:2] == [5, 6]
+
+
+@pytest.mark.parametrize("line", ["not json", '{"key": "k1", "value": {"reward": 1}, "timestamp": -1}'])
+def test_a_refused_line_reaches_a_topic_dead_letter_sink_with_the_key_it_had(tmp_path, line):
+    p = tmp_path / "r.jsonl"
+    p.write_text(line + "\n")
+    rec = JsonlSource([str(p)]).poll()[0]
+    broker = MemoryBroker()
+    MemoryDeadLetterSink(broker, "dlq").send(rec, rec.key.reason, rec.key.detail)
+    (out,) = broker.records("dlq")
+    assert out.key == (None if line == "not json" else b"k1") and out.value == line.encode()
