@@ -101,10 +101,14 @@ class LineReader:
         #: at the end: the bytes after the last line read, an incomplete line left unread (or ``b""``)
         self.incomplete = b""
         try:
+            if type(line) is not int or line < 0 or pos is not None and (type(pos) is not int or pos < 0) \
+                    or digest is not None and not isinstance(digest, str):
+                raise CheckpointError(f"the checkpoint's position in {path} is malformed: line {line!r}, byte {pos!r}, "
+                                      f"digest {digest!r}")
             if line and pos is None:
                 self._skip(line)
             elif line or pos:
-                self._seek(line, int(pos or 0), digest)
+                self._seek(line, pos or 0, digest)
         except BaseException:
             self._f.close()
             raise

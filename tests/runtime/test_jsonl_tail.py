@@ -114,6 +114,14 @@ def test_a_longer_file_that_is_not_the_one_read_is_refused(tmp_path):
     src2.close()
 
 
+@pytest.mark.parametrize("entry", [[-1, None], [3, None, -5, "00"], [3, None, "12", "00"], [3, None, 12, 7]])
+def test_a_malformed_position_is_a_checkpoint_error(tmp_path, entry):
+    p = tmp_path / "r.jsonl"
+    p.write_bytes(b"".join(_lines(10)))
+    with pytest.raises(CheckpointError, match="position in .* is malformed"):
+        JsonlSource([str(p)], resume={f"{p}:0": entry})
+
+
 def test_a_checkpoint_of_the_previous_version_resumes_by_line(tmp_path):
     p = tmp_path / "r.jsonl"
     p.write_bytes(b"".join(_lines(40)))
