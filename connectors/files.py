@@ -18,7 +18,12 @@ such line becomes a record whose key is a :class:`~streamarms.runtime.records.Re
 codec refuses it with that reason and it reaches the dead letters. A UTF-8 byte order mark at the start
 of a file is not part of its first line. Several files are merged like partitions
 (:class:`~streamarms.connectors.ordering.PartitionMerger`); a file's "offset" is its line number, so a
-checkpoint resumes a replay exactly.
+checkpoint resumes a replay exactly: it also saves the line's byte position and a digest of the bytes
+before it, and a restart seeks there, refusing a file that is now shorter or different
+(:mod:`~streamarms.connectors.jsonl_lines`). A last line without its newline is read when it is a whole
+JSON object; otherwise (a line still being written) it is left unread -- not a dead letter, not past the
+checkpoint's position -- and :attr:`JsonlSource.incomplete` names it: a later run reads it once it is
+complete.
 
 >>> import tempfile, os, json
 >>> d = tempfile.mkdtemp(); p = os.path.join(d, "r.jsonl")
@@ -40,13 +45,14 @@ import os
 import sys
 from collections import namedtuple
 from collections.abc import Callable, Sequence
-from itertools import islice, repeat
+from itertools import repeat
 from typing import IO, Any
 
 from streamarms.runtime.decoder import _SHORT
 from streamarms.runtime.records import RefusedKey, raw_key
 
-from .ordering import PartitionMerger
+from .jsonl_lines import LineReader
+from .ordering import PartitionMerger, tp_name
 
 #: a record of a JSONL file: the fields of kafka-python's ConsumerRecord that streamarms reads, and
 #: ``parsed``: the value as parsing the line already gave it (a JSON object parsed by orjson, at most
@@ -249,20 +255,20 @@ class JsonlSource:
         self.max_records = max_records
         self.merger = PartitionMerger(ordered=ordered)
         self.merger.assign([(p, 0) for p in self.paths], resume or {})
-        self._files: dict[str, IO[str]] = {}
-        self._line: dict[str, int] = {}
+        self._readers: dict[str, LineReader] = {}
         self._eof: dict[str, bool] = {}
-        for p in self.paths:
-            # utf-8-sig: a byte order mark at the start of the file is no part of its first line
-            f = open(p, encoding="utf-8-sig", errors="surrogateescape")
-            start = self.merger.next_offset((p, 0)) or 0
-            self.merger.set_position((p, 0), start)
-            for _ in range(start):
-                if not f.readline():
-                    break
-            self._files[p] = f
-            self._line[p] = start
-            self._eof[p] = False
+        try:
+            for p in self.paths:
+                start = self.merger.next_offset((p, 0)) or 0
+                self.merger.set_position((p, 0), start)
+                st = (resume or {}).get(tp_name((p, 0))) or []
+                # a checkpoint of this version: the line's byte position and digest (an older one: the line only)
+                pos, digest = (st[2], st[3]) if len(st) >= 4 else (None, None)
+                self._readers[p] = LineReader(p, line=start, pos=pos, digest=digest)
+                self._eof[p] = False
+        except BaseException:
+            self.close()
+            raise
 
     def _ended(self, tp: tuple[str, int]) -> bool:
         return self._eof[tp[0]]
@@ -272,14 +278,15 @@ class JsonlSource:
         for p in self.paths:
             if self._eof[p] or self.merger.buffered((p, 0)) > self.merger.max_buffer:
                 continue
-            n = self._line[p]
-            lines = list(islice(self._files[p], per))
+            reader = self._readers[p]
+            reader.forget(self.merger.next_offset((p, 0)) or 0)  # no checkpoint goes back before it
+            n = reader.line
+            lines = reader.read(per)
             if len(lines) < per:
                 self._eof[p] = True
             chunk = _shorthand_chunk(p, lines, n)
             if chunk is None:
                 chunk = _line_by_line(p, lines, n)
-            self._line[p] = n + len(lines)
             self.merger.add((p, 0), chunk)
         return self.merger.release(self._ended)
 
@@ -290,15 +297,28 @@ class JsonlSource:
     def rollback(self, processed: int) -> None:
         self.merger.rollback(processed)
 
+    @property
+    def incomplete(self) -> dict[str, int]:
+        """The files that end in an incomplete line (no line end, not a whole JSON object) left unread,
+        and its length in bytes: it is read once complete (:mod:`~streamarms.connectors.jsonl_lines`)."""
+        return {p: len(r.incomplete) for p, r in self._readers.items() if r.incomplete.strip()}
+
     def state(self) -> dict[str, Any]:
-        return self.merger.state()
+        """The merger's ``[next line, running max]`` per file, with the line's byte position and digest
+        (:meth:`~streamarms.connectors.jsonl_lines.LineReader.mark`): a restart seeks there and checks the file."""
+        st: dict[str, Any] = self.merger.state()
+        for p, r in self._readers.items():
+            pos = st.get(tp_name((p, 0)))
+            if pos is not None:
+                pos.extend(r.mark(pos[0]))
+        return st
 
     def commit(self, state: dict[str, Any] | None = None) -> None:
         pass
 
     def close(self) -> None:
-        for f in self._files.values():
-            f.close()
+        for r in self._readers.values():
+            r.close()
 
 
 class JsonlSink:

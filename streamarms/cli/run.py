@@ -466,6 +466,8 @@ class _App:
                 "invalid": {k: v for k, v in st["invalid"].items() if v}, "dead_letters": self.daemon.dead_letters,
                 "episodes": self.scheduler.history, "alerts": st["alerts"], "flagged": sorted(self.scheduler.alerts.flagged),
                 "true_outliers": self.truth, "known_arms": st["known_arms"]}
+        if hasattr(self.source, "incomplete"):  # a JSONL replay: files ending in a line not read yet
+            out["incomplete_last_lines"] = self.source.incomplete
         if isinstance(self.scheduler, ContinuousRunner):
             mon = self.scheduler.monitor
             out.update(policy=CONTINUOUS, groups=len(mon.groups), restarts=mon.counts["restarts"],
@@ -540,6 +542,8 @@ class _App:
                 c.close()
         elapsed = time.monotonic() - t0
         out = self.summary(code, elapsed)
+        for path, n in out.get("incomplete_last_lines", {}).items():
+            log.warning("%s", incomplete_text(path, n, self.store is not None))
         if code == 0 and not s.quiet:
             st = self.scheduler.stats()
             share = st["used"] / st["records"] if st["records"] else 0.0
@@ -565,6 +569,18 @@ class _App:
                 with open(s.summary_json, "w") as f:
                     f.write(text + "\n")
         return code
+
+
+def incomplete_text(path: str, n: int, checkpoint: bool) -> str:
+    """The warning for a replayed file whose last line was left unread (no line end, not a whole JSON object:
+    a line still being written).
+
+    >>> print(incomplete_text("r.jsonl", 17, True))
+    r.jsonl ends in an incomplete line of 17 bytes (no newline, not a whole JSON object): not read; a restart with the same --checkpoint reads it once it is complete
+    """
+    return (f"{path} ends in an incomplete line of {n:,} byte{'' if n == 1 else 's'} (no newline, not a whole JSON "
+            f"object): not read; " + ("a restart with the same --checkpoint reads it once it is complete" if checkpoint
+                                      else "a later run reads it once it is complete"))
 
 
 def unfinished_text(u: dict[str, Any], show: int = 5) -> str:
