@@ -9,9 +9,9 @@ of a partition that delivered late are not cut at its first records) -> ``runnin
 
 >>> from streamarms.runtime.config import SchedulerConfig
 >>> e = EpisodeLifecycle(SchedulerConfig(min_arms=2, discovery_records=10, discovery_seconds=5.0))
->>> e.on_new_key(records=1, now=0.0); e.on_new_key(records=2, now=0.5)
->>> e.discovery_over(now=1.0, n_arms=2, records=5, fixed=False), e.deadline(n_arms=2, fixed=False)
-(False, (5.0, 12))
+>>> e.on_new_key(records=1, now=100.0); e.on_new_key(records=2, now=100.5)
+>>> e.discovery_over(now=101.0, n_arms=2, records=5, fixed=False), e.deadline(n_arms=2, fixed=False)
+(False, (105.0, 12))
 """
 
 from __future__ import annotations
