@@ -224,7 +224,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                         "reward of its arms as it arrives (all: fewer records read; k-sigma, GOLD, robust). "
                         "Default: the policy's own (cs: all; the papers' policies: planned)")
     g.add_argument("--policy", choices=sorted(POLICIES), help=f"policy (default {d['policy']})")
-    g.add_argument("--k", type=float, help="k of the k-sigma rule (default 2)")
+    g.add_argument("--k", type=float, help="k of the k-sigma rule (default 2; at most 1000)")
     g.add_argument("--delta", type=float, help="error probability (default 0.1)")
     g.add_argument("--reward-model", choices=["bernoulli", "bounded", "heavy_tailed"],
                    help="what a reward is: 0/1 (default), bounded in --reward-range, heavy-tailed")

@@ -66,6 +66,10 @@ def test_a_missing_config_file(tmp_path, capsys):
     (["--policy", "gold", "--rho", "3"], "rho"),
     (["--reward-range", "0;1"], "--reward-range must be A,B"),
     (["--model-param", "oops"], "expected KEY=VALUE"),
+    # k beyond any key's reach (a typo) overflowed the intervals' arithmetic with a numpy warning and ran
+    (["--k", "1e308"], "k must be a finite number > 0 and at most 1000, got 1e+308"),
+    (["--k", "1e308", "--policy", "roai"], "and at most 1000, got 1e+308"),
+    (["--k", "1e308", "--policy", "ade"], "and at most 1000, got 1e+308"),
     (["--mode", "active", "--rewards-file", "x.jsonl"], "--mode active needs --requests-topic"),
     (["--passive-feed", "all", "--policy", "apt", "--threshold", "0.5", "--budget", "1000"],
      "--passive-feed all needs a policy whose guarantee holds for any sampling order"),
@@ -75,6 +79,15 @@ def test_a_bad_setting_found_at_start_up_is_exit_2(tmp_path, capsys, flags, says
     code = main(["run", "--quiet", *flags])
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1 and says in err, err
+
+
+def test_k_beyond_any_key_is_refused_in_the_continuous_mode_too(tmp_path, capsys):
+    """The monitor's k has the policies' bound (it overflowed with a numpy warning and ran)."""
+    (tmp_path / "r.jsonl").write_text("".join(f'{{"arm": "k{i % 5}", "reward": {i % 2}}}\n' for i in range(50)))
+    code = main(["run", "--quiet", "--mode", "continuous", "--rewards-file", str(tmp_path / "r.jsonl"),
+                 "--checkpoint", "none", "--k", "1e308"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "k must be a finite number > 0 and at most 1000" in err, err
 
 
 def test_good_toml_values_equal_the_flags(tmp_path):
