@@ -212,16 +212,18 @@ class _App:
                               "episodes, or drop them")
         build = _policy_builder(s)
         # bad parameters fail here, before anything connects (enough arms for every family's constraints)
-        if not self.continuous:
-            try:
+        try:
+            if self.continuous:  # the monitor's reward model (its other settings: build_runner)
+                self.model = reward_model_of(PolicyParams(**s.policy_params()))
+            else:
                 probe = build([f"probe-{i}" for i in range(64)], 1)
                 self.codec = RewardCodec(s.reward_field, getattr(probe, "model", None),
                                          request_id_field=s.request_id_field, max_key_bytes=s.max_key_bytes)
                 self.sched_config = _scheduler_config(s)
-            except ConfigError:
-                raise
-            except ValueError as e:  # the policy's, the codec's or the scheduler's check of a setting
-                raise ConfigError(f"{e}") from None
+        except ConfigError:
+            raise
+        except ValueError as e:  # the policy's, the model's, the codec's or the scheduler's check of a setting
+            raise ConfigError(f"{e}") from None
         self.alerts: list[dict[str, Any]] = []
         self.closers: list[Any] = []
         self.truth: list[str] | None = None
@@ -252,7 +254,7 @@ class _App:
         if self.continuous:
             self.scheduler = build_runner(
                 k=s.k, alpha=s.monitor_alpha, alpha_cd=s.change_alpha,
-                model=reward_model_of(PolicyParams(**s.policy_params())), clock=clock, emit_alert=self._alert,
+                model=self.model, clock=clock, emit_alert=self._alert,
                 group_by=s.group_by, max_groups=s.max_groups, max_arms=s.max_arms, arms=arms,
                 reward_field=s.reward_field, max_key_bytes=s.max_key_bytes, forget_silent=bool(s.forget_silent),
                 key_ttl=s.silence_records or None)

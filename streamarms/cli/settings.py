@@ -229,7 +229,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--reward-model", choices=["bernoulli", "bounded", "heavy_tailed"],
                    help="what a reward is: 0/1 (default), bounded in --reward-range, heavy-tailed")
     g.add_argument("--reward-range", metavar="A,B", help="range of bounded rewards (default 0,1)")
-    g.add_argument("--model-param", action="append", metavar="KEY=VALUE", help="reward-model parameter")
+    g.add_argument("--model-param", action="append", metavar="KEY=VALUE",
+                   help="reward-model parameter, wins over the flags above (bernoulli: z_rule; bounded: a, b; "
+                        "heavy_tailed: p, B, estimator, C, delta0; another name is an error)")
     g.add_argument("--two-sided", action="store_true", default=None, help="also flag arms far below the mean")
     g.add_argument("--rho", type=float, help="WRR rho (default rho* of the paper)")
     g.add_argument("--seed", type=int, help="seed of randomised policies (episode e uses seed + e - 1)")

@@ -66,6 +66,11 @@ def test_a_missing_config_file(tmp_path, capsys):
     (["--policy", "gold", "--rho", "3"], "rho"),
     (["--reward-range", "0;1"], "--reward-range must be A,B"),
     (["--model-param", "oops"], "expected KEY=VALUE"),
+    # a parameter the model does not take was ignored (bernoulli, bounded) or a TypeError (heavy_tailed, exit 1)
+    (["--model-param", "foo=bar"], "the bernoulli reward model has no parameter 'foo' (its parameters: z_rule)"),
+    (["--reward-model", "bounded", "--model-param", "foo=bar"], "no parameter 'foo' (its parameters: a, b)"),
+    (["--reward-model", "heavy_tailed", "--moment-bound", "3", "--model-param", "foo=1"],
+     "no parameter 'foo' (its parameters: p, B, estimator, C, delta0)"),
     # k beyond any key's reach (a typo) overflowed the intervals' arithmetic with a numpy warning and ran
     (["--k", "1e308"], "k must be a finite number > 0 and at most 1000, got 1e+308"),
     (["--k", "1e308", "--policy", "roai"], "and at most 1000, got 1e+308"),
@@ -88,6 +93,18 @@ def test_k_beyond_any_key_is_refused_in_the_continuous_mode_too(tmp_path, capsys
                  "--checkpoint", "none", "--k", "1e308"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1 and "k must be a finite number > 0 and at most 1000" in err, err
+
+
+@pytest.mark.parametrize("flags, says", [
+    (["--model-param", "foo=bar"], "the bernoulli reward model has no parameter 'foo' (its parameters: z_rule)"),
+    (["--reward-model", "bounded", "--reward-range", "1,0"], "bounded reward model needs finite a < b"),  # was exit 1
+])
+def test_a_bad_reward_model_of_the_continuous_mode_is_exit_2(tmp_path, capsys, flags, says):
+    (tmp_path / "r.jsonl").write_text("".join(f'{{"arm": "k{i % 5}", "reward": {i % 2}}}\n' for i in range(50)))
+    code = main(["run", "--quiet", "--mode", "continuous", "--rewards-file", str(tmp_path / "r.jsonl"),
+                 "--checkpoint", "none", *flags])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and says in err, err
 
 
 def test_good_toml_values_equal_the_flags(tmp_path):
