@@ -51,7 +51,7 @@ from .continuous import alert_line, build_runner
 from .embedded import EmbeddedResponder, embedded_means, embedded_stream
 from .group import check_group_settings, member_name, wire_group_member
 from .settings import RunSettings, _kv, add_run_arguments, resolve_settings
-from .types import allow_negative_lists
+from .types import allow_negative_lists, key_names
 
 __all__ = ["add_run_parser", "run_main", "main"]
 
@@ -247,7 +247,7 @@ class _App:
         resume = doc["source"] if doc else None
 
         self._build_io(resume)
-        arms = [a.strip() for a in s.arms.split(",") if a.strip()] if isinstance(s.arms, str) else s.arms
+        arms = key_names(s.arms) if isinstance(s.arms, str) else s.arms  # (a list from the flag or the file)
         if self.embedded_arms is not None and s.mode == ACTIVE:
             arms = self.embedded_arms
         self.scheduler: Scheduler | ContinuousRunner

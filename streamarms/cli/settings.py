@@ -16,7 +16,7 @@ from ..group_chunks import CHUNK_KEYS
 from ..registry import POLICIES, PolicyParams
 from ..runtime import ACTIVE, PASSIVE, SchedulerConfig
 from ..runtime.continuous import CONTINUOUS
-from .types import nonneg_float, nonneg_int, port, positive_int, probability, start_from
+from .types import key_names, nonneg_float, nonneg_int, port, positive_int, probability, start_from
 
 __all__ = ["RunSettings", "DEFAULTS", "EMBEDDED_DEFAULTS", "add_run_arguments", "resolve_settings"]
 
@@ -269,7 +269,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--validate", choices=["used", "all"],
                    help="check every record, so every bad one is dead-lettered (default), or parse only "
                         "the records the policy takes (fast path)")
-    g.add_argument("--arms", metavar="A,B,..", help="fixed arm set (other keys are skipped)")
+    g.add_argument("--arms", type=key_names, metavar="A,B,..", help="fixed arm set (other keys are skipped)")
     g = p.add_argument_group("episodes and scheduling")
     g.add_argument("--max-episodes", type=positive_int, metavar="N", help="stop after N episodes (default: run forever; "
                    "the embedded demo runs 1; a --group-threshold member stops after the group's episode N, "

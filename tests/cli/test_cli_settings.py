@@ -34,6 +34,7 @@ def _run_config(tmp_path: Path, text: str, capsys, *flags: str) -> tuple[int, st
     ('key_ttl = "soon"', "key_ttl = 'soon': expected a number of seconds"),
     ('kafka = "x"', "[kafka] must be a table"),
     ("window = [", "--config"),  # not TOML at all
+    ('arms = ",,"', "arms = ',,': expected key names A,B,.. (at least one"),  # was: no filter
 ])
 def test_a_bad_toml_value_is_one_line_and_exit_2(tmp_path, capsys, text, says):
     code, err = _run_config(tmp_path, text, capsys)
@@ -93,6 +94,16 @@ def test_k_beyond_any_key_is_refused_in_the_continuous_mode_too(tmp_path, capsys
                  "--checkpoint", "none", "--k", "1e308"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1 and "k must be a finite number > 0 and at most 1000" in err, err
+
+
+@pytest.mark.parametrize("value", ["", ",,", " , "])
+def test_an_arms_filter_without_a_name_is_refused(capsys, value):
+    """``--arms ''`` or ``--arms ,,`` ran as if no filter were given (every key taken)."""
+    with pytest.raises(SystemExit) as e:  # argparse: one line, exit 2
+        main(["run", "--quiet", "--arms", value])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and f"--arms: expected key names A,B,.. (at least one; leave the flag out to take every " \
+        f"key), got {value!r}" in err, err
 
 
 @pytest.mark.parametrize("flags, says", [
