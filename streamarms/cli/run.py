@@ -117,9 +117,15 @@ EXPLAIN_TIMEOUT = 5.0
 
 
 def _checkpoint_store(s: RunSettings, kafka_cfg: dict[str, Any] | None, pool: Any = None) -> CheckpointStore | None:
+    """The store ``--checkpoint`` names (``None``: none); a file or a directory is checked writable now, before
+    a record is read (a run that cannot checkpoint would fail at its first save, or lose its work at exit)."""
     spec = s.checkpoint
-    if spec in (None, "", "none", False):
+    if spec in (None, "none", False):
         return None
+    kind, _, where = spec.partition(":") if spec.startswith(("dir:", "kafka:")) else ("", "", spec)
+    if not where.strip():  # '' meant no checkpoint, 'dir:' failed at the first save
+        raise ConfigError(f"--checkpoint {spec!r} names no " + {"dir": "directory (dir:PATH)", "kafka": "topic (kafka:TOPIC)"}
+                          .get(kind, "checkpoint: give PATH, dir:PATH or kafka:TOPIC, or none to run without one"))
     try:
         secret = checkpoint_key()
     except ValueError as e:
@@ -141,8 +147,11 @@ def _checkpoint_store(s: RunSettings, kafka_cfg: dict[str, Any] | None, pool: An
                           "cannot join the transaction")
     if isinstance(spec, str) and spec.startswith("dir:"):
         from ..chunked_checkpoint import ChunkedCheckpointStore
-        return ChunkedCheckpointStore(spec[len("dir:"):], fsync=bool(s.fsync), secret=secret)
-    return FileCheckpointStore(spec, fsync=bool(s.fsync), secret=secret)
+        store: CheckpointStore = ChunkedCheckpointStore(spec[len("dir:"):], fsync=bool(s.fsync), secret=secret)
+    else:
+        store = FileCheckpointStore(spec, fsync=bool(s.fsync), secret=secret)
+    store.check_writable()
+    return store
 
 
 def _daemon_class(store: CheckpointStore | None, transaction: Any) -> type[Daemon]:

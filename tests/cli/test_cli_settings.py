@@ -118,6 +118,28 @@ def test_a_bad_reward_model_of_the_continuous_mode_is_exit_2(tmp_path, capsys, f
     assert code == 2 and len(err.splitlines()) == 1 and says in err, err
 
 
+@pytest.mark.parametrize("spec, says", [
+    ("", "--checkpoint '' names no checkpoint: give PATH, dir:PATH or kafka:TOPIC, or none"),  # was: no checkpoint
+    ("dir:", "--checkpoint 'dir:' names no directory (dir:PATH)"),  # was: [Errno 2] ... '' at the first save
+    ("kafka:", "--checkpoint 'kafka:' names no topic (kafka:TOPIC)"),
+    ("{tmp}/f/x.ckpt", "cannot write the checkpoint file {tmp}/f/x.ckpt: {tmp}/f is not a directory"),
+    ("dir:{tmp}/f", "cannot write the chunked checkpoint directory {tmp}/f: {tmp}/f is not a directory"),
+    ("{tmp}", "cannot write the checkpoint file {tmp}: it is a directory (a directory of incremental checkpoints "
+              "is dir:PATH)"),
+    pytest.param("/proc/x.ckpt", "cannot write the checkpoint file /proc/x.ckpt: no file can be created in /proc",
+                 marks=pytest.mark.skipif(not Path("/proc/self").exists(), reason="no /proc")),
+])
+def test_a_checkpoint_that_cannot_be_written_is_refused_before_a_record_is_read(tmp_path, capsys, spec, says):
+    """Such a run used to read its records, alert, and fail at its first checkpoint (or take '' for none)."""
+    (tmp_path / "f").write_text("")
+    (tmp_path / "r.jsonl").write_text("".join(f'{{"arm": "k{i % 5}", "reward": {i % 2}}}\n' for i in range(50)))
+    code = main(["run", "--quiet", "--rewards-file", str(tmp_path / "r.jsonl"), "--alerts-file", str(tmp_path / "a"),
+                 "--min-arms", "2", "--discovery-records", "5", "--checkpoint", spec.format(tmp=tmp_path)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and says.format(tmp=tmp_path) in err, err
+    assert not (tmp_path / "a").exists()  # nothing read, nothing alerted
+
+
 def test_good_toml_values_equal_the_flags(tmp_path):
     p = tmp_path / "c.toml"
     p.write_text('window = 8\nwant_timeout = 2\nrewards_topic = "r"\nfrom_beginning = false\nlog_level = "debug"\n'
