@@ -50,6 +50,7 @@ from ..runtime.evidence import finite_or_none, finite_pair, key_evidence
 from .continuous import alert_line, build_runner
 from .embedded import EmbeddedResponder, embedded_means, embedded_stream
 from .group import check_group_settings, member_name, wire_group_member
+from .restart import statistics_settings
 from .settings import RunSettings, _kv, add_run_arguments, resolve_settings
 from .types import allow_negative_lists, key_names
 
@@ -242,7 +243,10 @@ class _App:
         clock = self.event_clock if self.event_clock is not None else time.time
         self.run_info = {"mode": s.mode, "policy": CONTINUOUS if self.continuous else s.policy,
                          "topics": sorted(s.rewards_topic or []) or sorted(s.rewards_file or []) or ["embedded"],
-                         "k": s.k, "delta": s.delta, "reward_model": s.reward_model, "group_id": s.group_id}
+                         "k": s.k, "delta": s.delta, "reward_model": s.reward_model, "group_id": s.group_id,
+                         "settings": statistics_settings(  # a restart may not change them (cli.restart)
+                             s, continuous=self.continuous, clock=clock_kind, passive_feed=None if self.continuous
+                             or s.mode == ACTIVE else self.sched_config.passive_feed)}
         if self.kafka_cfg is not None:  # one clear line within seconds if no broker answers
             from streamarms.connectors.kafka import probe_cluster
             self.run_info["cluster_id"] = probe_cluster(self.kafka_cfg)

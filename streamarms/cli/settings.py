@@ -301,7 +301,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--checkpoint", metavar="PATH|dir:PATH|kafka:TOPIC|none",
                    help="where to checkpoint (default: the compacted topic kafka:streamarms-checkpoints, key = "
                         "the group, with Kafka; none otherwise); dir:PATH: incremental, saved in the background "
-                        "(many keys)")
+                        "(many keys). A file or directory is checked writable at start. A run resuming it must have "
+                        "its settings that define the statistics (--k, --delta, --policy and its parameters, the "
+                        "reward model, --arms, ...; an error names each that differs)")
     g.add_argument("--checkpoint-interval", type=nonneg_float, metavar="SEC", help="seconds between checkpoints (default 5)")
     g.add_argument("--exactly-once", action=argparse.BooleanOptionalAction, default=None,
                    help="Kafka: alerts, dead letters, requests, the checkpoint (kafka:TOPIC) and the consumed offsets "
