@@ -39,6 +39,7 @@ import hashlib
 import hmac
 import json
 import os
+import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, BinaryIO
@@ -48,7 +49,7 @@ from .json_lazy import NotAscii, OpenFile, load_lazy
 from .json_stream import iter_json, lazy_default
 
 __all__ = ["CheckpointStore", "FileCheckpointStore", "CheckpointError", "encode", "decode", "decode_parts",
-           "write_encoded", "checkpoint_key", "atomic_write", "KEY_ENV", "KEY_FILE_ENV"]
+           "write_encoded", "checkpoint_key", "atomic_write", "check_writable_directory", "KEY_ENV", "KEY_FILE_ENV"]
 
 #: environment variables that hold the HMAC key (or the path of a file holding it)
 KEY_ENV, KEY_FILE_ENV = "STREAMARMS_CHECKPOINT_KEY", "STREAMARMS_CHECKPOINT_KEY_FILE"
@@ -203,11 +204,41 @@ class CheckpointStore(ABC):
     def save(self, state: dict[str, Any]) -> None:
         """Store ``state``; when this returns, a crash cannot lose it."""
 
+    def check_writable(self) -> None:
+        """:class:`CheckpointError` if a :meth:`save` cannot succeed, as far as can be told without one: a run
+        checks it before it reads a record, rather than fail at its first checkpoint. Default: nothing to
+        check (a store that only a save can try)."""
+
     def describe(self) -> str:
         return type(self).__name__
 
     def close(self) -> None:
         pass
+
+
+def check_writable_directory(directory: str, what: str) -> None:
+    """:class:`CheckpointError` naming ``what`` unless a file can be created in ``directory``, or in its nearest
+    existing ancestor when it does not exist yet (a save creates it); tried with a file made and removed there.
+
+    >>> d = tempfile.mkdtemp(); check_writable_directory(os.path.join(d, "new", "dir"), "x"); os.listdir(d)
+    []
+    >>> open(os.path.join(d, "f"), "w").close()
+    >>> check_writable_directory(os.path.join(d, "f", "sub"), "checkpoint")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    streamarms.checkpoint.CheckpointError: cannot write the checkpoint: .../f is not a directory
+    """
+    d = os.path.abspath(directory)
+    while not os.path.lexists(d) and os.path.dirname(d) != d:
+        d = os.path.dirname(d)
+    if not os.path.isdir(d):
+        raise CheckpointError(f"cannot write the {what}: {d} is not a directory")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".streamarms-probe-", dir=d)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise CheckpointError(f"cannot write the {what}: no file can be created in {d} ({e.strerror or e})") from None
 
 
 #: the header line of a streamed file checkpoint is padded with spaces to this width (written last, once
@@ -297,6 +328,12 @@ class FileCheckpointStore(CheckpointStore):
 
     def describe(self) -> str:
         return f"file {self.path}"
+
+    def check_writable(self) -> None:
+        if os.path.isdir(self.path):
+            raise CheckpointError(f"cannot write the checkpoint file {self.path}: it is a directory (a directory of "
+                                  "incremental checkpoints is dir:PATH)")
+        check_writable_directory(os.path.dirname(os.path.abspath(self.path)), f"checkpoint file {self.path}")
 
     def load(self) -> dict[str, Any] | None:
         try:

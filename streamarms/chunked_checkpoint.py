@@ -54,7 +54,7 @@ from functools import partial
 from itertools import islice
 from typing import Any
 
-from .checkpoint import CheckpointError, CheckpointStore, atomic_write, decode, encode
+from .checkpoint import CheckpointError, CheckpointStore, atomic_write, check_writable_directory, decode, encode
 from .chunked_packs import PackReader, PackWriter, Patch, apply_text, dumps
 from .json_lazy import LazyArray, Shared
 
@@ -192,6 +192,9 @@ class ChunkedCheckpointStore(CheckpointStore):
 
     def describe(self) -> str:
         return f"chunked checkpoint directory {self.dir}"
+
+    def check_writable(self) -> None:
+        check_writable_directory(self.dir, self.describe())
 
     def _name(self, data: bytes) -> str:
         if self.secret:

@@ -102,7 +102,11 @@ def checkpoint_document(run: dict[str, Any], scheduler: Scheduler | ContinuousRu
 
 def restore_checkpoint(store: CheckpointStore, run: dict[str, Any],
                        compare: tuple[str, ...] = ("mode", "policy", "topics")) -> dict[str, Any] | None:
-    """Load the checkpoint of ``store`` if any; refuse one written by an incompatible run.
+    """Load the checkpoint of ``store`` if any; refuse one written by an incompatible run: against another
+    Kafka cluster, with another of ``compare`` (the mode first), or with other ``run["settings"]`` -- the
+    settings that define the statistics, by name (``streamarms run``: by flag, :mod:`streamarms.cli.restart`),
+    every one that differs named with both values. A setting the checkpoint does not record (written by an
+    older version) is not compared.
 
     Returns the document (``doc["scheduler"]`` for :meth:`Scheduler.restore`, ``doc["source"]`` for the
     source's ``resume``) or ``None``.
@@ -116,12 +120,42 @@ def restore_checkpoint(store: CheckpointStore, run: dict[str, Any],
             f"the checkpoint in {store.describe()} was written against Kafka cluster {prev['cluster_id']!r}, this "
             f"broker is cluster {run['cluster_id']!r}: its positions mean nothing here; use another --checkpoint "
             "(or --group-id) to start afresh")
-    for k in compare:
+    for k in sorted(compare, key=lambda k: k != "mode"):  # another mode's settings are not comparable
         if k in run and prev.get(k) != run.get(k):
             raise CheckpointError(
                 f"the checkpoint in {store.describe()} was written by a run with {k}={prev.get(k)!r}, this run "
                 f"has {k}={run.get(k)!r}; use the matching settings, or another --checkpoint to start afresh")
+        if k == "mode":
+            _refuse_other_settings(store, prev.get("settings"), run.get("settings"))
     return doc
+
+
+def _refuse_other_settings(store: CheckpointStore, prev: Any, now: Any) -> None:
+    """:class:`CheckpointError` naming each setting of ``now`` whose value in ``prev`` differs (module
+    docstring of :func:`restore_checkpoint`); nothing to compare when either records none."""
+    if not isinstance(prev, dict) or not isinstance(now, dict):
+        return
+    differ = [f"{name} {_shown(prev[name])} (this run: {_shown(v)})" for name, v in now.items()
+              if name in prev and prev[name] != v]
+    if differ:
+        raise CheckpointError(
+            f"the checkpoint in {store.describe()} was written with {', '.join(differ)}: these define the statistics "
+            "(the state in the checkpoint was built under them, and the alerts state them); run with the checkpoint's "
+            "settings, or start with a fresh checkpoint (another --checkpoint, or --checkpoint none)")
+
+
+def _shown(value: Any, most: int = 8) -> str:
+    """A setting's value in a message: ``unset`` for ``None``, a long list cut after ``most`` items.
+
+    >>> _shown(None), _shown(0.1), _shown(list("abcdefghij"), 3)
+    ('unset', '0.1', "['a', 'b', 'c', ... (10 in all)]")
+    """
+    if value is None:
+        return "unset"
+    if isinstance(value, (str, dict)) or not hasattr(value, "__len__"):
+        return repr(value)
+    items = list(value)  # a list, or the LazyArray of a long one
+    return repr(items) if len(items) <= most else repr(items[:most])[:-1] + f", ... ({len(items)} in all)]"
 
 
 class Daemon:

@@ -31,6 +31,7 @@ ValueError: reward for arm 'a' must be 0 or 1 under the bernoulli reward model, 
 
 from __future__ import annotations
 
+import inspect
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -359,17 +360,29 @@ def register_model(cls: type[RewardModel]) -> type[RewardModel]:
 
 
 def make_model(name: str | RewardModel = "bernoulli", **params: Any) -> RewardModel:
-    """Build a reward model by name (``hoeffding`` is an alias of ``bounded``).
+    """Build a reward model by name (``hoeffding`` is an alias of ``bounded``); a parameter the model does
+    not take is a ``ValueError`` naming those it takes.
 
     >>> make_model("hoeffding", a=0, b=2)
     BoundedModel(a=0.0, b=2.0)
+    >>> make_model("bernoulli", foo="bar")
+    Traceback (most recent call last):
+    ...
+    ValueError: the bernoulli reward model has no parameter 'foo' (its parameters: z_rule)
     """
     if isinstance(name, RewardModel):
         return name
     key = {"hoeffding": "bounded"}.get(name, name)
     if key not in _MODELS:
         raise ValueError(f"unknown reward model {name!r}: choose one of {sorted(_MODELS) + ['hoeffding']}")
-    return _MODELS[key](**params)
+    cls = _MODELS[key]
+    takes = inspect.signature(cls).parameters
+    if not any(p.kind is p.VAR_KEYWORD for p in takes.values()):
+        unknown = [k for k in params if k not in takes]
+        if unknown:
+            raise ValueError(f"the {cls.name} reward model has no parameter {', '.join(map(repr, unknown))} "
+                             f"(its parameters: {', '.join(takes) or 'none'})")
+    return cls(**params)
 
 
 def model_from_dict(d: dict[str, Any]) -> RewardModel:

@@ -189,7 +189,9 @@ _ENV_MODEL = {"beta": "bounded", "gaussian": "subgaussian", "student-t": "heavy_
 
 def reward_model_of(p: PolicyParams) -> RewardModel:
     """The reward model named by ``p.bound`` (``simulate --bound``) or ``p.reward_model``; ``heavy_tailed`` from
-    ``moment_p``, ``moment_bound``, ``estimator`` and ``model_params`` (which win).
+    ``moment_p``, ``moment_bound``, ``estimator`` and ``model_params`` (which win), ``bounded`` from
+    ``reward_range`` and ``model_params`` (which win); a name in ``model_params`` that the model does not take is
+    a ``ValueError`` (:func:`~streamarms.models.make_model`).
 
     >>> m = reward_model_of(PolicyParams(reward_model="heavy_tailed", moment_bound=4.0, moment_p=1.5))
     >>> m.name, m.B, m.p
@@ -202,10 +204,10 @@ def reward_model_of(p: PolicyParams) -> RewardModel:
         name = _ENV_MODEL[p.env]
         if name == "subgaussian":
             return make_model("subgaussian", sigma=1.0)  # the simulator's Gaussian arms have sd 1
-    if name in ("hoeffding", "bounded"):
-        return make_model("bounded", a=p.reward_range[0], b=p.reward_range[1])
+    if name in ("hoeffding", "bounded"):  # --model-param a=, b= win over --reward-range
+        return make_model("bounded", **{"a": p.reward_range[0], "b": p.reward_range[1], **p.model_params})
     if name == "bernoulli":
-        return make_model("bernoulli")
+        return make_model("bernoulli", **p.model_params)  # an unknown name is an error, never ignored
     if name == "heavy_tailed":  # --moment-p, --moment-bound, --estimator; --model-param KEY=VALUE wins
         kw = {k: v for k, v in (("p", p.moment_p), ("B", p.moment_bound), ("estimator", p.estimator)) if v is not None}
         kw.update(p.model_params)

@@ -14,7 +14,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["finite_reward", "check_ksigma_params"]
+__all__ = ["finite_reward", "check_k", "check_ksigma_params", "K_MAX"]
+
+#: the largest k of a k-sigma rule: one of n keys is at most sqrt(n - 1) standard deviations from their
+#: mean, so a larger k flags no key of fewer than a million: a typo, whose squares overflow the intervals'
+#: arithmetic long before the largest float (``--k 1e308``)
+K_MAX = 1000.0
 
 
 def finite_reward(arm: str | None, reward: Any) -> float:
@@ -39,8 +44,29 @@ def _what(arm: str | None) -> str:
     return "value" if arm is None else f"reward for arm {arm!r}"
 
 
+def check_k(k: Any, *, zero_ok: bool = False, rule: str = "") -> float:
+    """``k`` of a k-sigma rule as a float: finite, > 0 (``zero_ok``: >= 0) and at most :data:`K_MAX`, else
+    ``ValueError`` (``rule``: how the threshold uses k, for the message).
+
+    >>> check_k(3), check_k(0, zero_ok=True)
+    (3.0, 0.0)
+    >>> check_k(1e308)
+    Traceback (most recent call last):
+    ...
+    ValueError: k must be a finite number > 0 and at most 1000, got 1e+308: one of n keys is at most sqrt(n - 1) standard deviations from their mean, so a larger k flags no key of fewer than a million
+    """
+    finite = isinstance(k, (int, float)) and math.isfinite(k)
+    if finite and (0 < k <= K_MAX or (zero_ok and k == 0)):
+        return float(k)
+    why = "" if not (finite and k > K_MAX) else ": a larger k is taken for a typo" if rule else \
+        ": one of n keys is at most sqrt(n - 1) standard deviations from their mean, so a larger k flags no key of " \
+        "fewer than a million"
+    raise ValueError(f"k must be a finite number {'>=' if zero_ok else '>'} 0{rule} and at most {K_MAX:g}, "
+                     f"got {k!r}{why}")
+
+
 def check_ksigma_params(k: Any, delta: Any, n: int) -> None:
-    """The k-sigma policies' parameters: ``k`` finite and > 0, ``delta`` in (0, 1), at least 2 arms.
+    """The k-sigma policies' parameters: ``k`` in (0, :data:`K_MAX`], ``delta`` in (0, 1), at least 2 arms.
 
     >>> check_ksigma_params(2.0, 0.1, 5)
     >>> check_ksigma_params(2.0, 1.5, 5)
@@ -48,8 +74,7 @@ def check_ksigma_params(k: Any, delta: Any, n: int) -> None:
     ...
     ValueError: delta must be in (0, 1), got 1.5
     """
-    if not (isinstance(k, (int, float)) and math.isfinite(k) and k > 0):
-        raise ValueError(f"k must be a finite number > 0, got {k!r}")
+    check_k(k)
     if not (isinstance(delta, (int, float)) and 0 < delta < 1):
         raise ValueError(f"delta must be in (0, 1), got {delta!r}")
     if n < 2:

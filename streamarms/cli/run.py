@@ -50,8 +50,9 @@ from ..runtime.evidence import finite_or_none, finite_pair, key_evidence
 from .continuous import alert_line, build_runner
 from .embedded import EmbeddedResponder, embedded_means, embedded_stream
 from .group import check_group_settings, member_name, wire_group_member
+from .restart import statistics_settings
 from .settings import RunSettings, _kv, add_run_arguments, resolve_settings
-from .types import allow_negative_lists
+from .types import allow_negative_lists, key_names
 
 __all__ = ["add_run_parser", "run_main", "main"]
 
@@ -117,9 +118,15 @@ EXPLAIN_TIMEOUT = 5.0
 
 
 def _checkpoint_store(s: RunSettings, kafka_cfg: dict[str, Any] | None, pool: Any = None) -> CheckpointStore | None:
+    """The store ``--checkpoint`` names (``None``: none); a file or a directory is checked writable now, before
+    a record is read (a run that cannot checkpoint would fail at its first save, or lose its work at exit)."""
     spec = s.checkpoint
-    if spec in (None, "", "none", False):
+    if spec in (None, "none", False):
         return None
+    kind, _, where = spec.partition(":") if spec.startswith(("dir:", "kafka:")) else ("", "", spec)
+    if not where.strip():  # '' meant no checkpoint, 'dir:' failed at the first save
+        raise ConfigError(f"--checkpoint {spec!r} names no " + {"dir": "directory (dir:PATH)", "kafka": "topic (kafka:TOPIC)"}
+                          .get(kind, "checkpoint: give PATH, dir:PATH or kafka:TOPIC, or none to run without one"))
     try:
         secret = checkpoint_key()
     except ValueError as e:
@@ -141,8 +148,11 @@ def _checkpoint_store(s: RunSettings, kafka_cfg: dict[str, Any] | None, pool: An
                           "cannot join the transaction")
     if isinstance(spec, str) and spec.startswith("dir:"):
         from ..chunked_checkpoint import ChunkedCheckpointStore
-        return ChunkedCheckpointStore(spec[len("dir:"):], fsync=bool(s.fsync), secret=secret)
-    return FileCheckpointStore(spec, fsync=bool(s.fsync), secret=secret)
+        store: CheckpointStore = ChunkedCheckpointStore(spec[len("dir:"):], fsync=bool(s.fsync), secret=secret)
+    else:
+        store = FileCheckpointStore(spec, fsync=bool(s.fsync), secret=secret)
+    store.check_writable()
+    return store
 
 
 def _daemon_class(store: CheckpointStore | None, transaction: Any) -> type[Daemon]:
@@ -212,16 +222,18 @@ class _App:
                               "episodes, or drop them")
         build = _policy_builder(s)
         # bad parameters fail here, before anything connects (enough arms for every family's constraints)
-        if not self.continuous:
-            try:
+        try:
+            if self.continuous:  # the monitor's reward model (its other settings: build_runner)
+                self.model = reward_model_of(PolicyParams(**s.policy_params()))
+            else:
                 probe = build([f"probe-{i}" for i in range(64)], 1)
                 self.codec = RewardCodec(s.reward_field, getattr(probe, "model", None),
                                          request_id_field=s.request_id_field, max_key_bytes=s.max_key_bytes)
                 self.sched_config = _scheduler_config(s)
-            except ConfigError:
-                raise
-            except ValueError as e:  # the policy's, the codec's or the scheduler's check of a setting
-                raise ConfigError(f"{e}") from None
+        except ConfigError:
+            raise
+        except ValueError as e:  # the policy's, the model's, the codec's or the scheduler's check of a setting
+            raise ConfigError(f"{e}") from None
         self.alerts: list[dict[str, Any]] = []
         self.closers: list[Any] = []
         self.truth: list[str] | None = None
@@ -231,7 +243,10 @@ class _App:
         clock = self.event_clock if self.event_clock is not None else time.time
         self.run_info = {"mode": s.mode, "policy": CONTINUOUS if self.continuous else s.policy,
                          "topics": sorted(s.rewards_topic or []) or sorted(s.rewards_file or []) or ["embedded"],
-                         "k": s.k, "delta": s.delta, "reward_model": s.reward_model, "group_id": s.group_id}
+                         "k": s.k, "delta": s.delta, "reward_model": s.reward_model, "group_id": s.group_id,
+                         "settings": statistics_settings(  # a restart may not change them (cli.restart)
+                             s, continuous=self.continuous, clock=clock_kind, passive_feed=None if self.continuous
+                             or s.mode == ACTIVE else self.sched_config.passive_feed)}
         if self.kafka_cfg is not None:  # one clear line within seconds if no broker answers
             from streamarms.connectors.kafka import probe_cluster
             self.run_info["cluster_id"] = probe_cluster(self.kafka_cfg)
@@ -245,14 +260,14 @@ class _App:
         resume = doc["source"] if doc else None
 
         self._build_io(resume)
-        arms = [a.strip() for a in s.arms.split(",") if a.strip()] if isinstance(s.arms, str) else s.arms
+        arms = key_names(s.arms) if isinstance(s.arms, str) else s.arms  # (a list from the flag or the file)
         if self.embedded_arms is not None and s.mode == ACTIVE:
             arms = self.embedded_arms
         self.scheduler: Scheduler | ContinuousRunner
         if self.continuous:
             self.scheduler = build_runner(
                 k=s.k, alpha=s.monitor_alpha, alpha_cd=s.change_alpha,
-                model=reward_model_of(PolicyParams(**s.policy_params())), clock=clock, emit_alert=self._alert,
+                model=self.model, clock=clock, emit_alert=self._alert,
                 group_by=s.group_by, max_groups=s.max_groups, max_arms=s.max_arms, arms=arms,
                 reward_field=s.reward_field, max_key_bytes=s.max_key_bytes, forget_silent=bool(s.forget_silent),
                 key_ttl=s.silence_records or None)

@@ -16,7 +16,7 @@ from ..group_chunks import CHUNK_KEYS
 from ..registry import POLICIES, PolicyParams
 from ..runtime import ACTIVE, PASSIVE, SchedulerConfig
 from ..runtime.continuous import CONTINUOUS
-from .types import nonneg_float, nonneg_int, port, positive_int, probability, start_from
+from .types import key_names, nonneg_float, nonneg_int, port, positive_int, probability, start_from
 
 __all__ = ["RunSettings", "DEFAULTS", "EMBEDDED_DEFAULTS", "add_run_arguments", "resolve_settings"]
 
@@ -224,12 +224,14 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                         "reward of its arms as it arrives (all: fewer records read; k-sigma, GOLD, robust). "
                         "Default: the policy's own (cs: all; the papers' policies: planned)")
     g.add_argument("--policy", choices=sorted(POLICIES), help=f"policy (default {d['policy']})")
-    g.add_argument("--k", type=float, help="k of the k-sigma rule (default 2)")
+    g.add_argument("--k", type=float, help="k of the k-sigma rule (default 2; at most 1000)")
     g.add_argument("--delta", type=float, help="error probability (default 0.1)")
     g.add_argument("--reward-model", choices=["bernoulli", "bounded", "heavy_tailed"],
                    help="what a reward is: 0/1 (default), bounded in --reward-range, heavy-tailed")
     g.add_argument("--reward-range", metavar="A,B", help="range of bounded rewards (default 0,1)")
-    g.add_argument("--model-param", action="append", metavar="KEY=VALUE", help="reward-model parameter")
+    g.add_argument("--model-param", action="append", metavar="KEY=VALUE",
+                   help="reward-model parameter, wins over the flags above (bernoulli: z_rule; bounded: a, b; "
+                        "heavy_tailed: p, B, estimator, C, delta0; another name is an error)")
     g.add_argument("--two-sided", action="store_true", default=None, help="also flag arms far below the mean")
     g.add_argument("--rho", type=float, help="WRR rho (default rho* of the paper)")
     g.add_argument("--seed", type=int, help="seed of randomised policies (episode e uses seed + e - 1)")
@@ -267,7 +269,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--validate", choices=["used", "all"],
                    help="check every record, so every bad one is dead-lettered (default), or parse only "
                         "the records the policy takes (fast path)")
-    g.add_argument("--arms", metavar="A,B,..", help="fixed arm set (other keys are skipped)")
+    g.add_argument("--arms", type=key_names, metavar="A,B,..", help="fixed arm set (other keys are skipped)")
     g = p.add_argument_group("episodes and scheduling")
     g.add_argument("--max-episodes", type=positive_int, metavar="N", help="stop after N episodes (default: run forever; "
                    "the embedded demo runs 1; a --group-threshold member stops after the group's episode N, "
@@ -299,7 +301,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--checkpoint", metavar="PATH|dir:PATH|kafka:TOPIC|none",
                    help="where to checkpoint (default: the compacted topic kafka:streamarms-checkpoints, key = "
                         "the group, with Kafka; none otherwise); dir:PATH: incremental, saved in the background "
-                        "(many keys)")
+                        "(many keys). A file or directory is checked writable at start. A run resuming it must have "
+                        "its settings that define the statistics (--k, --delta, --policy and its parameters, the "
+                        "reward model, --arms, ...; an error names each that differs)")
     g.add_argument("--checkpoint-interval", type=nonneg_float, metavar="SEC", help="seconds between checkpoints (default 5)")
     g.add_argument("--exactly-once", action=argparse.BooleanOptionalAction, default=None,
                    help="Kafka: alerts, dead letters, requests, the checkpoint (kafka:TOPIC) and the consumed offsets "

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["arm_means", "positive_int", "budget", "finite", "nonneg_float", "port", "probability", "start_from",
+__all__ = ["arm_means", "key_names", "positive_int", "budget", "finite", "nonneg_float", "port", "probability", "start_from",
            "allow_negative_lists"]
 
 #: a negative number, or a comma-separated list of numbers that starts with one (``-20,20``, ``-1e3,0.5``):
@@ -43,6 +43,23 @@ def arm_means(text: str) -> list[float]:
     if not all(math.isfinite(v) for v in vals):
         raise argparse.ArgumentTypeError("--means must be finite numbers")
     return vals
+
+
+def key_names(text: str) -> list[str]:
+    """``--arms A,B,..``: the key names (blanks around them dropped), at least one.
+
+    >>> key_names("eu, us,")
+    ['eu', 'us']
+    >>> key_names(",,")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected key names A,B,.. (at least one; leave the flag out to take every key), got ',,'
+    """
+    names = [a.strip() for a in text.split(",") if a.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected key names A,B,.. (at least one; leave the flag out to take every "
+                                         f"key), got {text!r}")
+    return names
 
 
 def _number(text: str, conv: Callable[[str], Any], ok: Callable[[Any], bool], unparsed: str, bad: str) -> Any:

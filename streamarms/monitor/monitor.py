@@ -64,6 +64,7 @@ from ..confidence.base import interval_margin
 from ..confidence.threshold import ThresholdTrack
 from ..json_stream import lazy_default
 from ..models import RewardModel, make_model, model_from_dict
+from ..validation import check_k
 from .columns import nan_none
 from .group import ThresholdGroup
 from .key import KeyState
@@ -109,8 +110,7 @@ class ContinuousMonitor:
         for name, a in (("alpha", alpha), ("alpha_theta", alpha_theta), ("alpha_cd", alpha_cd)):
             if not (isinstance(a, (int, float)) and 0.0 < a < 1.0):
                 raise ValueError(f"{name} must be in (0, 1), got {a!r}")
-        if not (isinstance(k, (int, float)) and math.isfinite(k) and k > 0):
-            raise ValueError(f"k must be a positive number, got {k!r}")
+        check_k(k)
         if restart not in ("edetector", "window", "none"):
             raise ValueError(f"restart must be 'edetector', 'window' or 'none', got {restart!r}")
         if not (isinstance(window, int) and window >= 1):

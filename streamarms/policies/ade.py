@@ -97,6 +97,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from ..models import RewardModel, make_model, model_from_dict
+from ..validation import check_k
 from .ade_parts import ClassificationHeaps, Found, ThresholdEstimator, check_all, intervals, scalar_radius_at
 from .ade_rounds import THRESHOLD, PendingPairs, SequentialRound
 from .base import Decision, Event, Policy, Request
@@ -170,8 +171,7 @@ class AdaptiveDoubleExploration(Policy):
             delta = float(delta)
         except (TypeError, ValueError):
             raise ValueError(f"k and delta must be numbers, got k={k!r}, delta={delta!r}") from None
-        if not (math.isfinite(k) and k >= 0.0):
-            raise ValueError(f"k must be a finite number >= 0, got {k!r}")
+        check_k(k, zero_ok=True)
         if not (0.0 < delta < 1.0):
             raise ValueError(f"delta must be in (0, 1), got {delta!r}")
         if isinstance(max_pending_pairs, bool) or not isinstance(max_pending_pairs, int) or max_pending_pairs < 1:

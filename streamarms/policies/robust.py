@@ -64,6 +64,7 @@ import numpy as np
 from .. import bounds
 from ..confidence.arms import ArmSequences
 from ..models import BernoulliModel, RewardModel, make_model, model_from_dict
+from ..validation import check_k
 from .base import Decision, Event, Policy, Request
 from .rounds import RoundPlan, RoundPlanned
 
@@ -73,9 +74,7 @@ _UNDECIDED, _NORMAL, _OUTLIER = 0, 1, 2
 
 
 def _check_k(k: float) -> float:
-    if not (isinstance(k, (int, float)) and math.isfinite(k)) or k <= 0:
-        raise ValueError(f"k must be a finite number > 0 (threshold = median + k * 1.4826 * MAD), got {k!r}")
-    return float(k)
+    return check_k(k, rule=" (threshold = median + k * 1.4826 * MAD)")
 
 
 def robust_threshold(means: Sequence[float] | np.ndarray, k: float) -> tuple[float, float]:
@@ -107,7 +106,7 @@ def robust_true_outliers(means: Sequence[float], k: float, two_sided: bool = Fal
 class RobustOutlierArmIdentification(RoundPlanned, Policy):
     """Fixed-confidence outlier arms under the median/MAD rule (see the module docstring).
 
-    Parameters: ``k`` (> 0; threshold ``median + 1.4826 k MAD``), ``two_sided`` (also flag arms below
+    Parameters: ``k`` (in (0, 1000]; threshold ``median + 1.4826 k MAD``), ``two_sided`` (also flag arms below
     ``median - 1.4826 k MAD``), ``delta``, ``model`` (``"bernoulli"`` or a bounded model), ``seed``
     (accepted for interface uniformity; the policy is deterministic), ``intervals`` (``"paper"``: the
     union-bound intervals of the module docstring; ``"cs"``: the engine's confidence sequences).
@@ -118,7 +117,7 @@ class RobustOutlierArmIdentification(RoundPlanned, Policy):
     >>> RobustOutlierArmIdentification(["a", "b"], k=0)
     Traceback (most recent call last):
     ...
-    ValueError: k must be a finite number > 0 (threshold = median + k * 1.4826 * MAD), got 0
+    ValueError: k must be a finite number > 0 (threshold = median + k * 1.4826 * MAD) and at most 1000, got 0
     """
 
     name = "roai"

@@ -34,6 +34,7 @@ def _run_config(tmp_path: Path, text: str, capsys, *flags: str) -> tuple[int, st
     ('key_ttl = "soon"', "key_ttl = 'soon': expected a number of seconds"),
     ('kafka = "x"', "[kafka] must be a table"),
     ("window = [", "--config"),  # not TOML at all
+    ('arms = ",,"', "arms = ',,': expected key names A,B,.. (at least one"),  # was: no filter
 ])
 def test_a_bad_toml_value_is_one_line_and_exit_2(tmp_path, capsys, text, says):
     code, err = _run_config(tmp_path, text, capsys)
@@ -66,6 +67,15 @@ def test_a_missing_config_file(tmp_path, capsys):
     (["--policy", "gold", "--rho", "3"], "rho"),
     (["--reward-range", "0;1"], "--reward-range must be A,B"),
     (["--model-param", "oops"], "expected KEY=VALUE"),
+    # a parameter the model does not take was ignored (bernoulli, bounded) or a TypeError (heavy_tailed, exit 1)
+    (["--model-param", "foo=bar"], "the bernoulli reward model has no parameter 'foo' (its parameters: z_rule)"),
+    (["--reward-model", "bounded", "--model-param", "foo=bar"], "no parameter 'foo' (its parameters: a, b)"),
+    (["--reward-model", "heavy_tailed", "--moment-bound", "3", "--model-param", "foo=1"],
+     "no parameter 'foo' (its parameters: p, B, estimator, C, delta0)"),
+    # k beyond any key's reach (a typo) overflowed the intervals' arithmetic with a numpy warning and ran
+    (["--k", "1e308"], "k must be a finite number > 0 and at most 1000, got 1e+308"),
+    (["--k", "1e308", "--policy", "roai"], "and at most 1000, got 1e+308"),
+    (["--k", "1e308", "--policy", "ade"], "and at most 1000, got 1e+308"),
     (["--mode", "active", "--rewards-file", "x.jsonl"], "--mode active needs --requests-topic"),
     (["--passive-feed", "all", "--policy", "apt", "--threshold", "0.5", "--budget", "1000"],
      "--passive-feed all needs a policy whose guarantee holds for any sampling order"),
@@ -75,6 +85,59 @@ def test_a_bad_setting_found_at_start_up_is_exit_2(tmp_path, capsys, flags, says
     code = main(["run", "--quiet", *flags])
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1 and says in err, err
+
+
+def test_k_beyond_any_key_is_refused_in_the_continuous_mode_too(tmp_path, capsys):
+    """The monitor's k has the policies' bound (it overflowed with a numpy warning and ran)."""
+    (tmp_path / "r.jsonl").write_text("".join(f'{{"arm": "k{i % 5}", "reward": {i % 2}}}\n' for i in range(50)))
+    code = main(["run", "--quiet", "--mode", "continuous", "--rewards-file", str(tmp_path / "r.jsonl"),
+                 "--checkpoint", "none", "--k", "1e308"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "k must be a finite number > 0 and at most 1000" in err, err
+
+
+@pytest.mark.parametrize("value", ["", ",,", " , "])
+def test_an_arms_filter_without_a_name_is_refused(capsys, value):
+    """``--arms ''`` or ``--arms ,,`` ran as if no filter were given (every key taken)."""
+    with pytest.raises(SystemExit) as e:  # argparse: one line, exit 2
+        main(["run", "--quiet", "--arms", value])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and f"--arms: expected key names A,B,.. (at least one; leave the flag out to take every " \
+        f"key), got {value!r}" in err, err
+
+
+@pytest.mark.parametrize("flags, says", [
+    (["--model-param", "foo=bar"], "the bernoulli reward model has no parameter 'foo' (its parameters: z_rule)"),
+    (["--reward-model", "bounded", "--reward-range", "1,0"], "bounded reward model needs finite a < b"),  # was exit 1
+])
+def test_a_bad_reward_model_of_the_continuous_mode_is_exit_2(tmp_path, capsys, flags, says):
+    (tmp_path / "r.jsonl").write_text("".join(f'{{"arm": "k{i % 5}", "reward": {i % 2}}}\n' for i in range(50)))
+    code = main(["run", "--quiet", "--mode", "continuous", "--rewards-file", str(tmp_path / "r.jsonl"),
+                 "--checkpoint", "none", *flags])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and says in err, err
+
+
+@pytest.mark.parametrize("spec, says", [
+    ("", "--checkpoint '' names no checkpoint: give PATH, dir:PATH or kafka:TOPIC, or none"),  # was: no checkpoint
+    ("dir:", "--checkpoint 'dir:' names no directory (dir:PATH)"),  # was: [Errno 2] ... '' at the first save
+    ("kafka:", "--checkpoint 'kafka:' names no topic (kafka:TOPIC)"),
+    ("{tmp}/f/x.ckpt", "cannot write the checkpoint file {tmp}/f/x.ckpt: {tmp}/f is not a directory"),
+    ("dir:{tmp}/f", "cannot write the chunked checkpoint directory {tmp}/f: {tmp}/f is not a directory"),
+    ("{tmp}", "cannot write the checkpoint file {tmp}: it is a directory (a directory of incremental checkpoints "
+              "is dir:PATH)"),
+    pytest.param("/proc/x.ckpt", "cannot write the checkpoint file /proc/x.ckpt: no file can be created in /proc",
+                 marks=pytest.mark.skipif(not Path("/proc/self").exists(), reason="no /proc")),
+])
+def test_a_checkpoint_that_cannot_be_written_is_refused_before_a_record_is_read(tmp_path, capsys, spec, says):
+    """Such a run used to read its records, alert, and fail at its first checkpoint (or take '' for none)."""
+    (tmp_path / "f").write_text("")
+    (tmp_path / "r.jsonl").write_text("".join(f'{{"arm": "k{i % 5}", "reward": {i % 2}}}\n' for i in range(50)))
+    code = main(["run", "--quiet", "--rewards-file", str(tmp_path / "r.jsonl"), "--alerts-file", str(tmp_path / "a"),
+                 "--min-arms", "2", "--discovery-records", "5", "--checkpoint", spec.format(tmp=tmp_path)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and says.format(tmp=tmp_path) in err, err
+    assert not (tmp_path / "a").exists()  # nothing read, nothing alerted
 
 
 def test_good_toml_values_equal_the_flags(tmp_path):

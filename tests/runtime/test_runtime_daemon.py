@@ -300,6 +300,28 @@ def test_checkpoint_of_another_run_is_refused(tmp_path):
         restore_checkpoint(store, {"policy": "wrr", "mode": "passive", "topics": ["t"]})
 
 
+def test_checkpoint_with_other_settings_is_refused_naming_each_with_both_values(tmp_path):
+    """The settings that define the statistics (``run["settings"]``) are compared after the mode; a setting the
+    checkpoint does not record (an older version's) is not compared, nor is a run without settings."""
+    store = FileCheckpointStore(tmp_path / "c")
+    run = {"policy": "wrr", "mode": "passive", "topics": ["t"],
+           "settings": {"--k": 2.0, "--delta": 0.1, "--arms": ["a", "b"], "--rho": None, "--seed": 0}}
+    store.save({"run": run, "scheduler": {}, "source": {}})
+    now = {**run, "policy": "cs", "settings": {**run["settings"], "--policy": "cs", "--k": 3.0, "--arms": None,
+                                               "--rho": 2.0}}
+    with pytest.raises(CheckpointError) as e:
+        restore_checkpoint(store, now)
+    assert ("was written with --k 2.0 (this run: 3.0), --arms ['a', 'b'] (this run: unset), --rho unset (this run: "
+            "2.0): these define the statistics") in str(e.value)
+    assert "start with a fresh checkpoint (another --checkpoint, or --checkpoint none)" in str(e.value)
+    with pytest.raises(CheckpointError, match="mode='passive'"):  # another mode: its settings are not compared
+        restore_checkpoint(store, {**now, "mode": "continuous"})
+    assert restore_checkpoint(store, run) is not None
+    assert restore_checkpoint(store, {k: v for k, v in run.items() if k != "settings"}) is not None
+    store.save({"run": {k: v for k, v in run.items() if k != "settings"}, "scheduler": {}, "source": {}})
+    assert restore_checkpoint(store, {**run, "settings": {**run["settings"], "--k": 3.0}}) is not None  # older
+
+
 def test_metrics_endpoint_serves_required_series():
     broker = MemoryBroker()
     fill(broker, "rewards", partitions=1, per_key=500, seed=3, bad_every=101)
@@ -437,6 +459,15 @@ def test_a_restart_with_another_reward_model_mid_episode_is_one_error_line(tmp_p
     assert run_main_argv(["--rewards-file", str(p), "--checkpoint", ck, "--max-episodes", "1", "--quiet"]) == 0
     assert FileCheckpointStore(ck).load()["scheduler"]["phase"] == "running"
     capsys.readouterr()
+    rc = run_main_argv(["--rewards-file", str(p), "--checkpoint", ck, "--max-episodes", "1", "--quiet",
+                        "--reward-model", "bounded", "--reward-range", "0,10"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--reward-model 'bernoulli' (this run: 'bounded')" in err and "Traceback" not in err
+    # a checkpoint written before the run block recorded its settings: the scheduler's own check refuses it
+    store = FileCheckpointStore(ck)
+    doc = store.load()
+    del doc["run"]["settings"]
+    store.save(doc)
     rc = run_main_argv(["--rewards-file", str(p), "--checkpoint", ck, "--max-episodes", "1", "--quiet",
                         "--reward-model", "bounded", "--reward-range", "0,10"])
     err = capsys.readouterr().err

@@ -1,0 +1,76 @@
+"""What a restart of ``streamarms run`` may change.
+
+A run records in its checkpoint (the ``run`` block's ``settings``, by flag: :func:`statistics_settings`)
+the settings that define its statistics -- what is decided and the guarantee an alert states -- and a run
+that resumes the checkpoint must have the same: :func:`streamarms.daemon.restore_checkpoint` refuses it
+otherwise, naming every setting that differs with the checkpoint's value and this run's (exit 2, before a
+record is read). The same rule in both modes: the state in the checkpoint (a policy's counts and
+intervals, a monitor's sequences) was built under those settings and cannot be re-read under others, so
+a run with other settings starts with a fresh checkpoint (another ``--checkpoint``, or ``none``).
+
+* **Refused** in both modes: ``--k``, the reward model (``--reward-model``, ``--reward-range``,
+  ``--model-param``), ``--arms`` (which keys are fed), ``--reward-field`` (what a reward is).
+* **Refused** in the episode modes: ``--policy`` and every policy parameter (``--delta``, ``--two-sided``,
+  ``--rho``, ``--seed``, ``--epsilon``, ``--threshold``, ``--budget``, ``--b``, ``--alpha``, ``--estimator``,
+  ``--moment-p``, ``--moment-bound``), ``--passive-feed`` (which rewards the policy is given: its sampling
+  rule) and ``--clock`` (the checkpoint's times -- episode start, deadlines, waits -- are on its clock).
+  The running episode's policy keeps its own parameters whatever the flags say, so a change would not
+  apply to it while the alerts, the summary and the next checkpoint claimed it did.
+* **Refused** in the continuous mode: ``--monitor-alpha``, ``--change-alpha``, ``--group-by`` (the monitor
+  also checks its own settings on restore).
+* **May change**: where records come from and results go (alert, dead-letter and request sinks), metrics,
+  logging, ``--checkpoint-interval``, ``--fsync``, ``--order``, ``--validate``, ``--max-key-bytes``,
+  ``--max-arms``, ``--max-groups``, ``--request-id-field``; how episodes are paced, which applies from the
+  restart on and leaves the decision rule as it is (``--max-episodes``, ``--episode-interval``,
+  ``--episode-timeout``, the discovery settings, ``--min-arms``, ``--key-ttl``, ``--window``,
+  ``--prefetch``, ``--want-timeout``, ``--max-in-flight``, ``--request-timeout``, ``--emit-normal``,
+  ``--alert-repeat``); and in the continuous mode ``--silence-records`` and ``--forget-silent``
+  (membership only, :meth:`~streamarms.monitor.ContinuousMonitor.set_silence`).
+
+``--mode``, the policy's name and the reward topics (or files) are compared as before (the ``run``
+block's ``mode``, ``policy``, ``topics``); a checkpoint written before the settings were recorded is
+compared on those only.
+
+>>> from streamarms.cli.settings import RunSettings
+>>> st = statistics_settings(RunSettings(k=3.0, arms="a,b"), continuous=False, passive_feed="planned", clock="event")
+>>> st["--k"], st["--arms"], st["--reward-range"], st["--passive-feed"]
+(3.0, ['a', 'b'], [0.0, 1.0], 'planned')
+>>> sorted(statistics_settings(RunSettings(), continuous=True, passive_feed=None, clock="event"))[:4]
+['--arms', '--change-alpha', '--group-by', '--k']
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .settings import RunSettings
+from .types import key_names
+
+__all__ = ["statistics_settings"]
+
+#: flag -> the setting, of the settings that define the statistics (module docstring): both modes
+_COMMON = {"--k": "k", "--reward-model": "reward_model", "--reward-range": "reward_bounds",
+           "--model-param": "model_params", "--arms": "arms", "--reward-field": "reward_field"}
+#: ... the episode modes
+_EPISODES = {"--policy": "policy", "--delta": "delta", "--two-sided": "two_sided", "--rho": "rho", "--seed": "seed",
+             "--epsilon": "epsilon", "--threshold": "threshold", "--budget": "budget", "--b": "ucbe_b",
+             "--alpha": "alpha", "--estimator": "estimator", "--moment-p": "moment_p", "--moment-bound": "moment_bound"}
+#: ... the continuous mode
+_CONTINUOUS = {"--monitor-alpha": "monitor_alpha", "--change-alpha": "change_alpha", "--group-by": "group_by"}
+
+
+def statistics_settings(s: RunSettings, *, continuous: bool, passive_feed: str | None, clock: str) -> dict[str, Any]:
+    """The settings of ``s`` that a restart may not change (module docstring), by flag, as JSON holds them
+    (what the checkpoint's ``run`` block keeps and the next run compares). ``passive_feed``: the
+    scheduler's (the policy's default when not given; ``None`` in the active and continuous modes);
+    ``clock``: the scheduler's (``event`` or ``wall``)."""
+    flags = {**_COMMON, **(_CONTINUOUS if continuous else _EPISODES)}
+    out = {flag: getattr(s, name) for flag, name in flags.items()}
+    if isinstance(s.arms, str):
+        out["--arms"] = key_names(s.arms)
+    if not continuous:
+        out["--clock"] = clock
+        if passive_feed is not None:
+            out["--passive-feed"] = passive_feed
+    return dict(json.loads(json.dumps(out)))  # tuples as lists, as the checkpoint gives them back
