@@ -107,7 +107,7 @@ def _kafka_config(s: RunSettings) -> dict[str, Any]:
 #: settings that mean something in the episode modes only (an error in the continuous mode, not ignored)
 _EPISODE_ONLY = frozenset({"policy", "delta", "max_episodes", "episode_interval", "episode_timeout", "passive_feed",
                            "window", "prefetch", "want_timeout", "discovery_records", "discovery_seconds",
-                           "min_arms", "key_ttl", "two_sided", "rho", "emit_normal", "alert_repeat"})
+                           "min_arms", "key_ttl", "episode_silence_records", "two_sided", "rho", "emit_normal", "alert_repeat"})
 
 
 #: the compacted topic that holds the checkpoints (key: the group) when a broker is configured
