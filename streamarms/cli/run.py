@@ -108,7 +108,7 @@ def _kafka_config(s: RunSettings) -> dict[str, Any]:
 #: settings that mean something in the episode modes only (an error in the continuous mode, not ignored)
 _EPISODE_ONLY = frozenset({"policy", "delta", "max_episodes", "episode_interval", "episode_timeout", "passive_feed",
                            "window", "prefetch", "want_timeout", "discovery_records", "discovery_seconds",
-                           "min_arms", "key_ttl", "two_sided", "rho", "emit_normal", "alert_repeat"})
+                           "min_arms", "key_ttl", "episode_silence_records", "two_sided", "rho", "emit_normal", "alert_repeat"})
 
 
 #: the compacted topic that holds the checkpoints (key: the group) when a broker is configured
@@ -522,6 +522,7 @@ class _App:
             return None
         u = sched.episodes.summary(d, sched.clock(), f"stopped: {self.daemon.stop_reason or 'unknown'}",
                                    sched.records, sched.policy_name)
+        u["no_record"] = sched.silence.unheard()  # no record (so no sample) since the episode started
         u["threshold"], u["threshold_interval"] = finite_or_none(u["threshold"]), finite_pair(u["threshold_interval"])
         return u
 
@@ -605,6 +606,9 @@ def unfinished_text(u: dict[str, Any], show: int = 5) -> str:
     >>> print(unfinished_text({"episode": 1, "samples": 1200, "outliers": ["h7"], "normals": 40,
     ...                        "undecided": ["h1", "h2"], "threshold": 0.0287, "threshold_interval": [0.02, 0.04]}))
     episode 1 unfinished at the stop (1,200 samples): 1 outlier (h7), 40 normal, 2 undecided (h1, h2); threshold 0.0287 [0.02, 0.04]
+    >>> print(unfinished_text({"episode": 1, "samples": 0, "outliers": [], "normals": 0, "undecided": ["a", "b"],
+    ...                        "threshold": None, "no_record": ["b"]}))
+    episode 1 unfinished at the stop (0 samples): 0 outliers, 0 normal, 2 undecided (a, b); no record since it started (the episode waits for it; --episode-silence-records): b
     """
     und = u["undecided"]
     names = ", ".join(und[:show]) + (f", +{len(und) - show} more" if len(und) > show else "")
@@ -614,6 +618,10 @@ def unfinished_text(u: dict[str, Any], show: int = 5) -> str:
     if u.get("threshold") is not None:
         iv = u.get("threshold_interval")
         out += f"; threshold {u['threshold']:.4g}" + (f" [{iv[0]:.4g}, {iv[1]:.4g}]" if iv and None not in iv else "")
+    if u.get("no_record"):
+        quiet = u["no_record"]
+        out += (f"; no record since it started (the episode waits for {'it' if len(quiet) == 1 else 'them'}; "
+                f"--episode-silence-records): {', '.join(quiet[:show])}" + (f", +{len(quiet) - show} more" if len(quiet) > show else ""))
     return out
 
 

@@ -107,6 +107,7 @@ class RunSettings:
     min_arms: int = _SCHED.min_arms
     max_arms: int = _SCHED.max_arms
     key_ttl: float | None = _SCHED.key_ttl
+    episode_silence_records: int | None = _SCHED.episode_silence_records
     clock: str = "auto"
     # alerts
     emit_normal: bool = False
@@ -291,6 +292,13 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--key-ttl", type=nonneg_float, metavar="SEC",
                    help="forget a key with no record for this long, checked when an episode starts: it leaves the "
                         "next episode's arms and frees its place under --max-arms (default 0: never)")
+    g.add_argument("--episode-silence-records", type=nonneg_int, metavar="N",
+                   help="passive: end the running episode when one of its keys has had no record for N records "
+                        "of the stream (a k-sigma policy needs every key's samples: a silent key would stall it); "
+                        "the silent keys are forgotten (their next record makes them new keys, which join a "
+                        "later episode) and the next episode starts at once without them. 0: never (default: "
+                        "max(10 x --discovery-records, 100 x the episode's keys): a key ~100 times rarer than "
+                        "the average is left out rather than waited for)")
     g.add_argument("--clock", choices=["auto", "event", "wall"],
                    help="scheduler time: record timestamps (passive default) or the wall clock (active default)")
     g = p.add_argument_group("alerts")

@@ -26,7 +26,17 @@ __all__ = ["offer_batch"]
 def offer_batch(s: Any, keys: Sequence[bytes | str | None], values: Sequence[bytes | str | None],
                 stamps: Sequence[float | None] | None = None, clock: EventClock | None = None,
                 parsed: Sequence[Any] | None = None) -> tuple[int, list[tuple[int, InvalidRecord]]]:
-    """``Scheduler.offer_batch`` (``s`` is the scheduler; typed ``Any``: importing it would be a cycle)."""
+    """``Scheduler.offer_batch`` (``s`` is the scheduler; typed ``Any``: importing it would be a cycle).
+
+    >>> from streamarms.runtime.scheduler import Scheduler, _ExamplePolicy
+    >>> s = Scheduler(lambda arms, ep: _ExamplePolicy(arms), clock=EventClock(), arms=["a", "b", "c"])
+    >>> s.tick()  # arms given up front: the episode starts at once
+    >>> n, bad = s.offer_batch([b"a", b"b", b"a"], [b'{"reward": 1}', b'{"reward": "x"}', b'{"reward": 0}'])
+    >>> n, [(i, e.reason) for i, e in bad]
+    (3, [(1, 'not_numeric')])
+    >>> s.records, s.used, s.plan.held_count()  # the second reward of "a" waits for its turn
+    (3, 1, 1)
+    """
     out: list[tuple[int, InvalidRecord]] = []
     c, arm_of, plan, ev, intake = s.counters, s.keys.arm_of, s.plan, s._ev, s._intake
     inline = intake is None and not s._track_seen and not s._active
@@ -35,7 +45,7 @@ def offer_batch(s: Any, keys: Sequence[bytes | str | None], values: Sequence[byt
     if stamps is not None and tick is None:
         raise ValueError("stamps need an EventClock to advance")
     clock_ms = tick.now * 1000.0 if stamps is not None else 0.0
-    offer, episodes = s.offer, s.episodes
+    offer, episodes, last = s.offer, s.episodes, s._last
     window, held_of, depth = plan.window, plan.held, plan.depth  # (updated in place by their owner)
     # feed-all runs of records go to policy.update_batch at once: needs the stream clock (the
     # scheduler's own EventClock, which the stamps advance), so that every record's time is known
@@ -68,6 +78,7 @@ def offer_batch(s: Any, keys: Sequence[bytes | str | None], values: Sequence[byt
                 return i + 1, out
             continue
         c.records += 1
+        last[arm] = c.records  # (the silence rule: the arm's last record)
         now = ev.now if ev is not None else s.clock()
         if now >= s._deadline or c.records >= s._record_deadline:
             s._deadline_in_record(now)
@@ -130,7 +141,7 @@ def _planned(s: Any, keys: Sequence[bytes | str | None], values: Sequence[bytes 
     c, arm_of, plan, ev, episodes = s.counters, s.keys.arm_of, s.plan, s._ev, s.episodes
     window, held_of, depth = plan.window, plan.held, plan.depth  # (updated in place by their owner)
     stats, alerts = plan.stats, plan.alerts
-    offer, follow = s.offer, s._follow
+    offer, follow, last = s.offer, s._follow, s._last
     records, now, deadline, rec_deadline = c.records, ev.now, s._deadline, s._record_deadline
     arms = list(map(arm_of.get, keys))
     for i, (arm, x, ts) in enumerate(zip(arms, xs, stamps if stamps is not None else repeat(None, len(xs)))):
@@ -149,6 +160,7 @@ def _planned(s: Any, keys: Sequence[bytes | str | None], values: Sequence[bytes 
             records, now, deadline, rec_deadline = c.records, ev.now, s._deadline, s._record_deadline
             continue
         records += 1
+        last[arm] = records  # (the silence rule: the arm's last record)
         if now >= deadline or records >= rec_deadline:
             c.records, ev.now = records, now
             s._deadline_in_record(now)
@@ -198,7 +210,7 @@ def _feed_run(s: Any, pol: Any, i: int, arm: str, x: float, now: float, keys: Se
     a reward with events or that ends the policy, and the records after it are handed back. Returns the
     index of the last record handled, the stream clock (ms) after it and the record's refusal, if any."""
     index, arm_of, c, ev = pol.index, s.keys.arm_of, s.counters, s._ev
-    arms, rewards, nows, clocks = [index[arm]], [x], [now], [clock_ms]
+    arms, rewards, nows, clocks, names = [index[arm]], [x], [now], [clock_ms], [arm]
     deadline, rec_deadline, records = s._deadline, s._record_deadline, c.records
     cm, t = clock_ms, now
     for j in range(i + 1, len(xs)):
@@ -213,12 +225,15 @@ def _feed_run(s: Any, pol: Any, i: int, arm: str, x: float, now: float, keys: Se
         if t >= deadline or records + len(arms) >= rec_deadline:
             break  # record j's deadline: the record loop handles it
         arms.append(index[a])
+        names.append(a)
         rewards.append(xj)
         nows.append(t)
         clocks.append(cm)
     k, events = pol.update_batch(arms, rewards)
     if k == 0:  # refused by the policy: take_valid says why (state unchanged)
         return i, clock_ms, s._intake.take_valid(arm, x, now)
+    # the silence rule's last records of the records taken (record i's is stored already), in one C-level pass
+    s._last.update(zip(names[1:k], range(records + 1, records + k)))
     last = i + k - 1
     c.records = records + k - 1
     ev.now = nows[k - 1]

@@ -51,6 +51,10 @@ class SchedulerConfig:
     max_arms: int = 10_000
     #: forget keys with no record for this long (checked when an episode starts; None: never)
     key_ttl: float | None = None
+    #: passive: end the running episode when an arm of it has had no record for this many records, forget
+    #: those keys and start the next episode at once without them (:mod:`streamarms.runtime.silence`); 0:
+    #: never; None (default): ``max(10 * discovery_records, 100 * arms of the episode)``
+    episode_silence_records: int | None = None
     #: "all" (default): validate every record, so every bad one is refused (dead-lettered); "used":
     #: parse only the records the policy takes (the fast path: bad records among the skipped pass unseen)
     validate: str = "all"
@@ -89,5 +93,8 @@ class SchedulerConfig:
             raise ValueError(f"episode_timeout must be > 0 seconds or None, got {self.episode_timeout!r}")
         if self.key_ttl is not None and not self.key_ttl > 0:
             raise ValueError(f"key_ttl must be > 0 seconds or None, got {self.key_ttl!r}")
+        s = self.episode_silence_records
+        if s is not None and (not isinstance(s, int) or isinstance(s, bool) or s < 0):
+            raise ValueError(f"episode_silence_records must be >= 0 (0: off) or None (automatic), got {s!r}")
         if self.max_episodes is not None and (not isinstance(self.max_episodes, int) or self.max_episodes < 1):
             raise ValueError(f"max_episodes must be >= 1 or None, got {self.max_episodes!r}")

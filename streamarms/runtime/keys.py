@@ -82,10 +82,14 @@ class KeyRegistry:
 
     def forget_silent(self, now: float, ttl: float) -> None:
         """Forget the keys with no record for longer than ``ttl``."""
-        stale = {a for a, t in self.last_seen.items() if t + ttl < now}
+        self.forget({a for a, t in self.last_seen.items() if t + ttl < now})
+
+    def forget(self, arms: Sequence[str] | set[str]) -> None:
+        """Forget these keys: a record of one makes it a new key again."""
+        stale = set(arms)
         if stale:
             for a in stale:
-                del self.last_seen[a]
+                self.last_seen.pop(a, None)
             for k in [k for k, v in self.arm_of.items() if v in stale]:
                 del self.arm_of[k]  # in place: the scheduler holds this dict
 

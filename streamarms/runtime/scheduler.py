@@ -27,8 +27,10 @@ two, in one of two modes:
 keys first seen during it join the next one. Before the first episode the scheduler *discovers* keys:
 the episode starts once ``min_arms`` keys are known and either no new key has appeared for
 ``discovery_records`` records or ``discovery_seconds`` have passed since the first record. An episode
-ends when the policy's stopping rule fires (``done``) or after ``episode_timeout`` (then undecided arms
-are reported as such). The next one starts ``episode_interval`` seconds after the previous one started
+ends when the policy's stopping rule fires (``done``), after ``episode_timeout`` (then undecided arms
+are reported as such), or (passive mode) when one of its arms has had no record for
+``episode_silence_records`` records: those keys are forgotten and the next episode starts at once
+without them (:mod:`.silence`). The next one starts ``episode_interval`` seconds after the previous one started
 (or at once if that moment has passed), until ``max_episodes``. Between episodes records are skipped.
 
 **Time** is injected: ``clock`` is a zero-argument callable returning seconds. The daemon passes an
@@ -74,6 +76,7 @@ from .keys import KeyRegistry
 from .plan import PlanFollower
 from .records import InvalidRecord
 from .requests import RequestTracker
+from .silence import SilenceWatch
 from .stats import SchedulerStats, StatsView
 
 __all__ = ["DISCOVERING", "RUNNING", "IDLE", "FINISHED", "PHASES", "Scheduler", "restore_policy"]
@@ -174,8 +177,10 @@ class Scheduler:
         self.plan = PlanFollower(self.counters, self.alerts, plan_len=cfg.max_in_flight if self._active else cfg.window,
                                  prefetch=cfg.prefetch, wait=cfg.request_timeout if self._active else cfg.want_timeout,
                                  requests=self.requests, max_in_flight=cfg.max_in_flight)
-        # the dicts every record looks into, without attribute hops (their owners update them in place)
-        self._arm_of, self._window, self._held = self.keys.arm_of, self.plan.window, self.plan.held
+        self.silence = SilenceWatch(cfg, self.keys.fixed)  # silent keys leave the running episode
+        # the dicts every record looks into (or writes), without attribute hops (their owners update them in place)
+        self._arm_of, self._window, self._held, self._last = (self.keys.arm_of, self.plan.window, self.plan.held,
+                                                              self.silence.last)
         self._track_seen = cfg.key_ttl is not None
         self._validate_all = v = cfg.validate == "all"
         # how a record reaches the policy when it is not the inline plan-following passive path
@@ -231,6 +236,7 @@ class Scheduler:
         now = ev.now if ev is not None else self.clock()
         if self._track_seen:
             self.keys.last_seen[arm] = now
+        self._last[arm] = c.records
         if now >= self._deadline or c.records >= self._record_deadline:
             self._deadline_in_record(now)
         if self._intake is not None:
@@ -262,16 +268,8 @@ class Scheduler:
         how many records were handled -- all, unless the last episode (``max_episodes``) ended first: then up to
         its record -- and ``(index, refusal)`` for the refused ones. ``stamps`` (ms, ``None`` for none) advance
         ``clock`` (default: the scheduler's own :class:`EventClock`) to the largest so far, record by record, as
-        the daemon does around :meth:`offer`; ``parsed``: the values as the source parsed them, if it did.
-
-        >>> s = Scheduler(lambda arms, ep: _ExamplePolicy(arms), clock=EventClock(), arms=["a", "b", "c"])
-        >>> s.tick()  # arms given up front: the episode starts at once
-        >>> n, bad = s.offer_batch([b"a", b"b", b"a"], [b'{"reward": 1}', b'{"reward": "x"}', b'{"reward": 0}'])
-        >>> n, [(i, e.reason) for i, e in bad]
-        (3, [(1, 'not_numeric')])
-        >>> s.records, s.used, s.plan.held_count()  # the second reward of "a" waits for its turn
-        (3, 1, 1)
-        """
+        the daemon does around :meth:`offer`; ``parsed``: the values as the source parsed them, if it did
+        (an example: :func:`.batch.offer_batch`)."""
         return batch.offer_batch(self, keys, values, stamps, clock, parsed)
 
     def _new_key(self, key: bytes | str | None, value: bytes | str | None) -> str | None:
@@ -314,14 +312,14 @@ class Scheduler:
         elif e.phase == RUNNING:
             if self.config.episode_timeout is not None and now >= e.started + self.config.episode_timeout:
                 self._end_episode(now, "timeout")
-            else:
+            elif not self.silence.enforce(self, now) and now >= self._deadline:
                 self._follow(now, self.plan.expire(now))
 
     def _recompute_deadline(self) -> None:
         d, rd = self.episodes.deadline(len(self.keys), self.keys.fixed)
         # rd counts valid records; the per-record check compares all records with it, so it may fire
         # early after refusals: then discovery_over (exact) says no and the deadline is recomputed
-        self._record_deadline = rd + self.counters.refused if rd != _INF else rd  # (inf: no sum over reasons)
+        self._record_deadline = min(rd + self.counters.refused if rd != _INF else rd, self.silence.next_check)
         self._deadline = min(d, self.plan.deadline()) if self.episodes.phase == RUNNING else d
 
     def _follow(self, now: float, deferred: set[str] | None = None, full: bool = True) -> None:
@@ -345,17 +343,19 @@ class Scheduler:
             e.build_failed(now, self.plan.wait, len(arms), err)
             return self._recompute_deadline()
         e.begin(policy, now, self.counters.records)
+        self.silence.begin(arms, self.counters.records)
         self.plan.reset(policy, e.episode)
         self.alerts.begin_episode(e.episode)
         self._follow(now)
 
     def _end_episode(self, now: float, reason: str) -> None:
         decision = self.policy.decision()
-        self.alerts.on_decision(decision, now)
+        self.alerts.on_decision(self.silence.decision(decision), now)
         self.counters.episodes_done += 1
         self.plan.reset()
         summary = self.episodes.summary(decision, now, reason, self.counters.records, self.policy_name)
         self.episodes.end(summary, self.counters.episodes_done)
+        self.silence.after_end(self, now)
         self._recompute_deadline()
         if self.on_episode_end is not None:
             self.on_episode_end(summary)
@@ -371,7 +371,8 @@ class Scheduler:
                 **self.episodes.snapshot(), "arms": self.keys.snapshot(), "counters": counters,
                 "policy": None if p is None else {"class": _class_path(p), "state": p.snapshot()},
                 **self.plan.snapshot(), "in_flight": self.requests.snapshot() if self.requests else [],
-                "request_seq": self.requests.seq if self.requests else 0, "alerts": self.alerts.snapshot()}
+                "request_seq": self.requests.seq if self.requests else 0, "alerts": self.alerts.snapshot(),
+                "silence": self.silence.snapshot()}
 
     def restore(self, state: dict[str, Any]) -> None:
         """Load :meth:`snapshot` output into this scheduler (built with the same ``build``/config)."""
@@ -386,6 +387,7 @@ class Scheduler:
         if self.requests is not None:
             self.requests.restore(state["in_flight"], state["request_seq"])
         self.alerts.restore(state["alerts"])
+        self.silence.restore(state.get("silence"), policy if self.phase == RUNNING else None, self.counters.records)
         self._recompute_deadline()
 
 

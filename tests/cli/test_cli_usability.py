@@ -158,6 +158,20 @@ def test_a_replay_that_ends_mid_episode_says_what_the_episode_had_classified(tmp
     assert f"{len(u['undecided'])} undecided (" in out
 
 
+def test_the_unfinished_episode_names_the_keys_it_had_no_record_of(tmp_path, capsys):
+    """A key with one record before the episode and none since holds WRR's initial round (with the silence
+    rule off, --episode-silence-records 0): the last line names it."""
+    p = tmp_path / "r.jsonl"
+    p.write_text(json.dumps({"arm": "rare-key", "reward": 0}) + "\n" + six_key_replay(tmp_path, 3000).read_text())
+    argv = ["run", "--rewards-file", str(p), "--policy", "wrr", "--discovery-records", "100"]
+    assert main([*argv, "--episode-silence-records", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "episode 1 unfinished at the stop (6 samples)" in out
+    assert out.rstrip().endswith("no record since it started (the episode waits for it; --episode-silence-records): rare-key")
+    assert main([*argv, "--episode-silence-records", "700"]) == 0  # the rule: rare-key left out after 700 records
+    assert "rare-key" not in capsys.readouterr().out.splitlines()[-1]
+
+
 def test_a_run_whose_episodes_all_finished_has_no_unfinished_episode(capsys):
     assert main(["run", "--quiet", "--summary-json", "-"]) == 0
     assert json.loads(capsys.readouterr().out.splitlines()[-1])["unfinished_episode"] is None

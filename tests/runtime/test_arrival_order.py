@@ -53,8 +53,9 @@ def records_to_decide(batches: list[list[tuple[bytes, bytes, int]]], prefetch: i
                       config=SchedulerConfig(discovery_records=1000, episode_interval=1e9, prefetch=prefetch))
     for b in batches:
         sched.offer_batch([r[0] for r in b], [r[1] for r in b], [r[2] for r in b], clock)
-        if sched.episodes_done >= 1:
-            return sched.records
+        if sched.episodes_done >= 1:  # (a starved episode may end sooner, when its keys of the partitions
+            # exhausted first have been silent for --episode-silence-records: that is not deciding)
+            return sched.records if sched.history[0]["reason"] == "done" else None
     return None
 
 

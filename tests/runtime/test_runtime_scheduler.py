@@ -162,7 +162,8 @@ def test_silent_arm_is_deferred_and_never_stalls_the_others():
     recs = list(bern_stream(keys, [0.2] * 5, 100, seed=6, dt=0.01))  # all keys, then 'e' goes silent
     recs += list(bern_stream(keys[:4], [0.2] * 4, 20_000, seed=7, dt=0.01, t0=1.0))
     s, clock, _, ends = make(lambda names, ep: PlanCheckingRR(names, need=25), discovery_records=50,
-                             max_episodes=1, window=2, prefetch=1, want_timeout=1.0, episode_timeout=60.0)
+                             max_episodes=1, window=2, prefetch=1, want_timeout=1.0, episode_timeout=60.0,
+                             episode_silence_records=0)  # the want timeouts alone (the silence rule: below)
     feed(s, clock, recs)
     assert s.finished
     e = ends[0]
