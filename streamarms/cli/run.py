@@ -272,6 +272,10 @@ class _App:
                 reward_field=s.reward_field, max_key_bytes=s.max_key_bytes, forget_silent=bool(s.forget_silent),
                 key_ttl=s.silence_records or None)
         else:
+            if arms and len(set(arms)) < self.sched_config.min_arms:  # (it used to wait forever for an episode)
+                raise ConfigError(f"--arms names {len(set(arms))} key(s), fewer than --min-arms "
+                                  f"{self.sched_config.min_arms}: no episode could ever start; name more keys or "
+                                  "lower --min-arms")
             self.scheduler = Scheduler(
                 build, clock=clock, config=self.sched_config, codec=self.codec, emit_alert=self._alert,
                 emit_request=self.request_sink.send if self.request_sink is not None else None,

@@ -348,3 +348,9 @@ def test_se_says_it_ignores_the_reward_model_and_how_to_bound_the_moment(capsys)
     assert main(["run", "--policy", "se", "--reward-model", "bernoulli"]) == 2
     err = capsys.readouterr().err
     assert "--moment-bound" in err and "whatever --reward-model says" in err and "0/1 rewards" in err
+
+
+def test_arms_fewer_than_min_arms_is_refused_not_waited_for_forever(capsys):
+    assert main(["run", "--arms", "a,b"]) == 2
+    err = capsys.readouterr().err
+    assert "--arms names 2 key(s), fewer than --min-arms 3" in err
