@@ -37,6 +37,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from ..confidence.base import ConfidenceSequence, sequence_from_snapshot
+
 __all__ = ["Fields", "guarded", "REQUIRED"]
 
 #: the default of a field that must be present
@@ -273,11 +275,67 @@ class Fields:
             raise self.fail(field, f"entry {j} ({sums[j]!r}) is not a sum of {counts[j]} rewards in "
                                    f"[{_end(low)}, {_end(high)}]")
 
+    def sequences(self, field: str, template: ConfidenceSequence, low: float | None, high: float | None,
+                  size: int | None = -1) -> list[ConfidenceSequence]:
+        """Per-arm confidence sequences (``size`` as in :meth:`sequence`), each restored by its own class
+        and checked: a known kind, ``m`` a count, ``s`` a sum of ``m`` rewards in ``[low, high]``, no
+        NaN, the interval's ends numbers, and -- for a sequence of ``template``'s kind (older snapshots
+        may hold another) -- the construction settings (``SETTINGS``: ``alpha``, a prior, a range) equal
+        to the fresh ``template``'s."""
+        states = self.sequence(field, size)
+        ts = template.snapshot()
+        keys = type(template).SETTINGS
+        want = tuple(ts[key] for key in keys)
+        # other fields a sequence's updates change (a sum of squares, ...): no NaN there either
+        more = tuple(key for key in ts if key not in keys and key not in ("arm", "kind", "m", "s", "lo", "hi"))
+        out: list[ConfidenceSequence] = []
+        vals: list[tuple[Any, Any, Any, Any]] = []
+        try:  # (one try for all: a million arms restore in about a second)
+            for d in states:
+                c = sequence_from_snapshot(d)
+                if c.kind == template.kind:
+                    if tuple(map(d.get, keys)) != want:
+                        _same_settings(d, ts, keys)
+                    if more and any(isinstance(v, float) and math.isnan(v) for v in map(d.get, more)):
+                        raise ValueError("it holds a NaN")
+                elif not math.isclose(float(d["alpha"]), template.alpha):
+                    raise ValueError(f"its 'alpha' is {_shown(d['alpha'])}, the policy's sequences have {template.alpha!r}")
+                if type(d.get("arm")) is not str:
+                    raise ValueError(f"its 'arm' must be a string, got {_shown(d.get('arm'))}")
+                vals.append((c.m, c.s, c.lo, c.hi))
+                out.append(c)
+        except (ValueError, *_MALFORMED) as e:  # (the one at len(out))
+            raise self.fail(f"{field}[{len(out)}]", f"is malformed: {_reason(e)}") from None
+        m_, s_, lo_, hi_ = zip(*vals) if vals else ((), (), (), ())
+        per = Fields({"m": list(m_), "s": list(s_), "lo": list(lo_), "hi": list(hi_)}, len(out),
+                     where=f"{self.name(field)}[].")
+        m = per.counts("m")
+        per.sums_within("s", m, per.numbers("s"), low, high)
+        for end in ("lo", "hi"):  # the running intersection: inside the reward range
+            v = np.asarray(per.numbers(end, finite=False))
+            bad = np.zeros(v.shape, dtype=bool)
+            if low is not None and math.isfinite(low):
+                bad |= v < low - 1e-9 * max(1.0, abs(low))
+            if high is not None and math.isfinite(high):
+                bad |= v > high + 1e-9 * max(1.0, abs(high))
+            if bad.any():
+                j = int(np.argmax(bad))
+                raise per.fail(end, f"entry {j} ({v[j]!r}) is outside the reward range [{low}, {high}]")
+        return out
+
     def total(self, field: str, value: int, counts: Sequence[int]) -> None:
         """``value`` (the field ``field``) equals the sum of ``counts`` (the pulls are the samples)."""
         t = sum(counts)
         if value != t:
             raise self.fail(field, f"is {value}, but the per-arm counts add up to {t}")
+
+
+def _same_settings(d: dict[str, Any], ts: dict[str, Any], keys: Sequence[str]) -> None:
+    """``ValueError`` unless a sequence's settings (``d``) are the fresh template's (``ts``), to rounding."""
+    for key in keys:
+        a, b = d.get(key), ts[key]
+        if not (a == b or (isinstance(a, float) and isinstance(b, float) and math.isclose(a, b))):
+            raise ValueError(f"its {key!r} is {_shown(a)}, the policy's sequences have {b!r}")
 
 
 def guarded(restore: Callable[..., R]) -> Callable[..., R]:
