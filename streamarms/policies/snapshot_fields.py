@@ -194,6 +194,14 @@ class Fields:
                 raise self.fail(field, f"entry {j} must be >= {low}, got {v[j]!r}")
         return a.tolist()
 
+    def flags(self, field: str, size: int | None = -1) -> list[bool]:
+        """A list of booleans (``size`` as in :meth:`sequence`; 0 and 1 too, as older snapshots may hold)."""
+        v = self.sequence(field, size)
+        bad = next((j for j, x in enumerate(v) if not (isinstance(x, bool) or (type(x) is int and x in (0, 1)))), None)
+        if bad is not None:
+            raise self.fail(field, f"entry {bad} must be true or false, got {_shown(v[bad])}")
+        return [bool(x) for x in v]
+
     def counts(self, field: str, size: int | None = -1, *, high: int | None = None,
                default: Any = REQUIRED) -> list[int]:
         """A list of integers in ``[0, high]`` (``size`` as in :meth:`sequence`): sample counts."""
