@@ -8,8 +8,10 @@ as a threshold or a budget, overrides it). Every check drives the policy with se
 
 * snapshot -> JSON -> restore mid-run, then the restored copy continues exactly as the original
   (same requests, same events, same final snapshot);
-* a bad reward (NaN, infinity, an unknown arm) raises ``ValueError`` naming the arm and changes
-  nothing (the snapshot is equal before and after);
+* a bad reward (NaN, infinity, an integer too large for a float, an unknown arm) raises
+  ``ValueError`` naming the arm and changes nothing (the snapshot is equal before and after);
+* ``update_batch`` with an index that is not an arm's (``-1``, ``n``, ``1.5``, a name, ``True``) or
+  a count of indices other than of rewards raises ``ValueError`` and changes nothing;
 * ``wanted(k)`` lists distinct arms, the first being ``next_request()``;
 * random ``defer`` never stalls: while the policy is not done it always has a request;
 * the same parameters and the same rewards give the same run;
@@ -93,7 +95,7 @@ def check_bad_reward_changes_nothing(cls: type[Policy], params: dict[str, Any]) 
     p = cls(ARMS, **params)
     _run(p, _Rewards(2), 40)
     before = _state(p)
-    for arm, x in ((ARMS[0], math.nan), (ARMS[1], math.inf), ("no-such-arm", 1.0)):
+    for arm, x in ((ARMS[0], math.nan), (ARMS[1], math.inf), (ARMS[2], 10 ** 400), ("no-such-arm", 1.0)):
         try:
             p.update(arm, x)
         except ValueError as e:
@@ -101,6 +103,26 @@ def check_bad_reward_changes_nothing(cls: type[Policy], params: dict[str, Any]) 
         else:
             raise AssertionError(f"update({arm!r}, {x!r}) did not raise ValueError")
         assert _state(p) == before, f"update({arm!r}, {x!r}) changed the state"
+
+
+def check_update_batch_refuses_bad_indices(cls: type[Policy], params: dict[str, Any]) -> None:
+    p = cls(ARMS, **params)
+    _run(p, _Rewards(2), 40)
+    before = _state(p)
+    n = len(ARMS)
+    bad: list[tuple[list[Any], list[float]]] = [([-1], [1.0]), ([n], [1.0]), ([0, 1.5], [1.0, 0.0]),
+                                                ([0, "a1"], [1.0, 0.0]), ([True], [1.0]), ([0, 1], [1.0])]
+    for arms, rewards in bad:
+        try:
+            p.update_batch(arms, rewards)
+        except ValueError:
+            pass
+        else:
+            raise AssertionError(f"update_batch({arms!r}, {rewards!r}) did not raise ValueError")
+        assert _state(p) == before, f"update_batch({arms!r}, {rewards!r}) changed the state"
+    if not p.done:  # a reward too large for a float is refused like any other: counted, not raised
+        k, _ = p.update_batch([0, 1], [1.0, 10 ** 400])
+        assert k <= 1, f"update_batch ingested a reward of 10**400 ({k} of 2 taken)"
 
 
 def check_wanted_head_is_next_request(cls: type[Policy], params: dict[str, Any]) -> None:
@@ -154,6 +176,7 @@ def yield_checks(cls: type[Policy]) -> Iterator[Check]:
     """The checks for a policy class (all of them apply to every policy)."""
     yield check_snapshot_restore_continues
     yield check_bad_reward_changes_nothing
+    yield check_update_batch_refuses_bad_indices
     yield check_wanted_head_is_next_request
     yield check_defer_never_stalls
     yield check_same_parameters_same_run

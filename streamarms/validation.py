@@ -7,6 +7,10 @@ line all need.
 Traceback (most recent call last):
 ...
 ValueError: reward for arm 'a' is not finite: nan
+>>> finite_reward("a", 10 ** 400)
+Traceback (most recent call last):
+...
+ValueError: reward for arm 'a' is not finite: an integer of 1329 bits (too large for a float)
 """
 
 from __future__ import annotations
@@ -29,7 +33,9 @@ def finite_reward(arm: str | None, reward: Any) -> float:
     try:
         x = float(reward)
     except (TypeError, ValueError):
-        raise ValueError(f"{_what(arm)} is not a number: {reward!r}") from None
+        raise ValueError(f"{_what(arm)} is not a number: {_shown(reward)}") from None
+    except OverflowError:  # an integer beyond the floats: not finite, as the daemon's decoder reads it
+        raise ValueError(f"{_what(arm)} is not finite: {_shown(reward)}") from None
     if not math.isfinite(x):
         raise ValueError(f"{_what(arm)} is not finite: {reward!r}")
     return x
@@ -37,6 +43,18 @@ def finite_reward(arm: str | None, reward: Any) -> float:
 
 def _what(arm: str | None) -> str:
     return "value" if arm is None else f"reward for arm {arm!r}"
+
+
+def _shown(value: Any) -> str:
+    """``repr(value)``, but an integer too large for a float by its size (its repr may have thousands of
+    digits, or be refused beyond ``sys.get_int_max_str_digits()``).
+
+    >>> _shown(2 ** 2000), _shown("x")
+    ('an integer of 2001 bits (too large for a float)', "'x'")
+    """
+    if isinstance(value, int) and value.bit_length() > 1024:
+        return f"an integer of {value.bit_length()} bits (too large for a float)"
+    return repr(value)
 
 
 def check_ksigma_params(k: Any, delta: Any, n: int) -> None:

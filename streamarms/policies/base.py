@@ -22,14 +22,17 @@ Streaming contract (used by the scheduler):
 
 from __future__ import annotations
 
+import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
+import numpy as np
+
 from ..validation import finite_reward
 
-__all__ = ["Request", "Event", "Decision", "Policy"]
+__all__ = ["Request", "Event", "Decision", "Policy", "arm_indices"]
 
 
 @dataclass(frozen=True)
@@ -207,7 +210,10 @@ class Policy(ABC):
         :meth:`update` would have, and ``events`` are those of the ``n``-th -- the batch stops right
         after a reward with events or that makes the policy done (the caller emits them at that
         reward's time, ends the episode, or calls again with the rest). ``n < len(rewards)`` with no events means reward ``n`` is refused: the caller
-        asks :meth:`update` for the error (the state is unchanged). Default: :meth:`update` one by
+        asks :meth:`update` for the error (the state is unchanged). An index that is not one of
+        :attr:`arms` (negative, too large, not an integer) or a count of indices other than of rewards
+        refuses the whole batch with ``ValueError`` before anything is ingested (:func:`arm_indices`,
+        one vectorised check: ``-1`` is no "last arm" here). Default: :meth:`update` one by
         one; a policy whose state depends only on per-arm counts and sums overrides it to skip ahead
         with numpy (``AnytimeKSigma``).
 
@@ -216,6 +222,11 @@ class Policy(ABC):
         >>> p.update_batch([0, 1, 2, 0], [1.0, 0.0, 1.0, 5.0]), p.pulls
         ((3, []), 3)
         """
+        arm_indices(arms, len(self.arms), len(rewards))
+        return self._update_each(arms, rewards)
+
+    def _update_each(self, arms: Sequence[int], rewards: Sequence[float]) -> tuple[int, list[Event]]:
+        """:meth:`update_batch` by :meth:`update`, reward by reward (the indices already checked)."""
         names, was_done = self.arms, self.done
         for j in range(len(rewards)):
             try:
@@ -235,3 +246,37 @@ class Policy(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(n_arms={len(self.arms)}, pulls={self.pulls}, done={self.done})"
+
+
+def arm_indices(arms: Sequence[int], n_arms: int, n_rewards: int) -> np.ndarray:
+    """``arms`` (:meth:`Policy.update_batch`'s indices) as a numpy array, after one vectorised check: one
+    integer per reward, each in ``[0, n_arms)``; else ``ValueError`` naming the first bad index and its
+    position (nothing is ingested).
+
+    >>> arm_indices([2, 0], 3, 2).tolist()
+    [2, 0]
+    >>> arm_indices([0, -1], 3, 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: update_batch: arm index -1 (position 1) is not one of the policy's 3 arms (0 to 2)
+    """
+    try:
+        a = np.asarray(arms)
+    except (TypeError, ValueError, OverflowError):  # (a ragged list, say)
+        a = np.asarray([None], dtype=object)
+    if a.ndim != 1 or len(a) != n_rewards:
+        raise ValueError(f"update_batch needs one arm index per reward, got {len(arms)} indices for "
+                         f"{n_rewards} rewards")
+    if not a.size:
+        return a
+    if a.dtype.kind not in "iu":  # floats, strings, None, huge ints; booleans alone (a mask, not indices --
+        # a bool among ints is its int, as in Python)
+        j = next((j for j, v in enumerate(arms) if isinstance(v, bool) or not isinstance(v, numbers.Integral)
+                  or not -(1 << 62) < v < (1 << 62)), 0)
+        raise ValueError(f"update_batch: arm index {arms[j]!r} (position {j}) is not an integer")
+    bad = (a < 0) | (a >= n_arms)
+    if bad.any():
+        j = int(np.argmax(bad))
+        raise ValueError(f"update_batch: arm index {int(a[j])} (position {j}) is not one of the policy's "
+                         f"{n_arms} arms (0 to {n_arms - 1})")
+    return a
