@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["finite_reward", "check_ksigma_params"]
+__all__ = ["finite_reward", "check_ksigma_params", "short_repr"]
 
 
 def finite_reward(arm: str | None, reward: Any) -> float:
@@ -33,9 +33,9 @@ def finite_reward(arm: str | None, reward: Any) -> float:
     try:
         x = float(reward)
     except (TypeError, ValueError):
-        raise ValueError(f"{_what(arm)} is not a number: {_shown(reward)}") from None
+        raise ValueError(f"{_what(arm)} is not a number: {short_repr(reward)}") from None
     except OverflowError:  # an integer beyond the floats: not finite, as the daemon's decoder reads it
-        raise ValueError(f"{_what(arm)} is not finite: {_shown(reward)}") from None
+        raise ValueError(f"{_what(arm)} is not finite: {short_repr(reward)}") from None
     if not math.isfinite(x):
         raise ValueError(f"{_what(arm)} is not finite: {reward!r}")
     return x
@@ -45,16 +45,20 @@ def _what(arm: str | None) -> str:
     return "value" if arm is None else f"reward for arm {arm!r}"
 
 
-def _shown(value: Any) -> str:
-    """``repr(value)``, but an integer too large for a float by its size (its repr may have thousands of
-    digits, or be refused beyond ``sys.get_int_max_str_digits()``).
+def short_repr(value: Any) -> str:
+    """A value for an error message: its ``repr``, cut at 80 characters; a list, tuple or dict by its size
+    (never the repr of a huge structure), an integer too large for a float by its size (its repr may
+    have thousands of digits, or be refused beyond ``sys.get_int_max_str_digits()``).
 
-    >>> _shown(2 ** 2000), _shown("x")
-    ('an integer of 2001 bits (too large for a float)', "'x'")
+    >>> short_repr(2 ** 2000), short_repr("x"), short_repr([1, 2])
+    ('an integer of 2001 bits (too large for a float)', "'x'", 'a list of 2 entries')
     """
+    if isinstance(value, (dict, list, tuple)):
+        return f"a {type(value).__name__} of {len(value)} entries"
     if isinstance(value, int) and value.bit_length() > 1024:
         return f"an integer of {value.bit_length()} bits (too large for a float)"
-    return repr(value)
+    r = repr(value)
+    return r if len(r) <= 80 else r[:77] + "..."
 
 
 def check_ksigma_params(k: Any, delta: Any, n: int) -> None:

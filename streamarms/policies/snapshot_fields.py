@@ -38,6 +38,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ..confidence.base import ConfidenceSequence, sequence_from_snapshot
+from ..validation import short_repr as _shown
 
 __all__ = ["Fields", "guarded", "REQUIRED"]
 
@@ -385,13 +386,3 @@ def _reason(e: BaseException) -> str:
 
 def _end(v: float | None) -> str:
     return "..." if v is None else repr(v)
-
-
-def _shown(v: Any) -> str:
-    """A short description of a value for a message (never the repr of a huge structure)."""
-    if isinstance(v, (dict, list, tuple)):
-        return f"a {type(v).__name__} of {len(v)} entries"
-    if isinstance(v, int) and not isinstance(v, bool) and v.bit_length() > 64:
-        return f"an integer of {v.bit_length()} bits"
-    r = repr(v)
-    return r if len(r) <= 80 else r[:77] + "..."
