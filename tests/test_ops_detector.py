@@ -119,7 +119,8 @@ def test_records_without_features_are_ignored_and_bad_rewards_raise():
     assert det._scheduler.known_arms == ["3", "b"]
 
 
-@pytest.mark.parametrize("reward", [True, False, np.True_, np.False_, 10 ** 400, 1 + 0j, np.array(1.0)])
+@pytest.mark.parametrize("reward", [True, False, np.True_, np.False_, 10 ** 400, 1 + 0j, np.array(1.0)],
+                         ids=["True", "False", "np.True_", "np.False_", "10**400", "complex", "array"])
 def test_rewards_the_daemon_refuses_raise(reward):
     """The daemon's rule: a reward is a number, never a boolean (True and numpy.True_ alike), and finite (an
     integer beyond the floats is not: ValueError, not OverflowError); the detector is unchanged."""
