@@ -190,7 +190,11 @@ class Policy(ABC):
     @classmethod
     @abstractmethod
     def restore(cls, state: dict[str, Any]) -> Policy:
-        """Rebuild a policy from :meth:`snapshot` output."""
+        """Rebuild a policy from :meth:`snapshot` output. A snapshot that is not one this policy wrote (a
+        field missing, of another type, out of range, inconsistent with the others) raises ``ValueError``
+        naming the field, never another exception, and never restores a policy that fails later: read it
+        with :class:`streamarms.policies.snapshot_fields.Fields` under ``@guarded``
+        (``streamarms.checks`` tries forged snapshots on every policy)."""
 
     def arm_evidence(self, arm: str) -> dict[str, Any] | None:
         """Arm ``arm``'s ``estimate``, confidence ``interval`` and ``samples`` now, for explanations
@@ -199,9 +203,12 @@ class Policy(ABC):
 
     @classmethod
     def _check_snapshot(cls, state: dict[str, Any]) -> None:
-        """``ValueError`` unless ``state`` is a snapshot of this policy (for :meth:`restore`)."""
-        if state.get("policy") != cls.name:
-            raise ValueError(f"snapshot is of policy {state.get('policy')!r}, not {cls.name!r}")
+        """``ValueError`` unless ``state`` is a snapshot of this policy (for :meth:`restore`; the field by
+        field reading: :class:`streamarms.policies.snapshot_fields.Fields`, ``Fields(state, policy=cls.name)``
+        does this check too)."""
+        if not isinstance(state, dict) or state.get("policy") != cls.name:
+            got = state.get("policy") if isinstance(state, dict) else type(state).__name__
+            raise ValueError(f"snapshot is of policy {got!r}, not {cls.name!r}")
 
     def update_batch(self, arms: Sequence[int], rewards: Sequence[float]) -> tuple[int, list[Event]]:
         """Ingest rewards in order (``arms[j]``: an index into :attr:`arms`) until one makes events.
@@ -248,18 +255,26 @@ class Policy(ABC):
         return f"{type(self).__name__}(n_arms={len(self.arms)}, pulls={self.pulls}, done={self.done})"
 
 
-def arm_indices(arms: Sequence[int], n_arms: int, n_rewards: int) -> np.ndarray:
-    """``arms`` (:meth:`Policy.update_batch`'s indices) as a numpy array, after one vectorised check: one
-    integer per reward, each in ``[0, n_arms)``; else ``ValueError`` naming the first bad index and its
-    position (nothing is ingested).
+_INT = {int}
 
-    >>> arm_indices([2, 0], 3, 2).tolist()
-    [2, 0]
+
+def arm_indices(arms: Sequence[int], n_arms: int, n_rewards: int) -> Sequence[int] | np.ndarray:
+    """``arms`` (:meth:`Policy.update_batch`'s indices) after one vectorised check: one integer per reward,
+    each in ``[0, n_arms)``; else ``ValueError`` naming the first bad index and its position (nothing is
+    ingested). Returns a numpy array, or the list itself when it is a list of valid ints.
+
+    >>> arm_indices([2, 0], 3, 2), arm_indices(np.array([2, 0]), 3, 2).tolist()
+    ([2, 0], [2, 0])
     >>> arm_indices([0, -1], 3, 2)
     Traceback (most recent call last):
     ...
     ValueError: update_batch: arm index -1 (position 1) is not one of the policy's 3 arms (0 to 2)
     """
+    if type(arms) is list and len(arms) == n_rewards and (not arms or set(map(type, arms)) == _INT):
+        # the scheduler's lists of ints, checked by C loops (type, min, max) without numpy's conversion,
+        # which costs more than the update of a short batch; anything else takes the numpy check below
+        if not arms or (min(arms) >= 0 and max(arms) < n_arms):
+            return arms  # (a list of valid indices serves as well)
     try:
         a = np.asarray(arms)
     except (TypeError, ValueError, OverflowError):  # (a ragged list, say)

@@ -79,16 +79,16 @@ def fast_ok(pol: Any) -> bool:
 
 def update_batch(pol: Any, arms: Sequence[int], rewards: Sequence[float]) -> tuple[int, list[Event]]:
     """``WeightedRoundRobin.update_batch`` (the module docstring says why this is exact)."""
-    a = arm_indices(arms, pol.n, len(rewards))  # (ValueError for a bad index: nothing ingested)
+    checked = arm_indices(arms, pol.n, len(rewards))  # (ValueError for a bad index: nothing ingested)
     if not fast_ok(pol) or len(rewards) < 16 or pol.n < _MIN_ARMS:
         return Policy._update_each(pol, arms, rewards)
     try:
         x = np.asarray(rewards, dtype=np.float64)
     except (TypeError, ValueError, OverflowError):  # (OverflowError: an integer beyond the floats)
         return Policy._update_each(pol, arms, rewards)
+    a = np.asarray(checked, dtype=np.intp)
     if x.shape != a.shape:  # (a reward that is a list, say)
         return Policy._update_each(pol, arms, rewards)
-    a = a.astype(np.intp, copy=False)
     bad = ~((x == 0.0) | (x == 1.0))
     if bad.any():  # the rewards before the first refused one; update() then says why it is refused
         k = int(np.argmax(bad))
