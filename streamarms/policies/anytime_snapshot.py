@@ -95,8 +95,8 @@ def restore_track(obj: Any, f: Fields) -> None:
         track = ThresholdTrack.restore(t.state)
     want = {"n": len(obj.arms), "k": obj.k, "alpha": obj.alpha_theta, "two_sided": obj.two_sided,
             "low": None, "high": None, "sigma_x": None, **track_range(obj.model)}
-    if t.has("bernoulli"):  # (absent in a snapshot from before it: False)
-        want["bernoulli"] = obj.model.name == "bernoulli"
+    if t.flag("bernoulli", default=False) and obj.model.name != "bernoulli":  # (False: a track from before the
+        raise t.fail("bernoulli", f"is true, but the policy's rewards are {obj.model.name}")  # Bernoulli proxy)
     for key, v in want.items():
         got = t.raw(key)
         if not (got == v and type(got) is type(v) or (isinstance(v, float) and isinstance(got, (int, float))
