@@ -166,15 +166,21 @@ class Fields:
     # -- lists -----------------------------------------------------------------------------------
     def sequence(self, field: str, size: int | None = -1, default: Any = REQUIRED) -> list[Any]:
         """A list of ``size`` entries (``-1``: one per arm; ``None``: any length)."""
+        v = self._array_like(field, size, default)
+        return v if v is default and default is not REQUIRED else list(v)
+
+    def _array_like(self, field: str, size: int | None, default: Any) -> Any:
+        """:meth:`sequence` without the copy: the field itself, which may be a lazily parsed JSON array
+        (:class:`streamarms.json_lazy.LazyArray`: a large checkpoint's) to iterate once."""
         v = self.raw(field, default)
         if v is default and default is not REQUIRED:
             return v
-        if not isinstance(v, (list, tuple)):
+        if isinstance(v, (str, bytes, dict)) or not (hasattr(v, "__len__") and hasattr(v, "__iter__")):
             raise self.fail(field, f"must be a list, got {_shown(v)}")
         want = self.n if size == -1 else size
         if want is not None and len(v) != want:
             raise self.fail(field, f"has {len(v)} entries, expected {want}")
-        return list(v)
+        return v
 
     def numbers(self, field: str, size: int | None = -1, *, finite: bool = True, low: float | None = None,
                 default: Any = REQUIRED) -> list[float]:
@@ -291,7 +297,7 @@ class Fields:
         NaN, the interval's ends numbers, and -- for a sequence of ``template``'s kind (older snapshots
         may hold another) -- the construction settings (``SETTINGS``: ``alpha``, a prior, a range) equal
         to the fresh ``template``'s."""
-        states = self.sequence(field, size)
+        states = self._array_like(field, size, REQUIRED)  # (a million arms' dicts: iterated, not copied)
         ts = template.snapshot()
         keys = type(template).SETTINGS
         want = tuple(ts[key] for key in keys)
