@@ -8,8 +8,12 @@ as a threshold or a budget, overrides it). Every check drives the policy with se
 
 * snapshot -> JSON -> restore mid-run, then the restored copy continues exactly as the original
   (same requests, same events, same final snapshot);
-* a bad reward (NaN, infinity, an unknown arm) raises ``ValueError`` naming the arm and changes
-  nothing (the snapshot is equal before and after);
+* a bad reward (NaN, infinity, an integer too large for a float, an unknown arm) raises
+  ``ValueError`` naming the arm and changes nothing (the snapshot is equal before and after);
+* ``update_batch`` with an index that is not an arm's (``-1``, ``n``, ``1.5``, a name, ``True``) or
+  a count of indices other than of rewards raises ``ValueError`` and changes nothing;
+* a forged snapshot (a field deleted, of another type, out of range) is refused by ``restore`` with
+  ``ValueError``, or restores into a policy that runs; another policy's name or one arm fewer is refused;
 * ``wanted(k)`` lists distinct arms, the first being ``next_request()``;
 * random ``defer`` never stalls: while the policy is not done it always has a request;
 * the same parameters and the same rewards give the same run;
@@ -28,6 +32,7 @@ import copy
 import json
 import math
 import random
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -93,7 +98,7 @@ def check_bad_reward_changes_nothing(cls: type[Policy], params: dict[str, Any]) 
     p = cls(ARMS, **params)
     _run(p, _Rewards(2), 40)
     before = _state(p)
-    for arm, x in ((ARMS[0], math.nan), (ARMS[1], math.inf), ("no-such-arm", 1.0)):
+    for arm, x in ((ARMS[0], math.nan), (ARMS[1], math.inf), (ARMS[2], 10 ** 400), ("no-such-arm", 1.0)):
         try:
             p.update(arm, x)
         except ValueError as e:
@@ -101,6 +106,109 @@ def check_bad_reward_changes_nothing(cls: type[Policy], params: dict[str, Any]) 
         else:
             raise AssertionError(f"update({arm!r}, {x!r}) did not raise ValueError")
         assert _state(p) == before, f"update({arm!r}, {x!r}) changed the state"
+
+
+def check_update_batch_refuses_bad_indices(cls: type[Policy], params: dict[str, Any]) -> None:
+    p = cls(ARMS, **params)
+    _run(p, _Rewards(2), 40)
+    before = _state(p)
+    n = len(ARMS)
+    bad: list[tuple[list[Any], list[float]]] = [([-1], [1.0]), ([n], [1.0]), ([0, 1.5], [1.0, 0.0]),
+                                                ([0, "a1"], [1.0, 0.0]), ([True], [1.0]), ([0, 1], [1.0])]
+    for arms, rewards in bad:
+        try:
+            p.update_batch(arms, rewards)
+        except ValueError:
+            pass
+        else:
+            raise AssertionError(f"update_batch({arms!r}, {rewards!r}) did not raise ValueError")
+        assert _state(p) == before, f"update_batch({arms!r}, {rewards!r}) changed the state"
+    if not p.done:  # a reward too large for a float is refused like any other: counted, not raised
+        k, _ = p.update_batch([0, 1], [1.0, 10 ** 400])
+        assert k <= 1, f"update_batch ingested a reward of 10**400 ({k} of 2 taken)"
+
+
+def _forgeries(snap: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[str, Any]]:
+    """Copies of ``snap`` with one field changed (``(what, copy)``): each field of every object, and the
+    first entry of every list, deleted or replaced by a value of another kind or out of range."""
+    items: list[tuple[Any, Any]] = (list(snap.items()) if isinstance(snap, dict) else
+                                    [(0, snap[0])] if isinstance(snap, list) and snap else [])
+    for key, value in items:
+        here = (*path, key)
+        if isinstance(value, bool):
+            swaps: list[Any] = ["yes"]
+        elif isinstance(value, (int, float)):
+            swaps = [-7, math.nan, 1e300, "x", 2.5, None]
+        elif isinstance(value, list):
+            swaps = ["pop", [], None]
+        elif isinstance(value, str):
+            swaps = ["zzz", 3]
+        else:
+            swaps = [{}] if isinstance(value, dict) else []
+        for new in ["del", *swaps]:
+            forged = copy.deepcopy(snap)
+            if new == "del":
+                del forged[key]
+            elif new == "pop":
+                if not value:
+                    continue
+                forged[key].pop()
+            else:
+                forged[key] = new
+            yield "/".join(map(str, here)) + f": {new!r}", forged
+        for what, inner in _forgeries(value, here):
+            forged = copy.deepcopy(snap)
+            forged[key] = inner
+            yield what, forged
+
+
+def check_restore_refuses_forged_snapshots(cls: type[Policy], params: dict[str, Any]) -> None:
+    """A snapshot with one field deleted, of another type or out of range: ``restore`` raises ``ValueError``,
+    or the restored policy runs (no raw ``KeyError``/``TypeError``, no policy that fails pulls later).
+    Another policy's name and an arms list one shorter are always refused."""
+    p = cls(ARMS, **params)
+    _run(p, _Rewards(7), 157)
+    snap = json.loads(json.dumps(p.snapshot()))
+    must = []
+    if "policy" in snap:
+        must.append(("policy: another", dict(snap, policy="zzz")))
+    if isinstance(snap.get("arms"), list):
+        must.append(("arms: one shorter", dict(snap, arms=snap["arms"][:-1])))
+    for what, forged in must:
+        try:
+            cls.restore(forged)
+        except ValueError:
+            continue
+        raise AssertionError(f"restore accepted a snapshot with {what}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # (a huge but legal k overflows a radius: inf)
+        for what, forged in _forgeries(snap):
+            _restore_and_run(cls, what, forged)
+
+
+def _restore_and_run(cls: type[Policy], what: str, forged: Any) -> None:
+    """Restore ``forged``; unless refused (``ValueError``), run the policy a little (``AssertionError`` if
+    either raises anything else)."""
+    try:
+        q = cls.restore(forged)
+    except ValueError:
+        return
+    except Exception as e:
+        raise AssertionError(f"restore of a snapshot with {what} raised {type(e).__name__}: {e}") from e
+    try:
+        rng = random.Random(3)
+        for _ in range(60):
+            r = q.next_request()
+            if r is None:
+                break
+            q.update(r.arm, float(rng.random() < 0.5), r)
+        q.decision()
+        q.wanted(4)
+        q.defer(q.arms[0])
+        json.dumps(q.snapshot())
+    except Exception as e:
+        raise AssertionError(f"a snapshot with {what} was restored, then the policy failed: "
+                             f"{type(e).__name__}: {e}") from e
 
 
 def check_wanted_head_is_next_request(cls: type[Policy], params: dict[str, Any]) -> None:
@@ -154,6 +262,8 @@ def yield_checks(cls: type[Policy]) -> Iterator[Check]:
     """The checks for a policy class (all of them apply to every policy)."""
     yield check_snapshot_restore_continues
     yield check_bad_reward_changes_nothing
+    yield check_update_batch_refuses_bad_indices
+    yield check_restore_refuses_forged_snapshots
     yield check_wanted_head_is_next_request
     yield check_defer_never_stalls
     yield check_same_parameters_same_run

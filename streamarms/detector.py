@@ -44,9 +44,13 @@ records it is given (river's convention), whatever the wall clock.
 **Records it ignores** (documented so it is safe in any pipeline, including river's own checks whose
 datasets have neither feature): a record without the key feature or without the reward feature is
 ignored by ``learn_one`` and scored by its key alone (0.5 when it has no key). A key beyond
-``max_arms`` distinct keys is ignored (counted in ``n_refused``). A reward that is present but not a
-number, not finite, or refused by the policy's reward model (e.g. ``0.5`` under the default Bernoulli
-model) raises ``ValueError`` naming the key and value, with the detector unchanged.
+``max_arms`` distinct keys is ignored (counted in ``n_refused``). Keys and rewards follow the daemon's
+record rules: a key is a string (UTF-8 bytes too, as a Kafka key) or an integer (``7`` is the arm
+``"7"``); a key of any other type (a bool, a float, NaN, a dict), an empty one or one over 256 bytes
+raises ``ValueError``, and such a key scores 0.5. A reward that is present but not a number -- a
+boolean is none, ``True`` or ``numpy.True_`` alike: the daemon refuses JSON booleans -- not finite (an
+integer beyond the floats neither), or refused by the policy's reward model (e.g. ``0.5`` under the
+default Bernoulli model) raises ``ValueError`` naming the key and value, with the detector unchanged.
 
 The policy is given as a name of :data:`streamarms.registry.POLICIES` (``policy_params`` are then the
 options of ``streamarms simulate``: ``k``, ``delta``, ``bound`` ("bernoulli" or "hoeffding"),
@@ -114,11 +118,13 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 from river import base
 
 from .models import RewardModel, make_model
 from .policies.base import Decision, Policy
 from .runtime import EventClock, InvalidRecord, RewardCodec, Scheduler, SchedulerConfig
+from .validation import short_repr
 
 __all__ = ["OutlierArmDetector"]
 
@@ -346,10 +352,8 @@ class OutlierArmDetector(base.AnomalyDetector):
             self.n_records += 1
             self.n_ignored += 1
             return
-        arm = str(key)
+        arm = self._arm(key)
         reward = self._check_reward(arm, r)
-        if len(arm.encode("utf-8")) > self._scheduler.codec.max_key_bytes:
-            raise ValueError(f"key {arm[:64]!r}... is longer than {self._scheduler.codec.max_key_bytes} bytes")
         self.n_records += 1
         self._clock.now += 1.0
         bad = self._scheduler.offer(arm, reward)  # type: ignore[arg-type]
@@ -360,7 +364,10 @@ class OutlierArmDetector(base.AnomalyDetector):
         key = x.get(self.key)
         if key is None:
             return _UNKNOWN
-        arm = str(key)
+        try:
+            arm = self._arm(key)
+        except ValueError:  # a key learn_one refuses is no arm: nothing is known about it
+            return _UNKNOWN
         v = self._verdict.get(arm)
         if v is not None:
             return v
@@ -373,10 +380,44 @@ class OutlierArmDetector(base.AnomalyDetector):
         return prev if prev is not None else _UNKNOWN
 
     # -- scores --------------------------------------------------------------------------------
+    def _arm(self, key: Any) -> str:
+        """The arm of a record's key, by the daemon's rule: a string (or UTF-8 bytes, as a Kafka key) or an
+        integer (its digits, as a JSONL line's integer key); ``ValueError`` for any other key -- a bool, a
+        float, NaN, a dict (the daemon refuses them as ``key_missing``: an arm named ``True`` would be a
+        silent guess) -- for an empty key, one that is not UTF-8, or one over ``max_key_bytes``."""
+        if isinstance(key, str):
+            arm = key
+        elif isinstance(key, (bytes, bytearray)):
+            try:
+                arm = bytes(key).decode("utf-8")
+            except UnicodeDecodeError:
+                raise ValueError(f"key {bytes(key[:64])!r} is not UTF-8") from None
+        elif isinstance(key, numbers.Integral) and not isinstance(key, (bool, np.bool_)):
+            arm = str(int(key))
+        else:
+            got = short_repr(key) + ("" if isinstance(key, (dict, list, tuple)) else f" (a {type(key).__name__})")
+            raise ValueError(f"a key must be a string or an integer, as for the daemon; got {got}")
+        if not arm:
+            raise ValueError("key is empty")
+        try:
+            size = len(arm.encode("utf-8"))
+        except UnicodeEncodeError:
+            raise ValueError(f"key {arm[:64]!r} is not valid text (a lone surrogate): it has no UTF-8") from None
+        limit = self._scheduler.codec.max_key_bytes
+        if size > limit:
+            raise ValueError(f"key {arm[:64]!r}... is longer than {limit} bytes")
+        return arm
+
     def _check_reward(self, arm: str, r: Any) -> float:
+        if isinstance(r, (bool, np.bool_)):
+            raise ValueError(f"reward of key {arm!r} is a boolean, not a number: {r!r} (the daemon refuses JSON "
+                             f"booleans too; give int(reward))")
         if isinstance(r, str) or not isinstance(r, numbers.Real):
-            raise ValueError(f"reward of key {arm!r} is not a number: {r!r}")
-        x = float(r)
+            raise ValueError(f"reward of key {arm!r} is not a number: {short_repr(r)}")
+        try:
+            x = float(r)
+        except OverflowError:  # an integer beyond the floats: not finite, as the daemon's decoder reads it
+            raise ValueError(f"reward of key {arm!r} is not finite: {short_repr(r)}") from None
         if not math.isfinite(x):
             raise ValueError(f"reward of key {arm!r} is not finite: {r!r}")
         if self._model is not None:

@@ -90,6 +90,7 @@ from typing import Any, ClassVar
 from .group_threshold import group_finished, staleness
 from .policies.anytime_group import GroupKSigma
 from .policies.base import Decision, Event, Policy, Request
+from .policies.snapshot_fields import Fields, guarded
 from .runtime.clock import EventClock
 from .runtime.episodes import IDLE
 from .validation import finite_reward
@@ -212,10 +213,20 @@ class GroupAnnounce(Policy):
                 "episode": self.episode, "n": self.n, "finished": self.finished, "ignored": self.ignored}
 
     @classmethod
+    @guarded
     def restore(cls, state: dict[str, Any]) -> GroupAnnounce:
-        obj = cls(state["arms"], part=state["part"], owned=state["owned"], episode=state["episode"])
-        obj.n, obj.finished = state["n"], bool(state["finished"])
-        obj.ignored = int(state.get("ignored", 0))  # absent in checkpoints of earlier versions
+        """Rebuild from :meth:`snapshot` output (a malformed snapshot: ``ValueError`` naming the field)."""
+        f = Fields(state, policy=cls.name)
+        arms = f.sequence("arms", None)  # (a member may own no key)
+        if not all(isinstance(a, str) for a in arms):
+            raise f.fail("arms", "must be a list of strings (arm names)")
+        part = f.raw("part")
+        if not (isinstance(part, dict) and set(arms) <= set(part)):
+            raise f.fail("part", "must map every arm to its partition")
+        obj = cls(arms, part=part, owned=f.sequence("owned", None), episode=f.integer("episode"))
+        obj.n = None if f.raw("n") is None else f.integer("n", low=len(arms))
+        obj.finished = f.flag("finished")
+        obj.ignored = f.integer("ignored", default=0)  # absent in checkpoints of earlier versions
         return obj
 
 

@@ -7,6 +7,10 @@ line all need.
 Traceback (most recent call last):
 ...
 ValueError: reward for arm 'a' is not finite: nan
+>>> finite_reward("a", 10 ** 400)
+Traceback (most recent call last):
+...
+ValueError: reward for arm 'a' is not finite: an integer of 1329 bits (too large for a float)
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["finite_reward", "check_k", "check_ksigma_params", "K_MAX"]
+__all__ = ["finite_reward", "check_k", "check_ksigma_params", "K_MAX", "short_repr"]
 
 #: the largest k of a k-sigma rule: one of n keys is at most sqrt(n - 1) standard deviations from their
 #: mean, so a larger k flags no key of fewer than a million: a typo, whose squares overflow the intervals'
@@ -34,7 +38,9 @@ def finite_reward(arm: str | None, reward: Any) -> float:
     try:
         x = float(reward)
     except (TypeError, ValueError):
-        raise ValueError(f"{_what(arm)} is not a number: {reward!r}") from None
+        raise ValueError(f"{_what(arm)} is not a number: {short_repr(reward)}") from None
+    except OverflowError:  # an integer beyond the floats: not finite, as the daemon's decoder reads it
+        raise ValueError(f"{_what(arm)} is not finite: {short_repr(reward)}") from None
     if not math.isfinite(x):
         raise ValueError(f"{_what(arm)} is not finite: {reward!r}")
     return x
@@ -63,6 +69,22 @@ def check_k(k: Any, *, zero_ok: bool = False, rule: str = "") -> float:
         "fewer than a million"
     raise ValueError(f"k must be a finite number {'>=' if zero_ok else '>'} 0{rule} and at most {K_MAX:g}, "
                      f"got {k!r}{why}")
+
+
+def short_repr(value: Any) -> str:
+    """A value for an error message: its ``repr``, cut at 80 characters; a list, tuple or dict by its size
+    (never the repr of a huge structure), an integer too large for a float by its size (its repr may
+    have thousands of digits, or be refused beyond ``sys.get_int_max_str_digits()``).
+
+    >>> short_repr(2 ** 2000), short_repr("x"), short_repr([1, 2])
+    ('an integer of 2001 bits (too large for a float)', "'x'", 'a list of 2 entries')
+    """
+    if isinstance(value, (dict, list, tuple)):
+        return f"a {type(value).__name__} of {len(value)} entries"
+    if isinstance(value, int) and value.bit_length() > 1024:
+        return f"an integer of {value.bit_length()} bits (too large for a float)"
+    r = repr(value)
+    return r if len(r) <= 80 else r[:77] + "..."
 
 
 def check_ksigma_params(k: Any, delta: Any, n: int) -> None:

@@ -28,11 +28,20 @@ def test_conformance(cls, check):
 def test_a_broken_policy_fails_the_suite():
     from streamarms.policies.ksigma import RoundRobin
 
-    class Forgetful(RoundRobin):  # its snapshot loses the sample counts
+    class Forgetful(RoundRobin):  # its snapshot loses the round-robin cursor (a valid but wrong one)
         def snapshot(self):
             s = super().snapshot()
-            s["m"] = [0] * len(s["m"]) if "m" in s else s
+            s["cur"] = (s["cur"] + 1) % len(s["arms"])
             return s
 
     with pytest.raises(AssertionError):
         checks.check_snapshot_restore_continues(Forgetful, {})
+
+    class Amnesic(RoundRobin):  # its snapshot loses the sample counts: restore refuses it (sums of no rewards)
+        def snapshot(self):
+            s = super().snapshot()
+            s["m"] = [0] * len(s["m"])
+            return s
+
+    with pytest.raises(ValueError, match=r"snapshot field 's' entry \d+ \(1.0\) is not a sum of 0 rewards"):
+        checks.check_snapshot_restore_continues(Amnesic, {})

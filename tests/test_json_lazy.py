@@ -248,6 +248,7 @@ def _chunked_copy(saved, tmp_path, **kw):
     store = ChunkedCheckpointStore(tmp_path / "dir", fsync=False, **kw)
     store.save(doc)  # type: ignore[arg-type]
     doc["scheduler"]["policy"]["state"]["cs"][5]["m"] += 1  # type: ignore[index]  # a delta: a patch block
+    doc["scheduler"]["policy"]["state"]["T"] += 1  # type: ignore[index]  # (one more sample: restore checks T)
     store.save(doc)  # type: ignore[arg-type]
     return store, doc
 

@@ -7,6 +7,7 @@ import itertools
 import pickle
 import random
 
+import numpy as np
 import pytest
 from river import checks, compose, datasets
 
@@ -113,8 +114,36 @@ def test_records_without_features_are_ignored_and_bad_rewards_raise():
     with pytest.raises(ValueError, match="not finite"):
         det.learn_one({"key": "a", "reward": float("nan")})
     assert pickle.dumps(det) == before           # unchanged
-    det.learn_one({"key": 3, "reward": True})     # keys are str()-ed, bools are 0/1 rewards
-    assert det._scheduler.known_arms == ["3"]
+    det.learn_one({"key": 3, "reward": 1})       # an integer key is its digits (as a JSONL line's)
+    det.learn_one({"key": b"b", "reward": 0})    # UTF-8 bytes are text (as a Kafka key)
+    assert det._scheduler.known_arms == ["3", "b"]
+
+
+@pytest.mark.parametrize("reward", [True, False, np.True_, np.False_, 10 ** 400, 1 + 0j, np.array(1.0)],
+                         ids=["True", "False", "np.True_", "np.False_", "10**400", "complex", "array"])
+def test_rewards_the_daemon_refuses_raise(reward):
+    """The daemon's rule: a reward is a number, never a boolean (True and numpy.True_ alike), and finite (an
+    integer beyond the floats is not: ValueError, not OverflowError); the detector is unchanged."""
+    det = OutlierArmDetector(discovery=5)
+    det.learn_one({"key": "a", "reward": 1})
+    before = pickle.dumps(det)
+    with pytest.raises(ValueError, match="reward of key 'a' is"):
+        det.learn_one({"key": "a", "reward": reward})
+    assert pickle.dumps(det) == before
+
+
+@pytest.mark.parametrize("key", [True, np.True_, 1.5, float("nan"), {"a": 1}, ["a"], "", b"\xff", "\ud800",
+                                 "x" * 300])
+def test_keys_the_daemon_refuses_raise(key):
+    """The daemon's rule: a key is a string (or UTF-8 bytes) or an integer, not empty, at most 256 bytes; no
+    str() of a bool or a dict as an arm name. learn_one raises, the detector unchanged; score_one is 0.5."""
+    det = OutlierArmDetector(discovery=5)
+    det.learn_one({"key": "a", "reward": 1})
+    before = pickle.dumps(det)
+    with pytest.raises(ValueError, match="key"):
+        det.learn_one({"key": key, "reward": 1})
+    assert pickle.dumps(det) == before
+    assert det.score_one({"key": key}) == 0.5
 
 
 def test_bounded_rewards_with_a_policy_class():

@@ -67,6 +67,9 @@ class ConfidenceSequence(ABC):
 
     __slots__ = ("alpha", "arm", "m", "s")
     kind: ClassVar[str] = "cs"
+    #: the snapshot fields fixed at construction (the same for every arm of a policy): a restore compares
+    #: them with a fresh sequence's (:meth:`streamarms.policies.snapshot_fields.Fields.sequences`)
+    SETTINGS: ClassVar[tuple[str, ...]] = ("alpha",)
     #: the range of a reward (``None``: unbounded)
     low: float | None = None
     high: float | None = None

@@ -48,6 +48,7 @@ class EmpiricalBernsteinCS(EagerConfidenceSequence):
     """
 
     kind = "prpl_eb"
+    SETTINGS = ("alpha", "low", "high", "lam_max", "log2a")
     low: float   # always bounded here (the base class allows None)
     high: float
 

@@ -116,6 +116,7 @@ class BetaBinomialCS(ConfidenceSequence):
     # one per arm: slots, and the two constants shared (see ConfidenceSequence)
     __slots__ = ("a", "b", "lo", "hi", "_c", "_lb0")
     kind = "beta_binomial"
+    SETTINGS = ("alpha", "a", "b")
     low, high = 0.0, 1.0
 
     def __init__(self, alpha: float, arm: str = "arm", *, a: float = 0.5, b: float = 0.5) -> None:

@@ -32,6 +32,7 @@ class TruncatedMeanCS(EagerConfidenceSequence):
     """Anytime TEA confidence sequence for rewards with ``E|X|^p <= B`` (module docstring)."""
 
     kind = "tea"
+    SETTINGS = ("alpha", "p", "B")
 
     def __init__(self, alpha: float, arm: str = "arm", *, p: float = 2.0, B: float = 1.0) -> None:
         super().__init__(alpha, arm)

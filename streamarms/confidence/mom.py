@@ -38,6 +38,7 @@ class MedianOfMeansCS(EagerConfidenceSequence):
     """Anytime median-of-means confidence sequence for rewards with ``E|X - mu|^p <= C`` (module docstring)."""
 
     kind = "mom"
+    SETTINGS = ("alpha", "p", "C")
 
     def __init__(self, alpha: float, arm: str = "arm", *, p: float = 2.0, C: float = 1.0) -> None:
         super().__init__(alpha, arm)

@@ -105,6 +105,7 @@ class StitchedCS(EagerConfidenceSequence):
     """
 
     kind = "stitched"
+    SETTINGS = ("alpha", "low", "high", "sigma2", "m0")
 
     def __init__(self, alpha: float, arm: str = "arm", *, low: float | None = None, high: float | None = None,
                  sigma: float | None = None, m0: float = 8.0) -> None:

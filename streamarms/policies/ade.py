@@ -96,11 +96,13 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
-from ..models import RewardModel, make_model, model_from_dict
+from ..models import RewardModel, make_model
 from ..validation import check_k
+from . import ade_snapshot
 from .ade_parts import ClassificationHeaps, Found, ThresholdEstimator, check_all, intervals, scalar_radius_at
 from .ade_rounds import THRESHOLD, PendingPairs, SequentialRound
 from .base import Decision, Event, Policy, Request
+from .snapshot_fields import guarded
 
 __all__ = ["AdaptiveDoubleExploration", "ade_outliers"]
 
@@ -489,32 +491,21 @@ class AdaptiveDoubleExploration(Policy):
         }
 
     @classmethod
+    @guarded
     def restore(cls, state: dict[str, Any]) -> AdaptiveDoubleExploration:
-        cls._check_snapshot(state)
-        p = state["params"]
-        self = cls(state["arms"], k=p["k"], delta=p["delta"], model=model_from_dict(state["model"]),
-                   seed=p["seed"], two_sided=p["two_sided"], max_pending_pairs=p["max_pending_pairs"])
-        version, internal, gauss = state["rng"]
-        self._rng.setstate((version, tuple(internal), gauss))
-        n = self.n
-        self._m = [int(v) for v in state["m"]]
-        self._s = [float(v) for v in state["s"]]
-        self._max_m = int(state["max_m"])
-        self._status = list(state["status"])
-        self._side = list(state["side"])
-        self._hi_clear = bytearray(state["hi_clear"])
-        self._lo_clear = bytearray(state["lo_clear"])
+        """Rebuild from :meth:`snapshot` output; a malformed snapshot raises ``ValueError`` naming the field
+        (:mod:`streamarms.policies.ade_snapshot`)."""
+        self, f = ade_snapshot.construct(cls, state)
+        v = ade_snapshot.check_rounds(self, f)
+        self._m, self._s, self._max_m, self._status, self._side = v["m"], v["s"], v["max_m"], v["status"], v["side"]
+        self._hi_clear, self._lo_clear = bytearray(v["hi_clear"]), bytearray(v["lo_clear"])
         self._alive = bytearray(1 if st is None else 0 for st in self._status)
         self._n_alive = sum(self._alive)
-        self._cand = [int(i) for i in state["cand"]]
-        self._pulls = int(state["pulls"])
-        self._t, self._m_a = int(state["t"]), int(state["m_a"])
+        self._cand, self._pulls, self._t, self._m_a, self._mode = v["cand"], v["pulls"], v["t"], v["m_a"], v["mode"]
         self._est.load(state)
-        self._mode = state["mode"]
         self._pairs.load(state)
-        self._seq.load(state["seq_pending"])
-        self._ver = [0] * n
+        self._seq.load(v["seq_pending"])
+        self._ver = [0] * self.n
         self._rebuild_heaps()
-        self._ra_order = [int(i) for i in state["ra_order"]]
-        self._ra_ptr = 0
+        self._ra_order, self._ra_ptr = v["ra_order"], 0
         return self

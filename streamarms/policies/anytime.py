@@ -44,17 +44,17 @@ import heapq
 import math
 from array import array
 from collections.abc import Sequence
-from typing import Any, ClassVar, Self, cast
+from typing import Any, ClassVar, cast
 
-from ..confidence.base import sequence_from_snapshot
 from ..confidence.beta_binomial import BetaBinomialCS
 from ..confidence.factory import sequence_for
 from ..confidence.threshold import ThresholdTrack, grid_levels
-from ..models import HeavyTailedModel, RewardModel, SubGaussianModel, make_model, model_from_dict
+from ..models import HeavyTailedModel, RewardModel, SubGaussianModel, make_model
 from ..validation import check_ksigma_params
-from . import anytime_batch
+from . import anytime_batch, anytime_snapshot
 from .base import Decision, Event, Policy, Request
 from .ksigma import ksigma_outliers
+from .snapshot_fields import guarded
 
 __all__ = ["AnytimeKSigma", "ARM_SHARE"]
 
@@ -147,13 +147,9 @@ class AnytimeKSigma(Policy):
         self.alpha_arm = self.arm_share * self.delta / n
         self.alpha_theta = (1.0 - self.arm_share) * self.delta
         self.cs = [sequence_for(self.model, self.alpha_arm, a) for a in self.arms]
-        kw: dict[str, Any] = {}
-        if self.model.name in ("bernoulli", "bounded"):
-            kw = {"low": self.model.low, "high": self.model.high}
-        elif self.model.name == "subgaussian":
-            kw = {"sigma_x": cast(SubGaussianModel, self.model).sigma}
         self.track = ThresholdTrack(n, self.k, self.alpha_theta, two_sided=self.two_sided,
-                                    bernoulli=self.model.name == "bernoulli", bilinear="variance", **kw)
+                                    bernoulli=self.model.name == "bernoulli", bilinear="variance",
+                                    **anytime_snapshot.track_range(self.model))
         self.state = [0] * n          # 0 undecided, 1 outlier, -1 normal
         self.n_undecided = n
         self.T = 0
@@ -495,27 +491,11 @@ class AnytimeKSigma(Policy):
                 "deferred": list(self.deferred), "q": None if self.q is None else list(self.q)}
 
     @classmethod
+    @guarded
     def restore(cls, state: dict[str, Any]) -> AnytimeKSigma:
-        obj = cls._restore_arms(state, len(state["arms"]))
-        obj.track = ThresholdTrack.restore(state["track"])
+        """Rebuild from :meth:`snapshot` output; a malformed snapshot raises ``ValueError`` naming the field
+        (:mod:`streamarms.policies.anytime_snapshot`)."""
+        obj, f = anytime_snapshot.restore_arms(cls, state)
+        anytime_snapshot.restore_track(obj, f)
         obj._init_derived()
-        return obj
-
-    @classmethod
-    def _restore_arms(cls, state: dict[str, Any], n: int) -> Self:
-        """Everything of a snapshot but the threshold track, with ``n`` arms behind the per-arm alpha."""
-        obj = cls.__new__(cls)
-        Policy.__init__(obj, state["arms"])
-        obj.k, obj.delta, obj.two_sided, obj.arm_share = state["k"], state["delta"], state["two_sided"], state["arm_share"]
-        obj.model = model_from_dict(state["model"])
-        obj.alpha_arm = obj.arm_share * obj.delta / n
-        obj.alpha_theta = (1.0 - obj.arm_share) * obj.delta
-        obj.cs = [sequence_from_snapshot(c) for c in state["cs"]]
-        obj.state = list(state["state"])
-        obj.n_undecided = int(state["n_undecided"])
-        obj.T, obj.ignored = int(state["T"]), int(state["ignored"])
-        obj.key = [float(x) for x in state["key"]]
-        obj.deferred = [int(i) for i in state["deferred"]]
-        q = state.get("q")  # absent in a snapshot from before the sums of squares
-        obj.q = None if q is None else [float(x) for x in q]
         return obj

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..confidence.threshold import grid_levels
-from .base import Event, Policy
+from .base import Event, Policy, arm_indices
 
 #: ``pol`` below is an ``AnytimeKSigma`` (typed ``Any``: importing it here would make an import cycle)
 
@@ -73,12 +73,16 @@ def _may_cross(m: np.ndarray, s: np.ndarray, v: float, above: bool, cached: np.n
 
 def update_batch(pol: Any, arms: Sequence[int], rewards: Sequence[float]) -> tuple[int, list[Event]]:
     """``AnytimeKSigma.update_batch`` (its docstring says why this is exact)."""
+    checked = arm_indices(arms, len(pol.arms), len(rewards))  # (ValueError for a bad index: nothing ingested)
     if pol.model.name != "bernoulli" or pol.two_sided or len(rewards) < 16 or len(pol.arms) < _SKIP_MIN_ARMS:
-        return Policy.update_batch(pol, arms, rewards)
-    a = np.asarray(arms, dtype=np.intp)
-    x = np.asarray(rewards, dtype=np.float64)
-    if not bool(np.all((x == 0.0) | (x == 1.0))):  # a refused reward: find it reward by reward
-        return Policy.update_batch(pol, arms, rewards)
+        return Policy._update_each(pol, arms, rewards)
+    try:
+        x = np.asarray(rewards, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):  # not numbers: found reward by reward
+        return Policy._update_each(pol, arms, rewards)
+    a = np.asarray(checked, dtype=np.intp)
+    if x.shape != a.shape or not bool(np.all((x == 0.0) | (x == 1.0))):  # a refused reward: found reward by reward
+        return Policy._update_each(pol, arms, rewards)
     if pol.n_undecided == 0:
         pol.ignored += len(x)
         return len(x), []

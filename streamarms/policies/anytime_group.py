@@ -80,8 +80,10 @@ from ..group_threshold import group_finished, spec_mismatch
 from ..group_track import GroupTrack, PartitionedTrack
 from ..models import RewardModel, SubGaussianModel, make_model
 from ..validation import check_ksigma_params
+from . import anytime_snapshot
 from .anytime import ARM_SHARE, AnytimeKSigma, _request
 from .base import Event, Policy, Request
+from .snapshot_fields import Fields, guarded
 
 log = logging.getLogger(__name__)
 
@@ -368,13 +370,16 @@ class GroupKSigma(AnytimeKSigma):
                 "member": self.member, "group_done": self.group_done}
 
     @classmethod
+    @guarded
     def restore(cls, state: dict[str, Any]) -> GroupKSigma:
         """The policy, detached from the stats board: call :meth:`attach` before use."""
-        obj = cls._restore_arms(state, int(state["group_n"]))  # the per-arm alpha of the group's n
-        obj.group_n, obj.episode, obj.member = int(state["group_n"]), int(state["episode"]), state["member"]
-        obj.part = list(state["part"])
+        f = Fields(state)
+        group_n = f.integer("group_n", low=len(f.arms()))
+        obj, f = anytime_snapshot.restore_arms(cls, state, group_n)  # the per-arm alpha of the group's n
+        obj.group_n, obj.episode, obj.member = group_n, f.integer("episode"), f.raw("member")
+        obj.part = f.sequence("part")
         obj.spec = group_spec(obj.model, obj.group_n, obj.k, obj.alpha_theta, obj.two_sided)
-        obj.group_done = bool(state["group_done"])
+        obj.group_done = f.flag("group_done")
         obj._attach(_no_publish, _no_fetch, time.time, 1.0, state["track"]["parts"])
         obj._init_derived()
         return obj

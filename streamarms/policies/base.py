@@ -22,14 +22,17 @@ Streaming contract (used by the scheduler):
 
 from __future__ import annotations
 
+import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
+import numpy as np
+
 from ..validation import finite_reward
 
-__all__ = ["Request", "Event", "Decision", "Policy"]
+__all__ = ["Request", "Event", "Decision", "Policy", "arm_indices"]
 
 
 @dataclass(frozen=True)
@@ -187,7 +190,11 @@ class Policy(ABC):
     @classmethod
     @abstractmethod
     def restore(cls, state: dict[str, Any]) -> Policy:
-        """Rebuild a policy from :meth:`snapshot` output."""
+        """Rebuild a policy from :meth:`snapshot` output. A snapshot that is not one this policy wrote (a
+        field missing, of another type, out of range, inconsistent with the others) raises ``ValueError``
+        naming the field, never another exception, and never restores a policy that fails later: read it
+        with :class:`streamarms.policies.snapshot_fields.Fields` under ``@guarded``
+        (``streamarms.checks`` tries forged snapshots on every policy)."""
 
     def arm_evidence(self, arm: str) -> dict[str, Any] | None:
         """Arm ``arm``'s ``estimate``, confidence ``interval`` and ``samples`` now, for explanations
@@ -196,9 +203,12 @@ class Policy(ABC):
 
     @classmethod
     def _check_snapshot(cls, state: dict[str, Any]) -> None:
-        """``ValueError`` unless ``state`` is a snapshot of this policy (for :meth:`restore`)."""
-        if state.get("policy") != cls.name:
-            raise ValueError(f"snapshot is of policy {state.get('policy')!r}, not {cls.name!r}")
+        """``ValueError`` unless ``state`` is a snapshot of this policy (for :meth:`restore`; the field by
+        field reading: :class:`streamarms.policies.snapshot_fields.Fields`, ``Fields(state, policy=cls.name)``
+        does this check too)."""
+        if not isinstance(state, dict) or state.get("policy") != cls.name:
+            got = state.get("policy") if isinstance(state, dict) else type(state).__name__
+            raise ValueError(f"snapshot is of policy {got!r}, not {cls.name!r}")
 
     def update_batch(self, arms: Sequence[int], rewards: Sequence[float]) -> tuple[int, list[Event]]:
         """Ingest rewards in order (``arms[j]``: an index into :attr:`arms`) until one makes events.
@@ -207,7 +217,10 @@ class Policy(ABC):
         :meth:`update` would have, and ``events`` are those of the ``n``-th -- the batch stops right
         after a reward with events or that makes the policy done (the caller emits them at that
         reward's time, ends the episode, or calls again with the rest). ``n < len(rewards)`` with no events means reward ``n`` is refused: the caller
-        asks :meth:`update` for the error (the state is unchanged). Default: :meth:`update` one by
+        asks :meth:`update` for the error (the state is unchanged). An index that is not one of
+        :attr:`arms` (negative, too large, not an integer) or a count of indices other than of rewards
+        refuses the whole batch with ``ValueError`` before anything is ingested (:func:`arm_indices`,
+        one vectorised check: ``-1`` is no "last arm" here). Default: :meth:`update` one by
         one; a policy whose state depends only on per-arm counts and sums overrides it to skip ahead
         with numpy (``AnytimeKSigma``).
 
@@ -216,6 +229,11 @@ class Policy(ABC):
         >>> p.update_batch([0, 1, 2, 0], [1.0, 0.0, 1.0, 5.0]), p.pulls
         ((3, []), 3)
         """
+        arm_indices(arms, len(self.arms), len(rewards))
+        return self._update_each(arms, rewards)
+
+    def _update_each(self, arms: Sequence[int], rewards: Sequence[float]) -> tuple[int, list[Event]]:
+        """:meth:`update_batch` by :meth:`update`, reward by reward (the indices already checked)."""
         names, was_done = self.arms, self.done
         for j in range(len(rewards)):
             try:
@@ -235,3 +253,45 @@ class Policy(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(n_arms={len(self.arms)}, pulls={self.pulls}, done={self.done})"
+
+
+_INT = {int}
+
+
+def arm_indices(arms: Sequence[int], n_arms: int, n_rewards: int) -> Sequence[int] | np.ndarray:
+    """``arms`` (:meth:`Policy.update_batch`'s indices) after one vectorised check: one integer per reward,
+    each in ``[0, n_arms)``; else ``ValueError`` naming the first bad index and its position (nothing is
+    ingested). Returns a numpy array, or the list itself when it is a list of valid ints.
+
+    >>> arm_indices([2, 0], 3, 2), arm_indices(np.array([2, 0]), 3, 2).tolist()
+    ([2, 0], [2, 0])
+    >>> arm_indices([0, -1], 3, 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: update_batch: arm index -1 (position 1) is not one of the policy's 3 arms (0 to 2)
+    """
+    if type(arms) is list and len(arms) == n_rewards and (not arms or set(map(type, arms)) == _INT):
+        # the scheduler's lists of ints, checked by C loops (type, min, max) without numpy's conversion,
+        # which costs more than the update of a short batch; anything else takes the numpy check below
+        if not arms or (min(arms) >= 0 and max(arms) < n_arms):
+            return arms  # (a list of valid indices serves as well)
+    try:
+        a = np.asarray(arms)
+    except (TypeError, ValueError, OverflowError):  # (a ragged list, say)
+        a = np.asarray([None], dtype=object)
+    if a.ndim != 1 or len(a) != n_rewards:
+        raise ValueError(f"update_batch needs one arm index per reward, got {len(arms)} indices for "
+                         f"{n_rewards} rewards")
+    if not a.size:
+        return a
+    if a.dtype.kind not in "iu":  # floats, strings, None, huge ints; booleans alone (a mask, not indices --
+        # a bool among ints is its int, as in Python)
+        j = next((j for j, v in enumerate(arms) if isinstance(v, bool) or not isinstance(v, numbers.Integral)
+                  or not -(1 << 62) < v < (1 << 62)), 0)
+        raise ValueError(f"update_batch: arm index {arms[j]!r} (position {j}) is not an integer")
+    bad = (a < 0) | (a >= n_arms)
+    if bad.any():
+        j = int(np.argmax(bad))
+        raise ValueError(f"update_batch: arm index {int(a[j])} (position {j}) is not one of the policy's "
+                         f"{n_arms} arms (0 to {n_arms - 1})")
+    return a

@@ -56,6 +56,7 @@ from typing import Any, ClassVar
 from .. import bounds
 from ..models import HeavyTailedModel, RewardModel, make_model, model_from_dict
 from .base import Decision, Event, Policy, Request
+from .snapshot_fields import Fields, guarded
 from .thresholding import check_budget
 
 __all__ = ["SuccessiveElimination", "SuccessiveRejects", "best_arm_truth"]
@@ -201,16 +202,30 @@ class _Eliminator(Policy):
             st["est"] = [{"counts": list(e._counts), "sums": list(e._sums), "n": e.n} for e in self._est]
         return st
 
-    def _load(self, st: dict[str, Any]) -> None:
-        self.m = [int(v) for v in st["m"]]
-        self.s = [float(v) for v in st["s"]]
-        self._set_active([int(v) for v in st["active"]])
-        self.eliminated = [int(v) for v in st["eliminated"]]
-        self.n_truncated, self.ignored, self._T = int(st["truncated"]), int(st["ignored"]), int(st["pulls"])
+    def _load(self, f: Fields) -> None:
+        """The state of :meth:`_state`, every field checked (``ValueError`` naming it): counts adding up to the
+        pulls, sums in the reward range, the surviving and eliminated arms splitting the arms, a stage
+        open while not done, per-arm estimators counting the arm's samples."""
+        self.m, self.s = f.counts("m"), f.numbers("s")
+        if not self.model.transforms:  # (TEA's sums are of truncated rewards)
+            f.sums_within("s", self.m, self.s, self.model.low, self.model.high)
+        self._set_active(f.indices("active", distinct=True))
+        self.eliminated = f.indices("eliminated", distinct=True)
+        if not self.active or sorted(self.active + self.eliminated) != list(range(len(self.arms))):
+            raise f.fail("active", "and 'eliminated' must split the arms, with at least one surviving")
+        self._T = f.integer("pulls")
+        f.total("pulls", self._T, self.m)
+        self.n_truncated, self.ignored = f.integer("truncated", high=self._T), f.integer("ignored")
         if self._est is not None:
-            for e, d in zip(self._est, st["est"]):
-                e._counts, e._sums, e.n = [int(v) for v in d["counts"]], [float(v) for v in d["sums"]], int(d["n"])
-        self._begin(int(st["target"]))
+            for i, (e, d) in enumerate(zip(self._est, f.sequence("est"))):
+                ef = Fields(d, len(self.arms), where=f"est[{i}].")
+                counts = ef.counts("counts", len(e._counts))
+                e._counts, e._sums, e.n = counts, ef.numbers("sums", len(e._sums)), ef.integer("n")
+                if e.n != self.m[i] or sum(counts) not in (0, e.n):
+                    raise ef.fail("n", f"is {e.n}, but the arm has {self.m[i]} samples")
+        self._begin(f.integer("target"))
+        if not self.done and self._remaining == 0:
+            raise f.fail("target", f"is {self._target}: every surviving arm has reached it, yet the run goes on")
 
 
 class SuccessiveElimination(_Eliminator):
@@ -294,12 +309,18 @@ class SuccessiveElimination(_Eliminator):
         return st
 
     @classmethod
+    @guarded
     def restore(cls, state: dict[str, Any]) -> SuccessiveElimination:
-        cls._check_snapshot(state)
-        pol = cls(state["arms"], delta=state["delta"], model=model_from_dict(state["model"]),
-                  seed=state.get("seed"), maximize=state["maximize"])
-        pol.round = int(state["round"])
-        pol._load(state)
+        f = Fields(state, policy=cls.name)
+        with f.part("model"):
+            model = model_from_dict(f.raw("model"))
+        with f.part("delta"):  # the constructor's checks
+            pol = cls(f.arms(), delta=f.number("delta"), model=model, seed=f.raw("seed", None),
+                      maximize=f.flag("maximize"))
+        pol.round = f.integer("round", low=1)
+        pol._load(f)
+        if not pol.done and pol._target != pol.round:  # (round r: every surviving arm reaches r samples)
+            raise f.fail("target", f"is {pol._target}, but round {pol.round} asks {pol.round} samples of each arm")
         return pol
 
 
@@ -384,12 +405,21 @@ class SuccessiveRejects(_Eliminator):
         return st
 
     @classmethod
+    @guarded
     def restore(cls, state: dict[str, Any]) -> SuccessiveRejects:
-        cls._check_snapshot(state)
-        pol = cls(state["arms"], budget=state["budget"], model=model_from_dict(state["model"]),
-                  epsilon=state["epsilon"], seed=state.get("seed"), maximize=state["maximize"])
-        pol.phase = int(state["phase"])
-        v, internal, g = state["rng"]
-        pol._rng.setstate((v, tuple(internal), g))
-        pol._load(state)
+        f = Fields(state, policy=cls.name)
+        with f.part("model"):
+            model = model_from_dict(f.raw("model"))
+        with f.part("budget"):  # the constructor's checks
+            pol = cls(f.arms(), budget=f.raw("budget"), model=model, epsilon=f.raw("epsilon"),
+                      seed=f.raw("seed", None), maximize=f.flag("maximize"))
+        pol.phase = f.integer("phase", low=1)
+        with f.part("rng"):
+            v, internal, g = f.raw("rng")
+            pol._rng.setstate((v, tuple(internal), g))
+        pol._load(f)
+        if pol.phase != 1 + len(pol.eliminated):  # (one arm rejected per phase)
+            raise f.fail("phase", f"is {pol.phase}, but {len(pol.eliminated)} arms were rejected")
+        if len(pol.active) > 1 and pol._target != pol.phase_lengths[pol.phase - 1]:
+            raise f.fail("target", f"is {pol._target}, but phase {pol.phase} asks {pol.phase_lengths[pol.phase - 1]}")
         return pol

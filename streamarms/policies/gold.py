@@ -87,10 +87,12 @@ import numpy as np
 
 from .. import bounds
 from ..confidence.arms import ArmSequences
-from ..models import BernoulliModel, RewardModel, make_model, model_from_dict
+from ..models import BernoulliModel, RewardModel, make_model
+from . import planned_snapshot
 from .base import Decision, Event, Policy, Request
 from .gold_graph import CoreGraph
 from .rounds import RoundPlan, RoundPlanned
+from .snapshot_fields import guarded
 
 __all__ = ["GenericOutlierDetection", "OutlierGroup", "outlier_groups", "true_outliers",
            "ranking_respects_groups", "validate_gold_params", "outlier_budget"]
@@ -541,23 +543,10 @@ class GenericOutlierDetection(RoundPlanned, Policy):
         }
 
     @classmethod
+    @guarded
     def restore(cls, state: dict[str, Any]) -> GenericOutlierDetection:
-        pol = cls(state["arms"], epsilon=state["epsilon"], rho=state["rho"], delta=state["delta"],
-                  model=model_from_dict(state["model"]), seed=state.get("seed"),
-                  intervals=state.get("intervals", "paper"))
-        if state.get("cs") is not None:
-            pol._cs = ArmSequences.restore(state["cs"])
-        pol.m = [int(v) for v in state["m"]]
-        pol.s = [float(v) for v in state["s"]]
-        pol.T = int(state["T"])
-        pol.T0 = None if state["T0"] is None else int(state["T0"])
-        pol.terminal = [bool(v) for v in state["terminal"]]
-        pol.S = [int(v) for v in state["S"]]
-        pol.n_terminal = sum(pol.terminal)
-        pol._done = bool(state["done"])
-        pol._first_check = bool(state["first_check"])
-        pol.comp = np.array(state["comp"], dtype=np.int64)
-        pol._next_label = int(state["next_label"])
-        pol.graph.load(state, [not t for t in pol.terminal], built=pol.T0 is not None)
-        pol._plan.start(int(i) for i in state["plan"])
+        """Rebuild from :meth:`snapshot` output; a malformed snapshot raises ``ValueError`` naming the field
+        (:mod:`streamarms.policies.planned_snapshot`)."""
+        pol, f = planned_snapshot.construct(cls, state, ("epsilon", "rho", "delta"))
+        planned_snapshot.load_gold(pol, f)
         return pol

@@ -65,10 +65,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .. import bounds
-from ..models import BernoulliModel, BoundedModel, RewardModel, make_model, model_from_dict
+from ..models import BernoulliModel, BoundedModel, RewardModel, make_model
 from ..validation import check_ksigma_params
-from . import ksigma_batch
+from . import ksigma_batch, ksigma_snapshot
 from .base import Decision, Event, Policy, Request
+from .snapshot_fields import guarded
 
 __all__ = ["RoundRobin", "WeightedRoundRobin", "NaiveRoundRobin", "ksigma_outliers"]
 
@@ -312,28 +313,6 @@ class _KSigmaEstimates(Policy):
                 "done": self._done, "ignored_after_done": self._ignored_after_done,
                 "transformed": self._transformed,
                 "sums": [self._sy, self._syy, self._sinv]}
-
-    def _load_base_state(self, st: dict[str, Any]) -> None:
-        self.m = [int(v) for v in st["m"]]
-        self.s = [float(v) for v in st["s"]]
-        self._m_np = np.array(self.m, dtype=float)
-        self._s_np = np.array(self.s, dtype=float)
-        self.T = int(st["T"])
-        self._cur = int(st["cur"])
-        self._done = bool(st["done"])
-        self._ignored_after_done = int(st.get("ignored_after_done", 0))
-        self._transformed = int(st.get("transformed", 0))
-        self._n_unpulled = sum(1 for v in self.m if v == 0)
-        self._sy, self._syy, self._sinv = (float(v) for v in st["sums"])
-
-    @classmethod
-    def _construct(cls, st: dict[str, Any]) -> Any:
-        if st.get("policy") != cls.__name__:
-            raise ValueError(f"snapshot is of {st.get('policy')!r}, not {cls.__name__}")
-        p = dict(st["params"])
-        p["model"] = model_from_dict(p["model"])
-        return cls(st["arms"], **p)
-
 
 class _ConfidentKSigma(_KSigmaEstimates):
     """Confidence intervals, Eq. 2 activity, Eq. 3 output and the incremental stopping check."""
@@ -700,38 +679,16 @@ class _ConfidentKSigma(_KSigmaEstimates):
         return st
 
     @classmethod
+    @guarded
     def restore(cls, state: dict[str, Any]) -> _ConfidentKSigma:
-        pol = cls._construct(state)
-        pol._load_base_state(state)
-        pol._reported = bytearray(int(v) for v in state["reported"])
-        pol._restore_schedule(state)
-        chk = state.get("check")
-        if chk is not None:
-            pol._events_total = int(chk["events_total"])
-            pol._cert_idx = [int(i) for i in chk["cert_idx"]]
-            pol._cert_val = [float(v) for v in chk["cert_val"]]
-            pol._cert_ptr = int(chk["cert_ptr"])
-            pol._cert_hi0, pol._cert_lo0 = float(chk["cert_hi0"]), float(chk["cert_lo0"])
-            pol._pulled_since = {int(i) for i in chk["pulled_since"]}
-            pol._win_lo, pol._win_hi = int(chk["win_lo"]), int(chk["win_hi"])
-            if pol._win_hi:  # the radius functions of the open z window
-                pol._rfn_lo = pol.model.radius_fn(pol.significance(max(pol._win_lo, 1)))
-                pol._rfn_hi = pol.model.radius_fn(pol.significance(pol._win_hi))
-            pol._ctx_T = int(chk["ctx_T"])
-            pol._ctx = tuple(float(v) for v in chk["ctx"])
-            pol._rad_lo = [float(v) for v in chk["rad_lo"]]
-            pol._rad_hi = [float(v) for v in chk["rad_hi"]]
-            pol._bsums = [float(v) for v in chk["bsums"]]
-            lti = chk["last_threshold_interval"]
-            pol._last_threshold_interval = None if lti is None else (float(lti[0]), float(lti[1]))
-        elif pol.initialised and not pol._done:  # a snapshot without the check state
-            if pol._radius_kind != "mcdiarmid":
-                pol._open_window()
-            pol._cert_idx = []  # the next pull runs a full check
+        """Rebuild from :meth:`snapshot` output; a malformed snapshot raises ``ValueError`` naming the field
+        (:mod:`streamarms.policies.ksigma_snapshot`)."""
+        pol, f = ksigma_snapshot.construct(cls, state)
+        ksigma_snapshot.load_base_state(pol, f)
+        if isinstance(pol, WeightedRoundRobin):
+            ksigma_snapshot.load_schedule(pol, f)
+        ksigma_snapshot.load_check(pol, f)
         return pol
-
-    def _restore_schedule(self, state: dict[str, Any]) -> None:
-        pass
 
 
 class RoundRobin(_ConfidentKSigma):
@@ -850,9 +807,6 @@ class WeightedRoundRobin(_ConfidentKSigma):
         st["c"] = list(self.c)
         return st
 
-    def _restore_schedule(self, state: dict[str, Any]) -> None:
-        self.c = [float(v) for v in state["c"]]
-
 
 class NaiveRoundRobin(_KSigmaEstimates):
     """Naive Round-Robin (NRR, [ZWW17] Sec. 5.2 baseline): RR pulls, heuristic stop.
@@ -942,10 +896,9 @@ class NaiveRoundRobin(_KSigmaEstimates):
         return st
 
     @classmethod
+    @guarded
     def restore(cls, state: dict[str, Any]) -> NaiveRoundRobin:
-        pol = cls._construct(state)
-        pol._load_base_state(state)
-        pol._last_change = int(state["last_change"])
-        pol._theta_prev = (float(state["theta_prev"][0]), float(state["theta_prev"][1]))
-        pol._sorted = sorted((pol.s[i] / pol.m[i], i) for i in range(pol.n) if pol.m[i])
+        pol, f = ksigma_snapshot.construct(cls, state)
+        ksigma_snapshot.load_base_state(pol, f)
+        ksigma_snapshot.load_naive(pol, f)
         return pol

@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from .. import bounds
-from .base import Event, Policy
+from .base import Event, Policy, arm_indices
 
 __all__ = ["update_batch", "update_one", "CTX_LAZY"]
 
@@ -79,16 +79,17 @@ def fast_ok(pol: Any) -> bool:
 
 def update_batch(pol: Any, arms: Sequence[int], rewards: Sequence[float]) -> tuple[int, list[Event]]:
     """``WeightedRoundRobin.update_batch`` (the module docstring says why this is exact)."""
+    checked = arm_indices(arms, pol.n, len(rewards))  # (ValueError for a bad index: nothing ingested)
     if not fast_ok(pol) or len(rewards) < 16 or pol.n < _MIN_ARMS:
-        return Policy.update_batch(pol, arms, rewards)
+        return Policy._update_each(pol, arms, rewards)
     try:
-        a = np.asarray(arms, dtype=np.intp)
         x = np.asarray(rewards, dtype=np.float64)
-    except (TypeError, ValueError):
-        return Policy.update_batch(pol, arms, rewards)
-    if a.shape != x.shape or a.ndim != 1:
-        return Policy.update_batch(pol, arms, rewards)
-    bad = ~((x == 0.0) | (x == 1.0)) | (a < 0) | (a >= pol.n)
+    except (TypeError, ValueError, OverflowError):  # (OverflowError: an integer beyond the floats)
+        return Policy._update_each(pol, arms, rewards)
+    a = np.asarray(checked, dtype=np.intp)
+    if x.shape != a.shape:  # (a reward that is a list, say)
+        return Policy._update_each(pol, arms, rewards)
+    bad = ~((x == 0.0) | (x == 1.0))
     if bad.any():  # the rewards before the first refused one; update() then says why it is refused
         k = int(np.argmax(bad))
         a, x = a[:k], x[:k]

@@ -63,10 +63,12 @@ import numpy as np
 
 from .. import bounds
 from ..confidence.arms import ArmSequences
-from ..models import BernoulliModel, RewardModel, make_model, model_from_dict
+from ..models import BernoulliModel, RewardModel, make_model
 from ..validation import check_k
+from . import planned_snapshot
 from .base import Decision, Event, Policy, Request
 from .rounds import RoundPlan, RoundPlanned
+from .snapshot_fields import guarded
 
 __all__ = ["RobustOutlierArmIdentification", "robust_threshold", "robust_true_outliers"]
 
@@ -292,22 +294,10 @@ class RobustOutlierArmIdentification(RoundPlanned, Policy):
                 "intervals": self.intervals, "cs": None if self._cs is None else self._cs.snapshot()}
 
     @classmethod
+    @guarded
     def restore(cls, state: dict[str, Any]) -> RobustOutlierArmIdentification:
-        pol = cls(state["arms"], k=state["k"], two_sided=state["two_sided"], delta=state["delta"],
-                  model=model_from_dict(state["model"]), seed=state.get("seed"),
-                  intervals=state.get("intervals", "paper"))
-        if state.get("cs") is not None:
-            pol._cs = ArmSequences.restore(state["cs"])
-        pol.m = np.array(state["m"], dtype=np.int64)
-        pol.s = np.array(state["s"], dtype=float)
-        for i in np.flatnonzero(pol.m > 0).tolist():
-            pol.L[i], pol.U[i] = pol._arm_interval(i)
-        pol.status = np.array(state["status"], dtype=np.int8)
-        pol._pulls = int(state["pulls"])
-        pol._done = bool(state["done"])
-        pol.rounds = int(state["rounds"])
-        if state["stats"] is not None:
-            med_lo, med_hi, mad_lo, mad_hi = (float(v) for v in state["stats"])
-            pol._stats = (med_lo, med_hi, mad_lo, mad_hi)
-        pol._plan.start(int(i) for i in state["plan"])
+        """Rebuild from :meth:`snapshot` output; a malformed snapshot raises ``ValueError`` naming the field
+        (:mod:`streamarms.policies.planned_snapshot`)."""
+        pol, f = planned_snapshot.construct(cls, state, ("k", "delta"), ("two_sided",))
+        planned_snapshot.load_robust(pol, f)
         return pol

@@ -54,6 +54,7 @@ from typing import Any, ClassVar
 
 from ..models import RewardModel, make_model, model_from_dict
 from .base import Decision, Event, Policy, Request
+from .snapshot_fields import Fields, guarded
 
 __all__ = ["ThresholdingPolicy", "LSA", "APT", "UCBE", "Uniform", "misclassified", "threshold_truth",
            "complexity_H", "check_budget"]
@@ -298,15 +299,23 @@ class ThresholdingPolicy(Policy):
                 "truncated": self.n_truncated, "ignored": self.ignored}
 
     @classmethod
+    @guarded
     def restore(cls, state: dict[str, Any]) -> ThresholdingPolicy:
-        cls._check_snapshot(state)
-        pol = cls(state["arms"], threshold=state["threshold"], budget=state["budget"],
-                  model=model_from_dict(state["model"]), seed=state.get("seed"), **state["params"])
-        pol.m = [int(v) for v in state["m"]]
-        pol.s = [float(v) for v in state["s"]]
-        pol._T = int(state["pulls"])
-        pol.n_truncated = int(state.get("truncated", 0))
-        pol.ignored = int(state.get("ignored", 0))
+        """Rebuild from :meth:`snapshot` output; a malformed snapshot raises ``ValueError`` naming the field
+        (the parameters checked by the constructor, the counts adding up to the pulls, at most the budget)."""
+        f = Fields(state, policy=cls.name)
+        with f.part("model"):
+            model = model_from_dict(f.raw("model"))
+        with f.part("params"):  # the constructor's checks
+            pol = cls(f.arms(), threshold=f.number("threshold"), budget=f.raw("budget"), model=model,
+                      seed=f.raw("seed", None), **f.sub("params").state)
+        pol.m, pol.s = f.counts("m"), f.numbers("s")
+        if not model.transforms:  # (TEA's sums are of truncated rewards)
+            f.sums_within("s", pol.m, pol.s, model.low, model.high)
+        pol._T = f.integer("pulls", high=pol.budget)
+        f.total("pulls", pol._T, pol.m)
+        pol.n_truncated = f.integer("truncated", high=pol._T, default=0)
+        pol.ignored = f.integer("ignored", default=0)
         pol._rebuild()
         return pol
 

@@ -232,8 +232,9 @@ def test_policy_update_batch_equals_update_one_by_one(n, seed):
     means = [0.2] * (n - 2) + [0.8, 0.9]
     arms = [rng.randrange(n) for _ in range(400 * n if n < 100 else 100 * n)]
     xs = [float(rng.random() < means[a]) for a in arms]
+    bad = [0.5, 10 ** 400, "x", None, float("nan")]  # the batch stops before each, update() says why
     for j in range(0, len(xs), 997):
-        xs[j] = 0.5  # refused by the Bernoulli model: the batch stops before it, update() says why
+        xs[j] = bad[(j // 997) % len(bad)]
     names = [f"a{i}" for i in range(n)]
     for make_policy in (lambda: AnytimeKSigma(names, k=2.0, delta=0.1),
                         lambda: WeightedRoundRobin(names, k=2.0, delta=0.1)):
@@ -260,3 +261,23 @@ def test_policy_update_batch_equals_update_one_by_one(n, seed):
         assert json.dumps(q.snapshot()) == json.dumps(p.snapshot())
         if isinstance(q, AnytimeKSigma):
             assert type(q).update_batch is not Policy.update_batch
+
+
+@pytest.mark.parametrize("make_policy", [WeightedRoundRobin, AnytimeKSigma], ids=["wrr", "cs"])
+@pytest.mark.parametrize("bad", [-1, 300, 2.5, "a0", None])
+def test_update_batch_refuses_a_bad_index_on_the_numpy_path_too(make_policy, bad):
+    """A batch long enough for the numpy paths (>= 16 rewards, >= 40 arms) with one index that is not an
+    arm's, anywhere: ValueError naming it, nothing ingested (-1 is not the last arm)."""
+    names = [f"a{i}" for i in range(300)]
+    p = make_policy(names)
+    rng = random.Random(3)
+    arms = [rng.randrange(300) for _ in range(2000)]
+    xs = [float(rng.random() < 0.3) for _ in arms]
+    p.update_batch(arms[:500], xs[:500])
+    before = json.dumps(p.snapshot())
+    arms[1500] = bad
+    with pytest.raises(ValueError, match=rf"arm index {bad!r} \(position 1000\)"):
+        p.update_batch(arms[500:], xs[500:])
+    with pytest.raises(ValueError, match="one arm index per reward"):
+        p.update_batch(arms[500:1000], xs[500:999])
+    assert json.dumps(p.snapshot()) == before

@@ -60,9 +60,8 @@ def test_random_arms(n, kind, seed):
     N = 150 * n
     arms = [rng.randrange(n) for _ in range(N)]
     xs = [float(rng.random() < means[a]) for a in arms]
-    for j in range(5000, N, 20011):  # refused: not a Bernoulli reward, an arm out of range
-        xs[j] = 0.5
-        arms[j + 7] = n + 3
+    for j in range(5000, N, 20011):  # refused: not a Bernoulli reward (a bad index refuses the whole batch:
+        xs[j] = 0.5                   # test_a_bad_index_refuses_the_whole_batch)
     names = [f"a{i}" for i in range(n)]
     p, q = WeightedRoundRobin(names), WeightedRoundRobin(names)
     calls = {"skip": 0}
