@@ -61,6 +61,9 @@ def check_group_settings(s: Any) -> None:
                           f"not {s.policy!r}")
     if s.mode == ACTIVE or s.mode == "continuous":
         raise ConfigError("--group-threshold runs passive episodes (--mode passive)")
+    if s.episode_silence_records:
+        raise ConfigError("--episode-silence-records does not apply to --group-threshold: a group's episode ends "
+                          "group-wide, never on one member's silent key")
 
 
 def wire_group_member(app: Any) -> GroupMember:

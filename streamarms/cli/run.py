@@ -90,6 +90,8 @@ def _scheduler_config(s: RunSettings) -> SchedulerConfig:
     """The settings of the same names (every field of :class:`SchedulerConfig` is one); 0 s timeouts: none."""
     kw = {f.name: getattr(s, f.name) for f in fields(SchedulerConfig)}
     kw.update(episode_timeout=s.episode_timeout or None, key_ttl=s.key_ttl or None)
+    if getattr(s, "group_threshold", False):
+        kw["episode_silence_records"] = 0  # a group's episode ends group-wide (GroupMember), not on one member's key
     if "passive_feed" not in s.explicit and s.mode != ACTIVE and s.policy in POLICIES:
         kw["passive_feed"] = POLICIES[s.policy].passive_feed  # the policy's own default
     return SchedulerConfig(**kw)

@@ -30,6 +30,8 @@ def _settings(*argv: str):
       "--mode", "active", "--requests-topic", "q"], "passive"),
     (["--group-interval", "2"], "applies to --group-threshold"),
     (["--group-chunk-keys", "100"], "applies to --group-threshold"),
+    (["--group-threshold", "--bootstrap-servers", "x:9092", "--rewards-topic", "r", "--policy", "cs",
+      "--episode-silence-records", "5000"], "does not apply to --group-threshold"),
 ])
 def test_refused_with_a_clear_message(argv, msg):
     with pytest.raises(ConfigError, match=msg):
@@ -58,3 +60,12 @@ def test_deploy_files_run_the_group_mode(tmp_path):
     compose = yaml.safe_load((DEPLOY / "docker-compose.group.yml").read_text())
     cmd = compose["services"]["streamarms-member"]["command"]
     assert "--group-threshold" in cmd and compose["services"]["streamarms-member"]["deploy"]["replicas"] >= 2
+
+
+def test_the_silence_rule_is_off_for_group_members():
+    """A member's silent key must not end its episode alone: the group's episode ends group-wide."""
+    from streamarms.cli.run import _scheduler_config
+    on = _scheduler_config(_settings("--bootstrap-servers", "x:9092", "--rewards-topic", "r", "--policy", "cs"))
+    off = _scheduler_config(_settings("--group-threshold", "--bootstrap-servers", "x:9092", "--rewards-topic", "r",
+                                      "--policy", "cs"))
+    assert on.episode_silence_records is None and off.episode_silence_records == 0
