@@ -19,6 +19,8 @@
   daemon keeps its state, skips checkpoints while disconnected, and readiness reports it. A group
   offset commit waits at most ``commit_timeout`` seconds (5; kafka-python's own limit, 30 s, held the
   daemon's loop through a whole outage) and a commit without an answer counts as the outage's start.
+  **Timestamps.** A record stamped more than ``max_timestamp_ahead`` seconds after this machine's clock,
+  or before 1970, comes out of ``poll`` refused as ``bad_timestamp`` (:mod:`.record_time`).
   **Backfill.** ``start_from`` (``"earliest"``, ``"latest"`` or a timestamp in ms) says where a partition
   assigned *without a checkpointed position* starts, whatever the group's committed offset says
   (:mod:`streamarms.connectors.backfill`): to warm a new deployment on history. A partition with a
@@ -93,6 +95,7 @@ from .backfill import StartFrom
 from .kafka_positions import OUT_OF_RANGE_RULES, OffsetsOutOfRange, record_fingerprint
 from .kafka_positions import transient as _transient
 from .ordering import PartitionMerger, parse_tp, tp_name
+from .record_time import screen_timestamps
 
 __all__ = ["client_config", "crc_implementation", "ensure_topics", "record_fingerprint", "probe_cluster", "BrokerUnreachable", "KafkaRewardSource", "OffsetsOutOfRange", "GroupJoinTimeout", "OUT_OF_RANGE_RULES", "KafkaProducerPool", "KafkaAlertSink",
            "KafkaRequestSink", "KafkaDeadLetterSink", "KafkaCheckpointStore", "KafkaTransaction", "SinkError"]
@@ -260,6 +263,8 @@ class KafkaRewardSource:
     """Reads the reward topics as a member of ``group_id`` (module docstring).
 
     ``resume``: positions from a checkpoint (``{"topic:partition": [next_offset, runmax]}``).
+    ``max_timestamp_ahead``: a record stamped more than this many seconds after this machine's clock (or
+    before 1970) is refused as ``bad_timestamp`` (:mod:`.record_time`); ``None`` or 0: no limit.
     ``before_revoke``: called when partitions are about to be taken away (the daemon checkpoints).
     """
 
@@ -268,7 +273,8 @@ class KafkaRewardSource:
                  from_beginning: bool = True, consumer_options: dict[str, Any] | None = None,
                  max_buffer: int = 20_000, on_out_of_range: str = "earliest", check_interval: float = 5.0,
                  rebuild_after: float = 10.0, join_timeout: float = 120.0, leave_grace: float = 15.0,
-                 start_from: str | int | None = None, commit_timeout: float = 5.0) -> None:
+                 start_from: str | int | None = None, commit_timeout: float = 5.0,
+                 max_timestamp_ahead: float | None = 3600.0) -> None:
         if on_out_of_range not in OUT_OF_RANGE_RULES:
             raise ValueError(f"on_out_of_range must be one of {', '.join(OUT_OF_RANGE_RULES)}, got {on_out_of_range!r}")
         #: where a partition without a checkpointed position starts (``None``: the group's committed
@@ -276,6 +282,9 @@ class KafkaRewardSource:
         self.start_from = start_from
         self._backfill = StartFrom(start_from, transient=_transient) if start_from is not None else None
         self.on_out_of_range = on_out_of_range
+        #: seconds a record's timestamp may be after this machine's clock (``None``/0: no limit); a record
+        #: beyond it, or before 1970, is refused as ``bad_timestamp`` (:mod:`.record_time`)
+        self.max_timestamp_ahead = max_timestamp_ahead or None
         self.check_interval = check_interval
         #: seconds a group offset commit may wait for the broker (kafka-python's default, its request
         #: timeout of 30 s, kept the daemon's loop blocked through a whole outage: no poll, no warning,
@@ -584,7 +593,9 @@ class KafkaRewardSource:
                     self.consumer.resume(*[TopicPartition(*tp) for tp in back])
                     self._paused.difference_update(back)
                     self._resumed_any = True
-        return merger.release(self._ended)
+        ahead = self.max_timestamp_ahead
+        return screen_timestamps(merger.release(self._ended), time.time() * 1000.0,
+                                 None if ahead is None else ahead * 1000.0)
 
     def rollback(self, processed: int) -> None:
         self.merger.rollback(processed)

@@ -390,7 +390,8 @@ class _App:
                                             ordered=s.order == "timestamp", max_poll_records=s.max_poll_records,
                                             from_beginning=bool(s.from_beginning),
                                             consumer_options=dict(_kv(x) for x in (s.consumer_option or [])),
-                                            on_out_of_range=s.on_out_of_range, start_from=s.start_from)
+                                            on_out_of_range=s.on_out_of_range, start_from=s.start_from,
+                                            max_timestamp_ahead=s.max_timestamp_ahead)
             if self.pool is not None:
                 from streamarms.connectors.kafka import KafkaTransaction
                 self.transaction = KafkaTransaction(self.pool, self.source)

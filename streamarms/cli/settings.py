@@ -56,6 +56,7 @@ class RunSettings:
     order: str = "timestamp"
     on_out_of_range: str = "earliest"
     start_from: str | int | None = None
+    max_timestamp_ahead: float = 3600.0
     rewards_file: list[str] | None = None
     alerts_file: str | None = None
     dead_letter_file: str | None = None
@@ -200,6 +201,10 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="backfill: a partition without a checkpointed position starts at the first record at or "
                         "after TIMESTAMP (ms since the epoch, or ISO 8601, UTC by default), or at its start / end, "
                         "whatever the group's committed offset (default: the committed offset)")
+    g.add_argument("--max-timestamp-ahead", type=nonneg_float, metavar="SECONDS",
+                   help="refuse (dead-letter, reason bad_timestamp) a record stamped more than SECONDS after this "
+                        "machine's clock, or before 1970: one producer with a wrong clock would otherwise move the "
+                        "stream clock to its time for good (default 3600, Kafka 4.0's own limit; 0: no limit)")
     g.add_argument("--security-protocol", choices=["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"])
     g.add_argument("--sasl-mechanism", metavar="MECH", help="PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, GSSAPI")
     g.add_argument("--sasl-username", metavar="USER")

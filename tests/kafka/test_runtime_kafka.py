@@ -226,6 +226,11 @@ def test_bad_records_go_to_the_dead_letter_topic_and_sigterm_exits_clean(kafka_b
            ("flood-2", b'{"reward": 1}', "too_many_arms")]
     for i, (k, v, _) in enumerate(bad):
         recs.insert(500 + 200 * i, (k, v, T0 + 500 + 200 * i))
+    # a producer with a clock 10 years ahead, one before 1970, and Kafka's "no timestamp" (-1, used)
+    stamped = [("k6", T0 + 10 * 365 * 86_400_000, "bad_timestamp"), ("k7", -5, "bad_timestamp"), ("k6", -1, None)]
+    for k, ts, r in stamped:
+        recs.insert(600, (k, b'{"reward": 1}', ts))
+        bad.append((k, b'{"reward": 1}', r))
     produce(kafka_broker.bootstrap, "mixed", recs)
     args = ["--bootstrap-servers", kafka_broker.bootstrap, "--rewards-topic", "mixed", "--group-id", "g-dlq",
             "--dead-letter-topic", "dlq-mixed", "--alerts-topic", "alerts-mixed", "--validate", "all",
@@ -251,6 +256,7 @@ def test_bad_records_go_to_the_dead_letter_topic_and_sigterm_exits_clean(kafka_b
     # the group's committed offset equals it
     doc = FileCheckpointStore(tmp_path / "dlq.ckpt").load()
     handled = doc["source"]["mixed:0"][0]
+    assert doc["scheduler"]["now"] <= (T0 + len(recs)) / 1000  # the stream clock did not jump 10 years
     assert handled == doc["scheduler"]["counters"]["records"] > 500 + 200 * (len(bad) - 1)
     c = KafkaConsumer(bootstrap_servers=kafka_broker.bootstrap, group_id="g-dlq", enable_auto_commit=False)
     try:

@@ -1,0 +1,90 @@
+"""Kafka record timestamps the stream clock can trust: :func:`screen_timestamps`.
+
+Why: a Kafka record's timestamp is its producer's (``CreateTime``) unless the topic is configured
+``LogAppendTime``, and a producer with a wrong clock or a bug can send any 64-bit number. The daemon's
+stream clock (:class:`~streamarms.runtime.clock.EventClock`) only moves forward, so a single record
+stamped in the year 2500 would end the discovery window at once, fire every time deadline of every
+later episode, and be written into the checkpoint: a silent change of state no restart undoes. Kafka
+itself refuses such records only from 4.0 on, and only by default (``log.message.timestamp.after.max.ms``
+= 1 hour, KIP-1030); older brokers, and topics configured otherwise, pass them through.
+
+The rule (the same as Kafka 4.0's default, applied on the consumer's side):
+
+* ``-1`` is Kafka's ``NO_TIMESTAMP``: the record is used, without a timestamp (stream time is the
+  clock's, as for a JSONL line without one);
+* any other negative timestamp, or one more than ``ahead`` ms after this machine's clock, refuses the
+  record as ``bad_timestamp``: it goes to the dead-letter sink with the reason, its offset is consumed
+  like any refused record's, and the stream clock does not move.
+
+The records the source keeps (for its checkpoint's fingerprints and for a rollback) are not changed:
+a refused record is a copy whose key is a :class:`~streamarms.runtime.records.RefusedKey` (the codec
+refuses it with this reason; the dead letter carries the key as read) and whose timestamp is ``None``.
+A batch with nothing to refuse is returned as it is, after one C-speed ``min``/``max`` over its
+timestamps (the daemon's hot path pays no per-record Python work for it).
+
+>>> from collections import namedtuple
+>>> R = namedtuple("R", "topic partition offset timestamp key value headers")
+>>> now = 1_800_000_000_000
+>>> recs = [R("t", 0, 0, now - 5, b"eu", b"{}", []), R("t", 0, 1, -1, b"us", b"{}", []),
+...         R("t", 0, 2, now + 86_400_000, b"eu", b"{}", [])]
+>>> out = screen_timestamps(recs, now, ahead_ms=3_600_000)
+>>> [(r.offset, r.timestamp) for r in out]
+[(0, 1799999999995), (1, None), (2, None)]
+>>> out[2].key.reason, out[2].key.raw
+('bad_timestamp', b'eu')
+>>> print(out[2].key.detail)
+timestamp 1800086400000 ms is 24.0 h after this machine's clock (records may be at most 1.0 h ahead: --max-timestamp-ahead)
+>>> fine = recs[:1]
+>>> screen_timestamps(fine, now, ahead_ms=3_600_000) is fine  # nothing to refuse: the batch itself
+True
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+from streamarms.runtime.records import RefusedKey
+
+__all__ = ["NO_TIMESTAMP", "screen_timestamps"]
+
+#: Kafka's "this record has no timestamp" (``RecordBatch.NO_TIMESTAMP``)
+NO_TIMESTAMP = -1
+
+_stamp = operator.attrgetter("timestamp")
+
+
+def _hours(ms: float) -> str:
+    return f"{ms / 3_600_000:.1f} h"
+
+
+def screen_timestamps(records: Sequence[Any], now_ms: float, ahead_ms: float | None) -> Sequence[Any]:
+    """``records`` with those whose timestamp the stream clock cannot take replaced (module docstring);
+    ``records`` itself when there are none. ``ahead_ms`` ``None``: no limit on timestamps in the future."""
+    if not records:
+        return records
+    limit = float("inf") if ahead_ms is None else now_ms + ahead_ms
+    try:
+        stamps = list(map(_stamp, records))
+        if min(stamps) >= 0 and max(stamps) <= limit:
+            return records
+    except TypeError:  # a record without a timestamp (None: a legacy message format): look at each
+        pass
+    out = list(records)
+    for i, r in enumerate(out):
+        ts = r.timestamp
+        if ts is None or 0 <= ts <= limit:
+            continue
+        if ts == NO_TIMESTAMP:
+            out[i] = r._replace(timestamp=None)
+            continue
+        if ts < 0:
+            detail = f"timestamp {ts} ms is negative (before 1970; -1 is Kafka's 'no timestamp')"
+        else:
+            detail = (f"timestamp {ts} ms is {_hours(ts - now_ms)} after this machine's clock (records may be "
+                      f"at most {_hours(ahead_ms or 0)} ahead: --max-timestamp-ahead)")
+        key = r.key
+        out[i] = r._replace(timestamp=None, key=RefusedKey.of("bad_timestamp", detail,
+                                                               key.raw if type(key) is RefusedKey else key))
+    return out
