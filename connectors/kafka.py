@@ -87,7 +87,7 @@ from kafka.structs import OffsetAndMetadata
 
 from streamarms.checkpoint import CheckpointStore, decode, encode
 from streamarms.errors import SinkUnavailable
-from streamarms.runtime.records import raw_key
+from streamarms.runtime.records import RefusedKey, raw_key
 
 from . import kafka_positions as positions
 from . import kafka_records
@@ -285,6 +285,8 @@ class KafkaRewardSource:
         #: seconds a record's timestamp may be after this machine's clock (``None``/0: no limit); a record
         #: beyond it, or before 1970, is refused as ``bad_timestamp`` (:mod:`.record_time`)
         self.max_timestamp_ahead = max_timestamp_ahead or None
+        self.bad_timestamps = 0
+        self._last_stamp_warn = -60.0
         self.check_interval = check_interval
         #: seconds a group offset commit may wait for the broker (kafka-python's default, its request
         #: timeout of 30 s, kept the daemon's loop blocked through a whole outage: no poll, no warning,
@@ -594,8 +596,24 @@ class KafkaRewardSource:
                     self._paused.difference_update(back)
                     self._resumed_any = True
         ahead = self.max_timestamp_ahead
-        return screen_timestamps(merger.release(self._ended), time.time() * 1000.0,
-                                 None if ahead is None else ahead * 1000.0)
+        recs = merger.release(self._ended)
+        out = screen_timestamps(recs, time.time() * 1000.0, None if ahead is None else ahead * 1000.0)
+        if out is not recs:
+            self._warn_stamps(out)
+        return out
+
+    def _warn_stamps(self, recs: Sequence[Any]) -> None:
+        """Say (at most once a minute) that records were refused for their timestamps: all of them would
+        mean that this machine's clock, or the broker's (``LogAppendTime``), is wrong."""
+        bad = [r for r in recs if type(r.key) is RefusedKey]
+        self.bad_timestamps += len(bad)
+        now = time.monotonic()
+        if bad and now - self._last_stamp_warn >= 60.0:
+            self._last_stamp_warn = now
+            log.warning("%d of %d records refused as bad_timestamp (%d so far), e.g. %s:%d@%d: %s. If every record "
+                        "is refused, check this machine's clock (or raise --max-timestamp-ahead)", len(bad),
+                        len(recs), self.bad_timestamps, bad[0].topic, bad[0].partition, bad[0].offset,
+                        bad[0].key.detail)
 
     def rollback(self, processed: int) -> None:
         self.merger.rollback(processed)

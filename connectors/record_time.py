@@ -42,7 +42,6 @@ True
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
 from typing import Any
 
 from streamarms.runtime.records import RefusedKey
@@ -59,7 +58,7 @@ def _hours(ms: float) -> str:
     return f"{ms / 3_600_000:.1f} h"
 
 
-def screen_timestamps(records: Sequence[Any], now_ms: float, ahead_ms: float | None) -> Sequence[Any]:
+def screen_timestamps(records: list[Any], now_ms: float, ahead_ms: float | None) -> list[Any]:
     """``records`` with those whose timestamp the stream clock cannot take replaced (module docstring);
     ``records`` itself when there are none. ``ahead_ms`` ``None``: no limit on timestamps in the future."""
     if not records:
