@@ -87,7 +87,7 @@ from kafka.structs import OffsetAndMetadata
 
 from streamarms.checkpoint import CheckpointStore, decode, encode
 from streamarms.errors import SinkUnavailable
-from streamarms.runtime.records import RefusedKey, raw_key
+from streamarms.runtime.records import raw_key
 
 from . import kafka_positions as positions
 from . import kafka_records
@@ -95,7 +95,7 @@ from .backfill import StartFrom
 from .kafka_positions import OUT_OF_RANGE_RULES, OffsetsOutOfRange, record_fingerprint
 from .kafka_positions import transient as _transient
 from .ordering import PartitionMerger, parse_tp, tp_name
-from .record_time import screen_timestamps
+from .record_time import TimestampScreen
 
 __all__ = ["client_config", "crc_implementation", "ensure_topics", "record_fingerprint", "probe_cluster", "BrokerUnreachable", "KafkaRewardSource", "OffsetsOutOfRange", "GroupJoinTimeout", "OUT_OF_RANGE_RULES", "KafkaProducerPool", "KafkaAlertSink",
            "KafkaRequestSink", "KafkaDeadLetterSink", "KafkaCheckpointStore", "KafkaTransaction", "SinkError"]
@@ -263,8 +263,7 @@ class KafkaRewardSource:
     """Reads the reward topics as a member of ``group_id`` (module docstring).
 
     ``resume``: positions from a checkpoint (``{"topic:partition": [next_offset, runmax]}``).
-    ``max_timestamp_ahead``: a record stamped more than this many seconds after this machine's clock (or
-    before 1970) is refused as ``bad_timestamp`` (:mod:`.record_time`); ``None`` or 0: no limit.
+    ``max_timestamp_ahead``: seconds a record may be stamped in the future (:mod:`.record_time`; 0: no limit).
     ``before_revoke``: called when partitions are about to be taken away (the daemon checkpoints).
     """
 
@@ -274,7 +273,7 @@ class KafkaRewardSource:
                  max_buffer: int = 20_000, on_out_of_range: str = "earliest", check_interval: float = 5.0,
                  rebuild_after: float = 10.0, join_timeout: float = 120.0, leave_grace: float = 15.0,
                  start_from: str | int | None = None, commit_timeout: float = 5.0,
-                 max_timestamp_ahead: float | None = 3600.0) -> None:
+                 max_timestamp_ahead: float = 3600.0) -> None:
         if on_out_of_range not in OUT_OF_RANGE_RULES:
             raise ValueError(f"on_out_of_range must be one of {', '.join(OUT_OF_RANGE_RULES)}, got {on_out_of_range!r}")
         #: where a partition without a checkpointed position starts (``None``: the group's committed
@@ -282,11 +281,7 @@ class KafkaRewardSource:
         self.start_from = start_from
         self._backfill = StartFrom(start_from, transient=_transient) if start_from is not None else None
         self.on_out_of_range = on_out_of_range
-        #: seconds a record's timestamp may be after this machine's clock (``None``/0: no limit); a record
-        #: beyond it, or before 1970, is refused as ``bad_timestamp`` (:mod:`.record_time`)
-        self.max_timestamp_ahead = max_timestamp_ahead or None
-        self.bad_timestamps = 0
-        self._last_stamp_warn = -60.0
+        self.timestamps = TimestampScreen(max_timestamp_ahead)  # records stamped in the future refused
         self.check_interval = check_interval
         #: seconds a group offset commit may wait for the broker (kafka-python's default, its request
         #: timeout of 30 s, kept the daemon's loop blocked through a whole outage: no poll, no warning,
@@ -301,10 +296,8 @@ class KafkaRewardSource:
         #: of those, positions whose last record is not the one the checkpoint saw (a replaced partition)
         self.fingerprint_mismatches = 0
         self._fatal: Exception | None = None
-        self._last_records = time.monotonic()
-        self._last_check = time.monotonic()
-        self._last_warn = 0.0
-        self._last_rebuild = 0.0
+        self._last_records = self._last_check = time.monotonic()
+        self._last_warn = self._last_rebuild = 0.0
         self._ends: dict[tuple[str, int], int] = {}
         self._verify: dict[Any, int] = {}
         #: fingerprints to check once the first offset is known (``_verify_positions``), then once the
@@ -336,9 +329,7 @@ class KafkaRewardSource:
         opts.update(config)
         opts.update(consumer_options or {})
         self._opts = opts
-        self.rebuild_after = rebuild_after
-        self.join_timeout = join_timeout
-        self.leave_grace = leave_grace
+        self.rebuild_after, self.join_timeout, self.leave_grace = rebuild_after, join_timeout, leave_grace
         #: the group has assigned partitions (possibly none: a standby) since the last (re)join began
         self.joined = False
         self._unjoined_since = time.monotonic()
@@ -595,25 +586,7 @@ class KafkaRewardSource:
                     self.consumer.resume(*[TopicPartition(*tp) for tp in back])
                     self._paused.difference_update(back)
                     self._resumed_any = True
-        ahead = self.max_timestamp_ahead
-        recs = merger.release(self._ended)
-        out = screen_timestamps(recs, time.time() * 1000.0, None if ahead is None else ahead * 1000.0)
-        if out is not recs:
-            self._warn_stamps(out)
-        return out
-
-    def _warn_stamps(self, recs: Sequence[Any]) -> None:
-        """Say (at most once a minute) that records were refused for their timestamps: all of them would
-        mean that this machine's clock, or the broker's (``LogAppendTime``), is wrong."""
-        bad = [r for r in recs if type(r.key) is RefusedKey]
-        self.bad_timestamps += len(bad)
-        now = time.monotonic()
-        if bad and now - self._last_stamp_warn >= 60.0:
-            self._last_stamp_warn = now
-            log.warning("%d of %d records refused as bad_timestamp (%d so far), e.g. %s:%d@%d: %s. If every record "
-                        "is refused, check this machine's clock (or raise --max-timestamp-ahead)", len(bad),
-                        len(recs), self.bad_timestamps, bad[0].topic, bad[0].partition, bad[0].offset,
-                        bad[0].key.detail)
+        return self.timestamps(merger.release(self._ended))
 
     def rollback(self, processed: int) -> None:
         self.merger.rollback(processed)

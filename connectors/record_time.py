@@ -1,4 +1,5 @@
-"""Kafka record timestamps the stream clock can trust: :func:`screen_timestamps`.
+"""Kafka record timestamps the stream clock can trust: :func:`screen_timestamps`, and
+:class:`TimestampScreen`, a source's screen with its count and warning.
 
 Why: a Kafka record's timestamp is its producer's (``CreateTime``) unless the topic is configured
 ``LogAppendTime``, and a producer with a wrong clock or a bug can send any 64-bit number. The daemon's
@@ -41,17 +42,20 @@ True
 
 from __future__ import annotations
 
+import logging
 import operator
+import time
 from typing import Any
 
 from streamarms.runtime.records import RefusedKey
 
-__all__ = ["NO_TIMESTAMP", "screen_timestamps"]
+__all__ = ["NO_TIMESTAMP", "TimestampScreen", "screen_timestamps"]
 
 #: Kafka's "this record has no timestamp" (``RecordBatch.NO_TIMESTAMP``)
 NO_TIMESTAMP = -1
 
 _stamp = operator.attrgetter("timestamp")
+log = logging.getLogger("streamarms.kafka")
 
 
 def _hours(ms: float) -> str:
@@ -87,3 +91,41 @@ def screen_timestamps(records: list[Any], now_ms: float, ahead_ms: float | None)
         out[i] = r._replace(timestamp=None, key=RefusedKey.of("bad_timestamp", detail,
                                                                key.raw if type(key) is RefusedKey else key))
     return out
+
+
+class TimestampScreen:
+    """:func:`screen_timestamps` against this machine's clock, for a source: ``ahead`` seconds (``None`` or
+    0: no limit), ``refused`` counts the records refused, and a warning (at most once a minute) says that
+    records were -- every record refused would mean that this machine's clock, or the broker's
+    (``LogAppendTime``), is wrong.
+
+    >>> from collections import namedtuple
+    >>> R = namedtuple("R", "topic partition offset timestamp key value headers")
+    >>> screen = TimestampScreen(3600)
+    >>> out = screen([R("t", 0, 0, time.time() * 1000 + 7.2e6, b"eu", b"{}", [])])  # 2 h ahead
+    >>> out[0].key.reason, screen.refused
+    ('bad_timestamp', 1)
+    """
+
+    def __init__(self, ahead: float | None = 3600.0) -> None:
+        if ahead is not None and not ahead >= 0:
+            raise ValueError(f"max_timestamp_ahead must be >= 0 seconds (0: no limit), got {ahead!r}")
+        self.ahead_ms = ahead * 1000.0 if ahead else None
+        self.refused = 0
+        self._warned = -60.0
+
+    def __call__(self, records: list[Any]) -> list[Any]:
+        out = screen_timestamps(records, time.time() * 1000.0, self.ahead_ms)
+        if out is not records:
+            self._count(out)
+        return out
+
+    def _count(self, recs: list[Any]) -> None:
+        bad = [r for r in recs if type(r.key) is RefusedKey]
+        self.refused += len(bad)
+        now = time.monotonic()
+        if bad and now - self._warned >= 60.0:
+            self._warned = now
+            log.warning("%d of %d records refused as bad_timestamp (%d so far), e.g. %s:%d@%d: %s. If every record "
+                        "is refused, check this machine's clock (or raise --max-timestamp-ahead)", len(bad),
+                        len(recs), self.refused, bad[0].topic, bad[0].partition, bad[0].offset, bad[0].key.detail)

@@ -1,8 +1,12 @@
 """Shared validation: one home for the checks that the policies, the reward models and the command
 line all need.
 
->>> finite_reward("a", "0.5"), finite_reward("a", 1)
+>>> finite_reward("a", 0.5), finite_reward("a", 1)
 (0.5, 1.0)
+>>> finite_reward("a", "0.5")
+Traceback (most recent call last):
+...
+ValueError: reward for arm 'a' is not a number: '0.5' (a str)
 >>> finite_reward("a", float("nan"))
 Traceback (most recent call last):
 ...
@@ -30,11 +34,25 @@ def finite_reward(arm: str | None, reward: Any) -> float:
     """The reward as a float, or ``ValueError`` naming the arm and the value (not a number, not finite);
     ``arm=None``: a value with no arm (an estimator's input), named "value".
 
-    >>> finite_reward(None, "inf")
+    A number is anything ``float`` takes (``int``, ``float``, ``Fraction``, ``Decimal``, numpy's scalars)
+    but a string (``"1"`` is an unparsed field upstream, which ``float`` would hide) or a boolean (the
+    daemon refuses JSON ``true`` too; ``int(flag)`` says it on purpose).
+
+    >>> finite_reward(None, float("inf"))
     Traceback (most recent call last):
     ...
-    ValueError: value is not finite: 'inf'
+    ValueError: value is not finite: inf
+    >>> finite_reward("a", True)
+    Traceback (most recent call last):
+    ...
+    ValueError: reward for arm 'a' is a boolean, not a number: True (give int(reward))
     """
+    t = type(reward)
+    if t is not float and t is not int:  # (the hot path: one type check; anything else is looked at)
+        if isinstance(reward, bool) or getattr(t, "__name__", "") == "bool_":  # (numpy.bool_ without numpy)
+            raise ValueError(f"{_what(arm)} is a boolean, not a number: {reward!r} (give int(reward))")
+        if isinstance(reward, (str, bytes, bytearray)):
+            raise ValueError(f"{_what(arm)} is not a number: {short_repr(reward)} (a {t.__name__})")
     try:
         x = float(reward)
     except (TypeError, ValueError):
