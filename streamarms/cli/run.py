@@ -199,6 +199,9 @@ class _App:
 
     def __init__(self, s: RunSettings) -> None:
         self.s = s
+        #: where the text for a person goes: stderr when a JSON stream (alerts, dead letters, the summary)
+        #: is written to stdout (``-``), so that stdout stays one JSON value a line for ``jq`` and the like
+        self.human = sys.stderr if "-" in (s.alerts_file, s.dead_letter_file, s.summary_json) else sys.stdout
         if s.policy not in POLICIES:
             raise ConfigError(f"unknown policy {s.policy!r}: choose one of {', '.join(sorted(POLICIES))}")
         if s.mode == ACTIVE and not s.embedded and not s.requests_topic:
@@ -436,7 +439,7 @@ class _App:
         if self.continuous:
             msg = alert_line(alert)
             if self.s.embedded and not self.s.quiet:
-                print(msg, flush=True)
+                self._say(msg)
             else:
                 log.info(msg)
             return
@@ -449,36 +452,21 @@ class _App:
                + (f"  threshold {thr:.4g}" if isinstance(thr, (int, float)) else "")
                + (f"  after {alert['pulls']:,} samples" if alert.get("pulls") is not None else ""))
         if self.s.embedded and not self.s.quiet:
-            print(msg, flush=True)
+            self._say(msg)
         else:
             log.info(msg)
 
     def _episode_end(self, summary: dict[str, Any]) -> None:
-        st = self.scheduler.stats()
         log.info("episode %d %s: %d arms, %d samples over %d records, outliers %s%s", summary["episode"],
                  "done" if summary["reason"] == "done" else f"ended ({summary['reason']})", summary["arms"],
                  summary["samples"], summary["records"], ", ".join(summary["outliers"]) or "none",
                  f", undecided {len(summary['undecided'])}" if summary["undecided"] else "")
         if self.s.embedded and not self.s.quiet:
-            self._print_episode(summary, st)
+            self._say(episode_text(summary, self.truth))
 
     # -- output --------------------------------------------------------------------------------
-    def _print_episode(self, e: dict[str, Any], st: dict[str, Any]) -> None:
-        used_share = e["samples"] / e["records"] if e["records"] else 0.0
-        print(f"episode {e['episode']} {'done' if e['done'] else 'ended: ' + e['reason']}: "
-              f"{e['samples']:,} rewards used of {e['records']:,} seen ({100 * used_share:.1f}%), "
-              f"{e['arms']} arms", flush=True)
-        print(f"  outliers found: {', '.join(e['outliers']) or 'none'}")
-        if self.truth is not None:
-            found = set(e["outliers"])
-            truth = set(self.truth)
-            missed = sorted(truth - found)
-            false = sorted(found - truth)
-            verdict = "all found, no false alarm" if not missed and not false else \
-                f"missed {', '.join(missed) or 'none'}; false alarms {', '.join(false) or 'none'}"
-            print(f"  true outliers:  {', '.join(self.truth) or 'none'}  -> {verdict}")
-        if e["undecided"]:
-            print(f"  undecided: {len(e['undecided'])} arms")
+    def _say(self, text: str) -> None:
+        print(text, file=self.human, flush=True)
 
     def summary(self, code: int, elapsed: float) -> dict[str, Any]:
         st = self.scheduler.stats()
@@ -543,11 +531,11 @@ class _App:
         s = self.s
         if s.embedded and not s.quiet:
             means = getattr(self, "embedded_means", {})
-            print(f"streamarms run: embedded demo (no --bootstrap-servers): {len(means)} keys with Bernoulli "
+            self._say(f"streamarms run: embedded demo (no --bootstrap-servers): {len(means)} keys with Bernoulli "
                   f"rewards, known outliers {', '.join(self.truth or []) or 'none'}; "
                   + (f"continuous monitor k={s.k:g} alpha={s.monitor_alpha:g} (every record used, no episodes; "
                      f"Ctrl-C to stop)" if self.continuous else f"policy {s.policy} k={s.k:g} delta={s.delta:g}, "
-                                                                 f"{self._mode_text()}"), flush=True)
+                                                                 f"{self._mode_text()}"))
         t0 = time.monotonic()
         code = 0
         try:
@@ -571,19 +559,19 @@ class _App:
             st = self.scheduler.stats()
             share = st["used"] / st["records"] if st["records"] else 0.0
             what = "continuous monitor" if self.continuous else f"{self.scheduler.episodes_done} episode(s)"
-            print(f"stopped ({self.daemon.stop_reason}) after {elapsed:.1f} s: {what}, "
+            self._say(f"stopped ({self.daemon.stop_reason}) after {elapsed:.1f} s: {what}, "
                   f"{st['used']:,} rewards used of {st['records']:,} seen ({100 * share:.1f}%), "
                   f"{refusals_text(st['invalid'])}; flagged now: "
-                  f"{', '.join(sorted(self.scheduler.alerts.flagged)) or 'none'}", flush=True)
+                  f"{', '.join(sorted(self.scheduler.alerts.flagged)) or 'none'}")
             if out.get("unfinished_episode"):
-                print(unfinished_text(out["unfinished_episode"]), flush=True)
+                self._say(unfinished_text(out["unfinished_episode"]))
             not_started = self._not_started()
             if not_started:
-                print(not_started, flush=True)
+                self._say(not_started)
             hint = refusals_hint(st["records"], st["invalid"], bool(s.rewards_file),
                                  bool(s.dead_letter_file or s.dead_letter_topic))
             if hint:
-                print(hint, flush=True)
+                self._say(hint)
         if s.summary_json:
             text = json.dumps(out, indent=None if s.summary_json == "-" else 1, default=str)
             if s.summary_json == "-":
@@ -604,6 +592,30 @@ def incomplete_text(path: str, n: int, checkpoint: bool) -> str:
     return (f"{path} ends in an incomplete line of {n:,} byte{'' if n == 1 else 's'} (no newline, not a whole JSON "
             f"object): not read; " + ("a restart with the same --checkpoint reads it once it is complete" if checkpoint
                                       else "a later run reads it once it is complete"))
+
+
+def episode_text(e: dict[str, Any], truth: list[str] | None) -> str:
+    """An episode's end for a person (the embedded demo); ``truth``: the known outliers, if any.
+
+    >>> print(episode_text({"episode": 2, "done": True, "samples": 900, "records": 3000, "arms": 6,
+    ...                     "outliers": ["k5"], "undecided": []}, ["k5"]))
+    episode 2 done: 900 rewards used of 3,000 seen (30.0%), 6 arms
+      outliers found: k5
+      true outliers:  k5  -> all found, no false alarm
+    """
+    used_share = e["samples"] / e["records"] if e["records"] else 0.0
+    out = [f"episode {e['episode']} {'done' if e['done'] else 'ended: ' + e['reason']}: "
+           f"{e['samples']:,} rewards used of {e['records']:,} seen ({100 * used_share:.1f}%), {e['arms']} arms",
+           f"  outliers found: {', '.join(e['outliers']) or 'none'}"]
+    if truth is not None:
+        found, known = set(e["outliers"]), set(truth)
+        missed, false = sorted(known - found), sorted(found - known)
+        verdict = "all found, no false alarm" if not missed and not false else \
+            f"missed {', '.join(missed) or 'none'}; false alarms {', '.join(false) or 'none'}"
+        out.append(f"  true outliers:  {', '.join(truth) or 'none'}  -> {verdict}")
+    if e["undecided"]:
+        out.append(f"  undecided: {len(e['undecided'])} arms")
+    return "\n".join(out)
 
 
 def unfinished_text(u: dict[str, Any], show: int = 5) -> str:

@@ -354,3 +354,18 @@ def test_arms_fewer_than_min_arms_is_refused_not_waited_for_forever(capsys):
     assert main(["run", "--arms", "a,b"]) == 2
     err = capsys.readouterr().err
     assert "--arms names 2 key(s), fewer than --min-arms 3" in err
+
+
+@pytest.mark.parametrize("stream", ["--alerts-file", "--dead-letter-file", "--summary-json"])
+def test_a_json_stream_on_stdout_leaves_stdout_to_json(tmp_path, capsys, stream):
+    """``--alerts-file -`` (or dead letters, or the summary): every stdout line is JSON for ``jq``; the text
+    for a person (the stop line, an unfinished episode) goes to stderr."""
+    p = six_key_replay(tmp_path, 3000)
+    with p.open("a") as f:
+        f.write("not json\n")
+    assert main(["run", "--rewards-file", str(p), "--policy", "cs", "--discovery-records", "100",
+                 "--emit-normal", stream, "-"]) == 0
+    out, err = capsys.readouterr()
+    lines = out.splitlines()
+    assert lines and all(isinstance(json.loads(line), dict) for line in lines)
+    assert "stopped (" in err
