@@ -23,6 +23,7 @@ from typing import Any
 
 from ..checkpoint import CheckpointError, CheckpointStore, FileCheckpointStore, checkpoint_key
 from ..monitor import ContinuousMonitor
+from ..monitor.monitor import waiting_for
 from ..runtime.evidence import episode_summary, key_evidence
 
 __all__ = ["add_explain_parser", "explain_main", "summary"]
@@ -57,6 +58,8 @@ def summary(mon: ContinuousMonitor) -> dict[str, Any]:
                        "threshold_interval": [lo if abs(lo) != float("inf") else None,
                                               hi if abs(hi) != float("inf") else None],
                        "epoch_since": g.since, "flagged": [mon.evidence(k) for k in flagged]})
+        if abs(lo) == float("inf") or abs(hi) == float("inf"):  # no band: whom the threshold waits for
+            groups[-1]["threshold_waiting_for"] = waiting_for(g)
     return {"records": mon.records, "keys": len(mon.keys), "counts": dict(mon.counts), "groups": groups}
 
 

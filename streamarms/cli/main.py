@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -49,7 +50,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if opts.command is None:  # bare `streamarms`: how to use it
         parser.print_help(sys.stderr)
         return 2
-    return int(opts.handler(opts) or 0)
+    try:
+        return int(opts.handler(opts) or 0)
+    except BrokenPipeError:  # `streamarms explain ... | head`: the reader has what it wanted
+        # (Python's own advice: point stdout at devnull so that the exit's flush does not fail again)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, as a shell reports a command a closed pipe stopped
 
 
 if __name__ == "__main__":  # pragma: no cover

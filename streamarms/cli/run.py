@@ -110,13 +110,28 @@ def _kafka_config(s: RunSettings) -> dict[str, Any]:
 #: settings that mean something in the episode modes only (an error in the continuous mode, not ignored)
 _EPISODE_ONLY = frozenset({"policy", "delta", "max_episodes", "episode_interval", "episode_timeout", "passive_feed",
                            "window", "prefetch", "want_timeout", "discovery_records", "discovery_seconds",
-                           "min_arms", "key_ttl", "episode_silence_records", "two_sided", "rho", "emit_normal", "alert_repeat"})
+                           "min_arms", "key_ttl", "episode_silence_records", "two_sided", "rho", "emit_normal", "alert_repeat",
+                           # the other policy families' parameters, and active mode's
+                           "threshold", "budget", "epsilon", "ucbe_b", "alpha", "estimator", "moment_p", "moment_bound",
+                           "max_in_flight", "request_timeout", "requests_topic", "request_id_field"})
 
 
 #: the compacted topic that holds the checkpoints (key: the group) when a broker is configured
 DEFAULT_CHECKPOINT_TOPIC = "streamarms-checkpoints"
 #: seconds /explain waits for the episode loop to answer (it turns at least every poll timeout)
 EXPLAIN_TIMEOUT = 5.0
+
+
+def _check_writable_file(flag: str, path: str) -> None:
+    """``ConfigError`` unless ``path`` can be written (its directory exists and is writable; it is not a
+    directory, nor a file that cannot be written)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise ConfigError(f"{flag} {path}: is a directory")
+    if not os.path.isdir(folder):
+        raise ConfigError(f"{flag} {path}: the directory {folder} does not exist")
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise ConfigError(f"{flag} {path}: not writable")
 
 
 def _checkpoint_store(s: RunSettings, kafka_cfg: dict[str, Any] | None, pool: Any = None) -> CheckpointStore | None:
@@ -202,6 +217,8 @@ class _App:
         #: where the text for a person goes: stderr when a JSON stream (alerts, dead letters, the summary)
         #: is written to stdout (``-``), so that stdout stays one JSON value a line for ``jq`` and the like
         self.human = sys.stderr if "-" in (s.alerts_file, s.dead_letter_file, s.summary_json) else sys.stdout
+        if s.summary_json and s.summary_json != "-":  # written at the stop: a bad path is said now, not then
+            _check_writable_file("--summary-json", s.summary_json)
         if s.policy not in POLICIES:
             raise ConfigError(f"unknown policy {s.policy!r}: choose one of {', '.join(sorted(POLICIES))}")
         if s.mode == ACTIVE and not s.embedded and not s.requests_topic:
@@ -471,7 +488,9 @@ class _App:
     def summary(self, code: int, elapsed: float) -> dict[str, Any]:
         st = self.scheduler.stats()
         out = {"exit_code": code, "stop_reason": self.daemon.stop_reason, "elapsed_seconds": round(elapsed, 3),
-                "policy": self.s.policy, "mode": self.s.mode, "k": self.s.k, "delta": self.s.delta,
+                "policy": self.s.policy, "mode": self.s.mode, "k": self.s.k,
+                **({"monitor_alpha": self.s.monitor_alpha, "change_alpha": self.s.change_alpha} if self.continuous
+                   else {"delta": self.s.delta}),
                 "records": st["records"], "samples": st["used"], "skipped": st["skipped"],
                 "invalid": {k: v for k, v in st["invalid"].items() if v}, "dead_letters": self.daemon.dead_letters,
                 "episodes": self.scheduler.history, "alerts": st["alerts"], "flagged": sorted(self.scheduler.alerts.flagged),
@@ -577,8 +596,12 @@ class _App:
             if s.summary_json == "-":
                 print(text)
             else:
-                with open(s.summary_json, "w") as f:
-                    f.write(text + "\n")
+                try:
+                    with open(s.summary_json, "w") as f:
+                        f.write(text + "\n")
+                except OSError as e:  # (checked at start; the disk may be full or the directory gone now)
+                    print(f"streamarms run: error: cannot write the summary: {e}", file=sys.stderr)
+                    return code or 1
         return code
 
 

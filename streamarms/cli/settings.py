@@ -328,7 +328,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--metrics-flagged-arms", type=int, metavar="N",
                    help="also export streamarms_flagged_arm{arm} for at most N flagged keys (default 0: none)")
     g.add_argument("--forever", action="store_true", default=None,
-                   help="run until stopped, in the continuous mode unless --mode says otherwise")
+                   help="run until stopped (a --rewards-file replay: until its end), in the continuous mode unless "
+                        "--mode says otherwise")
     g.add_argument("--summary-json", metavar="PATH", help="write the final summary as JSON ('-': stdout)")
     g.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
     g.add_argument("--quiet", action="store_true", default=None, help="no summary on stdout")

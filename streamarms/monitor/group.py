@@ -102,6 +102,23 @@ class ThresholdGroup:
                 self.restart(time)
         return dropped
 
+    def quietest(self, count: int = 3) -> list[dict[str, Any]]:
+        """The ``count`` members least recently seen, with the group's records since their last one: while
+        the threshold has no interval, the ones it most likely waits for (a key that sent a record or two
+        and went quiet holds it until ``ttl`` drops it). O(count).
+
+        >>> g = ThresholdGroup("eu", k=2.0, alpha_theta=0.01, low=0.0, high=1.0)
+        >>> g.join("typo"); g.join("a"); _ = [g.touch("a") for _ in range(5)]
+        >>> g.quietest(1)
+        [{'key': 'typo', 'records_since': 5}]
+        """
+        out: list[dict[str, Any]] = []
+        for key, seen in self.last_seen.items():
+            if len(out) >= count:
+                break
+            out.append({"key": key, "records_since": self.records - seen})
+        return out
+
     def restart(self, time: float | None = None) -> None:
         """Start a new epoch (O(1): members' epoch sequences are rebuilt on their next reward)."""
         self.epoch += 1

@@ -80,6 +80,16 @@ _UNDECIDED, _OUTLIER, _NORMAL = range(3)  # the table's state codes (STATES)
 _NAN = math.nan
 
 
+
+def waiting_for(g: ThresholdGroup) -> dict[str, Any]:
+    """Why group ``g`` has no threshold interval yet: its members (fewer than 2: a second key is needed)
+    and the quietest of them, which the threshold most likely waits for, with what ends the wait."""
+    if g.n < 2:
+        return {"members": g.n, "reason": "the threshold needs records of at least 2 keys of the group"}
+    return {"members": g.n, "quietest": g.quietest(),
+            "reason": "the threshold needs records of every member; one with no record for key_ttl "
+                      f"(--silence-records: {g.ttl if g.ttl is not None else 'off'}) of the group's records leaves it"}
+
 class ContinuousMonitor:
     """Continuous k-sigma outlier monitor over a never-ending keyed stream (module docstring).
 
@@ -305,13 +315,16 @@ class ContinuousMonitor:
         th_lo, th_hi = g.interval()
         margin = interval_margin((lo, hi), (th_lo, th_hi))
         th = g.estimate()
-        return {"key": key, "group": group, "state": STATES[t.state[i]], "flagged": bool(t.flagged[i]),
-                "estimate": seg.mean if seg.m else None, "interval": [lo, hi], "samples": seg.m,
-                "samples_total": t.samples[i], "segment_since": nan_none(t.since[i]),
-                "threshold": th if math.isfinite(th) else None,
-                "threshold_interval": [th_lo if math.isfinite(th_lo) else None, th_hi if math.isfinite(th_hi) else None],
-                "threshold_samples": g.track.m_theta if g.track is not None else 0, "epoch_since": g.since,
-                "margin": margin, "k": self.k, "alpha": self.alpha, "alpha_theta": self.alpha_theta}
+        out = {"key": key, "group": group, "state": STATES[t.state[i]], "flagged": bool(t.flagged[i]),
+               "estimate": seg.mean if seg.m else None, "interval": [lo, hi], "samples": seg.m,
+               "samples_total": t.samples[i], "segment_since": nan_none(t.since[i]),
+               "threshold": th if math.isfinite(th) else None,
+               "threshold_interval": [th_lo if math.isfinite(th_lo) else None, th_hi if math.isfinite(th_hi) else None],
+               "threshold_samples": g.track.m_theta if g.track is not None else 0, "epoch_since": g.since,
+               "margin": margin, "k": self.k, "alpha": self.alpha, "alpha_theta": self.alpha_theta}
+        if not (math.isfinite(th_lo) and math.isfinite(th_hi)):  # no band yet: whom it waits for
+            out["threshold_waiting_for"] = waiting_for(g)
+        return out
 
     def _alert(self, kind: str, key: str, time: float | None) -> dict[str, Any]:
         self.counts[kind] += 1

@@ -55,6 +55,31 @@ from .records import InvalidRecord
 from .stats import SchedulerStats, StatsView
 
 log = logging.getLogger("streamarms.scheduler")
+#: records between two looks for groups whose threshold waits for a quiet key (:meth:`ContinuousRunner.tick`)
+STALL_CHECK = 10_000
+
+
+def stalled_groups(monitor: ContinuousMonitor) -> list[tuple[str, int, dict[str, Any]]]:
+    """``(group, epoch, quietest member)`` of the groups with no threshold interval whose quietest member
+    has had no record for ``max(100 n, 10,000)`` of the group's records (n: its members): a key that sent a
+    record or a few and went quiet holds its group's threshold until ``key_ttl`` drops it.
+
+    >>> from streamarms.monitor import ContinuousMonitor
+    >>> mon = ContinuousMonitor(k=2.0)
+    >>> _ = mon.update("typo", 1.0)
+    >>> for i in range(20_000):
+    ...     _ = mon.update(f"k{i % 5}", float(i % 3 == 0))
+    >>> stalled_groups(mon)
+    [('default', 6, {'key': 'typo', 'records_since': 20000})]
+    """
+    out = []
+    for name, g in monitor.groups.items():
+        lo, hi = g.interval()
+        if g.n >= 2 and not (math.isfinite(lo) and math.isfinite(hi)):
+            quiet = g.quietest(1)[0]
+            if quiet["records_since"] >= max(100 * g.n, 10_000):
+                out.append((name, g.epoch, quiet))
+    return out
 
 __all__ = ["ContinuousRunner", "CONTINUOUS", "MonitorAlerts"]
 
@@ -168,6 +193,8 @@ class ContinuousRunner:
         self.on_episode_end: Callable[[dict[str, Any]], None] | None = None
         self.policy_name = POLICY_NAME
         self.mode = CONTINUOUS
+        self._stall_checked = 0
+        self._stall_warned: dict[str, int] = {}
 
     # the scheduler facade (module docstring)
     records = property(lambda self: self.counters.records)
@@ -184,7 +211,19 @@ class ContinuousRunner:
         return None
 
     def tick(self) -> None:
-        """Nothing is time-based: the monitor moves with records only."""
+        """Nothing is time-based: the monitor moves with records only. Every :data:`STALL_CHECK` records,
+        a group whose threshold has no interval while a member has been quiet for ``max(100 n, 10,000)``
+        of the group's records is warned about, once an epoch (:func:`stalled_groups`)."""
+        r = self.counters.records
+        if r - self._stall_checked >= STALL_CHECK:
+            self._stall_checked = r
+            for name, epoch, quiet in stalled_groups(self.monitor):
+                if self._stall_warned.get(name) != epoch:
+                    self._stall_warned[name] = epoch
+                    log.warning("group %r has no threshold yet: it waits for key %r, which has had no record for "
+                                "%d of the group's records (a key leaves the threshold after --silence-records=%s "
+                                "of them; `streamarms explain` lists the quietest keys)", name, quiet["key"],
+                                quiet["records_since"], self.monitor.groups[name].ttl or "off")
 
     def stats_view(self) -> StatsView:
         """Counters and gauges now, in the scheduler's shape (metrics, health and summaries read it)."""

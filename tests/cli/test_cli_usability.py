@@ -369,3 +369,12 @@ def test_a_json_stream_on_stdout_leaves_stdout_to_json(tmp_path, capsys, stream)
     lines = out.splitlines()
     assert lines and all(isinstance(json.loads(line), dict) for line in lines)
     assert "stopped (" in err
+
+
+def test_a_summary_path_that_cannot_be_written_is_refused_before_the_run(tmp_path, capsys):
+    p = six_key_replay(tmp_path, 600)
+    assert main(["run", "--rewards-file", str(p), "--summary-json", str(tmp_path / "no" / "s.json")]) == 2
+    err = capsys.readouterr().err
+    assert "--summary-json" in err and "does not exist" in err
+    assert main(["run", "--rewards-file", str(p), "--summary-json", str(tmp_path)]) == 2
+    assert "is a directory" in capsys.readouterr().err

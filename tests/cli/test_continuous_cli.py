@@ -215,3 +215,39 @@ def test_a_lone_surrogate_group_is_dead_lettered_and_a_restart_does_not_crash(tm
     write(tmp_path / "r.jsonl", lines(500, seed=3, start=3_001))  # the restart reads on from the checkpoint
     assert run_main(args(tmp_path, "--checkpoint-interval", "0")) == 0
     assert json.loads((tmp_path / "s.json").read_text())["records"] == 3_501
+
+
+def test_a_key_that_sent_one_record_and_went_quiet_is_named_as_what_the_threshold_waits_for(tmp_path, capsys,
+                                                                                             caplog):
+    """One record of a key (a typo, a host gone) holds its group's threshold until --silence-records drops
+    it: the run warns, naming the key, and `explain` lists it as the quietest member; with a small
+    --silence-records the band and the alert come back."""
+    typo = json.dumps({"key": "eu-typo", "value": {"reward": 0, "region": "eu"}, "timestamp": T0 - 1})
+    write(tmp_path / "r.jsonl", [typo] + lines(40_000))
+    with caplog.at_level("WARNING", logger="streamarms.scheduler"):
+        assert run_main(args(tmp_path)) == 0
+    assert not (tmp_path / "alerts.jsonl").exists() or "eu-7" not in (tmp_path / "alerts.jsonl").read_text()
+    assert any("waits for key 'eu-typo'" in r.getMessage() for r in caplog.records)
+    capsys.readouterr()
+    assert cli_main(["explain", "eu-7", "--checkpoint", str(tmp_path / "ck")]) == 0
+    ev = json.loads(capsys.readouterr().out)
+    assert ev["threshold_interval"] == [None, None]
+    assert ev["threshold_waiting_for"]["quietest"][0]["key"] == "eu-typo"
+    assert cli_main(["explain", "--checkpoint", str(tmp_path / "ck")]) == 0
+    eu = [g for g in json.loads(capsys.readouterr().out)["groups"] if g["name"] == "eu"][0]
+    assert eu["threshold_waiting_for"]["quietest"][0]["key"] == "eu-typo"
+    for f in ("ck", "alerts.jsonl", "s.json", "dlq.jsonl"):
+        (tmp_path / f).unlink(missing_ok=True)
+    assert run_main(args(tmp_path, "--silence-records", "2000")) == 0
+    alerts = [json.loads(x) for x in (tmp_path / "alerts.jsonl").read_text().splitlines()]
+    assert [(a["arm"], a["kind"]) for a in alerts] == [("eu-7", "outlier")]
+
+
+@pytest.mark.parametrize("flag", [["--alpha", "0.01"], ["--threshold", "0.5"], ["--requests-topic", "req"],
+                                  ["--max-in-flight", "4"]])
+def test_the_other_policies_and_active_modes_flags_are_refused_in_the_continuous_mode(tmp_path, capsys, flag):
+    """`--alpha 0.01` looks like `--monitor-alpha` but is a policy's parameter: silently ignored before."""
+    write(tmp_path / "r.jsonl", lines(100))
+    assert run_main(args(tmp_path, *flag)) == 2
+    assert f"{flag[0]}: the continuous mode" in capsys.readouterr().err
+    assert not (tmp_path / "ck").exists()
