@@ -46,10 +46,15 @@ def finite_reward(arm: str | None, reward: Any) -> float:
     Traceback (most recent call last):
     ...
     ValueError: reward for arm 'a' is a boolean, not a number: True (give int(reward))
+    >>> import numpy as np
+    >>> finite_reward("a", np.True_)
+    Traceback (most recent call last):
+    ...
+    ValueError: reward for arm 'a' is a boolean, not a number: np.True_ (give int(reward))
     """
     t = type(reward)
     if t is not float and t is not int:  # (the hot path: one type check; anything else is looked at)
-        if isinstance(reward, bool) or getattr(t, "__name__", "") == "bool_":  # (numpy.bool_ without numpy)
+        if isinstance(reward, bool) or t.__name__ in ("bool", "bool_"):  # (numpy's bool, without numpy)
             raise ValueError(f"{_what(arm)} is a boolean, not a number: {reward!r} (give int(reward))")
         if isinstance(reward, (str, bytes, bytearray)):
             raise ValueError(f"{_what(arm)} is not a number: {short_repr(reward)} (a {t.__name__})")

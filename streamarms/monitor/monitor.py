@@ -81,6 +81,12 @@ _NAN = math.nan
 
 
 
+def _check_time(time: Any) -> None:
+    """``ValueError`` unless ``time`` is a finite number of seconds (a record's stream time)."""
+    if isinstance(time, bool) or not isinstance(time, (int, float)) or not math.isfinite(time):
+        raise ValueError(f"time must be a finite number of seconds or None, got {time!r}")
+
+
 def waiting_for(g: ThresholdGroup) -> dict[str, Any]:
     """Why group ``g`` has no threshold interval yet: its members (fewer than 2: a second key is needed)
     and the quietest of them, which the threshold most likely waits for, with what ends the wait."""
@@ -89,6 +95,7 @@ def waiting_for(g: ThresholdGroup) -> dict[str, Any]:
     return {"members": g.n, "quietest": g.quietest(),
             "reason": "the threshold needs records of every member; one with no record for key_ttl "
                       f"(--silence-records: {g.ttl if g.ttl is not None else 'off'}) of the group's records leaves it"}
+
 
 class ContinuousMonitor:
     """Continuous k-sigma outlier monitor over a never-ending keyed stream (module docstring).
@@ -164,13 +171,15 @@ class ContinuousMonitor:
         A bad reward raises ``ValueError`` naming the key and the value and changes nothing.
         A key stays in the group it joined with (a different ``group`` later is a ``ValueError``).
         """
+        if time is not None and (type(time) is not float or not math.isfinite(time)):
+            _check_time(time)
         t = self.table
         sb = t.seg
         seg = sb.proto
         i = t.slot.get(key)
         if i is None:
-            if not isinstance(key, str) or not isinstance(group, str):
-                raise ValueError(f"key and group must be strings, got {key!r} / {group!r}")
+            if not isinstance(key, str) or not isinstance(group, str) or not key or not group:
+                raise ValueError(f"key and group must be non-empty strings, got {key!r} / {group!r}")
             x = self._check(key, reward)  # validate before the key is registered
             i = t.add(key, group)
             self._join(i, key, group, time)

@@ -37,6 +37,7 @@ def offer_batch(s: Any, keys: Sequence[bytes | str | None], values: Sequence[byt
     >>> s.records, s.used, s.plan.held_count()  # the second reward of "a" waits for its turn
     (3, 1, 1)
     """
+    check_lengths(keys, values, stamps, parsed)
     out: list[tuple[int, InvalidRecord]] = []
     c, arm_of, plan, ev, intake = s.counters, s.keys.arm_of, s.plan, s._ev, s._intake
     inline = intake is None and not s._track_seen and not s._active
@@ -67,7 +68,7 @@ def offer_batch(s: Any, keys: Sequence[bytes | str | None], values: Sequence[byt
             ts = stamps[i]
             if ts is not None and ts > clock_ms:
                 clock_ms = ts
-                tick.now = ts * 0.001
+                tick.now = ts / 1000.0
         x = xs[i]
         arm = arm_of.get(keys[i])
         if x is None or arm is None or not (inline or feed_all):
@@ -147,7 +148,7 @@ def _planned(s: Any, keys: Sequence[bytes | str | None], values: Sequence[bytes 
     for i, (arm, x, ts) in enumerate(zip(arms, xs, stamps if stamps is not None else repeat(None, len(xs)))):
         if ts is not None and ts > clock_ms:
             clock_ms = ts
-            now = ts * 0.001
+            now = ts / 1000.0
         if x is None or arm is None:
             c.records, ev.now = records, now
             bad = offer(keys[i], values[i])
@@ -221,7 +222,7 @@ def _feed_run(s: Any, pol: Any, i: int, arm: str, x: float, now: float, keys: Se
         if stamps is not None:
             ts = stamps[j]
             if ts is not None and ts > cm:
-                cm, t = ts, ts * 0.001
+                cm, t = ts, ts / 1000.0
         if t >= deadline or records + len(arms) >= rec_deadline:
             break  # record j's deadline: the record loop handles it
         arms.append(index[a])
@@ -243,6 +244,16 @@ def _feed_run(s: Any, pol: Any, i: int, arm: str, x: float, now: float, keys: Se
     if pol.done:
         s._follow(nows[k - 1], full=False)  # ends the episode
     return last, clocks[k - 1], None
+
+
+def check_lengths(keys: Sequence[Any], values: Sequence[Any], stamps: Sequence[Any] | None = None,
+                  parsed: Sequence[Any] | None = None) -> None:
+    """``ValueError`` unless a batch's columns have one entry per key (before any record is taken: a batch
+    is never half applied)."""
+    n = len(keys)
+    for name, col in (("values", values), ("stamps", stamps), ("parsed", parsed)):
+        if col is not None and len(col) != n:
+            raise ValueError(f"a batch of {n} keys has {len(col)} {name}")
 
 
 def _idle_batch(s: Any, keys: Sequence[bytes | str | None], xs: Sequence[float | None] | None,
@@ -270,7 +281,7 @@ def _idle_batch(s: Any, keys: Sequence[bytes | str | None], xs: Sequence[float |
         else:
             top = max((t for t in stamps if t is not None), default=None)
         if top is not None and top > clock_ms:
-            now, last = top * 0.001, top
+            now, last = top / 1000.0, top
     if now >= s._deadline:
         return False
     c.records += n

@@ -30,6 +30,6 @@ class EventClock:
             self.now = t
 
     def advance_ms(self, ts_ms: int | float) -> None:
-        t = ts_ms * 0.001
+        t = ts_ms / 1000.0
         if t > self.now:
             self.now = t

@@ -47,6 +47,7 @@ from typing import Any
 
 from ..monitor import DEFAULT_GROUP, NORMAL, OUTLIER, ContinuousMonitor
 from . import decoder
+from .batch import check_lengths
 from .clock import EventClock
 from .codec import RewardCodec
 from .episodes import RUNNING
@@ -275,6 +276,7 @@ class ContinuousRunner:
         tick = clock if clock is not None else self._ev
         if stamps is not None and tick is None:
             raise ValueError("stamps need an EventClock to advance")
+        check_lengths(keys, values, stamps)
         out: list[tuple[int, InvalidRecord]] = []
         loads, field, gfield = decoder._loads, self.codec.reward_field, self.group_field
         check = self.monitor.model.check
@@ -286,7 +288,7 @@ class ContinuousRunner:
                 if stamps is not None:
                     ts = stamps[i]
                     if ts is not None:
-                        t = ts * 0.001
+                        t = ts / 1000.0
                         if t > tick.now:  # type: ignore[union-attr]
                             tick.now = t  # type: ignore[union-attr]
                 if t is None:

@@ -230,3 +230,15 @@ def test_a_damaged_edetector_snapshot_is_a_clear_error():
         restart_from_snapshot(torn)
     with pytest.raises(ValueError, match="lacks 'lambdas'"):
         restart_from_snapshot({k: v for k, v in snap.items() if k != "lambdas"})
+
+
+@pytest.mark.parametrize("key, reward, kw", [("", 1.0, {}), ("a", np.True_, {}), ("a", "1", {}),
+                                             ("a", 1.0, {"time": "x"}), ("a", 1.0, {"time": float("nan")}),
+                                             ("a", 1.0, {"time": True}), ("a", 1.0, {"group": ""})])
+def test_update_refuses_bad_keys_rewards_and_times_and_changes_nothing(key, reward, kw):
+    mon = ContinuousMonitor(k=2.0)
+    mon.update("a", 1.0, time=1.0)
+    before = json.dumps(mon.snapshot(), sort_keys=True, default=str)
+    with pytest.raises(ValueError):
+        mon.update(key, reward, **kw)
+    assert json.dumps(mon.snapshot(), sort_keys=True, default=str) == before

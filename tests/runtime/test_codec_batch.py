@@ -98,3 +98,18 @@ def test_the_memo_starts_afresh_when_the_parser_changes_and_switches_off_on_dist
         codec.rewards([b'{"reward": %d.5}' % j for j in range(i, i + 1000)])
     assert codec._memo is None
     assert codec.rewards([b'{"reward": 1}', b'{"reward": 2.5}']) == [1.0, 2.5]
+
+
+def test_a_batch_whose_columns_differ_in_length_is_refused_before_any_record():
+    from streamarms.cli.continuous import build_runner
+    from streamarms.runtime.clock import EventClock
+    from streamarms.runtime.scheduler import Scheduler, _ExamplePolicy
+    s = Scheduler(lambda arms, ep: _ExamplePolicy(arms), clock=EventClock(), arms=["a", "b"])
+    s.tick()
+    r = build_runner(k=2.0, alpha=1e-3, alpha_cd=1e-6, model="bernoulli", clock=EventClock())
+    for offer in (s.offer_batch, r.offer_batch):
+        with pytest.raises(ValueError, match="a batch of 1 keys has 2 values"):
+            offer([b"a"], [b'{"reward": 1}', b'{"reward": 0}'])
+        with pytest.raises(ValueError, match="has 2 stamps"):
+            offer([b"a"], [b'{"reward": 1}'], [1, 2])
+    assert s.records == 0 and r.records == 0
