@@ -162,6 +162,11 @@ class BernoulliModel(RewardModel):
         return {"name": self.name, "z_rule": self.z_rule}
 
 
+#: the largest |bound| of a bounded reward range: its square summed over 1e12 rewards stays far below the
+#: largest float (a range of +-1e308 made every interval infinite, with numpy overflow warnings, silently)
+MAX_REWARD_BOUND = 1e100
+
+
 class BoundedModel(RewardModel):
     """Rewards in ``[a, b]`` with the Hoeffding radius ``R sqrt(log(1/delta) / (2 m))``, R = b - a.
 
@@ -177,6 +182,9 @@ class BoundedModel(RewardModel):
         a, b = float(a), float(b)
         if not (math.isfinite(a) and math.isfinite(b)) or not a < b:
             raise ValueError(f"bounded reward model needs finite a < b, got a={a}, b={b}")
+        if max(abs(a), abs(b)) > MAX_REWARD_BOUND:
+            raise ValueError(f"bounded reward model's range [{a:g}, {b:g}] is too wide for floats: sums of squared "
+                             f"rewards would overflow (|a|, |b| <= {MAX_REWARD_BOUND:g}); rescale the rewards")
         self.low, self.high = a, b
 
     def accepts(self, x: float) -> bool:

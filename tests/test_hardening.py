@@ -359,3 +359,18 @@ def test_jsonl_keys_are_strings_or_integers(tmp_path):
         except InvalidRecord as e:
             out.append(e.reason)
     assert out == ["s", "s", "7", "7", "-3", "-3"] + ["key_missing"] * 10
+
+
+@pytest.mark.parametrize("a, b", [(-1e308, 1e308), (0.0, 1e300), (-1e101, 0.0)])
+def test_a_reward_range_too_wide_for_floats_is_refused_not_silently_infinite(a, b):
+    """[-1e308, 1e308] made every interval infinite (numpy overflow warnings, no alert ever)."""
+    from streamarms.models import BoundedModel
+    with pytest.raises(ValueError, match="too wide for floats"):
+        BoundedModel(a, b)
+    assert BoundedModel(-1e100, 1e100).high == 1e100
+
+
+def test_a_boolean_key_ttl_is_refused():
+    from streamarms.monitor import ContinuousMonitor
+    with pytest.raises(ValueError, match="key_ttl"):
+        ContinuousMonitor(key_ttl=True)

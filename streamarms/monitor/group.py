@@ -41,7 +41,7 @@ class ThresholdGroup:
 
     def __init__(self, name: str, *, k: float, alpha_theta: float, low: float, high: float,
                  ttl: int | None = None) -> None:
-        if ttl is not None and not (isinstance(ttl, int) and ttl >= 1):
+        if ttl is not None and (isinstance(ttl, bool) or not (isinstance(ttl, int) and ttl >= 1)):
             raise ValueError(f"ttl must be a positive number of records or None, got {ttl!r}")
         self.name = str(name)
         self.k, self.alpha_theta, self.low, self.high = float(k), float(alpha_theta), float(low), float(high)

@@ -132,7 +132,7 @@ class ContinuousMonitor:
             raise ValueError(f"restart must be 'edetector', 'window' or 'none', got {restart!r}")
         if not (isinstance(window, int) and window >= 1):
             raise ValueError(f"window must be a positive integer, got {window!r}")
-        if key_ttl is not None and not (isinstance(key_ttl, int) and key_ttl >= 1):
+        if key_ttl is not None and (isinstance(key_ttl, bool) or not (isinstance(key_ttl, int) and key_ttl >= 1)):
             raise ValueError(f"key_ttl must be a positive number of records or None, got {key_ttl!r}")
         self._set_model(make_model(model))
         self.k, self.alpha, self.alpha_theta, self.alpha_cd = float(k), float(alpha), float(alpha_theta), float(alpha_cd)
@@ -370,7 +370,7 @@ class ContinuousMonitor:
         >>> mon.set_silence(5000, True); (mon.key_ttl, mon.forget_silent)
         (5000, True)
         """
-        if key_ttl is not None and not (isinstance(key_ttl, int) and key_ttl >= 1):
+        if key_ttl is not None and (isinstance(key_ttl, bool) or not (isinstance(key_ttl, int) and key_ttl >= 1)):
             raise ValueError(f"key_ttl must be a positive number of records or None, got {key_ttl!r}")
         self.key_ttl, self.forget_silent = key_ttl, bool(forget_silent)
         for g in self.groups.values():
