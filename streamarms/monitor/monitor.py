@@ -80,7 +80,6 @@ _UNDECIDED, _OUTLIER, _NORMAL = range(3)  # the table's state codes (STATES)
 _NAN = math.nan
 
 
-
 def _check_time(time: Any) -> None:
     """``ValueError`` unless ``time`` is a finite number of seconds (a record's stream time)."""
     if isinstance(time, bool) or not isinstance(time, (int, float)) or not math.isfinite(time):

@@ -56,6 +56,8 @@ from .records import InvalidRecord
 from .stats import SchedulerStats, StatsView
 
 log = logging.getLogger("streamarms.scheduler")
+__all__ = ["ContinuousRunner", "CONTINUOUS", "MonitorAlerts"]
+
 #: records between two looks for groups whose threshold waits for a quiet key (:meth:`ContinuousRunner.tick`)
 STALL_CHECK = 10_000
 
@@ -82,7 +84,6 @@ def stalled_groups(monitor: ContinuousMonitor) -> list[tuple[str, int, dict[str,
                 out.append((name, g.epoch, quiet))
     return out
 
-__all__ = ["ContinuousRunner", "CONTINUOUS", "MonitorAlerts"]
 
 #: the mode name (checkpoints and ``run_info`` record it: a checkpoint of another mode is refused)
 CONTINUOUS = "continuous"
