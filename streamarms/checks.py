@@ -98,8 +98,9 @@ def check_bad_reward_changes_nothing(cls: type[Policy], params: dict[str, Any]) 
     p = cls(ARMS, **params)
     _run(p, _Rewards(2), 40)
     before = _state(p)
-    for arm, x in ((ARMS[0], math.nan), (ARMS[1], math.inf), (ARMS[2], 10 ** 400), ("no-such-arm", 1.0),
-                   (ARMS[0], "1"), (ARMS[1], True), (ARMS[2], b"0")):  # (a string or a bool: not a number)
+    bad: list[tuple[str, Any]] = [(ARMS[0], math.nan), (ARMS[1], math.inf), (ARMS[2], 10 ** 400), ("no-such-arm", 1.0),
+                                  (ARMS[0], "1"), (ARMS[1], True), (ARMS[2], b"0")]  # (a str or a bool: no number)
+    for arm, x in bad:
         try:
             p.update(arm, x)
         except ValueError as e:
