@@ -66,8 +66,8 @@ def per_record(s: Scheduler, clock: EventClock, batch) -> tuple[int, list[tuple[
     """The daemon's former loop: advance the clock to the largest timestamp, offer, stop when finished."""
     bad = []
     for i, (key, value, ts) in enumerate(batch):
-        if ts is not None and ts * 0.001 > clock.now:
-            clock.now = ts * 0.001
+        if ts is not None and ts / 1000.0 > clock.now:
+            clock.now = ts / 1000.0
         r = s.offer(key, value)
         if r is not None:
             bad.append((i, r.reason))
