@@ -245,7 +245,11 @@ def test_a_member_that_starts_fresh_mid_episode_joins_it(kafka_broker, tmp_path)
     first = [s["episodes"][0] for s in summaries]
     assert all(e["episode"] == 1 and e["done"] for e in first)
     assert sorted(a for e in first for a in e["outliers"]) == sorted(OUTLIERS)
-    assert sum(e["arms"] for e in first) == len(KEYS)
+    # every key is held by a member; more than 20 when one member finishes the group's episode and leaves
+    # (--max-episodes 1) while another has yet to see the decision: the rebalance hands the second the
+    # first's partitions, already decided, and its summary counts them too (seen once in CI: 22; members
+    # finish up to ~0.4 s apart). Their alerts are not repeated: the exactly-once check below.
+    assert sum(e["arms"] for e in first) >= len(KEYS)
     alerts = [json.loads(r.value) for r in read_topic(kafka_broker.bootstrap, f"alerts-{tag}")]
     assert sorted(a["arm"] for a in alerts if a["kind"] == "outlier") == sorted(OUTLIERS), alerts
 
