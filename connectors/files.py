@@ -23,7 +23,10 @@ before it, and a restart seeks there, refusing a file that is now shorter or dif
 (:mod:`~streamarms.connectors.jsonl_lines`). A last line without its newline is read when it is a whole
 JSON object; otherwise (a line still being written) it is left unread -- not a dead letter, not past the
 checkpoint's position -- and :attr:`JsonlSource.incomplete` names it: a later run reads it once it is
-complete.
+complete. With ``follow=True`` (``streamarms run --follow``) the source reads the files as they grow, like
+``tail -f``: a line is read once its line end is written, the source is never exhausted, and a file
+removed, replaced (a rotation), truncated or rewritten under it ends the source with that reason
+(:attr:`JsonlSource.failure`) -- rotation is not followed: the checkpoint's position belongs to the file read.
 
 >>> import tempfile, os, json
 >>> d = tempfile.mkdtemp(); p = os.path.join(d, "r.jsonl")
@@ -43,6 +46,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from collections import namedtuple
 from collections.abc import Callable, Sequence
 from itertools import repeat
@@ -245,14 +249,21 @@ _DICT, _STR, _INT = frozenset((dict,)), frozenset((str,)), frozenset((int,))
 
 class JsonlSource:
     """Replays JSONL files (module docstring); ``exhausted`` once every line was delivered. Its
-    records carry their parsed values (``decoded_values``: :data:`JsonlRecord`'s ``parsed``)."""
+    records carry their parsed values (``decoded_values``: :data:`JsonlRecord`'s ``parsed``).
+
+    ``follow``: the files still grow (``tail -f``); a :meth:`poll` that finds nothing new waits up to its
+    ``timeout`` for more, and the source is exhausted only when a file changed under it (:attr:`failure`).
+    """
 
     decoded_values = True
 
     def __init__(self, paths: Sequence[str], *, resume: dict[str, Any] | None = None, max_records: int = 1000,
-                 ordered: bool = True) -> None:
+                 ordered: bool = True, follow: bool = False) -> None:
         self.paths = [os.fspath(p) for p in paths]
         self.max_records = max_records
+        self.follow = follow
+        #: following: why the source cannot go on (a file removed, replaced, truncated or rewritten), else None
+        self.failure: str | None = None
         self.merger = PartitionMerger(ordered=ordered)
         self.merger.assign([(p, 0) for p in self.paths], resume or {})
         self._readers: dict[str, LineReader] = {}
@@ -264,7 +275,7 @@ class JsonlSource:
                 st = (resume or {}).get(tp_name((p, 0))) or []
                 # a checkpoint of this version: the line's byte position and digest (an older one: the line only)
                 pos, digest = (st[2], st[3]) if len(st) >= 4 else (None, None)
-                self._readers[p] = LineReader(p, line=start, pos=pos, digest=digest)
+                self._readers[p] = LineReader(p, line=start, pos=pos, digest=digest, follow=follow)
                 self._eof[p] = False
         except BaseException:
             self.close()
@@ -276,6 +287,9 @@ class JsonlSource:
     def poll(self, timeout: float = 0.0) -> list[JsonlRecord]:
         per = max(1, self.max_records // max(1, len(self.paths)))
         for p in self.paths:
+            if self._eof[p] and self.follow and self.failure is None:
+                self._readers[p].more()
+                self._eof[p] = False
             if self._eof[p] or self.merger.buffered((p, 0)) > self.merger.max_buffer:
                 continue
             reader = self._readers[p]
@@ -288,10 +302,27 @@ class JsonlSource:
             if chunk is None:
                 chunk = _line_by_line(p, lines, n)
             self.merger.add((p, 0), chunk)
-        return self.merger.release(self._ended)
+        out = self.merger.release(self._ended)
+        if self.follow and not out and all(self._eof.values()):
+            self._idle(timeout)
+        return out
+
+    def _idle(self, timeout: float) -> None:
+        """Following, and every file read to its end: check that each is still the file read, then wait."""
+        for p in self.paths:
+            why = self._readers[p].changed()
+            if why is not None:
+                self.failure = (f"{why}: following stops, the checkpoint stays at the last line read of the file it "
+                                "was (rotation is not followed: put the file back, or start a new run on the new file "
+                                "with another --checkpoint)")
+                return
+        if timeout > 0:
+            time.sleep(timeout)
 
     @property
     def exhausted(self) -> bool:
+        if self.follow and self.failure is None:
+            return False
         return all(self._eof.values()) and all(self.merger.buffered((p, 0)) == 0 for p in self.paths)
 
     def rollback(self, processed: int) -> None:

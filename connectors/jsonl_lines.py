@@ -20,6 +20,12 @@ line 1, as with ``encoding="utf-8-sig"``; positions count its bytes). That posit
   once it is whole. A final ``\\r`` is not yet a line end (it may be the first half of ``\\r\\n``). When
   a run consumed such an unterminated object and the writer then ends the line, the restart skips that
   line end (it is not an empty line of its own).
+* **Following a file that grows** (``follow=True``, ``tail -f``): at the end, :meth:`LineReader.more` looks
+  again for bytes appended since; a line is read only once its line end is written (a whole object
+  without one may be the first half of a write). :meth:`LineReader.changed` says when the file at the
+  path is no longer the one being read -- removed, replaced (a rotation), truncated, or its bytes before
+  the position rewritten (the restart's digest) -- so a follower stops with that reason instead of
+  reading a different file from the middle or waiting for lines that will never come.
 
 >>> import tempfile, os
 >>> p = os.path.join(tempfile.mkdtemp(), "r.jsonl")
@@ -85,10 +91,13 @@ class LineReader:
     :meth:`mark` gave them (``None``: a checkpoint without them, the lines before ``line`` are skipped)."""
 
     def __init__(self, path: str, *, line: int = 0, pos: int | None = None, digest: str | None = None,
-                 block: int = BLOCK) -> None:
+                 block: int = BLOCK, follow: bool = False) -> None:
         self.path = path
         self._f: IO[bytes] = open(path, "rb")
         self._block = block
+        #: the file may still grow: a last line without its line end is never read (module docstring)
+        self.follow = follow
+        self._checked: tuple[int, str] | None = None  # (position, digest) :meth:`changed` last saw
         #: the number of the next line :meth:`read` returns
         self.line = 0
         self._lines: list[str] = []
@@ -173,13 +182,56 @@ class LineReader:
         text = body.decode("utf-8", "surrogateescape")
         if self._end_pos == 0 and text.startswith("\ufeff"):
             text = text[1:]
-        if text.strip() and is_json_object(text):  # complete: a line without its newline
+        if not self.follow and text.strip() and is_json_object(text):  # complete: a line without its newline
             self._blocks.append((self._end_line, 1, self._end_pos, body))
             self._lines.append(text)
             self._end_line += 1
             self._end_pos += len(body)
             tail = tail[len(body):]
         self.incomplete = tail
+
+    def more(self) -> None:
+        """At the end of the file: look again for bytes appended since (the next :meth:`read` returns
+        the lines they complete; the incomplete line left unread is continued)."""
+        if self.eof:
+            self.eof = False
+            if self.incomplete:
+                self._carry.append(self.incomplete)
+                self.incomplete = b""
+
+    def changed(self) -> str | None:
+        """Why the file at :attr:`path` is no longer the one read (``None``: it is): removed, another file
+        there now (rotated or replaced), shorter than what was read (truncated), or its bytes before the
+        last line read rewritten (the digest :meth:`mark` saves). For a follower at the end of the file.
+
+        >>> import tempfile, os
+        >>> p = os.path.join(tempfile.mkdtemp(), "r.jsonl")
+        >>> _ = open(p, "wb").write(b'{"a": 1}\\n')
+        >>> r = LineReader(p, follow=True); _ = r.read(5); r.changed() is None
+        True
+        >>> _ = open(p, "wb").write(b'')
+        >>> r.changed()  # doctest: +ELLIPSIS
+        '... is shorter than what was read of it: 0 bytes now, 9 bytes read (truncated)'
+        """
+        try:
+            now = os.stat(self.path)
+        except FileNotFoundError:
+            return f"{self.path} was removed"
+        except OSError as e:  # a permission changed, a mount went away: not this file's content
+            return f"{self.path} cannot be checked any more ({e.strerror or e})"
+        mine = os.fstat(self._f.fileno())
+        if (now.st_dev, now.st_ino) != (mine.st_dev, mine.st_ino):
+            return f"{self.path} is another file now (rotated or replaced: {now.st_size:,} bytes)"
+        read = self._f.tell()
+        if mine.st_size < read:
+            return (f"{self.path} is shorter than what was read of it: {mine.st_size:,} bytes now, {read:,} bytes "
+                    "read (truncated)")
+        pos = self._end_pos
+        if self._checked is None or self._checked[0] != pos:
+            self._checked = (pos, self._digest(pos))
+        elif self._checked[1] != self._digest(pos):
+            return f"{self.path} was rewritten: its bytes before byte {pos:,} (line {self._end_line:,}) changed"
+        return None
 
     def close(self) -> None:
         self._f.close()

@@ -31,7 +31,8 @@ The loop, per batch of records from ``source.poll``:
 
 The source and the sinks satisfy the contracts of :mod:`streamarms.runtime.contracts`
 (:class:`~streamarms.runtime.contracts.RewardSource`, ``AlertSink``, ``RequestSink``, ``DeadLetterSink``);
-a source may also offer ``exhausted``, ``connected`` (``False`` while the broker is unreachable: the loop
+a source may also offer ``exhausted``, ``failure`` (why an exhausted source could not go on: the loop
+stops with it as its reason), ``connected`` (``False`` while the broker is unreachable: the loop
 keeps turning, checkpoints wait for the broker) and ``lag()``.
 
 **Progress.** Once a second the loop notes whether it made progress: records handled, or nothing to
@@ -355,7 +356,8 @@ class Daemon:
                         log.warning("checkpoint postponed: %s", e)
                 last_ckpt = now
             if not batch and self.stop_when_exhausted and getattr(source, "exhausted", False):
-                self.stop_reason = self.stop_reason or "input exhausted"
+                # a source that cannot go on says why (a followed file replaced: ``failure``)
+                self.stop_reason = self.stop_reason or getattr(source, "failure", None) or "input exhausted"
                 break
         if metrics is not None:
             metrics.set_arm_states(sched.arm_states())

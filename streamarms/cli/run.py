@@ -134,6 +134,16 @@ def _check_writable_file(flag: str, path: str) -> None:
         raise ConfigError(f"{flag} {path}: not writable")
 
 
+def _check_sources(s: RunSettings) -> None:
+    """``ConfigError`` unless the settings name one source: Kafka topics, files, or neither (the demo)."""
+    if s.bootstrap_servers and not s.rewards_topic:
+        raise ConfigError("--bootstrap-servers needs at least one --rewards-topic")
+    if s.bootstrap_servers and s.rewards_file:
+        raise ConfigError("--rewards-file replays a file, --bootstrap-servers reads Kafka: give one of them")
+    if s.follow and not s.rewards_file:
+        raise ConfigError("--follow follows --rewards-file files (a Kafka topic is always followed)")
+
+
 def _checkpoint_store(s: RunSettings, kafka_cfg: dict[str, Any] | None, pool: Any = None) -> CheckpointStore | None:
     """The store ``--checkpoint`` names (``None``: none); a file or a directory is checked writable now, before
     a record is read (a run that cannot checkpoint would fail at its first save, or lose its work at exit)."""
@@ -223,8 +233,7 @@ class _App:
             raise ConfigError(f"unknown policy {s.policy!r}: choose one of {', '.join(sorted(POLICIES))}")
         if s.mode == ACTIVE and not s.embedded and not s.requests_topic:
             raise ConfigError("--mode active needs --requests-topic (where sample requests are published)")
-        if s.bootstrap_servers and not s.rewards_topic:
-            raise ConfigError("--bootstrap-servers needs at least one --rewards-topic")
+        _check_sources(s)
         if s.passive_feed == "all" and POLICIES[s.policy].kind in ("threshold", "best"):
             raise ConfigError(f"--passive-feed all needs a policy whose guarantee holds for any sampling order; "
                               f"{s.policy!r} has a budget or rounds of its own (use --passive-feed planned)")
@@ -421,7 +430,8 @@ class _App:
             from streamarms.connectors.files import JsonlDeadLetterSink, JsonlSink, JsonlSource
             if s.mode == ACTIVE:
                 raise ConfigError("--mode active needs Kafka (--bootstrap-servers): a file cannot answer requests")
-            self.source = JsonlSource(s.rewards_file, resume=resume, ordered=s.order == "timestamp")
+            self.source = JsonlSource(s.rewards_file, resume=resume, ordered=s.order == "timestamp",
+                                      follow=bool(s.follow))
             self.alert_sink = JsonlSink(s.alerts_file) if s.alerts_file else None
             self.dead_letter_sink = JsonlDeadLetterSink(s.dead_letter_file) if s.dead_letter_file else None
         else:
@@ -559,6 +569,11 @@ class _App:
         code = 0
         try:
             code = self.daemon.run()
+            failure = getattr(self.source, "failure", None)
+            if code == 0 and failure:  # a followed file changed under the run: stopped, checkpointed
+                log.error("stopping: %s", failure)
+                print(f"streamarms run: error: {failure}", file=sys.stderr)
+                code = 1
         except Exception as e:  # a sink could not deliver, the broker went away, ...
             log.error("stopping on error: %s", e, exc_info=log.isEnabledFor(logging.DEBUG))
             print(f"streamarms run: error: {e}", file=sys.stderr)

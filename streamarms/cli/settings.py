@@ -58,6 +58,7 @@ class RunSettings:
     start_from: str | int | None = None
     max_timestamp_ahead: float = 3600.0
     rewards_file: list[str] | None = None
+    follow: bool = False
     alerts_file: str | None = None
     dead_letter_file: str | None = None
     # the policy (mode: passive/active episodes, or continuous -- the default of --forever)
@@ -218,6 +219,10 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--producer-option", action="append", metavar="KEY=VALUE", help="kafka-python producer setting")
     g = p.add_argument_group("files")
     g.add_argument("--rewards-file", action="append", metavar="PATH", help="replay a JSONL file of records (repeatable)")
+    g.add_argument("--follow", action="store_true", default=None,
+                   help="keep reading the --rewards-file files as they grow (tail -f): the run goes on at their end "
+                        "until stopped (SIGTERM, Ctrl-C, --max-episodes); a line is read once its line end is "
+                        "written. A file removed, rotated, truncated or rewritten under the run stops it (exit 1)")
     g.add_argument("--alerts-file", metavar="PATH", help="append alerts as JSON lines ('-': stdout)")
     g.add_argument("--dead-letter-file", metavar="PATH", help="append refused records as JSON lines")
     g = p.add_argument_group("policy")
@@ -328,7 +333,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--metrics-flagged-arms", type=int, metavar="N",
                    help="also export streamarms_flagged_arm{arm} for at most N flagged keys (default 0: none)")
     g.add_argument("--forever", action="store_true", default=None,
-                   help="run until stopped (a --rewards-file replay: until its end), in the continuous mode unless "
+                   help="run until stopped (a --rewards-file replay: until its end, or with --follow until stopped), "
+                        "in the continuous mode unless "
                         "--mode says otherwise")
     g.add_argument("--summary-json", metavar="PATH", help="write the final summary as JSON ('-': stdout)")
     g.add_argument("--log-level", choices=["debug", "info", "warning", "error"])

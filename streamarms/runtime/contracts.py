@@ -41,7 +41,8 @@ class RewardSource(Protocol):
     records of the last batch were handled, deliver the rest again; ``state()`` is the JSON-able
     position after the handled records, saved in the checkpoint and given back as ``resume`` on
     restart; ``commit(state)`` tells the broker (a consumer group) the position is durable. A source
-    may also have ``exhausted`` (a file or test stream that has ended)."""
+    may also have ``exhausted`` (a file or test stream that has ended) and ``failure`` (``None``, or why
+    it ended early: a followed file replaced under it)."""
 
     def poll(self, timeout: float, /) -> Sequence[SourceRecord]: ...
 
