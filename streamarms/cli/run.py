@@ -271,6 +271,7 @@ class _App:
         self.kafka_cfg = _kafka_config(s) if s.bootstrap_servers else None
         clock_kind = s.clock if s.clock != "auto" else ("wall" if s.mode == ACTIVE else "event")
         self.event_clock = EventClock() if clock_kind == "event" else None
+        self.frozen_warned = False  # frozen_clock_text said once
         clock = self.event_clock if self.event_clock is not None else time.time
         self.run_info = {"mode": s.mode, "policy": CONTINUOUS if self.continuous else s.policy,
                          "topics": sorted(s.rewards_topic or []) or sorted(s.rewards_file or []) or ["embedded"],
@@ -490,6 +491,10 @@ class _App:
                  f", undecided {len(summary['undecided'])}" if summary["undecided"] else "")
         if self.s.embedded and not self.s.quiet:
             self._say(episode_text(summary, self.truth))
+        frozen = frozen_clock_text(self.event_clock, self.s, summary["episode"])
+        if frozen and not self.frozen_warned:
+            log.warning("%s", frozen)
+            self.frozen_warned = True
 
     # -- output --------------------------------------------------------------------------------
     def _say(self, text: str) -> None:
@@ -515,24 +520,6 @@ class _App:
             out["phase_at_stop"] = self.scheduler.phase
             out["unfinished_episode"] = self._unfinished()
         return out
-
-    def _not_started(self) -> str | None:
-        """Why no episode ran, when the run stopped while still discovering keys (a short replay) or after the
-        policy refused the keys it was given (e.g. GOLD's rho on too few keys)."""
-        sched, cfg = self.scheduler, getattr(self, "sched_config", None)
-        if isinstance(sched, ContinuousRunner) or sched.episodes_done or sched.episode or cfg is None:
-            return None
-        n = len(sched.known_arms)
-        refused = sched.episodes.build_error
-        if refused:
-            return f"no episode started: the policy refused the {n} keys: {refused}"
-        if sched.phase != DISCOVERING:
-            return None
-        why = (f"it needs at least {cfg.min_arms} keys" if n < cfg.min_arms else
-               f"the first starts after {cfg.discovery_records:,} record{'' if cfg.discovery_records == 1 else 's'} "
-               f"without a new key (--discovery-records) "
-               f"or {cfg.discovery_seconds:g} s (--discovery-seconds)")
-        return f"no episode started: the run stopped while discovering keys ({n} so far); {why}"
 
     def _unfinished(self) -> dict[str, Any] | None:
         """The episode running when the daemon stopped (input exhausted, Ctrl-C, an error), summarised as a
@@ -599,7 +586,8 @@ class _App:
                   f"{', '.join(sorted(self.scheduler.alerts.flagged)) or 'none'}")
             if out.get("unfinished_episode"):
                 self._say(unfinished_text(out["unfinished_episode"]))
-            not_started = self._not_started()
+            not_started = (not_started_text(self.scheduler, getattr(self, "sched_config", None))
+                           or frozen_clock_text(self.event_clock, s, self.scheduler.episodes_done))
             if not_started:
                 self._say(not_started)
             hint = refusals_hint(st["records"], st["invalid"], bool(s.rewards_file),
@@ -618,6 +606,43 @@ class _App:
                     print(f"streamarms run: error: cannot write the summary: {e}", file=sys.stderr)
                     return code or 1
         return code
+
+
+def not_started_text(sched: Any, cfg: SchedulerConfig | None) -> str | None:
+    """Why no episode ran, when the run stopped while still discovering keys (a short replay) or after the
+    policy refused the keys it was given (e.g. GOLD's rho on too few keys)."""
+    if isinstance(sched, ContinuousRunner) or sched.episodes_done or sched.episode or cfg is None:
+        return None
+    n = len(sched.known_arms)
+    refused = sched.episodes.build_error
+    if refused:
+        return f"no episode started: the policy refused the {n} keys: {refused}"
+    if sched.phase != DISCOVERING:
+        return None
+    why = (f"it needs at least {cfg.min_arms} keys" if n < cfg.min_arms else
+           f"the first starts after {cfg.discovery_records:,} record{'' if cfg.discovery_records == 1 else 's'} "
+           f"without a new key (--discovery-records) "
+           f"or {cfg.discovery_seconds:g} s (--discovery-seconds)")
+    return f"no episode started: the run stopped while discovering keys ({n} so far); {why}"
+
+
+def frozen_clock_text(clock: EventClock | None, s: RunSettings, episodes: int) -> str | None:
+    """Why no further episode starts, when it is that stream time stands still: the records carry no
+    timestamps (``None`` otherwise, or when no further episode was asked for).
+
+    >>> from streamarms.cli.settings import RunSettings
+    >>> frozen_clock_text(EventClock(), RunSettings(max_episodes=3), 1)[:60]
+    'the records carry no timestamps, so stream time (the clock o'
+    >>> frozen_clock_text(EventClock(5.0), RunSettings(), 1) is None, frozen_clock_text(None, RunSettings(), 1)
+    (True, None)
+    """
+    if clock is None or clock.now > 0.0 or not episodes or s.mode != "passive" or s.episode_interval <= 0 \
+            or (s.max_episodes is not None and episodes >= s.max_episodes):
+        return None
+    return ("the records carry no timestamps, so stream time (the clock of the passive mode) stands still: "
+            f"the next episode, due --episode-interval {s.episode_interval:g} s after the last one started, "
+            "never starts (nor do --want-timeout and --episode-timeout elapse); give the records a timestamp, "
+            "run with --clock wall (a live stream), or with --episode-interval 0 (each episode right after the last)")
 
 
 def incomplete_text(path: str, n: int, checkpoint: bool) -> str:

@@ -378,3 +378,20 @@ def test_a_summary_path_that_cannot_be_written_is_refused_before_the_run(tmp_pat
     assert "--summary-json" in err and "does not exist" in err
     assert main(["run", "--rewards-file", str(p), "--summary-json", str(tmp_path)]) == 2
     assert "is a directory" in capsys.readouterr().err
+
+
+def test_a_replay_without_timestamps_says_why_no_further_episode_starts(tmp_path, capsys):
+    """Records without timestamps leave stream time at 0: the second episode of three, due
+    --episode-interval after the first started, never starts. The run says so (warning and last line),
+    with what to do; --episode-interval 0 runs all three."""
+    p = tmp_path / "r.jsonl"
+    p.write_text("".join(json.dumps({"arm": f"k{i % 6}", "reward": int(i % 6 == 5 or i % 5 == 0)}) + "\n"
+                         for i in range(60_000)))
+    argv = ["run", "--rewards-file", str(p), "--policy", "cs", "--discovery-records", "100", "--max-episodes", "3"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "1 episode(s)" in out and "the records carry no timestamps, so stream time" in out
+    assert "--episode-interval 0" in out
+    assert main([*argv, "--episode-interval", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "3 episode(s)" in out and "no timestamps" not in out
