@@ -52,11 +52,13 @@ from collections.abc import Callable, Sequence
 from itertools import repeat
 from typing import IO, Any
 
+from streamarms.checkpoint import CheckpointError
 from streamarms.runtime.decoder import _SHORT
 from streamarms.runtime.records import RefusedKey, raw_key
 
 from .jsonl_lines import LineReader
 from .ordering import PartitionMerger, tp_name
+from .pipe_lines import STDIN, PipeLineReader
 
 #: a record of a JSONL file: the fields of kafka-python's ConsumerRecord that streamarms reads, and
 #: ``parsed``: the value as parsing the line already gave it (a JSON object parsed by orjson, at most
@@ -253,6 +255,8 @@ class JsonlSource:
 
     ``follow``: the files still grow (``tail -f``); a :meth:`poll` that finds nothing new waits up to its
     ``timeout`` for more, and the source is exhausted only when a file changed under it (:attr:`failure`).
+    The path ``-`` is standard input (:mod:`~streamarms.connectors.pipe_lines`): read until its writer
+    closes it, with or without ``follow``; it cannot be resumed.
     """
 
     decoded_values = True
@@ -275,7 +279,13 @@ class JsonlSource:
                 st = (resume or {}).get(tp_name((p, 0))) or []
                 # a checkpoint of this version: the line's byte position and digest (an older one: the line only)
                 pos, digest = (st[2], st[3]) if len(st) >= 4 else (None, None)
-                self._readers[p] = LineReader(p, line=start, pos=pos, digest=digest, follow=follow)
+                if p == STDIN:
+                    if start:
+                        raise CheckpointError(f"the checkpoint has read {start:,} lines of standard input, which "
+                                              "cannot be read again: a pipe cannot be resumed")
+                    self._readers[p] = PipeLineReader()
+                else:
+                    self._readers[p] = LineReader(p, line=start, pos=pos, digest=digest, follow=follow)
                 self._eof[p] = False
         except BaseException:
             self.close()
@@ -287,7 +297,7 @@ class JsonlSource:
     def poll(self, timeout: float = 0.0) -> list[JsonlRecord]:
         per = max(1, self.max_records // max(1, len(self.paths)))
         for p in self.paths:
-            if self._eof[p] and self.follow and self.failure is None:
+            if self._eof[p] and self._live(p):
                 self._readers[p].more()
                 self._eof[p] = False
             if self._eof[p] or self.merger.buffered((p, 0)) > self.merger.max_buffer:
@@ -303,12 +313,19 @@ class JsonlSource:
                 chunk = _line_by_line(p, lines, n)
             self.merger.add((p, 0), chunk)
         out = self.merger.release(self._ended)
-        if self.follow and not out and all(self._eof.values()):
+        if not out and all(self._eof.values()) and any(map(self._live, self.paths)):
             self._idle(timeout)
         return out
 
+    def _live(self, p: str) -> bool:
+        """Whether ``p`` may have more lines than those read: a pipe until its writer closes it, a followed
+        file until it changed under the source."""
+        reader = self._readers[p]
+        return self.failure is None and (not reader.eof if reader.pipe else self.follow)
+
     def _idle(self, timeout: float) -> None:
-        """Following, and every file read to its end: check that each is still the file read, then wait."""
+        """Every file read to its end, and one may grow: check that each is still the file read, then wait
+        (for a pipe's next bytes, or ``timeout``)."""
         for p in self.paths:
             why = self._readers[p].changed()
             if why is not None:
@@ -316,14 +333,16 @@ class JsonlSource:
                                 "was (rotation is not followed: put the file back, or start a new run on the new file "
                                 "with another --checkpoint)")
                 return
-        if timeout > 0:
+        pipe = self._readers.get(STDIN)
+        if pipe is not None and self._live(STDIN):
+            pipe.wait(timeout)  # type: ignore[attr-defined]
+        elif timeout > 0:
             time.sleep(timeout)
 
     @property
     def exhausted(self) -> bool:
-        if self.follow and self.failure is None:
-            return False
-        return all(self._eof.values()) and all(self.merger.buffered((p, 0)) == 0 for p in self.paths)
+        return all(self._eof[p] and not self._live(p) for p in self.paths) \
+            and all(self.merger.buffered((p, 0)) == 0 for p in self.paths)
 
     def rollback(self, processed: int) -> None:
         self.merger.rollback(processed)

@@ -90,10 +90,13 @@ class LineReader:
     """The lines of ``path`` from line ``line`` (module docstring): ``pos`` and ``digest`` as
     :meth:`mark` gave them (``None``: a checkpoint without them, the lines before ``line`` are skipped)."""
 
+    #: a pipe (:class:`~streamarms.connectors.pipe_lines.PipeLineReader`): read what is there, never wait
+    pipe = False
+
     def __init__(self, path: str, *, line: int = 0, pos: int | None = None, digest: str | None = None,
-                 block: int = BLOCK, follow: bool = False) -> None:
+                 block: int = BLOCK, follow: bool = False, file: IO[bytes] | None = None) -> None:
         self.path = path
-        self._f: IO[bytes] = open(path, "rb")
+        self._f: IO[bytes] = open(path, "rb") if file is None else file
         self._block = block
         #: the file may still grow: a last line without its line end is never read (module docstring)
         self.follow = follow
@@ -139,7 +142,9 @@ class LineReader:
         self._i = 0
         carry = self._carry
         while len(lines) < n:
-            data = self._f.read(self._block)
+            data = self._read_block()
+            if data is None:  # a pipe with nothing to read now
+                return
             if not data:
                 self._at_end()
                 return
@@ -154,6 +159,10 @@ class LineReader:
             if k + 1 < len(data):
                 carry.append(data[k + 1:])
             self._add(head)
+
+    def _read_block(self) -> bytes | None:
+        """The next bytes (``b""``: the end)."""
+        return self._f.read(self._block)
 
     def _add(self, raw: bytes) -> None:
         """Decode ``raw`` (whole lines, the last ending with a line end) into lines."""

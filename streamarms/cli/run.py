@@ -142,6 +142,12 @@ def _check_sources(s: RunSettings) -> None:
         raise ConfigError("--rewards-file replays a file, --bootstrap-servers reads Kafka: give one of them")
     if s.follow and not s.rewards_file:
         raise ConfigError("--follow follows --rewards-file files (a Kafka topic is always followed)")
+    files = s.rewards_file or []
+    if files.count("-") > 1:
+        raise ConfigError("--rewards-file - (standard input) can be given once")
+    if "-" in files and s.checkpoint not in (None, "none", "auto"):
+        raise ConfigError("--rewards-file - (standard input) cannot be resumed from a checkpoint: a pipe cannot be "
+                          "read again. Drop --checkpoint, or write the stream to a file and --follow it")
 
 
 def _checkpoint_store(s: RunSettings, kafka_cfg: dict[str, Any] | None, pool: Any = None) -> CheckpointStore | None:

@@ -218,7 +218,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--consumer-option", action="append", metavar="KEY=VALUE", help="kafka-python consumer setting")
     g.add_argument("--producer-option", action="append", metavar="KEY=VALUE", help="kafka-python producer setting")
     g = p.add_argument_group("files")
-    g.add_argument("--rewards-file", action="append", metavar="PATH", help="replay a JSONL file of records (repeatable)")
+    g.add_argument("--rewards-file", action="append", metavar="PATH", help="replay a JSONL file of records (repeatable; '-': standard input, read until "
+                                                          "its writer closes it, e.g. tail -F log | jq -c ...)")
     g.add_argument("--follow", action="store_true", default=None,
                    help="keep reading the --rewards-file files as they grow (tail -f): the run goes on at their end "
                         "until stopped (SIGTERM, Ctrl-C, --max-episodes); a line is read once its line end is "

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from streamarms.checkpoint import FileCheckpointStore
+from streamarms.checkpoint import CheckpointError, FileCheckpointStore
 from streamarms.connectors.files import JsonlSource
 from streamarms.connectors.jsonl_lines import LineReader
 
@@ -200,3 +200,49 @@ def test_follow_needs_a_rewards_file(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "streamarms.cli", "run", "--follow", "--quiet"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "--follow follows --rewards-file" in proc.stderr
+
+
+# -- standard input -------------------------------------------------------------------------------------
+def test_run_reads_standard_input_as_it_comes_and_stops_when_the_writer_closes_it(tmp_path):
+    """``--rewards-file -``: a quiet pipe does not block the run (the alerts are out while the writer is still
+    there), a line cut by the writer's close is a dead letter (never dropped), and the run stops when the
+    pipe is closed, every line counted."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamarms.cli", "run", "--rewards-file", "-", "--forever", "--alerts-file",
+         str(tmp_path / "alerts.jsonl"), "--dead-letter-file", str(tmp_path / "dead.jsonl"), "--checkpoint-interval",
+         "0.2", "--summary-json", str(tmp_path / "summary.json"), "--quiet"],
+        stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None
+    written = 0
+    try:
+        while written < 60_000 and not _alerted(tmp_path) >= {"k18", "k19"}:
+            proc.stdin.write(b"".join(_lines(2000, written)))
+            proc.stdin.flush()
+            written += 2000
+            time.sleep(0.05)
+        _wait_for(lambda: _alerted(tmp_path) >= {"k18", "k19"}, proc, "alerts while the pipe is open")
+        proc.stdin.write(b'{"arm": "k1", "rew')  # the writer goes away mid-line
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)
+    assert proc.stderr is not None
+    err = proc.stderr.read().decode()
+    assert proc.returncode == 0, err
+    summary = _summary(tmp_path)
+    assert summary["stop_reason"] == "input exhausted" and summary["records"] == written + 1
+    dead = [json.loads(x) for x in (tmp_path / "dead.jsonl").read_text().splitlines()]
+    assert [(d["reason"], d["value"], d["source"]) for d in dead] == [("not_json", '{"arm": "k1", "rew', f"-:0:{written}")]
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--rewards-file", "-", "--checkpoint", "c.ckpt"], "standard input) cannot be resumed from a checkpoint"),
+    (["--rewards-file", "-", "--rewards-file", "-"], "can be given once")])
+def test_standard_input_refuses_what_a_pipe_cannot_do(tmp_path, args, said):
+    proc = subprocess.run([sys.executable, "-m", "streamarms.cli", "run", *args, "--quiet"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2 and said in proc.stderr
+
+
+def test_a_checkpoint_that_read_standard_input_cannot_resume_it():
+    with pytest.raises(CheckpointError, match="a pipe cannot be resumed"):
+        JsonlSource(["-"], resume={"-:0": [12, None]})
