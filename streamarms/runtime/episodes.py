@@ -175,3 +175,11 @@ class EpisodeLifecycle:
         self.history = list(state["history"])
         self.policy = policy
         self.start_records = start_records
+        # --max-episodes may change on a restart: a run that stopped at its last episode goes on when more
+        # are allowed now (the next one due as it would have been), and one with fewer allowed stops
+        m = self.config.max_episodes
+        if self.phase == FINISHED and (m is None or self.episode < m):
+            self.phase = IDLE
+            self.next_start = self.started + self.config.episode_interval
+        elif self.phase == IDLE and m is not None and self.episode >= m:
+            self.finish()

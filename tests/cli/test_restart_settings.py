@@ -126,3 +126,21 @@ def test_continuous_mode_refuses_the_same_way(tmp_path, capsys, flags, says):
     assert (tmp_path / "ck").read_bytes() == before
     assert continuous(tmp_path, "--silence-records", "500", "--forget-silent", "--max-groups", "3") == 0
     assert json.loads((tmp_path / "s.json").read_text())["records"] == 6_000
+
+
+def test_a_run_stopped_by_max_episodes_goes_on_when_a_restart_allows_more(tmp_path):
+    """--max-episodes may change on a restart: the run that stopped after its last episode ran no further
+    episode when restarted with --max-episodes 3 (it stopped at once: "max episodes reached (restored from
+    checkpoint)"); now it runs episodes 2 and 3, and a restart allowing no more stops at once."""
+    (tmp_path / "r.jsonl").write_text(lines(120_000))
+    assert run(tmp_path, "--max-episodes", "1", "--episode-interval", "0") == 0
+    first = json.loads((tmp_path / "s.json").read_text())
+    assert first["stop_reason"] == "max episodes reached" and len(first["episodes"]) == 1
+    assert run(tmp_path, "--max-episodes", "3", "--episode-interval", "0") == 0
+    again = json.loads((tmp_path / "s.json").read_text())
+    assert again["stop_reason"] == "max episodes reached"
+    assert [e["episode"] for e in again["episodes"]] == [1, 2, 3] and again["records"] > first["records"]
+    assert run(tmp_path, "--max-episodes", "2", "--episode-interval", "0") == 0
+    last = json.loads((tmp_path / "s.json").read_text())
+    assert last["stop_reason"] == "max episodes reached (restored from checkpoint)"
+    assert last["records"] == again["records"]
