@@ -295,27 +295,46 @@ class JsonlSource:
         return self._eof[tp[0]]
 
     def poll(self, timeout: float = 0.0) -> list[JsonlRecord]:
-        per = max(1, self.max_records // max(1, len(self.paths)))
-        for p in self.paths:
-            if self._eof[p] and self._live(p):
-                self._readers[p].more()
-                self._eof[p] = False
-            if self._eof[p] or self.merger.buffered((p, 0)) > self.merger.max_buffer:
-                continue
-            reader = self._readers[p]
-            reader.forget(self.merger.next_offset((p, 0)) or 0)  # no checkpoint goes back before it
-            n = reader.line
-            lines = reader.read(per)
-            if len(lines) < per:
-                self._eof[p] = True
-            chunk = _shorthand_chunk(p, lines, n)
-            if chunk is None:
-                chunk = _line_by_line(p, lines, n)
-            self.merger.add((p, 0), chunk)
+        left = self.max_records
+        todo = list(self.paths)
+        while todo and left > 0:  # a share of the poll per file; the shares of files at their end go to the others
+            per = max(1, left // len(todo))
+            more = []
+            for p in todo:
+                got = self._read(p, per)
+                left -= got
+                if got == per:
+                    more.append(p)
+            todo = more
         out = self.merger.release(self._ended)
         if not out and all(self._eof.values()) and any(map(self._live, self.paths)):
             self._idle(timeout)
         return out
+
+    def _read(self, p: str, per: int) -> int:
+        """Read up to ``per`` lines of ``p`` into the merger; how many were read."""
+        if self._eof[p] and self._live(p):
+            why = self._readers[p].changed()
+            if why is not None:
+                self.failure = (f"{why}: following stops, the checkpoint stays at the last line read of the file it "
+                                "was (rotation is not followed: put the file back, or start a new run on the new file "
+                                "with another --checkpoint)")
+                return 0
+            self._readers[p].more()
+            self._eof[p] = False
+        if self._eof[p] or self.merger.buffered((p, 0)) > self.merger.max_buffer:
+            return 0
+        reader = self._readers[p]
+        reader.forget(self.merger.next_offset((p, 0)) or 0)  # no checkpoint goes back before it
+        n = reader.line
+        lines = reader.read(per)
+        if len(lines) < per:
+            self._eof[p] = True
+        chunk = _shorthand_chunk(p, lines, n)
+        if chunk is None:
+            chunk = _line_by_line(p, lines, n)
+        self.merger.add((p, 0), chunk)
+        return len(lines)
 
     def _live(self, p: str) -> bool:
         """Whether ``p`` may have more lines than those read: a pipe until its writer closes it, a followed
@@ -324,15 +343,9 @@ class JsonlSource:
         return self.failure is None and (not reader.eof if reader.pipe else self.follow)
 
     def _idle(self, timeout: float) -> None:
-        """Every file read to its end, and one may grow: check that each is still the file read, then wait
-        (for a pipe's next bytes, or ``timeout``)."""
-        for p in self.paths:
-            why = self._readers[p].changed()
-            if why is not None:
-                self.failure = (f"{why}: following stops, the checkpoint stays at the last line read of the file it "
-                                "was (rotation is not followed: put the file back, or start a new run on the new file "
-                                "with another --checkpoint)")
-                return
+        """Every file read to its end, and one may grow: wait (for a pipe's next bytes, or ``timeout``)."""
+        if self.failure is not None:
+            return
         pipe = self._readers.get(STDIN)
         if pipe is not None and self._live(STDIN):
             pipe.wait(timeout)  # type: ignore[attr-defined]
@@ -374,7 +387,9 @@ class JsonlSource:
 class JsonlSink:
     """Appends JSON values (alerts, requests), one per line; ``"-"`` writes to stdout.
 
-    ``flush`` makes the lines durable (``fsync``) before the daemon checkpoints.
+    Each line is handed to the operating system as it is sent (a reader of the file, ``tail -f``, sees an
+    alert at once, not at the next checkpoint); ``flush`` makes the lines durable (``fsync``) before the
+    daemon checkpoints.
     """
 
     def __init__(self, path: str, fsync: bool = True) -> None:
@@ -386,6 +401,7 @@ class JsonlSink:
         # alerts: send(alert); requests: send(arm, payload)
         obj = payload if payload is not None else value
         self._f.write(json.dumps(obj, separators=(",", ":")) + "\n")
+        self._f.flush()
 
     def flush(self) -> None:
         self._f.flush()
@@ -399,7 +415,8 @@ class JsonlSink:
 
 
 class JsonlDeadLetterSink(JsonlSink):
-    """Refused records as lines ``{"reason", "detail", "source", "key", "value"}`` (key/value as text)."""
+    """Refused records as lines ``{"reason", "detail", "source", "key", "value"}`` (key/value as text),
+    buffered until :meth:`flush` (a flood of bad records is written in blocks, not a system call each)."""
 
     def send(self, record: Any, reason: str, detail: str = "") -> None:  # type: ignore[override]
         def text(b: Any) -> Any:

@@ -24,7 +24,8 @@ line 1, as with ``encoding="utf-8-sig"``; positions count its bytes). That posit
   again for bytes appended since; a line is read only once its line end is written (a whole object
   without one may be the first half of a write). :meth:`LineReader.changed` says when the file at the
   path is no longer the one being read -- removed, replaced (a rotation), truncated, or its bytes before
-  the position rewritten (the restart's digest) -- so a follower stops with that reason instead of
+  the position rewritten (the bytes read are compared: the first ones and the last ones, up to
+  :data:`WINDOW` each) -- so a follower stops with that reason instead of
   reading a different file from the middle or waiting for lines that will never come.
 
 >>> import tempfile, os
@@ -45,11 +46,13 @@ import hashlib
 import json
 import os
 import re
+import stat
 from collections.abc import Callable
 from itertools import islice
 from typing import IO, Any
 
 from streamarms.checkpoint import CheckpointError
+from streamarms.errors import ConfigError
 
 _fast_loads: Callable[[str], Any]
 try:
@@ -68,6 +71,9 @@ BLOCK = 1 << 16
 WINDOW = 256
 
 _EOL = re.compile(rb"\r\n|\r|\n")
+#: what a path that is not a regular file is, for the error
+_KINDS = {stat.S_IFIFO: "a named pipe", stat.S_IFCHR: "a character device", stat.S_IFSOCK: "a socket",
+          stat.S_IFDIR: "a directory", stat.S_IFBLK: "a block device"}
 
 
 def is_json_object(text: str) -> bool:
@@ -96,11 +102,15 @@ class LineReader:
     def __init__(self, path: str, *, line: int = 0, pos: int | None = None, digest: str | None = None,
                  block: int = BLOCK, follow: bool = False, file: IO[bytes] | None = None) -> None:
         self.path = path
+        if file is None and not stat.S_ISREG(mode := os.stat(path).st_mode):
+            raise ConfigError(f"{path} is not a regular file ({_KINDS.get(stat.S_IFMT(mode), 'a special file')}): give "
+                              f"its data on standard input instead (--rewards-file - < {path})")
         self._f: IO[bytes] = open(path, "rb") if file is None else file
         self._block = block
         #: the file may still grow: a last line without its line end is never read (module docstring)
         self.follow = follow
-        self._checked: tuple[int, str] | None = None  # (position, digest) :meth:`changed` last saw
+        #: the file's first bytes and the last bytes read (up to :data:`WINDOW` each): :meth:`changed` compares
+        self._head = self._last = b""
         #: the number of the next line :meth:`read` returns
         self.line = 0
         self._lines: list[str] = []
@@ -146,8 +156,17 @@ class LineReader:
             if data is None:  # a pipe with nothing to read now
                 return
             if not data:
-                self._at_end()
+                if self.incomplete and not carry:  # nothing new after an incomplete line: it stays as it is
+                    self.eof = True
+                else:
+                    self._at_end()
                 return
+            if len(self._head) < WINDOW:
+                self._head += data[:WINDOW - len(self._head)]
+            self._last = (self._last + data[-WINDOW:])[-WINDOW:]
+            if self.incomplete:  # (following) the incomplete line goes on
+                carry.insert(0, self.incomplete)
+                self.incomplete = b""
             k = data.rfind(b"\n")
             if k < 0:
                 carry.append(data)
@@ -188,25 +207,22 @@ class LineReader:
             self._add(tail[:j + 1])
             tail = tail[j + 1:]
         body = tail[:-1] if tail.endswith(b"\r") else tail
-        text = body.decode("utf-8", "surrogateescape")
-        if self._end_pos == 0 and text.startswith("\ufeff"):
-            text = text[1:]
-        if not self.follow and text.strip() and is_json_object(text):  # complete: a line without its newline
-            self._blocks.append((self._end_line, 1, self._end_pos, body))
-            self._lines.append(text)
-            self._end_line += 1
-            self._end_pos += len(body)
-            tail = tail[len(body):]
+        if not self.follow:  # (following: a line is read once its line end is there, and never decoded here)
+            text = body.decode("utf-8", "surrogateescape")
+            if self._end_pos == 0 and text.startswith("\ufeff"):
+                text = text[1:]
+            if text.strip() and is_json_object(text):  # complete: a line without its newline
+                self._blocks.append((self._end_line, 1, self._end_pos, body))
+                self._lines.append(text)
+                self._end_line += 1
+                self._end_pos += len(body)
+                tail = tail[len(body):]
         self.incomplete = tail
 
     def more(self) -> None:
         """At the end of the file: look again for bytes appended since (the next :meth:`read` returns
         the lines they complete; the incomplete line left unread is continued)."""
-        if self.eof:
-            self.eof = False
-            if self.incomplete:
-                self._carry.append(self.incomplete)
-                self.incomplete = b""
+        self.eof = False
 
     def changed(self) -> str | None:
         """Why the file at :attr:`path` is no longer the one read (``None``: it is): removed, another file
@@ -235,11 +251,10 @@ class LineReader:
         if mine.st_size < read:
             return (f"{self.path} is shorter than what was read of it: {mine.st_size:,} bytes now, {read:,} bytes "
                     "read (truncated)")
-        pos = self._end_pos
-        if self._checked is None or self._checked[0] != pos:
-            self._checked = (pos, self._digest(pos))
-        elif self._checked[1] != self._digest(pos):
-            return f"{self.path} was rewritten: its bytes before byte {pos:,} (line {self._end_line:,}) changed"
+        if self._pread(len(self._head), 0) != self._head or self._pread(len(self._last), read - len(self._last)) \
+                != self._last:
+            return (f"{self.path} was rewritten: its first bytes, or those before byte {read:,}, are not those read "
+                    "(truncated and written again, or edited)")
         return None
 
     def close(self) -> None:
@@ -313,6 +328,8 @@ class LineReader:
         self._f.seek(pos)
         self.line = self._end_line = line
         self._end_pos = pos
+        w = min(WINDOW, pos)
+        self._head, self._last = self._pread(w, 0), self._pread(w, pos - w)
 
     def _skip(self, line: int) -> None:
         """Skip ``line`` lines (a checkpoint that saved the line number only)."""

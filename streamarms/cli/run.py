@@ -581,7 +581,7 @@ class _App:
         elapsed = time.monotonic() - t0
         out = self.summary(code, elapsed)
         for path, n in out.get("incomplete_last_lines", {}).items():
-            log.warning("%s", incomplete_text(path, n, self.store is not None))
+            log.warning("%s", incomplete_text(path, n, self.store is not None, bool(s.follow)))
         if code == 0 and not s.quiet:
             st = self.scheduler.stats()
             share = st["used"] / st["records"] if st["records"] else 0.0
@@ -651,16 +651,20 @@ def frozen_clock_text(clock: EventClock | None, s: RunSettings, episodes: int) -
             "run with --clock wall (a live stream), or with --episode-interval 0 (each episode right after the last)")
 
 
-def incomplete_text(path: str, n: int, checkpoint: bool) -> str:
-    """The warning for a replayed file whose last line was left unread (no line end, not a whole JSON object:
-    a line still being written).
+def incomplete_text(path: str, n: int, checkpoint: bool, follow: bool = False) -> str:
+    """The warning for a replayed file whose last line was left unread (no line end and, unless following,
+    not a whole JSON object: a line still being written).
 
     >>> print(incomplete_text("r.jsonl", 17, True))
     r.jsonl ends in an incomplete line of 17 bytes (no newline, not a whole JSON object): not read; a restart with the same --checkpoint reads it once it is complete
+    >>> print(incomplete_text("r.jsonl", 17, False, follow=True))
+    r.jsonl ends in a line of 17 bytes without its newline (--follow reads a line once its newline is written): not read; a later run reads it once it is complete
     """
-    return (f"{path} ends in an incomplete line of {n:,} byte{'' if n == 1 else 's'} (no newline, not a whole JSON "
-            f"object): not read; " + ("a restart with the same --checkpoint reads it once it is complete" if checkpoint
-                                      else "a later run reads it once it is complete"))
+    what = (f"a line of {n:,} byte{'' if n == 1 else 's'} without its newline (--follow reads a line once its "
+            "newline is written)" if follow else
+            f"an incomplete line of {n:,} byte{'' if n == 1 else 's'} (no newline, not a whole JSON object)")
+    return (f"{path} ends in {what}: not read; " + ("a restart with the same --checkpoint reads it once it is complete"
+                                                     if checkpoint else "a later run reads it once it is complete"))
 
 
 def episode_text(e: dict[str, Any], truth: list[str] | None) -> str:

@@ -18,6 +18,7 @@ import pytest
 from streamarms.checkpoint import CheckpointError, FileCheckpointStore
 from streamarms.connectors.files import JsonlSource
 from streamarms.connectors.jsonl_lines import LineReader
+from streamarms.errors import ConfigError
 
 
 def _lines(n: int, first: int = 0) -> list[bytes]:
@@ -91,9 +92,22 @@ def _rewrite(p):  # the same length, other bytes before the position
     p.write_bytes(bytes(data))
 
 
+def _regrow(p):  # truncated and written again past the old size before the follower looked (copytruncate + a burst)
+    p.write_bytes(b"".join(_lines(200, first=9000)))
+
+
+def _edit_and_append(p):  # the first line edited in place (same length), then lines appended
+    with open(p, "r+b") as f:
+        f.write(b'{"arm": "kX"')
+    _append(p, b"".join(_lines(20, first=50)))
+
+
 @pytest.mark.parametrize("change, why", [(_truncate, "shorter than what was read"), (_rotate, "is another file now"),
-                                         (os.remove, "was removed"), (_rewrite, "was rewritten")])
+                                         (os.remove, "was removed"), (_rewrite, "was rewritten"),
+                                         (_regrow, "was rewritten"), (_edit_and_append, "was rewritten")])
 def test_a_file_changed_under_the_follower_ends_the_source_with_the_reason(tmp_path, change, why):
+    """Nothing of the changed file is read: not a line of a regrown file from the old position (the trial that
+    found it: 247 lines lost, a fragment dead-lettered), not a line appended after an edit."""
     p = tmp_path / "r.jsonl"
     p.write_bytes(b"".join(_lines(50)))
     src = JsonlSource([str(p)], follow=True)
@@ -246,3 +260,45 @@ def test_standard_input_refuses_what_a_pipe_cannot_do(tmp_path, args, said):
 def test_a_checkpoint_that_read_standard_input_cannot_resume_it():
     with pytest.raises(CheckpointError, match="a pipe cannot be resumed"):
         JsonlSource(["-"], resume={"-:0": [12, None]})
+
+
+@pytest.mark.parametrize("follow", [True, False])
+def test_a_poll_spends_the_share_of_files_at_their_end_on_the_others(tmp_path, follow):
+    """One file with lines beside 199 idle ones is read a poll's worth at a time (it was 5 lines a poll:
+    52 s for 200k lines followed, against 5 s alone), and every line is read once."""
+    paths = [tmp_path / f"f{i:03d}.jsonl" for i in range(200)]
+    for q in paths:
+        q.write_bytes(b"")
+    paths[7].write_bytes(b"".join(_lines(5000)))
+    src = JsonlSource([str(q) for q in paths], follow=follow, max_records=1000)
+    first = src.poll(0.0)
+    assert len(first) >= 990
+    got = first + _poll_all(src, 10)
+    assert [r.offset for r in got] == list(range(5000))
+    src.close()
+
+
+def test_a_path_that_is_not_a_regular_file_is_refused_with_what_to_do(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(ConfigError, match=r"is not a regular file \(a named pipe\).*--rewards-file - <"):
+        JsonlSource([str(fifo)])
+    with pytest.raises(ConfigError, match="a directory"):
+        JsonlSource([str(tmp_path)])
+
+
+def test_an_alert_reaches_the_alerts_file_when_it_is_sent(tmp_path):
+    """A reader of the alerts file (tail -f) sees an alert at once, not at the next checkpoint (it lagged by
+    up to --checkpoint-interval); dead letters stay buffered until the checkpoint's flush."""
+    from streamarms.connectors.files import JsonlDeadLetterSink, JsonlSink
+    sink = JsonlSink(str(tmp_path / "a.jsonl"), fsync=False)
+    sink.send({"arm": "k18", "kind": "outlier"})
+    assert json.loads((tmp_path / "a.jsonl").read_text()) == {"arm": "k18", "kind": "outlier"}
+    sink.close()
+    dead = JsonlDeadLetterSink(str(tmp_path / "d.jsonl"), fsync=False)
+    rec = JsonlSource([str(tmp_path / "a.jsonl")]).poll()[0]
+    dead.send(rec, "not_json", "x")
+    assert (tmp_path / "d.jsonl").read_text() == ""
+    dead.flush()
+    assert json.loads((tmp_path / "d.jsonl").read_text())["reason"] == "not_json"
+    dead.close()
