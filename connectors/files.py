@@ -43,6 +43,7 @@ removed, replaced (a rotation), truncated or rewritten under it ends the source 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -56,7 +57,7 @@ from streamarms.checkpoint import CheckpointError
 from streamarms.runtime.decoder import _SHORT
 from streamarms.runtime.records import RefusedKey, raw_key
 
-from .jsonl_lines import LineReader
+from .jsonl_lines import WINDOW, LineReader
 from .ordering import PartitionMerger, tp_name
 from .pipe_lines import STDIN, PipeLineReader
 
@@ -389,7 +390,11 @@ class JsonlSink:
 
     Each line is handed to the operating system as it is sent (a reader of the file, ``tail -f``, sees an
     alert at once, not at the next checkpoint); ``flush`` makes the lines durable (``fsync``) before the
-    daemon checkpoints.
+    daemon checkpoints. **Exactly once across a crash:** the checkpoint saves the file's size (:meth:`mark`,
+    after the flush); a restart from it first cuts the file back to that size (:meth:`rewind`) -- the lines
+    after it were written after the checkpoint, and the records that made them are read again, so they
+    are written again -- unless the file is no longer the one marked (shorter, or other bytes before the
+    size: rotated, replaced), which is left as it is (a warning: those lines may then repeat).
     """
 
     def __init__(self, path: str, fsync: bool = True) -> None:
@@ -408,10 +413,41 @@ class JsonlSink:
         if self.fsync and self._f is not sys.stdout:
             os.fsync(self._f.fileno())
 
+    def mark(self) -> list[Any] | None:
+        """``[size, digest of the bytes before it]`` of the file, flushed (``None`` for stdout)."""
+        if self._f is sys.stdout:
+            return None
+        self._f.flush()
+        size = os.fstat(self._f.fileno()).st_size
+        return [size, _tail_digest(self.path, size)]
+
+    def rewind(self, mark: Any) -> int | None:
+        """Cut the file back to ``mark``'s size (a restart: the lines after it are made again); the bytes cut,
+        or ``None`` when the file is not the one marked (left as it is)."""
+        if self._f is sys.stdout or not (isinstance(mark, list) and len(mark) == 2 and type(mark[0]) is int):
+            return None
+        self._f.flush()
+        size = os.fstat(self._f.fileno()).st_size
+        if size < mark[0] or _tail_digest(self.path, mark[0]) != mark[1]:
+            return None
+        if size > mark[0]:
+            os.ftruncate(self._f.fileno(), mark[0])
+        return size - mark[0]
+
     def close(self) -> None:
         self.flush()
         if self._f is not sys.stdout:
             self._f.close()
+
+
+def _tail_digest(path: str, size: int) -> str:
+    """A digest of the (up to) 256 bytes of ``path`` before byte ``size``."""
+    w = min(WINDOW, size)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return hashlib.blake2b(os.pread(fd, w, size - w), digest_size=8).hexdigest()
+    finally:
+        os.close(fd)
 
 
 class JsonlDeadLetterSink(JsonlSink):

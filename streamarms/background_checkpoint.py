@@ -53,7 +53,7 @@ import time
 from typing import Any
 
 from .checkpoint import CheckpointError
-from .daemon import Daemon, checkpoint_document
+from .daemon import Daemon, checkpoint_document, sink_marks
 
 __all__ = ["BackgroundCheckpointDaemon"]
 
@@ -94,13 +94,14 @@ class BackgroundCheckpointDaemon(Daemon):
         for sink in self._sinks():
             sink.flush()
         state = self.source.state()
+        marks = sink_marks(self._sinks())
         pid = os.fork()
         if pid == 0:  # the child: save the image of this moment, then leave without running any cleanup
             code = 1
             try:
                 _die_with_parent()
                 assert self.checkpoint_store is not None
-                self.checkpoint_store.save(checkpoint_document(self.run_info, self.scheduler, state))
+                self.checkpoint_store.save(checkpoint_document(self.run_info, self.scheduler, state, marks))
                 code = 0
             except BaseException as e:  # noqa: BLE001 -- reported by the exit status; say why on stderr
                 os.write(2, f"background checkpoint failed: {type(e).__name__}: {e}\n".encode())

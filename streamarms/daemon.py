@@ -81,7 +81,7 @@ from .runtime import FINISHED, EventClock, InvalidRecord, Scheduler
 from .runtime.continuous import ContinuousRunner
 from .runtime.contracts import AlertSink, DeadLetterSink, RequestSink, RewardSource
 
-__all__ = ["Daemon", "restore_checkpoint", "checkpoint_document"]
+__all__ = ["Daemon", "restore_checkpoint", "checkpoint_document", "sink_marks", "rewind_sinks"]
 
 log = logging.getLogger("streamarms.daemon")
 
@@ -96,9 +96,41 @@ GC_GEN0 = 20_000
 #: every how many records the processing latency is observed
 
 
-def checkpoint_document(run: dict[str, Any], scheduler: Scheduler | ContinuousRunner, source_state: dict[str, Any]) -> dict[str, Any]:
-    """The document saved at a checkpoint: what run it is, the source positions, the scheduler state."""
-    return {"run": run, "saved_at": time.time(), "source": source_state, "scheduler": scheduler.snapshot()}
+def checkpoint_document(run: dict[str, Any], scheduler: Scheduler | ContinuousRunner, source_state: dict[str, Any],
+                        sinks: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The document saved at a checkpoint: what run it is, the source positions, the scheduler state, and
+    the file sinks' sizes (:func:`sink_marks`)."""
+    doc = {"run": run, "saved_at": time.time(), "source": source_state, "scheduler": scheduler.snapshot()}
+    if sinks:
+        doc["sinks"] = sinks
+    return doc
+
+
+def sink_marks(sinks: list[Any]) -> dict[str, Any]:
+    """The sinks' ``mark()`` by path, after their flush: where each file ends at this checkpoint."""
+    out = {}
+    for sink in sinks:
+        mark = sink.mark() if callable(getattr(sink, "mark", None)) else None
+        if mark is not None:
+            out[sink.path] = mark
+    return out
+
+
+def rewind_sinks(doc: dict[str, Any] | None, sinks: list[Any]) -> None:
+    """A restart from ``doc``: cut each file sink back to where the checkpoint saw it end (what was written
+    after is written again by the records read again: exactly once, not at least once)."""
+    marks = (doc or {}).get("sinks") or {}
+    for sink in sinks:
+        if sink is None or getattr(sink, "path", None) not in marks or not callable(getattr(sink, "rewind", None)):
+            continue
+        cut = sink.rewind(marks[sink.path])
+        if cut is None:
+            log.warning("%s is not the file the checkpoint saw (shorter, or other bytes before its size: rotated or "
+                        "replaced?): left as it is, so lines written after the checkpoint may appear twice",
+                        sink.path)
+        elif cut:
+            log.info("%s: %d bytes written after the checkpoint removed (the records read again write them again)",
+                     sink.path, cut)
 
 
 def restore_checkpoint(store: CheckpointStore, run: dict[str, Any],
@@ -385,7 +417,8 @@ class Daemon:
             sink.flush()
         state = self.source.state()
         if self.checkpoint_store is not None:
-            self.checkpoint_store.save(checkpoint_document(self.run_info, self.scheduler, state))
+            self.checkpoint_store.save(checkpoint_document(self.run_info, self.scheduler, state,
+                                                           sink_marks(self._sinks())))
             if self.metrics is not None:
                 self.metrics.checkpointed()
         self.source.commit(state)

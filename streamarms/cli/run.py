@@ -38,7 +38,7 @@ from dataclasses import fields
 from typing import Any
 
 from ..checkpoint import CheckpointError, CheckpointStore, FileCheckpointStore, checkpoint_key
-from ..daemon import Daemon, restore_checkpoint
+from ..daemon import Daemon, restore_checkpoint, rewind_sinks
 from ..errors import ConfigError
 from ..metrics import Metrics
 from ..policies.base import Policy
@@ -298,6 +298,7 @@ class _App:
         resume = doc["source"] if doc else None
 
         self._build_io(resume)
+        rewind_sinks(doc, [self.alert_sink, self.dead_letter_sink])  # exactly once across a crash (file sinks)
         arms = key_names(s.arms) if isinstance(s.arms, str) else s.arms  # (a list from the flag or the file)
         if self.embedded_arms is not None and s.mode == ACTIVE:
             arms = self.embedded_arms
@@ -347,6 +348,8 @@ class _App:
                              checkpoint=self.store, checkpoint_interval=s.checkpoint_interval, metrics=self.metrics,
                              run_info=self.run_info, stop_when_exhausted=bool(s.rewards_file),
                              transaction=self.transaction, on_turn=self.group.turn if self.group else None)
+        if doc is None and self.store is not None and s.rewards_file:  # a first checkpoint before any record:
+            Daemon.checkpoint(self.daemon)  # the file sinks' sizes, for a restart after a crash before the next
         self.server = None
         if self.metrics is not None and s.metrics_port is not None:
             from ..observability import OperatorMetrics  # operator's series and readiness (/healthz)
