@@ -424,7 +424,8 @@ class JsonlSink:
     def rewind(self, mark: Any) -> int | None:
         """Cut the file back to ``mark``'s size (a restart: the lines after it are made again); the bytes cut,
         or ``None`` when the file is not the one marked (left as it is)."""
-        if self._f is sys.stdout or not (isinstance(mark, list) and len(mark) == 2 and type(mark[0]) is int):
+        if self._f is sys.stdout or not (isinstance(mark, list) and len(mark) == 2 and type(mark[0]) is int
+                                         and mark[0] >= 0):
             return None
         self._f.flush()
         size = os.fstat(self._f.fileno()).st_size

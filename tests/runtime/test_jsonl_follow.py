@@ -378,3 +378,19 @@ def _checkpointed_at(tmp_path, ck: str) -> int:
     except FileNotFoundError:
         return -1
     return -1 if doc is None else doc["scheduler"]["counters"]["records"]
+
+
+def test_a_sink_is_cut_back_only_to_a_mark_of_its_own_file(tmp_path):
+    from streamarms.connectors.files import JsonlSink
+    p = tmp_path / "a.jsonl"
+    sink = JsonlSink(str(p), fsync=False)
+    sink.send({"a": 1})
+    mark = sink.mark()
+    sink.send({"a": 2})
+    for bad in ([-5, mark[1]], ["8", mark[1]], [mark[0], "0" * 16], [10**9, mark[1]], {"size": 8}, None):
+        assert sink.rewind(bad) is None  # malformed, another file's bytes, beyond the end: left as it is
+    assert p.read_text() == '{"a":1}\n{"a":2}\n'
+    assert sink.rewind(mark) == 8 and p.read_text() == '{"a":1}\n'
+    sink.send({"a": 3})  # appended after the cut
+    sink.close()
+    assert p.read_text() == '{"a":1}\n{"a":3}\n'
