@@ -20,6 +20,9 @@ from .types import key_names, nonneg_float, nonneg_int, port, positive_int, prob
 
 __all__ = ["RunSettings", "DEFAULTS", "EMBEDDED_DEFAULTS", "add_run_arguments", "resolve_settings"]
 
+#: ``--prefetch`` in active mode: the requests sent ahead per planned arm (those the plan drops are wasted)
+ACTIVE_PREFETCH = 4
+
 _SCHED, _POLICY = SchedulerConfig(), PolicyParams()
 #: ``--mode episodes``: the episode mode that samples the stream (an alias of ``passive``)
 EPISODES = "episodes"
@@ -289,7 +292,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--episode-interval", type=nonneg_float, metavar="SEC", help="between episode starts (default 300)")
     g.add_argument("--episode-timeout", type=nonneg_float, metavar="SEC", help="end an unfinished episode after this")
     g.add_argument("--window", type=positive_int, metavar="N", help="planned arms to take rewards for (default 32)")
-    g.add_argument("--prefetch", type=positive_int, metavar="N", help="rewards held per planned arm (default 4; with --order arrival "
+    g.add_argument("--prefetch", type=positive_int, metavar="N", help="rewards held per planned arm (default 32; active mode: requests sent ahead, 4; "
+                        "with --order arrival "
                         "--max-poll-records: a partition's records come in runs of a poll)")
     g.add_argument("--want-timeout", type=nonneg_float, metavar="SEC", help="defer an arm after this (default 30)")
     g.add_argument("--max-in-flight", type=positive_int, metavar="N", help="active: outstanding requests (default 32)")
@@ -457,6 +461,8 @@ def resolve_settings(opts: argparse.Namespace) -> RunSettings:
         # 4 partitions: not decided after 200k records with 4, 41k with a poll's worth, 64k in timestamp
         # order: tests/runtime/test_arrival_order.py)
         s = replace(s, prefetch=max(s.prefetch, s.max_poll_records))
+    elif s.mode == ACTIVE and "prefetch" not in explicit:  # requests sent ahead per planned arm: a few
+        s = replace(s, prefetch=ACTIVE_PREFETCH)
     bounds = (0.0, 1.0)
     if s.reward_range:
         try:

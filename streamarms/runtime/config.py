@@ -24,11 +24,15 @@ class SchedulerConfig:
     mode: str = PASSIVE
     #: passive: how many arms may be wanted at once
     window: int = 32
-    #: rewards held per planned arm until the plan reaches it (passive); 1 in active mode is enough. A
-    #: source in poll order (``KafkaRewardSource(ordered=False)``) hands out a partition's records in runs
-    #: of up to a poll: hold a poll's worth there (``streamarms run --order arrival`` does), or a plan
-    #: across partitions starves (``tests/runtime/test_arrival_order.py``)
-    prefetch: int = 4
+    #: rewards held per planned arm until the plan reaches it (passive; ``streamarms run`` takes 4 in active
+    #: mode, where it is the requests sent ahead per arm). WRR asks for an arm about ``rho* ~ n^(2/3)``
+    #: times in a row, so a few held rewards starve it: at 50 keys 4 took 347k records to decide where 32
+    #: took 58k, at 200 keys 4 did not decide in 6M records, 32 in 5.0M (``tests/runtime/
+    #: test_prefetch_default.py``); the 20-key stream does not care (~59k either way). A source in poll order
+    #: (``KafkaRewardSource(ordered=False)``) hands out a partition's records in runs of up to a poll:
+    #: hold a poll's worth there (``streamarms run --order arrival`` does), or a plan across partitions
+    #: starves (``tests/runtime/test_arrival_order.py``)
+    prefetch: int = 32
     #: passive: give up a want after this long without a record of the arm
     want_timeout: float = 30.0
     #: active: requests outstanding at once

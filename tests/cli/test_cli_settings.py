@@ -173,7 +173,7 @@ def test_arrival_order_holds_a_polls_worth_of_rewards_per_planned_key_unless_tol
     def settings(*flags: str):
         return resolve_settings(build_parser().parse_args(["run", "--bootstrap-servers", "b:9092", *flags]))
 
-    assert settings().prefetch == 4
+    assert settings().prefetch == 32 and settings("--mode", "active").prefetch == 4
     assert settings("--order", "arrival").prefetch == 1000
     assert settings("--order", "arrival", "--max-poll-records", "300").prefetch == 300
     assert settings("--order", "arrival", "--prefetch", "4").prefetch == 4
