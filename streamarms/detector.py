@@ -115,6 +115,7 @@ import inspect
 import math
 import numbers
 import re
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -315,6 +316,7 @@ class OutlierArmDetector(base.AnomalyDetector):
         self.n_records = 0          # learn_one calls
         self.n_ignored = 0          # records without the key or the reward feature
         self.n_refused = 0          # records of keys beyond max_arms
+        self._cap_warned = False    # the warning that keys beyond max_arms are ignored was given
         self._verdict = {}     # current episode: confident classifications
         self._final = {}       # last finished episode: every arm's final score
         self._tally = {}       # current episode: [samples, sum] per arm
@@ -346,8 +348,11 @@ class OutlierArmDetector(base.AnomalyDetector):
 
     # -- river API -----------------------------------------------------------------------------
     def learn_one(self, x: dict) -> None:
-        key = x.get(self.key)
-        r = x.get(self.reward)
+        try:
+            key = x.get(self.key)
+            r = x.get(self.reward)
+        except AttributeError:
+            raise TypeError(f"learn_one takes a dict of features (river's x), got {type(x).__name__}") from None
         if key is None or r is None:
             self.n_records += 1
             self.n_ignored += 1
@@ -359,9 +364,17 @@ class OutlierArmDetector(base.AnomalyDetector):
         bad = self._scheduler.offer(arm, reward)  # type: ignore[arg-type]
         if isinstance(bad, InvalidRecord):
             self.n_refused += 1
+            if bad.reason == "too_many_arms" and not self._cap_warned:  # once: the records of new keys are ignored
+                self._cap_warned = True
+                warnings.warn(f"OutlierArmDetector: key {short_repr(arm)} is beyond max_arms={self.max_arms} distinct "
+                              "keys: the records of keys beyond it are ignored (counted in n_refused); raise max_arms "
+                              "to examine them", RuntimeWarning, stacklevel=2)
 
     def score_one(self, x: dict) -> float:
-        key = x.get(self.key)
+        try:
+            key = x.get(self.key)
+        except AttributeError:
+            raise TypeError(f"score_one takes a dict of features (river's x), got {type(x).__name__}") from None
         if key is None:
             return _UNKNOWN
         try:

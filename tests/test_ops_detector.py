@@ -398,3 +398,30 @@ def test_threshold_filter_classifies_while_the_detector_learns_every_record():
             flagged.add(x["host"])
         det.learn_one(x)
     assert det.episodes >= 3 and flagged == {"h30"}
+
+
+def test_keys_beyond_max_arms_are_ignored_with_a_warning_once():
+    """A user's 12k-key stream had its outliers among the last keys: ignored without a word (only
+    ``n_refused`` told). Now a RuntimeWarning names the first key beyond ``max_arms``, once."""
+    import warnings
+
+    from streamarms.detector import OutlierArmDetector
+    det = OutlierArmDetector(key="k", reward="r", max_arms=5)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for i in range(30):
+            det.learn_one({"k": f"a{i % 12}", "r": i % 2})
+    assert det.n_refused == 15  # a5..a11 at i = 5..11 and 17..23, a5 at 29
+    assert [str(w.message).split(":")[0] for w in caught if w.category is RuntimeWarning] == ["OutlierArmDetector"]
+    assert "'a5' is beyond max_arms=5" in str(caught[0].message)
+
+
+@pytest.mark.parametrize("x", [[1, 2], "host=a", None, 3])
+def test_learn_one_and_score_one_say_they_take_a_dict(x):
+    from streamarms.detector import OutlierArmDetector
+    det = OutlierArmDetector(key="k", reward="r")
+    with pytest.raises(TypeError, match="takes a dict of features"):
+        det.learn_one(x)
+    with pytest.raises(TypeError, match="takes a dict of features"):
+        det.score_one(x)
+    assert det.n_records == 0
