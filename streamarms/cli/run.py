@@ -543,6 +543,8 @@ class _App:
         u = sched.episodes.summary(d, sched.clock(), f"stopped: {self.daemon.stop_reason or 'unknown'}",
                                    sched.records, sched.policy_name)
         u["no_record"] = sched.silence.unheard()  # no record (so no sample) since the episode started
+        pol = sched.episodes.policy
+        u["waiting_count"], u["waiting"] = waiting_keys(sched.known_arms, pol.arms if pol is not None else [])
         u["threshold"], u["threshold_interval"] = finite_or_none(u["threshold"]), finite_pair(u["threshold_interval"])
         return u
 
@@ -694,6 +696,18 @@ def episode_text(e: dict[str, Any], truth: list[str] | None) -> str:
     return "\n".join(out)
 
 
+def waiting_keys(known: Sequence[str], in_episode: Sequence[str], cap: int = 100) -> tuple[int, list[str]]:
+    """The keys known but not in the running episode (first seen after it started: they wait for the next
+    one): how many, and the first ``cap`` of them in order of arrival.
+
+    >>> waiting_keys(["a", "b", "c", "d"], ["b", "a"])
+    (2, ['c', 'd'])
+    """
+    inside = set(in_episode)
+    out = [a for a in known if a not in inside]
+    return len(out), out[:cap]
+
+
 def unfinished_text(u: dict[str, Any], show: int = 5) -> str:
     """One line on the episode that was running when the run stopped: what it had classified, and which
     keys it had not (the first ``show`` by name).
@@ -704,6 +718,9 @@ def unfinished_text(u: dict[str, Any], show: int = 5) -> str:
     >>> print(unfinished_text({"episode": 1, "samples": 0, "outliers": [], "normals": 0, "undecided": ["a", "b"],
     ...                        "threshold": None, "no_record": ["b"]}))
     episode 1 unfinished at the stop (0 samples): 0 outliers, 0 normal, 2 undecided (a, b); no record since it started (the episode waits for it; --episode-silence-records): b
+    >>> print(unfinished_text({"episode": 1, "samples": 9, "outliers": [], "normals": 1, "undecided": ["a"],
+    ...                        "threshold": None, "waiting_count": 1, "waiting": ["late-key"]}))
+    episode 1 unfinished at the stop (9 samples): 0 outliers, 1 normal, 1 undecided (a); 1 key was first seen after it started and waits for the next episode (--episode-timeout ends an episode that cannot decide): late-key
     """
     und = u["undecided"]
     names = ", ".join(und[:show]) + (f", +{len(und) - show} more" if len(und) > show else "")
@@ -717,6 +734,11 @@ def unfinished_text(u: dict[str, Any], show: int = 5) -> str:
         quiet = u["no_record"]
         out += (f"; no record since it started (the episode waits for {'it' if len(quiet) == 1 else 'them'}; "
                 f"--episode-silence-records): {', '.join(quiet[:show])}" + (f", +{len(quiet) - show} more" if len(quiet) > show else ""))
+    if u.get("waiting_count"):
+        n, first = u["waiting_count"], u["waiting"]
+        out += (f"; {n:,} key{' was' if n == 1 else 's were'} first seen after it started and wait{'s' if n == 1 else ''} "
+                f"for the next episode (--episode-timeout ends an episode that cannot decide): {', '.join(first[:show])}"
+                + (f", +{n - show:,} more" if n > show else ""))
     return out
 
 

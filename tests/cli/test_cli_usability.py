@@ -395,3 +395,19 @@ def test_a_replay_without_timestamps_says_why_no_further_episode_starts(tmp_path
     assert main([*argv, "--episode-interval", "0"]) == 0
     out = capsys.readouterr().out
     assert "3 episode(s)" in out and "no timestamps" not in out
+
+
+def test_an_unfinished_episode_names_the_keys_that_wait_for_the_next_one(tmp_path, capsys):
+    """A key first seen after the episode started is not in it: a run whose episode cannot decide never
+    looks at it, and the stop said nothing of it (a late outlier among 50 near-equal keys)."""
+    p = tmp_path / "r.jsonl"
+    rows = [{"arm": f"k{i % 6}", "reward": int((i * 7919) % 100 < 20 + i % 6)} for i in range(3000)]
+    rows[2500:2500] = [{"arm": "late-key", "reward": 1}]
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    summary = tmp_path / "s.json"
+    assert main(["run", "--rewards-file", str(p), "--policy", "cs", "--discovery-records", "100",
+                 "--summary-json", str(summary)]) == 0
+    assert ("1 key was first seen after it started and waits for the next episode (--episode-timeout ends an "
+            "episode that cannot decide): late-key") in capsys.readouterr().out
+    u = json.loads(summary.read_text())["unfinished_episode"]
+    assert u["waiting_count"] == 1 and u["waiting"] == ["late-key"]
