@@ -425,3 +425,32 @@ def test_learn_one_and_score_one_say_they_take_a_dict(x):
     with pytest.raises(TypeError, match="takes a dict of features"):
         det.score_one(x)
     assert det.n_records == 0
+
+
+def _records_to_decide(feed):
+    rng = random.Random(1)
+    means = [0.1 + 0.1 * rng.random() for _ in range(30)]
+    means[3], means[9] = 0.5, 0.55
+    det = OutlierArmDetector(key="k", reward="r", policy="cs", passive_feed=feed)
+    for i in range(300_000):
+        a = rng.randrange(30)
+        det.learn_one({"k": f"a{a}", "r": int(rng.random() < means[a])})
+        if det._final:
+            return i + 1, sorted(a for a, v in det._final.items() if v == 1.0)
+    return None, []
+
+
+def test_cs_in_the_detector_takes_every_reward_of_its_keys_by_default():
+    """As ``streamarms run``: the policy's own feed (cs: every reward as it arrives), not its plan only --
+    the detector needed ~4x the records of ``run`` on the same stream."""
+    n_all, found_all = _records_to_decide(None)
+    n_planned, found_planned = _records_to_decide("planned")
+    assert found_all == found_planned == ["a3", "a9"]
+    assert n_all is not None and n_planned is not None and 2 * n_all < n_planned
+
+
+def test_passive_feed_is_checked():
+    with pytest.raises(ValueError, match="passive_feed must be"):
+        OutlierArmDetector(passive_feed="every")
+    with pytest.raises(ValueError, match="any sampling order"):
+        OutlierArmDetector(policy="lsa", passive_feed="all")
