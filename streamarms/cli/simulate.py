@@ -221,6 +221,9 @@ def print_table(out: dict[str, Any], opts: argparse.Namespace) -> None:
     note = (f"  ({capped} of {out['runs']} runs hit --max-pulls: their answers are estimates, not decisions)"
             if capped else "")
     print(f"accuracy {acc if acc is None else f'{acc:.3f}'}  mean pulls {out['mean_pulls']:.1f}{note}")
+    spec = POLICIES[out["policy"]]
+    if "no guarantee" in spec.description:
+        print(f"note: {out['policy']} ({spec.description}): delta does not bound its error rate")
 
 
 def simulate_main(opts: argparse.Namespace) -> int:

@@ -411,3 +411,11 @@ def test_an_unfinished_episode_names_the_keys_that_wait_for_the_next_one(tmp_pat
             "episode that cannot decide): late-key") in capsys.readouterr().out
     u = json.loads(summary.read_text())["unfinished_episode"]
     assert u["waiting_count"] == 1 and u["waiting"] == ["late-key"]
+
+
+def test_simulate_says_when_a_policy_has_no_guarantee():
+    """NRR stops after a round with a wrong answer (accuracy 0 on the default instance): the table says that
+    delta bounds nothing for it, and says nothing of the kind for a policy with a guarantee."""
+    nrr, wrr = cli("simulate", "--policy", "nrr", "--quiet"), cli("simulate", "--policy", "wrr", "--quiet")
+    assert nrr.returncode == wrr.returncode == 0
+    assert "delta does not bound its error rate" in nrr.stdout and "delta does not bound" not in wrr.stdout
