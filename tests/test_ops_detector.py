@@ -454,3 +454,15 @@ def test_passive_feed_is_checked():
         OutlierArmDetector(passive_feed="every")
     with pytest.raises(ValueError, match="any sampling order"):
         OutlierArmDetector(policy="lsa", passive_feed="all")
+
+
+def test_readme_policy_loop(capsys):
+    """The README's "In your own loop" block, run verbatim: it prints what its comment says."""
+    import pathlib
+    import re
+    readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("## In your own loop (Python)", 1)[1]
+    block = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    exec(compile(block, "README.md", "exec"), {})
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("outlier host-7 after ") and out[-1] == "['host-7'] 3865"
