@@ -226,8 +226,9 @@ class LineReader:
 
     def changed(self) -> str | None:
         """Why the file at :attr:`path` is no longer the one read (``None``: it is): removed, another file
-        there now (rotated or replaced), shorter than what was read (truncated), or its bytes before the
-        last line read rewritten (the digest :meth:`mark` saves). For a follower at the end of the file.
+        there now (rotated or replaced), shorter than what was read (truncated), or other bytes where those
+        read were (its first bytes and the last ones read, up to :data:`WINDOW` each: truncated and written
+        again, or edited). For a follower at the end of the file.
 
         >>> import tempfile, os
         >>> p = os.path.join(tempfile.mkdtemp(), "r.jsonl")
