@@ -236,8 +236,8 @@ def test_snapshot_restore_mid_run_equals_uninterrupted(which):
     keys = [f"r{i:02d}" for i in range(len(means))]
     if which.startswith("wrr"):
         build = lambda names, ep: WeightedRoundRobin(names, k=2.0, delta=0.1)  # noqa: E731
-        cfg = dict(discovery_records=200, max_episodes=2, episode_interval=30.0, want_timeout=0.5,
-                   passive_feed="all" if which == "wrr-feed-all" else "planned")
+        cfg = dict(discovery_records=200, max_episodes=2, episode_interval=30.0, want_timeout=0.5, prefetch=4,
+                   passive_feed="all" if which == "wrr-feed-all" else "planned")  # (a small hold: the gap times out)
         n = 300_000
     else:
         build = lambda names, ep: PlanCheckingRR(names, need=200, pair_every=5)  # noqa: E731
