@@ -181,7 +181,7 @@ class OutlierArmDetector(base.AnomalyDetector):
     passive_feed
         ``"planned"``: the policy gets the rewards its plan asks for, in that order; ``"all"``: every reward
         of its keys as it arrives (anytime-valid policies: ``cs``, GOLD, the robust ones). ``None`` (default):
-        the policy's own, as ``streamarms run`` (``cs``: all, ~5x fewer records than planned; the papers'
+        the policy's own, as ``streamarms run`` (``cs``: all, ~4x fewer records than planned; the papers'
         policies: planned).
     """
 
