@@ -139,14 +139,6 @@ def _wait_for(cond, proc: subprocess.Popen, what: str, limit: float = 120.0) -> 
         time.sleep(0.05)
 
 
-def _checkpointed(tmp_path) -> int:
-    """The records the run's last checkpoint covers (-1: none yet)."""
-    try:
-        return FileCheckpointStore(tmp_path / "c.ckpt").load()["scheduler"]["counters"]["records"]
-    except (FileNotFoundError, TypeError):
-        return -1
-
-
 def _summary(tmp_path) -> dict:
     return json.loads((tmp_path / "summary.json").read_text())
 
@@ -180,7 +172,7 @@ def test_run_follow_alerts_on_appended_lines_and_resumes_without_loss_or_double_
     written += 3000
     proc = _start(tmp_path)
     try:
-        _wait_for(lambda: _checkpointed(tmp_path) == written, proc, "a checkpoint of every line")
+        _wait_for(lambda: _checkpointed_at(tmp_path, "c.ckpt") == written, proc, "a checkpoint of every line")
     finally:
         proc.send_signal(signal.SIGTERM)
         err = proc.communicate(timeout=60)[1]
@@ -366,6 +358,7 @@ def test_a_kill_9_and_a_restart_write_each_alert_and_dead_letter_exactly_once(tm
 
 
 def _checkpointed_at(tmp_path, ck: str) -> int:
+    """The records the last checkpoint in ``ck`` (a file in ``tmp_path``, or ``dir:PATH``) covers (-1: none yet)."""
     if ck.startswith("dir:"):
         from streamarms.chunked_checkpoint import ChunkedCheckpointStore
         try:
