@@ -398,6 +398,7 @@ def threshold_bounds(g: Any, n: int, k: float, alpha_lin: float, *, sum_y: Any, 
             if sd_unb is not None:
                 t_hi = np.where(np.isnan(sd_unb), t_hi, np.minimum(t_hi, mu_hat + lin - k * sd_unb))
             b_lo, b_hi = sum_lo / n - k * box_sd_hi, sum_hi / n - k * box_sd_lo
+        t_lo, t_hi, b_lo, b_hi = _unbounded_if_nan(t_lo, t_hi, b_lo, b_hi)
         lo, hi = np.maximum(t_lo, b_lo), np.minimum(t_hi, b_hi)
         hi = np.maximum(hi, lo)
         out[name] = (lo, hi)
@@ -405,6 +406,15 @@ def threshold_bounds(g: Any, n: int, k: float, alpha_lin: float, *, sum_y: Any, 
         out[name + "_box"] = (b_lo, b_hi)
         out[name + "_estimate"] = th
     return out
+
+
+def _unbounded_if_nan(t_lo: Any, t_hi: Any, b_lo: Any, b_hi: Any) -> tuple[Any, Any, Any, Any]:
+    """Lower ends that are nan as ``-inf``, upper ends as ``+inf``: totals with infinite terms (arms whose
+    intervals are still unbounded: heavy tails) give ``inf - inf`` in places; such a bound says nothing,
+    and an unbounded end says so without poisoning the intersections (and the snapshots) after it."""
+    def fill(x: Any, end: float) -> Any:
+        return np.where(np.isnan(x), end, x) if np.any(np.isnan(x)) else x
+    return fill(t_lo, -np.inf), fill(t_hi, np.inf), fill(b_lo, -np.inf), fill(b_hi, np.inf)
 
 
 def linear_variance_bound(lo: Any, hi: Any, vbar: Any, k: float, sigma_lo: Any) -> tuple[Any, Any]:
@@ -465,6 +475,10 @@ def min_sd_over_box(lo: Any, hi: Any) -> Any:
 
 _FIELDS = ("cnt", "sum_y", "sum_y2", "sum_r2", "vmax", "sum_lo", "sum_hi", "sum_c", "sum_c2", "sum_h2", "sum_lq",
            "sum_w", "smax")
+#: the totals that an arm with an unbounded interval (heavy tails at small counts) makes infinite, and the
+#: sign they take; every other total stays finite
+INFINITE_TOTALS = {_FIELDS.index("sum_r2"): 1.0, _FIELDS.index("vmax"): 1.0, _FIELDS.index("sum_lo"): -1.0,
+                   _FIELDS.index("sum_hi"): 1.0, _FIELDS.index("sum_h2"): 1.0}
 
 
 class ThresholdTrack:
@@ -593,6 +607,8 @@ class ThresholdTrack:
         y = S / g
         r = max(y - lo, hi - y)
         c, h = (lo + hi) / 2.0, (hi - lo) / 2.0
+        if not math.isfinite(c):  # an unbounded interval (heavy tails at small counts): the box is unbounded
+            c = y  # through h = inf; a finite centre keeps the totals free of nan (inf - inf)
         v = self.vbar(lo, hi)
         s2 = self._s2
         lq = p = None

@@ -14,7 +14,7 @@ import math
 from typing import Any, cast
 
 from ..confidence.factory import sequence_for
-from ..confidence.threshold import ThresholdTrack
+from ..confidence.threshold import INFINITE_TOTALS, ThresholdTrack
 from ..models import RewardModel, SubGaussianModel, model_from_dict
 from ..validation import check_ksigma_params
 from .base import Policy
@@ -87,7 +87,10 @@ def restore_track(obj: Any, f: Fields) -> None:
     for g in levels:
         if not (isinstance(g, str) and g.isdigit()):
             raise t.fail("totals", f"has a level that is not an integer: {g!r}")
-        Fields(levels, where=t.name("totals.")).numbers(g, None)
+        tg = Fields(levels, where=t.name("totals."))
+        for i, x in enumerate(tg.numbers(g, None, finite=False)):
+            if math.isinf(x) and INFINITE_TOTALS.get(i) != math.copysign(1.0, x):
+                raise tg.fail(g, f"entry {i} must be a finite number, got {x!r}")
     results = t.sub("result")
     for key, v in results.state.items():
         results.numbers(key, 2, finite=False) if isinstance(v, list) else results.number(key, finite=False)

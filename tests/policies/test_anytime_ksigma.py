@@ -124,6 +124,49 @@ def test_snapshot_json_restore_continues_bit_for_bit(two_sided):
     assert pol.decision().to_dict() == twin.decision().to_dict()
 
 
+@pytest.mark.parametrize("estimator", ["tea", "mom", "ea"])
+def test_heavy_tailed_snapshot_restores_with_unbounded_intervals(estimator):
+    """Heavy tails leave the arms' intervals (and so some threshold totals) infinite at small counts: the
+    snapshot holds them as +-inf (never nan), restores, and continues bit for bit (it was refused:
+    "entry 4 must be a finite number, got inf")."""
+    env = Environment([0.0, 0.1, 0.0, 0.2, 0.1, 5.0], seed=2, model="gaussian")
+    model = make_model("heavy_tailed", p=2.0, B=30.0, estimator=estimator)
+    pol = AnytimeKSigma(env.arm_names, k=1.0, delta=0.1, model=model)
+    for _ in range(300):
+        r = pol.next_request()
+        pol.update(r.arm, env.pull(r.arm), r)
+    text = json.dumps(pol.snapshot())
+    assert "NaN" not in text and "Infinity" in text
+    twin = AnytimeKSigma.restore(json.loads(text))
+    rng_state = env.rng.getstate()
+    seqs = []
+    for p in (pol, twin):
+        env.rng.setstate(rng_state)
+        seq = []
+        for _ in range(3000):
+            if p.done:
+                break
+            r = p.next_request()
+            seq.append(r.arm)
+            p.update(r.arm, env.pull(r.arm), r)
+        seqs.append(seq)
+    assert seqs[0] == seqs[1] and json.dumps(pol.snapshot()) == json.dumps(twin.snapshot())
+
+
+def test_tampered_threshold_totals_refused():
+    """Only the totals an unbounded arm interval can make infinite may be, with their sign."""
+    pol, _ = _run([0.1, 0.2, 0.9], 1.0, False, "bernoulli", 0, max_pulls=500)
+    snap = json.loads(json.dumps(pol.snapshot()))
+    level = next(iter(snap["track"]["totals"]))
+    snap["track"]["totals"][level][1] = float("inf")  # sum_y
+    with pytest.raises(ValueError, match=r"track\.totals.*entry 1 must be a finite number"):
+        AnytimeKSigma.restore(snap)
+    snap["track"]["totals"][level][1] = 0.5
+    snap["track"]["totals"][level][5] = float("inf")  # sum_lo can only be -inf
+    with pytest.raises(ValueError, match="entry 5 must be a finite number"):
+        AnytimeKSigma.restore(snap)
+
+
 def test_streaming_contract_any_order_wanted_and_defer():
     means = [0.2, 0.25, 0.3, 0.22, 0.9]
     pol = AnytimeKSigma([str(i) for i in range(5)], k=1.5, delta=0.1)
