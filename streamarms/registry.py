@@ -217,6 +217,9 @@ def reward_model_of(p: PolicyParams) -> RewardModel:
             raise ValueError("the heavy_tailed reward model needs a bound B on E|X|^p: --moment-bound B "
                              "(with --moment-p p, default 2; or --model-param B=...)")
         return make_model(name, **kw)
+    if name == "subgaussian" and "sigma" not in p.model_params:  # a default scale would be a guess
+        raise ValueError("the subgaussian reward model needs the rewards' scale around their key's mean: "
+                         "--model-param sigma=S (e.g. the standard deviation of Gaussian noise)")
     return make_model(name, **dict(p.model_params))
 
 

@@ -150,6 +150,32 @@ def _check_sources(s: RunSettings) -> None:
                           "read again. Drop --checkpoint, or write the stream to a file and --follow it")
 
 
+#: settings only the continuous mode reads (an episodes run would ignore them)
+_CONTINUOUS_ONLY = ("group_by", "forget_silent", "silence_records", "monitor_alpha", "change_alpha", "max_groups")
+
+
+def _check_mode_flags(s: RunSettings, continuous: bool) -> None:
+    """``ConfigError`` for a setting this run would not read (a flag silently ignored reads as taken)."""
+    model = s.reward_model
+    if continuous and model not in ("bernoulli", "bounded"):
+        raise ConfigError(f"the continuous mode (the default of --forever) needs a bounded reward model (bernoulli or "
+                          f"bounded), got {model!r}: give --reward-model bounded --reward-range A,B with a range that "
+                          "holds the values (values outside it are dead letters), or add --mode episodes to run "
+                          "episodes with the heavy_tailed model")
+    for opt in _CONTINUOUS_ONLY:
+        if not continuous and opt in s.explicit:
+            raise ConfigError(f"--{opt.replace('_', '-')} applies to the continuous mode (--forever, or --mode "
+                              "continuous)")
+    if "reward_range" in s.explicit and model != "bounded":
+        raise ConfigError(f"--reward-range applies to --reward-model bounded, but the reward model is {model!r}"
+                          + (" (the default: 0/1 rewards)" if "reward_model" not in s.explicit else "")
+                          + ": add --reward-model bounded")
+    heavy = [f"--{o.replace('_', '-')}" for o in ("estimator", "moment_p", "moment_bound") if o in s.explicit]
+    if heavy and not continuous and model != "heavy_tailed" and POLICIES[s.policy].kind not in ("threshold", "best"):
+        raise ConfigError(f"{', '.join(heavy)}: settings of the heavy_tailed reward model, but the reward model is "
+                          f"{model!r}: add --reward-model heavy_tailed, or drop them")
+
+
 def _checkpoint_store(s: RunSettings, kafka_cfg: dict[str, Any] | None, pool: Any = None) -> CheckpointStore | None:
     """The store ``--checkpoint`` names (``None``: none); a file or a directory is checked writable now, before
     a record is read (a run that cannot checkpoint would fail at its first save, or lose its work at exit)."""
@@ -248,15 +274,13 @@ class _App:
         check_group_settings(s)
         if self.continuous and (s.group_by is not None and not s.group_by.strip()):
             raise ConfigError("--group-by needs a field name")
-        for opt in ("group_by", "forget_silent", "silence_records"):
-            if not self.continuous and opt in s.explicit:
-                raise ConfigError(f"--{opt.replace('_', '-')} applies to the continuous mode (--forever, or --mode "
-                                  "continuous)")
+        _check_mode_flags(s, self.continuous)
         episodic = sorted(_EPISODE_ONLY & s.explicit)
         if self.continuous and episodic:
             raise ConfigError(f"{', '.join('--' + e.replace('_', '-') for e in episodic)}: the continuous mode "
                               "(the default of --forever) has no episodes and no policy; add --mode episodes to run "
-                              "episodes, or drop them")
+                              "episodes, or drop them" + ("; its error level is --monitor-alpha (false alerts)"
+                                                          if "delta" in episodic else ""))
         build = _policy_builder(s)
         # bad parameters fail here, before anything connects (enough arms for every family's constraints)
         try:

@@ -241,12 +241,13 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--policy", choices=sorted(POLICIES), help=f"policy (default {d['policy']})")
     g.add_argument("--k", type=float, help="k of the k-sigma rule (default 2; at most 1000)")
     g.add_argument("--delta", type=float, help="error probability (default 0.1)")
-    g.add_argument("--reward-model", choices=["bernoulli", "bounded", "heavy_tailed"],
-                   help="what a reward is: 0/1 (default), bounded in --reward-range, heavy-tailed")
+    g.add_argument("--reward-model", choices=["bernoulli", "bounded", "heavy_tailed", "subgaussian"],
+                   help="what a reward is: 0/1 (default), bounded in --reward-range, heavy-tailed (--moment-bound), "
+                        "sub-Gaussian around its key's mean (--model-param sigma=S)")
     g.add_argument("--reward-range", metavar="A,B", help="range of bounded rewards (default 0,1)")
     g.add_argument("--model-param", action="append", metavar="KEY=VALUE",
                    help="reward-model parameter, wins over the flags above (bernoulli: z_rule; bounded: a, b; "
-                        "heavy_tailed: p, B, estimator, C, delta0; another name is an error)")
+                        "heavy_tailed: p, B, estimator, C, delta0; subgaussian: sigma; another name is an error)")
     g.add_argument("--two-sided", action="store_true", default=None, help="also flag arms far below the mean")
     g.add_argument("--rho", type=float, help="WRR rho (default rho* of the paper)")
     g.add_argument("--seed", type=int, help="seed of randomised policies (episode e uses seed + e - 1)")
@@ -365,6 +366,8 @@ def _toml_value(key: str, value: Any, flag: argparse.Action | None, where: str) 
     >>> f = _flags()
     >>> _toml_value("window", 8, f["window"], "c.toml"), _toml_value("rewards_topic", "r", f["rewards_topic"], "")
     (8, ['r'])
+    >>> _toml_value("reward_range", [0, 5000], f["reward_range"], "c.toml"), _toml_value("arms", ["a", "b"], f["arms"], "")
+    ('0,5000', ['a', 'b'])
     >>> _toml_value("metrics_port", "abc", f["metrics_port"], "c.toml")
     Traceback (most recent call last):
     ...
@@ -382,6 +385,10 @@ def _toml_value(key: str, value: Any, flag: argparse.Action | None, where: str) 
         if not isinstance(items, list):
             raise ConfigError(f"{bad}: expected a string or a list of strings")
         return [_toml_scalar(key, v, flag, where) for v in items]
+    if isinstance(value, list) and "," in str(flag.metavar or ""):  # reward_range = [0, 5000], arms = ["a", "b"]
+        if not all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value):
+            raise ConfigError(f"{bad}: expected {flag.metavar} as a string or a list of numbers or strings")
+        value = ",".join(str(v) for v in value)
     return _toml_scalar(key, value, flag, where)
 
 

@@ -38,7 +38,12 @@ def sequence_for(model: Any, alpha: float, arm: str = "arm") -> ConfidenceSequen
     if name == "subgaussian":
         return StitchedCS(alpha, arm, sigma=model.sigma)
     if name == "heavy_tailed":
-        if getattr(model, "estimator", "tea") == "mom":
+        estimator = getattr(model, "estimator", "tea")
+        if estimator == "ea":  # was silently TEA: a run with ea read the same as one with tea
+            raise ValueError("the engine's heavy-tailed confidence sequences are the truncated mean (estimator tea, "
+                             "the default) and the median of means (mom); the plain mean (ea) has none valid at "
+                             "every count here: choose tea or mom")
+        if estimator == "mom":
             return MedianOfMeansCS(alpha, arm, p=model.p, C=model.C_eff)
         return TruncatedMeanCS(alpha, arm, p=model.p, B=model.B)
     raise ValueError(f"no confidence sequence for reward model {name!r}")

@@ -3,6 +3,8 @@ through the same validators as the flags, an unknown key answered with the neare
 
 from __future__ import annotations
 
+import json
+import random
 from pathlib import Path
 
 import pytest
@@ -80,6 +82,19 @@ def test_a_missing_config_file(tmp_path, capsys):
     (["--passive-feed", "all", "--policy", "apt", "--threshold", "0.5", "--budget", "1000"],
      "--passive-feed all needs a policy whose guarantee holds for any sampling order"),
     (["--passive-feed", "all", "--mode", "active"], "passive_feed 'all' applies to passive mode only"),
+    # a setting of another reward model or mode was ignored without a word (a trial: --reward-range without
+    # --reward-model bounded refused every latency record as not 0/1, exit 0)
+    (["--reward-range", "0,5000"], "--reward-range applies to --reward-model bounded, but the reward model is "
+                                   "'bernoulli' (the default: 0/1 rewards): add --reward-model bounded"),
+    (["--reward-model", "bounded", "--moment-bound", "5"], "--moment-bound: settings of the heavy_tailed reward model"),
+    (["--estimator", "mom"], "--estimator: settings of the heavy_tailed reward model, but the reward model is "
+                             "'bernoulli'"),
+    (["--monitor-alpha", "0.01"], "--monitor-alpha applies to the continuous mode"),
+    (["--max-groups", "3"], "--max-groups applies to the continuous mode"),
+    (["--reward-model", "subgaussian"], "needs the rewards' scale around their key's mean: --model-param sigma=S"),
+    # cs has no anytime sequence for the plain mean: it ran TEA under the name ea
+    (["--policy", "cs", "--reward-model", "heavy_tailed", "--moment-bound", "9", "--estimator", "ea"],
+     "choose tea or mom"),
 ])
 def test_a_bad_setting_found_at_start_up_is_exit_2(tmp_path, capsys, flags, says):
     code = main(["run", "--quiet", *flags])
@@ -109,6 +124,10 @@ def test_an_arms_filter_without_a_name_is_refused(capsys, value):
 @pytest.mark.parametrize("flags, says", [
     (["--model-param", "foo=bar"], "the bernoulli reward model has no parameter 'foo' (its parameters: z_rule)"),
     (["--reward-model", "bounded", "--reward-range", "1,0"], "bounded reward model needs finite a < b"),  # was exit 1
+    # was circular: "--moment-bound: ... drop them", then "needs a bound B ... --moment-bound B"
+    (["--reward-model", "heavy_tailed", "--moment-bound", "9"], "needs a bounded reward model (bernoulli or bounded), "
+                                                                "got 'heavy_tailed': give --reward-model bounded"),
+    (["--delta", "0.05"], "its error level is --monitor-alpha"),
 ])
 def test_a_bad_reward_model_of_the_continuous_mode_is_exit_2(tmp_path, capsys, flags, says):
     (tmp_path / "r.jsonl").write_text("".join(f'{{"arm": "k{i % 5}", "reward": {i % 2}}}\n' for i in range(50)))
@@ -180,3 +199,29 @@ def test_arrival_order_holds_a_polls_worth_of_rewards_per_planned_key_unless_tol
     p = tmp_path / "c.toml"
     p.write_text('order = "arrival"\nprefetch = 8\n')
     assert resolve_settings(build_parser().parse_args(["run", "--config", str(p)])).prefetch == 8
+
+
+def test_subgaussian_rewards_from_the_command_line(tmp_path, capsys):
+    """The README's ``subgaussian`` model was not a --reward-model choice: Gaussian-noise rewards (any real
+    number) with a known scale, one key 4 sd above the rest."""
+    rng = random.Random(1)
+    p = tmp_path / "r.jsonl"
+    p.write_text("".join(json.dumps({"arm": f"k{i % 20}", "reward": rng.gauss(5.0 if i % 20 == 7 else 1.0, 1.0)})
+                         + "\n" for i in range(20_000)))
+    code = main(["run", "--rewards-file", str(p), "--checkpoint", "none", "--policy", "cs", "--reward-model",
+                 "subgaussian", "--model-param", "sigma=1", "--max-episodes", "1"])
+    out = capsys.readouterr().out
+    assert code == 0 and "flagged now: k7" in out and "0 refused" in out, out
+
+
+def test_toml_takes_a_range_as_a_list(tmp_path, capsys):
+    """``reward_range = [0, 10]`` was refused ("expected a string"); the flag's ``A,B`` text still works."""
+    p = tmp_path / "r.jsonl"
+    p.write_text("".join(json.dumps({"arm": f"k{i % 4}", "reward": (i % 7) + (3 if i % 4 == 1 else 0)}) + "\n"
+                         for i in range(400)))
+    (tmp_path / "c.toml").write_text('reward_model = "bounded"\nreward_range = [0, 10]\narms = ["k0", "k1", "k2"]\n')
+    code = main(["run", "--config", str(tmp_path / "c.toml"), "--rewards-file", str(p), "--checkpoint", "none",
+                 "--quiet", "--summary-json", str(tmp_path / "s.json")])
+    assert code == 0, capsys.readouterr().err
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert summary["invalid"] == {} and summary["dead_letters"] == 0 and summary["skipped"] == 100, summary

@@ -124,7 +124,7 @@ def test_snapshot_json_restore_continues_bit_for_bit(two_sided):
     assert pol.decision().to_dict() == twin.decision().to_dict()
 
 
-@pytest.mark.parametrize("estimator", ["tea", "mom", "ea"])
+@pytest.mark.parametrize("estimator", ["tea", "mom"])
 def test_heavy_tailed_snapshot_restores_with_unbounded_intervals(estimator):
     """Heavy tails leave the arms' intervals (and so some threshold totals) infinite at small counts: the
     snapshot holds them as +-inf (never nan), restores, and continues bit for bit (it was refused:
@@ -151,6 +151,11 @@ def test_heavy_tailed_snapshot_restores_with_unbounded_intervals(estimator):
             p.update(r.arm, env.pull(r.arm), r)
         seqs.append(seq)
     assert seqs[0] == seqs[1] and json.dumps(pol.snapshot()) == json.dumps(twin.snapshot())
+
+
+def test_heavy_tailed_ea_refused_not_silently_tea():
+    with pytest.raises(ValueError, match="choose tea or mom"):
+        AnytimeKSigma(["a", "b", "c"], k=1.0, model=make_model("heavy_tailed", B=30.0, estimator="ea"))
 
 
 def test_tampered_threshold_totals_refused():
