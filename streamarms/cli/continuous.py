@@ -22,16 +22,18 @@ streamarms.errors.ConfigError: the continuous mode needs a bounded reward model 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import ConfigError
 from ..models import RewardModel
 from ..monitor import ContinuousMonitor
+from ..monitor.monitor import waiting_for
 from ..runtime.codec import RewardCodec
 from ..runtime.continuous import ContinuousRunner
 
-__all__ = ["build_runner", "alert_line"]
+__all__ = ["build_runner", "alert_line", "continuous_summary", "no_threshold_text"]
 
 
 def build_runner(*, k: float, alpha: float, alpha_cd: float, model: str | RewardModel, clock: Callable[[], float],
@@ -70,3 +72,35 @@ def alert_line(a: dict[str, Any]) -> str:
             f"[{a['interval'][0]:.4g}, {a['interval'][1]:.4g}]  threshold {th}"
             + (f"  margin {margin:.3g} radii" if isinstance(margin, (int, float)) else "")
             + f"  {a['samples']:,} samples  at {a['time']:.15g}")
+
+
+def continuous_summary(mon: ContinuousMonitor, group_by: str | None) -> dict[str, Any]:
+    """The continuous run's part of ``--summary-json``; ``no_threshold``: the groups whose threshold has no
+    interval at the stop (so none of their keys can be flagged), with whom each waits for.
+
+    >>> mon = ContinuousMonitor(); _ = mon.update("a", 1.0)
+    >>> s = continuous_summary(mon, None); s["groups"], s["no_threshold"][0]["group"], s["no_threshold"][0]["members"]
+    (1, 'default', 1)
+    """
+    out: dict[str, Any] = {"policy": "continuous", "groups": len(mon.groups), "restarts": mon.counts["restarts"],
+                           "epochs": mon.counts["epochs"], "group_by": group_by}
+    out["no_threshold"] = [{"group": name, **waiting_for(g)} for name, g in sorted(mon.groups.items())
+                           if not all(map(math.isfinite, g.interval()))]
+    return out
+
+
+def no_threshold_text(groups: list[dict[str, Any]]) -> str:
+    """One line on the groups without a threshold at the stop ("flagged now: none" alone reads as "no outlier").
+
+    >>> print(no_threshold_text([{"group": "default", "members": 41, "quietest": [{"key": "ep10 ",
+    ...                           "records_since": 599_000}]}]))
+    no threshold at the stop, so no key of these groups could be flagged: 'default' (41 keys) waits for a record of every key; the quietest, 'ep10 ', has had none for 599,000 records (see --silence-records)
+    """
+    parts = []
+    for g in groups[:3]:
+        q = g.get("quietest") or []
+        parts.append(f"{g['group']!r} ({g['members']} keys) " + (
+            f"waits for a record of every key; the quietest, {q[0]['key']!r}, has had none for "
+            f"{q[0]['records_since']:,} records (see --silence-records)" if q else "needs records of at least 2 keys"))
+    more = f" (and {len(groups) - 3} more groups)" if len(groups) > 3 else ""
+    return f"no threshold at the stop, so no key of these groups could be flagged: {'; '.join(parts)}{more}"

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -75,6 +76,9 @@ def _store(opts: argparse.Namespace) -> CheckpointStore:
     if spec.startswith("dir:"):  # (read only: a load takes no lock and writes nothing)
         from ..chunked_checkpoint import ChunkedCheckpointStore
         return ChunkedCheckpointStore(spec[len("dir:"):], fsync=False, secret=secret)
+    if os.path.isdir(spec):
+        raise CheckpointError(f"--checkpoint {spec} is a directory: a directory of incremental checkpoints is "
+                              f"dir:{spec}")
     return FileCheckpointStore(spec, fsync=False, secret=secret)
 
 

@@ -47,7 +47,7 @@ from ..runtime import ACTIVE, DISCOVERING, RUNNING, EventClock, RewardCodec, Sch
 from ..runtime.continuous import CONTINUOUS, ContinuousRunner
 from ..runtime.contracts import AlertSink, DeadLetterSink, RequestSink
 from ..runtime.evidence import finite_or_none, finite_pair, key_evidence
-from .continuous import alert_line, build_runner
+from .continuous import alert_line, build_runner, continuous_summary, no_threshold_text
 from .embedded import EmbeddedResponder, embedded_means, embedded_stream
 from .group import check_group_settings, member_name, wire_group_member
 from .restart import statistics_settings
@@ -546,9 +546,7 @@ class _App:
         if hasattr(self.source, "incomplete"):  # a JSONL replay: files ending in a line not read yet
             out["incomplete_last_lines"] = self.source.incomplete
         if isinstance(self.scheduler, ContinuousRunner):
-            mon = self.scheduler.monitor
-            out.update(policy=CONTINUOUS, groups=len(mon.groups), restarts=mon.counts["restarts"],
-                       epochs=mon.counts["epochs"], group_by=self.s.group_by)
+            out.update(continuous_summary(self.scheduler.monitor, self.s.group_by))
         else:
             out["phase_at_stop"] = self.scheduler.phase
             out["unfinished_episode"] = self._unfinished()
@@ -621,6 +619,8 @@ class _App:
                   f"{', '.join(sorted(self.scheduler.alerts.flagged)) or 'none'}")
             if out.get("unfinished_episode"):
                 self._say(unfinished_text(out["unfinished_episode"]))
+            if out.get("no_threshold"):
+                self._say(no_threshold_text(out["no_threshold"]))
             not_started = (not_started_text(self.scheduler, getattr(self, "sched_config", None))
                            or frozen_clock_text(self.event_clock, s, self.scheduler.episodes_done))
             if not_started:

@@ -92,8 +92,8 @@ def waiting_for(g: ThresholdGroup) -> dict[str, Any]:
     if g.n < 2:
         return {"members": g.n, "reason": "the threshold needs records of at least 2 keys of the group"}
     return {"members": g.n, "quietest": g.quietest(),
-            "reason": "the threshold needs records of every member; one with no record for key_ttl "
-                      f"(--silence-records: {g.ttl if g.ttl is not None else 'off'}) of the group's records leaves it"}
+            "reason": "the threshold needs records of every member; one with no record for --silence-records "
+                      f"({f'{g.ttl:,}' if g.ttl is not None else 'off'}) of the group's records leaves it"}
 
 
 class ContinuousMonitor:

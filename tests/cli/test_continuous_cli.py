@@ -170,6 +170,10 @@ def test_explain_reads_an_incremental_checkpoint_directory(tmp_path, capsys):
     assert [e["key"] for e in groups["eu"]["flagged"]] == ["eu-7"]
     assert cli_main(["explain", "eu-7", "--checkpoint", f"dir:{tmp_path / 'nothing'}"]) == 2
     assert not (tmp_path / "nothing").exists()  # a read writes nothing
+    capsys.readouterr()  # the directory without dir: was "[Errno 21] Is a directory"
+    assert cli_main(["explain", "eu-7", "--checkpoint", str(tmp_path / "ckdir")]) == 2
+    assert f"is a directory: a directory of incremental checkpoints is dir:{tmp_path / 'ckdir'}" in \
+        capsys.readouterr().err
 
 
 def test_silence_records_reaches_the_monitor_and_may_change_on_a_restart(tmp_path, capsys):
@@ -251,3 +255,18 @@ def test_the_other_policies_and_active_modes_flags_are_refused_in_the_continuous
     assert run_main(args(tmp_path, *flag)) == 2
     assert f"{flag[0]}: the continuous mode" in capsys.readouterr().err
     assert not (tmp_path / "ck").exists()
+
+
+def test_a_group_without_a_threshold_is_said_at_the_stop(tmp_path, capsys):
+    """A key with one record (a typo'd key) holds its group's threshold: the run ended with "flagged now:
+    none" and nothing else, which read as "no outlier". Now the summary's ``no_threshold`` names the group
+    and the key it waits for, and the last lines say so."""
+    rows = lines(3000)
+    rows.insert(10, json.dumps({"key": "typo ", "value": {"reward": 1, "region": KEYS[0][0]}, "timestamp": T0 + 10}))
+    write(tmp_path / "r.jsonl", rows)
+    a = [x for x in args(tmp_path) if x != "--quiet"]
+    assert run_main(a) == 0
+    out = capsys.readouterr().out
+    got = json.loads((tmp_path / "s.json").read_text())["no_threshold"]
+    assert [g["group"] for g in got] == [KEYS[0][0]] and got[0]["quietest"][0]["key"] == "typo "
+    assert "no threshold at the stop" in out and "'typo '" in out, out
