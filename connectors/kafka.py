@@ -186,10 +186,16 @@ def probe_cluster(config: dict[str, Any], timeout: float = 5.0) -> str | None:
 
 
 def _describe(e: BaseException) -> str:
-    """``Type: message`` without kafka-python's habit of repeating the type in the message."""
-    text = str(e)
-    name = type(e).__name__
-    return text if text.startswith(name) else f"{name}: {text}" if text else name
+    """``Type: message`` without kafka-python's habit of repeating the type in the message (or of a message
+    ``None``: ``KafkaTimeoutError: KafkaTimeoutError: None`` was logged).
+
+    >>> _describe(KafkaError("None")), _describe(KafkaError("KafkaError: x")), _describe(OSError("refused"))
+    ('KafkaError', 'KafkaError: x', 'OSError: refused')
+    """
+    name, text = type(e).__name__, str(e)
+    while text.startswith(name):
+        text = text[len(name):].lstrip(": ")
+    return name if text.strip() in ("", "None") else f"{name}: {text}"
 
 
 def _admin_config(config: dict[str, Any]) -> dict[str, Any]:
@@ -470,15 +476,16 @@ class KafkaRewardSource:
             self.disconnected_since = now
             self.disconnects += 1
             self._last_warn = now
-            log.warning("broker unreachable (%s: %s): keeping the state, retrying", type(e).__name__, e)
+            log.warning("broker unreachable (%s): keeping the state, retrying", _describe(e))
         elif now - self._last_warn >= 60.0:
             self._last_warn = now
-            log.warning("broker still unreachable after %.0f s (%s: %s): retrying", now - (self.disconnected_since or now),
-                        type(e).__name__, e)
+            log.warning("broker still unreachable %.0f s after the outage was noticed (%s): retrying",
+                        now - (self.disconnected_since or now), _describe(e))
 
     def _reconnected(self) -> None:
-        if not self.connected:
-            log.warning("broker reachable again after %.1f s: resuming", time.monotonic() - (self.disconnected_since or 0))
+        if not self.connected:  # (noticed when a request failed: up to a request timeout after it began)
+            log.warning("broker reachable again, %.1f s after the outage was noticed: resuming",
+                        time.monotonic() - (self.disconnected_since or 0))
             self.connected = True
             self.disconnected_since = None
 
