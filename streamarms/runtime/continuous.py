@@ -85,6 +85,44 @@ def stalled_groups(monitor: ContinuousMonitor) -> list[tuple[str, int, dict[str,
     return out
 
 
+class EpochChurn:
+    """Groups whose threshold keeps restarting: at least ``epochs`` new epochs (a key joined, left, or its
+    mean moved) in each of two consecutive windows of ``window`` records. Each epoch restarts the
+    threshold's evidence, so such a group may never flag a key; a start-up burst of joins fills one window
+    at most, hence two. ``look(monitor, records)`` returns each such group once per run of churn.
+
+    >>> from streamarms.monitor import ContinuousMonitor
+    >>> mon, churn, said = ContinuousMonitor(k=2.0), EpochChurn(window=1000, epochs=5), []
+    >>> for i in range(6000):  # a new key every 100 records
+    ...     _ = mon.update(f"k{i // 100}", float(i % 3 == 0))
+    ...     if i % 500 == 0: said += churn.look(mon, i)
+    >>> said
+    [('default', 10, 1000)]
+    """
+
+    def __init__(self, window: int = 100_000, epochs: int = 10) -> None:
+        self.window, self.epochs = window, epochs
+        #: group -> (epoch, records) at the window's start, and whether the previous window churned
+        self._start: dict[str, tuple[int, int, bool]] = {}
+        self._said: set[str] = set()
+
+    def look(self, monitor: Any, records: int) -> list[tuple[str, int, int]]:
+        """``(group, new epochs, records)`` over the last two windows of each group that churned in both."""
+        out = []
+        for name, g in monitor.groups.items():
+            e0, r0, before = self._start.setdefault(name, (g.epoch, records, False))
+            if records - r0 < self.window:
+                continue
+            now = g.epoch - e0 >= self.epochs
+            if now and before and name not in self._said:
+                self._said.add(name)
+                out.append((name, g.epoch - e0, records - r0))
+            if not now:
+                self._said.discard(name)
+            self._start[name] = (g.epoch, records, now)
+        return out
+
+
 #: the mode name (checkpoints and ``run_info`` record it: a checkpoint of another mode is refused)
 CONTINUOUS = "continuous"
 POLICY_NAME = "continuous"
@@ -197,6 +235,7 @@ class ContinuousRunner:
         self.mode = CONTINUOUS
         self._stall_checked = 0
         self._stall_warned: dict[str, int] = {}
+        self._churn = EpochChurn()
 
     # the scheduler facade (module docstring)
     records = property(lambda self: self.counters.records)
@@ -226,6 +265,12 @@ class ContinuousRunner:
                                 "%d of the group's records (a key leaves the threshold after --silence-records=%s "
                                 "of them; `streamarms explain` lists the quietest keys)", name, quiet["key"],
                                 quiet["records_since"], self.monitor.groups[name].ttl or "off")
+            for name, epochs, over in self._churn.look(self.monitor, r):
+                log.warning("group %r's threshold restarted %d times in the last %d records (a key joined or left "
+                            "the group, or a key's mean moved: each restart starts the threshold's evidence over); "
+                            "while its keys keep changing this fast it may never flag a key. A key set that grows "
+                            "without end (new keys every few thousand records) is the usual cause; --arms fixes the "
+                            "key set", name, epochs, over)
 
     def stats_view(self) -> StatsView:
         """Counters and gauges now, in the scheduler's shape (metrics, health and summaries read it)."""

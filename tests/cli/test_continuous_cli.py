@@ -270,3 +270,21 @@ def test_a_group_without_a_threshold_is_said_at_the_stop(tmp_path, capsys):
     got = json.loads((tmp_path / "s.json").read_text())["no_threshold"]
     assert [g["group"] for g in got] == [KEYS[0][0]] and got[0]["quietest"][0]["key"] == "typo "
     assert "no threshold at the stop" in out and "'typo '" in out, out
+
+
+def test_a_key_set_that_keeps_growing_is_warned_about(tmp_path, caplog):
+    """A trial's fleet gained a key every 5k records: every join restarts the threshold's evidence, and in
+    600k records nothing was flagged, without a word. Now a warning names the churn (a fixed key set
+    never gets it: the other tests' streams)."""
+    rng = random.Random(3)
+    rows = []
+    for t in range(240_000):
+        n = 20 + t // 5_000  # a new key every 5k records
+        k = rng.randrange(n)
+        rows.append(json.dumps({"key": f"k{k}", "value": {"reward": int(rng.random() < (0.5 if k == 3 else 0.1)),
+                                                          "region": "eu"}, "timestamp": T0 + t}))
+    write(tmp_path / "r.jsonl", rows)
+    with caplog.at_level("WARNING"):
+        assert run_main(args(tmp_path)) == 0
+    assert any("threshold restarted" in r.getMessage() and "--arms fixes the key set" in r.getMessage()
+               for r in caplog.records), [r.getMessage()[:100] for r in caplog.records]
