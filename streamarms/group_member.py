@@ -87,6 +87,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
+from .group_flags import FlaggingPublish, StandingFlags
 from .group_threshold import group_finished, staleness
 from .policies.anytime_group import GroupKSigma
 from .policies.base import Decision, Event, Policy, Request
@@ -281,7 +282,10 @@ class GroupMember:
                  flush: Callable[[], None] | None = None, flush_board: Callable[[], None] | None = None,
                  catch_up: Callable[[], None] | None = None, publish_budget: float | None = None) -> None:
         self.scheduler = scheduler
-        self.publish, self.fetch, self.poll_board = publish, fetch, poll_board
+        #: the standing flags of the owned partitions' keys, carried in every value (streamarms.group_flags)
+        self.flags = StandingFlags(scheduler.alerts, partition_of)
+        self.publish: Callable[[str, dict[str, Any]], None] = FlaggingPublish(publish, self.flags)
+        self.fetch, self.poll_board = fetch, poll_board
         self.owned, self.expected, self.partition_of = owned, expected, partition_of
         self.params, self.stats_key, self.clock = dict(params), stats_key, clock
         self.interval, self.member = float(interval), member
@@ -300,7 +304,9 @@ class GroupMember:
         owned = set(self.owned())
         part = {a: p for a in arms if (p := self.partition_of(a)) is not None and p in owned}
         known = len(part)
-        self._earlier_keys(self.fetch(), owned, part, episode)
+        values = self.fetch()
+        self._adopt_flags(values, owned)
+        self._earlier_keys(values, owned, part, episode)
         unseen = sum(1 for a in arms if self.partition_of(a) is None and a not in part)
         if unseen:  # e.g. keys restored from a checkpoint whose records have not come since the restart
             log.info("group episode %d: %d known key(s) not seen since this member started (partition unknown) "
@@ -455,7 +461,9 @@ class GroupMember:
         s = self.scheduler
         pol = s.policy
         if s.phase != "running":
-            return self._join(partitions)
+            out = self._join(partitions)
+            self.flags.keep(partitions, self.fetch(), self.stats_key)
+            return out
         if not isinstance(pol, (GroupKSigma, GroupAnnounce)):
             return {}
         if self.catch_up is not None:
@@ -480,11 +488,29 @@ class GroupMember:
         self.moved += len(drop) + len(add)
         log.info("group episode %d: handing over %s, taking over %s", pol.episode, ", ".join(sorted(drop)) or "none",
                  ", ".join(sorted(add)) or "none")
-        self._mark_decided(add)
+        self._take_flags(add, partitions, values)
         replaced = self._regroup(pol, drop, add)
         self._attached = replaced
         external_progress(s, policy=replaced)
         return {p: v["position"] for p, v in add.items() if v.get("position") is not None}
+
+    def _take_flags(self, add: dict[str, dict[str, Any]], partitions: list[str],
+                    values: dict[str, dict[str, Any]]) -> None:
+        """The standing flags follow the assignment: those of ``add``'s partitions from their values, those of
+        partitions no longer here dropped (streamarms.group_flags); ``add``'s decided arms marked."""
+        for p, v in add.items():
+            self.flags.adopt(p, v)
+        self._mark_decided(add)
+        self.flags.keep(partitions, values, self.stats_key)
+
+    def _adopt_flags(self, values: dict[str, dict[str, Any]], partitions: Iterable[str]) -> None:
+        """Partitions this member begins an episode on adopt the flags of their latest value if another member
+        published it (the partition moved here between episodes: its previous owner held them); this member's
+        own flags are newer than its own values (an episode that ended by timeout classified at its end)."""
+        for p in sorted(partitions):
+            v = values.get(self.stats_key(p))
+            if isinstance(v, dict) and isinstance(v.get("episode"), int) and v.get("member") != self.member:
+                self.flags.adopt(p, v)
 
     def _mark_decided(self, add: dict[str, dict[str, Any]]) -> None:
         """Arms the taken-over values show decided were alerted by their previous owner: not again here."""
@@ -547,7 +573,8 @@ class GroupMember:
             s.clock.advance_ms(max(stamps))
         s.episodes.episode = ep - 1
         s.alerts.begin_episode(ep)
-        self._mark_decided(add)
+        self._adopt_flags(values, rest)
+        self._take_flags(add, partitions, values)
         policy = self._regroup(base, set(), add)
         s.episodes.begin(policy, s.clock(), s.counters.records)
         self._attached = policy

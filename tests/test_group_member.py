@@ -298,3 +298,28 @@ def test_a_publish_budget_splits_each_round_of_values_over_turns_and_the_group_s
         raise AssertionError("no group decision")
     assert split > 0
     assert sorted(x["arm"] for x in alerts if x["kind"] == "outlier") == ["k10", "k11"]
+
+
+def test_a_keys_standing_flag_moves_with_its_partition_one_outlier_alert_across_the_group():
+    """Episode 1 flags k10 (t:2) and k11 (t:3) on b; between episodes both partitions move to a. The flags
+    travel in the partitions' values: a does not alert them again in episode 2 (no new alert_id), b drops
+    them (each key flagged on one member: the flagged-arms gauges sum to 2, not 4)."""
+    board = _board()
+    alerts: list = []
+    cfg = SchedulerConfig(max_episodes=2, episode_interval=100.0)
+    a, b = Member(board, {"t:0", "t:1"}, alerts, config=cfg), Member(board, {"t:2", "t:3"}, alerts, config=cfg)
+    a.member.member, b.member.member = "a", "b"
+    rng = random.Random(9)
+    for _ in range(30_000):
+        if all(m.sched.phase == "idle" for m in (a, b)):
+            break
+        for m in (a, b):
+            m.step(rng)
+    assert sorted(b.sched.alerts.flagged) == ["k10", "k11"] and not a.sched.alerts.flagged
+    _eager_rebalance({a: {"t:0", "t:1", "t:2", "t:3"}, b: set()})
+    assert not b.sched.alerts.flagged
+    a.sched.clock.advance(a.sched.episodes.next_start)
+    _run([a], rng)  # (b, a standby without partitions, waits for an assignment)
+    assert a.sched.history[-1]["episode"] == 2 and sorted(a.sched.history[-1]["outliers"]) == ["k10", "k11"]
+    assert sorted(x["alert_id"] for x in alerts if x["kind"] == "outlier") == ["1:k10:outlier", "1:k11:outlier"]
+    assert sorted(a.sched.alerts.flagged) == ["k10", "k11"] and not b.sched.alerts.flagged
