@@ -64,6 +64,16 @@ class StandingFlags:
             elif state:  # decided normal
                 flagged.pop(a, None)
 
+    def adopt_board(self, values: Mapping[str, Mapping[str, Any]], partitions: Iterable[str],
+                    stats_key: Callable[[str], str], member: str) -> None:
+        """Partitions a member begins an episode on adopt the flags of their latest value if another member
+        published it (the partition moved here between episodes: its previous owner held them); the member's
+        own flags are newer than its own values (an episode that ended by timeout classified at its end)."""
+        for p in sorted(partitions):
+            v = values.get(stats_key(p))
+            if isinstance(v, Mapping) and isinstance(v.get("episode"), int) and v.get("member") != member:
+                self.adopt(p, v)
+
     def keep(self, partitions: Iterable[str], values: Mapping[str, Mapping[str, Any]],
              stats_key: Callable[[str], str] = str) -> None:
         """Only ``partitions`` stay with this member: the flags of other partitions' keys go (their new owner

@@ -87,6 +87,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
+from .group_discovery import PartitionDiscovery
 from .group_flags import FlaggingPublish, StandingFlags
 from .group_threshold import group_finished, staleness
 from .policies.anytime_group import GroupKSigma
@@ -138,6 +139,22 @@ def external_progress(s: Any, events: Sequence[Event] = (), policy: Policy | Non
         s.plan.reset(policy, s.episodes.episode)
     s.alerts.on_events(events, now)
     s._follow(now)  # the scheduler's own step (kept out of its 250-line facade)
+
+
+def earlier_keys(values: dict[str, dict[str, Any]], partitions: Iterable[str], part: dict[str, str], episode: int,
+                 stats_key: Callable[[str], str] = str) -> None:
+    """Add to ``part`` (arm -> partition) the keys the latest value of an earlier episode names for each of
+    ``partitions``: the board is the partitions' changelog, so a member announcing a partition it has not
+    read (yet) -- a fresh member, or one the partition moved to between episodes -- still announces the
+    partition's keys instead of leaving them for the next episode. A key that appeared since that value
+    and that this member has not seen waits for the next episode, as in one process."""
+    for q in sorted(partitions):
+        v = values.get(stats_key(q))
+        # a chunked value's arms are a LazyArms (a Mapping)
+        if v is not None and isinstance(v.get("arms"), Mapping) and isinstance(v.get("episode"), int) \
+                and v["episode"] < episode:
+            for a in v["arms"]:
+                part.setdefault(a, q)
 
 
 class GroupAnnounce(Policy):
@@ -297,6 +314,9 @@ class GroupMember:
         #: partitions handed over to or taken over from another member during an episode
         self.moved = 0
         self.staleness = math.inf
+        #: partitions this member joined an announcing episode with and still discovers (group_discovery)
+        self.pending: PartitionDiscovery | None = None
+        self._undated = False  # joined before reading any record: the episode is dated at the first one
         scheduler.build = self.build
 
     def build(self, arms: list[str], episode: int) -> Policy:
@@ -304,9 +324,10 @@ class GroupMember:
         owned = set(self.owned())
         part = {a: p for a in arms if (p := self.partition_of(a)) is not None and p in owned}
         known = len(part)
+        self.pending, self._undated = None, False
         values = self.fetch()
-        self._adopt_flags(values, owned)
-        self._earlier_keys(values, owned, part, episode)
+        self.flags.adopt_board(values, owned, self.stats_key, self.member)
+        earlier_keys(values, owned, part, episode, self.stats_key)
         unseen = sum(1 for a in arms if self.partition_of(a) is None and a not in part)
         if unseen:  # e.g. keys restored from a checkpoint whose records have not come since the restart
             log.info("group episode %d: %d known key(s) not seen since this member started (partition unknown) "
@@ -321,21 +342,6 @@ class GroupMember:
         self._attached = pol
         return pol
 
-    def _earlier_keys(self, values: dict[str, dict[str, Any]], partitions: Iterable[str], part: dict[str, str],
-                      episode: int) -> None:
-        """Add to ``part`` (arm -> partition) the keys the latest value of an earlier episode names for each of
-        ``partitions``: the board is the partitions' changelog, so a member announcing a partition it has not
-        read (yet) -- a fresh member, or one the partition moved to between episodes -- still announces the
-        partition's keys instead of leaving them for the next episode. A key that appeared since that value
-        and that this member has not seen waits for the next episode, as in one process."""
-        for q in sorted(partitions):
-            v = values.get(self.stats_key(q))
-            # a chunked value's arms are a LazyArms (a Mapping)
-            if v is not None and isinstance(v.get("arms"), Mapping) and isinstance(v.get("episode"), int) \
-                    and v["episode"] < episode:
-                for a in v["arms"]:
-                    part.setdefault(a, q)
-
     def _announce(self, pol: GroupAnnounce, positions: dict[str, Any] | None = None) -> None:
         """Publish ``pol``'s partitions' key counts and names; ``positions``: where a partition taken over
         during the announcement resumes (the source seeks there after the assignment, so its own position
@@ -345,7 +351,10 @@ class GroupMember:
         names: dict[str, dict[str, None]] = {p: {} for p in pol.owned}
         for a, p in pol.part.items():
             names[p][a] = None
+        waiting = self.pending.waiting if self.pending is not None else set()
         for p, n in pol.keys().items():
+            if p in waiting:
+                continue  # announced once discovered (streamarms.group_discovery)
             v = {"episode": pol.episode, "keys": n, "undecided": n, "member": self.member, "time": now,
                  "arms": names[p]}
             if p in positions:
@@ -381,12 +390,15 @@ class GroupMember:
             return
         if s.phase != "running" or pol is None:
             return
+        self._date_episode()
         values = self.fetch()
         self.staleness = staleness(values.values(), now)
         if isinstance(pol, GroupAnnounce):
             if pol is not self._attached:  # restored from a checkpoint: announce again
                 self._announce(pol)
                 self._attached = pol
+            if pol.n is None and self.pending is not None:
+                pol = self._discover(pol)
             if pol.n is None:
                 n = pol.group_n(values, self.expected(), self.stats_key)
                 if n is not None:
@@ -408,6 +420,36 @@ class GroupMember:
             self._flush_alerts()
             pol.track.group.publish_budget = self.publish_budget
             external_progress(s, pol.sync(now))
+
+    def _discover(self, pol: GroupAnnounce) -> GroupAnnounce:
+        """The partitions this member joined the announcing episode with: announced with their keys once
+        discovered (streamarms.group_discovery); ``pol`` until then, else the announcing policy with them."""
+        s, pending = self.scheduler, self.pending
+        assert pending is not None
+        keys: dict[str, list[str]] = {p: [] for p in pending.waiting}
+        for a in s.keys.known:
+            if (q := self.partition_of(a)) in keys:
+                keys[q].append(a)
+        if not pending.over({p: len(v) for p, v in keys.items()}, s.counters.records, s.clock(), self.clock()):
+            return pol
+        self.pending = None
+        part = dict(pol.part) | {a: p for p, arms in keys.items() for a in arms}
+        fresh = GroupAnnounce(sorted(part), part=part, owned=pol.owned, episode=pol.episode)
+        log.info("group episode %d: %d key(s) of %s discovered, announced", pol.episode,
+                 sum(map(len, keys.values())), ", ".join(sorted(keys)) or "none")
+        self._announce(fresh)
+        self._attached = fresh
+        external_progress(s, policy=fresh)
+        return fresh
+
+    def _date_episode(self) -> None:
+        """An episode joined before this member read a record is dated at its first record (the stream clock
+        stood at 0: the first record would have jumped past ``--episode-timeout`` at once)."""
+        s = self.scheduler
+        if self._undated and (now := s.clock()) > 0:
+            self._undated = False
+            s.episodes.started, s.episodes.next_start = now, now + s.config.episode_interval
+            s._recompute_deadline()
 
     def _follow_board(self) -> None:
         """Between episodes: join the group's next episode as soon as another member began it.
@@ -486,6 +528,8 @@ class GroupMember:
         if not drop and not add and pol is self._attached:
             return {}
         self.moved += len(drop) + len(add)
+        if self.pending is not None:
+            self.pending.drop(drop)
         log.info("group episode %d: handing over %s, taking over %s", pol.episode, ", ".join(sorted(drop)) or "none",
                  ", ".join(sorted(add)) or "none")
         self._take_flags(add, partitions, values)
@@ -502,15 +546,6 @@ class GroupMember:
             self.flags.adopt(p, v)
         self._mark_decided(add)
         self.flags.keep(partitions, values, self.stats_key)
-
-    def _adopt_flags(self, values: dict[str, dict[str, Any]], partitions: Iterable[str]) -> None:
-        """Partitions this member begins an episode on adopt the flags of their latest value if another member
-        published it (the partition moved here between episodes: its previous owner held them); this member's
-        own flags are newer than its own values (an episode that ended by timeout classified at its end)."""
-        for p in sorted(partitions):
-            v = values.get(self.stats_key(p))
-            if isinstance(v, dict) and isinstance(v.get("episode"), int) and v.get("member") != self.member:
-                self.flags.adopt(p, v)
 
     def _mark_decided(self, add: dict[str, dict[str, Any]]) -> None:
         """Arms the taken-over values show decided were alerted by their previous owner: not again here."""
@@ -562,7 +597,8 @@ class GroupMember:
         rest = set(partitions) - set(add)
         part = {a: q for a in s.keys.known if (q := self.partition_of(a)) in rest} if n is None else {}
         if n is None:
-            self._earlier_keys(values, rest, part, ep)
+            earlier_keys(values, rest, part, ep, self.stats_key)
+            self._await_discovery(values, rest, part, ep)
         base = GroupAnnounce(sorted(part), part=part, owned=partitions, episode=ep)
         base.n = n
         # stream time: the values' positions carry their partitions' latest record time (ms). A member
@@ -571,12 +607,13 @@ class GroupMember:
                   and len(v["position"]) > 1 and isinstance(v["position"][1], (int, float))]
         if stamps and isinstance(s.clock, EventClock):
             s.clock.advance_ms(max(stamps))
+        self._undated = not stamps and s.clock() == 0
         s.episodes.episode = ep - 1
         s.alerts.begin_episode(ep)
-        self._adopt_flags(values, rest)
+        self.flags.adopt_board(values, rest, self.stats_key, self.member)
         self._take_flags(add, partitions, values)
         policy = self._regroup(base, set(), add)
-        s.episodes.begin(policy, s.clock(), s.counters.records)
+        s.episodes.begin(policy, math.inf if self._undated else s.clock(), s.counters.records)
         self._attached = policy
         self.moved += len(add)
         log.info("joining group episode %d (%s keys, %s): taking over %s", ep, "?" if n is None else n,
@@ -584,6 +621,23 @@ class GroupMember:
                  ", ".join(f"{p}@{v.get('position')}" for p, v in add.items()) or "none")
         external_progress(s, policy=policy)
         return {p: v["position"] for p, v in add.items() if v.get("position") is not None}
+
+    def _await_discovery(self, values: dict[str, dict[str, Any]], rest: set[str], part: dict[str, str],
+                         episode: int) -> None:
+        """Joining an announcing episode: the partitions of ``rest`` the group never announced (no value on
+        the board) wait for this member's discovery (streamarms.group_discovery) -- unless its keys are fixed."""
+        s = self.scheduler
+        new = {q for q in rest if self.stats_key(q) not in values}
+        self.pending = None
+        if not new or s.keys.fixed:
+            return
+        for a in [a for a, q in part.items() if q in new]:
+            del part[a]  # announced with the others of its partition, once discovered
+        cfg = s.config
+        self.pending = PartitionDiscovery(new, records=cfg.discovery_records, seconds=cfg.discovery_seconds,
+                                          cap=cfg.discovery_seconds, wall=self.clock())
+        log.info("group episode %d is announcing: %s new to the group, announced once discovered here",
+                 episode, ", ".join(sorted(new)))
 
     def _regroup(self, pol: Policy, drop: set[str], add: dict[str, dict[str, Any]]) -> Policy:
         if isinstance(pol, GroupKSigma):

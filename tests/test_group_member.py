@@ -323,3 +323,67 @@ def test_a_keys_standing_flag_moves_with_its_partition_one_outlier_alert_across_
     assert a.sched.history[-1]["episode"] == 2 and sorted(a.sched.history[-1]["outliers"]) == ["k10", "k11"]
     assert sorted(x["alert_id"] for x in alerts if x["kind"] == "outlier") == ["1:k10:outlier", "1:k11:outlier"]
     assert sorted(a.sched.alerts.flagged) == ["k10", "k11"] and not b.sched.alerts.flagged
+
+
+class Discovering(Member):
+    """A member whose keys come from its records (a Kafka member: not fixed up front)."""
+
+    def __init__(self, board, owned, alerts, name, start=1_700_000_000.0, timeout=None):
+        self.owned = set(owned)
+        self.sched = Scheduler(lambda arms, ep: None, clock=EventClock(), emit_alert=alerts.append,
+                               config=SchedulerConfig(max_episodes=1, discovery_records=24, discovery_seconds=1e6,
+                                                      episode_timeout=timeout))
+        self.member = GroupMember(self.sched, publish=board.__setitem__, fetch=lambda: dict(board),
+                                  owned=lambda: self.owned, expected=lambda: ALL, partition_of=PART.get,
+                                  params=dict(k=1.5, delta=0.2), clock=lambda: 0.0, interval=0.0,
+                                  position_of=lambda p: [0, None], member=name)
+        self.sched.clock.advance(start)  # (a stream's record times)
+
+    def feed(self, rng, n):
+        """``n`` records of the member's partitions' keys, round robin (what a consumer reads)."""
+        keys = [a for a in MEANS if PART[a] in self.owned]
+        for i in range(n):
+            arm = keys[i % len(keys)]
+            self.sched.clock.advance(0.01)
+            self.sched.offer(arm.encode(), b'{"reward": %d}' % (rng.random() < MEANS[arm]))
+            self.sched.tick()
+            self.member.turn()
+
+
+def test_a_member_joining_the_announcing_first_episode_announces_its_partitions_once_discovered():
+    """a discovers t:0, t:1 and announces episode 1; c gets t:2, t:3 while the group announces, before it read
+    any of their records. c announces them only once it discovered their keys (it used to announce them with
+    the keys it knew then, none: the group's episode ran on 6 of the 12 keys, without the outliers k10, k11,
+    and no next episode came for them)."""
+    board, alerts = _board(), []
+    rng = random.Random(12)
+    a = Discovering(board, {"t:0", "t:1"}, alerts, "a")
+    a.feed(rng, 40)
+    assert isinstance(a.sched.policy, GroupAnnounce) and sorted(board) == ["t:0", "t:1"]
+    c = Discovering(board, set(), alerts, "c")
+    _eager_rebalance({a: {"t:0", "t:1"}, c: {"t:2", "t:3"}})
+    assert c.sched.episode == 1 and sorted(board) == ["t:0", "t:1"]  # t:2, t:3 wait for c's discovery
+    c.feed(rng, 10)
+    assert sorted(board) == ["t:0", "t:1"]
+    c.feed(rng, 40)
+    assert (board["t:2"]["keys"], board["t:3"]["keys"]) == (3, 3)
+    _run([a, c], rng)
+    assert sum(m.sched.history[0]["arms"] for m in (a, c)) == len(MEANS)
+    assert sorted(x["arm"] for x in alerts if x["kind"] == "outlier") == ["k10", "k11"]
+
+
+def test_a_member_that_joins_before_reading_a_record_dates_its_episode_at_the_first_one():
+    """With nothing taken over the stream clock stood at 0 when c joined: its first record (a real time)
+    jumped past ``--episode-timeout`` and ended the episode at once (0 arms, 1 record)."""
+    board, alerts = _board(), []
+    rng = random.Random(13)
+    a = Discovering(board, {"t:0", "t:1"}, alerts, "a")
+    a.feed(rng, 40)
+    c = Discovering(board, set(), alerts, "c", start=0.0, timeout=20.0)
+    _eager_rebalance({a: {"t:0", "t:1"}, c: {"t:2", "t:3"}})
+    c.sched.clock.advance(1_700_000_000.0)
+    c.feed(rng, 1)
+    assert c.sched.phase == "running" and c.sched.episode == 1 and not c.sched.history
+    assert c.sched.episodes.started == c.sched.clock()
+    c.feed(rng, 40)  # discovered: announced (the group's episode starts), within the timeout
+    assert c.sched.phase == "running" and (board["t:2"]["keys"], board["t:3"]["keys"]) == (3, 3)
