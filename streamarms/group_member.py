@@ -525,6 +525,10 @@ class GroupMember:
             v = values.get(self.stats_key(p))
             if v is not None and v.get("episode") == pol.episode and "arms" in v:
                 add[p] = v
+        extra = new - mine - set(add)  # no value of the episode: announced by this member (if announcing)
+        if isinstance(pol, GroupAnnounce) and pol.n is None and extra:
+            part = pol.part | self._announced_keys(values, extra, pol.episode)
+            pol = GroupAnnounce(sorted(part), part=part, owned=set(pol.owned) | extra, episode=pol.episode)
         if not drop and not add and pol is self._attached:
             return {}
         self.moved += len(drop) + len(add)
@@ -595,10 +599,8 @@ class GroupMember:
         # value of an earlier episode names (a partition moved here between episodes: this member may not have
         # read it yet); deciding: every partition has a value of E
         rest = set(partitions) - set(add)
-        part = {a: q for a in s.keys.known if (q := self.partition_of(a)) in rest} if n is None else {}
-        if n is None:
-            earlier_keys(values, rest, part, ep, self.stats_key)
-            self._await_discovery(values, rest, part, ep)
+        self.pending = None
+        part = self._announced_keys(values, rest, ep) if n is None else {}
         base = GroupAnnounce(sorted(part), part=part, owned=partitions, episode=ep)
         base.n = n
         # stream time: the values' positions carry their partitions' latest record time (ms). A member
@@ -622,15 +624,24 @@ class GroupMember:
         external_progress(s, policy=policy)
         return {p: v["position"] for p, v in add.items() if v.get("position") is not None}
 
+    def _announced_keys(self, values: dict[str, dict[str, Any]], rest: set[str], episode: int) -> dict[str, str]:
+        """The keys (arm -> partition) this member announces for ``rest``, partitions without a value of the
+        announcing ``episode``: those it knows and those their value of an earlier episode names; a partition
+        the group never announced waits for this member's discovery (its keys come then)."""
+        part = {a: q for a in self.scheduler.keys.known if (q := self.partition_of(a)) in rest}
+        earlier_keys(values, rest, part, episode, self.stats_key)
+        self._await_discovery(values, rest, part, episode)
+        return part
+
     def _await_discovery(self, values: dict[str, dict[str, Any]], rest: set[str], part: dict[str, str],
                          episode: int) -> None:
         """Joining an announcing episode: the partitions of ``rest`` the group never announced (no value on
         the board) wait for this member's discovery (streamarms.group_discovery) -- unless its keys are fixed."""
         s = self.scheduler
         new = {q for q in rest if self.stats_key(q) not in values}
-        self.pending = None
         if not new or s.keys.fixed:
             return
+        new |= self.pending.waiting if self.pending is not None else set()  # (the rule starts again)
         for a in [a for a, q in part.items() if q in new]:
             del part[a]  # announced with the others of its partition, once discovered
         cfg = s.config

@@ -387,3 +387,22 @@ def test_a_member_that_joins_before_reading_a_record_dates_its_episode_at_the_fi
     assert c.sched.episodes.started == c.sched.clock()
     c.feed(rng, 40)  # discovered: announced (the group's episode starts), within the timeout
     assert c.sched.phase == "running" and (board["t:2"]["keys"], board["t:3"]["keys"]) == (3, 3)
+
+
+def test_an_announcing_member_given_a_partition_the_group_never_announced_announces_it_once_discovered():
+    """a announced t:0, t:1; the rebalance gives it t:2 too (no value on the board: nobody announced it)
+    and c t:3. a announces t:2 once it discovered its keys (it used to leave t:2 out of its announcement for
+    good: the group's episode never started)."""
+    board, alerts = _board(), []
+    rng = random.Random(14)
+    a = Discovering(board, {"t:0", "t:1"}, alerts, "a")
+    a.feed(rng, 40)
+    c = Discovering(board, set(), alerts, "c")
+    _eager_rebalance({a: {"t:0", "t:1", "t:2"}, c: {"t:3"}})
+    assert sorted(board) == ["t:0", "t:1"] and a.member.pending.waiting == {"t:2"}
+    a.feed(rng, 60)
+    c.feed(rng, 60)
+    assert [board[p]["keys"] for p in ALL] == [3, 3, 3, 3]
+    _run([a, c], rng)
+    assert sum(m.sched.history[0]["arms"] for m in (a, c)) == len(MEANS)
+    assert sorted(x["arm"] for x in alerts if x["kind"] == "outlier") == ["k10", "k11"]
