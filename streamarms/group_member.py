@@ -46,6 +46,10 @@ episode ``E`` is running, it begins ``E`` on its partitions, taken over from the
 partition's state and position), so the group's episode goes on as one; if ``E`` is over, its own next
 episode is ``E + 1``, the group's next (it never announces an episode the board has already seen), and
 ``max_episodes`` counts the group's episodes (a member joining after the group's last one finishes at once).
+A partition that has no value on the board at all (the group's first episode is announcing) is announced
+once the member has discovered its keys (:mod:`streamarms.group_discovery`), so the first group episode
+covers every partition's keys. The standing outlier flags move with the partitions too
+(:mod:`streamarms.group_flags`): one ``outlier`` alert per key across the group and its episodes.
 
 **Between episodes** each member waits for its next start on its own stream clock, which moves only with
 its partitions' records, so the members' next starts differ; an idle member therefore follows the board:
@@ -565,9 +569,11 @@ class GroupMember:
         this member begins ``E`` on the assigned partitions, each taken over from its latest value of ``E``
         (key state, totals, position) exactly as in a live rebalance; while ``E`` is announcing, a
         partition without a value of ``E`` is announced with the keys this member knows of it and those its
-        value of an earlier episode names (none for a partition new to the group: its keys wait for the next
-        episode). The stream clock moves to the taken-over
-        values' latest record time, so the next episode is timed from the group's, not from zero. The group is between episodes
+        value of an earlier episode names; a partition new to the group (no value at all) is announced once
+        this member discovered its keys (:mod:`streamarms.group_discovery`: the group's episode waits, so its
+        key set has every partition's keys). The stream clock moves to the taken-over values' latest record
+        time, so the next episode is timed from the group's, not from zero (nothing taken over: the episode is
+        dated at this member's first record). The group is between episodes
         (``E`` finished): this member's next episode is ``E + 1``, the group's next. An empty board, or
         a board not past this member's own episode: nothing changes. Returns the start positions."""
         s = self.scheduler
