@@ -161,6 +161,15 @@ def earlier_keys(values: dict[str, dict[str, Any]], partitions: Iterable[str], p
                 part.setdefault(a, q)
 
 
+def redate(s: Any) -> None:
+    """Date a scheduler's running episode now (its stream time): its timeout and its next start count from
+    here. A group's episode is dated at the group's start (once every partition announced), so the members'
+    episodes, announced at different moments, end by ``--episode-timeout`` together."""
+    now = s.clock()
+    s.episodes.started, s.episodes.next_start = now, now + s.config.episode_interval
+    s._recompute_deadline()
+
+
 class GroupAnnounce(Policy):
     """An episode's policy before the group's key count is known (module docstring, step 1), and the
     policy of a member without keys: it samples nothing, it announces its partitions' key counts, and
@@ -406,6 +415,8 @@ class GroupMember:
             if pol.n is None:
                 n = pol.group_n(values, self.expected(), self.stats_key)
                 if n is not None:
+                    if s.clock() > 0:  # every member's --episode-timeout counts from the group's start
+                        redate(s)
                     new = self._start(pol, n)
                     log.info("group episode %d: %d keys over %d partitions; %d of them here", pol.episode, n,
                              len(list(self.expected())), len(pol.arms))
@@ -449,11 +460,9 @@ class GroupMember:
     def _date_episode(self) -> None:
         """An episode joined before this member read a record is dated at its first record (the stream clock
         stood at 0: the first record would have jumped past ``--episode-timeout`` at once)."""
-        s = self.scheduler
-        if self._undated and (now := s.clock()) > 0:
+        if self._undated and self.scheduler.clock() > 0:
             self._undated = False
-            s.episodes.started, s.episodes.next_start = now, now + s.config.episode_interval
-            s._recompute_deadline()
+            redate(self.scheduler)
 
     def _follow_board(self) -> None:
         """Between episodes: join the group's next episode as soon as another member began it.

@@ -344,7 +344,7 @@ class Discovering(Member):
         keys = [a for a in MEANS if PART[a] in self.owned]
         for i in range(n):
             arm = keys[i % len(keys)]
-            self.sched.clock.advance(0.01)
+            self.sched.clock.advance(self.sched.clock() + 0.01)
             self.sched.offer(arm.encode(), b'{"reward": %d}' % (rng.random() < MEANS[arm]))
             self.sched.tick()
             self.member.turn()
@@ -406,3 +406,23 @@ def test_an_announcing_member_given_a_partition_the_group_never_announced_announ
     _run([a, c], rng)
     assert sum(m.sched.history[0]["arms"] for m in (a, c)) == len(MEANS)
     assert sorted(x["arm"] for x in alerts if x["kind"] == "outlier") == ["k10", "k11"]
+
+
+def test_a_members_episode_timeout_counts_from_the_groups_start():
+    """a announced episode 1 at t; the group starts only once c discovered its partitions, 3 s later. a's
+    ``--episode-timeout`` (5 s) counts from the group's start, as c's does: a used to end the group's
+    episode by timeout 2 s into it (and the members' episodes stayed out of step from then on)."""
+    board, alerts = _board(), []
+    rng = random.Random(15)
+    a = Discovering(board, {"t:0", "t:1"}, alerts, "a", timeout=5.0)
+    a.feed(rng, 40)
+    announced = a.sched.episodes.started
+    c = Discovering(board, set(), alerts, "c", timeout=5.0)
+    _eager_rebalance({a: {"t:0", "t:1"}, c: {"t:2", "t:3"}})
+    a.sched.clock.advance(announced + 3.0)
+    c.feed(rng, 50)
+    a.member.turn()
+    assert isinstance(a.sched.policy, GroupKSigma) and a.sched.episodes.started == announced + 3.0
+    a.sched.clock.advance(announced + 6.0)
+    a.sched.tick()
+    assert a.sched.phase == "running" and not a.sched.history
