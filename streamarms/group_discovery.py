@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 __all__ = ["PartitionDiscovery"]
 
@@ -44,6 +45,20 @@ class PartitionDiscovery:
         self.keys = -1  # keys of the partitions at the last look
         self.last_new = 0  # the record count when the last of them appeared
         self.since: float | None = None  # stream time when every partition had delivered
+
+    @classmethod
+    def begin(cls, partitions: set[str], pending: PartitionDiscovery | None, config: Any, wall: float,
+              part: dict[str, str], episode: int) -> PartitionDiscovery:
+        """The discovery of ``partitions`` (and of ``pending``'s, whose rule starts again) by the rule of
+        ``config`` (a :class:`~streamarms.runtime.config.SchedulerConfig`); their keys leave ``part`` (arm ->
+        partition: announced now), to be announced with the others of their partition once discovered."""
+        waiting = set(partitions) | (pending.waiting if pending is not None else set())
+        for a in [a for a, q in part.items() if q in waiting]:
+            del part[a]
+        log.info("group episode %d is announcing: %s new to the group, announced once discovered here",
+                 episode, ", ".join(sorted(waiting)))
+        return cls(waiting, records=config.discovery_records, seconds=config.discovery_seconds,
+                   cap=config.discovery_seconds, wall=wall)
 
     def drop(self, partitions: Iterable[str]) -> None:
         """``partitions`` left this member (a rebalance): their discovery is their new owner's."""

@@ -541,6 +541,7 @@ class GroupMember:
         extra = new - mine - set(add)  # no value of the episode: announced by this member (if announcing)
         if isinstance(pol, GroupAnnounce) and pol.n is None and extra:
             part = pol.part | self._announced_keys(values, extra, pol.episode)
+            self.flags.adopt_board(values, extra, self.stats_key, self.member)
             pol = GroupAnnounce(sorted(part), part=part, owned=set(pol.owned) | extra, episode=pol.episode)
         if not drop and not add and pol is self._attached:
             return {}
@@ -645,25 +646,11 @@ class GroupMember:
         the group never announced waits for this member's discovery (its keys come then)."""
         part = {a: q for a in self.scheduler.keys.known if (q := self.partition_of(a)) in rest}
         earlier_keys(values, rest, part, episode, self.stats_key)
-        self._await_discovery(values, rest, part, episode)
+        new = {q for q in rest if self.stats_key(q) not in values}  # never announced: wait for discovery
+        if new and not self.scheduler.keys.fixed:
+            self.pending = PartitionDiscovery.begin(new, self.pending, self.scheduler.config, self.clock(), part,
+                                                    episode)
         return part
-
-    def _await_discovery(self, values: dict[str, dict[str, Any]], rest: set[str], part: dict[str, str],
-                         episode: int) -> None:
-        """Joining an announcing episode: the partitions of ``rest`` the group never announced (no value on
-        the board) wait for this member's discovery (streamarms.group_discovery) -- unless its keys are fixed."""
-        s = self.scheduler
-        new = {q for q in rest if self.stats_key(q) not in values}
-        if not new or s.keys.fixed:
-            return
-        new |= self.pending.waiting if self.pending is not None else set()  # (the rule starts again)
-        for a in [a for a, q in part.items() if q in new]:
-            del part[a]  # announced with the others of its partition, once discovered
-        cfg = s.config
-        self.pending = PartitionDiscovery(new, records=cfg.discovery_records, seconds=cfg.discovery_seconds,
-                                          cap=cfg.discovery_seconds, wall=self.clock())
-        log.info("group episode %d is announcing: %s new to the group, announced once discovered here",
-                 episode, ", ".join(sorted(new)))
 
     def _regroup(self, pol: Policy, drop: set[str], add: dict[str, dict[str, Any]]) -> Policy:
         if isinstance(pol, GroupKSigma):

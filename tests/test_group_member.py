@@ -426,3 +426,27 @@ def test_a_members_episode_timeout_counts_from_the_groups_start():
     a.sched.clock.advance(announced + 6.0)
     a.sched.tick()
     assert a.sched.phase == "running" and not a.sched.history
+
+
+def test_flags_move_with_a_partition_taken_into_an_announcing_episode_from_an_earlier_value():
+    """b flagged k10, k11 in episode 1 and died between episodes; a, announcing episode 2, gets b's partitions
+    (their latest values are b's of episode 1): it adopts their flags, so episode 2 alerts nothing again."""
+    board = _board()
+    alerts: list = []
+    cfg = SchedulerConfig(max_episodes=2, episode_interval=100.0)
+    a, b = Member(board, {"t:0", "t:1"}, alerts, config=cfg), Member(board, {"t:2", "t:3"}, alerts, config=cfg)
+    a.member.member, b.member.member = "a", "b"
+    rng = random.Random(9)
+    while not all(m.sched.phase == "idle" for m in (a, b)):
+        for m in (a, b):
+            m.step(rng)
+    a.sched.clock.advance(a.sched.episodes.next_start)
+    a.sched.tick()
+    a.member.turn()
+    assert a.sched.episode == 2 and isinstance(a.sched.policy, GroupAnnounce)
+    a.owned = set(ALL)  # b was killed: its partitions come to a
+    a.member.on_assign(ALL)
+    assert sorted(a.sched.alerts.flagged) == ["k10", "k11"]
+    _run([a], rng)
+    assert sorted(a.sched.history[-1]["outliers"]) == ["k10", "k11"]
+    assert sorted(x["alert_id"] for x in alerts if x["kind"] == "outlier") == ["1:k10:outlier", "1:k11:outlier"]
