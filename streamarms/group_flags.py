@@ -45,13 +45,14 @@ class StandingFlags:
         """The flagged keys of ``partition`` and the episodes they were flagged in."""
         return {a: e for a, e in self.alerts.flagged.items() if self.partition_of(a) == partition}
 
-    def adopt(self, partition: str, value: Mapping[str, Any]) -> None:
+    def adopt(self, partition: str, value: Mapping[str, Any], replace: bool = True) -> None:
         """``partition`` is taken over from ``value`` (its latest on the board): its keys' flags are the
-        value's, then its key states of the value's episode (outlier: flagged, normal: not)."""
+        value's (``replace=False``: added to this member's), then its key states of the value's episode
+        (outlier: flagged, normal: not)."""
         flagged = self.alerts.flagged
         arms = value.get("arms")
         arms = arms if isinstance(arms, Mapping) else {}
-        for a in [a for a in flagged if a in arms or self.partition_of(a) == partition]:
+        for a in [a for a in flagged if replace and (a in arms or self.partition_of(a) == partition)]:
             del flagged[a]
         got = value.get("flagged")
         if isinstance(got, Mapping):
@@ -66,13 +67,14 @@ class StandingFlags:
 
     def adopt_board(self, values: Mapping[str, Mapping[str, Any]], partitions: Iterable[str],
                     stats_key: Callable[[str], str], member: str) -> None:
-        """Partitions a member begins an episode on adopt the flags of their latest value if another member
-        published it (the partition moved here between episodes: its previous owner held them); the member's
-        own flags are newer than its own values (an episode that ended by timeout classified at its end)."""
+        """Partitions a member begins an episode on adopt the flags of their latest value: another member's
+        replace this member's (the partition moved here: its previous owner held them); this member's own
+        are added (a restart from an older checkpoint; flags set at an episode's end by timeout are in no
+        value, so none is removed)."""
         for p in sorted(partitions):
             v = values.get(stats_key(p))
-            if isinstance(v, Mapping) and isinstance(v.get("episode"), int) and v.get("member") != member:
-                self.adopt(p, v)
+            if isinstance(v, Mapping) and isinstance(v.get("episode"), int):
+                self.adopt(p, v, replace=v.get("member") != member)
 
     def keep(self, partitions: Iterable[str], values: Mapping[str, Mapping[str, Any]],
              stats_key: Callable[[str], str] = str) -> None:

@@ -524,6 +524,12 @@ class GroupMember:
         if self.catch_up is not None:
             self.catch_up()  # the previous owner's last value (published at its revoke) is on the board
         values = self.fetch()
+        g = group_episode(values, self.expected(), self.stats_key)
+        if pol is not self._attached and g is not None and g[0] > pol.episode:
+            # restored from a checkpoint of an episode the group has left: abandon it, resume the group's
+            log.info("restored episode %d is behind the group's %d: abandoned", pol.episode, g[0])
+            s.episodes.retry_later(s.clock(), 0.0, idle=True)
+            return self.on_assign(partitions)
         new = set(partitions)
         mine = set(pol.part) if isinstance(pol, GroupKSigma) else set(pol.owned)
         drop = mine - new

@@ -450,3 +450,35 @@ def test_flags_move_with_a_partition_taken_into_an_announcing_episode_from_an_ea
     _run([a], rng)
     assert sorted(a.sched.history[-1]["outliers"]) == ["k10", "k11"]
     assert sorted(x["alert_id"] for x in alerts if x["kind"] == "outlier") == ["1:k10:outlier", "1:k11:outlier"]
+
+
+def test_a_member_restored_from_a_checkpoint_of_an_episode_the_group_has_left_joins_the_groups():
+    """b's checkpoint is of episode 1; when it restarts the group runs episode 2. b abandons its episode 1 and
+    joins the group's episode 2 (it used to stay in episode 1, holding its partitions out of episode 2: without
+    --episode-timeout the group stalled; with one, the stale episode ended by timeout with 0 arms)."""
+    board, alerts = _board(), []
+    cfg = SchedulerConfig(max_episodes=2, episode_interval=100.0)
+    a, b = Member(board, {"t:0", "t:1"}, alerts, config=cfg), Member(board, {"t:2", "t:3"}, alerts, config=cfg)
+    a.member.member, b.member.member = "a", "b"
+    rng = random.Random(16)
+    for _ in range(300):
+        a.step(rng)
+        b.step(rng)
+    assert b.sched.episode == 1 and isinstance(b.sched.policy, GroupKSigma)
+    ckpt = b.sched.snapshot()
+    for _ in range(30_000):
+        if all(m.sched.phase == "idle" for m in (a, b)):
+            break
+        for m in (a, b):
+            m.step(rng)
+    a.sched.clock.advance(a.sched.episodes.next_start)
+    a.sched.tick()
+    a.member.turn()
+    assert a.sched.episode == 2 and board["t:0"]["episode"] == 2
+    b2 = Member(board, {"t:2", "t:3"}, alerts, state=ckpt, config=cfg)  # b killed, restarted from ckpt
+    b2.member.member = "b"
+    b2.member.on_assign(["t:2", "t:3"])
+    assert b2.sched.episode == 2 and b2.sched.phase == "running"
+    _run([a, b2], rng)
+    assert a.sched.history[-1]["episode"] == 2 and a.sched.history[-1]["done"]
+    assert sorted(x["alert_id"] for x in alerts if x["kind"] == "outlier") == ["1:k10:outlier", "1:k11:outlier"]
