@@ -98,10 +98,13 @@ class AlertManager:
 
     def mark(self, arm: str, kind: str) -> None:
         """``arm`` was classified ``kind`` in this episode elsewhere (a group member that owned its key
-        before a rebalance alerted it): no alert for it here."""
+        before a rebalance alerted it): no alert for it here. Its standing flag follows: flagged if an
+        outlier, not flagged if normal (the other member emitted the ``cleared`` alert, if one was due)."""
         self._seen.add(arm)
         if kind == "outlier":
             self.flagged[arm] = self.episode
+        else:
+            self.flagged.pop(arm, None)
 
     # -- logic ---------------------------------------------------------------------------------
     def _classify(self, arm: str, kind: str, now: float, **fields: Any) -> None:

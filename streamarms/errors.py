@@ -25,7 +25,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
-__all__ = ["StreamarmsError", "ConfigError", "SinkUnavailable"]
+__all__ = ["StreamarmsError", "ConfigError", "SinkUnavailable", "operational"]
 
 
 class StreamarmsError(Exception):
@@ -46,3 +46,22 @@ class ConfigError(StreamarmsError, ValueError):
         near = difflib.get_close_matches(key.replace("-", "_"), list(known), n=1, cutoff=0.6)
         hint = f" (did you mean {near[0]!r}?)" if near else ""
         return cls(f"{where + ': ' if where else ''}unknown setting {key!r}{hint}")
+
+
+#: modules whose exceptions are the environment's (a broker, a client library), not a fault of streamarms
+_OPERATIONAL_MODULES = ("kafka", "streamarms.connectors")
+
+
+def operational(error: BaseException) -> bool:
+    """Whether ``error`` is an expected failure of the run's environment -- a streamarms error (a setting,
+    a checkpoint, a sink), an OS / network error, a timeout, or an error of the Kafka client or of a
+    connector -- rather than a bug: the daemon then logs its one-line message; anything else is logged
+    with its traceback (a ``ZeroDivisionError`` says nothing without the line that raised it).
+
+    >>> operational(ConfigError("--k: must be > 0")), operational(TimeoutError()), operational(ZeroDivisionError())
+    (True, True, False)
+    """
+    if isinstance(error, (StreamarmsError, OSError, TimeoutError)):
+        return True
+    module = type(error).__module__ or ""
+    return any(module == m or module.startswith(m + ".") for m in _OPERATIONAL_MODULES)

@@ -46,6 +46,10 @@ episode ``E`` is running, it begins ``E`` on its partitions, taken over from the
 partition's state and position), so the group's episode goes on as one; if ``E`` is over, its own next
 episode is ``E + 1``, the group's next (it never announces an episode the board has already seen), and
 ``max_episodes`` counts the group's episodes (a member joining after the group's last one finishes at once).
+A partition that has no value on the board at all (the group's first episode is announcing) is announced
+once the member has discovered its keys (:mod:`streamarms.group_discovery`), so the first group episode
+covers every partition's keys. The standing outlier flags move with the partitions too
+(:mod:`streamarms.group_flags`): one ``outlier`` alert per key across the group and its episodes.
 
 **Between episodes** each member waits for its next start on its own stream clock, which moves only with
 its partitions' records, so the members' next starts differ; an idle member therefore follows the board:
@@ -87,6 +91,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
+from .group_discovery import PartitionDiscovery
+from .group_flags import FlaggingPublish, StandingFlags
 from .group_threshold import group_finished, staleness
 from .policies.anytime_group import GroupKSigma
 from .policies.base import Decision, Event, Policy, Request
@@ -137,6 +143,31 @@ def external_progress(s: Any, events: Sequence[Event] = (), policy: Policy | Non
         s.plan.reset(policy, s.episodes.episode)
     s.alerts.on_events(events, now)
     s._follow(now)  # the scheduler's own step (kept out of its 250-line facade)
+
+
+def earlier_keys(values: dict[str, dict[str, Any]], partitions: Iterable[str], part: dict[str, str], episode: int,
+                 stats_key: Callable[[str], str] = str) -> None:
+    """Add to ``part`` (arm -> partition) the keys the latest value of an earlier episode names for each of
+    ``partitions``: the board is the partitions' changelog, so a member announcing a partition it has not
+    read (yet) -- a fresh member, or one the partition moved to between episodes -- still announces the
+    partition's keys instead of leaving them for the next episode. A key that appeared since that value
+    and that this member has not seen waits for the next episode, as in one process."""
+    for q in sorted(partitions):
+        v = values.get(stats_key(q))
+        # a chunked value's arms are a LazyArms (a Mapping)
+        if v is not None and isinstance(v.get("arms"), Mapping) and isinstance(v.get("episode"), int) \
+                and v["episode"] < episode:
+            for a in v["arms"]:
+                part.setdefault(a, q)
+
+
+def redate(s: Any) -> None:
+    """Date a scheduler's running episode now (its stream time): its timeout and its next start count from
+    here. A group's episode is dated at the group's start (once every partition announced), so the members'
+    episodes, announced at different moments, end by ``--episode-timeout`` together."""
+    now = s.clock()
+    s.episodes.started, s.episodes.next_start = now, now + s.config.episode_interval
+    s._recompute_deadline()
 
 
 class GroupAnnounce(Policy):
@@ -281,7 +312,10 @@ class GroupMember:
                  flush: Callable[[], None] | None = None, flush_board: Callable[[], None] | None = None,
                  catch_up: Callable[[], None] | None = None, publish_budget: float | None = None) -> None:
         self.scheduler = scheduler
-        self.publish, self.fetch, self.poll_board = publish, fetch, poll_board
+        #: the standing flags of the owned partitions' keys, carried in every value (streamarms.group_flags)
+        self.flags = StandingFlags(scheduler.alerts, partition_of)
+        self.publish: Callable[[str, dict[str, Any]], None] = FlaggingPublish(publish, self.flags)
+        self.fetch, self.poll_board = fetch, poll_board
         self.owned, self.expected, self.partition_of = owned, expected, partition_of
         self.params, self.stats_key, self.clock = dict(params), stats_key, clock
         self.interval, self.member = float(interval), member
@@ -293,6 +327,9 @@ class GroupMember:
         #: partitions handed over to or taken over from another member during an episode
         self.moved = 0
         self.staleness = math.inf
+        #: partitions this member joined an announcing episode with and still discovers (group_discovery)
+        self.pending: PartitionDiscovery | None = None
+        self._undated = False  # joined before reading any record: the episode is dated at the first one
         scheduler.build = self.build
 
     def build(self, arms: list[str], episode: int) -> Policy:
@@ -300,7 +337,10 @@ class GroupMember:
         owned = set(self.owned())
         part = {a: p for a in arms if (p := self.partition_of(a)) is not None and p in owned}
         known = len(part)
-        self._earlier_keys(self.fetch(), owned, part, episode)
+        self.pending, self._undated = None, False
+        values = self.fetch()
+        self.flags.adopt_board(values, owned, self.stats_key, self.member)
+        earlier_keys(values, owned, part, episode, self.stats_key)
         unseen = sum(1 for a in arms if self.partition_of(a) is None and a not in part)
         if unseen:  # e.g. keys restored from a checkpoint whose records have not come since the restart
             log.info("group episode %d: %d known key(s) not seen since this member started (partition unknown) "
@@ -315,21 +355,6 @@ class GroupMember:
         self._attached = pol
         return pol
 
-    def _earlier_keys(self, values: dict[str, dict[str, Any]], partitions: Iterable[str], part: dict[str, str],
-                      episode: int) -> None:
-        """Add to ``part`` (arm -> partition) the keys the latest value of an earlier episode names for each of
-        ``partitions``: the board is the partitions' changelog, so a member announcing a partition it has not
-        read (yet) -- a fresh member, or one the partition moved to between episodes -- still announces the
-        partition's keys instead of leaving them for the next episode. A key that appeared since that value
-        and that this member has not seen waits for the next episode, as in one process."""
-        for q in sorted(partitions):
-            v = values.get(self.stats_key(q))
-            # a chunked value's arms are a LazyArms (a Mapping)
-            if v is not None and isinstance(v.get("arms"), Mapping) and isinstance(v.get("episode"), int) \
-                    and v["episode"] < episode:
-                for a in v["arms"]:
-                    part.setdefault(a, q)
-
     def _announce(self, pol: GroupAnnounce, positions: dict[str, Any] | None = None) -> None:
         """Publish ``pol``'s partitions' key counts and names; ``positions``: where a partition taken over
         during the announcement resumes (the source seeks there after the assignment, so its own position
@@ -339,7 +364,10 @@ class GroupMember:
         names: dict[str, dict[str, None]] = {p: {} for p in pol.owned}
         for a, p in pol.part.items():
             names[p][a] = None
+        waiting = self.pending.waiting if self.pending is not None else set()
         for p, n in pol.keys().items():
+            if p in waiting:
+                continue  # announced once discovered (streamarms.group_discovery)
             v = {"episode": pol.episode, "keys": n, "undecided": n, "member": self.member, "time": now,
                  "arms": names[p]}
             if p in positions:
@@ -375,15 +403,20 @@ class GroupMember:
             return
         if s.phase != "running" or pol is None:
             return
+        self._date_episode()
         values = self.fetch()
         self.staleness = staleness(values.values(), now)
         if isinstance(pol, GroupAnnounce):
             if pol is not self._attached:  # restored from a checkpoint: announce again
                 self._announce(pol)
                 self._attached = pol
+            if pol.n is None and self.pending is not None:
+                pol = self._discover(pol)
             if pol.n is None:
                 n = pol.group_n(values, self.expected(), self.stats_key)
                 if n is not None:
+                    if s.clock() > 0:  # every member's --episode-timeout counts from the group's start
+                        redate(s)
                     new = self._start(pol, n)
                     log.info("group episode %d: %d keys over %d partitions; %d of them here", pol.episode, n,
                              len(list(self.expected())), len(pol.arms))
@@ -402,6 +435,34 @@ class GroupMember:
             self._flush_alerts()
             pol.track.group.publish_budget = self.publish_budget
             external_progress(s, pol.sync(now))
+
+    def _discover(self, pol: GroupAnnounce) -> GroupAnnounce:
+        """The partitions this member joined the announcing episode with: announced with their keys once
+        discovered (streamarms.group_discovery); ``pol`` until then, else the announcing policy with them."""
+        s, pending = self.scheduler, self.pending
+        assert pending is not None
+        keys: dict[str, list[str]] = {p: [] for p in pending.waiting}
+        for a in s.keys.known:
+            if (q := self.partition_of(a)) in keys:
+                keys[q].append(a)
+        if not pending.over({p: len(v) for p, v in keys.items()}, s.counters.records, s.clock(), self.clock()):
+            return pol
+        self.pending = None
+        part = dict(pol.part) | {a: p for p, arms in keys.items() for a in arms}
+        fresh = GroupAnnounce(sorted(part), part=part, owned=pol.owned, episode=pol.episode)
+        log.info("group episode %d: %d key(s) of %s discovered, announced", pol.episode,
+                 sum(map(len, keys.values())), ", ".join(sorted(keys)) or "none")
+        self._announce(fresh)
+        self._attached = fresh
+        external_progress(s, policy=fresh)
+        return fresh
+
+    def _date_episode(self) -> None:
+        """An episode joined before this member read a record is dated at its first record (the stream clock
+        stood at 0: the first record would have jumped past ``--episode-timeout`` at once)."""
+        if self._undated and self.scheduler.clock() > 0:
+            self._undated = False
+            redate(self.scheduler)
 
     def _follow_board(self) -> None:
         """Between episodes: join the group's next episode as soon as another member began it.
@@ -455,12 +516,20 @@ class GroupMember:
         s = self.scheduler
         pol = s.policy
         if s.phase != "running":
-            return self._join(partitions)
+            out = self._join(partitions)
+            self.flags.keep(partitions, self.fetch(), self.stats_key)
+            return out
         if not isinstance(pol, (GroupKSigma, GroupAnnounce)):
             return {}
         if self.catch_up is not None:
             self.catch_up()  # the previous owner's last value (published at its revoke) is on the board
         values = self.fetch()
+        g = group_episode(values, self.expected(), self.stats_key)
+        if pol is not self._attached and g is not None and g[0] > pol.episode:
+            # restored from a checkpoint of an episode the group has left: abandon it, resume the group's
+            log.info("restored episode %d is behind the group's %d: abandoned", pol.episode, g[0])
+            s.episodes.retry_later(s.clock(), 0.0, idle=True)
+            return self.on_assign(partitions)
         new = set(partitions)
         mine = set(pol.part) if isinstance(pol, GroupKSigma) else set(pol.owned)
         drop = mine - new
@@ -475,16 +544,32 @@ class GroupMember:
             v = values.get(self.stats_key(p))
             if v is not None and v.get("episode") == pol.episode and "arms" in v:
                 add[p] = v
+        extra = new - mine - set(add)  # no value of the episode: announced by this member (if announcing)
+        if isinstance(pol, GroupAnnounce) and pol.n is None and extra:
+            part = pol.part | self._announced_keys(values, extra, pol.episode)
+            self.flags.adopt_board(values, extra, self.stats_key, self.member)
+            pol = GroupAnnounce(sorted(part), part=part, owned=set(pol.owned) | extra, episode=pol.episode)
         if not drop and not add and pol is self._attached:
             return {}
         self.moved += len(drop) + len(add)
+        if self.pending is not None:
+            self.pending.drop(drop)
         log.info("group episode %d: handing over %s, taking over %s", pol.episode, ", ".join(sorted(drop)) or "none",
                  ", ".join(sorted(add)) or "none")
-        self._mark_decided(add)
+        self._take_flags(add, partitions, values)
         replaced = self._regroup(pol, drop, add)
         self._attached = replaced
         external_progress(s, policy=replaced)
         return {p: v["position"] for p, v in add.items() if v.get("position") is not None}
+
+    def _take_flags(self, add: dict[str, dict[str, Any]], partitions: list[str],
+                    values: dict[str, dict[str, Any]]) -> None:
+        """The standing flags follow the assignment: those of ``add``'s partitions from their values, those of
+        partitions no longer here dropped (streamarms.group_flags); ``add``'s decided arms marked."""
+        for p, v in add.items():
+            self.flags.adopt(p, v)
+        self._mark_decided(add)
+        self.flags.keep(partitions, values, self.stats_key)
 
     def _mark_decided(self, add: dict[str, dict[str, Any]]) -> None:
         """Arms the taken-over values show decided were alerted by their previous owner: not again here."""
@@ -500,9 +585,11 @@ class GroupMember:
         this member begins ``E`` on the assigned partitions, each taken over from its latest value of ``E``
         (key state, totals, position) exactly as in a live rebalance; while ``E`` is announcing, a
         partition without a value of ``E`` is announced with the keys this member knows of it and those its
-        value of an earlier episode names (none for a partition new to the group: its keys wait for the next
-        episode). The stream clock moves to the taken-over
-        values' latest record time, so the next episode is timed from the group's, not from zero. The group is between episodes
+        value of an earlier episode names; a partition new to the group (no value at all) is announced once
+        this member discovered its keys (:mod:`streamarms.group_discovery`: the group's episode waits, so its
+        key set has every partition's keys). The stream clock moves to the taken-over values' latest record
+        time, so the next episode is timed from the group's, not from zero (nothing taken over: the episode is
+        dated at this member's first record). The group is between episodes
         (``E`` finished): this member's next episode is ``E + 1``, the group's next. An empty board, or
         a board not past this member's own episode: nothing changes. Returns the start positions."""
         s = self.scheduler
@@ -534,9 +621,8 @@ class GroupMember:
         # value of an earlier episode names (a partition moved here between episodes: this member may not have
         # read it yet); deciding: every partition has a value of E
         rest = set(partitions) - set(add)
-        part = {a: q for a in s.keys.known if (q := self.partition_of(a)) in rest} if n is None else {}
-        if n is None:
-            self._earlier_keys(values, rest, part, ep)
+        self.pending = None
+        part = self._announced_keys(values, rest, ep) if n is None else {}
         base = GroupAnnounce(sorted(part), part=part, owned=partitions, episode=ep)
         base.n = n
         # stream time: the values' positions carry their partitions' latest record time (ms). A member
@@ -545,11 +631,13 @@ class GroupMember:
                   and len(v["position"]) > 1 and isinstance(v["position"][1], (int, float))]
         if stamps and isinstance(s.clock, EventClock):
             s.clock.advance_ms(max(stamps))
+        self._undated = not stamps and s.clock() == 0
         s.episodes.episode = ep - 1
         s.alerts.begin_episode(ep)
-        self._mark_decided(add)
+        self.flags.adopt_board(values, rest, self.stats_key, self.member)
+        self._take_flags(add, partitions, values)
         policy = self._regroup(base, set(), add)
-        s.episodes.begin(policy, s.clock(), s.counters.records)
+        s.episodes.begin(policy, math.inf if self._undated else s.clock(), s.counters.records)
         self._attached = policy
         self.moved += len(add)
         log.info("joining group episode %d (%s keys, %s): taking over %s", ep, "?" if n is None else n,
@@ -557,6 +645,18 @@ class GroupMember:
                  ", ".join(f"{p}@{v.get('position')}" for p, v in add.items()) or "none")
         external_progress(s, policy=policy)
         return {p: v["position"] for p, v in add.items() if v.get("position") is not None}
+
+    def _announced_keys(self, values: dict[str, dict[str, Any]], rest: set[str], episode: int) -> dict[str, str]:
+        """The keys (arm -> partition) this member announces for ``rest``, partitions without a value of the
+        announcing ``episode``: those it knows and those their value of an earlier episode names; a partition
+        the group never announced waits for this member's discovery (its keys come then)."""
+        part = {a: q for a in self.scheduler.keys.known if (q := self.partition_of(a)) in rest}
+        earlier_keys(values, rest, part, episode, self.stats_key)
+        new = {q for q in rest if self.stats_key(q) not in values}  # never announced: wait for discovery
+        if new and not self.scheduler.keys.fixed:
+            self.pending = PartitionDiscovery.begin(new, self.pending, self.scheduler.config, self.clock(), part,
+                                                    episode)
+        return part
 
     def _regroup(self, pol: Policy, drop: set[str], add: dict[str, dict[str, Any]]) -> Policy:
         if isinstance(pol, GroupKSigma):

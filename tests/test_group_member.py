@@ -298,3 +298,187 @@ def test_a_publish_budget_splits_each_round_of_values_over_turns_and_the_group_s
         raise AssertionError("no group decision")
     assert split > 0
     assert sorted(x["arm"] for x in alerts if x["kind"] == "outlier") == ["k10", "k11"]
+
+
+def test_a_keys_standing_flag_moves_with_its_partition_one_outlier_alert_across_the_group():
+    """Episode 1 flags k10 (t:2) and k11 (t:3) on b; between episodes both partitions move to a. The flags
+    travel in the partitions' values: a does not alert them again in episode 2 (no new alert_id), b drops
+    them (each key flagged on one member: the flagged-arms gauges sum to 2, not 4)."""
+    board = _board()
+    alerts: list = []
+    cfg = SchedulerConfig(max_episodes=2, episode_interval=100.0)
+    a, b = Member(board, {"t:0", "t:1"}, alerts, config=cfg), Member(board, {"t:2", "t:3"}, alerts, config=cfg)
+    a.member.member, b.member.member = "a", "b"
+    rng = random.Random(9)
+    for _ in range(30_000):
+        if all(m.sched.phase == "idle" for m in (a, b)):
+            break
+        for m in (a, b):
+            m.step(rng)
+    assert sorted(b.sched.alerts.flagged) == ["k10", "k11"] and not a.sched.alerts.flagged
+    _eager_rebalance({a: {"t:0", "t:1", "t:2", "t:3"}, b: set()})
+    assert not b.sched.alerts.flagged
+    a.sched.clock.advance(a.sched.episodes.next_start)
+    _run([a], rng)  # (b, a standby without partitions, waits for an assignment)
+    assert a.sched.history[-1]["episode"] == 2 and sorted(a.sched.history[-1]["outliers"]) == ["k10", "k11"]
+    assert sorted(x["alert_id"] for x in alerts if x["kind"] == "outlier") == ["1:k10:outlier", "1:k11:outlier"]
+    assert sorted(a.sched.alerts.flagged) == ["k10", "k11"] and not b.sched.alerts.flagged
+
+
+class Discovering(Member):
+    """A member whose keys come from its records (a Kafka member: not fixed up front)."""
+
+    def __init__(self, board, owned, alerts, name, start=1_700_000_000.0, timeout=None):
+        self.owned = set(owned)
+        self.sched = Scheduler(lambda arms, ep: None, clock=EventClock(), emit_alert=alerts.append,
+                               config=SchedulerConfig(max_episodes=1, discovery_records=24, discovery_seconds=1e6,
+                                                      episode_timeout=timeout))
+        self.member = GroupMember(self.sched, publish=board.__setitem__, fetch=lambda: dict(board),
+                                  owned=lambda: self.owned, expected=lambda: ALL, partition_of=PART.get,
+                                  params=dict(k=1.5, delta=0.2), clock=lambda: 0.0, interval=0.0,
+                                  position_of=lambda p: [0, None], member=name)
+        self.sched.clock.advance(start)  # (a stream's record times)
+
+    def feed(self, rng, n):
+        """``n`` records of the member's partitions' keys, round robin (what a consumer reads)."""
+        keys = [a for a in MEANS if PART[a] in self.owned]
+        for i in range(n):
+            arm = keys[i % len(keys)]
+            self.sched.clock.advance(self.sched.clock() + 0.01)
+            self.sched.offer(arm.encode(), b'{"reward": %d}' % (rng.random() < MEANS[arm]))
+            self.sched.tick()
+            self.member.turn()
+
+
+def test_a_member_joining_the_announcing_first_episode_announces_its_partitions_once_discovered():
+    """a discovers t:0, t:1 and announces episode 1; c gets t:2, t:3 while the group announces, before it read
+    any of their records. c announces them only once it discovered their keys (it used to announce them with
+    the keys it knew then, none: the group's episode ran on 6 of the 12 keys, without the outliers k10, k11,
+    and no next episode came for them)."""
+    board, alerts = _board(), []
+    rng = random.Random(12)
+    a = Discovering(board, {"t:0", "t:1"}, alerts, "a")
+    a.feed(rng, 40)
+    assert isinstance(a.sched.policy, GroupAnnounce) and sorted(board) == ["t:0", "t:1"]
+    c = Discovering(board, set(), alerts, "c")
+    _eager_rebalance({a: {"t:0", "t:1"}, c: {"t:2", "t:3"}})
+    assert c.sched.episode == 1 and sorted(board) == ["t:0", "t:1"]  # t:2, t:3 wait for c's discovery
+    c.feed(rng, 10)
+    assert sorted(board) == ["t:0", "t:1"]
+    c.feed(rng, 40)
+    assert (board["t:2"]["keys"], board["t:3"]["keys"]) == (3, 3)
+    _run([a, c], rng)
+    assert sum(m.sched.history[0]["arms"] for m in (a, c)) == len(MEANS)
+    assert sorted(x["arm"] for x in alerts if x["kind"] == "outlier") == ["k10", "k11"]
+
+
+def test_a_member_that_joins_before_reading_a_record_dates_its_episode_at_the_first_one():
+    """With nothing taken over the stream clock stood at 0 when c joined: its first record (a real time)
+    jumped past ``--episode-timeout`` and ended the episode at once (0 arms, 1 record)."""
+    board, alerts = _board(), []
+    rng = random.Random(13)
+    a = Discovering(board, {"t:0", "t:1"}, alerts, "a")
+    a.feed(rng, 40)
+    c = Discovering(board, set(), alerts, "c", start=0.0, timeout=20.0)
+    _eager_rebalance({a: {"t:0", "t:1"}, c: {"t:2", "t:3"}})
+    c.sched.clock.advance(1_700_000_000.0)
+    c.feed(rng, 1)
+    assert c.sched.phase == "running" and c.sched.episode == 1 and not c.sched.history
+    assert c.sched.episodes.started == c.sched.clock()
+    c.feed(rng, 40)  # discovered: announced (the group's episode starts), within the timeout
+    assert c.sched.phase == "running" and (board["t:2"]["keys"], board["t:3"]["keys"]) == (3, 3)
+
+
+def test_an_announcing_member_given_a_partition_the_group_never_announced_announces_it_once_discovered():
+    """a announced t:0, t:1; the rebalance gives it t:2 too (no value on the board: nobody announced it)
+    and c t:3. a announces t:2 once it discovered its keys (it used to leave t:2 out of its announcement for
+    good: the group's episode never started)."""
+    board, alerts = _board(), []
+    rng = random.Random(14)
+    a = Discovering(board, {"t:0", "t:1"}, alerts, "a")
+    a.feed(rng, 40)
+    c = Discovering(board, set(), alerts, "c")
+    _eager_rebalance({a: {"t:0", "t:1", "t:2"}, c: {"t:3"}})
+    assert sorted(board) == ["t:0", "t:1"] and a.member.pending.waiting == {"t:2"}
+    a.feed(rng, 60)
+    c.feed(rng, 60)
+    assert [board[p]["keys"] for p in ALL] == [3, 3, 3, 3]
+    _run([a, c], rng)
+    assert sum(m.sched.history[0]["arms"] for m in (a, c)) == len(MEANS)
+    assert sorted(x["arm"] for x in alerts if x["kind"] == "outlier") == ["k10", "k11"]
+
+
+def test_a_members_episode_timeout_counts_from_the_groups_start():
+    """a announced episode 1 at t; the group starts only once c discovered its partitions, 3 s later. a's
+    ``--episode-timeout`` (5 s) counts from the group's start, as c's does: a used to end the group's
+    episode by timeout 2 s into it (and the members' episodes stayed out of step from then on)."""
+    board, alerts = _board(), []
+    rng = random.Random(15)
+    a = Discovering(board, {"t:0", "t:1"}, alerts, "a", timeout=5.0)
+    a.feed(rng, 40)
+    announced = a.sched.episodes.started
+    c = Discovering(board, set(), alerts, "c", timeout=5.0)
+    _eager_rebalance({a: {"t:0", "t:1"}, c: {"t:2", "t:3"}})
+    a.sched.clock.advance(announced + 3.0)
+    c.feed(rng, 50)
+    a.member.turn()
+    assert isinstance(a.sched.policy, GroupKSigma) and a.sched.episodes.started == announced + 3.0
+    a.sched.clock.advance(announced + 6.0)
+    a.sched.tick()
+    assert a.sched.phase == "running" and not a.sched.history
+
+
+def test_flags_move_with_a_partition_taken_into_an_announcing_episode_from_an_earlier_value():
+    """b flagged k10, k11 in episode 1 and died between episodes; a, announcing episode 2, gets b's partitions
+    (their latest values are b's of episode 1): it adopts their flags, so episode 2 alerts nothing again."""
+    board = _board()
+    alerts: list = []
+    cfg = SchedulerConfig(max_episodes=2, episode_interval=100.0)
+    a, b = Member(board, {"t:0", "t:1"}, alerts, config=cfg), Member(board, {"t:2", "t:3"}, alerts, config=cfg)
+    a.member.member, b.member.member = "a", "b"
+    rng = random.Random(9)
+    while not all(m.sched.phase == "idle" for m in (a, b)):
+        for m in (a, b):
+            m.step(rng)
+    a.sched.clock.advance(a.sched.episodes.next_start)
+    a.sched.tick()
+    a.member.turn()
+    assert a.sched.episode == 2 and isinstance(a.sched.policy, GroupAnnounce)
+    a.owned = set(ALL)  # b was killed: its partitions come to a
+    a.member.on_assign(ALL)
+    assert sorted(a.sched.alerts.flagged) == ["k10", "k11"]
+    _run([a], rng)
+    assert sorted(a.sched.history[-1]["outliers"]) == ["k10", "k11"]
+    assert sorted(x["alert_id"] for x in alerts if x["kind"] == "outlier") == ["1:k10:outlier", "1:k11:outlier"]
+
+
+def test_a_member_restored_from_a_checkpoint_of_an_episode_the_group_has_left_joins_the_groups():
+    """b's checkpoint is of episode 1; when it restarts the group runs episode 2. b abandons its episode 1 and
+    joins the group's episode 2 (it used to stay in episode 1, holding its partitions out of episode 2: without
+    --episode-timeout the group stalled; with one, the stale episode ended by timeout with 0 arms)."""
+    board, alerts = _board(), []
+    cfg = SchedulerConfig(max_episodes=2, episode_interval=100.0)
+    a, b = Member(board, {"t:0", "t:1"}, alerts, config=cfg), Member(board, {"t:2", "t:3"}, alerts, config=cfg)
+    a.member.member, b.member.member = "a", "b"
+    rng = random.Random(16)
+    for _ in range(300):
+        a.step(rng)
+        b.step(rng)
+    assert b.sched.episode == 1 and isinstance(b.sched.policy, GroupKSigma)
+    ckpt = b.sched.snapshot()
+    for _ in range(30_000):
+        if all(m.sched.phase == "idle" for m in (a, b)):
+            break
+        for m in (a, b):
+            m.step(rng)
+    a.sched.clock.advance(a.sched.episodes.next_start)
+    a.sched.tick()
+    a.member.turn()
+    assert a.sched.episode == 2 and board["t:0"]["episode"] == 2
+    b2 = Member(board, {"t:2", "t:3"}, alerts, state=ckpt, config=cfg)  # b killed, restarted from ckpt
+    b2.member.member = "b"
+    b2.member.on_assign(["t:2", "t:3"])
+    assert b2.sched.episode == 2 and b2.sched.phase == "running"
+    _run([a, b2], rng)
+    assert a.sched.history[-1]["episode"] == 2 and a.sched.history[-1]["done"]
+    assert sorted(x["alert_id"] for x in alerts if x["kind"] == "outlier") == ["1:k10:outlier", "1:k11:outlier"]

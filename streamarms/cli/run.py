@@ -39,7 +39,7 @@ from typing import Any
 
 from ..checkpoint import CheckpointError, CheckpointStore, FileCheckpointStore, checkpoint_key
 from ..daemon import Daemon, restore_checkpoint, rewind_sinks
-from ..errors import ConfigError
+from ..errors import ConfigError, operational
 from ..metrics import Metrics
 from ..policies.base import Policy
 from ..registry import POLICIES, PolicyParams, reward_model_of
@@ -595,7 +595,7 @@ class _App:
                 print(f"streamarms run: error: {failure}", file=sys.stderr)
                 code = 1
         except Exception as e:  # a sink could not deliver, the broker went away, ...
-            log.error("stopping on error: %s", e, exc_info=log.isEnabledFor(logging.DEBUG))
+            log.error("stopping on error: %s", e, exc_info=log.isEnabledFor(logging.DEBUG) or not operational(e))
             print(f"streamarms run: error: {e}", file=sys.stderr)
             code = 1
         finally:

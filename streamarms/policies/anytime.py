@@ -421,8 +421,12 @@ class AnytimeKSigma(Policy):
         ``r_i / (2 m_i)`` and a pull of a laggard cuts the relevant side of the threshold's interval by
         about ``w / (2 n m_theta)`` (a round needs n pulls), a gain shared by the undecided arms: pull the
         laggard when ``n_undecided w / (n m_theta) > r_i / m_i``. ``w`` is the side of the threshold's
-        interval that arm i's classification needs (above the estimate for a candidate outlier)."""
+        interval that arm i's classification needs (above the estimate for a candidate outlier). An arm
+        without a sample (its radius is unbounded) goes first: in a group, a key taken over from a value
+        that names it without a state (an announcement) has none while the group's ``m_theta`` is past 0."""
         c = self.cs[i]
+        if c.m == 0:
+            return False
         mean = c.s / c.m
         th, (lo, hi) = self._th_u, self._u
         if self.two_sided and abs(mean - self._th_l) < abs(mean - th):
