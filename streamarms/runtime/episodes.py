@@ -149,10 +149,11 @@ class EpisodeLifecycle:
         return {"active": len(d.undecided) if not d.done else 0, "outlier": len(d.outliers), "normal": len(d.normals)}
 
     def summary(self, d: Decision, now: float, reason: str, records: int, policy_name: str) -> dict[str, Any]:
+        started = self.started if math.isfinite(self.started) else now  # (a group member's episode not yet dated)
         return {
             "episode": self.episode, "policy": policy_name, "reason": reason,
             "arms": len(self.policy.arms) if self.policy is not None else 0,
-            "started": self.started, "ended": now, "duration": now - self.started,
+            "started": started, "ended": now, "duration": now - started,
             "records": records - self.start_records, "samples": d.pulls, "done": d.done,
             "outliers": sorted(d.outliers), "normals": len(d.normals), "undecided": sorted(d.undecided),
             "estimated_outliers": sorted(d.estimated_outliers), "threshold": d.threshold,
