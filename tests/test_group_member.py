@@ -300,12 +300,9 @@ def test_a_publish_budget_splits_each_round_of_values_over_turns_and_the_group_s
     assert sorted(x["arm"] for x in alerts if x["kind"] == "outlier") == ["k10", "k11"]
 
 
-def test_a_keys_standing_flag_moves_with_its_partition_one_outlier_alert_across_the_group():
-    """Episode 1 flags k10 (t:2) and k11 (t:3) on b; between episodes both partitions move to a. The flags
-    travel in the partitions' values: a does not alert them again in episode 2 (no new alert_id), b drops
-    them (each key flagged on one member: the flagged-arms gauges sum to 2, not 4)."""
-    board = _board()
-    alerts: list = []
+def _episode_1_flags_on_b() -> tuple[list, Member, Member, random.Random]:
+    """Members a (t:0, t:1) and b (t:2, t:3) after group episode 1 of 2: b holds the flags of k10 and k11."""
+    board, alerts = _board(), []
     cfg = SchedulerConfig(max_episodes=2, episode_interval=100.0)
     a, b = Member(board, {"t:0", "t:1"}, alerts, config=cfg), Member(board, {"t:2", "t:3"}, alerts, config=cfg)
     a.member.member, b.member.member = "a", "b"
@@ -316,6 +313,14 @@ def test_a_keys_standing_flag_moves_with_its_partition_one_outlier_alert_across_
         for m in (a, b):
             m.step(rng)
     assert sorted(b.sched.alerts.flagged) == ["k10", "k11"] and not a.sched.alerts.flagged
+    return alerts, a, b, rng
+
+
+def test_a_keys_standing_flag_moves_with_its_partition_one_outlier_alert_across_the_group():
+    """Episode 1 flags k10 (t:2) and k11 (t:3) on b; between episodes both partitions move to a. The flags
+    travel in the partitions' values: a does not alert them again in episode 2 (no new alert_id), b drops
+    them (each key flagged on one member: the flagged-arms gauges sum to 2, not 4)."""
+    alerts, a, b, rng = _episode_1_flags_on_b()
     _eager_rebalance({a: {"t:0", "t:1", "t:2", "t:3"}, b: set()})
     assert not b.sched.alerts.flagged
     a.sched.clock.advance(a.sched.episodes.next_start)
@@ -431,15 +436,7 @@ def test_a_members_episode_timeout_counts_from_the_groups_start():
 def test_flags_move_with_a_partition_taken_into_an_announcing_episode_from_an_earlier_value():
     """b flagged k10, k11 in episode 1 and died between episodes; a, announcing episode 2, gets b's partitions
     (their latest values are b's of episode 1): it adopts their flags, so episode 2 alerts nothing again."""
-    board = _board()
-    alerts: list = []
-    cfg = SchedulerConfig(max_episodes=2, episode_interval=100.0)
-    a, b = Member(board, {"t:0", "t:1"}, alerts, config=cfg), Member(board, {"t:2", "t:3"}, alerts, config=cfg)
-    a.member.member, b.member.member = "a", "b"
-    rng = random.Random(9)
-    while not all(m.sched.phase == "idle" for m in (a, b)):
-        for m in (a, b):
-            m.step(rng)
+    alerts, a, b, rng = _episode_1_flags_on_b()
     a.sched.clock.advance(a.sched.episodes.next_start)
     a.sched.tick()
     a.member.turn()
