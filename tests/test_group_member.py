@@ -300,18 +300,30 @@ def test_a_publish_budget_splits_each_round_of_values_over_turns_and_the_group_s
     assert sorted(x["arm"] for x in alerts if x["kind"] == "outlier") == ["k10", "k11"]
 
 
-def _episode_1_flags_on_b() -> tuple[list, Member, Member, random.Random]:
-    """Members a (t:0, t:1) and b (t:2, t:3) after group episode 1 of 2: b holds the flags of k10 and k11."""
+_PAIR_CONFIG = SchedulerConfig(max_episodes=2, episode_interval=100.0)
+
+
+def _pair(seed: int) -> tuple[dict, list, Member, Member, random.Random]:
+    """Members a (t:0, t:1) and b (t:2, t:3) of a group of 2 episodes: board, alerts, a, b, rng."""
     board, alerts = _board(), []
-    cfg = SchedulerConfig(max_episodes=2, episode_interval=100.0)
-    a, b = Member(board, {"t:0", "t:1"}, alerts, config=cfg), Member(board, {"t:2", "t:3"}, alerts, config=cfg)
+    a, b = (Member(board, {"t:0", "t:1"}, alerts, config=_PAIR_CONFIG),
+            Member(board, {"t:2", "t:3"}, alerts, config=_PAIR_CONFIG))
     a.member.member, b.member.member = "a", "b"
-    rng = random.Random(9)
+    return board, alerts, a, b, random.Random(seed)
+
+
+def _until_idle(members: list, rng: random.Random) -> None:
     for _ in range(30_000):
-        if all(m.sched.phase == "idle" for m in (a, b)):
+        if all(m.sched.phase == "idle" for m in members):
             break
-        for m in (a, b):
+        for m in members:
             m.step(rng)
+
+
+def _episode_1_flags_on_b() -> tuple[list, Member, Member, random.Random]:
+    """Members a and b after group episode 1 of 2: b holds the flags of k10 and k11."""
+    _, alerts, a, b, rng = _pair(9)
+    _until_idle([a, b], rng)
     assert sorted(b.sched.alerts.flagged) == ["k10", "k11"] and not a.sched.alerts.flagged
     return alerts, a, b, rng
 
@@ -453,26 +465,18 @@ def test_a_member_restored_from_a_checkpoint_of_an_episode_the_group_has_left_jo
     """b's checkpoint is of episode 1; when it restarts the group runs episode 2. b abandons its episode 1 and
     joins the group's episode 2 (it used to stay in episode 1, holding its partitions out of episode 2: without
     --episode-timeout the group stalled; with one, the stale episode ended by timeout with 0 arms)."""
-    board, alerts = _board(), []
-    cfg = SchedulerConfig(max_episodes=2, episode_interval=100.0)
-    a, b = Member(board, {"t:0", "t:1"}, alerts, config=cfg), Member(board, {"t:2", "t:3"}, alerts, config=cfg)
-    a.member.member, b.member.member = "a", "b"
-    rng = random.Random(16)
+    board, alerts, a, b, rng = _pair(16)
     for _ in range(300):
         a.step(rng)
         b.step(rng)
     assert b.sched.episode == 1 and isinstance(b.sched.policy, GroupKSigma)
     ckpt = b.sched.snapshot()
-    for _ in range(30_000):
-        if all(m.sched.phase == "idle" for m in (a, b)):
-            break
-        for m in (a, b):
-            m.step(rng)
+    _until_idle([a, b], rng)
     a.sched.clock.advance(a.sched.episodes.next_start)
     a.sched.tick()
     a.member.turn()
     assert a.sched.episode == 2 and board["t:0"]["episode"] == 2
-    b2 = Member(board, {"t:2", "t:3"}, alerts, state=ckpt, config=cfg)  # b killed, restarted from ckpt
+    b2 = Member(board, {"t:2", "t:3"}, alerts, state=ckpt, config=_PAIR_CONFIG)  # b killed, restarted from ckpt
     b2.member.member = "b"
     b2.member.on_assign(["t:2", "t:3"])
     assert b2.sched.episode == 2 and b2.sched.phase == "running"
