@@ -161,15 +161,6 @@ def earlier_keys(values: dict[str, dict[str, Any]], partitions: Iterable[str], p
                 part.setdefault(a, q)
 
 
-def redate(s: Any) -> None:
-    """Date a scheduler's running episode now (its stream time): its timeout and its next start count from
-    here. A group's episode is dated at the group's start (once every partition announced), so the members'
-    episodes, announced at different moments, end by ``--episode-timeout`` together."""
-    now = s.clock()
-    s.episodes.started, s.episodes.next_start = now, now + s.config.episode_interval
-    s._recompute_deadline()
-
-
 class GroupAnnounce(Policy):
     """An episode's policy before the group's key count is known (module docstring, step 1), and the
     policy of a member without keys: it samples nothing, it announces its partitions' key counts, and
@@ -329,7 +320,6 @@ class GroupMember:
         self.staleness = math.inf
         #: partitions this member joined an announcing episode with and still discovers (group_discovery)
         self.pending: PartitionDiscovery | None = None
-        self._undated = False  # joined before reading any record: the episode is dated at the first one
         scheduler.build = self.build
 
     def build(self, arms: list[str], episode: int) -> Policy:
@@ -337,7 +327,7 @@ class GroupMember:
         owned = set(self.owned())
         part = {a: p for a in arms if (p := self.partition_of(a)) is not None and p in owned}
         known = len(part)
-        self.pending, self._undated = None, False
+        self.pending = None
         values = self.fetch()
         self.flags.adopt_board(values, owned, self.stats_key, self.member)
         earlier_keys(values, owned, part, episode, self.stats_key)
@@ -416,7 +406,8 @@ class GroupMember:
                 n = pol.group_n(values, self.expected(), self.stats_key)
                 if n is not None:
                     if s.clock() > 0:  # every member's --episode-timeout counts from the group's start
-                        redate(s)
+                        s.episodes.date(s.clock())
+                        s.refresh_deadline()
                     new = self._start(pol, n)
                     log.info("group episode %d: %d keys over %d partitions; %d of them here", pol.episode, n,
                              len(list(self.expected())), len(pol.arms))
@@ -460,9 +451,10 @@ class GroupMember:
     def _date_episode(self) -> None:
         """An episode joined before this member read a record is dated at its first record (the stream clock
         stood at 0: the first record would have jumped past ``--episode-timeout`` at once)."""
-        if self._undated and self.scheduler.clock() > 0:
-            self._undated = False
-            redate(self.scheduler)
+        s = self.scheduler
+        if not s.episodes.dated and s.clock() > 0:
+            s.episodes.date(s.clock())
+            s.refresh_deadline()
 
     def _follow_board(self) -> None:
         """Between episodes: join the group's next episode as soon as another member began it.
@@ -631,13 +623,13 @@ class GroupMember:
                   and len(v["position"]) > 1 and isinstance(v["position"][1], (int, float))]
         if stamps and isinstance(s.clock, EventClock):
             s.clock.advance_ms(max(stamps))
-        self._undated = not stamps and s.clock() == 0
         s.episodes.episode = ep - 1
         s.alerts.begin_episode(ep)
         self.flags.adopt_board(values, rest, self.stats_key, self.member)
         self._take_flags(add, partitions, values)
         policy = self._regroup(base, set(), add)
-        s.episodes.begin(policy, math.inf if self._undated else s.clock(), s.counters.records)
+        # nothing taken over and nothing read yet: dated at this member's first record (_date_episode)
+        s.episodes.begin(policy, s.clock(), s.counters.records, dated=bool(stamps) or s.clock() > 0)
         self._attached = policy
         self.moved += len(add)
         log.info("joining group episode %d (%s keys, %s): taking over %s", ep, "?" if n is None else n,

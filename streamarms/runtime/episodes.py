@@ -42,6 +42,9 @@ class EpisodeLifecycle:
         self.episode = 0
         self.policy: Policy | None = None
         self.started = 0.0
+        #: has the running episode a start time? ``False`` for a group member's episode joined before its
+        #: first record (the stream clock stood at 0): no timeout and no next start until :meth:`date`
+        self.dated = True
         self.next_start = _INF
         self.start_records = 0  # the record count when the current episode started
         self.history: list[dict[str, Any]] = []
@@ -95,7 +98,7 @@ class EpisodeLifecycle:
             return self.first_record_at + cfg.discovery_seconds, self.new_key_record + cfg.discovery_records
         if self.phase == IDLE:
             return self.next_start, _INF
-        if self.phase == RUNNING and cfg.episode_timeout is not None:
+        if self.phase == RUNNING and cfg.episode_timeout is not None and self.dated:
             return self.started + cfg.episode_timeout, _INF
         return _INF, _INF
 
@@ -115,14 +118,24 @@ class EpisodeLifecycle:
                     n_arms, error, max(self.config.episode_interval, wait))
         self.retry_later(now, wait, idle=True)
 
-    def begin(self, policy: Policy, now: float, records: int) -> None:
+    def begin(self, policy: Policy, now: float, records: int, dated: bool = True) -> None:
         self.build_error = None
         self.episode += 1
         self.policy = policy
         self.phase = RUNNING
-        self.started = now
-        self.next_start = now + self.config.episode_interval
+        self.date(now)
+        self.dated = dated
         self.start_records = records
+
+    def date(self, now: float) -> None:
+        """Date the running episode at ``now``: its timeout and the next start count from here (a group's
+        episode is dated at the group's start, so members that announced at different moments end by
+        ``--episode-timeout`` together; one joined before its first record, at that record)."""
+        self.started, self.next_start, self.dated = now, now + self.config.episode_interval, True
+
+    def timed_out(self, now: float) -> bool:
+        t = self.config.episode_timeout
+        return t is not None and self.dated and now >= self.started + t
 
     def end(self, summary: dict[str, Any], episodes_done: int) -> None:
         self.history.append(summary)
@@ -149,7 +162,7 @@ class EpisodeLifecycle:
         return {"active": len(d.undecided) if not d.done else 0, "outlier": len(d.outliers), "normal": len(d.normals)}
 
     def summary(self, d: Decision, now: float, reason: str, records: int, policy_name: str) -> dict[str, Any]:
-        started = self.started if math.isfinite(self.started) else now  # (a group member's episode not yet dated)
+        started = self.started if self.dated else now
         return {
             "episode": self.episode, "policy": policy_name, "reason": reason,
             "arms": len(self.policy.arms) if self.policy is not None else 0,
@@ -161,7 +174,7 @@ class EpisodeLifecycle:
         }
 
     def snapshot(self) -> dict[str, Any]:
-        return {"phase": self.phase, "episode": self.episode, "episode_started": self.started,
+        return {"phase": self.phase, "episode": self.episode, "episode_started": self.started, "dated": self.dated,
                 "next_start": None if self.next_start == _INF else self.next_start,
                 "discovery": {"first_record_at": self.first_record_at, "new_key_record": self.new_key_record},
                 "history": list(self.history)}
@@ -170,6 +183,7 @@ class EpisodeLifecycle:
         self.phase = state["phase"]
         self.episode = int(state["episode"])
         self.started = float(state["episode_started"])
+        self.dated = bool(state.get("dated", True))  # (absent before the field: every episode was dated)
         self.next_start = _INF if state["next_start"] is None else float(state["next_start"])
         self.first_record_at = state["discovery"]["first_record_at"]
         self.new_key_record = int(state["discovery"]["new_key_record"])

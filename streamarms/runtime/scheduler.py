@@ -189,7 +189,7 @@ class Scheduler:
                                                            self._follow, v) if cfg.passive_feed == "all" else None)
         # when something time-based must happen, and the record count at which discovery ends
         self._deadline = self._record_deadline = float("inf")
-        self._recompute_deadline()
+        self.refresh_deadline()
 
     # the parts' state, read by the daemon, the metrics and the CLI
     records = property(lambda self: self.counters.records)
@@ -277,7 +277,7 @@ class Scheduler:
         arm = self.keys.new_key(key, now, value)
         if len(self.keys) > known and self.episodes.phase == DISCOVERING:
             self.episodes.on_new_key(self._valid_records(), now)
-            self._recompute_deadline()
+            self.refresh_deadline()
         return arm
 
     def _valid_records(self) -> int:
@@ -305,17 +305,18 @@ class Scheduler:
             if e.discovery_over(now, len(self.keys), self._valid_records(), self.keys.fixed):
                 self._start_episode(now)
             else:
-                self._recompute_deadline()
+                self.refresh_deadline()
         elif e.phase == IDLE:
             if now >= e.next_start:
                 self._start_episode(now)
         elif e.phase == RUNNING:
-            if self.config.episode_timeout is not None and now >= e.started + self.config.episode_timeout:
+            if e.timed_out(now):
                 self._end_episode(now, "timeout")
             elif not self.silence.enforce(self, now) and now >= self._deadline:
                 self._follow(now, self.plan.expire(now))
 
-    def _recompute_deadline(self) -> None:
+    def refresh_deadline(self) -> None:
+        """When to look again, after the episode's times changed (here, or from a part: silence, a group member)."""
         d, rd = self.episodes.deadline(len(self.keys), self.keys.fixed)
         # rd counts valid records; the per-record check compares all records with it, so it may fire
         # early after refusals: then discovery_over (exact) says no and the deadline is recomputed
@@ -327,7 +328,7 @@ class Scheduler:
         if self.episodes.policy.done or self.plan.replan(now, deferred, full):  # type: ignore[union-attr]
             self._end_episode(now, "done")
         else:
-            self._recompute_deadline()
+            self.refresh_deadline()
 
     def _start_episode(self, now: float) -> None:
         cfg, e = self.config, self.episodes
@@ -336,12 +337,12 @@ class Scheduler:
         arms = self.keys.known
         if len(arms) < cfg.min_arms:  # not enough arms (yet): wait for more keys / the next interval
             e.retry_later(now, self.plan.wait, idle=bool(e.episode))
-            return self._recompute_deadline()
+            return self.refresh_deadline()
         try:
             policy = self.build(arms, e.episode + 1)
         except ValueError as err:  # e.g. a family's constraint on the number of arms: try again later
             e.build_failed(now, self.plan.wait, len(arms), err)
-            return self._recompute_deadline()
+            return self.refresh_deadline()
         e.begin(policy, now, self.counters.records)
         self.silence.begin(arms, self.counters.records)
         self.plan.reset(policy, e.episode)
@@ -356,7 +357,7 @@ class Scheduler:
         summary = self.episodes.summary(decision, now, reason, self.counters.records, self.policy_name)
         self.episodes.end(summary, self.counters.episodes_done)
         self.silence.after_end(self, now)
-        self._recompute_deadline()
+        self.refresh_deadline()
         if self.on_episode_end is not None:
             self.on_episode_end(summary)
         if self.episodes.phase == IDLE and now >= self.episodes.next_start:
@@ -388,7 +389,7 @@ class Scheduler:
             self.requests.restore(state["in_flight"], state["request_seq"])
         self.alerts.restore(state["alerts"])
         self.silence.restore(state.get("silence"), policy if self.phase == RUNNING else None, self.counters.records)
-        self._recompute_deadline()
+        self.refresh_deadline()
 
 
 class _ExamplePolicy(Policy):

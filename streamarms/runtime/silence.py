@@ -108,7 +108,7 @@ class SilenceWatch:
             return False
         silent = self.silent(records)
         if not silent:
-            s._recompute_deadline()
+            s.refresh_deadline()
             return False
         self.ended = silent
         s._end_episode(now, f"silent keys: {', '.join(silent)} (no record in {self.limit:,} records)")
