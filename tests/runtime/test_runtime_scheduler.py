@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import random
 
 import pytest
@@ -429,6 +430,28 @@ def test_discovery_time_counts_from_the_first_timestamp_not_from_a_first_record_
     assert not e.discovery_over(now=1.7e9 + 2, n_arms=4, records=4, fixed=False)
     assert not e.discovery_over(now=1.7e9 + 9, n_arms=4, records=500, fixed=False)
     assert e.discovery_over(now=1.7e9 + 10.5, n_arms=4, records=600, fixed=False)
+
+
+def test_an_undated_episode_has_no_timeout_until_dated_and_survives_a_checkpoint():
+    """A group member's episode joined before its first record (stream clock at 0) is undated: no timeout, no
+    next start, and its summary does not count from 0 (it would have timed out at the first record's
+    timestamp, ms since 1970); dated at that record, it times out ``episode_timeout`` later. A checkpoint
+    taken in between restores it undated (no ``Infinity`` in the JSON)."""
+    from streamarms.runtime.config import SchedulerConfig
+    from streamarms.runtime.episodes import EpisodeLifecycle
+    cfg = SchedulerConfig(episode_timeout=60.0, episode_interval=100.0)
+    e = EpisodeLifecycle(cfg)
+    from streamarms.runtime.scheduler import _ExamplePolicy
+    e.begin(_ExamplePolicy(["a", "b"]), now=0.0, records=0, dated=False)
+    assert e.deadline(n_arms=2, fixed=False) == (math.inf, math.inf) and not e.timed_out(1.7e9)
+    assert e.summary(e.policy.decision(), 1.7e9, "stop", 5, "p")["duration"] == 0
+    state = json.loads(json.dumps(e.snapshot(), allow_nan=False))
+    back = EpisodeLifecycle(cfg)
+    back.restore(state, e.policy, 0)
+    assert not back.dated and not back.timed_out(1.7e9)
+    back.date(1.7e9)
+    assert back.deadline(n_arms=2, fixed=False) == (1.7e9 + 60.0, math.inf) and back.next_start == 1.7e9 + 100.0
+    assert not back.timed_out(1.7e9 + 59.0) and back.timed_out(1.7e9 + 60.0)
 
 
 def test_a_running_episode_restored_under_another_reward_model_is_refused():
