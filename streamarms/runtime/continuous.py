@@ -102,24 +102,20 @@ class EpochChurn:
 
     def __init__(self, window: int = 100_000, epochs: int = 10) -> None:
         self.window, self.epochs = window, epochs
-        #: group -> (epoch, records) at the window's start, and whether the previous window churned
-        self._start: dict[str, tuple[int, int, bool]] = {}
-        self._said: set[str] = set()
+        #: group -> (epoch, records) at the window's start, and how many windows in a row churned before it
+        self._start: dict[str, tuple[int, int, int]] = {}
 
     def look(self, monitor: Any, records: int) -> list[tuple[str, int, int]]:
         """``(group, new epochs, records)`` over the last two windows of each group that churned in both."""
         out = []
         for name, g in monitor.groups.items():
-            e0, r0, before = self._start.setdefault(name, (g.epoch, records, False))
+            e0, r0, run = self._start.setdefault(name, (g.epoch, records, 0))
             if records - r0 < self.window:
                 continue
-            now = g.epoch - e0 >= self.epochs
-            if now and before and name not in self._said:
-                self._said.add(name)
+            run = run + 1 if g.epoch - e0 >= self.epochs else 0
+            if run == 2:  # said once per run of churning windows
                 out.append((name, g.epoch - e0, records - r0))
-            if not now:
-                self._said.discard(name)
-            self._start[name] = (g.epoch, records, now)
+            self._start[name] = (g.epoch, records, run)
         return out
 
 

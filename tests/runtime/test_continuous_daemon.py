@@ -183,3 +183,19 @@ def test_a_key_with_a_lone_surrogate_is_refused_at_intake():
     r = ContinuousRunner(ContinuousMonitor(), clock=EventClock())
     bad = r.offer("k\ud800", b'{"reward": 1}')
     assert bad is not None and bad.reason == "key_not_utf8" and r.keys.known == []
+
+
+def test_epoch_churn_is_said_once_per_run_of_churning_windows():
+    """Three churning windows in a row: one warning (at the second); a calm window, then two churning ones:
+    said again; a single churning window (a start-up burst of joins): never."""
+    from types import SimpleNamespace
+
+    from streamarms.runtime.continuous import EpochChurn
+
+    g = SimpleNamespace(epoch=0)
+    mon, churn, said = SimpleNamespace(groups={"default": g}), EpochChurn(window=100, epochs=5), []
+    for w, new_epochs in enumerate([5, 0, 6, 7, 9, 0, 5, 5, 0]):
+        said += [(w, *s) for s in churn.look(mon, 100 * w)]
+        g.epoch += new_epochs
+    said += [(9, *s) for s in churn.look(mon, 900)]
+    assert [w for w, *_ in said] == [4, 8] and said[0][1:] == ("default", 7, 100)
