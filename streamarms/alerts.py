@@ -12,7 +12,7 @@ of arms currently *flagged* as outliers and emits:
   key space these are the bulk of classifications, so they are off by default).
 
 Each alert is a plain dict (the JSON value of the alert record; the record key is the arm) with at
-least ``arm kind episode policy estimate interval threshold delta samples time``, plus
+least ``arm key kind episode policy estimate interval threshold delta samples time`` (``key`` = ``arm``), plus
 ``threshold_interval``, ``pulls`` and a deterministic ``alert_id`` (``"<episode>:<arm>:<kind>"``) so a
 consumer can drop the duplicates that at-least-once delivery after a crash may produce.
 
@@ -21,8 +21,8 @@ consumer can drop the duplicates that at-least-once delivery after a crash may p
 >>> am = AlertManager("wrr", delta=0.1, emit=out.append)
 >>> am.begin_episode(1)
 >>> am.on_event(Event("a", "outlier", 0.9, (0.85, 0.95), 0.5, (0.45, 0.55), 300, 4000), now=12.0)
->>> [(a["arm"], a["kind"], a["alert_id"]) for a in out]
-[('a', 'outlier', '1:a:outlier')]
+>>> [(a["arm"], a["key"], a["kind"], a["alert_id"]) for a in out]
+[('a', 'a', 'outlier', '1:a:outlier')]
 >>> am.begin_episode(2)
 >>> am.on_event(Event("a", "normal", 0.4, (0.35, 0.45), 0.5, (0.47, 0.53), 250, 3000), now=99.0)
 >>> [a["kind"] for a in out], am.flagged
@@ -127,6 +127,7 @@ class AlertManager:
         ti = fields.get("threshold_interval")
         alert = {
             "arm": arm,
+            "key": arm,  # the continuous mode's name for it: a reader of both modes reads "key"
             "kind": kind,
             "episode": self.episode,
             "policy": self.policy,
