@@ -281,6 +281,10 @@ class _App:
                               "(the default of --forever) has no episodes and no policy; add --mode episodes to run "
                               "episodes, or drop them" + ("; its error level is --monitor-alpha (false alerts)"
                                                           if "delta" in episodic else ""))
+        if not self.continuous and s.max_episodes != 1 and not s.episode_timeout:
+            log.warning("episodes without --episode-timeout: an episode with a key it cannot decide (a mean at the "
+                        "threshold) never ends, and no later episode starts; --episode-timeout SEC (stream time) "
+                        "ends it, reports the undecided keys and starts the next")
         build = _policy_builder(s)
         # bad parameters fail here, before anything connects (enough arms for every family's constraints)
         try:

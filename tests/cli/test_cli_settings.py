@@ -225,3 +225,17 @@ def test_toml_takes_a_range_as_a_list(tmp_path, capsys):
     assert code == 0, capsys.readouterr().err
     summary = json.loads((tmp_path / "s.json").read_text())
     assert summary["invalid"] == {} and summary["dead_letters"] == 0 and summary["skipped"] == 100, summary
+
+
+@pytest.mark.parametrize("flags, warned", [(["--max-episodes", "3"], True), (["--forever", "--mode", "episodes"], True),
+                                           (["--max-episodes", "3", "--episode-timeout", "60"], False),
+                                           (["--max-episodes", "1"], False), (["--forever"], False)])
+def test_episodes_without_a_timeout_are_warned_about(tmp_path, caplog, flags, warned):
+    """An undecidable key (mean at the threshold) holds an episode forever and no later episode starts: a run
+    of several episodes without --episode-timeout says so at the start (not one episode, nor the continuous
+    mode: no episodes)."""
+    p = tmp_path / "r.jsonl"
+    p.write_text("".join(json.dumps({"arm": f"k{i % 4}", "reward": i % 2}) + "\n" for i in range(40)))
+    caplog.set_level("WARNING", logger="streamarms.run")
+    assert main(["run", "--rewards-file", str(p), "--checkpoint", "none", "--quiet", *flags]) == 0
+    assert any("without --episode-timeout" in r.getMessage() for r in caplog.records) == warned
