@@ -179,6 +179,13 @@ class GroupAnnounce(Policy):
         self.finished = False
         self.ignored = 0  # rewards that arrived before the episode started
 
+    @property
+    def dated_at_start(self) -> bool:
+        """An announcing episode is dated at the group's start: its ``--episode-timeout`` does not run while
+        the group waits for the other members' announcements (a timeout shorter than their discovery ended
+        this member's episode alone, and the group's then waited for it)."""
+        return self.n is not None
+
     def keys(self) -> dict[str, int]:
         out = {p: 0 for p in self.owned}
         for p in self.part.values():
@@ -450,9 +457,10 @@ class GroupMember:
 
     def _date_episode(self) -> None:
         """An episode joined before this member read a record is dated at its first record (the stream clock
-        stood at 0: the first record would have jumped past ``--episode-timeout`` at once)."""
+        stood at 0: the first record would have jumped past ``--episode-timeout`` at once); one still
+        announcing waits for the group's start (:attr:`GroupAnnounce.dated_at_start`)."""
         s = self.scheduler
-        if not s.episodes.dated and s.clock() > 0:
+        if not s.episodes.dated and s.clock() > 0 and s.policy is not None and s.policy.dated_at_start:
             s.episodes.date(s.clock())
             s.refresh_deadline()
 

@@ -391,7 +391,8 @@ def test_a_member_joining_the_announcing_first_episode_announces_its_partitions_
 
 def test_a_member_that_joins_before_reading_a_record_dates_its_episode_at_the_first_one():
     """With nothing taken over the stream clock stood at 0 when c joined: its first record (a real time)
-    jumped past ``--episode-timeout`` and ended the episode at once (0 arms, 1 record)."""
+    jumped past ``--episode-timeout`` and ended the episode at once (0 arms, 1 record). The episode, still
+    announcing, is undated until the group's start, then dated there."""
     board, alerts = _board(), []
     rng = random.Random(13)
     a = Discovering(board, {"t:0", "t:1"}, alerts, "a")
@@ -401,9 +402,11 @@ def test_a_member_that_joins_before_reading_a_record_dates_its_episode_at_the_fi
     c.sched.clock.advance(1_700_000_000.0)
     c.feed(rng, 1)
     assert c.sched.phase == "running" and c.sched.episode == 1 and not c.sched.history
-    assert c.sched.episodes.started == c.sched.clock()
+    assert not c.sched.episodes.dated
     c.feed(rng, 40)  # discovered: announced (the group's episode starts), within the timeout
     assert c.sched.phase == "running" and (board["t:2"]["keys"], board["t:3"]["keys"]) == (3, 3)
+    assert isinstance(c.sched.policy, GroupKSigma) and c.sched.episodes.dated
+    assert 1_700_000_000.0 < c.sched.episodes.started <= c.sched.clock()
 
 
 def test_an_announcing_member_given_a_partition_the_group_never_announced_announces_it_once_discovered():
@@ -483,3 +486,33 @@ def test_a_member_restored_from_a_checkpoint_of_an_episode_the_group_has_left_jo
     _run([a, b2], rng)
     assert a.sched.history[-1]["episode"] == 2 and a.sched.history[-1]["done"]
     assert sorted(x["alert_id"] for x in alerts if x["kind"] == "outlier") == ["1:k10:outlier", "1:k11:outlier"]
+
+
+def test_an_episode_timeout_counts_from_the_groups_start_not_from_the_announcement():
+    """A member's --episode-timeout ran while its episode announced: with the other member's announcement
+    later than the timeout (its discovery takes longer), the first member's episode ended by timeout alone
+    before the group's started, and the group's episode waited for it. The announcing episode is undated
+    now: its timeout counts from the group's start, and it still ends an undecided group episode."""
+    board, alerts = _board(), []
+    cfg = SchedulerConfig(max_episodes=1, episode_timeout=5.0)
+    a = Member(board, {"t:0", "t:1"}, alerts, config=cfg)
+    a.sched.clock.advance(1.0)
+    a.sched.tick()
+    a.member.turn()
+    assert isinstance(a.sched.policy, GroupAnnounce)
+    a.sched.clock.advance(20.0)  # b's discovery takes 19 s more
+    a.sched.tick()
+    a.member.turn()
+    assert a.sched.phase == "running" and isinstance(a.sched.policy, GroupAnnounce), a.sched.history
+    b = Member(board, {"t:2", "t:3"}, alerts, config=cfg)
+    b.sched.clock.advance(20.0)
+    b.sched.tick()
+    for m in (b, a):
+        m.member.turn()
+    assert all(isinstance(m.sched.policy, GroupKSigma) and m.sched.episodes.started == 20.0 for m in (a, b))
+    a.sched.clock.advance(24.9)
+    a.sched.tick()
+    assert a.sched.phase == "running"
+    a.sched.clock.advance(25.0)
+    a.sched.tick()
+    assert a.sched.phase != "running" and a.sched.history[-1]["reason"] == "timeout"

@@ -131,6 +131,12 @@ class Policy(ABC):
         self.arms: list[str] = arms
         self.index: dict[str, int] = {a: i for i, a in enumerate(arms)}
 
+    @property
+    def dated_at_start(self) -> bool:
+        """``False``: the episode is dated later by what runs it (its ``--episode-timeout`` and the next start
+        count from then): a group's announcement, at the group's start (:mod:`streamarms.group_member`)."""
+        return True
+
     # -- helpers for subclasses ------------------------------------------------------------------
     def _arm_index(self, arm: str) -> int:
         try:

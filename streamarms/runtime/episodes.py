@@ -124,7 +124,7 @@ class EpisodeLifecycle:
         self.policy = policy
         self.phase = RUNNING
         self.date(now)
-        self.dated = dated
+        self.dated = dated and policy.dated_at_start
         self.start_records = records
 
     def date(self, now: float) -> None:
