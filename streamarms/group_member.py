@@ -404,9 +404,8 @@ class GroupMember:
         values = self.fetch()
         self.staleness = staleness(values.values(), now)
         if isinstance(pol, GroupAnnounce):
-            if pol is not self._attached:  # restored from a checkpoint: announce again
-                self._announce(pol)
-                self._attached = pol
+            if pol is not self._attached:  # restored from a checkpoint: wait for the assignment (on_assign)
+                return
             if pol.n is None and self.pending is not None:
                 pol = self._discover(pol)
             if pol.n is None:
@@ -533,12 +532,16 @@ class GroupMember:
         new = set(partitions)
         mine = set(pol.part) if isinstance(pol, GroupKSigma) else set(pol.owned)
         drop = mine - new
-        if isinstance(pol, GroupKSigma) and pol is not self._attached:
+        if pol is not self._attached:
             # restored from this member's checkpoint: the board is the partitions' changelog, and its values
             # are at least as new as the checkpoint (published at every interval, and by any later owner),
-            # so every partition is taken over from the board -- the checkpoint's key state is dropped
-            pol._transport = (self.publish, self.fetch, self.clock, self.interval, self.position_of)
-            drop, mine = set(pol.part), set()
+            # so every partition is taken over from the board -- the checkpoint's key state is dropped. A
+            # checkpoint of the announcement: the group's episode may have started since (on another member)
+            drop, mine = set(mine), set()
+            if isinstance(pol, GroupKSigma):
+                pol._transport = (self.publish, self.fetch, self.clock, self.interval, self.position_of)
+            elif g is not None and g[0] == pol.episode:
+                pol.n = g[1]
         add = {}
         for p in sorted(new - mine):
             v = values.get(self.stats_key(p))

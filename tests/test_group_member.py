@@ -516,3 +516,38 @@ def test_an_episode_timeout_counts_from_the_groups_start_not_from_the_announceme
     a.sched.clock.advance(25.0)
     a.sched.tick()
     assert a.sched.phase != "running" and a.sched.history[-1]["reason"] == "timeout"
+
+
+def test_a_member_restored_while_announcing_publishes_nothing_before_its_assignment():
+    """a announced t:0, t:1 and was killed; b took all four partitions over and the group's episode runs on
+    b. a, restarted from its checkpoint (an announcing episode), re-announced t:0, t:1 at its first turn,
+    before any assignment: b's values (samples, decided keys) were replaced on the board by a's bare
+    announcement. Now a waits for its assignment as a restored deciding member does, and re-announces only
+    what it is given."""
+    board, alerts = _board(), []
+    a = Member(board, {"t:0", "t:1"}, alerts)
+    a.member.member = "a"
+    a.sched.tick()
+    a.member.turn()
+    assert isinstance(a.sched.policy, GroupAnnounce) and sorted(board) == ["t:0", "t:1"]
+    ckpt = a.sched.snapshot()
+    b = Member(board, set(), alerts)
+    b.member.member = "b"
+    _eager_rebalance({b: set(ALL)})
+    rng = random.Random(17)
+    for _ in range(200):
+        b.step(rng)
+    assert isinstance(b.sched.policy, GroupKSigma) and board["t:0"]["member"] == "b"
+    before = {p: dict(board[p]) for p in ALL}
+    a2 = Member(board, {"t:0", "t:1"}, alerts, state=ckpt)
+    a2.member.member = "a"
+    a2.sched.tick()
+    a2.member.turn()
+    assert {p: dict(board[p]) for p in ALL} == before
+    got = _eager_rebalance({a2: {"t:0", "t:1"}, b: {"t:2", "t:3"}})
+    assert set(got[a2]) == {"t:0", "t:1"} and isinstance(a2.sched.policy, GroupKSigma)
+    handed = {p: board[p]["arms"] for p in ("t:0", "t:1")}  # b's values at its revoke: taken over, not reset
+    assert {p: a2.sched.policy.partition_arms(p) for p in ("t:0", "t:1")} == handed
+    assert sum(st["cs"]["m"] for v in handed.values() for st in v.values() if st) > 0
+    _run([a2, b], rng)
+    assert sorted(x["arm"] for x in alerts if x["kind"] == "outlier") == ["k10", "k11"]
