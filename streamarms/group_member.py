@@ -131,6 +131,19 @@ def group_episode(values: dict[str, dict[str, Any]], expected: Iterable[str],
     return ep, n, group_finished(this, n)
 
 
+def went_on(values: dict[str, dict[str, Any]], expected: Iterable[str], stats_key: Callable[[str], str],
+            episode: int) -> int | None:
+    """The group's episode after ``episode`` if the board shows one: another member left ``episode`` (the
+    group's end, or its timeout) and announced the next, so its values of ``episode`` are off the board and
+    a member still in ``episode`` would wait for the group's end for good (it ends it and follows the group).
+
+    >>> went_on({"t:0": {"episode": 3, "keys": 2}, "t:1": {"episode": 2, "keys": 1}}, ["t:0", "t:1"], str, 2)
+    3
+    """
+    g = group_episode(values, expected, stats_key)
+    return g[0] if g is not None and g[0] > episode else None
+
+
 def external_progress(s: Any, events: Sequence[Event] = (), policy: Policy | None = None) -> None:
     """Progress of a :class:`~streamarms.runtime.scheduler.Scheduler`'s running episode without a record
     (the group's board moved): emit ``events``, go on with ``policy`` if given (the same episode), and take
@@ -428,6 +441,9 @@ class GroupMember:
             return
         if isinstance(pol, GroupKSigma):
             if pol is not self._attached:  # restored from a checkpoint: wait for the assignment (on_assign)
+                return
+            if (later := went_on(values, self.expected(), self.stats_key, pol.episode)) is not None:
+                s.end_episode(s.clock(), f"the group went on to episode {later}")
                 return
             self._flush_alerts()
             pol.track.group.publish_budget = self.publish_budget

@@ -551,3 +551,32 @@ def test_a_member_restored_while_announcing_publishes_nothing_before_its_assignm
     assert sum(st["cs"]["m"] for v in handed.values() for st in v.values() if st) > 0
     _run([a2, b], rng)
     assert sorted(x["arm"] for x in alerts if x["kind"] == "outlier") == ["k10", "k11"]
+
+
+def test_a_member_that_missed_its_episodes_end_follows_the_group_to_the_next():
+    """b saw group episode 1 finished and, its next start due (an episode longer than --episode-interval),
+    announced episode 2 at once: its partitions' values of episode 1 left the board before a read them. a
+    never saw episode 1 end (the board no longer held the group's finished episode) and sampled on alone,
+    and episode 2 waited for a's partitions for good. a now ends its episode when the group has gone on, and
+    joins the group's next."""
+    board, alerts = _board(), []
+    cfg = SchedulerConfig(max_episodes=2, episode_interval=0.0)
+    a, b = Member(board, {"t:0", "t:1"}, alerts, config=cfg), Member(board, {"t:2", "t:3"}, alerts, config=cfg)
+    a.member.member, b.member.member = "a", "b"
+    rng = random.Random(18)
+    for _ in range(30_000):  # until a's keys are all classified (and published), the group's not yet seen over
+        for m in (a, b):
+            m.step(rng)
+        pol = a.sched.policy
+        if isinstance(pol, GroupKSigma) and pol.n_undecided == 0 and not pol.track.group._dirty:
+            break
+    assert a.sched.episode == 1 and a.sched.phase == "running"
+    for _ in range(30_000):  # only b moves: it finishes episode 1 and announces episode 2
+        if b.sched.episode == 2:
+            break
+        b.step(rng)
+    assert b.sched.episode == 2 and {board[p]["episode"] for p in ("t:2", "t:3")} == {2}
+    _run([a, b], rng)
+    assert [m.sched.history[-1]["episode"] for m in (a, b)] == [2, 2]
+    assert sum(m.sched.history[-1]["arms"] for m in (a, b)) == len(MEANS)
+    assert sorted(o for m in (a, b) for o in m.sched.history[-1]["outliers"]) == ["k10", "k11"]

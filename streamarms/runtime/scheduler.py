@@ -311,7 +311,7 @@ class Scheduler:
                 self._start_episode(now)
         elif e.phase == RUNNING:
             if e.timed_out(now):
-                self._end_episode(now, "timeout")
+                self.end_episode(now, "timeout")
             elif not self.silence.enforce(self, now) and now >= self._deadline:
                 self._follow(now, self.plan.expire(now))
 
@@ -326,7 +326,7 @@ class Scheduler:
     def _follow(self, now: float, deferred: set[str] | None = None, full: bool = True) -> None:
         """Follow the plan; end the episode when the policy is done."""
         if self.episodes.policy.done or self.plan.replan(now, deferred, full):  # type: ignore[union-attr]
-            self._end_episode(now, "done")
+            self.end_episode(now, "done")
         else:
             self.refresh_deadline()
 
@@ -349,7 +349,8 @@ class Scheduler:
         self.alerts.begin_episode(e.episode)
         self._follow(now)
 
-    def _end_episode(self, now: float, reason: str) -> None:
+    def end_episode(self, now: float, reason: str) -> None:
+        """End the running episode now (done, timeout, or a part's ``reason``): alerts, summary, next start."""
         decision = self.policy.decision()
         self.alerts.on_decision(self.silence.decision(decision), now)
         self.counters.episodes_done += 1

@@ -111,7 +111,7 @@ class SilenceWatch:
             s.refresh_deadline()
             return False
         self.ended = silent
-        s._end_episode(now, f"silent keys: {', '.join(silent)} (no record in {self.limit:,} records)")
+        s.end_episode(now, f"silent keys: {', '.join(silent)} (no record in {self.limit:,} records)")
         return True
 
     def decision(self, d: Decision) -> Decision:
