@@ -176,6 +176,14 @@ def _check_mode_flags(s: RunSettings, continuous: bool) -> None:
                           f"{model!r}: add --reward-model heavy_tailed, or drop them")
 
 
+def _warn_untimed_episodes(s: RunSettings, continuous: bool) -> None:
+    """Said once the run has started (a run that cannot start says only why)."""
+    if not continuous and s.max_episodes != 1 and not s.episode_timeout:
+        log.warning("episodes without --episode-timeout: an episode with a key it cannot decide (a mean at the "
+                    "threshold) never ends, and no later episode starts; --episode-timeout SEC (stream time) "
+                    "ends it, reports the undecided keys and starts the next")
+
+
 def _checkpoint_store(s: RunSettings, kafka_cfg: dict[str, Any] | None, pool: Any = None) -> CheckpointStore | None:
     """The store ``--checkpoint`` names (``None``: none); a file or a directory is checked writable now, before
     a record is read (a run that cannot checkpoint would fail at its first save, or lose its work at exit)."""
@@ -281,10 +289,6 @@ class _App:
                               "(the default of --forever) has no episodes and no policy; add --mode episodes to run "
                               "episodes, or drop them" + ("; its error level is --monitor-alpha (false alerts)"
                                                           if "delta" in episodic else ""))
-        if not self.continuous and s.max_episodes != 1 and not s.episode_timeout:
-            log.warning("episodes without --episode-timeout: an episode with a key it cannot decide (a mean at the "
-                        "threshold) never ends, and no later episode starts; --episode-timeout SEC (stream time) "
-                        "ends it, reports the undecided keys and starts the next")
         build = _policy_builder(s)
         # bad parameters fail here, before anything connects (enough arms for every family's constraints)
         try:
@@ -582,6 +586,7 @@ class _App:
 
     def run(self) -> int:
         s = self.s
+        _warn_untimed_episodes(s, self.continuous)
         if s.embedded and not s.quiet:
             means = getattr(self, "embedded_means", {})
             self._say(f"streamarms run: embedded demo (no --bootstrap-servers): {len(means)} keys with Bernoulli "
