@@ -141,7 +141,7 @@ class _PassThroughCodec(RewardCodec):
     def __init__(self) -> None:
         super().__init__(model=None)
 
-    def reward(self, arm: str, value: Any) -> float:
+    def reward(self, arm: str, value: Any, count: bool = True) -> float:
         return value
 
 

@@ -8,7 +8,7 @@ record is read). The same rule in both modes: the state in the checkpoint (a pol
 intervals, a monitor's sequences) was built under those settings and cannot be re-read under others, so
 a run with other settings starts with a fresh checkpoint (another ``--checkpoint``, or ``none``).
 
-* **Refused** in both modes: ``--k``, the reward model (``--reward-model``, ``--reward-range``,
+* **Refused** in both modes: ``--k``, the reward model (``--reward-model``, ``--reward-range``, ``--clip``,
   ``--model-param``), ``--arms`` (which keys are fed), ``--reward-field`` (what a reward is).
 * **Refused** in the episode modes: ``--policy`` and every policy parameter (``--delta``, ``--two-sided``,
   ``--rho``, ``--seed``, ``--epsilon``, ``--threshold``, ``--budget``, ``--b``, ``--alpha``, ``--estimator``,
@@ -36,7 +36,7 @@ compared on those only.
 >>> st["--k"], st["--arms"], st["--reward-range"], st["--passive-feed"]
 (3.0, ['a', 'b'], [0.0, 1.0], 'planned')
 >>> sorted(statistics_settings(RunSettings(), continuous=True, passive_feed=None, clock="event"))[:4]
-['--arms', '--change-alpha', '--group-by', '--k']
+['--arms', '--change-alpha', '--clip', '--group-by']
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from .types import key_names
 __all__ = ["statistics_settings"]
 
 #: flag -> the setting, of the settings that define the statistics (module docstring): both modes
-_COMMON = {"--k": "k", "--reward-model": "reward_model", "--reward-range": "reward_bounds",
+_COMMON = {"--k": "k", "--reward-model": "reward_model", "--reward-range": "reward_bounds", "--clip": "clip",
            "--model-param": "model_params", "--arms": "arms", "--reward-field": "reward_field"}
 #: ... the episode modes
 _EPISODES = {"--policy": "policy", "--delta": "delta", "--two-sided": "two_sided", "--rho": "rho", "--seed": "seed",

@@ -166,6 +166,9 @@ def _check_mode_flags(s: RunSettings, continuous: bool) -> None:
         if not continuous and opt in s.explicit:
             raise ConfigError(f"--{opt.replace('_', '-')} applies to the continuous mode (--forever, or --mode "
                               "continuous)")
+    if s.clip and model != "bounded":
+        raise ConfigError(f"--clip clips to --reward-range, a setting of --reward-model bounded, but the reward model "
+                          f"is {model!r}: add --reward-model bounded --reward-range A,B")
     if "reward_range" in s.explicit and model != "bounded":
         raise ConfigError(f"--reward-range applies to --reward-model bounded, but the reward model is {model!r}"
                           + (" (the default: 0/1 rewards)" if "reward_model" not in s.explicit else "")
@@ -296,7 +299,7 @@ class _App:
                 self.model = reward_model_of(PolicyParams(**s.policy_params()))
             else:
                 probe = build([f"probe-{i}" for i in range(64)], 1)
-                self.codec = RewardCodec(s.reward_field, getattr(probe, "model", None),
+                self.codec = RewardCodec(s.reward_field, getattr(probe, "model", None), clip=s.clip,
                                          request_id_field=s.request_id_field, max_key_bytes=s.max_key_bytes)
                 self.sched_config = _scheduler_config(s)
         except ConfigError:
@@ -341,7 +344,7 @@ class _App:
                 model=self.model, clock=clock, emit_alert=self._alert,
                 group_by=s.group_by, max_groups=s.max_groups, max_arms=s.max_arms, arms=arms,
                 reward_field=s.reward_field, max_key_bytes=s.max_key_bytes, forget_silent=bool(s.forget_silent),
-                key_ttl=s.silence_records or None)
+                key_ttl=s.silence_records or None, clip=s.clip)
         else:
             if arms and len(set(arms)) < self.sched_config.min_arms:  # (it used to wait forever for an episode)
                 raise ConfigError(f"--arms names {len(set(arms))} key(s), fewer than --min-arms "
@@ -549,6 +552,7 @@ class _App:
                    else {"delta": self.s.delta}),
                 "records": st["records"], "samples": st["used"], "skipped": st["skipped"],
                 "invalid": {k: v for k, v in st["invalid"].items() if v}, "dead_letters": self.daemon.dead_letters,
+                "clipped": self.scheduler.codec.clipped,
                 "episodes": self.scheduler.history, "alerts": st["alerts"], "flagged": sorted(self.scheduler.alerts.flagged),
                 "true_outliers": self.truth, "known_arms": st["known_arms"]}
         if hasattr(self.source, "incomplete"):  # a JSONL replay: files ending in a line not read yet
@@ -624,7 +628,7 @@ class _App:
             what = "continuous monitor" if self.continuous else f"{self.scheduler.episodes_done} episode(s)"
             self._say(f"stopped ({self.daemon.stop_reason}) after {elapsed:.1f} s: {what}, "
                   f"{st['used']:,} rewards used of {st['records']:,} seen ({100 * share:.1f}%), "
-                  f"{refusals_text(st['invalid'])}; flagged now: "
+                  f"{refusals_text(st['invalid'])}{clipped_text(self.scheduler.codec)}; flagged now: "
                   f"{', '.join(sorted(self.scheduler.alerts.flagged)) or 'none'}")
             if out.get("unfinished_episode"):
                 self._say(unfinished_text(out["unfinished_episode"]))
@@ -779,6 +783,19 @@ def unfinished_text(u: dict[str, Any], show: int = 5) -> str:
         out += ("; --policy cs (streamarms' own engine, intervals valid at every count) decides on far fewer "
                 "records (README: 0.04-0.44x WRR's samples)")
     return out
+
+
+def clipped_text(codec: RewardCodec) -> str:
+    """``--clip``'s count for a run's last line (empty without ``--clip``).
+
+    >>> from streamarms.models import BoundedModel
+    >>> c = RewardCodec(model=BoundedModel(0, 5000), clip=True); c.clipped = 1200
+    >>> clipped_text(c), clipped_text(RewardCodec())
+    (', 1,200 rewards clipped to [0, 5000]', '')
+    """
+    if codec.clip is None:
+        return ""
+    return f", {codec.clipped:,} reward{'s' if codec.clipped != 1 else ''} clipped to [{codec.clip[0]:g}, {codec.clip[1]:g}]"
 
 
 def refusals_text(invalid: dict[str, int], top: int = 3) -> str:

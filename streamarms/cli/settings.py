@@ -72,6 +72,7 @@ class RunSettings:
     delta: float = _POLICY.delta
     reward_model: str = "bernoulli"
     reward_range: str | None = None
+    clip: bool = False
     model_param: list[str] | None = None
     two_sided: bool = _POLICY.two_sided
     rho: float | None = None
@@ -245,6 +246,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="what a reward is: 0/1 (default), bounded in --reward-range, heavy-tailed (--moment-bound), "
                         "sub-Gaussian around its key's mean (--model-param sigma=S)")
     g.add_argument("--reward-range", metavar="A,B", help="range of bounded rewards (default 0,1)")
+    g.add_argument("--clip", action="store_true", default=None,
+                   help="bounded rewards: a value outside --reward-range counts as its nearest end (e.g. a latency "
+                        "above the request timeout as the timeout) instead of being refused as a dead letter")
     g.add_argument("--model-param", action="append", metavar="KEY=VALUE",
                    help="reward-model parameter, wins over the flags above (bernoulli: z_rule; bounded: a, b; "
                         "heavy_tailed: p, B, estimator, C, delta0; subgaussian: sigma; another name is an error)")

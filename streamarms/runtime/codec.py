@@ -21,7 +21,9 @@ class RewardCodec:
     """Decodes record keys into arm names and record values into rewards.
 
     Key: UTF-8, at most ``max_key_bytes`` bytes. Value: a JSON object whose ``reward_field`` is a JSON
-    number (not a boolean, not a string), finite, and accepted by ``model`` (if given).
+    number (not a boolean, not a string), finite, and accepted by ``model`` (if given). ``clip`` (a bounded
+    ``model``): a finite reward outside the model's range counts as the nearest end of it (winsorized: a
+    latency above a timeout range is the timeout, not a dead letter), counted in :attr:`clipped`.
 
     >>> c = RewardCodec(model=None)
     >>> c.arm(b"eu-west"), c.reward("eu-west", b'{"reward": 0.25, "x": 1}')
@@ -30,12 +32,22 @@ class RewardCodec:
     Traceback (most recent call last):
     ...
     streamarms.runtime.records.InvalidRecord: not_numeric: reward of arm 'eu-west' is not a JSON number: '1'
+    >>> from streamarms.models import BoundedModel
+    >>> c = RewardCodec(model=BoundedModel(0, 5000), clip=True)
+    >>> c.reward("h1", b'{"reward": 31000}'), c.reward("h1", b'{"reward": 120}'), c.clipped
+    (5000.0, 120.0, 1)
     """
 
     def __init__(self, reward_field: str = "reward", model: RewardModel | None = None, *,
-                 request_id_field: str = "request_id", max_key_bytes: int = 256) -> None:
+                 request_id_field: str = "request_id", max_key_bytes: int = 256, clip: bool = False) -> None:
         if max_key_bytes < 1:
             raise ValueError(f"max_key_bytes must be >= 1, got {max_key_bytes}")
+        low, high = getattr(model, "low", None), getattr(model, "high", None)
+        if clip and (getattr(model, "name", None) != "bounded" or low is None or high is None):
+            raise ValueError("clipping needs the bounded reward model (its range is what rewards are clipped to)")
+        #: the range rewards are clipped to (``None``: no clipping) and how many were
+        self.clip: tuple[float, float] | None = (float(low), float(high)) if clip else None  # type: ignore[arg-type]
+        self.clipped = 0
         self.reward_field = reward_field
         self.model = model
         self.request_id_field = request_id_field
@@ -91,8 +103,8 @@ class RewardCodec:
                                               f"a JSON {type(obj).__name__}")
         return obj
 
-    def reward_of(self, arm: str, obj: dict[str, Any]) -> float:
-        """The reward in a parsed value."""
+    def reward_of(self, arm: str, obj: dict[str, Any], count: bool = True) -> float:
+        """The reward in a parsed value (``count``: a clipped one counts in :attr:`clipped`)."""
         try:
             x = decoder.reward(obj, self.reward_field)
         except KeyError:
@@ -103,6 +115,10 @@ class RewardCodec:
             raise InvalidRecord("not_numeric", f"reward of arm {arm!r} is not a JSON number: {shown}")
         if not math.isfinite(x):
             raise InvalidRecord("not_finite", f"reward of arm {arm!r} is not finite: {x!r}")
+        c = self.clip
+        if c is not None and not c[0] <= x <= c[1]:  # (the batch paths refuse it: they come here for it)
+            x = c[0] if x < c[0] else c[1]
+            self.clipped += count
         if self.model is not None:
             try:
                 self.model.check(arm, x)
@@ -110,8 +126,8 @@ class RewardCodec:
                 raise InvalidRecord("out_of_model", str(e)) from None
         return x
 
-    def reward(self, arm: str, value: bytes | str | None) -> float:
-        return self.reward_of(arm, self.parse(arm, value))
+    def reward(self, arm: str, value: bytes | str | None, count: bool = True) -> float:
+        return self.reward_of(arm, self.parse(arm, value), count)
 
     def rewards(self, values: Sequence[bytes | str | None], parsed: Sequence[Any] | None = None) -> list[float | None]:
         """A poll batch's values decoded in one pass: the reward of each value :meth:`reward` accepts

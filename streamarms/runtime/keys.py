@@ -67,7 +67,7 @@ class KeyRegistry:
         if self.fixed:
             return None
         if value is not _NO_VALUE:
-            self.codec.reward(arm, value)  # raises InvalidRecord: the key stays unknown
+            self.codec.reward(arm, value, count=False)  # raises InvalidRecord: the key stays unknown
         if len(self.last_seen) >= self.max_arms:
             raise InvalidRecord("too_many_arms", f"new key {arm[:64]!r} refused: already "
                                                  f"{len(self.last_seen)} arms (max_arms={self.max_arms})")
