@@ -564,6 +564,7 @@ class GroupMember:
             if v is not None and v.get("episode") == pol.episode and "arms" in v:
                 add[p] = v
         extra = new - mine - set(add)  # no value of the episode: announced by this member (if announcing)
+        drop -= extra  # (restored: one it announced whose value never reached the board keeps its keys)
         if isinstance(pol, GroupAnnounce) and pol.n is None and extra:
             part = pol.part | self._announced_keys(values, extra, pol.episode)
             self.flags.adopt_board(values, extra, self.stats_key, self.member)

@@ -580,3 +580,23 @@ def test_a_member_that_missed_its_episodes_end_follows_the_group_to_the_next():
     assert [m.sched.history[-1]["episode"] for m in (a, b)] == [2, 2]
     assert sum(m.sched.history[-1]["arms"] for m in (a, b)) == len(MEANS)
     assert sorted(o for m in (a, b) for o in m.sched.history[-1]["outliers"]) == ["k10", "k11"]
+
+
+def test_a_member_restored_while_announcing_announces_again_what_never_reached_the_board():
+    """a announced t:0, t:1, checkpointed, and died before t:1's value reached the board. Restarted with the
+    same partitions, it takes t:0 over from the board and announces t:1 again with the checkpoint's keys of
+    it (the group's episode would otherwise wait for t:1 for good)."""
+    board, alerts = _board(), []
+    a = Member(board, {"t:0", "t:1"}, alerts)
+    a.sched.tick()
+    a.member.turn()
+    ckpt = a.sched.snapshot()
+    del board["t:1"]
+    a2 = Member(board, {"t:0", "t:1"}, alerts, state=ckpt)
+    a2.member.turn()
+    assert "t:1" not in board  # nothing before the assignment
+    a2.member.on_assign(["t:0", "t:1"])
+    assert board["t:1"]["keys"] == 3 and sorted(a2.sched.policy.arms) == sorted(a for a in MEANS if PART[a] in ("t:0", "t:1"))
+    b = Member(board, {"t:2", "t:3"}, alerts)
+    _run([a2, b], random.Random(19))
+    assert sorted(x["arm"] for x in alerts if x["kind"] == "outlier") == ["k10", "k11"]
