@@ -549,10 +549,9 @@ class GroupMember:
         mine = set(pol.part) if isinstance(pol, GroupKSigma) else set(pol.owned)
         drop = mine - new
         if pol is not self._attached:
-            # restored from this member's checkpoint: the board is the partitions' changelog, and its values
-            # are at least as new as the checkpoint (published at every interval, and by any later owner),
-            # so every partition is taken over from the board -- the checkpoint's key state is dropped. A
-            # checkpoint of the announcement: the group's episode may have started since (on another member)
+            # restored from this member's checkpoint: the board (the partitions' changelog) is at least as new
+            # (values published at every interval, and by any later owner): every partition is taken over from
+            # it, the checkpoint's key state dropped; the group's episode may have started since its announcement
             drop, mine = set(mine), set()
             if isinstance(pol, GroupKSigma):
                 pol._transport = (self.publish, self.fetch, self.clock, self.interval, self.position_of)
