@@ -42,8 +42,9 @@ class EpisodeLifecycle:
         self.episode = 0
         self.policy: Policy | None = None
         self.started = 0.0
-        #: has the running episode a start time? ``False`` for a group member's episode joined before its
-        #: first record (the stream clock stood at 0): no timeout and no next start until :meth:`date`
+        #: has the running episode a start time? ``False`` for a group member's episode still announcing (dated
+        #: at the group's start) or joined before its first record (the stream clock stood at 0): no timeout
+        #: until :meth:`date`, and the next start counts from there
         self.dated = True
         self.next_start = _INF
         self.start_records = 0  # the record count when the current episode started
