@@ -416,9 +416,12 @@ class GroupMember:
         self._date_episode()
         values = self.fetch()
         self.staleness = staleness(values.values(), now)
+        if not isinstance(pol, (GroupAnnounce, GroupKSigma)) or pol is not self._attached:
+            return  # (restored from a checkpoint: it waits for the assignment, on_assign)
+        if (later := went_on(values, self.expected(), self.stats_key, pol.episode)) is not None:
+            s.end_episode(s.clock(), f"the group went on to episode {later}")
+            return
         if isinstance(pol, GroupAnnounce):
-            if pol is not self._attached:  # restored from a checkpoint: wait for the assignment (on_assign)
-                return
             if pol.n is None and self.pending is not None:
                 pol = self._discover(pol)
             if pol.n is None:
@@ -440,13 +443,8 @@ class GroupMember:
             external_progress(s, [])
             return
         if isinstance(pol, GroupKSigma):
-            if pol is not self._attached:  # restored from a checkpoint: wait for the assignment (on_assign)
-                return
-            if (later := went_on(values, self.expected(), self.stats_key, pol.episode)) is not None:
-                s.end_episode(s.clock(), f"the group went on to episode {later}")
-                return
             self._flush_alerts()
-            pol.track.group.publish_budget = self.publish_budget
+            pol.track.group.publish_budget = self.publish_budget  # type: ignore[attr-defined]
             external_progress(s, pol.sync(now))
 
     def _discover(self, pol: GroupAnnounce) -> GroupAnnounce:

@@ -600,3 +600,28 @@ def test_a_member_restored_while_announcing_announces_again_what_never_reached_t
     b = Member(board, {"t:2", "t:3"}, alerts)
     _run([a2, b], random.Random(19))
     assert sorted(x["arm"] for x in alerts if x["kind"] == "outlier") == ["k10", "k11"]
+
+
+def test_a_member_still_announcing_an_episode_the_group_has_left_follows_the_group():
+    """z holds a partition without keys (announced with none). The group's episode 1 runs on a's keys and
+    ends before z looks again; a, its next start due, announces episode 2. z, still announcing episode 1
+    (the board no longer shows it whole), waited for it for good, and episode 2 waited for z's partition.
+    z now leaves episode 1 and joins the group's episode 2."""
+    board, alerts = _board(), []
+    cfg = SchedulerConfig(max_episodes=2, episode_interval=0.0)
+    a, z = Member(board, {"t:0", "t:1", "t:2"}, alerts, config=cfg), Member(board, {"t:3"}, alerts, config=cfg)
+    a.member.member, z.member.member = "a", "z"
+    z.member.partition_of = lambda arm: None  # it has read no key of t:3
+    for m in (a, z):
+        m.sched.tick()
+        m.member.turn()
+    assert board["t:3"]["keys"] == 0 and isinstance(z.sched.policy, GroupAnnounce)
+    rng = random.Random(20)
+    for _ in range(30_000):  # only a moves: it runs episode 1 to its end and announces episode 2
+        if a.sched.episode == 2:
+            break
+        a.step(rng)
+    assert a.sched.episode == 2 and z.sched.episode == 1 and board["t:3"]["episode"] == 1
+    _run([a, z], rng)
+    assert [m.sched.history[-1]["episode"] for m in (a, z)] == [2, 2]
+    assert a.sched.history[-1]["outliers"] == ["k10"]  # (k11 is on t:3, whose keys z never read)
