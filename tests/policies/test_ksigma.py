@@ -35,7 +35,8 @@ SMALL = [
 
 @pytest.mark.parametrize("wrr", [False, True], ids=["rr", "wrr"])
 @pytest.mark.parametrize("two_sided", [False, True], ids=["one", "two"])
-@pytest.mark.parametrize("case", range(len(SMALL)))
+# the 8-arm near-equal instance takes ~75 s over its four variants: the long tier (CI runs both tiers)
+@pytest.mark.parametrize("case", [*range(len(SMALL) - 1), pytest.param(len(SMALL) - 1, marks=pytest.mark.slow)])
 def test_same_pulls_stop_and_answer_as_literal_reference(case, two_sided, wrr):
     means, k, model = SMALL[case]
     cap = 60000
