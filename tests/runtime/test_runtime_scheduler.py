@@ -433,15 +433,15 @@ def test_discovery_time_counts_from_the_first_timestamp_not_from_a_first_record_
 
 
 def test_an_undated_episode_has_no_timeout_until_dated_and_survives_a_checkpoint():
-    """A group member's episode joined before its first record (stream clock at 0) is undated: no timeout, no
-    next start, and its summary does not count from 0 (it would have timed out at the first record's
-    timestamp, ms since 1970); dated at that record, it times out ``episode_timeout`` later. A checkpoint
-    taken in between restores it undated (no ``Infinity`` in the JSON)."""
+    """A group member's episode joined before its first record (stream clock at 0) is undated: no timeout, and
+    its summary does not count from 0 (it would have timed out at the first record's timestamp, ms since
+    1970); dated at that record, it times out ``episode_timeout`` later and its next start counts from there.
+    A checkpoint taken in between restores it undated (no ``Infinity`` in the JSON)."""
     from streamarms.runtime.config import SchedulerConfig
     from streamarms.runtime.episodes import EpisodeLifecycle
+    from streamarms.runtime.scheduler import _ExamplePolicy
     cfg = SchedulerConfig(episode_timeout=60.0, episode_interval=100.0)
     e = EpisodeLifecycle(cfg)
-    from streamarms.runtime.scheduler import _ExamplePolicy
     e.begin(_ExamplePolicy(["a", "b"]), now=0.0, records=0, dated=False)
     assert e.deadline(n_arms=2, fixed=False) == (math.inf, math.inf) and not e.timed_out(1.7e9)
     assert e.summary(e.policy.decision(), 1.7e9, "stop", 5, "p")["duration"] == 0
