@@ -99,8 +99,8 @@ class EpisodeLifecycle:
             return self.first_record_at + cfg.discovery_seconds, self.new_key_record + cfg.discovery_records
         if self.phase == IDLE:
             return self.next_start, _INF
-        if self.phase == RUNNING and cfg.episode_timeout is not None and self.dated:
-            return self.started + cfg.episode_timeout, _INF
+        if self.phase == RUNNING:
+            return self._timeout_at(), _INF
         return _INF, _INF
 
     def retry_later(self, now: float, wait: float, idle: bool) -> None:
@@ -135,8 +135,12 @@ class EpisodeLifecycle:
         self.started, self.next_start, self.dated = now, now + self.config.episode_interval, True
 
     def timed_out(self, now: float) -> bool:
+        return now >= self._timeout_at()
+
+    def _timeout_at(self) -> float:
+        """When the running episode times out (never without ``episode_timeout``, or while undated)."""
         t = self.config.episode_timeout
-        return t is not None and self.dated and now >= self.started + t
+        return self.started + t if t is not None and self.dated else _INF
 
     def end(self, summary: dict[str, Any], episodes_done: int) -> None:
         self.history.append(summary)
