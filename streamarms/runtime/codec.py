@@ -8,7 +8,7 @@ from itertools import repeat
 from operator import itemgetter
 from typing import Any
 
-from ..models import RewardModel
+from ..models import BoundedModel, RewardModel
 from . import decoder
 from .records import InvalidRecord, RefusedKey
 
@@ -42,11 +42,10 @@ class RewardCodec:
                  request_id_field: str = "request_id", max_key_bytes: int = 256, clip: bool = False) -> None:
         if max_key_bytes < 1:
             raise ValueError(f"max_key_bytes must be >= 1, got {max_key_bytes}")
-        low, high = getattr(model, "low", None), getattr(model, "high", None)
-        if clip and (getattr(model, "name", None) != "bounded" or low is None or high is None):
+        if clip and not isinstance(model, BoundedModel):
             raise ValueError("clipping needs the bounded reward model (its range is what rewards are clipped to)")
         #: the range rewards are clipped to (``None``: no clipping) and how many were
-        self.clip: tuple[float, float] | None = (float(low), float(high)) if clip else None  # type: ignore[arg-type]
+        self.clip = (model.low, model.high) if isinstance(model, BoundedModel) and clip else None
         self.clipped = 0
         self.reward_field = reward_field
         self.model = model
