@@ -442,10 +442,9 @@ class GroupMember:
                 pol.follow(values)
             external_progress(s, [])
             return
-        if isinstance(pol, GroupKSigma):
-            self._flush_alerts()
-            pol.track.group.publish_budget = self.publish_budget  # type: ignore[attr-defined]
-            external_progress(s, pol.sync(now))
+        self._flush_alerts()  # (a deciding episode: GroupKSigma)
+        pol.track.group.publish_budget = self.publish_budget  # type: ignore[attr-defined]
+        external_progress(s, pol.sync(now))
 
     def _discover(self, pol: GroupAnnounce) -> GroupAnnounce:
         """The partitions this member joined the announcing episode with: announced with their keys once
