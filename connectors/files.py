@@ -46,6 +46,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import sys
 import time
 from collections import namedtuple
@@ -395,12 +396,16 @@ class JsonlSink:
     after it were written after the checkpoint, and the records that made them are read again, so they
     are written again -- unless the file is no longer the one marked (shorter, or other bytes before the
     size: rotated, replaced), which is left as it is (a warning: those lines may then repeat).
+    A path that is not a regular file (``/dev/null``, ``/dev/stderr``, a named pipe, ``>(gzip > a.gz)``) is
+    written as stdout is: no ``fsync`` (a device or pipe refuses it), no size to mark or cut back.
     """
 
     def __init__(self, path: str, fsync: bool = True) -> None:
         self.path = path
         self.fsync = fsync
         self._f: IO[str] = sys.stdout if path == "-" else open(path, "a", encoding="utf-8")
+        #: a regular file: durable on flush, marked and rewound across restarts (else like stdout)
+        self.regular = self._f is not sys.stdout and stat.S_ISREG(os.fstat(self._f.fileno()).st_mode)
 
     def send(self, value: dict[str, Any], payload: dict[str, Any] | None = None) -> None:
         # alerts: send(alert); requests: send(arm, payload)
@@ -410,12 +415,13 @@ class JsonlSink:
 
     def flush(self) -> None:
         self._f.flush()
-        if self.fsync and self._f is not sys.stdout:
+        if self.fsync and self.regular:
             os.fsync(self._f.fileno())
 
     def mark(self) -> list[Any] | None:
-        """``[size, digest of the bytes before it]`` of the file, flushed (``None`` for stdout)."""
-        if self._f is sys.stdout:
+        """``[size, digest of the bytes before it]`` of the file, flushed (``None`` for stdout and what is not
+        a regular file)."""
+        if not self.regular:
             return None
         self._f.flush()
         size = os.fstat(self._f.fileno()).st_size
@@ -424,7 +430,7 @@ class JsonlSink:
     def rewind(self, mark: Any) -> int | None:
         """Cut the file back to ``mark``'s size (a restart: the lines after it are made again); the bytes cut,
         or ``None`` when the file is not the one marked (left as it is)."""
-        if self._f is sys.stdout or not (isinstance(mark, list) and len(mark) == 2 and type(mark[0]) is int
+        if not self.regular or not (isinstance(mark, list) and len(mark) == 2 and type(mark[0]) is int
                                          and mark[0] >= 0):
             return None
         self._f.flush()
