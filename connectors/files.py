@@ -56,7 +56,7 @@ from typing import IO, Any
 
 from streamarms.checkpoint import CheckpointError
 from streamarms.runtime.decoder import _SHORT
-from streamarms.runtime.records import RefusedKey, raw_key
+from streamarms.runtime.records import RefusedKey, record_key
 
 from .jsonl_lines import WINDOW, LineReader
 from .ordering import PartitionMerger, tp_name
@@ -467,4 +467,4 @@ class JsonlDeadLetterSink(JsonlSink):
 
         self._f.write(json.dumps({"reason": reason, "detail": detail,
                                   "source": f"{record.topic}:{record.partition}:{record.offset}",
-                                  "key": text(raw_key(record.key)), "value": text(record.value)}) + "\n")
+                                  "key": text(record_key(record)), "value": text(record.value)}) + "\n")

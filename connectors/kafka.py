@@ -87,7 +87,7 @@ from kafka.structs import OffsetAndMetadata
 
 from streamarms.checkpoint import CheckpointStore, decode, encode
 from streamarms.errors import SinkUnavailable
-from streamarms.runtime.records import raw_key
+from streamarms.runtime.records import record_key
 
 from . import kafka_positions as positions
 from . import kafka_records
@@ -834,7 +834,7 @@ class KafkaDeadLetterSink(_Sink):
         self.truncated = 0
 
     def send(self, record: Any, reason: str, detail: str) -> None:
-        key, value = raw_key(record.key), record.value  # (a key a source refused: the key it read)
+        key, value = record_key(record), record.value  # (a key a source refused: the key it read)
         headers = list(getattr(record, "headers", None) or [])
         ours = [("reason", reason.encode()), ("detail", detail[:1000].encode("utf-8", "replace")),
                 ("source", f"{record.topic}:{record.partition}:{record.offset}".encode())]

@@ -24,7 +24,7 @@ from collections import namedtuple
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from streamarms.runtime.records import raw_key
+from streamarms.runtime.records import record_key
 
 from .ordering import PartitionMerger, tp_name
 
@@ -247,7 +247,7 @@ class MemoryDeadLetterSink:
     def send(self, record: Any, reason: str, detail: str) -> None:
         headers = [("reason", reason.encode()), ("detail", detail[:1000].encode("utf-8", "replace")),
                    ("source", f"{record.topic}:{record.partition}:{record.offset}".encode())]
-        self.broker.produce(self.topic, raw_key(record.key), record.value, headers=headers, timestamp=record.timestamp)
+        self.broker.produce(self.topic, record_key(record), record.value, headers=headers, timestamp=record.timestamp)
 
     def flush(self) -> None:
         pass

@@ -47,6 +47,7 @@ from ..runtime import ACTIVE, DISCOVERING, RUNNING, EventClock, RewardCodec, Sch
 from ..runtime.continuous import CONTINUOUS, ContinuousRunner
 from ..runtime.contracts import AlertSink, DeadLetterSink, RequestSink
 from ..runtime.evidence import finite_or_none, finite_pair, key_evidence
+from ..runtime.key_field import KeyFieldSource
 from .continuous import alert_line, build_runner, continuous_summary, no_threshold_text
 from .embedded import EmbeddedResponder, embedded_means, embedded_stream
 from .group import check_group_settings, member_name, wire_group_member
@@ -148,6 +149,16 @@ def _check_sources(s: RunSettings) -> None:
     if "-" in files and s.checkpoint not in (None, "none", "auto"):
         raise ConfigError("--rewards-file - (standard input) cannot be resumed from a checkpoint: a pipe cannot be "
                           "read again. Drop --checkpoint, or write the stream to a file and --follow it")
+    if s.key_field is not None:
+        if not s.key_field.strip():
+            raise ConfigError("--key-field needs a field name")
+        if not (s.bootstrap_servers or files):
+            raise ConfigError("--key-field reads each key from the record's value, of Kafka records or --rewards-file "
+                              "lines; the embedded demo's records have keys of their own")
+        if s.group_threshold:
+            raise ConfigError("--key-field does not apply to --group-threshold: the members own keys by partition, "
+                              "and a key read from the value may arrive on every partition (have the producers key "
+                              "the records by that field instead)")
 
 
 #: settings only the continuous mode reads (an episodes run would ignore them)
@@ -501,6 +512,8 @@ class _App:
             if s.alerts_file:
                 from streamarms.connectors.files import JsonlSink
                 self.alert_sink = JsonlSink(s.alerts_file)
+        if s.key_field is not None:  # (after KafkaTransaction, which commits the Kafka source's own positions)
+            self.source = KeyFieldSource(self.source, s.key_field)
 
     # -- callbacks -----------------------------------------------------------------------------
     def _alert(self, alert: dict[str, Any]) -> None:

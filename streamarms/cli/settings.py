@@ -95,6 +95,7 @@ class RunSettings:
     silence_records: int = 1_000_000
     # records
     reward_field: str = "reward"
+    key_field: str | None = None
     request_id_field: str = "request_id"
     max_key_bytes: int = 256
     validate: str = _SCHED.validate
@@ -284,6 +285,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                         "it, it rejoins with its evidence)")
     g = p.add_argument_group("records")
     g.add_argument("--reward-field", metavar="NAME", help="JSON field holding the reward (default reward)")
+    g.add_argument("--key-field", metavar="NAME",
+                   help="JSON field of the value naming the record's key (a host, a worker), in place of the "
+                        "record's own key (Kafka) or a line's arm (files); every value is then parsed")
     g.add_argument("--request-id-field", metavar="NAME", help="JSON field of answers holding the request id")
     g.add_argument("--max-key-bytes", type=positive_int, metavar="N", help="longer keys are refused (default 256)")
     g.add_argument("--validate", choices=["used", "all"],

@@ -66,7 +66,7 @@ class RewardCodec:
         streamarms.runtime.records.InvalidRecord: key_not_utf8: key '\\ud800' is not valid Unicode (a lone surrogate)
         """
         if key is None:
-            raise InvalidRecord("key_missing", "record has no key")
+            raise InvalidRecord("key_missing", "record has no key (--key-field NAME reads it from a field of the value)")
         if type(key) is RefusedKey:
             raise InvalidRecord(key.reason, key.detail)
         if isinstance(key, str):

@@ -1,5 +1,6 @@
 """Why a record can be refused: :data:`INVALID_REASONS`, the :class:`InvalidRecord` error, and
-:class:`RefusedKey`, the key a source gives a record it could not read."""
+:class:`RefusedKey`, the key a source gives a record it could not read; :func:`record_key`, what a dead
+letter keeps."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 from ..errors import StreamarmsError
 
-__all__ = ["INVALID_REASONS", "InvalidRecord", "RefusedKey", "raw_key"]
+__all__ = ["INVALID_REASONS", "InvalidRecord", "RefusedKey", "record_key"]
 
 #: every reason a record can be refused for (the bounded label set of the invalid-records metric and
 #: the value of the dead-letter ``reason`` header)
@@ -72,11 +73,20 @@ class RefusedKey(tuple[str, str, bytes | None]):
     raw = property(lambda self: self[2])
 
 
-def raw_key(key: Any) -> Any:
-    """A record's key as its source read it: what a dead-letter sink writes (the line's own key, or
-    ``None``, for a :class:`RefusedKey`; any other key unchanged).
+def record_key(record: Any) -> Any:
+    """The key a record arrived with, which a dead-letter sink writes: for a key its source refused, the key
+    the source read (:attr:`RefusedKey.raw`: the line's own key, or ``None``); for a record whose key was read
+    from its value (``--key-field``, :mod:`~streamarms.runtime.key_field`), the record's own ``source_key``;
+    else its key.
 
-    >>> raw_key(RefusedKey.of("bad_timestamp", "...", b"eu")), raw_key(b"eu")
+    >>> from collections import namedtuple
+    >>> R, K = namedtuple("R", "key source_key"), namedtuple("K", "key")
+    >>> record_key(R(b"h1", b"request-17")), record_key(R(RefusedKey.of("key_missing", "", None), b"r"))
+    (b'request-17', None)
+    >>> record_key(K(RefusedKey.of("bad_timestamp", "...", b"eu"))), record_key(K(b"eu"))
     (b'eu', b'eu')
     """
-    return key.raw if type(key) is RefusedKey else key
+    key = record.key
+    if type(key) is RefusedKey:
+        return key.raw
+    return getattr(record, "source_key", key)

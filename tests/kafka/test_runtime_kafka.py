@@ -5,7 +5,8 @@
 * kill -9 in the middle of the episode and restart: same decision, same samples used, same records
   counted as an uninterrupted run;
 * bad records reach the dead-letter topic with their reason header; SIGTERM checkpoints, commits, exits 0;
-* active mode with a responder answering the request topic.
+* active mode with a responder answering the request topic;
+* ``--key-field``: a topic keyed by request id over 3 partitions, each key read from its value's field.
 """
 
 from __future__ import annotations
@@ -107,6 +108,26 @@ def test_wrr_alerts_exactly_the_two_outliers(kafka_broker, twenty_keys, tmp_path
     s = json.loads((tmp_path / "plain.json").read_text())
     assert s["episodes"][0]["outliers"] == sorted(OUTLIERS)
     assert 0 < s["samples"] < s["records"] <= 200_000
+
+
+def test_key_field_reads_each_key_from_the_value_of_records_keyed_otherwise(kafka_broker, tmp_path):
+    """Records keyed by request id (a key's records on every partition), the region in the value."""
+    rng = random.Random(77)
+    order = [a for a in range(len(KEYS)) for _ in range(6_000)]
+    rng.shuffle(order)
+    recs = [(f"req-{n}", b'{"region": "%s", "reward": %d}' % (KEYS[a].encode(), rng.random() < MEANS[a]), T0 + n)
+            for n, a in enumerate(order)]
+    recs.insert(100, ("req-bad", b'{"reward": 1}', T0 + 100))
+    recs.insert(200, (None, b'{"region": 3.5, "reward": 1}', T0 + 200))
+    produce(kafka_broker.bootstrap, "by-request", recs, partitions=3)
+    args = base_args(kafka_broker, "by-request", "keyfield", tmp_path)
+    run([*args[:args.index("--policy")], "--policy", "cs", *args[args.index("--policy") + 2:], "--key-field", "region"])
+    alerts = [json.loads(r.value) for r in read_topic(kafka_broker.bootstrap, "alerts-keyfield")]
+    assert {a["arm"] for a in alerts} == OUTLIERS and {a["kind"] for a in alerts} == {"outlier"}
+    dead = read_topic(kafka_broker.bootstrap, "dlq-keyfield")
+    assert {(r.key, dict(r.headers)["reason"]) for r in dead} == {(None, b"key_missing"), (b"req-bad", b"key_missing")}
+    s = json.loads((tmp_path / "keyfield.json").read_text())
+    assert s["episodes"][0]["outliers"] == sorted(OUTLIERS) and s["invalid"] == {"key_missing": 2}
 
 
 def read_in_timestamp_order(src: KafkaRewardSource, n: int) -> None:
