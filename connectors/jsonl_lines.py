@@ -74,6 +74,22 @@ _EOL = re.compile(rb"\r\n|\r|\n")
 #: what a path that is not a regular file is, for the error
 _KINDS = {stat.S_IFIFO: "a named pipe", stat.S_IFCHR: "a character device", stat.S_IFSOCK: "a socket",
           stat.S_IFDIR: "a directory", stat.S_IFBLK: "a block device"}
+#: the magic bytes of compressed files, and what decompresses them to standard output (a compressed log
+#: read as text would be one long run of not_json dead letters)
+_COMPRESSED = ((b"\x1f\x8b", "gzip", "zcat"), (b"BZh", "bzip2", "bzcat"), (b"\xfd7zXZ\x00", "xz", "xzcat"),
+               (b"\x28\xb5\x2f\xfd", "zstd", "zstdcat"))
+
+
+def compressed(head: bytes) -> tuple[str, str] | None:
+    """``(format, decompressor)`` when a file starting with ``head`` is compressed, else ``None``.
+
+    >>> compressed(b"\\x1f\\x8b\\x08\\x00"), compressed(b'{"arm": "a"}')
+    (('gzip', 'zcat'), None)
+    """
+    for magic, kind, cat in _COMPRESSED:
+        if head.startswith(magic):
+            return kind, cat
+    return None
 
 
 def is_json_object(text: str) -> bool:
@@ -106,6 +122,11 @@ class LineReader:
             raise ConfigError(f"{path} is not a regular file ({_KINDS.get(stat.S_IFMT(mode), 'a special file')}): give "
                               f"its data on standard input instead (--rewards-file - < {path})")
         self._f: IO[bytes] = open(path, "rb") if file is None else file
+        if file is None and (packed := compressed(self._pread(6, 0))) is not None:
+            self._f.close()
+            raise ConfigError(f"{path} is {packed[0]}-compressed, and streamarms reads JSON lines: decompress it into "
+                              f"the run on standard input ({packed[1]} {path} | streamarms run --rewards-file - ...), "
+                              "or decompress it to a file first (to resume it with --checkpoint)")
         self._block = block
         #: the file may still grow: a last line without its line end is never read (module docstring)
         self.follow = follow
