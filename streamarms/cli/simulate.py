@@ -27,6 +27,7 @@ from ..sim import (
     zww17_example,
 )
 from .types import arm_means, budget, finite, positive_int
+from .settings import RunSettings
 
 __all__ = ["add_simulate_parser", "add_simulate_arguments", "simulate", "simulate_main"]
 
@@ -69,7 +70,9 @@ def _add_threshold_and_best_arm_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def add_simulate_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--policy", required=True, choices=sorted(POLICIES), help="the policy to run")
+    p.add_argument("--policy", default=RunSettings.policy, choices=sorted(POLICIES),
+                   help=f"the policy to run (default {RunSettings.policy}, as `streamarms run`; cs is streamarms' own "
+                        "engine)")
     p.add_argument("--means", type=arm_means, default=None,
                    help="comma-separated arm means; arm i is named \"i\" (default: a built-in 20-arm "
                         "instance with outliers 18 and 19 at k = 2)")

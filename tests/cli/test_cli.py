@@ -30,6 +30,12 @@ def test_simulate_json_contract(capsys):
         assert r["outliers"] == ["18", "19"] and r["correct"] is True
 
 
+def test_simulate_without_a_policy_runs_the_default_of_run(capsys):
+    from streamarms.cli.settings import RunSettings
+    out = run_json(capsys, "--quiet")
+    assert out["policy"] == RunSettings.policy == "wrr" and out["accuracy"] == 1.0, out
+
+
 def test_simulate_rr_hoeffding_done_criterion(capsys):
     rr = run_json(capsys, "--policy", "rr", "--bound", "hoeffding", "--k", "2", "--delta", "0.1", "--means", EXAMPLE)
     wrr = run_json(capsys, "--policy", "wrr", "--bound", "hoeffding", "--k", "2", "--delta", "0.1", "--means", EXAMPLE)
