@@ -26,8 +26,8 @@ from ..sim import (
     yslk18_instance,
     zww17_example,
 )
-from .types import arm_means, budget, finite, positive_int
 from .settings import RunSettings
+from .types import arm_means, budget, finite, positive_int
 
 __all__ = ["add_simulate_parser", "add_simulate_arguments", "simulate", "simulate_main"]
 
