@@ -171,8 +171,8 @@ def _check_mode_flags(s: RunSettings, continuous: bool) -> None:
     if continuous and model not in ("bernoulli", "bounded"):
         raise ConfigError(f"the continuous mode (the default of --forever) needs a bounded reward model (bernoulli or "
                           f"bounded), got {model!r}: give --reward-model bounded --reward-range A,B with a range that "
-                          "holds the values (values outside it are dead letters), or add --mode episodes to run "
-                          "episodes with the heavy_tailed model")
+                          "holds the values (values outside it are dead letters; with --clip they count as its nearest "
+                          "end), or add --mode episodes to run episodes with the heavy_tailed model")
     for opt in _CONTINUOUS_ONLY:
         if not continuous and opt in s.explicit:
             raise ConfigError(f"--{opt.replace('_', '-')} applies to the continuous mode (--forever, or --mode "
