@@ -24,9 +24,12 @@ before it, and a restart seeks there, refusing a file that is now shorter or dif
 JSON object; otherwise (a line still being written) it is left unread -- not a dead letter, not past the
 checkpoint's position -- and :attr:`JsonlSource.incomplete` names it: a later run reads it once it is
 complete. With ``follow=True`` (``streamarms run --follow``) the source reads the files as they grow, like
-``tail -f``: a line is read once its line end is written, the source is never exhausted, and a file
-removed, replaced (a rotation), truncated or rewritten under it ends the source with that reason
-(:attr:`JsonlSource.failure`) -- rotation is not followed: the checkpoint's position belongs to the file read.
+``tail -F``: a line is read once its line end is written, and the source is never exhausted. A file renamed
+away (rotated) is read to its end, and then the file at its path from its first line, its lines numbered on
+(:meth:`JsonlSource._rotated`; the switch waits until every line of the old file is handled, so a
+checkpoint's position is always in the file at the path or, after a rotation while the run was stopped, in
+the sibling :func:`~streamarms.connectors.jsonl_lines.rotated_reader` finds). A file truncated or rewritten
+under it ends the source with that reason (:attr:`JsonlSource.failure`).
 
 >>> import tempfile, os, json
 >>> d = tempfile.mkdtemp(); p = os.path.join(d, "r.jsonl")
@@ -45,6 +48,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import stat
 import sys
@@ -58,9 +62,11 @@ from streamarms.checkpoint import CheckpointError
 from streamarms.runtime.decoder import _SHORT
 from streamarms.runtime.records import RefusedKey, record_key
 
-from .jsonl_lines import WINDOW, LineReader
+from .jsonl_lines import WINDOW, LineReader, rotated_reader
 from .ordering import PartitionMerger, tp_name
 from .pipe_lines import STDIN, PipeLineReader
+
+log = logging.getLogger("streamarms.files")
 
 #: a record of a JSONL file: the fields of kafka-python's ConsumerRecord that streamarms reads, and
 #: ``parsed``: the value as parsing the line already gave it (a JSON object parsed by orjson, at most
@@ -255,8 +261,9 @@ class JsonlSource:
     """Replays JSONL files (module docstring); ``exhausted`` once every line was delivered. Its
     records carry their parsed values (``decoded_values``: :data:`JsonlRecord`'s ``parsed``).
 
-    ``follow``: the files still grow (``tail -f``); a :meth:`poll` that finds nothing new waits up to its
-    ``timeout`` for more, and the source is exhausted only when a file changed under it (:attr:`failure`).
+    ``follow``: the files still grow (``tail -F``); a :meth:`poll` that finds nothing new waits up to its
+    ``timeout`` for more, a file renamed away is followed to the new file at its path (:attr:`rotations`), and
+    the source is exhausted only when a file was truncated or rewritten under it (:attr:`failure`).
     The path ``-`` is standard input (:mod:`~streamarms.connectors.pipe_lines`): read until its writer
     closes it, with or without ``follow``; it cannot be resumed.
     """
@@ -268,8 +275,10 @@ class JsonlSource:
         self.paths = [os.fspath(p) for p in paths]
         self.max_records = max_records
         self.follow = follow
-        #: following: why the source cannot go on (a file removed, replaced, truncated or rewritten), else None
+        #: following: why the source cannot go on (a file truncated or rewritten), else None
         self.failure: str | None = None
+        #: following: the files renamed away and followed to the new file at their path
+        self.rotations = 0
         self.merger = PartitionMerger(ordered=ordered)
         self.merger.assign([(p, 0) for p in self.paths], resume or {})
         self._readers: dict[str, LineReader] = {}
@@ -287,11 +296,25 @@ class JsonlSource:
                                               "cannot be read again: a pipe cannot be resumed")
                     self._readers[p] = PipeLineReader()
                 else:
-                    self._readers[p] = LineReader(p, line=start, pos=pos, digest=digest, follow=follow)
+                    self._readers[p] = self._reader(p, start, pos, digest)
                 self._eof[p] = False
         except BaseException:
             self.close()
             raise
+
+    def _reader(self, p: str, line: int, pos: int | None, digest: str | None) -> LineReader:
+        """The reader of ``p`` from the checkpoint's position; following, the checkpoint's file where a rotation
+        while the run was stopped renamed it (:func:`~streamarms.connectors.jsonl_lines.rotated_reader`): read to
+        its end, then the file at ``p`` (:meth:`_rotated`)."""
+        try:
+            return LineReader(p, line=line, pos=pos, digest=digest, follow=self.follow)
+        except (CheckpointError, FileNotFoundError):
+            found = rotated_reader(p, line, pos, digest) if self.follow and digest else None
+            if found is None:
+                raise
+            log.info("%s: the checkpoint's file was rotated while the run was stopped; reading it on as %s, then "
+                     "the file at %s", p, found.file_name, p)
+            return found
 
     def _ended(self, tp: tuple[str, int]) -> bool:
         return self._eof[tp[0]]
@@ -316,11 +339,14 @@ class JsonlSource:
     def _read(self, p: str, per: int) -> int:
         """Read up to ``per`` lines of ``p`` into the merger; how many were read."""
         if self._eof[p] and self._live(p):
-            why = self._readers[p].changed()
-            if why is not None:
+            if self._readers[p].moved():
+                if not self._rotated(p):
+                    return 0
+            elif (why := self._readers[p].changed()) is not None:
                 self.failure = (f"{why}: following stops, the checkpoint stays at the last line read of the file it "
-                                "was (rotation is not followed: put the file back, or start a new run on the new file "
-                                "with another --checkpoint)")
+                                "was (a file renamed away is followed to the new one at its path, as logrotate's "
+                                "default does; one truncated (copytruncate) or rewritten is not: put the file "
+                                "back, or start a new run on the new file with another --checkpoint)")
                 return 0
             self._readers[p].more()
             self._eof[p] = False
@@ -337,6 +363,31 @@ class JsonlSource:
             chunk = _line_by_line(p, lines, n)
         self.merger.add((p, 0), chunk)
         return len(lines)
+
+    def _rotated(self, p: str) -> bool:
+        """The followed file ``p`` was renamed away (rotated): whether reading goes on. First its last lines
+        (a writer's lines before the rotation; a last one without its line end counts when it is a whole
+        object, the file is final now); then, once every line of it is handled (a checkpoint's position is in
+        the file at the path) and a file is at the path again, that file from its first line, its lines
+        numbered on from the old file's (a checkpoint resumes it by its own position and digest)."""
+        old = self._readers[p]
+        if old.follow:  # the rotation just seen: the old file's last lines first
+            old.follow = False
+            return True
+        if self.merger.buffered((p, 0)):
+            return False
+        try:
+            new = LineReader(p, line=old.line, pos=0, follow=True)
+        except FileNotFoundError:  # renamed, the new file not created yet: wait for it
+            return False
+        if old.incomplete.strip():
+            log.warning("%s was rotated with an incomplete last line of %d bytes (no line end, not a whole JSON "
+                        "object): not read", p, len(old.incomplete))
+        log.info("%s was rotated after line %d: following the new file at its path", p, old.line)
+        old.close()
+        self._readers[p] = new
+        self.rotations += 1
+        return True
 
     def _live(self, p: str) -> bool:
         """Whether ``p`` may have more lines than those read: a pipe until its writer closes it, a followed

@@ -118,6 +118,8 @@ class LineReader:
     def __init__(self, path: str, *, line: int = 0, pos: int | None = None, digest: str | None = None,
                  block: int = BLOCK, follow: bool = False, file: IO[bytes] | None = None) -> None:
         self.path = path
+        #: the file read: ``path``'s, or the file given (a rotated one read on, :func:`rotated_reader`)
+        self.file_name = getattr(file, "name", path) if file is not None else path
         if file is None and not stat.S_ISREG(mode := os.stat(path).st_mode):
             raise ConfigError(f"{path} is not a regular file ({_KINDS.get(stat.S_IFMT(mode), 'a special file')}): give "
                               f"its data on standard input instead (--rewards-file - < {path})")
@@ -244,6 +246,33 @@ class LineReader:
         """At the end of the file: look again for bytes appended since (the next :meth:`read` returns
         the lines they complete; the incomplete line left unread is continued)."""
         self.eof = False
+
+    def moved(self) -> bool:
+        """Whether the file read was moved away intact (rotated by renaming): the path now holds another
+        file, or none yet, and the file read is neither shorter nor other bytes where those read were. A
+        follower reads it to its end and goes on with the file that comes to the path
+        (:class:`~streamarms.connectors.files.JsonlSource`); any other change is :meth:`changed`'s.
+
+        >>> import tempfile, os
+        >>> d = tempfile.mkdtemp(); p = os.path.join(d, "r.jsonl")
+        >>> _ = open(p, "wb").write(b'{"a": 1}\\n')
+        >>> r = LineReader(p, follow=True); _ = r.read(5); r.moved()
+        False
+        >>> os.rename(p, p + ".1"); r.moved()
+        True
+        """
+        try:
+            now: os.stat_result | None = os.stat(self.path)
+        except FileNotFoundError:
+            now = None
+        except OSError:
+            return False
+        mine = os.fstat(self._f.fileno())
+        if now is not None and (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino):
+            return False
+        read = self._f.tell()
+        return mine.st_size >= read and self._pread(len(self._head), 0) == self._head \
+            and self._pread(len(self._last), read - len(self._last)) == self._last
 
     def changed(self) -> str | None:
         """Why the file at :attr:`path` is no longer the one read (``None``: it is): removed, another file
@@ -373,6 +402,46 @@ class LineReader:
                 f"{self.path} has fewer lines than the checkpoint has read: {line - left:,} lines "
                 f"({self._size():,} bytes) now, but the checkpoint had read {line:,} lines; the file was truncated "
                 f"or replaced since. {_HOW}")
+
+
+def rotated_reader(path: str, line: int, pos: int | None, digest: str | None) -> LineReader | None:
+    """A checkpoint's followed file renamed away while the run was stopped (logrotate's ``path.1``): a reader of
+    it at the checkpoint's position, whose :attr:`LineReader.path` stays ``path`` -- so it is :meth:`moved
+    <LineReader.moved>`, read to its end, and then followed to the file at ``path``. The file is the sibling
+    (same directory, its name starting with ``path``'s) that holds the checkpoint's bytes (size and digest);
+    ``None`` when none does. A :class:`~streamarms.checkpoint.CheckpointError` when a sibling was written after
+    it (rotated more than once: the lines of the files between would be skipped)."""
+    folder, base = os.path.split(path)
+    try:
+        names = os.listdir(folder or ".")
+    except OSError:
+        return None
+    siblings: list[tuple[int, str]] = []
+    for name in names:
+        q = os.path.join(folder, name)
+        if name != base and name.startswith(base):
+            try:
+                st = os.stat(q)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                siblings.append((st.st_mtime_ns, q))
+    for mtime, q in siblings:
+        f = open(q, "rb")
+        try:
+            reader = LineReader(path, line=line, pos=pos, digest=digest, follow=True, file=f)
+        except CheckpointError:
+            f.close()
+            continue
+        later = sorted(x for t, x in siblings if t > mtime)
+        if later:
+            reader.close()
+            raise CheckpointError(
+                f"{path} was rotated more than once while the run was stopped: the checkpoint's file is {q} now, and "
+                f"{', '.join(later)} came after it. Read them in order with runs of their own (their lines would be "
+                f"skipped), then start a new run on {path} with another --checkpoint")
+        return reader
+    return None
 
 
 _HOW = ("To go on, put back the file the checkpoint read; to replay the file there now from its first line, use "

@@ -76,6 +76,9 @@ class PipeLineReader(LineReader):
     def more(self) -> None:
         """A pipe is read again at every :meth:`read` until its writer closes it; nothing to reopen."""
 
+    def moved(self) -> bool:
+        return False  # a pipe is never rotated
+
     def changed(self) -> str | None:
         return None
 

@@ -1,7 +1,8 @@
-"""``streamarms run --follow``: a JSONL file read as it grows (``tail -f``). Appended lines are read, a line
-only once its line end is written, a restart neither loses nor double-counts a line, and a file removed,
-rotated, truncated or rewritten under the run stops it with that reason (exit 1) -- never a run that
-silently reads a different file from the middle, or waits for lines that will never come."""
+"""``streamarms run --follow``: a JSONL file read as it grows (``tail -F``). Appended lines are read, a line
+only once its line end is written, a restart neither loses nor double-counts a line, a file renamed away
+(logrotate's default) is read to its end and the new file at its path followed, and a file truncated or
+rewritten under the run stops it with that reason (exit 1) -- never a run that silently reads a different
+file from the middle, or waits for lines that will never come."""
 
 from __future__ import annotations
 
@@ -81,11 +82,6 @@ def _truncate(p):
     p.write_bytes(b"".join(_lines(5)))
 
 
-def _rotate(p):
-    os.replace(p, str(p) + ".1")
-    p.write_bytes(b"".join(_lines(500)))
-
-
 def _rewrite(p):  # the same length, other bytes before the position
     data = bytearray(p.read_bytes())
     data[40:60] = b" " * 20
@@ -102,8 +98,7 @@ def _edit_and_append(p):  # the first line edited in place (same length), then l
     _append(p, b"".join(_lines(20, first=50)))
 
 
-@pytest.mark.parametrize("change, why", [(_truncate, "shorter than what was read"), (_rotate, "is another file now"),
-                                         (os.remove, "was removed"), (_rewrite, "was rewritten"),
+@pytest.mark.parametrize("change, why", [(_truncate, "shorter than what was read"), (_rewrite, "was rewritten"),
                                          (_regrow, "was rewritten"), (_edit_and_append, "was rewritten")])
 def test_a_file_changed_under_the_follower_ends_the_source_with_the_reason(tmp_path, change, why):
     """Nothing of the changed file is read: not a line of a regrown file from the old position (the trial that
@@ -114,8 +109,110 @@ def test_a_file_changed_under_the_follower_ends_the_source_with_the_reason(tmp_p
     assert len(_poll_all(src)) == 50 and not src.exhausted
     change(p)
     assert _poll_all(src) == [] and src.exhausted
-    assert src.failure is not None and why in src.failure and "rotation is not followed" in src.failure
+    assert src.failure is not None and why in src.failure and "copytruncate" in src.failure
     src.close()
+
+
+def test_a_file_renamed_away_is_read_to_its_end_and_the_new_file_at_its_path_followed(tmp_path):
+    """logrotate's default (rename, create): the writer's last lines in the old file (one without its line end,
+    a whole object), then the new file's, numbered on; a restart resumes in the new file, by its own position."""
+    p = tmp_path / "r.jsonl"
+    lines = _lines(700)
+    p.write_bytes(b"".join(lines[:300]))
+    src = JsonlSource([str(p)], follow=True)
+    got = _poll_all(src)
+    assert len(got) == 300
+    _append(p, b"".join(lines[300:349]) + lines[349].rstrip(b"\n"))  # written before the rotation
+    os.replace(p, str(p) + ".1")
+    got += _poll_all(src)  # the old file's last lines; no file at the path yet: the source waits
+    assert len(got) == 350 and not src.exhausted and src.failure is None
+    p.write_bytes(b"".join(lines[350:500]))
+    got += _poll_all(src)
+    assert src.rotations == 1 and src.failure is None
+    assert [r.value + b"\n" for r in got] == lines[:500] and [r.offset for r in got] == list(range(500))
+    state = src.state()
+    src.close()
+    _append(p, b"".join(lines[500:]))
+    src2 = JsonlSource([str(p)], follow=True, resume=state)
+    rest = _poll_all(src2)
+    src2.close()
+    assert [r.value + b"\n" for r in rest] == lines[500:] and rest[0].offset == 500
+
+
+def test_a_rotation_waits_for_the_old_files_lines_to_be_handled(tmp_path, monkeypatch):
+    """A checkpoint's position must be in the file read: while lines of the old file wait in the merger (held
+    for another file's earlier timestamps), the source stays on the old file."""
+    p = tmp_path / "r.jsonl"
+    lines = _lines(300)
+    p.write_bytes(b"".join(lines[:100]))
+    src = JsonlSource([str(p)], follow=True)
+    assert len(_poll_all(src, 1)) == 100
+    os.replace(p, str(p) + ".1")
+    p.write_bytes(b"".join(lines[100:]))
+    held = {"n": 1}
+    real = src.merger.buffered
+    monkeypatch.setattr(src.merger, "buffered", lambda tp: held["n"] or real(tp))
+    assert _poll_all(src) == [] and src.rotations == 0 and src.state()[f"{p}:0"][0] == 100
+    held["n"] = 0
+    rest = _poll_all(src)
+    assert src.rotations == 1 and [r.offset for r in rest] == list(range(100, 300))
+    src.close()
+
+
+def _stopped_at_300(p):
+    """A follower's checkpoint state after 300 lines of ``p`` (the run then stops)."""
+    lines = _lines(600)
+    p.write_bytes(b"".join(lines[:300]))
+    src = JsonlSource([str(p)], follow=True)
+    assert len(_poll_all(src)) == 300
+    state = src.state()
+    src.close()
+    return lines, state
+
+
+@pytest.mark.parametrize("new_file", [True, False], ids=["new-file", "not-created-yet"])
+def test_a_restart_after_a_rotation_reads_the_checkpoints_file_on_then_the_new_one(tmp_path, new_file):
+    p = tmp_path / "r.jsonl"
+    lines, state = _stopped_at_300(p)
+    _append(p, b"".join(lines[300:350]))  # written while the run was stopped, then rotated
+    os.replace(p, str(p) + ".1")
+    (tmp_path / "r.jsonl.2.gz").write_bytes(b"\x1f\x8b older, compressed")
+    os.utime(tmp_path / "r.jsonl.2.gz", ns=(1, 1))
+    if new_file:
+        p.write_bytes(b"".join(lines[350:450]))
+    src = JsonlSource([str(p)], follow=True, resume=state)
+    got = _poll_all(src)
+    if not new_file:
+        assert len(got) == 50 and src.rotations == 0 and src.failure is None  # waits for the new file
+        p.write_bytes(b"".join(lines[350:450]))
+        got += _poll_all(src)
+    src.close()
+    assert [r.value + b"\n" for r in got] == lines[300:450] and [r.offset for r in got] == list(range(300, 450))
+    assert src.rotations == 1
+
+
+def test_a_restart_after_two_rotations_says_which_files_it_would_skip(tmp_path):
+    p = tmp_path / "r.jsonl"
+    lines, state = _stopped_at_300(p)
+    os.replace(p, str(p) + ".1")
+    p.write_bytes(b"".join(lines[300:400]))
+    time.sleep(0.01)
+    os.replace(str(p) + ".1", str(p) + ".2")
+    os.replace(p, str(p) + ".1")
+    p.write_bytes(b"".join(lines[400:]))
+    os.utime(str(p) + ".2", ns=(1, 1))  # the checkpoint's file is the oldest
+    with pytest.raises(CheckpointError, match="rotated more than once") as e:
+        JsonlSource([str(p)], follow=True, resume=state)
+    assert f"{p}.2 now" in str(e.value) and f"{p}.1 came after it" in str(e.value)
+
+
+def test_without_follow_a_rotated_file_is_not_looked_for(tmp_path):
+    p = tmp_path / "r.jsonl"
+    _, state = _stopped_at_300(p)
+    os.replace(p, str(p) + ".1")
+    p.write_bytes(b"".join(_lines(10, first=900)))
+    with pytest.raises(CheckpointError, match="not the file the checkpoint read|shorter than"):
+        JsonlSource([str(p)], resume=state)
 
 
 # -- the command ----------------------------------------------------------------------------------------
@@ -183,22 +280,53 @@ def test_run_follow_alerts_on_appended_lines_and_resumes_without_loss_or_double_
     assert sorted((a["arm"], a["kind"]) for a in alerts) == [("k18", "outlier"), ("k19", "outlier")]  # once each
 
 
-def test_run_follow_stops_with_an_error_when_the_file_is_rotated(tmp_path):
+def test_run_follow_follows_a_rotation_and_a_restart_resumes_in_the_new_file(tmp_path):
     p = tmp_path / "r.jsonl"
     p.write_bytes(b"".join(_lines(1000)))
     proc = _start(tmp_path)
     try:
-        _wait_for(lambda: (tmp_path / "c.ckpt").exists(), proc, "a checkpoint")
+        _wait_for(lambda: _checkpointed_at(tmp_path, "c.ckpt") == 1000, proc, "a checkpoint of the first file")
         os.replace(p, tmp_path / "r.jsonl.1")
+        p.write_bytes(b"".join(_lines(500, first=1000)))
+        _wait_for(lambda: _checkpointed_at(tmp_path, "c.ckpt") == 1500, proc, "a checkpoint in the new file")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        err = proc.communicate(timeout=60)[1]
+    assert proc.returncode == 0, err
+    assert "was rotated after line 1000: following the new file" in err
+    assert _summary(tmp_path)["records"] == 1500
+    # while the run is stopped: 300 more lines, then logrotate (.1 -> .2, the file -> .1, a new file)
+    _append(p, b"".join(_lines(300, first=1500)))
+    os.replace(tmp_path / "r.jsonl.1", tmp_path / "r.jsonl.2")
+    os.utime(tmp_path / "r.jsonl.2", ns=(1, 1))
+    os.replace(p, tmp_path / "r.jsonl.1")
+    p.write_bytes(b"".join(_lines(200, first=1800)))
+    proc = _start(tmp_path)
+    try:
+        _wait_for(lambda: _checkpointed_at(tmp_path, "c.ckpt") == 2000, proc, "a checkpoint after the restart")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        err = proc.communicate(timeout=60)[1]
+    assert proc.returncode == 0, err
+    assert "rotated while the run was stopped" in err
+    assert _summary(tmp_path)["records"] == 2000  # every line of the three files once
+
+
+def test_run_follow_stops_with_an_error_when_the_file_is_truncated(tmp_path):
+    p = tmp_path / "r.jsonl"
+    p.write_bytes(b"".join(_lines(1000)))
+    proc = _start(tmp_path)
+    try:
+        _wait_for(lambda: _checkpointed_at(tmp_path, "c.ckpt") == 1000, proc, "a checkpoint")
         p.write_bytes(b"".join(_lines(10, first=5000)))
         err = proc.communicate(timeout=60)[1]
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 1, err
-    assert "is another file now" in err and "rotation is not followed" in err
+    assert "shorter than what was read" in err and "copytruncate" in err
     summary = _summary(tmp_path)
-    assert summary["exit_code"] == 1 and "rotation is not followed" in summary["stop_reason"]
+    assert summary["exit_code"] == 1 and "copytruncate" in summary["stop_reason"]
     assert summary["records"] == 1000  # every line of the file it was, checkpointed at its end
 
 
