@@ -29,7 +29,8 @@ away (rotated) is read to its end, and then the file at its path from its first 
 (:meth:`JsonlSource._rotated`; the switch waits until every line of the old file is handled, so a
 checkpoint's position is always in the file at the path or, after a rotation while the run was stopped, in
 the sibling :func:`~streamarms.connectors.jsonl_lines.rotated_reader` finds). A file truncated or rewritten
-under it ends the source with that reason (:attr:`JsonlSource.failure`).
+under it is followed through the copy beside it (``copytruncate``, :meth:`JsonlSource._copied`); with no
+copy it ends the source with that reason (:attr:`JsonlSource.failure`).
 
 >>> import tempfile, os, json
 >>> d = tempfile.mkdtemp(); p = os.path.join(d, "r.jsonl")
@@ -262,8 +263,9 @@ class JsonlSource:
     records carry their parsed values (``decoded_values``: :data:`JsonlRecord`'s ``parsed``).
 
     ``follow``: the files still grow (``tail -F``); a :meth:`poll` that finds nothing new waits up to its
-    ``timeout`` for more, a file renamed away is followed to the new file at its path (:attr:`rotations`), and
-    the source is exhausted only when a file was truncated or rewritten under it (:attr:`failure`).
+    ``timeout`` for more, a file renamed away (or copied and truncated) is followed to the file at its path
+    (:attr:`rotations`), and the source is exhausted only when a file was truncated or rewritten under it with
+    no copy beside it (:attr:`failure`).
     The path ``-`` is standard input (:mod:`~streamarms.connectors.pipe_lines`): read until its writer
     closes it, with or without ``follow``; it cannot be resumed.
     """
@@ -343,11 +345,10 @@ class JsonlSource:
                 if not self._rotated(p):
                     return 0
             elif (why := self._readers[p].changed()) is not None:
-                self.failure = (f"{why}: following stops, the checkpoint stays at the last line read of the file it "
-                                "was (a file renamed away is followed to the new one at its path, as logrotate's "
-                                "default does; one truncated (copytruncate) or rewritten is not: put the file "
-                                "back, or start a new run on the new file with another --checkpoint)")
-                return 0
+                if self.merger.buffered((p, 0)):
+                    return 0  # its lines are handled first: a checkpoint's position stays in what was read
+                if not self._copied(p, why):
+                    return 0
             self._readers[p].more()
             self._eof[p] = False
         if self._eof[p] or self.merger.buffered((p, 0)) > self.merger.max_buffer:
@@ -387,6 +388,28 @@ class JsonlSource:
         old.close()
         self._readers[p] = new
         self.rotations += 1
+        return True
+
+    def _copied(self, p: str, why: str) -> bool:
+        """The followed file ``p`` was truncated or rewritten (:meth:`LineReader.changed` says ``why``): when a
+        sibling holds a copy of what was read (``copytruncate``), read the copy on and then ``p`` from its start
+        (as after a rename: :meth:`_rotated`), and say so; else the source fails (:attr:`failure`)."""
+        old = self._readers[p]
+        try:
+            copy = old.copied()
+        except CheckpointError as e:
+            copy, why = None, f"{why}; {e}"
+        if copy is None:
+            self.failure = (f"{why}: following stops, the checkpoint stays at the last line read of the file it "
+                            "was (a file renamed away, or truncated after a copy beside it -- logrotate's default "
+                            "and its copytruncate -- is followed; this one has no copy of what was read: put the "
+                            "file back, or start a new run on the new file with another --checkpoint)")
+            return False
+        log.info("%s was truncated after line %d with a copy in %s (copytruncate): reading the copy on, then the "
+                 "file at its path from its start (lines written between the copy and the truncation are lost to "
+                 "any reader)", p, old.line, copy.file_name)
+        old.close()
+        self._readers[p] = copy
         return True
 
     def _live(self, p: str) -> bool:

@@ -274,6 +274,22 @@ class LineReader:
         return mine.st_size >= read and self._pread(len(self._head), 0) == self._head \
             and self._pread(len(self._last), read - len(self._last)) == self._last
 
+    def copied(self) -> LineReader | None:
+        """For a file :meth:`changed` (truncated or rewritten): a reader of the copy that ``logrotate``'s
+        ``copytruncate`` left beside it (:func:`rotated_reader`: the sibling whose bytes are those read), after
+        the last line read -- read to its end, then the file at the path from its first line, as after a
+        rename. ``None`` when no sibling holds the bytes read (or the last of them are not known: an
+        incomplete line longer than :data:`WINDOW`); a :class:`~streamarms.checkpoint.CheckpointError` as
+        :func:`rotated_reader`'s."""
+        pos = self._end_pos
+        carry = self._f.tell() - pos  # (the fd's offset: truncation leaves it where reading stopped)
+        w = min(WINDOW, pos)
+        if len(self._last) - carry < w or len(self._head) < w:
+            return None
+        before = self._last[:len(self._last) - carry][len(self._last) - carry - w:]
+        digest = hashlib.blake2b(self._head[:w] + before, digest_size=8).hexdigest()
+        return rotated_reader(self.path, self._end_line, pos, digest)
+
     def changed(self) -> str | None:
         """Why the file at :attr:`path` is no longer the one read (``None``: it is): removed, another file
         there now (rotated or replaced), shorter than what was read (truncated), or other bytes where those

@@ -159,6 +159,35 @@ def test_a_rotation_waits_for_the_old_files_lines_to_be_handled(tmp_path, monkey
     src.close()
 
 
+@pytest.mark.parametrize("regrow", [False, True], ids=["truncated", "truncated-and-regrown"])
+def test_copytruncate_is_followed_through_the_copy_then_the_file_from_its_start(tmp_path, regrow):
+    """logrotate's copytruncate: the lines written after the last read are in the copy (F.1), then F starts
+    again from its first byte -- also when F grew past its old size before the follower looked."""
+    import shutil
+    p = tmp_path / "r.jsonl"
+    lines = _lines(1200)
+    p.write_bytes(b"".join(lines[:300]))
+    src = JsonlSource([str(p)], follow=True)
+    got = _poll_all(src)
+    _append(p, b"".join(lines[300:340]) + lines[340][:20])  # the writer is mid-line at the copy
+    shutil.copyfile(p, str(p) + ".1")
+    with open(p, "r+b") as f:
+        f.truncate(0)
+    new = lines[341:1200] if regrow else lines[341:400]
+    p.write_bytes(b"".join(new))
+    got += _poll_all(src, 6)
+    assert src.failure is None and src.rotations == 1
+    # the copy's cut last line is not a line (the writer's rest of it went to the truncated file)
+    assert [r.value + b"\n" for r in got] == lines[:340] + new
+    assert [r.offset for r in got] == list(range(len(got)))
+    state = src.state()
+    src.close()
+    _append(p, b"".join(_lines(5, first=5000)))
+    src2 = JsonlSource([str(p)], follow=True, resume=state)
+    assert [r.offset for r in _poll_all(src2)] == list(range(len(got), len(got) + 5))
+    src2.close()
+
+
 def _stopped_at_300(p):
     """A follower's checkpoint state after 300 lines of ``p`` (the run then stops)."""
     lines = _lines(600)
