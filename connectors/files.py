@@ -63,7 +63,7 @@ from streamarms.checkpoint import CheckpointError
 from streamarms.runtime.decoder import _SHORT
 from streamarms.runtime.records import RefusedKey, record_key
 
-from .jsonl_lines import WINDOW, LineReader, rotated_reader
+from .jsonl_lines import WINDOW, LineReader, compressed, next_rotation, rotated_reader
 from .ordering import PartitionMerger, tp_name
 from .pipe_lines import STDIN, PipeLineReader
 
@@ -281,6 +281,8 @@ class JsonlSource:
         self.failure: str | None = None
         #: following: the files renamed away and followed to the new file at their path
         self.rotations = 0
+        #: following: ``(dev, inode)`` of the rotated files of each path read since the path's own file
+        self._read_files: dict[str, set[tuple[int, int]]] = {}
         self.merger = PartitionMerger(ordered=ordered)
         self.merger.assign([(p, 0) for p in self.paths], resume or {})
         self._readers: dict[str, LineReader] = {}
@@ -377,15 +379,32 @@ class JsonlSource:
             return True
         if self.merger.buffered((p, 0)):
             return False
+        st = os.fstat(old.fileno())
+        seen = self._read_files.setdefault(p, set())
+        seen.add((st.st_dev, st.st_ino))
+        nxt = next_rotation(p, st.st_mtime_ns, seen)
         try:
-            new = LineReader(p, line=old.line, pos=0, follow=True)
-        except FileNotFoundError:  # renamed, the new file not created yet: wait for it
+            if nxt is None:
+                new = LineReader(p, line=old.line, pos=0, follow=True)
+            else:  # rotated again before the follower came to it: its lines come first
+                with open(nxt, "rb") as f:
+                    packed = compressed(f.read(6))
+                if packed is not None:
+                    self.failure = (f"{p} was rotated to {nxt} before all of it was read, and {nxt} is {packed[0]}-"
+                                    f"compressed: its lines cannot be read (compress rotations one rotation later: "
+                                    f"logrotate's delaycompress)")
+                    return False
+                new = LineReader(p, line=old.line, pos=0, follow=True, file=open(nxt, "rb"))
+        except FileNotFoundError:  # renamed, the new file not created yet (or the rotation gone): wait
             return False
         if old.incomplete.strip():
             log.warning("%s was rotated with an incomplete last line of %d bytes (no line end, not a whole JSON "
                         "object): not read", p, len(old.incomplete))
-        log.info("%s was rotated after line %d: following the new file at its path", p, old.line)
+        log.info("%s was rotated after line %d: following %s", p, old.line,
+                 "the new file at its path" if nxt is None else f"{nxt}, rotated before it was read, then the path")
         old.close()
+        if nxt is None:
+            seen.clear()  # (the path's file: a rotation of it later is a new file to the follower)
         self._readers[p] = new
         self.rotations += 1
         return True

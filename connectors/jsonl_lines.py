@@ -47,6 +47,7 @@ import json
 import os
 import re
 import stat
+import time
 from collections.abc import Callable
 from itertools import islice
 from typing import IO, Any
@@ -140,8 +141,11 @@ class LineReader:
         self._i = 0                     # self._lines[:self._i] are returned
         self._carry: list[bytes] = []   # the bytes read after the last line end
         self._end_line = self._end_pos = 0  # line number and byte position after the last line decoded
-        #: the decoded blocks still needed by :meth:`position`: (first line, lines, start byte, bytes)
-        self._blocks: list[tuple[int, int, int, bytes]] = []
+        #: the decoded blocks still needed by :meth:`position` and :meth:`mark`: (first line, lines, start byte,
+        #: bytes, the :data:`WINDOW` bytes before them)
+        self._blocks: list[tuple[int, int, int, bytes, bytes]] = []
+        #: the (up to) :data:`WINDOW` bytes before ``_end_pos``: the bytes of the lines decoded last
+        self._tail = b""
         #: the end of the file is reached (:meth:`read` returns fewer lines than asked)
         self.eof = False
         #: at the end: the bytes after the last line read, an incomplete line left unread (or ``b""``)
@@ -203,8 +207,18 @@ class LineReader:
             self._add(head)
 
     def _read_block(self) -> bytes | None:
-        """The next bytes (``b""``: the end)."""
-        return self._f.read(self._block)
+        """The next bytes (``b""``: the end). Following, also ``b""`` when the bytes before them are no longer
+        those read (the file was truncated -- ``copytruncate`` -- and maybe written again past this position
+        before or while the block was read): the block is not the continuation of what was read, so it is
+        given back, and :meth:`changed` says why at the end (one ``pread`` of :data:`WINDOW` bytes a block)."""
+        if not self.follow or not self._last:
+            return self._f.read(self._block)
+        at, last = self._f.tell(), self._last
+        data = self._f.read(self._block)
+        if data and self._pread(len(last), at - len(last)) != last:
+            self._f.seek(at)
+            return b""
+        return data
 
     def _add(self, raw: bytes) -> None:
         """Decode ``raw`` (whole lines, the last ending with a line end) into lines."""
@@ -215,10 +229,11 @@ class LineReader:
             text = text.replace("\r\n", "\n").replace("\r", "\n")
         new = text.split("\n")
         new.pop()  # the empty string after the last line end
-        self._blocks.append((self._end_line, len(new), self._end_pos, raw))
+        self._blocks.append((self._end_line, len(new), self._end_pos, raw, self._tail))
         self._lines += new
         self._end_line += len(new)
         self._end_pos += len(raw)
+        self._tail = raw[-WINDOW:] if len(raw) >= WINDOW else (self._tail + raw)[-WINDOW:]
 
     def _at_end(self) -> None:
         """The end of the file: the bytes after the last ``\\n`` (module docstring)."""
@@ -235,10 +250,11 @@ class LineReader:
             if self._end_pos == 0 and text.startswith("\ufeff"):
                 text = text[1:]
             if text.strip() and is_json_object(text):  # complete: a line without its newline
-                self._blocks.append((self._end_line, 1, self._end_pos, body))
+                self._blocks.append((self._end_line, 1, self._end_pos, body, self._tail))
                 self._lines.append(text)
                 self._end_line += 1
                 self._end_pos += len(body)
+                self._tail = (self._tail + body)[-WINDOW:]
                 tail = tail[len(body):]
         self.incomplete = tail
 
@@ -246,6 +262,10 @@ class LineReader:
         """At the end of the file: look again for bytes appended since (the next :meth:`read` returns
         the lines they complete; the incomplete line left unread is continued)."""
         self.eof = False
+
+    def fileno(self) -> int:
+        """The file descriptor of the file read."""
+        return self._f.fileno()
 
     def moved(self) -> bool:
         """Whether the file read was moved away intact (rotated by renaming): the path now holds another
@@ -276,19 +296,16 @@ class LineReader:
 
     def copied(self) -> LineReader | None:
         """For a file :meth:`changed` (truncated or rewritten): a reader of the copy that ``logrotate``'s
-        ``copytruncate`` left beside it (:func:`rotated_reader`: the sibling whose bytes are those read), after
-        the last line read -- read to its end, then the file at the path from its first line, as after a
-        rename. ``None`` when no sibling holds the bytes read (or the last of them are not known: an
-        incomplete line longer than :data:`WINDOW`); a :class:`~streamarms.checkpoint.CheckpointError` as
-        :func:`rotated_reader`'s."""
-        pos = self._end_pos
-        carry = self._f.tell() - pos  # (the fd's offset: truncation leaves it where reading stopped)
-        w = min(WINDOW, pos)
-        if len(self._last) - carry < w or len(self._head) < w:
-            return None
-        before = self._last[:len(self._last) - carry][len(self._last) - carry - w:]
-        digest = hashlib.blake2b(self._head[:w] + before, digest_size=8).hexdigest()
-        return rotated_reader(self.path, self._end_line, pos, digest)
+        ``copytruncate`` left beside it (:func:`rotated_reader`: the sibling holding every byte read -- its first
+        and last ones read, as :meth:`changed` compares them), after the last line read -- read to its end, then
+        the file at the path from its first line, as after a rename. ``None`` when no sibling holds them; a
+        :class:`~streamarms.checkpoint.CheckpointError` as :func:`rotated_reader`'s."""
+        read, head, last = self._f.tell(), self._head, self._last  # (truncation leaves the fd's offset as it was)
+
+        def holds(fd: int) -> bool:
+            return os.fstat(fd).st_size >= read and os.pread(fd, len(head), 0) == head \
+                and os.pread(fd, len(last), read - len(last)) == last
+        return rotated_reader(self.path, self._end_line, self._end_pos, None, holds)
 
     def changed(self) -> str | None:
         """Why the file at :attr:`path` is no longer the one read (``None``: it is): removed, another file
@@ -333,7 +350,7 @@ class LineReader:
         not yet :meth:`forget`-ten."""
         if line >= self._end_line:
             return self._end_pos
-        for first, _, start, raw in reversed(self._blocks):
+        for first, _, start, raw, _ in reversed(self._blocks):
             if first <= line:
                 k = line - first
                 ends = [m.end() for m in islice(_EOL.finditer(raw), k)] if k else [0]
@@ -347,9 +364,18 @@ class LineReader:
             del blocks[0]
 
     def mark(self, line: int) -> tuple[int, str]:
-        """``(byte position, digest)`` of line ``line``: what a checkpoint saves to resume there."""
+        """``(byte position, digest)`` of line ``line``: what a checkpoint saves to resume there. The digest is
+        of the bytes *read* (the first ones and those before the position, as :meth:`_digest` reads them from
+        the file): a followed file truncated since they were read -- not yet seen by the reader -- has other
+        bytes there, and a restart must find the copy that holds these (:func:`rotated_reader`)."""
         pos = self.position(line)
-        return pos, self._digest(pos)
+        w = min(WINDOW, pos)
+        if line >= self._end_line:
+            before = self._tail
+        else:
+            first, _, start, raw, prev = next(b for b in reversed(self._blocks) if b[0] <= line)
+            before = prev + raw[:pos - start]
+        return pos, hashlib.blake2b(self._head[:w] + before[len(before) - w:], digest_size=8).hexdigest()
 
     def _pread(self, n: int, at: int) -> bytes:
         if hasattr(os, "pread"):
@@ -397,6 +423,7 @@ class LineReader:
         self._end_pos = pos
         w = min(WINDOW, pos)
         self._head, self._last = self._pread(w, 0), self._pread(w, pos - w)
+        self._tail = self._last
 
     def _skip(self, line: int) -> None:
         """Skip ``line`` lines (a checkpoint that saved the line number only)."""
@@ -412,6 +439,7 @@ class LineReader:
             self.line += 1
             self._end_line += 1
             self._end_pos += len(self.incomplete)
+            self._tail = (self._tail + self.incomplete)[-WINDOW:]
             self.incomplete, left = b"", 0
         if left:
             raise CheckpointError(
@@ -420,43 +448,63 @@ class LineReader:
                 f"or replaced since. {_HOW}")
 
 
-def rotated_reader(path: str, line: int, pos: int | None, digest: str | None) -> LineReader | None:
-    """A checkpoint's followed file renamed away while the run was stopped (logrotate's ``path.1``): a reader of
-    it at the checkpoint's position, whose :attr:`LineReader.path` stays ``path`` -- so it is :meth:`moved
-    <LineReader.moved>`, read to its end, and then followed to the file at ``path``. The file is the sibling
-    (same directory, its name starting with ``path``'s) that holds the checkpoint's bytes (size and digest);
-    ``None`` when none does. A :class:`~streamarms.checkpoint.CheckpointError` when a sibling was written after
-    it (rotated more than once: the lines of the files between would be skipped)."""
+def _siblings(path: str) -> list[tuple[int, int, int, str]]:
+    """The regular files beside ``path`` named as its rotations (``path.1``, ``path-20261125``, ``path.2.gz``:
+    its name, then ``.``, ``-`` or ``_`` and a digit): ``(mtime_ns, dev, inode, path)``, oldest first."""
     folder, base = os.path.split(path)
-    try:
-        names = os.listdir(folder or ".")
-    except OSError:
-        return None
-    siblings: list[tuple[int, str]] = []
-    for name in names:
-        q = os.path.join(folder, name)
-        if name != base and name.startswith(base):
-            try:
-                st = os.stat(q)
-            except OSError:
-                continue
-            if stat.S_ISREG(st.st_mode):
-                siblings.append((st.st_mtime_ns, q))
-    for mtime, q in siblings:
+    for _ in range(50):  # a rotation renaming the files one by one while they are listed: list them again
+        try:
+            names = os.listdir(folder or ".")
+        except OSError:
+            return []
+        out, gone = [], False
+        for name in names:
+            if len(name) > len(base) + 1 and name.startswith(base) and name[len(base)] in ".-_" \
+                    and name[len(base) + 1].isdigit():
+                q = os.path.join(folder, name)
+                try:
+                    st = os.stat(q)
+                except FileNotFoundError:
+                    gone = True
+                    break
+                except OSError:
+                    continue
+                if stat.S_ISREG(st.st_mode):
+                    out.append((st.st_mtime_ns, st.st_dev, st.st_ino, q))
+        if not gone:
+            break
+        time.sleep(0.002)
+    return sorted(out)
+
+
+def rotated_reader(path: str, line: int, pos: int | None, digest: str | None,
+                   holds: Callable[[int], bool] | None = None) -> LineReader | None:
+    """A followed file's rotation that holds the bytes read (a checkpoint's, by size and digest; or
+    ``holds(fd)``, given): a reader of it at ``line`` / ``pos`` whose :attr:`LineReader.path` stays ``path`` --
+    so it is :meth:`moved <LineReader.moved>`, read to its end, and then followed to the next rotation
+    (:func:`next_rotation`) or the file at ``path``. ``None`` when no rotation holds them."""
+    for _, _, _, q in reversed(_siblings(path)):  # (the newest first: a checkpoint's file was rotated last)
         f = open(q, "rb")
         try:
-            reader = LineReader(path, line=line, pos=pos, digest=digest, follow=True, file=f)
+            if holds is not None and not holds(f.fileno()):
+                raise CheckpointError("not this one")
+            return LineReader(path, line=line, pos=pos, digest=digest, follow=True, file=f)
         except CheckpointError:
             f.close()
-            continue
-        later = sorted(x for t, x in siblings if t > mtime)
-        if later:
-            reader.close()
-            raise CheckpointError(
-                f"{path} was rotated more than once while the run was stopped: the checkpoint's file is {q} now, and "
-                f"{', '.join(later)} came after it. Read them in order with runs of their own (their lines would be "
-                f"skipped), then start a new run on {path} with another --checkpoint")
-        return reader
+    return None
+
+
+def next_rotation(path: str, after: int, seen: set[tuple[int, int]]) -> str | None:
+    """The rotation of ``path`` written after the file read (``after``: its mtime in ns) and not read yet
+    (``seen``: the ``(dev, inode)`` of the files read): a file rotated away before the follower came to it
+    (rotated twice while it was behind, or stopped). ``None``: go on with the file at ``path``.
+
+    A rotation renames a file and leaves its mtime (its last write), and ``copytruncate``'s copy is made when
+    it is taken, so the rotations' mtimes are in the order their lines were written.
+    """
+    for mtime, dev, ino, q in _siblings(path):
+        if mtime > after and (dev, ino) not in seen:
+            return q
     return None
 
 

@@ -62,7 +62,7 @@ class PipeLineReader(LineReader):
         super()._at_end()
         tail = self.incomplete
         if tail.strip():  # the writer closed the pipe mid-line: a last line, refused downstream, never dropped
-            self._blocks.append((self._end_line, 1, self._end_pos, tail))
+            self._blocks.append((self._end_line, 1, self._end_pos, tail, self._tail))
             self._lines.append(tail.decode("utf-8", "surrogateescape"))
             self._end_line += 1
             self._end_pos += len(tail)

@@ -159,17 +159,21 @@ def test_a_rotation_waits_for_the_old_files_lines_to_be_handled(tmp_path, monkey
     src.close()
 
 
-@pytest.mark.parametrize("regrow", [False, True], ids=["truncated", "truncated-and-regrown"])
-def test_copytruncate_is_followed_through_the_copy_then_the_file_from_its_start(tmp_path, regrow):
+@pytest.mark.parametrize("regrow, mid_line", [(False, False), (True, False), (False, True)],
+                         ids=["truncated", "truncated-and-regrown", "read-mid-line"])
+def test_copytruncate_is_followed_through_the_copy_then_the_file_from_its_start(tmp_path, regrow, mid_line):
     """logrotate's copytruncate: the lines written after the last read are in the copy (F.1), then F starts
-    again from its first byte -- also when F grew past its old size before the follower looked."""
+    again from its first byte -- also when F grew past its old size before the follower looked, and when
+    the follower had read part of a line (a live trial: every such copy was missed)."""
     import shutil
     p = tmp_path / "r.jsonl"
     lines = _lines(1200)
-    p.write_bytes(b"".join(lines[:300]))
+    p.write_bytes(b"".join(lines[:300]) + (lines[300][:7] if mid_line else b""))
     src = JsonlSource([str(p)], follow=True)
     got = _poll_all(src)
-    _append(p, b"".join(lines[300:340]) + lines[340][:20])  # the writer is mid-line at the copy
+    if mid_line:
+        _append(p, lines[300][7:])
+    _append(p, b"".join(lines[300 + mid_line:340]) + lines[340][:20])  # the writer is mid-line at the copy
     shutil.copyfile(p, str(p) + ".1")
     with open(p, "r+b") as f:
         f.truncate(0)
@@ -220,19 +224,71 @@ def test_a_restart_after_a_rotation_reads_the_checkpoints_file_on_then_the_new_o
     assert src.rotations == 1
 
 
-def test_a_restart_after_two_rotations_says_which_files_it_would_skip(tmp_path):
+def test_a_restart_after_two_rotations_reads_both_rotated_files_then_the_path(tmp_path):
     p = tmp_path / "r.jsonl"
     lines, state = _stopped_at_300(p)
+    _append(p, b"".join(lines[300:320]))
     os.replace(p, str(p) + ".1")
-    p.write_bytes(b"".join(lines[300:400]))
-    time.sleep(0.01)
+    p.write_bytes(b"".join(lines[320:400]))
     os.replace(str(p) + ".1", str(p) + ".2")
     os.replace(p, str(p) + ".1")
     p.write_bytes(b"".join(lines[400:]))
-    os.utime(str(p) + ".2", ns=(1, 1))  # the checkpoint's file is the oldest
-    with pytest.raises(CheckpointError, match="rotated more than once") as e:
-        JsonlSource([str(p)], follow=True, resume=state)
-    assert f"{p}.2 now" in str(e.value) and f"{p}.1 came after it" in str(e.value)
+    os.utime(str(p) + ".2", ns=(1, 1))  # the checkpoint's file is the oldest, as its last write was
+    os.utime(str(p) + ".1", ns=(2, 2))
+    (tmp_path / "r.jsonl.bak").write_bytes(b"not a rotation\n")  # another name: never read
+    src = JsonlSource([str(p)], follow=True, resume=state)
+    got = _poll_all(src, 8)
+    src.close()
+    assert [r.value + b"\n" for r in got] == lines[300:] and [r.offset for r in got] == list(range(300, 600))
+    assert src.rotations == 2
+
+
+@pytest.mark.parametrize("mode", ["rename", "copytruncate"])
+def test_a_follower_behind_two_rotations_reads_every_rotated_file_in_order(tmp_path, mode):
+    """A live trial lost lines: the follower, behind a fast writer, finished the old file after the file at the
+    path had been rotated again, and went on with the path -- the file in between was never read."""
+    import shutil
+    p = tmp_path / "r.jsonl"
+    lines = _lines(600)
+    p.write_bytes(b"".join(lines[:100]))
+    src = JsonlSource([str(p)], follow=True)
+    got = _poll_all(src)
+    t = 10
+    for first, last in ((100, 250), (250, 400)):  # two rotations before the follower looks
+        _append(p, b"".join(lines[first:last]))
+        for i in (2, 1):
+            if os.path.exists(f"{p}.{i}"):
+                os.replace(f"{p}.{i}", f"{p}.{i + 1}")
+        if mode == "rename":
+            os.replace(p, f"{p}.1")
+        else:
+            shutil.copyfile(p, f"{p}.1")
+            with open(p, "r+b") as f:
+                f.truncate(0)
+        os.utime(f"{p}.1", ns=(t, t))
+        t += 10
+        if mode == "rename":
+            p.write_bytes(b"")
+    _append(p, b"".join(lines[400:]))
+    got += _poll_all(src, 10)
+    src.close()
+    assert src.failure is None
+    assert [r.value + b"\n" for r in got] == lines and [r.offset for r in got] == list(range(600))
+
+
+def test_a_compressed_rotation_before_the_follower_came_to_it_fails_the_source(tmp_path):
+    import gzip
+    p = tmp_path / "r.jsonl"
+    lines = _lines(300)
+    p.write_bytes(b"".join(lines[:100]))
+    src = JsonlSource([str(p)], follow=True)
+    _poll_all(src)
+    os.replace(p, f"{p}.2")
+    (tmp_path / "r.jsonl.1.gz").write_bytes(gzip.compress(b"".join(lines[100:200])))
+    os.utime(f"{p}.2", ns=(1, 1))
+    p.write_bytes(b"".join(lines[200:]))
+    assert _poll_all(src, 5) == [] and src.exhausted
+    assert "r.jsonl.1.gz is gzip-compressed" in src.failure and "delaycompress" in src.failure
 
 
 def test_without_follow_a_rotated_file_is_not_looked_for(tmp_path):
