@@ -63,7 +63,7 @@ from streamarms.checkpoint import CheckpointError
 from streamarms.runtime.decoder import _SHORT
 from streamarms.runtime.records import RefusedKey, record_key
 
-from .jsonl_lines import WINDOW, LineReader, compressed, next_rotation, rotated_reader
+from .jsonl_lines import WINDOW, LineReader, compressed, next_rotation, rotated_reader, rotations_of
 from .ordering import PartitionMerger, tp_name
 from .pipe_lines import STDIN, PipeLineReader
 
@@ -283,6 +283,9 @@ class JsonlSource:
         self.rotations = 0
         #: following: ``(dev, inode)`` of the rotated files of each path read since the path's own file
         self._read_files: dict[str, set[tuple[int, int]]] = {}
+        #: following: ``(dev, inode)`` of the rotations of each path there when its reader started at the
+        #: file's first byte (:meth:`_unread_copied`)
+        self._known: dict[str, set[tuple[int, int]]] = {}
         self.merger = PartitionMerger(ordered=ordered)
         self.merger.assign([(p, 0) for p in self.paths], resume or {})
         self._readers: dict[str, LineReader] = {}
@@ -301,6 +304,8 @@ class JsonlSource:
                     self._readers[p] = PipeLineReader()
                 else:
                     self._readers[p] = self._reader(p, start, pos, digest)
+                    if follow and not pos and self._readers[p].file_name == p:
+                        self._known[p] = {(d, i) for _, d, i, _ in rotations_of(p)}
                 self._eof[p] = False
         except BaseException:
             self.close()
@@ -343,7 +348,9 @@ class JsonlSource:
     def _read(self, p: str, per: int) -> int:
         """Read up to ``per`` lines of ``p`` into the merger; how many were read."""
         if self._eof[p] and self._live(p):
-            if self._readers[p].moved():
+            if self._unread_copied(p):
+                pass
+            elif self._readers[p].moved():
                 if not self._rotated(p):
                     return 0
             elif (why := self._readers[p].changed()) is not None:
@@ -405,7 +412,40 @@ class JsonlSource:
         old.close()
         if nxt is None:
             seen.clear()  # (the path's file: a rotation of it later is a new file to the follower)
+            self._known[p] = {(d, i) for _, d, i, _ in rotations_of(p)}
         self._readers[p] = new
+        self.rotations += 1
+        return True
+
+    def _unread_copied(self, p: str) -> bool:
+        """A follower of ``p``'s own file that has read none of it yet cannot see it truncated (no byte read to
+        compare): a ``copytruncate`` then leaves the copy as the only trace. A rotation of ``p`` that is new since
+        the reader started (not its own file: a rename is :meth:`LineReader.moved`) holds lines it has not read:
+        read it first (then the chain, then ``p`` from its start: :meth:`_rotated`); whether it did."""
+        r = self._readers[p]
+        known = self._known.get(p)
+        if known is None or r.offset or r.file_name != p or self.merger.buffered((p, 0)):
+            return False
+        st = os.fstat(r.fileno())
+        new = [(d, i, q) for _, d, i, q in rotations_of(p) if (d, i) not in known and (d, i) != (st.st_dev, st.st_ino)]
+        if not new:
+            return False
+        d, i, q = new[0]  # (the oldest)
+        try:
+            with open(q, "rb") as f:
+                packed = compressed(f.read(6))
+            if packed is not None:
+                self.failure = (f"{p} was copied to {q} and truncated before any of it was read, and {q} is "
+                                f"{packed[0]}-compressed: its lines cannot be read (logrotate's delaycompress)")
+                return False
+            copy = LineReader(p, line=r.line, pos=0, follow=True, file=open(q, "rb"))
+        except FileNotFoundError:
+            return False
+        known.add((d, i))
+        log.info("%s was copied to %s and truncated before any of it was read (copytruncate): reading the copy, "
+                 "then the file at its path from its start", p, q)
+        r.close()
+        self._readers[p] = copy
         self.rotations += 1
         return True
 

@@ -267,6 +267,11 @@ class LineReader:
         """The file descriptor of the file read."""
         return self._f.fileno()
 
+    @property
+    def offset(self) -> int:
+        """How many bytes of the file were read (0: none yet)."""
+        return self._f.tell()
+
     def moved(self) -> bool:
         """Whether the file read was moved away intact (rotated by renaming): the path now holds another
         file, or none yet, and the file read is neither shorter nor other bytes where those read were. A
@@ -448,7 +453,7 @@ class LineReader:
                 f"or replaced since. {_HOW}")
 
 
-def _siblings(path: str) -> list[tuple[int, int, int, str]]:
+def rotations_of(path: str) -> list[tuple[int, int, int, str]]:
     """The regular files beside ``path`` named as its rotations (``path.1``, ``path-20261125``, ``path.2.gz``:
     its name, then ``.``, ``-`` or ``_`` and a digit): ``(mtime_ns, dev, inode, path)``, oldest first."""
     folder, base = os.path.split(path)
@@ -483,7 +488,7 @@ def rotated_reader(path: str, line: int, pos: int | None, digest: str | None,
     ``holds(fd)``, given): a reader of it at ``line`` / ``pos`` whose :attr:`LineReader.path` stays ``path`` --
     so it is :meth:`moved <LineReader.moved>`, read to its end, and then followed to the next rotation
     (:func:`next_rotation`) or the file at ``path``. ``None`` when no rotation holds them."""
-    for _, _, _, q in reversed(_siblings(path)):  # (the newest first: a checkpoint's file was rotated last)
+    for _, _, _, q in reversed(rotations_of(path)):  # (the newest first: a checkpoint's file was rotated last)
         f = open(q, "rb")
         try:
             if holds is not None and not holds(f.fileno()):
@@ -502,7 +507,7 @@ def next_rotation(path: str, after: int, seen: set[tuple[int, int]]) -> str | No
     A rotation renames a file and leaves its mtime (its last write), and ``copytruncate``'s copy is made when
     it is taken, so the rotations' mtimes are in the order their lines were written.
     """
-    for mtime, dev, ino, q in _siblings(path):
+    for mtime, dev, ino, q in rotations_of(path):
         if mtime > after and (dev, ino) not in seen:
             return q
     return None

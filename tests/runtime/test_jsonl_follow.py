@@ -192,6 +192,33 @@ def test_copytruncate_is_followed_through_the_copy_then_the_file_from_its_start(
     src2.close()
 
 
+@pytest.mark.parametrize("epochs", [1, 2])
+def test_copytruncate_of_lines_not_read_yet_is_found_by_the_new_copy(tmp_path, epochs):
+    """Nothing read of the file yet, so nothing to see truncated: a drill lost a whole first epoch this way.
+    The copy that appeared since the follower started holds those lines."""
+    import shutil
+    p = tmp_path / "r.jsonl"
+    p.write_bytes(b"")
+    (tmp_path / "r.jsonl.1").write_bytes(b"".join(_lines(5, first=9000)))  # before the run: not its lines
+    os.utime(tmp_path / "r.jsonl.1", ns=(1, 1))
+    src = JsonlSource([str(p)], follow=True)
+    assert _poll_all(src) == []
+    lines = _lines(300)
+    for k in range(epochs):
+        _append(p, b"".join(lines[100 * k:100 * (k + 1)]))
+        for i in (2, 1):
+            if os.path.exists(f"{p}.{i}"):
+                os.replace(f"{p}.{i}", f"{p}.{i + 1}")
+        shutil.copyfile(p, f"{p}.1")
+        os.utime(f"{p}.1", ns=(10 + k, 10 + k))
+        with open(p, "r+b") as f:
+            f.truncate(0)
+    _append(p, b"".join(lines[100 * epochs:]))
+    got = _poll_all(src, 8)
+    src.close()
+    assert src.failure is None and [r.value + b"\n" for r in got] == lines
+
+
 def _stopped_at_300(p):
     """A follower's checkpoint state after 300 lines of ``p`` (the run then stops)."""
     lines = _lines(600)
