@@ -392,19 +392,30 @@ def test_run_follow_alerts_on_appended_lines_and_resumes_without_loss_or_double_
     assert sorted((a["arm"], a["kind"]) for a in alerts) == [("k18", "outlier"), ("k19", "outlier")]  # once each
 
 
-def test_run_follow_follows_a_rotation_and_a_restart_resumes_in_the_new_file(tmp_path):
-    p = tmp_path / "r.jsonl"
-    p.write_bytes(b"".join(_lines(1000)))
+def _run_until_checkpointed(tmp_path, records: int, what: str, then=None) -> str:
+    """A ``--follow`` run until its checkpoint covers ``records`` (``then()`` after the first ``then[0]``
+    records); SIGTERM; exit 0; its stderr."""
     proc = _start(tmp_path)
     try:
-        _wait_for(lambda: _checkpointed_at(tmp_path, "c.ckpt") == 1000, proc, "a checkpoint of the first file")
-        os.replace(p, tmp_path / "r.jsonl.1")
-        p.write_bytes(b"".join(_lines(500, first=1000)))
-        _wait_for(lambda: _checkpointed_at(tmp_path, "c.ckpt") == 1500, proc, "a checkpoint in the new file")
+        if then is not None:
+            _wait_for(lambda: _checkpointed_at(tmp_path, "c.ckpt") == then[0], proc, "a checkpoint of the first file")
+            then[1]()
+        _wait_for(lambda: _checkpointed_at(tmp_path, "c.ckpt") == records, proc, what)
     finally:
         proc.send_signal(signal.SIGTERM)
         err = proc.communicate(timeout=60)[1]
     assert proc.returncode == 0, err
+    return err
+
+
+def test_run_follow_follows_a_rotation_and_a_restart_resumes_in_the_new_file(tmp_path):
+    p = tmp_path / "r.jsonl"
+    p.write_bytes(b"".join(_lines(1000)))
+
+    def rotate():
+        os.replace(p, tmp_path / "r.jsonl.1")
+        p.write_bytes(b"".join(_lines(500, first=1000)))
+    err = _run_until_checkpointed(tmp_path, 1500, "a checkpoint in the new file", (1000, rotate))
     assert "was rotated after line 1000: following the new file" in err
     assert _summary(tmp_path)["records"] == 1500
     # while the run is stopped: 300 more lines, then logrotate (.1 -> .2, the file -> .1, a new file)
@@ -413,13 +424,7 @@ def test_run_follow_follows_a_rotation_and_a_restart_resumes_in_the_new_file(tmp
     os.utime(tmp_path / "r.jsonl.2", ns=(1, 1))
     os.replace(p, tmp_path / "r.jsonl.1")
     p.write_bytes(b"".join(_lines(200, first=1800)))
-    proc = _start(tmp_path)
-    try:
-        _wait_for(lambda: _checkpointed_at(tmp_path, "c.ckpt") == 2000, proc, "a checkpoint after the restart")
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        err = proc.communicate(timeout=60)[1]
-    assert proc.returncode == 0, err
+    err = _run_until_checkpointed(tmp_path, 2000, "a checkpoint after the restart")
     assert "rotated while the run was stopped" in err
     assert _summary(tmp_path)["records"] == 2000  # every line of the three files once
 
