@@ -390,19 +390,11 @@ class JsonlSource:
         seen = self._read_files.setdefault(p, set())
         seen.add((st.st_dev, st.st_ino))
         nxt = next_rotation(p, st.st_mtime_ns, seen)
-        try:
-            if nxt is None:
-                new = LineReader(p, line=old.line, pos=0, follow=True)
-            else:  # rotated again before the follower came to it: its lines come first
-                with open(nxt, "rb") as f:
-                    packed = compressed(f.read(6))
-                if packed is not None:
-                    self.failure = (f"{p} was rotated to {nxt} before all of it was read, and {nxt} is {packed[0]}-"
-                                    f"compressed: its lines cannot be read (compress rotations one rotation later: "
-                                    f"logrotate's delaycompress)")
-                    return False
-                new = LineReader(p, line=old.line, pos=0, follow=True, file=open(nxt, "rb"))
-        except FileNotFoundError:  # renamed, the new file not created yet (or the rotation gone): wait
+        try:  # (the path renamed, the new file not created yet, or the rotation gone: wait)
+            new = LineReader(p, line=old.line, pos=0, follow=True) if nxt is None else self._rotation(p, nxt, old.line)
+        except FileNotFoundError:
+            return False
+        if new is None:
             return False
         if old.incomplete.strip():
             log.warning("%s was rotated with an incomplete last line of %d bytes (no line end, not a whole JSON "
@@ -416,6 +408,17 @@ class JsonlSource:
         self._readers[p] = new
         self.rotations += 1
         return True
+
+    def _rotation(self, p: str, q: str, line: int) -> LineReader | None:
+        """A reader of ``q``, a rotation of ``p`` not read yet, from its first line (numbered from ``line``);
+        ``None`` and the source fails when it is compressed (its lines cannot be read)."""
+        with open(q, "rb") as f:
+            packed = compressed(f.read(6))
+        if packed is not None:
+            self.failure = (f"{p} was rotated to {q} before the run read it, and {q} is {packed[0]}-compressed: its "
+                            "lines cannot be read (compress rotations one rotation later: logrotate's delaycompress)")
+            return None
+        return LineReader(p, line=line, pos=0, follow=True, file=open(q, "rb"))
 
     def _unread_copied(self, p: str) -> bool:
         """A follower of ``p``'s own file that has read none of it yet cannot see it truncated (no byte read to
@@ -432,14 +435,10 @@ class JsonlSource:
             return False
         d, i, q = new[0]  # (the oldest)
         try:
-            with open(q, "rb") as f:
-                packed = compressed(f.read(6))
-            if packed is not None:
-                self.failure = (f"{p} was copied to {q} and truncated before any of it was read, and {q} is "
-                                f"{packed[0]}-compressed: its lines cannot be read (logrotate's delaycompress)")
-                return False
-            copy = LineReader(p, line=r.line, pos=0, follow=True, file=open(q, "rb"))
+            copy = self._rotation(p, q, r.line)
         except FileNotFoundError:
+            return False
+        if copy is None:
             return False
         known.add((d, i))
         log.info("%s was copied to %s and truncated before any of it was read (copytruncate): reading the copy, "

@@ -315,7 +315,7 @@ def test_a_compressed_rotation_before_the_follower_came_to_it_fails_the_source(t
     os.utime(f"{p}.2", ns=(1, 1))
     p.write_bytes(b"".join(lines[200:]))
     assert _poll_all(src, 5) == [] and src.exhausted
-    assert "r.jsonl.1.gz is gzip-compressed" in src.failure and "delaycompress" in src.failure
+    assert "r.jsonl.1.gz is gzip-compressed" in src.failure and "delaycompress" in src.failure, src.failure
 
 
 def test_without_follow_a_rotated_file_is_not_looked_for(tmp_path):
