@@ -63,7 +63,7 @@ from streamarms.checkpoint import CheckpointError
 from streamarms.runtime.decoder import _SHORT
 from streamarms.runtime.records import RefusedKey, record_key
 
-from .jsonl_lines import WINDOW, LineReader, compressed, next_rotation, rotated_reader, rotations_of
+from .jsonl_lines import WINDOW, LineReader, compressed, next_rotation, rotated_reader, rotation_ids, rotations_of
 from .ordering import PartitionMerger, tp_name
 from .pipe_lines import STDIN, PipeLineReader
 
@@ -305,7 +305,7 @@ class JsonlSource:
                 else:
                     self._readers[p] = self._reader(p, start, pos, digest)
                     if follow and not pos and self._readers[p].file_name == p:
-                        self._known[p] = {(d, i) for _, d, i, _ in rotations_of(p)}
+                        self._known[p] = rotation_ids(p)
                 self._eof[p] = False
         except BaseException:
             self.close()
@@ -404,7 +404,7 @@ class JsonlSource:
         old.close()
         if nxt is None:
             seen.clear()  # (the path's file: a rotation of it later is a new file to the follower)
-            self._known[p] = {(d, i) for _, d, i, _ in rotations_of(p)}
+            self._known[p] = rotation_ids(p)
         self._readers[p] = new
         self.rotations += 1
         return True
@@ -412,13 +412,15 @@ class JsonlSource:
     def _rotation(self, p: str, q: str, line: int) -> LineReader | None:
         """A reader of ``q``, a rotation of ``p`` not read yet, from its first line (numbered from ``line``);
         ``None`` and the source fails when it is compressed (its lines cannot be read)."""
-        with open(q, "rb") as f:
-            packed = compressed(f.read(6))
+        f = open(q, "rb")
+        packed = compressed(f.read(6))
         if packed is not None:
+            f.close()
             self.failure = (f"{p} was rotated to {q} before the run read it, and {q} is {packed[0]}-compressed: its "
                             "lines cannot be read (compress rotations one rotation later: logrotate's delaycompress)")
             return None
-        return LineReader(p, line=line, pos=0, follow=True, file=open(q, "rb"))
+        f.seek(0)
+        return LineReader(p, line=line, pos=0, follow=True, file=f)
 
     def _unread_copied(self, p: str) -> bool:
         """A follower of ``p``'s own file that has read none of it yet cannot see it truncated (no byte read to

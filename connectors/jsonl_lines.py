@@ -93,6 +93,18 @@ def compressed(head: bytes) -> tuple[str, str] | None:
     return None
 
 
+def _pread(fd: int, n: int, at: int) -> bytes:
+    """``n`` bytes of the file open at ``fd`` from byte ``at``, its offset left as it was."""
+    if hasattr(os, "pread"):
+        return os.pread(fd, n, at)
+    here = os.lseek(fd, 0, os.SEEK_CUR)  # pragma: no cover - a platform without pread
+    try:
+        os.lseek(fd, at, os.SEEK_SET)
+        return os.read(fd, n)
+    finally:
+        os.lseek(fd, here, os.SEEK_SET)
+
+
 def is_json_object(text: str) -> bool:
     """Whether ``text`` is one whole JSON object (orjson, or the standard library for what orjson refuses:
     NaN, huge integers...).
@@ -295,9 +307,7 @@ class LineReader:
         mine = os.fstat(self._f.fileno())
         if now is not None and (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino):
             return False
-        read = self._f.tell()
-        return mine.st_size >= read and self._pread(len(self._head), 0) == self._head \
-            and self._pread(len(self._last), read - len(self._last)) == self._last
+        return self._holds_read(self._f.fileno())
 
     def copied(self) -> LineReader | None:
         """For a file :meth:`changed` (truncated or rewritten): a reader of the copy that ``logrotate``'s
@@ -305,12 +315,7 @@ class LineReader:
         and last ones read, as :meth:`changed` compares them), after the last line read -- read to its end, then
         the file at the path from its first line, as after a rename. ``None`` when no sibling holds them; a
         :class:`~streamarms.checkpoint.CheckpointError` as :func:`rotated_reader`'s."""
-        read, head, last = self._f.tell(), self._head, self._last  # (truncation leaves the fd's offset as it was)
-
-        def holds(fd: int) -> bool:
-            return os.fstat(fd).st_size >= read and os.pread(fd, len(head), 0) == head \
-                and os.pread(fd, len(last), read - len(last)) == last
-        return rotated_reader(self.path, self._end_line, self._end_pos, None, holds)
+        return rotated_reader(self.path, self._end_line, self._end_pos, None, self._holds_read)
 
     def changed(self) -> str | None:
         """Why the file at :attr:`path` is no longer the one read (``None``: it is): removed, another file
@@ -340,8 +345,7 @@ class LineReader:
         if mine.st_size < read:
             return (f"{self.path} is shorter than what was read of it: {mine.st_size:,} bytes now, {read:,} bytes "
                     "read (truncated)")
-        if self._pread(len(self._head), 0) != self._head or self._pread(len(self._last), read - len(self._last)) \
-                != self._last:
+        if not self._holds_read(self._f.fileno()):
             return (f"{self.path} was rewritten: its first bytes, or those before byte {read:,}, are not those read "
                     "(truncated and written again, or edited)")
         return None
@@ -383,14 +387,15 @@ class LineReader:
         return pos, hashlib.blake2b(self._head[:w] + before[len(before) - w:], digest_size=8).hexdigest()
 
     def _pread(self, n: int, at: int) -> bytes:
-        if hasattr(os, "pread"):
-            return os.pread(self._f.fileno(), n, at)
-        here = self._f.tell()  # pragma: no cover - a platform without pread
-        try:
-            self._f.seek(at)
-            return self._f.read(n)
-        finally:
-            self._f.seek(here)
+        return _pread(self._f.fileno(), n, at)
+
+    def _holds_read(self, fd: int) -> bool:
+        """Whether the file open at ``fd`` (this reader's, or a sibling's) holds the bytes read: at least as
+        long as what was read, and its first bytes and those before the reader's offset are the ones read (up to
+        :data:`WINDOW` each). A truncation leaves the reader's offset as it was."""
+        read, head, last = self._f.tell(), self._head, self._last
+        return os.fstat(fd).st_size >= read and _pread(fd, len(head), 0) == head \
+            and _pread(fd, len(last), read - len(last)) == last
 
     def _digest(self, pos: int) -> str:
         w = min(WINDOW, pos)
@@ -480,6 +485,11 @@ def rotations_of(path: str) -> list[tuple[int, int, int, str]]:
             break
         time.sleep(0.002)
     return sorted(out)
+
+
+def rotation_ids(path: str) -> set[tuple[int, int]]:
+    """The ``(dev, inode)`` of ``path``'s rotations there now (:func:`rotations_of`)."""
+    return {(dev, ino) for _, dev, ino, _ in rotations_of(path)}
 
 
 def rotated_reader(path: str, line: int, pos: int | None, digest: str | None,
