@@ -1,4 +1,4 @@
-"""``streamarms explain [KEY] --checkpoint PATH``: a key's current evidence, read from a checkpoint of
+"""``streamarms explain [KEY] --checkpoint PATH`` (or ``streamarms explain PATH [KEY]``): a key's current evidence, read from a checkpoint of
 ``streamarms run`` (the continuous mode's running daemon also answers on ``/explain?key=KEY`` next to
 ``/metrics``).
 
@@ -34,8 +34,8 @@ def add_explain_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser("explain", help="a key's current evidence, from a checkpoint of streamarms run",
                               description=__doc__.split("\n\n")[0],
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("key", nargs="?", metavar="KEY", help="the stream key (none: a summary -- the continuous mode's groups and flagged keys, an episode's outliers and counts)")
-    p.add_argument("--checkpoint", required=True, metavar="PATH|dir:PATH|kafka:TOPIC",
+    p.add_argument("key", nargs="*", metavar="KEY", help="the stream key (none: a summary -- the continuous mode's groups and flagged keys, an episode's outliers and counts); `explain CHECKPOINT [KEY]` also reads the checkpoint given first")
+    p.add_argument("--checkpoint", metavar="PATH|dir:PATH|kafka:TOPIC",
                    help="the checkpoint `run` writes")
     p.add_argument("--bootstrap-servers", metavar="HOST:PORT[,..]", help="with --checkpoint kafka:TOPIC")
     p.add_argument("--group-id", default="streamarms", metavar="ID", help="the run's consumer group (its key)")
@@ -103,7 +103,30 @@ def _explain_episode(opts: argparse.Namespace, sched: dict[str, Any]) -> int:
     return 0
 
 
+def _looks_like_checkpoint(arg: str) -> bool:
+    return arg.startswith(("kafka:", "dir:")) or os.path.exists(arg)
+
+
+def _positionals(opts: argparse.Namespace) -> str | None:
+    """``opts.checkpoint`` and ``opts.key`` from ``explain [CHECKPOINT] [KEY]`` or ``explain [KEY]
+    --checkpoint CHECKPOINT``; an error message when they cannot be told apart."""
+    args: list[str] = opts.key
+    if opts.checkpoint is None and args and (len(args) == 2 or _looks_like_checkpoint(args[0])):
+        opts.checkpoint, args = args[0], args[1:]
+    if len(args) > 1:
+        return (f"one key at a time (given: {' '.join(args)})" if opts.checkpoint is not None else
+                f"{args[0]} is not a checkpoint (no such file): streamarms explain CHECKPOINT [KEY]")
+    if opts.checkpoint is None:
+        return ("the checkpoint `run` wrote is needed: streamarms explain CHECKPOINT [KEY], or "
+                f"streamarms explain {args[0] if args else '[KEY]'} --checkpoint PATH|dir:PATH|kafka:TOPIC")
+    opts.key = args[0] if args else None
+    return None
+
+
 def explain_main(opts: argparse.Namespace) -> int:
+    if (problem := _positionals(opts)) is not None:
+        print(f"streamarms explain: error: {problem}", file=sys.stderr)
+        return 2
     try:
         store = _store(opts)
         doc = store.load_streamed()  # (as a restore reads it: its memory, not the whole document's)

@@ -299,6 +299,16 @@ def test_explain_reads_an_episode_checkpoint(tmp_path, capsys):
     assert summary["keys"] == 6 and summary["policy"] == "cs" and summary["waiting"] == []
     assert summary["normal"] + summary["undecided"] + len(summary["outliers"]) == 6
     assert main(["explain", "nope", "--checkpoint", str(ck)]) == 1
+    capsys.readouterr()
+    # the checkpoint given first, as a newcomer types it: the same answers
+    assert main(["explain", str(ck), "k5"]) == 0
+    assert json.loads(capsys.readouterr().out)["key"] == "k5"
+    assert main(["explain", str(ck)]) == 0
+    assert json.loads(capsys.readouterr().out)["keys"] == 6
+    assert main(["explain", "k5"]) == 2  # no checkpoint at all: say how to give one
+    assert "streamarms explain CHECKPOINT [KEY]" in capsys.readouterr().err
+    assert main(["explain", "k5", "k4", "--checkpoint", str(ck)]) == 2
+    assert "one key at a time" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("policy", ["lsa", "apt", "ucbe", "uniform"])
