@@ -107,7 +107,17 @@ OutlierArmDetector (
   episode_timeout=1000000
   seed=None
   passive_feed=None
+  clip=False
 )
+
+Latencies, or any value with a known range, under the bounded model; ``clip=True`` takes a value beyond
+the range as the range's end (a timed-out request is as slow as the timeout), counted in ``n_clipped``,
+instead of a ``ValueError``:
+
+>>> lat = OutlierArmDetector(key="host", reward="ms", policy="cs", clip=True,
+...                          policy_params={"reward_model": "bounded", "reward_range": (0, 2000)})
+>>> lat.learn_one({"host": "h1", "ms": 31_000}); lat.n_clipped
+1
 """
 
 from __future__ import annotations
@@ -123,7 +133,7 @@ from typing import Any
 import numpy as np
 from river import base
 
-from .models import RewardModel, make_model
+from .models import BoundedModel, RewardModel, make_model
 from .policies.base import Decision, Policy
 from .runtime import EventClock, InvalidRecord, RewardCodec, Scheduler, SchedulerConfig
 from .validation import short_repr
@@ -183,6 +193,9 @@ class OutlierArmDetector(base.AnomalyDetector):
         of its keys as it arrives (anytime-valid policies: ``cs``, GOLD, the robust ones). ``None`` (default):
         the policy's own, as ``streamarms run`` (``cs``: all, ~4x fewer records than planned; the papers'
         policies: planned).
+    clip
+        With the bounded reward model: a reward beyond its range is taken as the range's end (counted in
+        ``n_clipped``) instead of raising ``ValueError`` -- ``streamarms run --clip``'s rule.
     """
 
     _verdict: dict[str, float]
@@ -195,7 +208,7 @@ class OutlierArmDetector(base.AnomalyDetector):
                  want_timeout: int = 1000,
                  discovery: int = 500, min_arms: int = 3, max_arms: int = 10_000, episode_interval: int = 0,
                  episode_timeout: int | None = 1_000_000, seed: int | None = None,
-                 passive_feed: str | None = None) -> None:
+                 passive_feed: str | None = None, clip: bool = False) -> None:
         self.key = key
         self.reward = reward
         self.policy = policy
@@ -210,6 +223,7 @@ class OutlierArmDetector(base.AnomalyDetector):
         self.episode_timeout = episode_timeout
         self.seed = seed
         self.passive_feed = passive_feed
+        self.clip = clip
         if not isinstance(policy, str) and not callable(policy):
             raise ValueError(f"policy must be a registered policy name or a callable, got {policy!r}")
         from .registry import POLICIES
@@ -235,6 +249,11 @@ class OutlierArmDetector(base.AnomalyDetector):
             episode_interval=float(episode_interval),
             episode_timeout=None if episode_timeout is None else float(episode_timeout))
         self._model = self._reward_model()
+        if not isinstance(clip, (bool, np.bool_)):
+            raise ValueError(f"clip must be True or False, got {clip!r}")
+        if clip and not isinstance(self._model, BoundedModel):
+            raise ValueError("clip=True needs the bounded reward model (its range is what rewards are clipped to): "
+                             "policy_params={'reward_model': 'bounded', 'reward_range': (lo, hi)}")
         self._check_params()
         self._reset()
 
@@ -246,6 +265,8 @@ class OutlierArmDetector(base.AnomalyDetector):
                "want_timeout": 100, "episode_timeout": 5000}
         yield {"policy": "ade", "policy_params": {"k": 1.5}, "discovery": 50, "episode_timeout": 5000, "seed": 3}
         yield {"policy": "cs", "discovery": 50, "episode_timeout": 5000}
+        yield {"policy": "cs", "policy_params": {"reward_model": "bounded", "reward_range": (0, 2000)}, "clip": True,
+               "discovery": 50, "episode_timeout": 5000}
 
     def _params(self) -> dict[str, Any]:
         params = dict(self.policy_params or {})
@@ -332,6 +353,7 @@ class OutlierArmDetector(base.AnomalyDetector):
         self.n_records = 0          # learn_one calls
         self.n_ignored = 0          # records without the key or the reward feature
         self.n_refused = 0          # records of keys beyond max_arms
+        self.n_clipped = 0          # rewards beyond the bounded model's range taken as its end (clip=True)
         self._cap_warned = False    # the warning that keys beyond max_arms are ignored was given
         self._verdict = {}     # current episode: confident classifications
         self._final = {}       # last finished episode: every arm's final score
@@ -449,14 +471,19 @@ class OutlierArmDetector(base.AnomalyDetector):
             raise ValueError(f"reward of key {arm!r} is not finite: {short_repr(r)}") from None
         if not math.isfinite(x):
             raise ValueError(f"reward of key {arm!r} is not finite: {r!r}")
+        if self.clip and isinstance(m := self._model, BoundedModel) and not m.low <= x <= m.high:
+            x = m.low if x < m.low else m.high
+            self.n_clipped += 1
         if self._model is not None:
             try:
                 x = self._model.check(arm, x)
             except ValueError as e:
                 if isinstance(self.policy, str) and "reward_model" not in self._params():
                     raise ValueError(f"{e} (the default; other rewards: policy_params={{'reward_model': "
-                                     f"'bounded', 'reward_range': (lo, hi)}}, or 'subgaussian' / "
-                                     f"'heavy_tailed' with their model_params)") from None
+                                     f"'bounded', 'reward_range': (lo, hi)}} -- with clip=True for values beyond "
+                                     f"it --, or 'subgaussian' / 'heavy_tailed' with their model_params)") from None
+                if isinstance(self._model, BoundedModel):
+                    raise ValueError(f"{e} (clip=True takes it as the range's end)") from None
                 raise
         return x
 
@@ -525,6 +552,8 @@ class OutlierArmDetector(base.AnomalyDetector):
 
     def __setstate__(self, st: dict[str, Any]) -> None:
         st = dict(st)
+        st.setdefault("clip", False)  # (a detector pickled before clip existed)
+        st.setdefault("n_clipped", 0)
         sched_state = st.pop("_scheduler_state")
         clock_now = st.pop("_clock_now")
         cache = st.pop("_cache_state")

@@ -466,3 +466,33 @@ def test_readme_policy_loop(capsys):
     exec(compile(block, "README.md", "exec"), {})
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("outlier host-7 after ") and out[-1] == "['host-7'] 3865"
+
+
+def test_clip_takes_rewards_beyond_the_bounded_range_as_its_ends_and_is_refused_without_one():
+    """``clip=True`` (``streamarms run --clip``'s rule): latencies beyond the range are its end, counted; the
+    slow host is found although a third of its requests time out far beyond the range. Without clip the same
+    value raises, naming clip, with the detector unchanged; clip without the bounded model is refused."""
+    bounded = {"reward_model": "bounded", "reward_range": (0, 1000)}
+    rng = random.Random(4)
+    det = OutlierArmDetector(key="host", reward="ms", policy="cs", policy_params=bounded, clip=True, seed=1,
+                             discovery=100)
+    hosts = [f"h{i}" for i in range(10)]
+    for _ in range(60_000):
+        h = rng.choice(hosts)
+        slow = h == "h9"
+        ms = 30_000 if slow and rng.random() < 0.3 else rng.uniform(400, 900) if slow else rng.uniform(100, 300)
+        det.learn_one({"host": h, "ms": ms})
+    assert det.outliers == ["h9"] and det.n_clipped > 1000
+    again = pickle.loads(pickle.dumps(det))
+    assert again.n_clipped == det.n_clipped and again.outliers == ["h9"]
+
+    plain = OutlierArmDetector(key="host", reward="ms", policy="cs", policy_params=bounded)
+    plain.learn_one({"host": "h1", "ms": 200})
+    before = pickle.dumps(plain)
+    with pytest.raises(ValueError, match="clip=True"):
+        plain.learn_one({"host": "h1", "ms": 31_000})
+    assert pickle.dumps(plain) == before and plain.n_clipped == 0
+    with pytest.raises(ValueError, match="bounded reward model"):
+        OutlierArmDetector(policy="cs", clip=True)
+    with pytest.raises(ValueError, match="True or False"):
+        OutlierArmDetector(policy="cs", policy_params=bounded, clip="yes")
