@@ -47,6 +47,7 @@ from ..runtime import ACTIVE, DISCOVERING, RUNNING, EventClock, RewardCodec, Sch
 from ..runtime.continuous import CONTINUOUS, ContinuousRunner
 from ..runtime.contracts import AlertSink, DeadLetterSink, RequestSink
 from ..runtime.evidence import finite_or_none, finite_pair, key_evidence
+from ..runtime.field_path import FieldPath
 from ..runtime.key_field import KeyFieldSource
 from .continuous import alert_line, build_runner, continuous_summary, no_threshold_text
 from .embedded import EmbeddedResponder, embedded_means, embedded_stream
@@ -149,6 +150,12 @@ def _check_sources(s: RunSettings) -> None:
     if "-" in files and s.checkpoint not in (None, "none", "auto"):
         raise ConfigError("--rewards-file - (standard input) cannot be resumed from a checkpoint: a pipe cannot be "
                           "read again. Drop --checkpoint, or write the stream to a file and --follow it")
+    for flag, name in (("--reward-field", s.reward_field), ("--key-field", s.key_field), ("--group-by", s.group_by)):
+        if name is not None and "." in name:
+            try:
+                FieldPath(name)
+            except ValueError as e:
+                raise ConfigError(f"{flag}: {e}") from None
     if s.key_field is not None:
         if not s.key_field.strip():
             raise ConfigError("--key-field needs a field name")

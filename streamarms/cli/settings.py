@@ -285,10 +285,12 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                         "the threshold) and reuse its memory; its next record makes it a new key (default: keep "
                         "it, it rejoins with its evidence)")
     g = p.add_argument_group("records")
-    g.add_argument("--reward-field", metavar="NAME", help="JSON field holding the reward (default reward)")
+    g.add_argument("--reward-field", metavar="NAME", help="JSON field holding the reward (default reward); a "
+                   "dotted name (http.latency_ms) reads a nested field, or the field of that very name if there is one")
     g.add_argument("--key-field", metavar="NAME",
                    help="JSON field of the value naming the record's key (a host, a worker), in place of the "
-                        "record's own key (Kafka) or a line's arm (files); every value is then parsed")
+                        "record's own key (Kafka) or a line's arm (files); every value is then parsed. A dotted "
+                        "name (host.name) reads a nested field, as --reward-field")
     g.add_argument("--request-id-field", metavar="NAME", help="JSON field of answers holding the request id")
     g.add_argument("--max-key-bytes", type=positive_int, metavar="N", help="longer keys are refused (default 256)")
     g.add_argument("--validate", choices=["used", "all"],

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..models import BoundedModel, RewardModel
 from . import decoder
+from .field_path import FieldPath
 from .records import InvalidRecord, RefusedKey
 
 __all__ = ["RewardCodec"]
@@ -20,7 +21,8 @@ _NUMBERS = frozenset((int, float))  # the JSON numbers (bool is its own type)
 class RewardCodec:
     """Decodes record keys into arm names and record values into rewards.
 
-    Key: UTF-8, at most ``max_key_bytes`` bytes. Value: a JSON object whose ``reward_field`` is a JSON
+    Key: UTF-8, at most ``max_key_bytes`` bytes. Value: a JSON object whose ``reward_field`` (a name with
+    dots: a nested field, :class:`~streamarms.runtime.field_path.FieldPath`) is a JSON
     number (not a boolean, not a string), finite, and accepted by ``model`` (if given). ``clip`` (a bounded
     ``model``): a finite reward outside the model's range counts as the nearest end of it (winsorized: a
     latency above a timeout range is the timeout, not a dead letter), counted in :attr:`clipped`.
@@ -36,6 +38,8 @@ class RewardCodec:
     >>> c = RewardCodec(model=BoundedModel(0, 5000), clip=True)
     >>> c.reward("h1", b'{"reward": 31000}'), c.reward("h1", b'{"reward": 120}'), c.clipped
     (5000.0, 120.0, 1)
+    >>> RewardCodec("http.ms", model=None).rewards([b'{"http": {"ms": 12}}', b'{"http.ms": 3}', b'{"http": 1}'])
+    [12.0, 3.0, None]
     """
 
     def __init__(self, reward_field: str = "reward", model: RewardModel | None = None, *,
@@ -48,6 +52,9 @@ class RewardCodec:
         self.clip = (model.low, model.high) if isinstance(model, BoundedModel) and clip else None
         self.clipped = 0
         self.reward_field = reward_field
+        #: the field as a path, for a name with dots (``None``: a plain name, read as ``obj[reward_field]``)
+        self.reward_path = FieldPath(reward_field) if "." in reward_field else None
+        self._field = self.reward_path or itemgetter(reward_field)
         self.model = model
         self.request_id_field = request_id_field
         self.max_key_bytes = max_key_bytes
@@ -105,11 +112,11 @@ class RewardCodec:
     def reward_of(self, arm: str, obj: dict[str, Any], count: bool = True) -> float:
         """The reward in a parsed value (``count``: a clipped one counts in :attr:`clipped`)."""
         try:
-            x = decoder.reward(obj, self.reward_field)
+            v = self._field(obj)
         except KeyError:
             raise InvalidRecord("missing_reward", f"value of arm {arm!r} has no {self.reward_field!r} field") from None
+        x = decoder.number(v)
         if x is None:
-            v = obj[self.reward_field]
             shown = repr(v[:80]) if isinstance(v, str) else f"a JSON {type(v).__name__}"  # never repr a deep value
             raise InvalidRecord("not_numeric", f"reward of arm {arm!r} is not a JSON number: {shown}")
         if not math.isfinite(x):
@@ -158,7 +165,7 @@ class RewardCodec:
                     self._remember(values, fast)
                 return fast
         # the fast parser itself (read per batch: a benchmark may swap it); its failures are retried by reward()
-        loads, field, check, isfinite = decoder._loads, self.reward_field, None, math.isfinite
+        loads, field, path, check, isfinite = decoder._loads, self.reward_field, self.reward_path, None, math.isfinite
         short = decoder._SHORT
         accepts = None
         if self.model is not None:
@@ -173,7 +180,7 @@ class RewardCodec:
                     obj = loads(v) if len(v) <= short else None  # type: ignore[arg-type]
                 except Exception:  # the per-record path says why
                     obj = None
-            x: Any = obj.get(field) if type(obj) is dict else None  # a float once checked below
+            x: Any = (obj.get(field) if path is None else path.get(obj)) if type(obj) is dict else None  # a float once checked below
             t = type(x)
             if t is float:
                 if not isfinite(x):
@@ -260,7 +267,7 @@ class RewardCodec:
                 if max(map(len, values)) > decoder._SHORT:  # type: ignore[arg-type]  # (None: TypeError)
                     return None  # (the per-record path counts brackets first)
                 parsed = list(map(decoder._loads, values))
-            xs: list[Any] = list(map(itemgetter(self.reward_field), parsed))  # a non-dict or no field: an exception
+            xs: list[Any] = list(map(self._field, parsed))  # a non-dict or no field: an exception
             types = set(map(type, xs))
             if not types <= _NUMBERS:
                 return None

@@ -51,6 +51,7 @@ from .batch import check_lengths
 from .clock import EventClock
 from .codec import RewardCodec
 from .episodes import RUNNING
+from .field_path import FieldPath
 from .keys import KeyRegistry
 from .records import InvalidRecord
 from .stats import SchedulerStats, StatsView
@@ -218,6 +219,8 @@ class ContinuousRunner:
         self._ev = clock if isinstance(clock, EventClock) else None
         self.codec = codec if codec is not None else RewardCodec(model=monitor.model)
         self.group_field = group_field
+        #: the group field as a path, for a name with dots (``None``: a plain name, or no groups)
+        self._group_path = FieldPath(group_field) if group_field is not None and "." in group_field else None
         self.max_groups = max_groups
         self.alerts = MonitorAlerts(emit_alert)
         self.counters = SchedulerStats()
@@ -321,6 +324,7 @@ class ContinuousRunner:
         check_lengths(keys, values, stamps)
         out: list[tuple[int, InvalidRecord]] = []
         loads, field, gfield = decoder._loads, self.codec.reward_field, self.group_field
+        rpath, gpath = self.codec.reward_path, self._group_path  # (dotted names: nested fields)
         check = self.monitor.model.check
         arm_of, group_of = self.keys.arm_of, self._groups
         isfinite, c, feed = math.isfinite, self.counters, self._feed
@@ -342,9 +346,9 @@ class ContinuousRunner:
                     try:
                         obj = loads(values[i])
                         if type(obj) is dict:
-                            x = obj[field]
+                            x = obj[field] if rpath is None else rpath(obj)
                             if gfield is not None:
-                                g = obj[gfield]
+                                g = obj[gfield] if gpath is None else gpath(obj)
                     except Exception:  # anything: the per-record path says why
                         x = None
                     tx = type(x)
@@ -396,9 +400,11 @@ class ContinuousRunner:
         if gfield is None:
             g = DEFAULT_GROUP
         else:
-            if gfield not in obj:
-                raise InvalidRecord("missing_group", f"record of key {arm!r} has no {gfield!r} field")
-            g = _group_name(obj[gfield], gfield, arm, self.codec.max_key_bytes)
+            try:
+                v = obj[gfield] if self._group_path is None else self._group_path(obj)
+            except KeyError:
+                raise InvalidRecord("missing_group", f"record of key {arm!r} has no {gfield!r} field") from None
+            g = _group_name(v, gfield, arm, self.codec.max_key_bytes)
         known = self._groups.get(arm)
         if known is not None and known != g:
             raise InvalidRecord("group_mismatch", f"key {arm!r} belongs to group {known!r}, got a record for "

@@ -13,7 +13,7 @@ documents except the non-standard literals ``NaN``/``Infinity`` and integers bey
 on the parser: such values are refused as not finite either way.
 
 This module is deliberately small and stateless: a batched path can call :func:`loads` and
-:func:`reward` on whole poll batches.
+:func:`number` on whole poll batches.
 
 >>> loads(b'{"reward": 0.5}')
 {'reward': 0.5}
@@ -21,9 +21,9 @@ This module is deliberately small and stateless: a batched path can call :func:`
 Traceback (most recent call last):
 ...
 ValueError: not JSON...
->>> reward({"reward": 3}, "reward"), reward({"reward": True}, "reward")
+>>> number(3), number(True)
 (3.0, None)
->>> reward({"reward": 10 ** 400}, "reward")
+>>> number(10 ** 400)
 inf
 """
 
@@ -34,7 +34,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["BACKEND", "loads", "reward"]
+__all__ = ["BACKEND", "loads", "number"]
 
 _loads: Callable[[Any], Any]
 try:
@@ -68,7 +68,7 @@ def loads(value: bytes | bytearray | memoryview | str) -> Any:
 
     A document the fast parser refuses is given to :mod:`json` as well (bad records only, so it costs
     nothing on a clean stream): the reasons then do not depend on the parser installed --
-    ``NaN``/``Infinity`` and integers beyond the double range parse, and :func:`reward` finds them
+    ``NaN``/``Infinity`` and integers beyond the double range parse, and :func:`number` finds them
     not finite.
     """
     if len(value) > _SHORT and _brackets(value) > MAX_BRACKETS:
@@ -84,13 +84,9 @@ def loads(value: bytes | bytearray | memoryview | str) -> Any:
         raise ValueError(f"not JSON ({type(e).__name__}: {str(e)[:120]})") from None
 
 
-def reward(obj: Any, field: str) -> float | None:
-    """``obj[field]`` as a float if it is a JSON number (not a boolean), else ``None``; a number too
-    large for a double is ``inf`` (so it is refused as not finite, never an ``OverflowError``).
-
-    Raises :class:`KeyError` if ``field`` is absent (``obj`` must be a dict).
-    """
-    x = obj[field]
+def number(x: Any) -> float | None:
+    """``x`` as a float if it is a JSON number (not a boolean), else ``None``; a number too large for a
+    double is ``inf`` (so it is refused as not finite, never an ``OverflowError``)."""
     t = type(x)
     if t is float:
         return x

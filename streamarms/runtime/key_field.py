@@ -48,6 +48,7 @@ from typing import Any
 
 from . import decoder
 from .decoder import _SHORT
+from .field_path import FieldPath
 from .records import RefusedKey
 
 __all__ = ["KeyFieldSource", "FieldRecord", "field_key"]
@@ -62,15 +63,17 @@ _NAMES = {str: "a string", bool: "a boolean", list: "an array", dict: "an object
 
 
 def field_key(obj: dict[str, Any], field: str, raw: Any) -> bytes | RefusedKey:
-    """The key in ``obj[field]`` (module docstring, "What a key is"); ``raw`` is the record's own key (a
-    refused key keeps it).
+    """The key in ``obj[field]`` (module docstring, "What a key is"; a name with dots: a nested field,
+    :class:`~streamarms.runtime.field_path.FieldPath`); ``raw`` is the record's own key (a refused key keeps it).
 
     >>> field_key({"h": "eu"}, "h", None), field_key({"h": 12}, "h", None)
     (b'eu', b'12')
     >>> field_key({"h": 1.5}, "h", b"r").detail
     "the 'h' field is a number, not a string or an integer (--key-field)"
+    >>> field_key({"host": {"name": "h1"}}, "host.name", None)
+    b'h1'
     """
-    key = obj.get(field, _ABSENT)
+    key = obj.get(field, _ABSENT) if "." not in field else FieldPath(field).get(obj, _ABSENT)
     if isinstance(key, str):
         try:
             return key.encode("utf-8", "surrogateescape")  # (a JSONL line's invalid UTF-8: key_not_utf8)
@@ -119,6 +122,7 @@ class KeyFieldSource:
             raise ValueError("the key field needs a name")
         self.source = source
         self.field = field
+        self._path = FieldPath(field) if "." in field else None  # (a dotted name: a nested field)
         #: field text -> its key bytes: a dict lookup per record instead of encoding it, and one bytes
         #: object per key in the scheduler's maps
         self._keys: dict[str, bytes] = {}
@@ -131,6 +135,7 @@ class KeyFieldSource:
         has_parsed, has_headers = hasattr(batch[0], "parsed"), hasattr(batch[0], "headers")
         out: list[FieldRecord] = []
         add, new, field, keys, loads = out.append, tuple.__new__, self.field, self._keys, decoder._loads
+        path = self._path
         for r in batch:
             raw = r.key
             try:  # the common record, inline: rekey's path for a JSON object whose field is a string
@@ -140,7 +145,7 @@ class KeyFieldSource:
                     if len(v) > _SHORT:  # (decoder.loads refuses a deep nest unparsed: rekey's path)
                         raise ValueError
                     obj = loads(v)
-                k = obj[field]
+                k = obj[field] if path is None else path(obj)
                 if type(k) is str and type(raw) is not RefusedKey:
                     kb = keys.get(k)
                     if kb is None:

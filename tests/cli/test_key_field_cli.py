@@ -94,3 +94,33 @@ def test_a_restart_may_not_change_the_key_field(tmp_path, capsys):
     assert main([*base, "--key-field", "req"]) == 2
     err = capsys.readouterr().err
     assert "--key-field 'host' (this run: 'req')" in err, err
+
+
+@pytest.mark.parametrize("mode", [["--policy", "cs", "--max-episodes", "1"], ["--forever", "--group-by", "svc.id"]],
+                         ids=["episodes", "continuous"])
+def test_nested_key_and_reward_fields_by_dotted_names(tmp_path, mode):
+    """A structured log nests its fields (``{"host": {"name": ..}, "http": {"err": ..}}``): dotted names read
+    them, in both modes; a line with the field flat under its dotted name counts the same."""
+    rng = random.Random(3)
+    p = tmp_path / "log.jsonl"
+    with open(p, "w") as f:
+        for i in range(60_000):
+            h = HOSTS[i % len(HOSTS)]
+            err = int(rng.random() < (0.5 if h in BAD else 0.1))
+            rec = {"host": {"name": h}, "http": {"err": err}, "svc": {"id": "web"}} if i % 7 else \
+                {"host.name": h, "http.err": err, "svc.id": "web"}
+            f.write(json.dumps(rec) + "\n")
+    summary = tmp_path / "s.json"
+    assert main(["run", "--rewards-file", str(p), "--checkpoint", "none", "--key-field", "host.name",
+                 "--reward-field", "http.err", "--summary-json", str(summary), *mode]) == 0
+    s = json.loads(summary.read_text())
+    assert sorted(s["flagged"]) == list(BAD) and not s["invalid"], s
+
+
+@pytest.mark.parametrize("flag", ["--key-field", "--reward-field", "--group-by"])
+def test_a_dotted_name_with_an_empty_step_is_refused(tmp_path, capsys, flag):
+    p = tmp_path / "log.jsonl"
+    _log(p, n=10)
+    extra = ["--forever"] if flag == "--group-by" else []
+    assert main(["run", "--rewards-file", str(p), flag, "host..name", *extra]) == 2
+    assert f"{flag}: field path 'host..name' has an empty step" in capsys.readouterr().err
