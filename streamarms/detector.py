@@ -396,7 +396,9 @@ class OutlierArmDetector(base.AnomalyDetector):
             self.n_ignored += 1
             return
         arm = self._arm(key)
-        reward = self._check_reward(arm, r)
+        reward, clipped = river_reward(arm, r, self._model, self.clip,
+                                       isinstance(self.policy, str) and "reward_model" not in self._params())
+        self.n_clipped += clipped
         self.n_records += 1
         self._clock.now += 1.0
         bad = self._scheduler.offer(arm, reward)  # type: ignore[arg-type]
@@ -458,34 +460,6 @@ class OutlierArmDetector(base.AnomalyDetector):
         if size > limit:
             raise ValueError(f"key {arm[:64]!r}... is longer than {limit} bytes")
         return arm
-
-    def _check_reward(self, arm: str, r: Any) -> float:
-        if isinstance(r, (bool, np.bool_)):
-            raise ValueError(f"reward of key {arm!r} is a boolean, not a number: {r!r} (the daemon refuses JSON "
-                             f"booleans too; give int(reward))")
-        if isinstance(r, str) or not isinstance(r, numbers.Real):
-            raise ValueError(f"reward of key {arm!r} is not a number: {short_repr(r)}")
-        try:
-            x = float(r)
-        except OverflowError:  # an integer beyond the floats: not finite, as the daemon's decoder reads it
-            raise ValueError(f"reward of key {arm!r} is not finite: {short_repr(r)}") from None
-        if not math.isfinite(x):
-            raise ValueError(f"reward of key {arm!r} is not finite: {r!r}")
-        if self.clip and isinstance(m := self._model, BoundedModel) and not m.low <= x <= m.high:
-            x = m.low if x < m.low else m.high
-            self.n_clipped += 1
-        if self._model is not None:
-            try:
-                x = self._model.check(arm, x)
-            except ValueError as e:
-                if isinstance(self.policy, str) and "reward_model" not in self._params():
-                    raise ValueError(f"{e} (the default; other rewards: policy_params={{'reward_model': "
-                                     f"'bounded', 'reward_range': (lo, hi)}} -- with clip=True for values beyond "
-                                     f"it --, or 'subgaussian' / 'heavy_tailed' with their model_params)") from None
-                if isinstance(self._model, BoundedModel):
-                    raise ValueError(f"{e} (clip=True takes it as the range's end)") from None
-                raise
-        return x
 
     def _decision_cache(self, policy: Policy, force: bool = False) -> dict[str, Any]:
         c = self._cache
@@ -569,3 +543,35 @@ class OutlierArmDetector(base.AnomalyDetector):
             model = getattr(self._scheduler.policy, "model", None)
             self._cache = dict(cache, estimated=set(cache["estimated"]),
                                model=model if isinstance(model, RewardModel) else None)
+
+
+def river_reward(arm: str, r: Any, model: RewardModel | None, clip: bool, default_model: bool) -> tuple[float, bool]:
+    """A record's reward by the daemon's rules (module docstring): the float, and whether ``clip`` took it as
+    an end of the bounded ``model``'s range; ``ValueError`` naming the key and the value otherwise (a hint at
+    the other models when the model is the ``default_model``)."""
+    if isinstance(r, (bool, np.bool_)):
+        raise ValueError(f"reward of key {arm!r} is a boolean, not a number: {r!r} (the daemon refuses JSON "
+                         f"booleans too; give int(reward))")
+    if isinstance(r, str) or not isinstance(r, numbers.Real):
+        raise ValueError(f"reward of key {arm!r} is not a number: {short_repr(r)}")
+    try:
+        x = float(r)
+    except OverflowError:  # an integer beyond the floats: not finite, as the daemon's decoder reads it
+        raise ValueError(f"reward of key {arm!r} is not finite: {short_repr(r)}") from None
+    if not math.isfinite(x):
+        raise ValueError(f"reward of key {arm!r} is not finite: {r!r}")
+    clipped = False
+    if clip and isinstance(model, BoundedModel) and not model.low <= x <= model.high:
+        x, clipped = (model.low if x < model.low else model.high), True
+    if model is not None:
+        try:
+            x = model.check(arm, x)
+        except ValueError as e:
+            if default_model:
+                raise ValueError(f"{e} (the default; other rewards: policy_params={{'reward_model': 'bounded', "
+                                 f"'reward_range': (lo, hi)}} -- with clip=True for values beyond it --, or "
+                                 f"'subgaussian' / 'heavy_tailed' with their model_params)") from None
+            if isinstance(model, BoundedModel):
+                raise ValueError(f"{e} (clip=True takes it as the range's end)") from None
+            raise
+    return x, clipped
