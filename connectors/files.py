@@ -529,37 +529,86 @@ class JsonlSink:
     after the flush); a restart from it first cuts the file back to that size (:meth:`rewind`) -- the lines
     after it were written after the checkpoint, and the records that made them are read again, so they
     are written again -- unless the file is no longer the one marked (shorter, or other bytes before the
-    size: rotated, replaced), which is left as it is (a warning: those lines may then repeat).
+    size: replaced, or rotated beyond what the next paragraph finds), which is left as it is (a warning: those lines may then
+    repeat).
     A path that is not a regular file (``/dev/null``, ``/dev/stderr``, a named pipe, ``>(gzip > a.gz)``) is
     written as stdout is: no ``fsync`` (a device or pipe refuses it), no size to mark or cut back.
+
+    **Rotation** (``logrotate``): a file renamed away (or removed) under the sink keeps the lines written to
+    it, made durable, and the sink goes on with a new file at its path (:meth:`_follow`, before each alert,
+    each flush and each mark: a checkpoint marks the file at the path, which is the one a restart opens).
+    ``copytruncate`` needs nothing: the file is opened to append, so lines go on at its new end. A restart
+    whose file was rotated since the checkpoint finds it as the newest rotation and cuts it back there, and
+    the file at the path (begun after it) to nothing (:meth:`_rewind_rotated`).
     """
 
     def __init__(self, path: str, fsync: bool = True) -> None:
         self.path = path
         self.fsync = fsync
-        self._f: IO[str] = sys.stdout if path == "-" else open(path, "a", encoding="utf-8")
+        self._f: IO[str] = sys.stdout if path == "-" else _append(path)
         #: a regular file: durable on flush, marked and rewound across restarts (else like stdout)
         self.regular = self._f is not sys.stdout and stat.S_ISREG(os.fstat(self._f.fileno()).st_mode)
+        #: how many times the file was rotated away and a new one begun at the path
+        self.rotations = 0
+        #: lines sent and not yet written (a subclass that writes in blocks): written at the next flush or mark,
+        #: to the file at the path then
+        self._pending: list[str] = []
+        self._held = 0  # (their characters)
 
     def send(self, value: dict[str, Any], payload: dict[str, Any] | None = None) -> None:
         # alerts: send(alert); requests: send(arm, payload)
         obj = payload if payload is not None else value
+        self._follow()
         self._f.write(json.dumps(obj, separators=(",", ":")) + "\n")
         self._f.flush()
 
     def flush(self) -> None:
-        self._f.flush()
+        self._follow()
+        self._drain()
         if self.fsync and self.regular:
             os.fsync(self._f.fileno())
+
+    def _drain(self) -> None:
+        """Write the lines pending, and hand everything written to the operating system."""
+        if self._pending:
+            self._f.write("".join(self._pending))
+            self._pending.clear()
+            self._held = 0
+        self._f.flush()
+
+    def _follow(self) -> None:
+        """A regular file no longer at the path (renamed away by a rotation, or removed): finish it (flushed,
+        durable) and begin a new file at the path."""
+        if not self.regular:
+            return
+        try:
+            now = os.stat(self.path)
+        except FileNotFoundError:
+            now = None
+        except OSError:  # (a permission, a mount: the next write says what is wrong)
+            return
+        mine = os.fstat(self._f.fileno())
+        if now is not None and (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino):
+            return
+        self._f.flush()
+        if self.fsync:
+            os.fsync(self._f.fileno())
+        self._f.close()
+        self._f = _append(self.path)
+        self.regular = stat.S_ISREG(os.fstat(self._f.fileno()).st_mode)
+        self.rotations += 1
+        log.info("%s was %s: its lines so far stay there; writing a new %s", self.path,
+                 "removed" if now is None else "rotated (another file at its path now)", self.path)
 
     def mark(self) -> list[Any] | None:
         """``[size, digest of the bytes before it]`` of the file, flushed (``None`` for stdout and what is not
         a regular file)."""
         if not self.regular:
             return None
-        self._f.flush()
+        self._follow()
+        self._drain()
         size = os.fstat(self._f.fileno()).st_size
-        return [size, _tail_digest(self.path, size)]
+        return [size, self._digest(size)]
 
     def rewind(self, mark: Any) -> int | None:
         """Cut the file back to ``mark``'s size (a restart: the lines after it are made again); the bytes cut,
@@ -569,36 +618,87 @@ class JsonlSink:
             return None
         self._f.flush()
         size = os.fstat(self._f.fileno()).st_size
-        if size < mark[0] or _tail_digest(self.path, mark[0]) != mark[1]:
-            return None
+        if size < mark[0] or self._digest(mark[0]) != mark[1]:
+            return self._rewind_rotated(mark)
         if size > mark[0]:
             os.ftruncate(self._f.fileno(), mark[0])
         return size - mark[0]
+
+    def _rewind_rotated(self, mark: list[Any]) -> int | None:
+        """The file marked was rotated since the checkpoint (the run stopped, or crashed after a rotation):
+        when it is the newest rotation (``F.1``, by the bytes before the mark), cut it back to the mark, and
+        the file at the path -- begun after it, so all of it after the checkpoint -- to nothing. ``None`` when
+        no such rotation (two rotations since, compressed, replaced): left as it is."""
+        rotations = rotations_of(self.path)
+        if not rotations or not mark[0]:
+            return None
+        q = rotations[-1][3]
+        try:
+            f = open(q, "r+b")
+        except OSError:
+            return None
+        with f:
+            size = os.fstat(f.fileno()).st_size
+            w = min(WINDOW, mark[0])
+            if size < mark[0] or _digest(os.pread(f.fileno(), w, mark[0] - w)) != mark[1]:
+                return None
+            if size > mark[0]:
+                os.ftruncate(f.fileno(), mark[0])
+        here = os.fstat(self._f.fileno()).st_size
+        if here:
+            os.ftruncate(self._f.fileno(), 0)
+        log.info("%s was rotated to %s since the checkpoint: %s cut back to the checkpoint, %s begun again (%d "
+                 "bytes written after it removed)", self.path, q, q, self.path, size - mark[0] + here)
+        return size - mark[0] + here
 
     def close(self) -> None:
         self.flush()
         if self._f is not sys.stdout:
             self._f.close()
 
+    def _digest(self, size: int) -> str:
+        """A digest of the (up to) 256 bytes of the file written before byte ``size`` (read from the file open,
+        or from the path where it is open write-only: the file at the path, :meth:`_follow` made sure)."""
+        w = min(WINDOW, size)
+        if self._f.readable():
+            return _digest(os.pread(self._f.fileno(), w, size - w))
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            return _digest(os.pread(fd, w, size - w))
+        finally:
+            os.close(fd)
 
-def _tail_digest(path: str, size: int) -> str:
-    """A digest of the (up to) 256 bytes of ``path`` before byte ``size``."""
-    w = min(WINDOW, size)
-    fd = os.open(path, os.O_RDONLY)
+
+def _digest(tail: bytes) -> str:
+    return hashlib.blake2b(tail, digest_size=8).hexdigest()
+
+
+def _append(path: str) -> IO[str]:
+    """``path`` opened to append, and to read where allowed (the digest of a mark reads the file open)."""
     try:
-        return hashlib.blake2b(os.pread(fd, w, size - w), digest_size=8).hexdigest()
-    finally:
-        os.close(fd)
+        return open(path, "a+", encoding="utf-8")
+    except PermissionError:  # a file one may write but not read
+        return open(path, "a", encoding="utf-8")
 
 
 class JsonlDeadLetterSink(JsonlSink):
     """Refused records as lines ``{"reason", "detail", "source", "key", "value"}`` (key/value as text),
-    buffered until :meth:`flush` (a flood of bad records is written in blocks, not a system call each)."""
+    buffered until :meth:`flush` (a flood of bad records is written in blocks, not a system call each) -- or
+    until :data:`BLOCK` characters wait, as a file buffer would -- into the file at the path then (a rotation
+    in between: the new file)."""
+
+    #: characters of lines held at most before they are written
+    BLOCK = 8192
 
     def send(self, record: Any, reason: str, detail: str = "") -> None:  # type: ignore[override]
         def text(b: Any) -> Any:
             return b.decode("utf-8", "backslashreplace") if isinstance(b, (bytes, bytearray)) else b
 
-        self._f.write(json.dumps({"reason": reason, "detail": detail,
-                                  "source": f"{record.topic}:{record.partition}:{record.offset}",
-                                  "key": text(record_key(record)), "value": text(record.value)}) + "\n")
+        line = json.dumps({"reason": reason, "detail": detail,
+                           "source": f"{record.topic}:{record.partition}:{record.offset}",
+                           "key": text(record_key(record)), "value": text(record.value)}) + "\n"
+        self._pending.append(line)
+        self._held += len(line)
+        if self._held >= self.BLOCK:
+            self._follow()
+            self._drain()
