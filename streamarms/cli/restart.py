@@ -9,7 +9,8 @@ intervals, a monitor's sequences) was built under those settings and cannot be r
 a run with other settings starts with a fresh checkpoint (another ``--checkpoint``, or ``none``).
 
 * **Refused** in both modes: ``--k``, the reward model (``--reward-model``, ``--reward-range``, ``--clip``,
-  ``--model-param``), ``--arms`` (which keys are fed), ``--reward-field`` (what a reward is), ``--key-field`` (what a key is).
+  ``--model-param``), ``--arms`` (which keys are fed), ``--reward-field``, ``--numeric-strings`` and
+  ``--reward-at-least`` (what a reward is), ``--key-field`` (what a key is).
 * **Refused** in the episode modes: ``--policy`` and every policy parameter (``--delta``, ``--two-sided``,
   ``--rho``, ``--seed``, ``--epsilon``, ``--threshold``, ``--budget``, ``--b``, ``--alpha``, ``--estimator``,
   ``--moment-p``, ``--moment-bound``), ``--passive-feed`` (which rewards the policy is given: its sampling
@@ -52,7 +53,7 @@ __all__ = ["statistics_settings"]
 #: flag -> the setting, of the settings that define the statistics (module docstring): both modes
 _COMMON = {"--k": "k", "--reward-model": "reward_model", "--reward-range": "reward_bounds", "--clip": "clip",
            "--model-param": "model_params", "--arms": "arms", "--reward-field": "reward_field",
-           "--key-field": "key_field"}
+           "--key-field": "key_field", "--numeric-strings": "numeric_strings", "--reward-at-least": "reward_at_least"}
 #: ... the episode modes
 _EPISODES = {"--policy": "policy", "--delta": "delta", "--two-sided": "two_sided", "--rho": "rho", "--seed": "seed",
              "--epsilon": "epsilon", "--threshold": "threshold", "--budget": "budget", "--b": "ucbe_b",

@@ -184,6 +184,9 @@ def _check_mode_flags(s: RunSettings, continuous: bool) -> None:
         if not continuous and opt in s.explicit:
             raise ConfigError(f"--{opt.replace('_', '-')} applies to the continuous mode (--forever, or --mode "
                               "continuous)")
+    if s.reward_at_least is not None and (s.clip or model not in ("bernoulli", "bounded")):
+        raise ConfigError("--reward-at-least makes every reward 0 or 1: it needs the bernoulli reward model (the "
+                          f"default), not {model!r}" + (", and nothing is left to --clip" if s.clip else ""))
     if s.clip and model != "bounded":
         raise ConfigError(f"--clip clips to --reward-range, a setting of --reward-model bounded, but the reward model "
                           f"is {model!r}: add --reward-model bounded --reward-range A,B")
@@ -318,7 +321,8 @@ class _App:
             else:
                 probe = build([f"probe-{i}" for i in range(64)], 1)
                 self.codec = RewardCodec(s.reward_field, getattr(probe, "model", None), clip=s.clip,
-                                         request_id_field=s.request_id_field, max_key_bytes=s.max_key_bytes)
+                                         request_id_field=s.request_id_field, max_key_bytes=s.max_key_bytes,
+                                         numeric_strings=bool(s.numeric_strings), at_least=s.reward_at_least)
                 self.sched_config = _scheduler_config(s)
         except ConfigError:
             raise
@@ -362,7 +366,8 @@ class _App:
                 model=self.model, clock=clock, emit_alert=self._alert,
                 group_by=s.group_by, max_groups=s.max_groups, max_arms=s.max_arms, arms=arms,
                 reward_field=s.reward_field, max_key_bytes=s.max_key_bytes, forget_silent=bool(s.forget_silent),
-                key_ttl=s.silence_records or None, clip=s.clip)
+                key_ttl=s.silence_records or None, clip=s.clip, numeric_strings=bool(s.numeric_strings),
+                at_least=s.reward_at_least)
         else:
             if arms and len(set(arms)) < self.sched_config.min_arms:  # (it used to wait forever for an episode)
                 raise ConfigError(f"--arms names {len(set(arms))} key(s), fewer than --min-arms "

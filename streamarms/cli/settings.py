@@ -95,6 +95,8 @@ class RunSettings:
     silence_records: int = 1_000_000
     # records
     reward_field: str = "reward"
+    numeric_strings: bool = False
+    reward_at_least: float | None = None
     key_field: str | None = None
     request_id_field: str = "request_id"
     max_key_bytes: int = 256
@@ -287,6 +289,13 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("records")
     g.add_argument("--reward-field", metavar="NAME", help="JSON field holding the reward (default reward); a "
                    "dotted name (http.latency_ms) reads a nested field, or the field of that very name if there is one")
+    g.add_argument("--numeric-strings", action="store_true", default=None,
+                   help="read a reward written as a string holding a JSON number (\"0.005\", \"503\": logs that "
+                        "quote every value, as nginx's escape=json) as that number; else such a value is refused")
+    g.add_argument("--reward-at-least", type=float, metavar="X",
+                   help="the reward is 1 when the field's number is at least X, else 0: a rate from a value (an "
+                        "error rate from status codes: --reward-field status --reward-at-least 500; slow requests: "
+                        "a latency field and the SLO). Needs a model holding 0 and 1 (the default, bernoulli)")
     g.add_argument("--key-field", metavar="NAME",
                    help="JSON field of the value naming the record's key (a host, a worker), in place of the "
                         "record's own key (Kafka) or a line's arm (files); every value is then parsed. A dotted "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from itertools import repeat
 from operator import itemgetter
@@ -16,6 +17,16 @@ from .records import InvalidRecord, RefusedKey
 __all__ = ["RewardCodec"]
 
 _NUMBERS = frozenset((int, float))  # the JSON numbers (bool is its own type)
+#: a JSON number (RFC 8259), the only text ``numeric_strings`` reads as one (not "nan", "1_000", " 1", "0x1")
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+
+
+def _holds(model: RewardModel, x: float) -> bool:
+    try:
+        model.check("", x)
+    except ValueError:
+        return False
+    return True
 
 
 class RewardCodec:
@@ -27,27 +38,52 @@ class RewardCodec:
     ``model``): a finite reward outside the model's range counts as the nearest end of it (winsorized: a
     latency above a timeout range is the timeout, not a dead letter), counted in :attr:`clipped`.
 
+    Two rules for fields that are not the reward as such (both off by default: a value of another type is a
+    dead letter, never a guess): ``numeric_strings`` reads a JSON string holding a JSON number (``"0.005"``,
+    ``"503"``: logs that quote every value, as nginx's ``escape=json`` format) as that number; ``at_least``
+    makes the reward 1 when the number is at least it and 0 otherwise (an error rate from status codes,
+    ``at_least=500``; a rate of slow requests from latencies), for a model that holds 0 and 1.
+
     >>> c = RewardCodec(model=None)
     >>> c.arm(b"eu-west"), c.reward("eu-west", b'{"reward": 0.25, "x": 1}')
     ('eu-west', 0.25)
     >>> c.reward("eu-west", b'{"reward": "1"}')
     Traceback (most recent call last):
     ...
-    streamarms.runtime.records.InvalidRecord: not_numeric: reward of arm 'eu-west' is not a JSON number: '1'
+    streamarms.runtime.records.InvalidRecord: not_numeric: reward of arm 'eu-west' is not a JSON number: '1' (--numeric-strings reads a number written as a string)
     >>> from streamarms.models import BoundedModel
     >>> c = RewardCodec(model=BoundedModel(0, 5000), clip=True)
     >>> c.reward("h1", b'{"reward": 31000}'), c.reward("h1", b'{"reward": 120}'), c.clipped
     (5000.0, 120.0, 1)
     >>> RewardCodec("http.ms", model=None).rewards([b'{"http": {"ms": 12}}', b'{"http.ms": 3}', b'{"http": 1}'])
     [12.0, 3.0, None]
+    >>> from streamarms.models import BernoulliModel
+    >>> c = RewardCodec("status", BernoulliModel(), numeric_strings=True, at_least=500)
+    >>> c.rewards([b'{"status": "503"}', b'{"status": 200}', b'{"status": "-"}'])
+    [1.0, 0.0, None]
     """
 
     def __init__(self, reward_field: str = "reward", model: RewardModel | None = None, *,
-                 request_id_field: str = "request_id", max_key_bytes: int = 256, clip: bool = False) -> None:
+                 request_id_field: str = "request_id", max_key_bytes: int = 256, clip: bool = False,
+                 numeric_strings: bool = False, at_least: float | None = None) -> None:
         if max_key_bytes < 1:
             raise ValueError(f"max_key_bytes must be >= 1, got {max_key_bytes}")
         if clip and not isinstance(model, BoundedModel):
             raise ValueError("clipping needs the bounded reward model (its range is what rewards are clipped to)")
+        if at_least is not None:
+            if isinstance(at_least, bool) or not isinstance(at_least, (int, float)) or not math.isfinite(at_least):
+                raise ValueError(f"at_least must be a finite number, got {at_least!r}")
+            if clip:
+                raise ValueError("at_least makes every reward 0 or 1: there is nothing to clip")
+            if model is not None and not all(_holds(model, x) for x in (0.0, 1.0)):
+                raise ValueError(f"at_least makes the rewards 0 and 1, which the {model.name} reward model does not "
+                                 "hold (use the Bernoulli model, the default)")
+        #: a string holding a JSON number counts as that number
+        self.numeric_strings = numeric_strings
+        #: the reward is 1 when the field's number is at least this, else 0 (``None``: the number itself)
+        self.at_least = at_least
+        #: neither rule: the batch paths read the field's number inline (else each record by :meth:`reward_of`)
+        self.plain = not numeric_strings and at_least is None
         #: the range rewards are clipped to (``None``: no clipping) and how many were
         self.clip = (model.low, model.high) if isinstance(model, BoundedModel) and clip else None
         self.clipped = 0
@@ -116,11 +152,17 @@ class RewardCodec:
         except KeyError:
             raise InvalidRecord("missing_reward", f"value of arm {arm!r} has no {self.reward_field!r} field") from None
         x = decoder.number(v)
+        if x is None and self.numeric_strings and type(v) is str and _NUMBER.fullmatch(v):
+            x = float(v)
         if x is None:
             shown = repr(v[:80]) if isinstance(v, str) else f"a JSON {type(v).__name__}"  # never repr a deep value
-            raise InvalidRecord("not_numeric", f"reward of arm {arm!r} is not a JSON number: {shown}")
+            hint = (" (--numeric-strings reads a number written as a string)" if isinstance(v, str)
+                    and not self.numeric_strings and _NUMBER.fullmatch(v) else "")
+            raise InvalidRecord("not_numeric", f"reward of arm {arm!r} is not a JSON number: {shown}{hint}")
         if not math.isfinite(x):
             raise InvalidRecord("not_finite", f"reward of arm {arm!r} is not finite: {x!r}")
+        if self.at_least is not None:
+            x = 1.0 if x >= self.at_least else 0.0
         c = self.clip
         if c is not None and not c[0] <= x <= c[1]:  # (the batch paths refuse it: they come here for it)
             x = c[0] if x < c[0] else c[1]
@@ -150,6 +192,8 @@ class RewardCodec:
         >>> RewardCodec(model=None).rewards([b'{"reward": 1}', b'{"reward": 1}'], [{"reward": 3}, None])
         [3.0, 1.0]
         """
+        if not self.plain:
+            return self._rewards_by_rule(values, parsed)
         memo = self._memo
         if parsed is None and memo and self._memo_for == (decoder._loads, self.reward_field, self.model):
             try:
@@ -203,6 +247,22 @@ class RewardCodec:
                     except Exception:
                         x = None
             append(x)
+        return out
+
+    def _rewards_by_rule(self, values: Sequence[bytes | str | None],
+                         parsed: Sequence[Any] | None) -> list[float | None]:
+        """:meth:`rewards` with a rule (``numeric_strings``, ``at_least``): :meth:`reward_of` on each value (a
+        clipped one is ``None``: the record path counts it, once)."""
+        out: list[float | None] = []
+        clip = self.clip
+        for obj, v in zip(parsed if parsed is not None else repeat(None, len(values)), values):
+            try:
+                x: float | None = self.reward_of("", obj if obj is not None else self.parse("", v), False)
+            except InvalidRecord:
+                x = None
+            if clip is not None and x is not None and (x == clip[0] or x == clip[1]):
+                x = None  # (maybe clipped: the record path says, and counts it)
+            out.append(x)
         return out
 
     #: distinct values the memo of :meth:`rewards` holds at most; past it the memo is switched off for good

@@ -325,6 +325,7 @@ class ContinuousRunner:
         out: list[tuple[int, InvalidRecord]] = []
         loads, field, gfield = decoder._loads, self.codec.reward_field, self.group_field
         rpath, gpath = self.codec.reward_path, self._group_path  # (dotted names: nested fields)
+        plain = self.codec.plain  # (a reward rule, numeric strings or at_least: each record by offer)
         check = self.monitor.model.check
         arm_of, group_of = self.keys.arm_of, self._groups
         isfinite, c, feed = math.isfinite, self.counters, self._feed
@@ -342,7 +343,7 @@ class ContinuousRunner:
                 arm = arm_of.get(keys[i])  # type: ignore[arg-type]
                 x: Any = None
                 g: Any = DEFAULT_GROUP
-                if arm is not None:
+                if arm is not None and plain:
                     try:
                         obj = loads(values[i])
                         if type(obj) is dict:
