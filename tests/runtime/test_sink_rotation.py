@@ -13,10 +13,9 @@ import sys
 import time
 
 import pytest
+from test_jsonl_follow import _append, _checkpointed_at, _lines, _wait_for
 
 from streamarms.connectors.files import JsonlDeadLetterSink, JsonlSink
-
-from test_jsonl_follow import _append, _checkpointed_at, _lines, _wait_for
 
 
 def _values(p) -> list:
@@ -115,22 +114,25 @@ def test_a_restart_after_a_rotation_since_the_checkpoint_cuts_the_rotated_file_a
     assert _values(rotated) == [1] and _values(p) == []
 
     stopped = tmp_path / "b.jsonl"
-    sink = JsonlSink(str(stopped))
-    sink.send({"n": 1})
-    mark = sink.mark()
-    sink.close()
+    mark = _one_line_marked(stopped)
     os.rename(stopped, tmp_path / "b.jsonl.1")
     stopped.write_text("")
     assert JsonlSink(str(stopped)).rewind(mark) == 0
     assert _values(tmp_path / "b.jsonl.1") == [1]
 
 
-def test_a_mark_found_in_no_newest_rotation_is_left_as_it_is(tmp_path):
-    p = tmp_path / "alerts.jsonl"
+def _one_line_marked(p) -> list:
+    """A sink's file with one line, its mark (a checkpoint's), the run stopped."""
     sink = JsonlSink(str(p))
     sink.send({"n": 1})
     mark = sink.mark()
     sink.close()
+    return mark
+
+
+def test_a_mark_found_in_no_newest_rotation_is_left_as_it_is(tmp_path):
+    p = tmp_path / "alerts.jsonl"
+    mark = _one_line_marked(p)
     os.rename(p, tmp_path / "alerts.jsonl.2")
     (tmp_path / "alerts.jsonl.1").write_text('{"n":7}\n')  # a later rotation: two since the checkpoint
     os.utime(tmp_path / "alerts.jsonl.2", ns=(1, 1))
