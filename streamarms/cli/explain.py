@@ -25,7 +25,8 @@ from typing import Any
 from ..checkpoint import CheckpointError, CheckpointStore, FileCheckpointStore, checkpoint_key
 from ..monitor import ContinuousMonitor
 from ..monitor.monitor import waiting_for
-from ..runtime.evidence import episode_summary, key_evidence
+from ..runtime.evidence import episode_evidence, episode_summary, finite_pair, key_evidence
+from .explain_table import interval_text, table
 
 __all__ = ["add_explain_parser", "explain_main", "summary"]
 
@@ -39,6 +40,10 @@ def add_explain_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="the checkpoint `run` writes")
     p.add_argument("--bootstrap-servers", metavar="HOST:PORT[,..]", help="with --checkpoint kafka:TOPIC")
     p.add_argument("--group-id", default="streamarms", metavar="ID", help="the run's consumer group (its key)")
+    p.add_argument("--table", action="store_true",
+                   help="every key's evidence as a text table (outliers first, then undecided, then normal keys, "
+                        "each by estimate), the threshold above it; JSON without it")
+    p.add_argument("--top", type=int, metavar="N", help="with --table: the first N keys only")
     p.set_defaults(handler=explain_main)
     return p
 
@@ -62,6 +67,32 @@ def summary(mon: ContinuousMonitor) -> dict[str, Any]:
         if abs(lo) == float("inf") or abs(hi) == float("inf"):  # no band: whom the threshold waits for
             groups[-1]["threshold_waiting_for"] = waiting_for(g)
     return {"records": mon.records, "keys": len(mon.keys), "counts": dict(mon.counts), "groups": groups}
+
+
+def monitor_table(mon: ContinuousMonitor, top: int | None = None) -> str:
+    """``--table`` of a continuous checkpoint: each group's threshold, then every key."""
+    head = [f"group {g['name']}: {g['keys']:,} keys, threshold "
+            f"{'-' if g['threshold'] is None else format(g['threshold'], '.4g')} {interval_text(g['threshold_interval'])}"
+            for g in summary(mon)["groups"]]
+    return table((mon.evidence(k) for k in mon.keys), head, top)
+
+
+def episode_table(policy: Any, known: list[str], episode: int, phase: str, flagged: dict[str, int],
+                  top: int | None = None) -> str:
+    """``--table`` of an episode checkpoint: the episode and its threshold, then every key."""
+    if policy is None:
+        return table(({"key": k, "state": "not in an episode"} for k in known),
+                     [f"no episode yet ({phase}): {len(known):,} keys wait for the first"], top)
+    d = policy.decision()
+    outliers, normals = set(d.outliers), set(d.normals)
+    rows = [dict(episode_evidence(policy, k, episode, d, "outlier" if k in outliers else
+                                  "normal" if k in normals else "undecided"), flagged=k in flagged)
+            for k in policy.arms]
+    rows += [{"key": k, "state": "not in an episode"} for k in known if k not in policy.index]
+    th = "-" if d.threshold is None else format(d.threshold, ".4g")
+    head = [f"episode {episode} ({phase}, {'done' if d.done else 'running'}), policy {policy.name}, "
+            f"{d.pulls:,} samples; threshold {th} {interval_text(finite_pair(d.threshold_interval))}"]
+    return table(rows, head, top)
 
 
 def _store(opts: argparse.Namespace) -> CheckpointStore:
@@ -90,6 +121,9 @@ def _explain_episode(opts: argparse.Namespace, sched: dict[str, Any]) -> int:
     policy = restore_policy(sched.get("policy"))
     known, episode = list(sched.get("arms") or {}), int(sched.get("episode") or 0)
     flagged = {str(k): int(v) for k, v in ((sched.get("alerts") or {}).get("flagged") or {}).items()}
+    if opts.table:
+        print(episode_table(policy, known, episode, str(sched.get("phase")), flagged, opts.top))
+        return 0
     if opts.key is None:
         print(json.dumps(episode_summary(policy, known, episode, str(sched.get("phase")), flagged=flagged),
                          indent=1, allow_nan=False))
@@ -116,6 +150,10 @@ def _positionals(opts: argparse.Namespace) -> str | None:
     if len(args) > 1:
         return (f"one key at a time (given: {' '.join(args)})" if opts.checkpoint is not None else
                 f"{args[0]} is not a checkpoint (no such file): streamarms explain CHECKPOINT [KEY]")
+    if opts.top is not None and (not opts.table or opts.top < 1):
+        return "--top N (N >= 1) shows the first N rows of --table"
+    if opts.table and args:
+        return f"--table shows every key: drop the key {args[0]!r}, or drop --table for its evidence as JSON"
     if opts.checkpoint is None:
         return ("the checkpoint `run` wrote is needed: streamarms explain CHECKPOINT [KEY], or "
                 f"streamarms explain {args[0] if args else '[KEY]'} --checkpoint PATH|dir:PATH|kafka:TOPIC")
@@ -145,9 +183,14 @@ def explain_main(opts: argparse.Namespace) -> int:
             raise CheckpointError(f"the checkpoint in {store.describe()} is of the {sched.get('mode')!r} mode, "
                                   "which explain does not know")
         mon = ContinuousMonitor.restore(sched["monitor"])
+    except BrokenPipeError:  # (`explain ... | head`: main's rule, not a checkpoint error)
+        raise
     except (CheckpointError, ValueError, KeyError, TypeError, OSError) as e:
         print(f"streamarms explain: error: {e}", file=sys.stderr)
         return 2
+    if opts.table:
+        print(monitor_table(mon, opts.top))
+        return 0
     if opts.key is None:
         print(json.dumps(summary(mon), indent=1, allow_nan=False))
         return 0
