@@ -529,8 +529,8 @@ class JsonlSink:
     after the flush); a restart from it first cuts the file back to that size (:meth:`rewind`) -- the lines
     after it were written after the checkpoint, and the records that made them are read again, so they
     are written again -- unless the file is no longer the one marked (shorter, or other bytes before the
-    size: replaced, or rotated beyond what the next paragraph finds), which is left as it is (a warning: those lines may then
-    repeat).
+    size: replaced, or rotated beyond what the next paragraph finds), which is left as it is (a warning:
+    those lines may then repeat).
     A path that is not a regular file (``/dev/null``, ``/dev/stderr``, a named pipe, ``>(gzip > a.gz)``) is
     written as stdout is: no ``fsync`` (a device or pipe refuses it), no size to mark or cut back.
 

@@ -257,7 +257,7 @@ class RewardCodec:
         clip = self.clip
         for obj, v in zip(parsed if parsed is not None else repeat(None, len(values)), values):
             try:
-                x: float | None = self.reward_of("", obj if obj is not None else self.parse("", v), False)
+                x: float | None = self.reward_of("", obj if type(obj) is dict else self.parse("", v), False)
             except InvalidRecord:
                 x = None
             if clip is not None and x is not None and (x == clip[0] or x == clip[1]):
