@@ -254,16 +254,25 @@ class RewardCodec:
         """:meth:`rewards` with a rule (``numeric_strings``, ``at_least``): :meth:`reward_of` on each value (a
         clipped one is ``None``: the record path counts it, once)."""
         out: list[float | None] = []
-        clip = self.clip
         for obj, v in zip(parsed if parsed is not None else repeat(None, len(values)), values):
-            try:
-                x: float | None = self.reward_of("", obj if type(obj) is dict else self.parse("", v), False)
-            except InvalidRecord:
-                x = None
-            if clip is not None and x is not None and (x == clip[0] or x == clip[1]):
-                x = None  # (maybe clipped: the record path says, and counts it)
-            out.append(x)
+            if type(obj) is not dict:
+                try:
+                    obj = self.parse("", v)
+                except InvalidRecord:
+                    out.append(None)
+                    continue
+            out.append(self.by_rule(obj))
         return out
+
+    def by_rule(self, obj: dict[str, Any]) -> float | None:
+        """The reward of a parsed value by :meth:`reward_of`, not counted: ``None`` when it is refused, or at
+        an end of the clip range (maybe clipped: the record path says, and counts it once)."""
+        try:
+            x = self.reward_of("", obj, False)
+        except InvalidRecord:
+            return None
+        clip = self.clip
+        return None if clip is not None and (x == clip[0] or x == clip[1]) else x
 
     #: distinct values the memo of :meth:`rewards` holds at most; past it the memo is switched off for good
     MEMO_SIZE = 4096

@@ -325,7 +325,7 @@ class ContinuousRunner:
         out: list[tuple[int, InvalidRecord]] = []
         loads, field, gfield = decoder._loads, self.codec.reward_field, self.group_field
         rpath, gpath = self.codec.reward_path, self._group_path  # (dotted names: nested fields)
-        plain = self.codec.plain  # (a reward rule, numeric strings or at_least: each record by offer)
+        by_rule = None if self.codec.plain else self.codec.by_rule  # (numeric strings, at_least)
         check = self.monitor.model.check
         arm_of, group_of = self.keys.arm_of, self._groups
         isfinite, c, feed = math.isfinite, self.counters, self._feed
@@ -343,11 +343,11 @@ class ContinuousRunner:
                 arm = arm_of.get(keys[i])  # type: ignore[arg-type]
                 x: Any = None
                 g: Any = DEFAULT_GROUP
-                if arm is not None and plain:
+                if arm is not None:
                     try:
                         obj = loads(values[i])
                         if type(obj) is dict:
-                            x = obj[field] if rpath is None else rpath(obj)
+                            x = (obj[field] if rpath is None else rpath(obj)) if by_rule is None else by_rule(obj)
                             if gfield is not None:
                                 g = obj[gfield] if gpath is None else gpath(obj)
                     except Exception:  # anything: the per-record path says why
