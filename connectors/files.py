@@ -8,10 +8,12 @@ Input lines (one record each)::
 
 The key (``key`` or ``arm``) is a string or an integer; any other JSON value there (a bool, a float, a
 list, an object) makes a record without a key, like a missing one. ``timestamp`` is in milliseconds since
-the epoch (as in Kafka) and optional; without it the stream clock does not move, so use ``--clock wall``
-if wants should time out. A timestamp that is there must be a number from 0 to
-:data:`MAX_TIMESTAMP_MS` (the last millisecond of the year 9999; a fraction is cut off): any other value
-(a string, a boolean, ``null``, NaN, a negative number, ``1e300``) refuses the line as ``bad_timestamp``
+the epoch (as in Kafka), or an ISO 8601 date-time (``"2026-11-25T14:00:00.123Z"``; UTC unless it says
+otherwise: the logs of structlog and many JSON loggers), and optional; without it the stream clock does not
+move, so use ``--clock wall`` if wants should time out. A timestamp that is there must be a number from 0 to
+:data:`MAX_TIMESTAMP_MS` (the last millisecond of the year 9999; a fraction is cut off) or such a date-time:
+any other value (another string, a boolean, ``null``, NaN, a negative number, ``1e300``) refuses the line as
+``bad_timestamp``
 -- it would otherwise move the stream clock to a time no stream has, or silently be no timestamp. A line
 that is not JSON is refused as ``not_json``, one that is JSON but not an object as ``not_object``: each
 such line becomes a record whose key is a :class:`~streamarms.runtime.records.RefusedKey`, so the
@@ -60,6 +62,7 @@ from itertools import repeat
 from typing import IO, Any
 
 from streamarms.checkpoint import CheckpointError
+from streamarms.runtime.clock import iso_ms
 from streamarms.runtime.decoder import _SHORT
 from streamarms.runtime.records import RefusedKey, record_key
 
@@ -124,16 +127,18 @@ def _stamp(ts: Any) -> int:
     """A line's ``timestamp`` (ms) as an int, or ``ValueError`` saying why it is none (module docstring:
     a number from 0 to :data:`MAX_TIMESTAMP_MS`; never an ``OverflowError`` that stops the replay).
 
-    >>> _stamp(1700000000123), _stamp(1700000000123.9)
-    (1700000000123, 1700000000123)
+    >>> _stamp(1700000000123), _stamp(1700000000123.9), _stamp("2023-11-14T22:13:20.123Z")
+    (1700000000123, 1700000000123, 1700000000123)
     >>> _stamp(1e300)
     Traceback (most recent call last):
     ...
-    ValueError: timestamp 1e+300 is not a time in milliseconds from 0 (1970) to 253402300799999 (the year 9999)
+    ValueError: timestamp 1e+300 is not a time in milliseconds from 0 (1970) to 253402300799999 (the year 9999), nor an ISO 8601 date-time (2026-11-25T14:00:00Z)
     """
     t = type(ts)
     if (t is int or t is float) and 0 <= ts <= MAX_TIMESTAMP_MS:  # (NaN fails the comparisons)
         return int(ts)
+    if t is str and (ms := iso_ms(ts)) is not None and 0 <= ms <= MAX_TIMESTAMP_MS:
+        return ms
     if t is float or (t is int and abs(ts) < 10 ** 30):
         shown = repr(ts)
     elif t is int:
@@ -143,7 +148,7 @@ def _stamp(ts: Any) -> int:
     else:
         shown = json.dumps(ts) if t is bool or ts is None else _JSON_NAMES.get(t, t.__name__)
     raise ValueError(f"timestamp {shown} is not a time in milliseconds from 0 (1970) to {MAX_TIMESTAMP_MS} "
-                     "(the year 9999)")
+                     "(the year 9999), nor an ISO 8601 date-time (2026-11-25T14:00:00Z)")
 
 
 def _refused(path: str, offset: int, line: str, reason: str, detail: str, key: bytes | None = None) -> JsonlRecord:

@@ -13,6 +13,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from ..runtime.clock import iso_ms
+
 __all__ = ["arm_means", "key_names", "positive_int", "budget", "finite", "nonneg_float", "port", "probability", "start_from",
            "allow_negative_lists"]
 
@@ -114,20 +116,15 @@ def start_from(text: str) -> str | int:
     ...
     argparse.ArgumentTypeError: expected earliest, latest, milliseconds since the epoch or an ISO 8601 date-time, got 'yesterday'
     """
-    import datetime as dt
     t = text.strip()
     if t in ("earliest", "latest"):
         return t
     if t.isdigit():
         return int(t)
-    try:
-        when = dt.datetime.fromisoformat(t.replace("Z", "+00:00") if t.endswith("Z") else t)
-    except ValueError:
+    ms = iso_ms(t, date_alone=True)
+    if ms is None:
         raise argparse.ArgumentTypeError(f"expected earliest, latest, milliseconds since the epoch or an ISO 8601 "
-                                         f"date-time, got {text!r}") from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.UTC)
-    ms = int(round(when.timestamp() * 1000))
+                                         f"date-time, got {text!r}")
     if ms < 0:
         raise argparse.ArgumentTypeError(f"a timestamp before 1970, got {text!r}")
     return ms

@@ -43,7 +43,8 @@ def decisions(summary: dict) -> tuple:
 
 
 BAD_STAMPS = ['"abc"', "true", "null", "NaN", "-5", "-0.5", "1e300", "1" + "0" * 39, "[1]", '{"ms": 1}',
-              str(MAX_TIMESTAMP_MS + 1)]
+              str(MAX_TIMESTAMP_MS + 1), '"2026-11-25"', '"14:00:00"', '"1700000000000"', '"1969-12-31T23:59:59Z"',
+              '"2026-13-01T00:00:00Z"']
 
 
 def test_bad_timestamps_are_dead_lettered_and_move_neither_the_clock_nor_the_samples(tmp_path):
@@ -75,6 +76,30 @@ def test_timestamps_from_0_to_the_year_9999_are_times_and_the_fast_paths_agree()
         recs = _line_by_line("f", lines, 0)
         assert [r.offset for r in recs if isinstance(r.key, bytes)] == [i for i in range(21) if i != 7]
         assert recs[7].key.reason == "bad_timestamp" and recs[7].key.raw == b"b" and recs[7].timestamp is None
+
+
+def test_iso_8601_timestamps_are_times_and_the_run_equals_the_run_with_milliseconds(tmp_path):
+    """A JSON logger's ISO 8601 date-times (structlog's ``timestamp``) were refused line by line as
+    ``bad_timestamp``; they are the same times as milliseconds, in UTC unless they say otherwise."""
+    import datetime as dt
+
+    def iso(ms: int, i: int) -> str:
+        t = dt.datetime.fromtimestamp(ms / 1000, dt.UTC)
+        forms = [t.isoformat().replace("+00:00", "Z"), t.isoformat(), t.replace(tzinfo=None).isoformat(sep=" "),
+                 t.astimezone(dt.timezone(dt.timedelta(hours=-5))).isoformat()]
+        return forms[i % 4]
+    good = good_lines()
+    as_iso = []
+    for i, line in enumerate(good):
+        obj = json.loads(line)
+        obj["timestamp"] = iso(obj["timestamp"] * 1000 - T0 * 999, i)  # (whole seconds apart: isoformat's ms)
+        as_iso.append(json.dumps(obj))
+    as_ms = [json.dumps(dict(json.loads(x), timestamp=json.loads(y)["timestamp"] * 1000 - T0 * 999))
+             for x, y in zip(as_iso, good)]
+    ref, none = run(tmp_path, "ms", ("\n".join(as_ms) + "\n").encode())
+    got, dead = run(tmp_path, "iso", ("\n".join(as_iso) + "\n").encode())
+    assert none == [] and dead == [] and decisions(got) == decisions(ref)
+    assert _to_record("f", 0, '{"arm": "a", "timestamp": "2023-11-14T22:13:20.123Z"}').timestamp == T0 + 123
 
 
 def test_lines_that_are_not_json_objects_get_their_own_reasons(tmp_path):
