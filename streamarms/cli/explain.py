@@ -90,7 +90,7 @@ def episode_table(policy: Any, known: list[str], episode: int, phase: str, flagg
             for k in policy.arms]
     rows += [{"key": k, "state": "not in an episode"} for k in known if k not in policy.index]
     th = "-" if d.threshold is None else format(d.threshold, ".4g")
-    head = [f"episode {episode} ({phase}, {'done' if d.done else 'running'}), policy {policy.name}, "
+    head = [f"episode {episode} ({'finished' if d.done else phase}), policy {policy.name}, "
             f"{d.pulls:,} samples; threshold {th} {interval_text(finite_pair(d.threshold_interval))}"]
     return table(rows, head, top)
 
