@@ -13,9 +13,9 @@ otherwise: the logs of structlog and many JSON loggers), and optional; without i
 move, so use ``--clock wall`` if wants should time out. A timestamp that is there must be a number from 0 to
 :data:`MAX_TIMESTAMP_MS` (the last millisecond of the year 9999; a fraction is cut off) or such a date-time:
 any other value (another string, a boolean, ``null``, NaN, a negative number, ``1e300``) refuses the line as
-``bad_timestamp``
--- it would otherwise move the stream clock to a time no stream has, or silently be no timestamp. A line
-that is not JSON is refused as ``not_json``, one that is JSON but not an object as ``not_object``: each
+``bad_timestamp`` -- it would otherwise move the stream clock to a time no stream has, or silently be no
+timestamp. Another field, or seconds, where a :class:`~streamarms.connectors.line_time.LineTime` says
+(``--timestamp-field``, ``--timestamp-unit``). A line that is not JSON is refused as ``not_json``, one that is JSON but not an object as ``not_object``: each
 such line becomes a record whose key is a :class:`~streamarms.runtime.records.RefusedKey`, so the
 codec refuses it with that reason and it reaches the dead letters. A UTF-8 byte order mark at the start
 of a file is not part of its first line. Several files are merged like partitions
@@ -62,11 +62,11 @@ from itertools import repeat
 from typing import IO, Any
 
 from streamarms.checkpoint import CheckpointError
-from streamarms.runtime.clock import iso_ms
 from streamarms.runtime.decoder import _SHORT
 from streamarms.runtime.records import RefusedKey, record_key
 
 from .jsonl_lines import WINDOW, LineReader, compressed, next_rotation, rotated_reader, rotation_ids, rotations_of
+from .line_time import JSON_NAMES, MAX_TIMESTAMP_MS, LineTime
 from .ordering import PartitionMerger, tp_name
 from .pipe_lines import STDIN, PipeLineReader
 
@@ -89,13 +89,10 @@ except ImportError:  # pragma: no cover - orjson is a dependency of streamarms
 
 __all__ = ["JsonlRecord", "JsonlSource", "JsonlSink", "JsonlDeadLetterSink", "MAX_TIMESTAMP_MS"]
 
-#: the latest timestamp a line may carry, in ms: 9999-12-31T23:59:59.999Z (what an ISO date can say)
-MAX_TIMESTAMP_MS = 253_402_300_799_999
-
 _ABSENT = object()
-#: what a JSON value is, for the dead letters' details
-_JSON_NAMES = {str: "a string", bool: "a boolean", list: "an array", dict: "an object", type(None): "null",
-               int: "an integer", float: "a number"}
+_JSON_NAMES = JSON_NAMES
+#: a line's time where it is by default: ``timestamp``, in ms
+_TIMESTAMP = LineTime()
 
 
 def _bytes(text: str) -> bytes:
@@ -123,40 +120,12 @@ def _key_bytes(key: Any) -> bytes | None:
     return None
 
 
-def _stamp(ts: Any) -> int:
-    """A line's ``timestamp`` (ms) as an int, or ``ValueError`` saying why it is none (module docstring:
-    a number from 0 to :data:`MAX_TIMESTAMP_MS`; never an ``OverflowError`` that stops the replay).
-
-    >>> _stamp(1700000000123), _stamp(1700000000123.9), _stamp("2023-11-14T22:13:20.123Z")
-    (1700000000123, 1700000000123, 1700000000123)
-    >>> _stamp(1e300)
-    Traceback (most recent call last):
-    ...
-    ValueError: timestamp 1e+300 is not a time in milliseconds from 0 (1970) to 253402300799999 (the year 9999), nor an ISO 8601 date-time (2026-11-25T14:00:00Z)
-    """
-    t = type(ts)
-    if (t is int or t is float) and 0 <= ts <= MAX_TIMESTAMP_MS:  # (NaN fails the comparisons)
-        return int(ts)
-    if t is str and (ms := iso_ms(ts)) is not None and 0 <= ms <= MAX_TIMESTAMP_MS:
-        return ms
-    if t is float or (t is int and abs(ts) < 10 ** 30):
-        shown = repr(ts)
-    elif t is int:
-        shown = f"an integer of {len(str(abs(ts)))} digits"
-    elif t is str:
-        shown = f"{ts[:40]!r} (a string)"
-    else:
-        shown = json.dumps(ts) if t is bool or ts is None else _JSON_NAMES.get(t, t.__name__)
-    raise ValueError(f"timestamp {shown} is not a time in milliseconds from 0 (1970) to {MAX_TIMESTAMP_MS} "
-                     "(the year 9999), nor an ISO 8601 date-time (2026-11-25T14:00:00Z)")
-
-
 def _refused(path: str, offset: int, line: str, reason: str, detail: str, key: bytes | None = None) -> JsonlRecord:
     """A line the source refuses: its key says why (:class:`~streamarms.runtime.records.RefusedKey`)."""
     return JsonlRecord(path, 0, offset, None, RefusedKey.of(reason, detail, key), _bytes(line.rstrip("\n")), None, None)
 
 
-def _to_record(path: str, offset: int, line: str, fast: bool = True) -> JsonlRecord:
+def _to_record(path: str, offset: int, line: str, fast: bool = True, line_time: LineTime = _TIMESTAMP) -> JsonlRecord:
     """One line as a record. ``fast``: parse with orjson (~4x the standard library on these small
     lines); whatever orjson refuses or cannot write back (NaN, huge ints, lone surrogates, deep
     nesting) takes the standard library's path, so a line becomes the same record either way (only
@@ -170,15 +139,13 @@ def _to_record(path: str, offset: int, line: str, fast: bool = True) -> JsonlRec
         obj = _fast_loads(line) if fast else json.loads(line)
     except (ValueError, TypeError, RecursionError) as e:  # a poison line (even nested 100,000 deep) is one bad record
         if fast:
-            return _to_record(path, offset, line, fast=False)
+            return _to_record(path, offset, line, fast=False, line_time=line_time)
         return _refused(path, offset, line, "not_json", f"the line is not JSON ({type(e).__name__}: {str(e)[:120]})")
     if type(obj) is not dict:
         return _refused(path, offset, line, "not_object", "the line is JSON but not an object: "
                                                           f"{_JSON_NAMES.get(type(obj), type(obj).__name__)}")
-    ts_in = obj.get("timestamp", _ABSENT)
     try:
-        ts = None if ts_in is _ABSENT else ts_in if type(ts_in) is int and 0 <= ts_in <= MAX_TIMESTAMP_MS \
-            else _stamp(ts_in)
+        ts = line_time.of(obj)
     except ValueError as e:
         return _refused(path, offset, line, "bad_timestamp", str(e), _key_bytes(obj.get("key", obj.get("arm"))))
     parsed: dict[str, Any] | None = None
@@ -194,7 +161,7 @@ def _to_record(path: str, offset: int, line: str, fast: bool = True) -> JsonlRec
                 vb = _fast_dumps(value) if fast else json.dumps(value).encode("utf-8")
             except (ValueError, TypeError, RecursionError):
                 if fast:
-                    return _to_record(path, offset, line, fast=False)
+                    return _to_record(path, offset, line, fast=False, line_time=line_time)
                 vb = _bytes(line.rstrip("\n"))
             if fast and type(value) is dict and len(vb) <= _SHORT:
                 parsed = value  # orjson writes back what it read: parsing vb gives this object
@@ -239,8 +206,11 @@ def _shorthand_chunk(path: str, lines: list[str], first: int) -> list[JsonlRecor
                                                           stamps, kbs, values, repeat(None), objs)))
 
 
-def _line_by_line(path: str, lines: list[str], first: int) -> list[JsonlRecord]:
-    """The records of ``lines`` (line numbers from ``first``; a blank line is none, but counts)."""
+def _line_by_line(path: str, lines: list[str], first: int, line_time: LineTime = _TIMESTAMP) -> list[JsonlRecord]:
+    """The records of ``lines`` (line numbers from ``first``; a blank line is none, but counts), their times
+    where ``line_time`` says."""
+    if not line_time.default:
+        return [_to_record(path, n, line, line_time=line_time) for n, line in enumerate(lines, first) if line.strip()]
     chunk: list[JsonlRecord] = []
     loads, add, new = _fast_loads, chunk.append, tuple.__new__
     for n, line in enumerate(lines, first):
@@ -278,8 +248,10 @@ class JsonlSource:
     decoded_values = True
 
     def __init__(self, paths: Sequence[str], *, resume: dict[str, Any] | None = None, max_records: int = 1000,
-                 ordered: bool = True, follow: bool = False) -> None:
+                 ordered: bool = True, follow: bool = False, line_time: LineTime = _TIMESTAMP) -> None:
         self.paths = [os.fspath(p) for p in paths]
+        #: where a line's time is (``--timestamp-field``, ``--timestamp-unit``)
+        self.line_time = line_time
         self.max_records = max_records
         self.follow = follow
         #: following: why the source cannot go on (a file truncated or rewritten), else None
@@ -373,9 +345,9 @@ class JsonlSource:
         lines = reader.read(per)
         if len(lines) < per:
             self._eof[p] = True
-        chunk = _shorthand_chunk(p, lines, n)
+        chunk = _shorthand_chunk(p, lines, n) if self.line_time.default else None
         if chunk is None:
-            chunk = _line_by_line(p, lines, n)
+            chunk = _line_by_line(p, lines, n, self.line_time)
         self.merger.add((p, 0), chunk)
         return len(lines)
 

@@ -10,7 +10,8 @@ a run with other settings starts with a fresh checkpoint (another ``--checkpoint
 
 * **Refused** in both modes: ``--k``, the reward model (``--reward-model``, ``--reward-range``, ``--clip``,
   ``--model-param``), ``--arms`` (which keys are fed), ``--reward-field``, ``--numeric-strings`` and
-  ``--reward-at-least`` (what a reward is), ``--key-field`` (what a key is).
+  ``--reward-at-least`` (what a reward is), ``--key-field`` (what a key is), ``--timestamp-field`` and
+  ``--timestamp-unit`` (what a line's time is: the stream clock the checkpoint's times are on).
 * **Refused** in the episode modes: ``--policy`` and every policy parameter (``--delta``, ``--two-sided``,
   ``--rho``, ``--seed``, ``--epsilon``, ``--threshold``, ``--budget``, ``--b``, ``--alpha``, ``--estimator``,
   ``--moment-p``, ``--moment-bound``), ``--passive-feed`` (which rewards the policy is given: its sampling
@@ -53,7 +54,8 @@ __all__ = ["statistics_settings"]
 #: flag -> the setting, of the settings that define the statistics (module docstring): both modes
 _COMMON = {"--k": "k", "--reward-model": "reward_model", "--reward-range": "reward_bounds", "--clip": "clip",
            "--model-param": "model_params", "--arms": "arms", "--reward-field": "reward_field",
-           "--key-field": "key_field", "--numeric-strings": "numeric_strings", "--reward-at-least": "reward_at_least"}
+           "--key-field": "key_field", "--numeric-strings": "numeric_strings", "--reward-at-least": "reward_at_least",
+           "--timestamp-field": "timestamp_field", "--timestamp-unit": "timestamp_unit"}
 #: ... the episode modes
 _EPISODES = {"--policy": "policy", "--delta": "delta", "--two-sided": "two_sided", "--rho": "rho", "--seed": "seed",
              "--epsilon": "epsilon", "--threshold": "threshold", "--budget": "budget", "--b": "ucbe_b",

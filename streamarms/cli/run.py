@@ -150,7 +150,11 @@ def _check_sources(s: RunSettings) -> None:
     if "-" in files and s.checkpoint not in (None, "none", "auto"):
         raise ConfigError("--rewards-file - (standard input) cannot be resumed from a checkpoint: a pipe cannot be "
                           "read again. Drop --checkpoint, or write the stream to a file and --follow it")
-    for flag, name in (("--reward-field", s.reward_field), ("--key-field", s.key_field), ("--group-by", s.group_by)):
+    if ("timestamp_field" in s.explicit or "timestamp_unit" in s.explicit) and not files:
+        raise ConfigError("--timestamp-field and --timestamp-unit say where a --rewards-file line's time is; a Kafka "
+                          "record's time is its own (the producer's or the broker's)")
+    for flag, name in (("--reward-field", s.reward_field), ("--key-field", s.key_field), ("--group-by", s.group_by),
+                       ("--timestamp-field", s.timestamp_field)):
         if name is not None and "." in name:
             try:
                 FieldPath(name)
@@ -498,8 +502,9 @@ class _App:
             from streamarms.connectors.files import JsonlDeadLetterSink, JsonlSink, JsonlSource
             if s.mode == ACTIVE:
                 raise ConfigError("--mode active needs Kafka (--bootstrap-servers): a file cannot answer requests")
+            from streamarms.connectors.line_time import LineTime
             self.source = JsonlSource(s.rewards_file, resume=resume, ordered=s.order == "timestamp",
-                                      follow=bool(s.follow))
+                                      follow=bool(s.follow), line_time=LineTime(s.timestamp_field, s.timestamp_unit))
             self.alert_sink = JsonlSink(s.alerts_file) if s.alerts_file else None
             self.dead_letter_sink = JsonlDeadLetterSink(s.dead_letter_file) if s.dead_letter_file else None
         else:

@@ -98,6 +98,8 @@ class RunSettings:
     numeric_strings: bool = False
     reward_at_least: float | None = None
     key_field: str | None = None
+    timestamp_field: str = "timestamp"
+    timestamp_unit: str = "ms"
     request_id_field: str = "request_id"
     max_key_bytes: int = 256
     validate: str = _SCHED.validate
@@ -300,6 +302,12 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="JSON field of the value naming the record's key (a host, a worker), in place of the "
                         "record's own key (Kafka) or a line's arm (files); every value is then parsed. A dotted "
                         "name (host.name) reads a nested field, as --reward-field")
+    g.add_argument("--timestamp-field", metavar="NAME",
+                   help="--rewards-file: the field of a line holding its time (default timestamp; @timestamp, time, "
+                        "ts; dotted: nested): a number in --timestamp-unit, or an ISO 8601 date-time")
+    g.add_argument("--timestamp-unit", choices=["ms", "s"],
+                   help="--rewards-file: a numeric time is milliseconds (default) or seconds since the epoch "
+                        "(1700000000.123: nginx's $msec)")
     g.add_argument("--request-id-field", metavar="NAME", help="JSON field of answers holding the request id")
     g.add_argument("--max-key-bytes", type=positive_int, metavar="N", help="longer keys are refused (default 256)")
     g.add_argument("--validate", choices=["used", "all"],
