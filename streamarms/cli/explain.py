@@ -1,6 +1,6 @@
-"""``streamarms explain [KEY] --checkpoint PATH`` (or ``streamarms explain PATH [KEY]``): a key's current evidence, read from a checkpoint of
-``streamarms run`` (the continuous mode's running daemon also answers on ``/explain?key=KEY`` next to
-``/metrics``).
+"""``streamarms explain PATH [KEY]`` (or ``streamarms explain [KEY] --checkpoint PATH``): a key's current
+evidence, read from a checkpoint of ``streamarms run`` (the continuous mode's running daemon also answers on
+``/explain?key=KEY`` next to ``/metrics``); ``--table``: every key's, as a table.
 
 With ``KEY``: the key's evidence as JSON -- its state, its mean estimate and interval, the samples behind
 it, the threshold's estimate and interval, the margin (the gap between the two intervals in units of the
@@ -9,7 +9,8 @@ mode adds its standing flag, its group and the samples since its last restart, a
 and the policy (a key seen after the episode started is ``"not in an episode"``: it joins the next). Without
 ``KEY``: the continuous mode's every group's threshold band and flagged keys; an episode mode's outliers
 (with their evidence), normal and undecided counts, the threshold, and the keys waiting for the next
-episode. ``--checkpoint kafka:TOPIC`` reads the compacted topic (``--bootstrap-servers``, ``--group-id`` as
+episode. ``--table`` prints every key's evidence as a text table instead (:mod:`.explain_table`; ``--top N``
+the first N rows). ``--checkpoint kafka:TOPIC`` reads the compacted topic (``--bootstrap-servers``, ``--group-id`` as
 for ``run``), ``--checkpoint dir:PATH`` the incremental directory. Exit codes: 0 found, 1 unknown key, 2 no
 usable checkpoint.
 """
