@@ -477,12 +477,12 @@ def test_clip_takes_rewards_beyond_the_bounded_range_as_its_ends_and_is_refused_
     det = OutlierArmDetector(key="host", reward="ms", policy="cs", policy_params=bounded, clip=True, seed=1,
                              discovery=100)
     hosts = [f"h{i}" for i in range(10)]
-    for _ in range(60_000):
+    for _ in range(20_000):
         h = rng.choice(hosts)
         slow = h == "h9"
         ms = 30_000 if slow and rng.random() < 0.3 else rng.uniform(400, 900) if slow else rng.uniform(100, 300)
         det.learn_one({"host": h, "ms": ms})
-    assert det.outliers == ["h9"] and det.n_clipped > 1000
+    assert det.outliers == ["h9"] and det.n_clipped > 300
     again = pickle.loads(pickle.dumps(det))
     assert again.n_clipped == det.n_clipped and again.outliers == ["h9"]
 

@@ -104,7 +104,7 @@ def test_nested_key_and_reward_fields_by_dotted_names(tmp_path, mode):
     rng = random.Random(3)
     p = tmp_path / "log.jsonl"
     with open(p, "w") as f:
-        for i in range(60_000):
+        for i in range(30_000):
             h = HOSTS[i % len(HOSTS)]
             err = int(rng.random() < (0.5 if h in BAD else 0.1))
             rec = {"host": {"name": h}, "http": {"err": err}, "svc": {"id": "web"}} if i % 7 else \
