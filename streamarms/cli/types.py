@@ -121,7 +121,7 @@ def start_from(text: str) -> str | int:
         return t
     if t.isdigit():
         return int(t)
-    ms = iso_ms(t, date_alone=True)
+    ms = iso_ms(t, strict=False)
     if ms is None:
         raise argparse.ArgumentTypeError(f"expected earliest, latest, milliseconds since the epoch or an ISO 8601 "
                                          f"date-time, got {text!r}")

@@ -9,20 +9,20 @@ __all__ = ["EventClock", "iso_ms"]
 
 #: the start of an ISO 8601 date-time: a date, then ``T`` or a space and the hour and minute
 _ISO = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}")
-_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
-def iso_ms(text: str, date_alone: bool = False) -> int | None:
+def iso_ms(text: str, strict: bool = True) -> int | None:
     """An ISO 8601 date-time (UTC unless it says otherwise; a trailing ``Z`` is UTC) as milliseconds since
-    the epoch, rounded; ``None`` for any other text (a time alone, no date-time at all; a date alone unless
-    ``date_alone``: its midnight).
+    the epoch, rounded; ``None`` for any other text. ``strict`` (a record's time): only a date, ``T`` or a
+    space, and at least the hour and minute; else any form :meth:`datetime.fromisoformat` reads (a date alone
+    is its midnight: ``--start-from``).
 
     >>> iso_ms("2023-11-14T22:13:20Z"), iso_ms("2023-11-14 23:13:20.5+01:00"), iso_ms("2023-11-14")
     (1700000000000, 1700000000500, None)
-    >>> iso_ms("2023-11-14", date_alone=True)
-    1699920000000
+    >>> iso_ms("2023-11-14", strict=False), iso_ms("20231114T221320Z", strict=False)
+    (1699920000000, 1700000000000)
     """
-    if not _ISO.match(text) and not (date_alone and _DATE.fullmatch(text)):
+    if strict and not _ISO.match(text):
         return None
     try:
         when = dt.datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
