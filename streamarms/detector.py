@@ -284,6 +284,10 @@ class OutlierArmDetector(base.AnomalyDetector):
             return False
         return "seed" in ps
 
+    def _default_model(self) -> bool:
+        """The reward model is a registered policy's default (no ``reward_model`` in ``policy_params``)."""
+        return isinstance(self.policy, str) and "reward_model" not in self._params()
+
     def _reward_model(self) -> RewardModel | None:
         """The reward model the policy will use, to validate every reward (not only the used ones)."""
         params = self._params()
@@ -396,8 +400,7 @@ class OutlierArmDetector(base.AnomalyDetector):
             self.n_ignored += 1
             return
         arm = self._arm(key)
-        reward, clipped = river_reward(arm, r, self._model, self.clip,
-                                       isinstance(self.policy, str) and "reward_model" not in self._params())
+        reward, clipped = river_reward(arm, r, self._model, self.clip, self._default_model)
         self.n_clipped += clipped
         self.n_records += 1
         self._clock.now += 1.0
@@ -545,10 +548,11 @@ class OutlierArmDetector(base.AnomalyDetector):
                                model=model if isinstance(model, RewardModel) else None)
 
 
-def river_reward(arm: str, r: Any, model: RewardModel | None, clip: bool, default_model: bool) -> tuple[float, bool]:
+def river_reward(arm: str, r: Any, model: RewardModel | None, clip: bool,
+                 default_model: Callable[[], bool]) -> tuple[float, bool]:
     """A record's reward by the daemon's rules (module docstring): the float, and whether ``clip`` took it as
     an end of the bounded ``model``'s range; ``ValueError`` naming the key and the value otherwise (a hint at
-    the other models when the model is the ``default_model``)."""
+    the other models when ``default_model()`` says the model is the default: asked on that error only)."""
     if isinstance(r, (bool, np.bool_)):
         raise ValueError(f"reward of key {arm!r} is a boolean, not a number: {r!r} (the daemon refuses JSON "
                          f"booleans too; give int(reward))")
@@ -567,7 +571,7 @@ def river_reward(arm: str, r: Any, model: RewardModel | None, clip: bool, defaul
         try:
             x = model.check(arm, x)
         except ValueError as e:
-            if default_model:
+            if default_model():
                 raise ValueError(f"{e} (the default; other rewards: policy_params={{'reward_model': 'bounded', "
                                  f"'reward_range': (lo, hi)}} -- with clip=True for values beyond it --, or "
                                  f"'subgaussian' / 'heavy_tailed' with their model_params)") from None
