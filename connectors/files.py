@@ -49,7 +49,6 @@ copy it ends the source with that reason (:attr:`JsonlSource.failure`).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -65,7 +64,7 @@ from streamarms.checkpoint import CheckpointError
 from streamarms.runtime.decoder import _SHORT
 from streamarms.runtime.records import RefusedKey, record_key
 
-from .jsonl_lines import WINDOW, LineReader, compressed, next_rotation, rotated_reader, rotation_ids, rotations_of
+from .jsonl_lines import LineReader, compressed, next_rotation, rotated_reader, rotation_ids, rotations_of, tail_digest
 from .line_time import JSON_NAMES, MAX_TIMESTAMP_MS, LineTime
 from .ordering import PartitionMerger, tp_name
 from .pipe_lines import STDIN, PipeLineReader
@@ -616,8 +615,7 @@ class JsonlSink:
             return None
         with f:
             size = os.fstat(f.fileno()).st_size
-            w = min(WINDOW, mark[0])
-            if size < mark[0] or _digest(os.pread(f.fileno(), w, mark[0] - w)) != mark[1]:
+            if size < mark[0] or tail_digest(f.fileno(), mark[0]) != mark[1]:
                 return None
             if size > mark[0]:
                 os.ftruncate(f.fileno(), mark[0])
@@ -636,18 +634,13 @@ class JsonlSink:
     def _digest(self, size: int) -> str:
         """A digest of the (up to) 256 bytes of the file written before byte ``size`` (read from the file open,
         or from the path where it is open write-only: the file at the path, :meth:`_follow` made sure)."""
-        w = min(WINDOW, size)
         if self._f.readable():
-            return _digest(os.pread(self._f.fileno(), w, size - w))
+            return tail_digest(self._f.fileno(), size)
         fd = os.open(self.path, os.O_RDONLY)
         try:
-            return _digest(os.pread(fd, w, size - w))
+            return tail_digest(fd, size)
         finally:
             os.close(fd)
-
-
-def _digest(tail: bytes) -> str:
-    return hashlib.blake2b(tail, digest_size=8).hexdigest()
 
 
 def _append(path: str) -> IO[str]:

@@ -105,6 +105,18 @@ def _pread(fd: int, n: int, at: int) -> bytes:
         os.lseek(fd, here, os.SEEK_SET)
 
 
+def digest(data: bytes) -> str:
+    """The digest a checkpoint keeps of a file's bytes (blake2b, 8 bytes, hex): of its first and last read bytes
+    (:meth:`LineReader.mark`), of the bytes a sink wrote before its mark (:func:`tail_digest`)."""
+    return hashlib.blake2b(data, digest_size=8).hexdigest()
+
+
+def tail_digest(fd: int, size: int) -> str:
+    """:func:`digest` of the (up to) :data:`WINDOW` bytes before byte ``size`` of the file open at ``fd``."""
+    w = min(WINDOW, size)
+    return digest(_pread(fd, w, size - w))
+
+
 def is_json_object(text: str) -> bool:
     """Whether ``text`` is one whole JSON object (orjson, or the standard library for what orjson refuses:
     NaN, huge integers...).
@@ -384,7 +396,7 @@ class LineReader:
         else:
             first, _, start, raw, prev = next(b for b in reversed(self._blocks) if b[0] <= line)
             before = prev + raw[:pos - start]
-        return pos, hashlib.blake2b(self._head[:w] + before[len(before) - w:], digest_size=8).hexdigest()
+        return pos, digest(self._head[:w] + before[len(before) - w:])
 
     def _pread(self, n: int, at: int) -> bytes:
         return _pread(self._f.fileno(), n, at)
@@ -399,7 +411,7 @@ class LineReader:
 
     def _digest(self, pos: int) -> str:
         w = min(WINDOW, pos)
-        return hashlib.blake2b(self._pread(w, 0) + self._pread(w, pos - w), digest_size=8).hexdigest()
+        return digest(self._pread(w, 0) + self._pread(w, pos - w))
 
     # -- resuming ----------------------------------------------------------------------------
     def _size(self) -> int:

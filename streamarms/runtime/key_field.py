@@ -62,9 +62,10 @@ _NAMES = {str: "a string", bool: "a boolean", list: "an array", dict: "an object
           int: "an integer", float: "a number"}
 
 
-def field_key(obj: dict[str, Any], field: str, raw: Any) -> bytes | RefusedKey:
+def field_key(obj: dict[str, Any], field: str | FieldPath, raw: Any) -> bytes | RefusedKey:
     """The key in ``obj[field]`` (module docstring, "What a key is"; a name with dots: a nested field,
-    :class:`~streamarms.runtime.field_path.FieldPath`); ``raw`` is the record's own key (a refused key keeps it).
+    :class:`~streamarms.runtime.field_path.FieldPath`, which a caller reading many records makes once and passes);
+    ``raw`` is the record's own key (a refused key keeps it).
 
     >>> field_key({"h": "eu"}, "h", None), field_key({"h": 12}, "h", None)
     (b'eu', b'12')
@@ -73,7 +74,8 @@ def field_key(obj: dict[str, Any], field: str, raw: Any) -> bytes | RefusedKey:
     >>> field_key({"host": {"name": "h1"}}, "host.name", None)
     b'h1'
     """
-    key = obj.get(field, _ABSENT) if "." not in field else FieldPath(field).get(obj, _ABSENT)
+    path = field if isinstance(field, FieldPath) else FieldPath(field)
+    key, field = path.get(obj, _ABSENT), path.name
     if isinstance(key, str):
         try:
             return key.encode("utf-8", "surrogateescape")  # (a JSONL line's invalid UTF-8: key_not_utf8)
@@ -122,7 +124,8 @@ class KeyFieldSource:
             raise ValueError("the key field needs a name")
         self.source = source
         self.field = field
-        self._path = FieldPath(field) if "." in field else None  # (a dotted name: a nested field)
+        self._path = FieldPath(field)
+        self._nested = self._path if self._path.nested else None  # (the inline path reads a flat name itself)
         #: field text -> its key bytes: a dict lookup per record instead of encoding it, and one bytes
         #: object per key in the scheduler's maps
         self._keys: dict[str, bytes] = {}
@@ -135,7 +138,7 @@ class KeyFieldSource:
         has_parsed, has_headers = hasattr(batch[0], "parsed"), hasattr(batch[0], "headers")
         out: list[FieldRecord] = []
         add, new, field, keys, loads = out.append, tuple.__new__, self.field, self._keys, decoder._loads
-        path = self._path
+        path = self._nested
         for r in batch:
             raw = r.key
             try:  # the common record, inline: rekey's path for a JSON object whose field is a string
@@ -176,7 +179,7 @@ class KeyFieldSource:
             if why is not None:
                 return FieldRecord(r.topic, r.partition, r.offset, r.timestamp,
                                    RefusedKey.of(why[0], why[1], _bytes_or_none(key)), r.value, _headers(r), None, key)
-        return FieldRecord(r.topic, r.partition, r.offset, r.timestamp, field_key(obj, self.field, key), r.value,
+        return FieldRecord(r.topic, r.partition, r.offset, r.timestamp, field_key(obj, self._path, key), r.value,
                            _headers(r), obj, key)
 
     def __getattr__(self, name: str) -> Any:  # state, rollback, commit, close, exhausted, failure, lag, ...
