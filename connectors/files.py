@@ -55,7 +55,6 @@ import os
 import stat
 import sys
 import time
-from collections import namedtuple
 from collections.abc import Callable, Sequence
 from itertools import repeat
 from typing import IO, Any
@@ -64,18 +63,15 @@ from streamarms.checkpoint import CheckpointError
 from streamarms.runtime.decoder import _SHORT
 from streamarms.runtime.records import RefusedKey, record_key
 
+from .csv_lines import CsvTable
 from .jsonl_lines import LineReader, compressed, next_rotation, rotated_reader, rotation_ids, rotations_of, tail_digest
+from .line_record import JsonlRecord
 from .line_time import JSON_NAMES, MAX_TIMESTAMP_MS, LineTime
 from .ordering import PartitionMerger, tp_name
 from .pipe_lines import STDIN, PipeLineReader
 
 log = logging.getLogger("streamarms.files")
 
-#: a record of a JSONL file: the fields of kafka-python's ConsumerRecord that streamarms reads, and
-#: ``parsed``: the value as parsing the line already gave it (a JSON object parsed by orjson, at most
-#: ``decoder._SHORT`` bytes), else ``None`` -- the daemon hands it to the codec, which then does not
-#: parse the value a second time
-JsonlRecord = namedtuple("JsonlRecord", "topic partition offset timestamp key value headers parsed")
 
 _fast_loads: Callable[[bytes | str], Any]
 _fast_dumps: Callable[[Any], bytes]
@@ -241,16 +237,23 @@ class JsonlSource:
     (:attr:`rotations`), and the source is exhausted only when a file was truncated or rewritten under it with
     no copy beside it (:attr:`failure`).
     The path ``-`` is standard input (:mod:`~streamarms.connectors.pipe_lines`): read until its writer
-    closes it, with or without ``follow``; it cannot be resumed.
+    closes it, with or without ``follow``; it cannot be resumed. ``tables``: the paths that are CSV or TSV
+    tables, with their delimiters (:mod:`~streamarms.connectors.csv_lines`: a row is the record of its JSON
+    line).
     """
 
     decoded_values = True
 
     def __init__(self, paths: Sequence[str], *, resume: dict[str, Any] | None = None, max_records: int = 1000,
-                 ordered: bool = True, follow: bool = False, line_time: LineTime = _TIMESTAMP) -> None:
+                 ordered: bool = True, follow: bool = False, line_time: LineTime = _TIMESTAMP,
+                 tables: dict[str, str] | None = None) -> None:
         self.paths = [os.fspath(p) for p in paths]
         #: where a line's time is (``--timestamp-field``, ``--timestamp-unit``)
         self.line_time = line_time
+        #: the paths that are tables (CSV, TSV: ``tables`` gives their delimiters), read by their header
+        self.tables = {os.fspath(p): CsvTable(d, line_time) for p, d in (tables or {}).items()}
+        #: the reader of each table whose header its :class:`CsvTable` holds
+        self._headed: dict[str, LineReader] = {}
         self.max_records = max_records
         self.follow = follow
         #: following: why the source cannot go on (a file truncated or rewritten), else None
@@ -282,6 +285,10 @@ class JsonlSource:
                     self._readers[p] = self._reader(p, start, pos, digest)
                     if follow and not pos and self._readers[p].file_name == p:
                         self._known[p] = rotation_ids(p)
+                    if p in self.tables and os.fstat(self._readers[p].fileno()).st_size:
+                        # (a bad header is an error now, not a dead letter a row later)
+                        self.tables[p].set_header(self._readers[p].first_line(), p)
+                        self._headed[p] = self._readers[p]
                 self._eof[p] = False
         except BaseException:
             self.close()
@@ -339,16 +346,34 @@ class JsonlSource:
         if self._eof[p] or self.merger.buffered((p, 0)) > self.merger.max_buffer:
             return 0
         reader = self._readers[p]
+        if p in self.tables:
+            reader.whole = self.tables[p].whole
         reader.forget(self.merger.next_offset((p, 0)) or 0)  # no checkpoint goes back before it
         n = reader.line
         lines = reader.read(per)
         if len(lines) < per:
             self._eof[p] = True
-        chunk = _shorthand_chunk(p, lines, n) if self.line_time.default else None
-        if chunk is None:
-            chunk = _line_by_line(p, lines, n, self.line_time)
+        table = self.tables.get(p)
+        chunk: list[JsonlRecord] | None
+        if table is not None:
+            chunk = self._table_rows(p, table, reader, lines, n)
+        else:
+            chunk = _shorthand_chunk(p, lines, n) if self.line_time.default else None
+            if chunk is None:
+                chunk = _line_by_line(p, lines, n, self.line_time)
         self.merger.add((p, 0), chunk)
         return len(lines)
+
+    def _table_rows(self, p: str, table: CsvTable, reader: LineReader, lines: list[str], n: int) -> list[JsonlRecord]:
+        """The records of a table's ``lines`` (from line ``n``): the line at the file's first byte is its header
+        (each file read has its own: a rotation's, a copy's); a reader that starts past it reads it first."""
+        if not lines:
+            return []
+        at_header = reader.position(n) == 0
+        if not at_header and self._headed.get(p) is not reader:
+            table.read_header(reader.first_line(), reader.file_name)
+        self._headed[p] = reader
+        return table.records(p, lines, n, header_line=at_header)
 
     def _rotated(self, p: str) -> bool:
         """The followed file ``p`` was renamed away (rotated): whether reading goes on. First its last lines
@@ -374,7 +399,7 @@ class JsonlSource:
             return False
         if old.incomplete.strip():
             log.warning("%s was rotated with an incomplete last line of %d bytes (no line end, not a whole JSON "
-                        "object): not read", p, len(old.incomplete))
+                        "object or row): not read", p, len(old.incomplete))
         log.info("%s was rotated after line %d: following %s", p, old.line,
                  "the new file at its path" if nxt is None else f"{nxt}, rotated before it was read, then the path")
         old.close()

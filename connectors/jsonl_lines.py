@@ -140,6 +140,10 @@ class LineReader:
     #: a pipe (:class:`~streamarms.connectors.pipe_lines.PipeLineReader`): read what is there, never wait
     pipe = False
 
+    #: whether a last line without its line end (the file not followed) is whole, so read: a JSON object here;
+    #: a table's reader is given :meth:`~streamarms.connectors.csv_lines.CsvTable.whole`
+    whole: Callable[[str], bool] = staticmethod(is_json_object)
+
     def __init__(self, path: str, *, line: int = 0, pos: int | None = None, digest: str | None = None,
                  block: int = BLOCK, follow: bool = False, file: IO[bytes] | None = None) -> None:
         self.path = path
@@ -273,7 +277,7 @@ class LineReader:
             text = body.decode("utf-8", "surrogateescape")
             if self._end_pos == 0 and text.startswith("\ufeff"):
                 text = text[1:]
-            if text.strip() and is_json_object(text):  # complete: a line without its newline
+            if text.strip() and self.whole(text):  # complete: a line without its newline
                 self._blocks.append((self._end_line, 1, self._end_pos, body, self._tail))
                 self._lines.append(text)
                 self._end_line += 1
@@ -400,6 +404,13 @@ class LineReader:
 
     def _pread(self, n: int, at: int) -> bytes:
         return _pread(self._f.fileno(), n, at)
+
+    def first_line(self) -> str:
+        """The first line of the file read (up to :data:`BLOCK` bytes, without its line end and a byte order
+        mark): a table's header, for a reader that resumes past it."""
+        data = self._pread(BLOCK, 0)
+        m = _EOL.search(data)
+        return (data[:m.start()] if m else data).decode("utf-8", "surrogateescape").removeprefix("\ufeff")
 
     def _holds_read(self, fd: int) -> bool:
         """Whether the file open at ``fd`` (this reader's, or a sibling's) holds the bytes read: at least as

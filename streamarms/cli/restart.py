@@ -55,7 +55,8 @@ __all__ = ["statistics_settings"]
 _COMMON = {"--k": "k", "--reward-model": "reward_model", "--reward-range": "reward_bounds", "--clip": "clip",
            "--model-param": "model_params", "--arms": "arms", "--reward-field": "reward_field",
            "--key-field": "key_field", "--numeric-strings": "numeric_strings", "--reward-at-least": "reward_at_least",
-           "--timestamp-field": "timestamp_field", "--timestamp-unit": "timestamp_unit"}
+           "--timestamp-field": "timestamp_field", "--timestamp-unit": "timestamp_unit",
+           "--rewards-format": "rewards_format"}
 #: ... the episode modes
 _EPISODES = {"--policy": "policy", "--delta": "delta", "--two-sided": "two_sided", "--rho": "rho", "--seed": "seed",
              "--epsilon": "epsilon", "--threshold": "threshold", "--budget": "budget", "--b": "ucbe_b",

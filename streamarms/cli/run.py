@@ -51,6 +51,7 @@ from ..runtime.field_path import FieldPath
 from ..runtime.key_field import KeyFieldSource
 from .continuous import alert_line, build_runner, continuous_summary, no_threshold_text
 from .embedded import EmbeddedResponder, embedded_means, embedded_stream
+from .file_input import file_source
 from .group import check_group_settings, member_name, wire_group_member
 from .restart import statistics_settings
 from .settings import RunSettings, _kv, add_run_arguments, resolve_settings
@@ -153,6 +154,8 @@ def _check_sources(s: RunSettings) -> None:
     if ("timestamp_field" in s.explicit or "timestamp_unit" in s.explicit) and not files:
         raise ConfigError("--timestamp-field and --timestamp-unit say where a --rewards-file line's time is; a Kafka "
                           "record's time is its own (the producer's or the broker's)")
+    if "rewards_format" in s.explicit and not files:
+        raise ConfigError("--rewards-format says what the --rewards-file files hold; a Kafka record's value is JSON")
     for flag, name in (("--reward-field", s.reward_field), ("--key-field", s.key_field), ("--group-by", s.group_by),
                        ("--timestamp-field", s.timestamp_field)):
         if name is not None and "." in name:
@@ -499,12 +502,10 @@ class _App:
         elif s.start_from is not None:
             raise ConfigError("--start-from needs Kafka (--bootstrap-servers): a file replays from its first line")
         elif s.rewards_file:
-            from streamarms.connectors.files import JsonlDeadLetterSink, JsonlSink, JsonlSource
+            from streamarms.connectors.files import JsonlDeadLetterSink, JsonlSink
             if s.mode == ACTIVE:
                 raise ConfigError("--mode active needs Kafka (--bootstrap-servers): a file cannot answer requests")
-            from streamarms.connectors.line_time import LineTime
-            self.source = JsonlSource(s.rewards_file, resume=resume, ordered=s.order == "timestamp",
-                                      follow=bool(s.follow), line_time=LineTime(s.timestamp_field, s.timestamp_unit))
+            self.source = file_source(s, resume)
             self.alert_sink = JsonlSink(s.alerts_file) if s.alerts_file else None
             self.dead_letter_sink = JsonlDeadLetterSink(s.dead_letter_file) if s.dead_letter_file else None
         else:
@@ -869,7 +870,8 @@ def refusals_hint(records: int, invalid: dict[str, int], from_file: bool, dead_l
         out += ('; a JSONL line is a JSON object naming its key in "arm" ({"arm": "eu", "reward": 1}) or in "key" '
                 'with the record in "value" ({"key": "eu", "value": {"reward": 1}}), a string or an integer')
     elif from_file and (invalid.get("not_json", 0) + invalid.get("not_object", 0)) * 2 > refused:
-        out += '; a JSONL file holds one JSON object a line ({"arm": "eu", "reward": 1, "timestamp": 1700000000123})'
+        out += ('; a JSONL file holds one JSON object a line ({"arm": "eu", "reward": 1, "timestamp": 1700000000123}); '
+                'a table with a header line is read as one by its name (.csv, .tsv) or --rewards-format csv|tsv')
     return out
 
 

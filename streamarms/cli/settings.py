@@ -100,6 +100,7 @@ class RunSettings:
     key_field: str | None = None
     timestamp_field: str = "timestamp"
     timestamp_unit: str = "ms"
+    rewards_format: str = "auto"
     request_id_field: str = "request_id"
     max_key_bytes: int = 256
     validate: str = _SCHED.validate
@@ -227,8 +228,12 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--consumer-option", action="append", metavar="KEY=VALUE", help="kafka-python consumer setting")
     g.add_argument("--producer-option", action="append", metavar="KEY=VALUE", help="kafka-python producer setting")
     g = p.add_argument_group("files")
-    g.add_argument("--rewards-file", action="append", metavar="PATH", help="replay a JSONL file of records (repeatable; '-': standard input, read until "
+    g.add_argument("--rewards-file", action="append", metavar="PATH", help="replay a JSONL file of records, or a CSV/TSV table (--rewards-format; repeatable; '-': standard input, read until "
                                                           "its writer closes it, e.g. tail -F log | jq -c ...)")
+    g.add_argument("--rewards-format", choices=["auto", "jsonl", "csv", "tsv"],
+                   help="what the --rewards-file files hold: JSON lines, or a table whose first line names its "
+                        "columns (CSV, TSV: a row a line, its cells read as a JSON line's fields, the reward's as a "
+                        "number). Default auto: by the file's name (.csv, .tsv), else JSON lines")
     g.add_argument("--follow", action="store_true", default=None,
                    help="keep reading the --rewards-file files as they grow (tail -F): the run goes on at their end "
                         "until stopped (SIGTERM, Ctrl-C, --max-episodes); a line is read once its line end is "
@@ -505,8 +510,11 @@ def resolve_settings(opts: argparse.Namespace) -> RunSettings:
         except ValueError:
             raise ConfigError(f"--reward-range must be A,B (two numbers), got {s.reward_range!r}") from None
         bounds = (a, b)
+    from streamarms.connectors.csv_lines import table_format
+    # a table's cells are text: the reward's is read as the number it writes
+    table = any(table_format(p, s.rewards_format) for p in s.rewards_file or [])
     return replace(s, explicit=explicit, embedded=embedded, reward_bounds=bounds,
-                   model_params=dict(_kv(x) for x in (s.model_param or [])))
+                   model_params=dict(_kv(x) for x in (s.model_param or [])), numeric_strings=s.numeric_strings or table)
 
 
 def _kv(text: str) -> tuple[str, Any]:

@@ -1,0 +1,229 @@
+"""CSV and TSV files as rewards: :class:`CsvTable` (``streamarms run --rewards-file labels.csv``).
+
+Exports of a labelling tool, a database or a spreadsheet are tables: a header line naming the columns,
+then one row a line. Each row becomes the record a JSONL shorthand line would be -- its value the JSON
+object of the row's cells by column name (``{"worker": "w07", "correct": "1"}``), so ``--key-field``,
+``--reward-field``, ``--group-by`` and the dead letters read it as they read a JSONL line -- and:
+
+- its key is the ``arm`` column's cell (or ``key``'s), else none: name the key's column with ``--key-field``;
+- its time the ``timestamp`` column's (or the column and unit a
+  :class:`~streamarms.connectors.line_time.LineTime` names: ``--timestamp-field``, ``--timestamp-unit``):
+  a number in the unit, or an ISO 8601 date-time; an empty cell is no time, anything else ``bad_timestamp``;
+- its cells stay text (a CSV cell has no type: ``007`` is a key, not the number 7), and the reward's cell is
+  read as a number by the codec (``streamarms run`` sets ``--numeric-strings`` for a table);
+- a row whose number of cells is not the header's (a stray delimiter, a quoted field with a line break
+  in it: a table is read one line a row, so a checkpoint's line is a row) is refused as ``bad_row``, a dead
+  letter naming the counts; a blank line is no row, but counts as a line.
+
+The header is the first line of each file read (of the file at the path after a rotation, of the rotated
+copy when a restart reads on there), read again from the file's first bytes when a checkpoint resumes it
+past its header. The delimiter is ``,`` (CSV) or a tab (TSV); fields may be quoted as the :mod:`csv` module
+reads them.
+
+>>> t = CsvTable(",")
+>>> recs = t.records("f.csv", ["arm,reward,timestamp\\n", "eu,1,5\\n", "us,0\\n"], 0, header_line=True)
+>>> [(r.key, r.timestamp, r.parsed) for r in recs[:1]], recs[1].key.reason
+([(b'eu', 5, {'arm': 'eu', 'reward': '1', 'timestamp': '5'})], 'bad_row')
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from streamarms.errors import ConfigError
+from streamarms.runtime.decoder import _SHORT
+from streamarms.runtime.records import RefusedKey
+
+from .line_record import JsonlRecord
+from .line_time import LineTime, stamp
+
+__all__ = ["CsvTable", "table_format"]
+
+try:
+    import orjson
+
+    def _dumps(v: Any) -> bytes:
+        return orjson.dumps(v)
+except ImportError:  # pragma: no cover - orjson is a dependency of streamarms
+    def _dumps(v: Any) -> bytes:
+        return json.dumps(v, ensure_ascii=False).encode("utf-8", "surrogateescape")
+
+#: the delimiter of each table format (``--rewards-format``)
+DELIMITERS = {"csv": ",", "tsv": "\t"}
+_COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz", ".zst", ".lz4")
+
+
+def table_format(path: str, given: str = "auto") -> str | None:
+    """The table format (``"csv"``/``"tsv"``) a ``--rewards-file`` is read in, or ``None`` for JSON lines:
+    ``given`` (``--rewards-format``), or, ``"auto"``, by the file's name (``.csv``, ``.tsv``, ``.tab``; also
+    before a compression suffix: standard input is JSON lines unless given).
+
+    >>> table_format("labels.csv"), table_format("x.TSV"), table_format("r.jsonl"), table_format("-", "csv")
+    ('csv', 'tsv', None, 'csv')
+    """
+    if given != "auto":
+        return None if given == "jsonl" else given
+    name = path.lower()
+    for suffix in _COMPRESSED_SUFFIXES:
+        name = name.removesuffix(suffix)
+    if name.endswith(".csv"):
+        return "csv"
+    if name.endswith((".tsv", ".tab")):
+        return "tsv"
+    return None
+
+
+def _bytes(text: str) -> bytes:
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # pragma: no cover - a lone surrogate cannot come from a file's bytes
+        return text.encode("utf-8", "surrogatepass")
+
+
+class CsvTable:
+    """The rows of the tables of one ``--rewards-file`` path as records (module docstring): ``delimiter``
+    ``","`` or ``"\\t"``, the time where ``line_time`` says. :meth:`records` turns a chunk of lines into
+    records; :meth:`whole` says whether a last line without its line end is a whole row.
+
+    >>> t = CsvTable("\\t"); t.set_header("arm\\tms\\n", "x.tsv"); t.header
+    ['arm', 'ms']
+    >>> r = t.records("x.tsv", ["a\\t3\\n"], 7)[0]; (r.offset, r.key, r.value)
+    (7, b'a', b'{"arm":"a","ms":"3"}')
+    """
+
+    def __init__(self, delimiter: str = ",", line_time: LineTime | None = None) -> None:
+        self.delimiter = delimiter
+        self.line_time = line_time if line_time is not None else LineTime()
+        #: the column names of the file being read (``None`` until its header line is read)
+        self.header: list[str] | None = None
+        #: why there is no header (the detail of the rows refused then)
+        self.no_header = "the file has no header line"
+        self._time_column = self.line_time.field
+
+    def set_header(self, line: str, where: str) -> None:
+        """Take ``line`` as the header (``where``: the file, for the error): a :class:`ConfigError` when it
+        names no column, a column twice or an empty one."""
+        line = line.removeprefix("\ufeff")
+        try:
+            names = next(csv.reader([line], delimiter=self.delimiter, strict=True), [])
+        except csv.Error as e:
+            raise ConfigError(f"the header line of {where} is not a {self._kind} line ({e})") from None
+        names = [n.strip() for n in names]
+        if not any(names):
+            raise ConfigError(f"{where} has no header line naming its columns (its first line is blank): a "
+                              f"{self._kind} file's first line names the columns (arm{self.delimiter}reward)")
+        seen: set[str] = set()
+        for n in names:
+            if not n:
+                raise ConfigError(f"the header of {where} has an empty column name: {line.strip()[:200]!r}")
+            if n in seen:
+                raise ConfigError(f"the header of {where} names the column {n!r} twice")
+            seen.add(n)
+        self.header = names
+
+    def read_header(self, line: str, where: str) -> None:
+        """:meth:`set_header` for a file met while reading (a rotation, a copy): a bad header refuses the
+        file's rows (``bad_row``, saying why) instead of stopping the run."""
+        self.header = None
+        try:
+            self.set_header(line, where)
+        except ConfigError as e:
+            self.no_header = str(e)
+
+    @property
+    def _kind(self) -> str:
+        return "TSV" if self.delimiter == "\t" else "CSV"
+
+    def whole(self, text: str) -> bool:
+        """Whether a last line without its line end is a whole row (as many cells as the header, no quote
+        left open): it is read; else it is a line still being written, left for a later read."""
+        if self.header is None:
+            return bool(text.strip())
+        try:
+            return len(next(csv.reader([text], delimiter=self.delimiter, strict=True), [])) == len(self.header)
+        except csv.Error:
+            return False
+
+    def records(self, path: str, lines: Sequence[str], first: int, header_line: bool = False) -> list[JsonlRecord]:
+        """The records of ``lines`` (line numbers from ``first``); ``header_line``: the first of them is the
+        file's header (no record; it counts as a line)."""
+        if header_line and lines:
+            self.read_header(lines[0], path)
+            lines, first = lines[1:], first + 1
+        rows = self._rows(lines)
+        header, width, out = self.header, len(self.header or ()), []
+        for n, (line, cells) in enumerate(zip(lines, rows), first):
+            if isinstance(cells, str):  # the csv module's error for this line
+                out.append(self._refused(path, n, line, f"the line is not a {self._kind} row ({cells})"))
+                continue
+            if not cells:
+                continue  # a blank line
+            if header is None:  # (a table's first chunk always has its header: module docstring)
+                out.append(self._refused(path, n, line, self.no_header))
+                continue
+            if len(cells) != width:
+                out.append(self._refused(
+                    path, n, line, f"the row has {len(cells)} cells, the header {width} columns (a "
+                    f"{'tab' if self.delimiter == chr(9) else 'comma'} in an unquoted cell, a cell missing, or a "
+                    "quoted cell with a line break: a table is read one line a row)"))
+                continue
+            obj = dict(zip(header, cells))
+            ts = None
+            cell = obj.get(self._time_column)
+            if cell:
+                try:
+                    ts = stamp(_number(cell), self.line_time.unit)
+                except ValueError as e:
+                    out.append(self._refused(path, n, line, str(e), "bad_timestamp", _key(obj)))
+                    continue
+            vb = _dumps(obj)
+            out.append(JsonlRecord(path, 0, n, ts, _key(obj), vb, None, obj if len(vb) <= _SHORT else None))
+        return out
+
+    def _rows(self, lines: Sequence[str]) -> list[list[str] | str]:
+        """Each line's cells (or the :mod:`csv` error, a string): one pass of the C reader over the chunk when
+        every line is one row; else line by line (a quote left open would join lines into one row)."""
+        reader = csv.reader(lines, delimiter=self.delimiter, strict=True)
+        try:
+            rows: list[list[str] | str] = list(reader)
+            if len(rows) == len(lines) and reader.line_num == len(lines):
+                return rows
+        except csv.Error:
+            pass
+        out: list[list[str] | str] = []
+        for line in lines:
+            try:
+                out.append(next(csv.reader([line], delimiter=self.delimiter, strict=True), []))
+            except csv.Error as e:
+                out.append(str(e))
+        return out
+
+    @staticmethod
+    def _refused(path: str, n: int, line: str, detail: str, reason: str = "bad_row",
+                 key: bytes | None = None) -> JsonlRecord:
+        return JsonlRecord(path, 0, n, None, RefusedKey.of(reason, detail, key), _bytes(line.rstrip("\r\n")),
+                           None, None)
+
+
+def _key(obj: dict[str, str]) -> bytes | None:
+    """The row's key: its ``arm`` cell, else its ``key`` cell, else none (``--key-field`` names another)."""
+    key = obj.get("arm", obj.get("key"))
+    return None if key is None else _bytes(key)
+
+
+def _number(cell: str) -> Any:
+    """A time cell as the number it writes (``1700000000123``, ``1700000000.5``), else the text (an ISO
+    date-time, or what :func:`~streamarms.connectors.line_time.stamp` refuses)."""
+    text = cell.strip()
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            x = float(text)
+        except ValueError:
+            return text
+        return x if math.isfinite(x) else text

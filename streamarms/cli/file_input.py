@@ -1,0 +1,67 @@
+"""The ``--rewards-file`` source of ``streamarms run``: JSON lines, or tables (CSV, TSV:
+:mod:`~streamarms.connectors.csv_lines`) by ``--rewards-format`` or the files' names; a table's header is
+checked against the fields the run reads before a record is, so a misspelt column is one clear error, not a
+dead letter a row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import ConfigError
+from .settings import RunSettings
+
+__all__ = ["file_source", "tables_of", "check_columns"]
+
+
+def tables_of(files: Sequence[str], given: str) -> dict[str, str]:
+    """The files read as tables, with their delimiters (``given``: ``--rewards-format``).
+
+    >>> tables_of(["a.csv", "b.jsonl", "c.tsv"], "auto")
+    {'a.csv': ',', 'c.tsv': '\\t'}
+    """
+    from streamarms.connectors.csv_lines import DELIMITERS, table_format
+
+    return {p: DELIMITERS[f] for p in files if (f := table_format(p, given))}
+
+
+def file_source(s: RunSettings, resume: dict[str, Any] | None) -> Any:
+    """The :class:`~streamarms.connectors.files.JsonlSource` of ``s.rewards_file`` from ``resume`` (a
+    checkpoint's positions), its tables' columns checked (:func:`check_columns`)."""
+    from streamarms.connectors.files import JsonlSource
+    from streamarms.connectors.line_time import LineTime
+
+    source = JsonlSource(s.rewards_file or [], resume=resume, ordered=s.order == "timestamp", follow=bool(s.follow),
+                         line_time=LineTime(s.timestamp_field, s.timestamp_unit),
+                         tables=tables_of(s.rewards_file or [], s.rewards_format))
+    try:
+        check_columns(source.tables, s)
+    except ConfigError:
+        source.close()
+        raise
+    return source
+
+
+def check_columns(tables: dict[str, Any], s: RunSettings) -> None:
+    """``ConfigError`` naming a field the run reads that a table's header has no column for: the reward's,
+    the key's (``--key-field``, else ``arm`` or ``key``), ``--group-by``'s, and ``--timestamp-field`` when
+    given (without it, a table with no ``timestamp`` column has no times)."""
+    wanted = [("--reward-field", s.reward_field)]
+    if s.key_field is not None:
+        wanted.append(("--key-field", s.key_field))
+    if s.group_by is not None:
+        wanted.append(("--group-by", s.group_by))
+    if "timestamp_field" in s.explicit:
+        wanted.append(("--timestamp-field", s.timestamp_field))
+    for path, table in tables.items():
+        columns = table.header
+        if columns is None:  # (an empty file, standard input: nothing to check yet)
+            continue
+        shown = ", ".join(columns[:30]) + (f", ... ({len(columns)} in all)" if len(columns) > 30 else "")
+        for flag, name in wanted:
+            if name not in columns:
+                raise ConfigError(f"{path} has no column {name!r} ({flag}): its columns are {shown}")
+        if s.key_field is None and "arm" not in columns and "key" not in columns:
+            raise ConfigError(f"{path} has no 'arm' or 'key' column naming each row's key: name the column with "
+                              f"--key-field (its columns are {shown})")

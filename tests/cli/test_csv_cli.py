@@ -1,0 +1,88 @@
+"""``streamarms run --rewards-file labels.csv``: a table (CSV, TSV; by the name or ``--rewards-format``) is
+read as the JSON lines of its rows -- the same run to the record --, a column the run reads that the header
+lacks is one clear error (exit 2), a bad row a ``bad_row`` dead letter, and a restart goes on at the next
+row."""
+
+from __future__ import annotations
+
+import json
+import random
+
+from streamarms.cli import main
+
+T0 = 1_700_000_000_000
+
+
+def _rows(n: int, seed: int = 3) -> list[dict]:
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        w = rng.randrange(12)
+        out.append({"worker": f"w{w:02d}", "task": f"t{i}", "wrong": int(rng.random() < (0.5 if w == 7 else 0.1)),
+                    "timestamp": T0 + 100 * i})
+    return out
+
+
+def _write(path, rows: list[dict], form: str) -> None:
+    with open(path, "w") as f:
+        if form == "jsonl":
+            f.writelines(json.dumps(r) + "\n" for r in rows)
+        else:
+            sep = "," if form == "csv" else "\t"
+            f.write(sep.join(rows[0]) + "\n")
+            f.writelines(sep.join(str(v) for v in r.values()) + "\n" for r in rows)
+
+
+def _run(tmp_path, name: str, *flags: str) -> dict:
+    summary = tmp_path / f"{name}.json"
+    assert main(["run", "--rewards-file", str(tmp_path / name), "--key-field", "worker", "--reward-field", "wrong",
+                 "--policy", "cs", "--summary-json", str(summary), "--quiet", *flags]) == 0
+    return json.loads(summary.read_text())
+
+
+def test_a_table_is_the_same_run_as_its_json_lines(tmp_path):
+    rows = _rows(20_000)
+    for form in ("jsonl", "csv", "tsv"):
+        _write(tmp_path / f"r.{form}", rows, form)
+    _write(tmp_path / "r.log", rows, "csv")
+    ref = _run(tmp_path, "r.jsonl", "--checkpoint", "none")
+    assert ref["flagged"] == ["w07"]
+    for name, flags in (("r.csv", ()), ("r.tsv", ()), ("r.log", ("--rewards-format", "csv"))):
+        got = _run(tmp_path, name, "--checkpoint", "none", *flags)
+        assert {k: got[k] for k in ("flagged", "records", "invalid", "episodes")} == \
+            {k: ref[k] for k in ("flagged", "records", "invalid", "episodes")}, name
+
+
+def test_a_missing_column_is_one_error_and_a_bad_row_a_dead_letter(tmp_path, capsys):
+    p = tmp_path / "r.csv"
+    _write(p, _rows(300), "csv")
+    assert main(["run", "--rewards-file", str(p), "--key-field", "worker", "--reward-field", "error"]) == 2
+    assert "has no column 'error' (--reward-field): its columns are worker, task, wrong, timestamp" in \
+        capsys.readouterr().err
+    assert main(["run", "--rewards-file", str(p), "--reward-field", "wrong"]) == 2
+    err = capsys.readouterr().err
+    assert "no 'arm' or 'key' column naming each row's key: name the column with --key-field" in err
+    assert main(["run", "--rewards-format", "csv"]) == 2
+    assert "--rewards-format says what the --rewards-file files hold" in capsys.readouterr().err
+    with open(p, "a") as f:
+        f.write("w01,t9,1,1700000099999,extra\nw02,t10,maybe,1700000099999\n")
+    dead = tmp_path / "dead.jsonl"
+    got = _run(tmp_path, "r.csv", "--checkpoint", "none", "--dead-letter-file", str(dead))
+    letters = [json.loads(x) for x in dead.read_text().splitlines()]
+    assert [d["reason"] for d in letters] == ["bad_row", "not_numeric"] and got["invalid"] == \
+        {"bad_row": 1, "not_numeric": 1}
+    assert "5 cells, the header 4 columns" in letters[0]["detail"]
+
+
+def test_a_restart_reads_the_rows_added_since_and_no_row_twice(tmp_path):
+    rows = _rows(4_000, seed=5)
+    p, ckpt = tmp_path / "r.csv", tmp_path / "r.ckpt"
+    _write(p, rows[:2_500], "csv")
+    first = _run(tmp_path, "r.csv", "--checkpoint", str(ckpt), "--forever", "--mode", "episodes")
+    with open(p, "a") as f:
+        f.writelines(",".join(str(v) for v in r.values()) + "\n" for r in rows[2_500:])
+    again = _run(tmp_path, "r.csv", "--checkpoint", str(ckpt), "--forever", "--mode", "episodes")
+    same = _run(tmp_path, "r.csv", "--checkpoint", str(ckpt), "--forever", "--mode", "episodes")
+    # the summary counts from the first run's start: every row once, and none again at a third start
+    assert (first["records"], again["records"], same["records"]) == (2_500, 4_000, 4_000)
+    assert again["invalid"] == {}
