@@ -195,6 +195,7 @@ def test_paused_partitions_never_leave_the_consumer_idle_with_records_in_hand(ka
         src.close()
 
 
+@pytest.mark.drill  # (a kill -9 drill, ~20 s: CI's long tier; test_drills_kafka.py has ten more)
 def test_kill_9_mid_episode_then_restart_equals_uninterrupted(kafka_broker, twenty_keys, tmp_path):
     ref_args = base_args(kafka_broker, twenty_keys, "ref", tmp_path)
     run(ref_args)
