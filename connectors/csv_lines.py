@@ -31,7 +31,7 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from streamarms.errors import ConfigError
@@ -43,14 +43,24 @@ from .line_time import LineTime, stamp
 
 __all__ = ["CsvTable", "table_format"]
 
+_fast_dumps: Callable[[Any], bytes] | None
 try:
     import orjson
 
-    def _dumps(v: Any) -> bytes:
-        return orjson.dumps(v)
+    _fast_dumps = orjson.dumps
 except ImportError:  # pragma: no cover - orjson is a dependency of streamarms
-    def _dumps(v: Any) -> bytes:
-        return json.dumps(v, ensure_ascii=False).encode("utf-8", "surrogateescape")
+    _fast_dumps = None
+
+
+def _dumps(v: dict[str, str]) -> bytes:
+    """The row's JSON bytes. A cell of bytes that are not UTF-8 (read with ``surrogateescape``) is written back
+    as those bytes, as a JSONL line's are: the key's is refused as ``key_not_utf8``, another cell's is text."""
+    if _fast_dumps is not None:
+        try:
+            return _fast_dumps(v)
+        except TypeError:  # (orjson refuses the surrogates of invalid UTF-8)
+            pass
+    return json.dumps(v, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogateescape")
 
 #: the delimiter of each table format (``--rewards-format``)
 DELIMITERS = {"csv": ",", "tsv": "\t"}

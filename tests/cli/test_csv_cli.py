@@ -64,13 +64,13 @@ def test_a_missing_column_is_one_error_and_a_bad_row_a_dead_letter(tmp_path, cap
     assert "no 'arm' or 'key' column naming each row's key: name the column with --key-field" in err
     assert main(["run", "--rewards-format", "csv"]) == 2
     assert "--rewards-format says what the --rewards-file files hold" in capsys.readouterr().err
-    with open(p, "a") as f:
-        f.write("w01,t9,1,1700000099999,extra\nw02,t10,maybe,1700000099999\n")
+    with open(p, "ab") as f:
+        f.write(b"w01,t9,1,1700000099999,extra\nw02,t10,maybe,1700000099999\n\xff\xfe,t11,1,1700000099999\n")
     dead = tmp_path / "dead.jsonl"
     got = _run(tmp_path, "r.csv", "--checkpoint", "none", "--dead-letter-file", str(dead))
     letters = [json.loads(x) for x in dead.read_text().splitlines()]
-    assert [d["reason"] for d in letters] == ["bad_row", "not_numeric"] and got["invalid"] == \
-        {"bad_row": 1, "not_numeric": 1}
+    assert [d["reason"] for d in letters] == ["bad_row", "not_numeric", "key_not_utf8"]
+    assert got["invalid"] == {"bad_row": 1, "not_numeric": 1, "key_not_utf8": 1}
     assert "5 cells, the header 4 columns" in letters[0]["detail"]
 
 

@@ -44,6 +44,16 @@ def test_rows_that_are_not_rows_of_the_header_are_bad_rows_and_nothing_else_move
     assert recs[3].value == b'd,"open quote'  # the line itself, for the dead letter
 
 
+def test_poison_lines_are_records_the_codec_refuses_never_an_exception(tmp_path):
+    p = tmp_path / "r.csv"
+    p.write_bytes(b"arm,reward\nb," + b"9" * 200_000 + b"\n\xff\xfe,1\nc,1\x00\nd,1\n")
+    recs = _all(JsonlSource([str(p)], tables={str(p): ","}))
+    assert recs[0].key.reason == "bad_row" and "field limit" in recs[0].key.detail  # a cell over 128 KiB
+    assert recs[1].key == b"\xff\xfe" and recs[1].parsed == {"arm": "\udcff\udcfe", "reward": "1"}  # key_not_utf8
+    assert recs[1].value == b'{"arm":"\xff\xfe","reward":"1"}'
+    assert [r.key for r in recs[2:]] == [b"c", b"d"]
+
+
 def test_a_time_cell_is_a_number_in_the_unit_or_an_iso_date_time(tmp_path):
     p = tmp_path / "r.tsv"
     p.write_text("arm\tts\na\t1700000000.5\nb\t\nc\tyesterday\nd\tnan\n")
