@@ -406,10 +406,14 @@ class LineReader:
         return _pread(self._f.fileno(), n, at)
 
     def first_line(self) -> str:
-        """The first line of the file read (up to :data:`BLOCK` bytes, without its line end and a byte order
-        mark): a table's header, for a reader that resumes past it."""
-        data = self._pread(BLOCK, 0)
-        m = _EOL.search(data)
+        """The first line of the file read (without its line end and a byte order mark): a table's header, for a
+        reader that resumes past it."""
+        data = b""
+        while (m := _EOL.search(data)) is None:
+            more = self._pread(BLOCK, len(data))
+            if not more:
+                break
+            data += more
         return (data[:m.start()] if m else data).decode("utf-8", "surrogateescape").removeprefix("\ufeff")
 
     def _holds_read(self, fd: int) -> bool:

@@ -5,6 +5,7 @@ each file followed after a rotation has its own."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -74,6 +75,19 @@ def test_a_restart_past_the_header_reads_it_again_and_goes_on_at_the_next_row(tm
     keys = [r.key for r in first[:-5] + again]
     assert keys == [f"k{i}".encode() for i in range(50)]  # neither lost nor read twice
     assert again[0].parsed == {"reward": str((len(first) - 5) % 2), "arm": f"k{len(first) - 5}"}
+
+
+def test_a_header_longer_than_a_read_block_is_read_whole_on_a_restart(tmp_path):
+    p = tmp_path / "r.csv"
+    names = [f"column_{i:05d}" for i in range(8_000)]  # ~100 KB of header: more than one 64 KiB block
+    p.write_text(",".join(["arm", *names]) + "\n" + "".join(f"k{i}," + ",".join("1" * len(names)) + "\n"
+                                                             for i in range(3)))
+    src = JsonlSource([str(p)], tables={str(p): ","}, max_records=1)
+    first = src.poll(0.0)
+    state = src.state()
+    again = _all(JsonlSource([str(p)], tables={str(p): ","}, resume=state))
+    assert [r.key for r in first + again] == [b"k0", b"k1", b"k2"]
+    assert len(json.loads(again[0].value)) == len(names) + 1  # (no bad_row: the whole header was read)
 
 
 def test_a_last_line_without_its_line_end_is_read_when_it_is_a_whole_row(tmp_path):
