@@ -82,9 +82,10 @@ def test_a_header_longer_than_a_read_block_is_read_whole_on_a_restart(tmp_path):
     names = [f"column_{i:05d}" for i in range(8_000)]  # ~100 KB of header: more than one 64 KiB block
     p.write_text(",".join(["arm", *names]) + "\n" + "".join(f"k{i}," + ",".join("1" * len(names)) + "\n"
                                                              for i in range(3)))
-    src = JsonlSource([str(p)], tables={str(p): ","}, max_records=1)
-    first = src.poll(0.0)
+    src = JsonlSource([str(p)], tables={str(p): ","}, max_records=2)
+    first = src.poll(0.0)  # the header and the first row
     state = src.state()
+    assert [r.key for r in first] == [b"k0"] and state[f"{p}:0"][0] == 2
     again = _all(JsonlSource([str(p)], tables={str(p): ","}, resume=state))
     assert [r.key for r in first + again] == [b"k0", b"k1", b"k2"]
     assert len(json.loads(again[0].value)) == len(names) + 1  # (no bad_row: the whole header was read)
