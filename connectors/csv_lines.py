@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import csv
 import json
-import math
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -119,7 +119,7 @@ class CsvTable:
         names no column, a column twice or an empty one."""
         line = line.removeprefix("\ufeff")
         try:
-            names = next(csv.reader([line], delimiter=self.delimiter, strict=True), [])
+            names = next(csv.reader([line], delimiter=self.delimiter, strict=True, skipinitialspace=True), [])
         except csv.Error as e:
             raise ConfigError(f"the header line of {where} is not a {self._kind} line ({e})") from None
         names = [n.strip() for n in names]
@@ -154,7 +154,7 @@ class CsvTable:
         if self.header is None:
             return bool(text.strip())
         try:
-            return len(next(csv.reader([text], delimiter=self.delimiter, strict=True), [])) == len(self.header)
+            return len(next(csv.reader([text], delimiter=self.delimiter, strict=True, skipinitialspace=True), [])) == len(self.header)
         except csv.Error:
             return False
 
@@ -197,7 +197,7 @@ class CsvTable:
     def _rows(self, lines: Sequence[str]) -> list[list[str] | str]:
         """Each line's cells (or the :mod:`csv` error, a string): one pass of the C reader over the chunk when
         every line is one row; else line by line (a quote left open would join lines into one row)."""
-        reader = csv.reader(lines, delimiter=self.delimiter, strict=True)
+        reader = csv.reader(lines, delimiter=self.delimiter, strict=True, skipinitialspace=True)
         try:
             rows: list[list[str] | str] = list(reader)
             if len(rows) == len(lines) and reader.line_num == len(lines):
@@ -207,7 +207,7 @@ class CsvTable:
         out: list[list[str] | str] = []
         for line in lines:
             try:
-                out.append(next(csv.reader([line], delimiter=self.delimiter, strict=True), []))
+                out.append(next(csv.reader([line], delimiter=self.delimiter, strict=True, skipinitialspace=True), []))
             except csv.Error as e:
                 out.append(str(e))
         return out
@@ -226,14 +226,17 @@ def _key(obj: dict[str, str]) -> bytes | None:
 
 
 def _number(cell: str) -> Any:
-    """A time cell as the number it writes (``1700000000123``, ``1700000000.5``), else the text (an ISO
-    date-time, or what :func:`~streamarms.connectors.line_time.stamp` refuses)."""
+    """A time cell as the number it writes (``1700000000123``, ``1700000000.5``, ``1.7e9``), else the text (an
+    ISO date-time, or what :func:`~streamarms.connectors.line_time.stamp` refuses: ``1_000``, ``nan``, ...).
+
+    >>> _number("1700000000123"), _number(" 1.5e3 "), _number("1_000"), _number("inf")
+    (1700000000123, 1500.0, '1_000', 'inf')
+    """
     text = cell.strip()
-    try:
+    if _INTEGER.fullmatch(text):
         return int(text)
-    except ValueError:
-        try:
-            x = float(text)
-        except ValueError:
-            return text
-        return x if math.isfinite(x) else text
+    return float(text) if _DECIMAL.fullmatch(text) else text
+
+
+_INTEGER = re.compile(r"-?[0-9]+")
+_DECIMAL = re.compile(r"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")

@@ -35,6 +35,13 @@ def test_a_row_is_the_record_of_its_jsonl_line(tmp_path):
     assert recs[1].parsed["arm"] == "007"  # a cell is text: a key, not the number 7
 
 
+def test_spaces_after_the_delimiters_are_not_part_of_the_cells(tmp_path):
+    p = tmp_path / "r.csv"
+    p.write_text('arm, reward, note\neu, 1, "x, y"\n')  # hand-written CSV: the reward must read as a number
+    assert [r.parsed for r in _all(JsonlSource([str(p)], tables={str(p): ","}))] == \
+        [{"arm": "eu", "reward": "1", "note": "x, y"}]
+
+
 def test_rows_that_are_not_rows_of_the_header_are_bad_rows_and_nothing_else_moves(tmp_path):
     p = tmp_path / "r.csv"
     p.write_text('arm,reward\na,1\nb,0,extra\nc\nd,"open quote\ne,1\nf,1,2023-99\n')
