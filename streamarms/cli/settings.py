@@ -511,10 +511,13 @@ def resolve_settings(opts: argparse.Namespace) -> RunSettings:
             raise ConfigError(f"--reward-range must be A,B (two numbers), got {s.reward_range!r}") from None
         bounds = (a, b)
     from streamarms.connectors.csv_lines import table_format
-    # a table's cells are text: the reward's is read as the number it writes
-    table = any(table_format(p, s.rewards_format) for p in s.rewards_file or [])
+    formats = {table_format(p, s.rewards_format) or "jsonl" for p in s.rewards_file or []}
     return replace(s, explicit=explicit, embedded=embedded, reward_bounds=bounds,
-                   model_params=dict(_kv(x) for x in (s.model_param or [])), numeric_strings=s.numeric_strings or table)
+                   model_params=dict(_kv(x) for x in (s.model_param or [])),
+                   # a table's cells are text: the reward's is read as the number it writes
+                   numeric_strings=s.numeric_strings or bool(formats - {"jsonl"}),
+                   # what the files are read as (a restart compares it): auto resolved where the files agree
+                   rewards_format=formats.pop() if len(formats) == 1 else s.rewards_format)
 
 
 def _kv(text: str) -> tuple[str, Any]:

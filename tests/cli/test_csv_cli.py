@@ -82,7 +82,10 @@ def test_a_restart_reads_the_rows_added_since_and_no_row_twice(tmp_path):
     with open(p, "a") as f:
         f.writelines(",".join(str(v) for v in r.values()) + "\n" for r in rows[2_500:])
     again = _run(tmp_path, "r.csv", "--checkpoint", str(ckpt), "--forever", "--mode", "episodes")
-    same = _run(tmp_path, "r.csv", "--checkpoint", str(ckpt), "--forever", "--mode", "episodes")
+    same = _run(tmp_path, "r.csv", "--checkpoint", str(ckpt), "--forever", "--mode", "episodes", "--rewards-format",
+                "csv")  # (the format the name gave: the same run)
+    assert main(["run", "--rewards-file", str(p), "--checkpoint", str(ckpt), "--key-field", "worker", "--reward-field",
+                 "wrong", "--policy", "cs", "--rewards-format", "jsonl"]) == 2  # another reading of the file
     # the summary counts from the first run's start: every row once, and none again at a third start
     assert (first["records"], again["records"], same["records"]) == (2_500, 4_000, 4_000)
     assert again["invalid"] == {}
