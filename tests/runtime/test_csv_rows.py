@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 
 import pytest
 
@@ -137,3 +138,22 @@ def test_the_format_is_the_files_name_unless_given():
     t = CsvTable(",")
     t.set_header("arm,reward", "f")
     assert t.whole("a,1") and not t.whole("a") and not t.whole('a,"1')
+
+
+@pytest.mark.parametrize("unit", ["ms", "s"])
+def test_the_c_level_pass_makes_the_records_the_row_loop_makes(unit):
+    """:meth:`CsvTable._plain_chunk` (the common chunk, in ``map`` passes) against the row loop, on random
+    chunks of common and uncommon rows (empty time cells, fractions, out-of-range times, invalid UTF-8)."""
+    rng, used = random.Random(7), 0
+    for _ in range(300):
+        header = rng.sample(["arm", "key", "timestamp", "reward", "x"], rng.randint(1, 5))
+        cells = {"timestamp": ["1700000000123", "5", "", "1.5", "99999999999999999", "1700000000"]}
+        rows = [",".join(rng.choice(cells.get(c, ["a", "007", "b c", "\u00e9", "", "\udcff"])) for c in header) + "\n"
+                for _ in range(rng.randint(1, 6))]
+        fast, loop = CsvTable(",", LineTime("timestamp", unit)), CsvTable(",", LineTime("timestamp", unit))
+        for t in (fast, loop):
+            t.set_header(",".join(header), "f")
+        loop._plain_chunk = lambda *a: None  # type: ignore[method-assign]
+        used += fast._plain_chunk("f", fast._rows(rows), 3) is not None
+        assert fast.records("f", rows, 3) == loop.records("f", rows, 3), (header, rows)
+    assert used >= 30  # (the C-level pass was taken, not only the loop)
