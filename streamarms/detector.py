@@ -47,10 +47,12 @@ ignored by ``learn_one`` and scored by its key alone (0.5 when it has no key). A
 ``max_arms`` distinct keys is ignored (counted in ``n_refused``). Keys and rewards follow the daemon's
 record rules: a key is a string (UTF-8 bytes too, as a Kafka key) or an integer (``7`` is the arm
 ``"7"``); a key of any other type (a bool, a float, NaN, a dict), an empty one or one over 256 bytes
-raises ``ValueError``, and such a key scores 0.5. A reward that is present but not a number -- a
-boolean is none, ``True`` or ``numpy.True_`` alike: the daemon refuses JSON booleans -- not finite (an
-integer beyond the floats neither), or refused by the policy's reward model (e.g. ``0.5`` under the
-default Bernoulli model) raises ``ValueError`` naming the key and value, with the detector unchanged.
+raises ``ValueError``, and such a key scores 0.5. A boolean reward (``True`` or ``numpy.True_`` alike, as
+river's binary targets are) is 1 and ``False`` 0 under a reward model of rates (the default Bernoulli,
+bounded on ``[0, 1]``), as the daemon reads JSON booleans. A reward that is present but not a number (nor
+such a boolean), not finite (an integer beyond the floats neither), or refused by the policy's reward
+model (e.g. ``0.5`` under the default Bernoulli model) raises ``ValueError`` naming the key and value, with
+the detector unchanged.
 
 The policy is given as a name of :data:`streamarms.registry.POLICIES` (``policy_params`` are then the
 options of ``streamarms simulate``: ``k``, ``delta``, ``bound`` ("bernoulli" or "hoeffding"),
@@ -553,9 +555,12 @@ def river_reward(arm: str, r: Any, model: RewardModel | None, clip: bool,
     """A record's reward by the daemon's rules (module docstring): the float, and whether ``clip`` took it as
     an end of the bounded ``model``'s range; ``ValueError`` naming the key and the value otherwise (a hint at
     the other models when ``default_model()`` says the model is the default: asked on that error only)."""
-    if isinstance(r, (bool, np.bool_)):
-        raise ValueError(f"reward of key {arm!r} is a boolean, not a number: {r!r} (the daemon refuses JSON "
-                         f"booleans too; give int(reward))")
+    if isinstance(r, (bool, np.bool_)):  # 1 or 0, as the daemon reads a JSON boolean (runtime.codec)
+        if model is not None and not model.of_rates():
+            raise ValueError(f"reward of key {arm!r} is a boolean ({bool(r)}): True and False are the rewards 1 and 0 "
+                             f"under a model of rates (the default, bernoulli, or bounded on [0, 1]), not the "
+                             f"{model.name} model")
+        return (1.0 if r else 0.0), False
     if isinstance(r, str) or not isinstance(r, numbers.Real):
         raise ValueError(f"reward of key {arm!r} is not a number: {short_repr(r)}")
     try:

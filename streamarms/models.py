@@ -73,6 +73,30 @@ class RewardModel(ABC):
     def _check_value(self, arm: str, x: float) -> None:  # pragma: no cover - trivial default
         pass
 
+    def holds_flags(self) -> bool:
+        """Whether :meth:`check` accepts both 0 and 1: the rewards a flag (a status code against a threshold)
+        stands for.
+
+        >>> BernoulliModel().holds_flags(), BoundedModel(0, 2000).holds_flags(), BoundedModel(2, 5).holds_flags()
+        (True, True, False)
+        """
+        for x in (0.0, 1.0):
+            try:
+                self.check("", x)
+            except ValueError:
+                return False
+        return True
+
+    def of_rates(self) -> bool:
+        """Whether this is a model of rates: rewards 0 and 1 and nothing outside ``[0, 1]`` (Bernoulli, bounded
+        on ``[0, 1]``): where a record's boolean is the reward 1 or 0 (a flag's rate), and not, say, 1 ms of
+        a latency's range.
+
+        >>> BernoulliModel().of_rates(), BoundedModel(0, 1).of_rates(), BoundedModel(0, 2000).of_rates()
+        (True, True, False)
+        """
+        return self.low == 0.0 and self.high == 1.0 and self.holds_flags()
+
     @abstractmethod
     def radius(self, m: float, s: float, delta: float) -> float:
         """Confidence radius of an arm with ``m`` samples summing to ``s`` at significance ``delta``."""

@@ -35,8 +35,9 @@ def finite_reward(arm: str | None, reward: Any) -> float:
     ``arm=None``: a value with no arm (an estimator's input), named "value".
 
     A number is anything ``float`` takes (``int``, ``float``, ``Fraction``, ``Decimal``, numpy's scalars)
-    but a string (``"1"`` is an unparsed field upstream, which ``float`` would hide) or a boolean (the
-    daemon refuses JSON ``true`` too; ``int(flag)`` says it on purpose).
+    but a string (``"1"`` is an unparsed field upstream, which ``float`` would hide) or a boolean (a policy
+    takes numbers: ``int(flag)`` says it on purpose; the record readers -- the daemon's codec and
+    ``OutlierArmDetector`` -- read a record's flag as 1 or 0 themselves, under a reward model of rates).
 
     >>> finite_reward(None, float("inf"))
     Traceback (most recent call last):

@@ -26,7 +26,7 @@ POISON = {
     "invalid UTF-8": (b'{"reward": "\xff"}', "not_json"),
     "lone surrogate escape": (b'{"reward": "\\ud800"}', "not_numeric"),
     "truncated": (b'{"reward": 0.', "not_json"),
-    "boolean": (b'{"reward": true}', "not_numeric"),
+    "boolean as text": (b'{"reward": "true"}', "not_numeric"),  # (a boolean itself is a reward 1: test_flag_rewards)
     "empty": (b"", "not_json"),
     "1 MB string": (b'{"reward": "' + b"x" * (1 << 20) + b'"}', "not_numeric"),
 }

@@ -17,16 +17,11 @@ from .records import InvalidRecord, RefusedKey
 __all__ = ["RewardCodec"]
 
 _NUMBERS = frozenset((int, float))  # the JSON numbers (bool is its own type)
+_NUMBERS_BOOLEANS = frozenset((int, float, bool))  # ... and the booleans, where they are rewards 1 and 0
 #: a JSON number (RFC 8259), the only text ``numeric_strings`` reads as one (not "nan", "1_000", " 1", "0x1")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
-
-
-def _holds(model: RewardModel, x: float) -> bool:
-    try:
-        model.check("", x)
-    except ValueError:
-        return False
-    return True
+#: the text ``numeric_strings`` reads as a boolean (any case: ``True``, ``FALSE``)
+_BOOLEAN_TEXT = frozenset(("true", "false"))
 
 
 class RewardCodec:
@@ -34,13 +29,16 @@ class RewardCodec:
 
     Key: UTF-8, at most ``max_key_bytes`` bytes. Value: a JSON object whose ``reward_field`` (a name with
     dots: a nested field, :class:`~streamarms.runtime.field_path.FieldPath`) is a JSON
-    number (not a boolean, not a string), finite, and accepted by ``model`` (if given). ``clip`` (a bounded
-    ``model``): a finite reward outside the model's range counts as the nearest end of it (winsorized: a
-    latency above a timeout range is the timeout, not a dead letter), counted in :attr:`clipped`.
+    number (not a string), finite, and accepted by ``model`` (if given), or a boolean: ``true`` is the reward
+    1 and ``false`` 0 (an error flag's rate) under a model of rates (the default Bernoulli, bounded on
+    ``[0, 1]``; else refused). ``clip`` (a bounded ``model``): a finite reward outside the model's range
+    counts as the nearest end of it (winsorized: a latency above a timeout range is the timeout, not a dead
+    letter), counted in :attr:`clipped`.
 
     Two rules for fields that are not the reward as such (both off by default: a value of another type is a
     dead letter, never a guess): ``numeric_strings`` reads a JSON string holding a JSON number (``"0.005"``,
-    ``"503"``: logs that quote every value, as nginx's ``escape=json`` format) as that number; ``at_least``
+    ``"503"``: logs that quote every value, as nginx's ``escape=json`` format) as that number, and ``"true"`` /
+    ``"false"`` in any case (a table's ``True`` cell) as the boolean; ``at_least``
     makes the reward 1 when the number is at least it and 0 otherwise (an error rate from status codes,
     ``at_least=500``; a rate of slow requests from latencies), for a model that holds 0 and 1.
 
@@ -75,13 +73,16 @@ class RewardCodec:
                 raise ValueError(f"at_least must be a finite number, got {at_least!r}")
             if clip:
                 raise ValueError("at_least makes every reward 0 or 1: there is nothing to clip")
-            if model is not None and not all(_holds(model, x) for x in (0.0, 1.0)):
+            if model is not None and not model.holds_flags():
                 raise ValueError(f"at_least makes the rewards 0 and 1, which the {model.name} reward model does not "
                                  "hold (use the Bernoulli model, the default)")
         #: a string holding a JSON number counts as that number
         self.numeric_strings = numeric_strings
         #: the reward is 1 when the field's number is at least this, else 0 (``None``: the number itself)
         self.at_least = at_least
+        #: a boolean reward is 1 (true) or 0 (false): a model of rates (``RewardModel.of_rates``, or none) and
+        #: no ``at_least`` that compares numbers
+        self.booleans = at_least is None and (model is None or model.of_rates())
         #: neither rule: the batch paths read the field's number inline (else each record by :meth:`reward_of`)
         self.plain = not numeric_strings and at_least is None
         #: the range rewards are clipped to (``None``: no clipping) and how many were
@@ -152,8 +153,13 @@ class RewardCodec:
         except KeyError:
             raise InvalidRecord("missing_reward", f"value of arm {arm!r} has no {self.reward_field!r} field") from None
         x = decoder.number(v)
-        if x is None and self.numeric_strings and type(v) is str and _NUMBER.fullmatch(v):
-            x = float(v)
+        if x is None and self.numeric_strings and type(v) is str:
+            if _NUMBER.fullmatch(v):
+                x = float(v)
+            elif v.lower() in _BOOLEAN_TEXT:  # a table's True/False cell (pandas writes them so)
+                v = v.lower() == "true"
+        if v is True or v is False:
+            return self._boolean(arm, v)
         if x is None:
             shown = repr(v[:80]) if isinstance(v, str) else f"a JSON {type(v).__name__}"  # never repr a deep value
             hint = (" (--numeric-strings reads a number written as a string)" if isinstance(v, str)
@@ -174,6 +180,18 @@ class RewardCodec:
                 raise InvalidRecord("out_of_model", str(e)) from None
         return x
 
+    def _boolean(self, arm: str, v: bool) -> float:
+        """A boolean reward: 1 (true) or 0 (false) under a model of rates, else refused saying why."""
+        if self.at_least is not None:
+            raise InvalidRecord("not_numeric", f"reward of arm {arm!r} is a boolean ({str(v).lower()}), not a number "
+                                               "to compare with --reward-at-least")
+        if not self.booleans:
+            assert self.model is not None  # (without a model every boolean is read)
+            raise InvalidRecord("not_numeric", f"reward of arm {arm!r} is a boolean ({str(v).lower()}): true and false "
+                                               f"are the rewards 1 and 0 under a model of rates (the default, bernoulli, "
+                                               f"or bounded on [0, 1]), not the {self.model.name} model")
+        return 1.0 if v else 0.0
+
     def reward(self, arm: str, value: bytes | str | None, count: bool = True) -> float:
         return self.reward_of(arm, self.parse(arm, value), count)
 
@@ -187,8 +205,10 @@ class RewardCodec:
         the same object the parser would return. Values longer than ``decoder._SHORT`` take the
         per-record path (its nesting limit), as do what the parser refuses.
 
-        >>> RewardCodec(model=None).rewards([b'{"reward": 1}', b'{"reward": true}', b'[1]', None, b'{"reward": 2.5}'])
+        >>> RewardCodec(model=None).rewards([b'{"reward": 1}', b'{"reward": "1"}', b'[1]', None, b'{"reward": 2.5}'])
         [1.0, None, None, None, 2.5]
+        >>> RewardCodec(model=None).rewards([b'{"reward": true}', b'{"reward": false}'])
+        [1.0, 0.0]
         >>> RewardCodec(model=None).rewards([b'{"reward": 1}', b'{"reward": 1}'], [{"reward": 3}, None])
         [3.0, 1.0]
         """
@@ -210,7 +230,7 @@ class RewardCodec:
                 return fast
         # the fast parser itself (read per batch: a benchmark may swap it); its failures are retried by reward()
         loads, field, path, check, isfinite = decoder._loads, self.reward_field, self.reward_path, None, math.isfinite
-        short = decoder._SHORT
+        short, booleans = decoder._SHORT, self.booleans
         accepts = None
         if self.model is not None:
             check = self.model.check
@@ -234,6 +254,9 @@ class RewardCodec:
                     x = float(x)
                 except OverflowError:
                     x = None
+            elif t is bool and booleans:
+                append(1.0 if x else 0.0)  # (a model that holds 0 and 1: booleans)
+                continue
             else:
                 append(None)
                 continue
@@ -312,7 +335,7 @@ class RewardCodec:
         and then :meth:`rewards`' record loop decides, value by value. Each pass does what the loop does
         to each value: the same parser on each value alone (never one parse of the values joined: a value
         that is no JSON by itself could then combine with its neighbour into valid JSON), ``obj[field]``
-        (a non-object or a missing field raises), the type test (``int`` or ``float``, never ``bool``),
+        (a non-object or a missing field raises), the type test (``int`` or ``float``; ``bool`` where it is a reward),
         ``float(x)`` (an int too large raises), and the model's test: its finite ``support`` if it has
         one (Bernoulli: a set inclusion), else finiteness (the plain sum of finite floats is finite or has
         overflowed: either way no false acceptance) and ``accepts`` on each. Why: the record loop cost
@@ -320,8 +343,10 @@ class RewardCodec:
         overhead around the parser (``benchmarks/kafka_throughput.py``).
 
         >>> c = RewardCodec(model=None)
-        >>> c._rewards_clean([b'{"reward": 1}', b'{"reward": 0.5}'], None), c._rewards_clean([b'{"reward": true}'], None)
+        >>> c._rewards_clean([b'{"reward": 1}', b'{"reward": 0.5}'], None), c._rewards_clean([b'{"reward": "1"}'], None)
         ([1.0, 0.5], None)
+        >>> c._rewards_clean([b'{"reward": true}', b'{"reward": 0}'], None)
+        [1.0, 0.0]
         """
         model = self.model
         support = accepts = None
@@ -338,10 +363,10 @@ class RewardCodec:
                 parsed = list(map(decoder._loads, values))
             xs: list[Any] = list(map(self._field, parsed))  # a non-dict or no field: an exception
             types = set(map(type, xs))
-            if not types <= _NUMBERS:
+            if not types <= (_NUMBERS_BOOLEANS if self.booleans else _NUMBERS):
                 return None
-            if int in types:
-                xs = list(map(float, xs))  # OverflowError: too large for a double
+            if int in types or bool in types:
+                xs = list(map(float, xs))  # OverflowError: too large for a double; a boolean is 1.0 or 0.0
         except Exception:  # whatever it is, the record loop says which value and why
             return None
         if support is not None:

@@ -59,7 +59,8 @@ def test_parsed_values_take_the_same_pass():
     codec = RewardCodec(model=BernoulliModel())
     values = [b'{"reward": 1}', b'{"reward": 0}']
     assert codec.rewards(values, [{"reward": 0}, {"reward": 1}]) == [0.0, 1.0]  # the parsed objects count
-    assert codec.rewards(values, [{"reward": 0}, {"reward": True}]) == [0.0, None]
+    assert codec.rewards(values, [{"reward": 0}, {"reward": "1"}]) == [0.0, None]
+    assert codec.rewards(values, [{"reward": 0}, {"reward": True}]) == [0.0, 1.0]  # a flag: the reward 1
     assert codec.rewards(values, [{"reward": 0}, None]) == [0.0, 0.0]  # None: parsed here
 
 

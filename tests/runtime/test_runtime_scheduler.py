@@ -325,7 +325,8 @@ def test_invalid_records_each_reason():
             codec.reward(codec.arm(key), value)
         assert e.value.reason == reason and reason in INVALID_REASONS
     with pytest.raises(InvalidRecord, match="not_numeric"):
-        codec.reward("a", b'{"reward": true}')
+        codec.reward("a", b'{"reward": "true"}')
+    assert codec.reward("a", b'{"reward": true}') == 1.0  # a flag (tests/runtime/test_flag_rewards.py)
 
 
 def test_bad_records_never_stop_the_scheduler_and_are_counted():
