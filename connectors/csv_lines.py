@@ -15,10 +15,12 @@ object of the row's cells by column name (``{"worker": "w07", "correct": "1"}``)
   in it: a table is read one line a row, so a checkpoint's line is a row) is refused as ``bad_row``, a dead
   letter naming the counts; a blank line is no row, but counts as a line.
 
+A column without a name (the index column ``pandas.DataFrame.to_csv`` writes) is read under the name ``""``.
 The header is the first line of each file read (of the file at the path after a rotation, of the rotated
 copy when a restart reads on there), read again from the file's first bytes when a checkpoint resumes it
-past its header. The delimiter is ``,`` (CSV) or a tab (TSV); fields may be quoted as the :mod:`csv` module
-reads them.
+past its header. The delimiter is ``,`` (CSV) or a tab (TSV) -- ``;`` in a CSV file whose header has semicolons
+and no comma (a spreadsheet's export where the decimal mark is a comma) --; fields may be quoted as the
+:mod:`csv` module reads them.
 
 >>> t = CsvTable(",")
 >>> recs = t.records("f.csv", ["arm,reward,timestamp\\n", "eu,1,5\\n", "us,0\\n"], 0, header_line=True)
@@ -108,7 +110,9 @@ class CsvTable:
     """
 
     def __init__(self, delimiter: str = ",", line_time: LineTime | None = None) -> None:
-        self.delimiter = delimiter
+        #: the delimiter of the file being read: ``given``, or ``;`` for a CSV file whose header has semicolons
+        #: and no comma (:meth:`set_header`)
+        self.delimiter = self.given = delimiter
         self.line_time = line_time if line_time is not None else LineTime()
         #: the column names of the file being read (``None`` until its header line is read)
         self.header: list[str] | None = None
@@ -118,8 +122,18 @@ class CsvTable:
 
     def set_header(self, line: str, where: str) -> None:
         """Take ``line`` as the header (``where``: the file, for the error): a :class:`ConfigError` when it
-        names no column, a column twice or an empty one."""
+        names no column or a column twice. A column without a name (the index ``pandas.DataFrame.to_csv``
+        writes first) is kept under the name ``""``, which no flag names. A CSV header with semicolons and no
+        comma makes ``;`` the file's delimiter (a spreadsheet's export where the decimal mark is a comma).
+
+        >>> t = CsvTable(","); t.set_header(",worker,wrong", "x.csv"); t.records("x.csv", ["0,w1,True"], 2)[0].value
+        b'{"":"0","worker":"w1","wrong":"True"}'
+        >>> t.set_header("worker;wrong", "y.csv"); t.records("y.csv", ["w1;1"], 2)[0].value, t.delimiter
+        (b'{"worker":"w1","wrong":"1"}', ';')
+        """
         line = line.removeprefix("\ufeff")
+        # a spreadsheet's CSV export where the decimal mark is a comma (much of Europe) separates by semicolons
+        self.delimiter = ";" if self.given == "," and ";" in line and "," not in line else self.given
         try:
             names = next(csv.reader([line], delimiter=self.delimiter, strict=True, skipinitialspace=True), [])
         except csv.Error as e:
@@ -130,8 +144,8 @@ class CsvTable:
                               f"{self._kind} file's first line names the columns (arm{self.delimiter}reward)")
         seen: set[str] = set()
         for n in names:
-            if not n:
-                raise ConfigError(f"the header of {where} has an empty column name: {line.strip()[:200]!r}")
+            if not n:  # (pandas' to_csv writes its index so: a column no flag can name, read as the name "")
+                continue
             if n in seen:
                 raise ConfigError(f"the header of {where} names the column {n!r} twice")
             seen.add(n)
@@ -183,7 +197,7 @@ class CsvTable:
             if len(cells) != width:
                 out.append(self._refused(
                     path, n, line, f"the row has {len(cells)} cells, the header {width} columns (a "
-                    f"{'tab' if self.delimiter == chr(9) else 'comma'} in an unquoted cell, a cell missing, or a "
+                    f"{_DELIMITER_NAMES[self.delimiter]} in an unquoted cell, a cell missing, or a "
                     "quoted cell with a line break: a table is read one line a row)"))
                 continue
             obj = dict(zip(header, cells))
@@ -278,5 +292,6 @@ def _number(cell: str) -> Any:
 
 
 _LIST = frozenset((list,))
+_DELIMITER_NAMES = {",": "comma", "\t": "tab", ";": "semicolon"}
 _INTEGER = re.compile(r"-?[0-9]+")
 _DECIMAL = re.compile(r"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")

@@ -155,9 +155,13 @@ class LineReader:
         self._f: IO[bytes] = open(path, "rb") if file is None else file
         if file is None and (packed := compressed(self._pread(6, 0))) is not None:
             self._f.close()
-            raise ConfigError(f"{path} is {packed[0]}-compressed, and streamarms reads JSON lines: decompress it into "
-                              f"the run on standard input ({packed[1]} {path} | streamarms run --rewards-file - ...), "
-                              "or decompress it to a file first (to resume it with --checkpoint)")
+            from .csv_lines import table_format  # (a table's name: the pipe needs its format named)
+
+            table = table_format(path)
+            what, flag = ("tables", f" --rewards-format {table}") if table else ("JSON lines", "")
+            raise ConfigError(f"{path} is {packed[0]}-compressed, and streamarms reads {what} uncompressed: decompress "
+                              f"it into the run on standard input ({packed[1]} {path} | streamarms run --rewards-file -"
+                              f"{flag} ...), or decompress it to a file first (to resume it with --checkpoint)")
         self._block = block
         #: the file may still grow: a last line without its line end is never read (module docstring)
         self.follow = follow

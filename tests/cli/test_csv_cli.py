@@ -89,3 +89,17 @@ def test_a_restart_reads_the_rows_added_since_and_no_row_twice(tmp_path):
     # the summary counts from the first run's start: every row once, and none again at a third start
     assert (first["records"], again["records"], same["records"]) == (2_500, 4_000, 4_000)
     assert again["invalid"] == {}
+
+
+def test_a_compressed_table_is_refused_naming_the_pipe_that_reads_it(tmp_path, capsys):
+    import gzip
+
+    for name, form in (("r.csv.gz", "csv"), ("r.jsonl.gz", "jsonl")):
+        with gzip.open(tmp_path / name, "wt") as f:
+            f.write("worker,wrong\nw1,1\n" if form == "csv" else '{"worker": "w1", "wrong": 1}\n')
+        assert main(["run", "--rewards-file", str(tmp_path / name), "--key-field", "worker", "--reward-field",
+                     "wrong"]) == 2
+        err = capsys.readouterr().err
+        pipe = f"zcat {tmp_path / name} | streamarms run --rewards-file -" + (" --rewards-format csv" if form == "csv"
+                                                                             else " ...")
+        assert pipe in err and ("reads tables uncompressed" if form == "csv" else "reads JSON lines") in err, err

@@ -122,8 +122,7 @@ def test_a_followed_table_rotated_reads_the_new_files_header(tmp_path):
     src.close()
 
 
-@pytest.mark.parametrize("head, why", [("arm,arm\n", "twice"), ("arm,,reward\n", "empty column"),
-                                        ("\n", "no header line")])
+@pytest.mark.parametrize("head, why", [("arm,arm\n", "twice"), ("arm,,arm\n", "twice"), ("\n", "no header line")])
 def test_a_bad_header_is_an_error_before_any_record(tmp_path, head, why):
     p = tmp_path / "r.csv"
     p.write_text(head + "a,1\n")
@@ -157,3 +156,18 @@ def test_the_c_level_pass_makes_the_records_the_row_loop_makes(unit):
         used += fast._plain_chunk("f", fast._rows(rows), 3) is not None
         assert fast.records("f", rows, 3) == loop.records("f", rows, 3), (header, rows)
     assert used >= 30  # (the C-level pass was taken, not only the loop)
+
+
+def test_an_unnamed_column_is_read_and_a_semicolon_header_sets_the_delimiter(tmp_path):
+    """pandas' to_csv writes its index as a first column without a name; a spreadsheet where the decimal mark is a
+    comma exports its CSV with semicolons. Both were one error before any row."""
+    p, q = tmp_path / "frame.csv", tmp_path / "sheet.csv"
+    p.write_text(",arm,reward\n0,a,True\n1,b,0\n")
+    q.write_text("arm;reward;note\na;1;x,y\nb;0;\nc;1\n")
+    src = JsonlSource([str(p), str(q)], tables={str(p): ",", str(q): ","})
+    recs = _all(src, rounds=4)
+    assert [(r.key, r.parsed) for r in recs if r.parsed is not None] == [
+        (b"a", {"": "0", "arm": "a", "reward": "True"}), (b"b", {"": "1", "arm": "b", "reward": "0"}),
+        (b"a", {"arm": "a", "reward": "1", "note": "x,y"}), (b"b", {"arm": "b", "reward": "0", "note": ""})]
+    assert recs[-1].key.reason == "bad_row" and "semicolon in an unquoted cell" in recs[-1].key.detail
+    src.close()
