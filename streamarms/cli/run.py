@@ -720,8 +720,9 @@ def frozen_clock_text(clock: EventClock | None, s: RunSettings, episodes: int) -
         return None
     return ("the records carry no timestamps, so stream time (the clock of the passive mode) stands still: "
             f"the next episode, due --episode-interval {s.episode_interval:g} s after the last one started, "
-            "never starts (nor do --want-timeout and --episode-timeout elapse); give the records a timestamp, "
-            "run with --clock wall (a live stream), or with --episode-interval 0 (each episode right after the last)")
+            "never starts (nor do --want-timeout and --episode-timeout elapse); give the records a timestamp "
+            "(--timestamp-field NAME reads one of their fields or columns as it), run with --clock wall (a live "
+            "stream), or with --episode-interval 0 (each episode right after the last)")
 
 
 def incomplete_text(path: str, n: int, checkpoint: bool, follow: bool = False) -> str:
