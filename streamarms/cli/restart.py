@@ -9,8 +9,8 @@ intervals, a monitor's sequences) was built under those settings and cannot be r
 a run with other settings starts with a fresh checkpoint (another ``--checkpoint``, or ``none``).
 
 * **Refused** in both modes: ``--k``, the reward model (``--reward-model``, ``--reward-range``, ``--clip``,
-  ``--model-param``), ``--arms`` (which keys are fed), ``--reward-field``, ``--numeric-strings`` and
-  ``--reward-at-least`` (what a reward is), ``--key-field`` (what a key is), ``--timestamp-field`` and
+  ``--model-param``), ``--arms`` (which keys are fed), ``--reward-field``, ``--numeric-strings``,
+  ``--reward-at-least`` and ``--reward-in`` (what a reward is), ``--key-field`` (what a key is), ``--timestamp-field`` and
   ``--timestamp-unit`` (what a line's time is: the stream clock the checkpoint's times are on).
 * **Refused** in the episode modes: ``--policy`` and every policy parameter (``--delta``, ``--two-sided``,
   ``--rho``, ``--seed``, ``--epsilon``, ``--threshold``, ``--budget``, ``--b``, ``--alpha``, ``--estimator``,
@@ -55,6 +55,7 @@ __all__ = ["statistics_settings"]
 _COMMON = {"--k": "k", "--reward-model": "reward_model", "--reward-range": "reward_bounds", "--clip": "clip",
            "--model-param": "model_params", "--arms": "arms", "--reward-field": "reward_field",
            "--key-field": "key_field", "--numeric-strings": "numeric_strings", "--reward-at-least": "reward_at_least",
+           "--reward-in": "reward_in",
            "--timestamp-field": "timestamp_field", "--timestamp-unit": "timestamp_unit",
            "--rewards-format": "rewards_format"}
 #: ... the episode modes

@@ -191,9 +191,13 @@ def _check_mode_flags(s: RunSettings, continuous: bool) -> None:
         if not continuous and opt in s.explicit:
             raise ConfigError(f"--{opt.replace('_', '-')} applies to the continuous mode (--forever, or --mode "
                               "continuous)")
-    if s.reward_at_least is not None and (s.clip or model not in ("bernoulli", "bounded")):
-        raise ConfigError("--reward-at-least makes every reward 0 or 1: it needs the bernoulli reward model (the "
-                          f"default), not {model!r}" + (", and nothing is left to --clip" if s.clip else ""))
+    for flag, rule in (("--reward-at-least", s.reward_at_least), ("--reward-in", s.reward_in)):
+        if rule is not None and (s.clip or model not in ("bernoulli", "bounded")):
+            raise ConfigError(f"{flag} makes every reward 0 or 1: it needs the bernoulli reward model (the "
+                              f"default), not {model!r}" + (", and nothing is left to --clip" if s.clip else ""))
+    if s.reward_at_least is not None and s.reward_in is not None:
+        raise ConfigError("--reward-at-least and --reward-in are two rules for one reward: give one (--reward-in "
+                          "matches texts, --reward-at-least compares numbers)")
     if s.clip and model != "bounded":
         raise ConfigError(f"--clip clips to --reward-range, a setting of --reward-model bounded, but the reward model "
                           f"is {model!r}: add --reward-model bounded --reward-range A,B")
@@ -329,7 +333,8 @@ class _App:
                 probe = build([f"probe-{i}" for i in range(64)], 1)
                 self.codec = RewardCodec(s.reward_field, getattr(probe, "model", None), clip=s.clip,
                                          request_id_field=s.request_id_field, max_key_bytes=s.max_key_bytes,
-                                         numeric_strings=bool(s.numeric_strings), at_least=s.reward_at_least)
+                                         numeric_strings=bool(s.numeric_strings), at_least=s.reward_at_least,
+                                         reward_in=s.reward_in)
                 self.sched_config = _scheduler_config(s)
         except ConfigError:
             raise
@@ -374,7 +379,7 @@ class _App:
                 group_by=s.group_by, max_groups=s.max_groups, max_arms=s.max_arms, arms=arms,
                 reward_field=s.reward_field, max_key_bytes=s.max_key_bytes, forget_silent=bool(s.forget_silent),
                 key_ttl=s.silence_records or None, clip=s.clip, numeric_strings=bool(s.numeric_strings),
-                at_least=s.reward_at_least)
+                at_least=s.reward_at_least, reward_in=s.reward_in)
         else:
             if arms and len(set(arms)) < self.sched_config.min_arms:  # (it used to wait forever for an episode)
                 raise ConfigError(f"--arms names {len(set(arms))} key(s), fewer than --min-arms "

@@ -16,7 +16,7 @@ from ..group_chunks import CHUNK_KEYS
 from ..registry import POLICIES, PolicyParams
 from ..runtime import ACTIVE, PASSIVE, SchedulerConfig
 from ..runtime.continuous import CONTINUOUS
-from .types import key_names, nonneg_float, nonneg_int, port, positive_int, probability, start_from
+from .types import key_names, match_values, nonneg_float, nonneg_int, port, positive_int, probability, start_from
 
 __all__ = ["RunSettings", "DEFAULTS", "EMBEDDED_DEFAULTS", "add_run_arguments", "resolve_settings"]
 
@@ -97,6 +97,7 @@ class RunSettings:
     reward_field: str = "reward"
     numeric_strings: bool = False
     reward_at_least: float | None = None
+    reward_in: list[str] | None = None
     key_field: str | None = None
     timestamp_field: str = "timestamp"
     timestamp_unit: str = "ms"
@@ -303,6 +304,10 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="the reward is 1 when the field's number is at least X, else 0: a rate from a value (an "
                         "error rate from status codes: --reward-field status --reward-at-least 500; slow requests: "
                         "a latency field and the SLO). Needs a model holding 0 and 1 (the default, bernoulli)")
+    g.add_argument("--reward-in", type=match_values, metavar="V,W,..",
+                   help="the reward is 1 when the field is one of these texts, else 0: a rate from a category (the "
+                        "share of error lines: --reward-field level --reward-in ERROR,FATAL; an integer matches its "
+                        "digits, a boolean true/false). Needs a model holding 0 and 1 (the default, bernoulli)")
     g.add_argument("--key-field", metavar="NAME",
                    help="JSON field of the value naming the record's key (a host, a worker), in place of the "
                         "record's own key (Kafka) or a line's arm (files); every value is then parsed. A dotted "

@@ -64,6 +64,22 @@ def key_names(text: str) -> list[str]:
     return names
 
 
+def match_values(text: str) -> list[str]:
+    """``--reward-in V,W,..``: the texts a reward field is matched against (blanks around them dropped), at least one.
+
+    >>> match_values("ERROR, FATAL")
+    ['ERROR', 'FATAL']
+    >>> match_values(" ")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected the texts to match V,W,.. (at least one), got ' '
+    """
+    values = [a.strip() for a in text.split(",") if a.strip()]
+    if not values:
+        raise argparse.ArgumentTypeError(f"expected the texts to match V,W,.. (at least one), got {text!r}")
+    return values
+
+
 def _number(text: str, conv: Callable[[str], Any], ok: Callable[[Any], bool], unparsed: str, bad: str) -> Any:
     """``conv(text)`` if ``ok`` of it, else :class:`argparse.ArgumentTypeError` (``unparsed`` when
     ``conv`` fails, ``bad`` when the value is out of range), each followed by ``, got {text!r}``."""

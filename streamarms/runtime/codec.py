@@ -20,6 +20,9 @@ _NUMBERS = frozenset((int, float))  # the JSON numbers (bool is its own type)
 _NUMBERS_BOOLEANS = frozenset((int, float, bool))  # ... and the booleans, where they are rewards 1 and 0
 #: a JSON number (RFC 8259), the only text ``numeric_strings`` reads as one (not "nan", "1_000", " 1", "0x1")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+#: a text that names a category (``ERROR``, ``timed_out``): a refused one hints at ``reward_in``
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
+_NOT_WORDS = frozenset(("nan", "inf", "infinity", "null", "none", "true", "false"))
 #: the text ``numeric_strings`` reads as a boolean (any case: ``True``, ``FALSE``)
 _BOOLEAN_TEXT = frozenset(("true", "false"))
 
@@ -40,7 +43,10 @@ class RewardCodec:
     ``"503"``: logs that quote every value, as nginx's ``escape=json`` format) as that number, and ``"true"`` /
     ``"false"`` in any case (a table's ``True`` cell) as the boolean; ``at_least``
     makes the reward 1 when the number is at least it and 0 otherwise (an error rate from status codes,
-    ``at_least=500``; a rate of slow requests from latencies), for a model that holds 0 and 1.
+    ``at_least=500``; a rate of slow requests from latencies), for a model that holds 0 and 1; ``reward_in``
+    (not with ``at_least``) makes it 1 when the field's text -- a string, an integer's digits, a boolean's
+    ``true``/``false`` -- is one of the values given and 0 otherwise (the rate of ``"level": "ERROR"`` lines:
+    ``reward_in=["ERROR", "FATAL"]``).
 
     >>> c = RewardCodec(model=None)
     >>> c.arm(b"eu-west"), c.reward("eu-west", b'{"reward": 0.25, "x": 1}')
@@ -59,11 +65,15 @@ class RewardCodec:
     >>> c = RewardCodec("status", BernoulliModel(), numeric_strings=True, at_least=500)
     >>> c.rewards([b'{"status": "503"}', b'{"status": 200}', b'{"status": "-"}'])
     [1.0, 0.0, None]
+    >>> c = RewardCodec("level", BernoulliModel(), reward_in=["ERROR", "FATAL"])
+    >>> c.rewards([b'{"level": "ERROR"}', b'{"level": "INFO"}', b'{"level": 3}', b'{"level": null}'])
+    [1.0, 0.0, 0.0, None]
     """
 
     def __init__(self, reward_field: str = "reward", model: RewardModel | None = None, *,
                  request_id_field: str = "request_id", max_key_bytes: int = 256, clip: bool = False,
-                 numeric_strings: bool = False, at_least: float | None = None) -> None:
+                 numeric_strings: bool = False, at_least: float | None = None,
+                 reward_in: Sequence[str] | None = None) -> None:
         if max_key_bytes < 1:
             raise ValueError(f"max_key_bytes must be >= 1, got {max_key_bytes}")
         if clip and not isinstance(model, BoundedModel):
@@ -76,15 +86,28 @@ class RewardCodec:
             if model is not None and not model.holds_flags():
                 raise ValueError(f"at_least makes the rewards 0 and 1, which the {model.name} reward model does not "
                                  "hold (use the Bernoulli model, the default)")
+        if reward_in is not None:
+            if at_least is not None:
+                raise ValueError("reward_in and at_least are two rules for one reward: give one")
+            if clip:
+                raise ValueError("reward_in makes every reward 0 or 1: there is nothing to clip")
+            if isinstance(reward_in, str) or not reward_in or not all(isinstance(v, str) for v in reward_in):
+                raise ValueError(f"reward_in must be texts to match, at least one, got {reward_in!r}")
+            if model is not None and not model.holds_flags():
+                raise ValueError(f"reward_in makes the rewards 0 and 1, which the {model.name} reward model does not "
+                                 "hold (use the Bernoulli model, the default)")
         #: a string holding a JSON number counts as that number
         self.numeric_strings = numeric_strings
+        #: the reward is 1 when the field's text (an integer's digits, a boolean's true/false) is one of these,
+        #: else 0 (``None``: no such rule)
+        self.reward_in = None if reward_in is None else frozenset(reward_in)
         #: the reward is 1 when the field's number is at least this, else 0 (``None``: the number itself)
         self.at_least = at_least
         #: a boolean reward is 1 (true) or 0 (false): a model of rates (``RewardModel.of_rates``, or none) and
         #: no ``at_least`` that compares numbers
         self.booleans = at_least is None and (model is None or model.of_rates())
         #: neither rule: the batch paths read the field's number inline (else each record by :meth:`reward_of`)
-        self.plain = not numeric_strings and at_least is None
+        self.plain = not numeric_strings and at_least is None and reward_in is None
         #: the range rewards are clipped to (``None``: no clipping) and how many were
         self.clip = (model.low, model.high) if isinstance(model, BoundedModel) and clip else None
         self.clipped = 0
@@ -152,6 +175,8 @@ class RewardCodec:
             v = self._field(obj)
         except KeyError:
             raise InvalidRecord("missing_reward", f"value of arm {arm!r} has no {self.reward_field!r} field") from None
+        if self.reward_in is not None:
+            return self._matched(arm, v)
         x = decoder.number(v)
         if x is None and self.numeric_strings and type(v) is str:
             if _NUMBER.fullmatch(v):
@@ -162,8 +187,10 @@ class RewardCodec:
             return self._boolean(arm, v)
         if x is None:
             shown = repr(v[:80]) if isinstance(v, str) else f"a JSON {type(v).__name__}"  # never repr a deep value
-            hint = (" (--numeric-strings reads a number written as a string)" if isinstance(v, str)
-                    and not self.numeric_strings and _NUMBER.fullmatch(v) else "")
+            hint = ("" if not isinstance(v, str) else " (--numeric-strings reads a number written as a string)"
+                    if not self.numeric_strings and _NUMBER.fullmatch(v) else
+                    f" (--reward-in {v[:40]},.. makes the reward 1 where the field is one of those texts, else 0)"
+                    if self.at_least is None and _WORD.fullmatch(v) and v.lower() not in _NOT_WORDS else "")
             raise InvalidRecord("not_numeric", f"reward of arm {arm!r} is not a JSON number: {shown}{hint}")
         if not math.isfinite(x):
             raise InvalidRecord("not_finite", f"reward of arm {arm!r} is not finite: {x!r}")
@@ -179,6 +206,24 @@ class RewardCodec:
             except ValueError as e:
                 raise InvalidRecord("out_of_model", str(e)) from None
         return x
+
+    def _matched(self, arm: str, v: Any) -> float:
+        """``reward_in``'s reward: 1 when the field's text is one of the values, else 0; a value with no such
+        text (a fraction, null, an array, an object) is refused."""
+        t = type(v)
+        if t is str:
+            text = v
+        elif t is bool:
+            text = "true" if v else "false"
+        elif t is int:
+            text = str(v)
+        else:
+            shown = "null" if v is None else f"a JSON {'number with a fraction' if t is float else t.__name__}"
+            raise InvalidRecord("not_numeric", f"reward of arm {arm!r} is {shown}: --reward-in matches a text, an "
+                                               "integer or a boolean")
+        match = self.reward_in
+        assert match is not None  # (called under the rule only)
+        return 1.0 if text in match else 0.0
 
     def _boolean(self, arm: str, v: bool) -> float:
         """A boolean reward: 1 (true) or 0 (false) under a model of rates, else refused saying why."""

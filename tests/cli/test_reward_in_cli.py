@@ -1,0 +1,65 @@
+"""``streamarms run --reward-in V,W``: the host whose share of ERROR lines stands out, from a log's level
+field, in both modes (and from TOML); without the rule each line is refused naming it; a restart may not
+change it, and it goes with neither --reward-at-least nor a model without 0 and 1."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from streamarms.cli import main
+
+HOSTS = [f"web-{i}" for i in range(15)]
+
+
+def _log(path, n=40_000, seed=6):
+    rng = random.Random(seed)
+    with open(path, "w") as f:
+        for t in range(n):
+            h = rng.choice(HOSTS)
+            u, p = rng.random(), (0.25 if h == "web-9" else 0.03)
+            level = "ERROR" if u < p else "WARN" if u < p + 0.1 else "INFO"
+            f.write(json.dumps({"ts": 1_700_000_000_000 + 50 * t, "host": h, "level": level}) + "\n")
+
+
+@pytest.mark.parametrize("mode", [["--policy", "cs", "--max-episodes", "1"], ["--forever"]],
+                         ids=["episodes", "continuous"])
+def test_the_share_of_error_lines_of_each_host(tmp_path, mode):
+    p, summary, cfg = tmp_path / "app.jsonl", tmp_path / "s.json", tmp_path / "c.toml"
+    _log(p)
+    base = ["run", "--rewards-file", str(p), "--checkpoint", "none", "--key-field", "host", "--reward-field", "level",
+            "--timestamp-field", "ts", "--summary-json", str(summary), "--quiet", *mode]
+    assert main([*base, "--reward-in", "ERROR,FATAL"]) == 0
+    got = json.loads(summary.read_text())
+    assert got["flagged"] == ["web-9"] and not got["invalid"], got
+    cfg.write_text('reward_in = ["ERROR", "FATAL"]\n')
+    assert main([*base, "--config", str(cfg)]) == 0
+    assert json.loads(summary.read_text())["flagged"] == ["web-9"]
+
+
+def test_without_the_rule_a_level_is_refused_naming_it_and_a_restart_may_not_change_it(tmp_path, capsys):
+    p, dead, ck = tmp_path / "app.jsonl", tmp_path / "dead.jsonl", str(tmp_path / "c.ckpt")
+    _log(p, n=300)
+    base = ["run", "--rewards-file", str(p), "--key-field", "host", "--reward-field", "level", "--max-episodes", "1"]
+    assert main([*base, "--checkpoint", "none", "--dead-letter-file", str(dead)]) == 0
+    first = json.loads(dead.read_text().splitlines()[0])
+    assert first["reason"] == "not_numeric" and "--reward-in" in first["detail"], first
+    assert main([*base, "--checkpoint", ck, "--reward-in", "ERROR"]) == 0
+    capsys.readouterr()
+    assert main([*base, "--checkpoint", ck, "--reward-in", "ERROR,WARN"]) == 2
+    assert "--reward-in ['ERROR'] (this run: ['ERROR', 'WARN'])" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra, needle", [
+    (["--reward-at-least", "1"], "two rules for one reward"),
+    (["--reward-model", "bounded", "--reward-range", "0,10", "--clip"], "nothing is left to --clip"),
+    (["--reward-model", "heavy_tailed", "--moment-bound", "2"], "needs the bernoulli reward model"),
+])
+def test_the_rule_refuses_what_cannot_go_with_it(tmp_path, capsys, extra, needle):
+    p = tmp_path / "app.jsonl"
+    _log(p, n=10)
+    assert main(["run", "--rewards-file", str(p), "--key-field", "host", "--reward-field", "level", "--reward-in",
+                 "ERROR", *extra]) == 2
+    assert needle in capsys.readouterr().err

@@ -1,0 +1,53 @@
+"""``RewardCodec(reward_in=...)`` (``--reward-in``): the reward is 1 where the field's text -- a string, an
+integer's digits, a boolean's true/false -- is one of the values, else 0; every path reads it alike, a value
+with no such text is refused, and the rule refuses what cannot go with it."""
+
+from __future__ import annotations
+
+import pytest
+
+from streamarms.models import BernoulliModel, BoundedModel
+from streamarms.runtime import InvalidRecord, RewardCodec
+
+VALUES = [b'{"level": "ERROR"}', b'{"level": "INFO"}', b'{"level": "error"}', b'{"level": 503}', b'{"level": 200}',
+          b'{"level": true}', b'{"level": "FATAL"}']
+WANT = [1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0]  # (case counts: "error" is not "ERROR")
+
+
+def test_every_path_reads_the_same_rate():
+    c = RewardCodec("level", BernoulliModel(), reward_in=["ERROR", "FATAL", "503"])
+    assert [c.reward("h", v) for v in VALUES] == WANT
+    assert c.rewards(VALUES) == WANT
+    assert c.rewards(VALUES, [None] * len(VALUES)) == WANT
+    assert [c.by_rule({"level": x}) for x in ("ERROR", "INFO", 503, False)] == [1.0, 0.0, 1.0, 0.0]
+    assert RewardCodec("ok", None, reward_in=["false"]).rewards([b'{"ok": false}', b'{"ok": true}']) == [1.0, 0.0]
+
+
+@pytest.mark.parametrize("value, shown", [(b'{"level": 0.5}', "a JSON number with a fraction"),
+                                          (b'{"level": null}', "null"), (b'{"level": ["ERROR"]}', "a JSON list"),
+                                          (b'{"level": {"name": "ERROR"}}', "a JSON dict")])
+def test_a_value_without_a_text_is_refused(value, shown):
+    c = RewardCodec("level", BernoulliModel(), reward_in=["ERROR"])
+    with pytest.raises(InvalidRecord, match=f"is {shown}: --reward-in matches a text, an integer or a boolean"):
+        c.reward("h", value)
+    assert c.rewards([value]) == [None]
+    with pytest.raises(InvalidRecord, match="missing_reward"):
+        c.reward("h", b'{"lvl": "ERROR"}')
+
+
+@pytest.mark.parametrize("kw, why", [
+    ({"at_least": 500}, "two rules for one reward"),
+    ({"model": BoundedModel(0, 5000), "clip": True}, "nothing to clip"),
+    ({"model": BoundedModel(2, 5)}, "does not hold"),
+    ({"reward_in": "ERROR"}, "texts to match"),
+    ({"reward_in": []}, "texts to match"),
+])
+def test_what_cannot_go_with_the_rule_is_refused(kw, why):
+    args = {"model": BernoulliModel(), "reward_in": ["ERROR"], **kw}
+    with pytest.raises(ValueError, match=why):
+        RewardCodec("level", **args)
+
+
+def test_a_refused_category_names_the_rule():
+    with pytest.raises(InvalidRecord, match=r"'ERROR' \(--reward-in ERROR,.. makes the reward 1"):
+        RewardCodec("level", BernoulliModel()).reward("h", b'{"level": "ERROR"}')
