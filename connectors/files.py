@@ -68,6 +68,7 @@ from .jsonl_lines import LineReader, compressed, next_rotation, rotated_reader, 
 from .line_record import JsonlRecord
 from .line_time import JSON_NAMES, MAX_TIMESTAMP_MS, LineTime
 from .ordering import PartitionMerger, tp_name
+from .pattern_lines import PatternLines
 from .pipe_lines import STDIN, PipeLineReader
 
 log = logging.getLogger("streamarms.files")
@@ -239,19 +240,22 @@ class JsonlSource:
     The path ``-`` is standard input (:mod:`~streamarms.connectors.pipe_lines`): read until its writer
     closes it, with or without ``follow``; it cannot be resumed. ``tables``: the paths that are CSV or TSV
     tables, with their delimiters (:mod:`~streamarms.connectors.csv_lines`: a row is the record of its JSON
-    line).
+    line), or plain-text logs, with the :class:`~streamarms.connectors.pattern_lines.PatternLines` that reads
+    their lines.
     """
 
     decoded_values = True
 
     def __init__(self, paths: Sequence[str], *, resume: dict[str, Any] | None = None, max_records: int = 1000,
                  ordered: bool = True, follow: bool = False, line_time: LineTime = _TIMESTAMP,
-                 tables: dict[str, str] | None = None) -> None:
+                 tables: dict[str, str | Any] | None = None) -> None:
         self.paths = [os.fspath(p) for p in paths]
         #: where a line's time is (``--timestamp-field``, ``--timestamp-unit``)
         self.line_time = line_time
-        #: the paths that are tables (CSV, TSV: ``tables`` gives their delimiters), read by their header
-        self.tables = {os.fspath(p): CsvTable(d, line_time) for p, d in (tables or {}).items()}
+        #: the paths that are tables (CSV, TSV: ``tables`` gives their delimiters), read by their header, or
+        #: read by a pattern (``tables`` gives the :class:`~streamarms.connectors.pattern_lines.PatternLines`)
+        self.tables = {os.fspath(p): CsvTable(d, line_time) if isinstance(d, str) else d
+                       for p, d in (tables or {}).items()}
         #: the reader of each table whose header its :class:`CsvTable` holds
         self._headed: dict[str, LineReader] = {}
         self.max_records = max_records
@@ -364,7 +368,7 @@ class JsonlSource:
         self.merger.add((p, 0), chunk)
         return len(lines)
 
-    def _table_rows(self, p: str, table: CsvTable, reader: LineReader, lines: list[str], n: int) -> list[JsonlRecord]:
+    def _table_rows(self, p: str, table: CsvTable | PatternLines, reader: LineReader, lines: list[str], n: int) -> list[JsonlRecord]:
         """The records of a table's ``lines`` (from line ``n``): the line at the file's first byte is its header
         (each file read has its own: a rotation's, a copy's); a reader that starts past it reads it first."""
         if not lines:

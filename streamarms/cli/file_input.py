@@ -15,14 +15,23 @@ from .settings import RunSettings
 __all__ = ["file_source", "tables_of", "check_columns"]
 
 
-def tables_of(files: Sequence[str], given: str) -> dict[str, str]:
-    """The files read as tables, with their delimiters (``given``: ``--rewards-format``).
+def tables_of(files: Sequence[str], given: str, pattern: str | None = None, line_time: Any = None) -> dict[str, Any]:
+    """The files read as tables, with their delimiters (``given``: ``--rewards-format``), or, with ``pattern``
+    (``--line-pattern``), every file with the :class:`~streamarms.connectors.pattern_lines.PatternLines` that
+    reads its lines (a :class:`ConfigError` for a pattern that names no field).
 
     >>> tables_of(["a.csv", "b.jsonl", "c.tsv"], "auto")
     {'a.csv': ',', 'c.tsv': '\\t'}
+    >>> tables_of(["access.log"], "auto", "combined")
+    {'access.log': PatternLines("combined")}
     """
     from streamarms.connectors.csv_lines import DELIMITERS, table_format
 
+    if pattern is not None:
+        from streamarms.connectors.pattern_lines import PatternLines
+
+        lines = PatternLines(pattern, line_time)
+        return {p: lines for p in files}
     return {p: DELIMITERS[f] for p in files if (f := table_format(p, given))}
 
 
@@ -34,7 +43,8 @@ def file_source(s: RunSettings, resume: dict[str, Any] | None) -> Any:
 
     source = JsonlSource(s.rewards_file or [], resume=resume, ordered=s.order == "timestamp", follow=bool(s.follow),
                          line_time=LineTime(s.timestamp_field, s.timestamp_unit),
-                         tables=tables_of(s.rewards_file or [], s.rewards_format))
+                         tables=tables_of(s.rewards_file or [], s.rewards_format, s.line_pattern,
+                                          LineTime(s.timestamp_field, s.timestamp_unit)))
     try:
         check_columns(source.tables, s)
     except ConfigError:
@@ -44,7 +54,8 @@ def file_source(s: RunSettings, resume: dict[str, Any] | None) -> Any:
 
 
 def check_columns(tables: dict[str, Any], s: RunSettings) -> None:
-    """``ConfigError`` naming a field the run reads that a table's header has no column for: the reward's,
+    """``ConfigError`` naming a field the run reads that a table's header (a pattern's groups) has no column
+    (group) for: the reward's,
     the key's (``--key-field``, else ``arm`` or ``key``), ``--group-by``'s, and ``--timestamp-field`` when
     given (without it, a table with no ``timestamp`` column has no times)."""
     wanted = [("--reward-field", s.reward_field)]
@@ -59,9 +70,11 @@ def check_columns(tables: dict[str, Any], s: RunSettings) -> None:
         if columns is None:  # (an empty file, standard input: nothing to check yet)
             continue
         shown = ", ".join(columns[:30]) + (f", ... ({len(columns)} in all)" if len(columns) > 30 else "")
+        # (a pattern's fields are its named groups, the same for every file)
+        what, of = ("group", f"--line-pattern {table.source}") if s.line_pattern else ("column", path)
         for flag, name in wanted:
             if name not in columns:
-                raise ConfigError(f"{path} has no column {name!r} ({flag}): its columns are {shown}")
+                raise ConfigError(f"{of} has no {what} {name!r} ({flag}): its {what}s are {shown}")
         if s.key_field is None and "arm" not in columns and "key" not in columns:
-            raise ConfigError(f"{path} has no 'arm' or 'key' column naming each row's key: name the column with "
-                              f"--key-field (its columns are {shown})")
+            raise ConfigError(f"{of} has no 'arm' or 'key' {what} naming each {'line' if s.line_pattern else 'row'}'s "
+                              f"key: name the {what} with --key-field (its {what}s are {shown})")

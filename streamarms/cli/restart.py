@@ -57,7 +57,7 @@ _COMMON = {"--k": "k", "--reward-model": "reward_model", "--reward-range": "rewa
            "--key-field": "key_field", "--numeric-strings": "numeric_strings", "--reward-at-least": "reward_at_least",
            "--reward-in": "reward_in",
            "--timestamp-field": "timestamp_field", "--timestamp-unit": "timestamp_unit",
-           "--rewards-format": "rewards_format"}
+           "--rewards-format": "rewards_format", "--line-pattern": "line_pattern"}
 #: ... the episode modes
 _EPISODES = {"--policy": "policy", "--delta": "delta", "--two-sided": "two_sided", "--rho": "rho", "--seed": "seed",
              "--epsilon": "epsilon", "--threshold": "threshold", "--budget": "budget", "--b": "ucbe_b",

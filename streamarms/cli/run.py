@@ -156,6 +156,8 @@ def _check_sources(s: RunSettings) -> None:
                           "record's time is its own (the producer's or the broker's)")
     if "rewards_format" in s.explicit and not files:
         raise ConfigError("--rewards-format says what the --rewards-file files hold; a Kafka record's value is JSON")
+    if s.line_pattern is not None and not files:
+        raise ConfigError("--line-pattern reads the lines of --rewards-file files; a Kafka record's value is JSON")
     for flag, name in (("--reward-field", s.reward_field), ("--key-field", s.key_field), ("--group-by", s.group_by),
                        ("--timestamp-field", s.timestamp_field)):
         if name is not None and "." in name:

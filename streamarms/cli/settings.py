@@ -102,6 +102,7 @@ class RunSettings:
     timestamp_field: str = "timestamp"
     timestamp_unit: str = "ms"
     rewards_format: str = "auto"
+    line_pattern: str | None = None
     request_id_field: str = "request_id"
     max_key_bytes: int = 256
     validate: str = _SCHED.validate
@@ -235,6 +236,11 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="what the --rewards-file files hold: JSON lines, or a table whose first line names its "
                         "columns (CSV, TSV: a row a line, its cells read as a JSON line's fields, the reward's as a "
                         "number). Default auto: by the file's name (.csv, .tsv), else JSON lines")
+    g.add_argument("--line-pattern", metavar="REGEX",
+                   help="read every --rewards-file line with this regular expression: its named groups are the "
+                        "record's fields (text; the reward's read as a number), a line it does not match a "
+                        "bad_row dead letter; or a named pattern: combined, common (the access logs of nginx and "
+                        "Apache: remote_addr, time_local, method, path, status, ...)")
     g.add_argument("--follow", action="store_true", default=None,
                    help="keep reading the --rewards-file files as they grow (tail -F): the run goes on at their end "
                         "until stopped (SIGTERM, Ctrl-C, --max-episodes); a line is read once its line end is "
@@ -517,9 +523,14 @@ def resolve_settings(opts: argparse.Namespace) -> RunSettings:
         bounds = (a, b)
     from streamarms.connectors.csv_lines import table_format
     formats = {table_format(p, s.rewards_format) or "jsonl" for p in s.rewards_file or []}
+    if s.line_pattern is not None:  # every file is read by the pattern
+        if s.rewards_format not in ("auto", "pattern"):
+            raise ConfigError(f"--line-pattern reads every --rewards-file line with a pattern; --rewards-format "
+                              f"{s.rewards_format} reads them otherwise: give one")
+        formats = {"pattern"} if s.rewards_file else set()
     return replace(s, explicit=explicit, embedded=embedded, reward_bounds=bounds,
                    model_params=dict(_kv(x) for x in (s.model_param or [])),
-                   # a table's cells are text: the reward's is read as the number it writes
+                   # a table's cells (a pattern's groups) are text: the reward's is read as the number it writes
                    numeric_strings=s.numeric_strings or bool(formats - {"jsonl"}),
                    # what the files are read as (a restart compares it): auto resolved where the files agree
                    rewards_format=formats.pop() if len(formats) == 1 else s.rewards_format)

@@ -1,0 +1,159 @@
+"""Plain-text logs as rewards: :class:`PatternLines` (``streamarms run --line-pattern REGEX``).
+
+Most logs are not JSON: an nginx or Apache access log in the combined format, a syslog line, an
+application's ``key=value`` line. A regular expression with named groups reads each line as the record its
+JSON line would be -- its value the JSON object of the groups that matched (``{"path": "/api", "status":
+"503"}``), so ``--key-field``, ``--reward-field`` (with ``--reward-at-least``, ``--reward-in``),
+``--group-by`` and ``--timestamp-field`` name groups, and the dead letters read it as they read a JSON line:
+
+- the pattern is *searched* in the line (``re.search``: it may read a part of it); a line it does not match
+  is refused as ``bad_row``, a dead letter naming the pattern; a blank line is no record, but counts as a line;
+- a group that did not take part in the match is no field (as a missing JSON field); the others are text, and
+  the reward's is read as the number it writes (``streamarms run`` implies ``--numeric-strings``);
+- the key is the ``arm`` (or ``key``) group's, else none: name the key's group with ``--key-field``;
+- the time is the ``timestamp`` group's (or ``--timestamp-field``'s): a number in ``--timestamp-unit``, an
+  ISO 8601 date-time, or the common log format's ``10/Oct/2000:13:55:36 -0700`` (nginx's ``$time_local``,
+  Apache's ``%t``); an empty group is no time, anything else ``bad_timestamp``.
+
+Named patterns (:data:`PATTERNS`): ``combined``, the access log format nginx and Apache write by default
+(``remote_addr``, ``remote_user``, ``time_local``, ``method``, ``path`` -- the request's path without its
+query, ``query`` --, ``protocol``, ``status``, ``body_bytes_sent``, ``http_referer``, ``http_user_agent``; the
+request's parts are absent when its line is not a request: a TLS handshake sent to the HTTP port), and
+``common`` (the same without the last two).
+
+>>> t = PatternLines("combined")
+>>> line = '10.0.0.7 - - [14/Nov/2023:22:13:20 +0000] "GET /api/cart HTTP/1.1" 503 12 "-" "curl/8.0"'
+>>> r = t.records("access.log", [line + "\\n"], 0)[0]
+>>> r.parsed["path"], r.parsed["status"], r.key
+('/api/cart', '503', None)
+>>> PatternLines("combined", LineTime("time_local")).records("a.log", [line], 0)[0].timestamp
+1700000000000
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from collections.abc import Sequence
+
+from streamarms.errors import ConfigError
+from streamarms.runtime.decoder import _SHORT
+from streamarms.runtime.records import RefusedKey
+
+from .csv_lines import _bytes, _dumps, _key, _number
+from .line_record import JsonlRecord
+from .line_time import LineTime, stamp
+
+__all__ = ["PatternLines", "PATTERNS", "clf_ms"]
+
+_REQUEST = r'"(?:(?P<method>[A-Z]+) (?P<path>[^ "?]+)(?:\?(?P<query>[^ "]*))?(?: (?P<protocol>[^"]*))?|[^"]*)"'
+_COMMON = r'(?P<remote_addr>\S+) \S+ (?P<remote_user>\S+) \[(?P<time_local>[^\]]+)\] ' + _REQUEST + \
+    r' (?P<status>\d{3}) (?P<body_bytes_sent>\S+)'
+#: patterns named by ``--line-pattern NAME``
+PATTERNS = {
+    "common": _COMMON,
+    "combined": _COMMON + r' "(?P<http_referer>[^"]*)" "(?P<http_user_agent>[^"]*)"',
+}
+
+_CLF = re.compile(r"\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [+-]\d{4}")
+
+
+def clf_ms(text: str) -> int | None:
+    """A common-log-format time (``10/Oct/2000:13:55:36 -0700``) as milliseconds since the epoch, else ``None``.
+
+    >>> clf_ms("14/Nov/2023:23:13:20 +0100"), clf_ms("2023-11-14")
+    (1700000000000, None)
+    """
+    if not _CLF.fullmatch(text):
+        return None
+    try:
+        when = dt.datetime.strptime(text, "%d/%b/%Y:%H:%M:%S %z")
+    except ValueError:  # (a month name strptime does not know in this locale, day 31 of a short month)
+        return None
+    return round(when.timestamp() * 1000)
+
+
+class PatternLines:
+    """The lines of the ``--rewards-file`` files read with one pattern (module docstring), as records: the
+    same interface as :class:`~streamarms.connectors.csv_lines.CsvTable` (a file has no header: its first line
+    is a record). ``pattern``: a regular expression with named groups, or a name of :data:`PATTERNS`.
+
+    >>> t = PatternLines(r"host=(?P<host>\\S+) ms=(?P<ms>\\d+)")
+    >>> t.header, [r.parsed for r in t.records("app.log", ["t=1 host=h1 ms=12", "garbage"], 0)][:1]
+    (['host', 'ms'], [{'host': 'h1', 'ms': '12'}])
+    >>> t.records("app.log", ["garbage"], 7)[0].key.reason
+    'bad_row'
+    """
+
+    def __init__(self, pattern: str, line_time: LineTime | None = None) -> None:
+        self.source = pattern
+        try:
+            self.pattern = re.compile(PATTERNS.get(pattern, pattern))
+        except re.error as e:
+            raise ConfigError(f"--line-pattern {pattern!r} is not a regular expression: {e}") from None
+        if not self.pattern.groupindex:
+            raise ConfigError(f"--line-pattern {pattern!r} names no group: name the fields it reads, as in "
+                              r"'host=(?P<host>\S+) ms=(?P<ms>\d+)' (or give a named pattern: "
+                              f"{', '.join(PATTERNS)})")
+        self.line_time = line_time if line_time is not None else LineTime()
+        #: the fields a line gives (the pattern's group names): what the run's field flags may name
+        self.header: list[str] = list(self.pattern.groupindex)
+        self._time = self.line_time.field
+        self._last: tuple[str, int] = ("", 0)  # the last time group read, and its time
+
+    def set_header(self, line: str, where: str) -> None:
+        """Nothing to do: a log read by a pattern has no header line."""
+
+    def read_header(self, line: str, where: str) -> None:
+        """Nothing to do: a log read by a pattern has no header line."""
+
+    def whole(self, text: str) -> bool:
+        """Whether a last line without its line end is a whole record: the pattern matches it."""
+        return self.pattern.search(text) is not None
+
+    def records(self, path: str, lines: Sequence[str], first: int, header_line: bool = False) -> list[JsonlRecord]:
+        """The records of ``lines`` (line numbers from ``first``); ``header_line`` is ignored (no header)."""
+        out: list[JsonlRecord] = []
+        search = self.pattern.search
+        for n, line in enumerate(lines, first):
+            text = line.rstrip("\r\n")
+            if not text.strip():
+                continue  # a blank line
+            m = search(text)
+            if m is None:
+                shown = self.source if self.source in PATTERNS else f"{self.source[:80]!r}"
+                out.append(self._refused(path, n, text, f"the line does not match --line-pattern {shown}"))
+                continue
+            obj = {k: v for k, v in m.groupdict().items() if v is not None}
+            ts = None
+            cell = obj.get(self._time)
+            if cell:
+                try:
+                    ts = self._stamp(cell)
+                except ValueError as e:
+                    out.append(self._refused(path, n, text, str(e), "bad_timestamp", _key(obj)))
+                    continue
+            vb = _dumps(obj)
+            out.append(JsonlRecord(path, 0, n, ts, _key(obj), vb, None, obj if len(vb) <= _SHORT else None))
+        return out
+
+    def _stamp(self, cell: str) -> int:
+        """The time of a line's time group: the common log format's, else :func:`stamp`'s (a number in the unit,
+        an ISO 8601 date-time); the last one read is kept (a log's lines share their second)."""
+        if cell == self._last[0]:
+            return self._last[1]
+        ms = clf_ms(cell)
+        if ms is None:
+            ms = stamp(_number(cell), self.line_time.unit)
+        self._last = (cell, ms)
+        return ms
+
+    @staticmethod
+    def _refused(path: str, n: int, line: str, detail: str, reason: str = "bad_row",
+                 key: bytes | None = None) -> JsonlRecord:
+        return JsonlRecord(path, 0, n, None, RefusedKey.of(reason, detail, key), _bytes(line), None, None)
+
+    def __repr__(self) -> str:
+        return f"PatternLines({json.dumps(self.source)})"
+

@@ -1,0 +1,74 @@
+"""``streamarms run --line-pattern``: an nginx access log in the combined format (not JSON) gives the endpoint
+whose 5xx rate stands out, in both modes, with the log's own times; a field the run reads that the pattern
+has no group for is one error; a restart resumes at the next line and may not change the pattern."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+
+import pytest
+
+from streamarms.cli import main
+
+PATHS = ["/", "/api/cart", "/api/search", "/api/login", "/static/app.js", "/api/orders", "/health", "/api/pay",
+         "/api/user", "/api/items", "/api/stock", "/api/news", "/api/help", "/favicon.ico", "/api/ads"]
+
+
+def _access_log(path, n=30_000, seed=8, start=0):
+    rng = random.Random(seed)
+    t0 = dt.datetime(2026, 11, 20, 10, 0, 0, tzinfo=dt.timezone(dt.timedelta(hours=1)))
+    with open(path, "a") as f:
+        for i in range(start, start + n):
+            p = rng.choice(PATHS)
+            failed = rng.random() < (0.2 if p == "/api/pay" else 0.02)
+            status = rng.choice([500, 502, 503]) if failed else rng.choice([200, 200, 304, 404])
+            t = (t0 + dt.timedelta(milliseconds=20 * i)).strftime("%d/%b/%Y:%H:%M:%S %z")
+            q = f"?q={rng.randrange(100)}" if p == "/api/search" else ""
+            f.write(f'10.0.0.{rng.randrange(250)} - - [{t}] "GET {p}{q} HTTP/1.1" {status} {rng.randrange(5000)} '
+                    f'"-" "Mozilla/5.0 (X11; Linux x86_64)"\n')
+
+
+ARGS = ["--line-pattern", "combined", "--key-field", "path", "--reward-field", "status", "--reward-at-least", "500"]
+
+
+@pytest.mark.parametrize("mode", [["--policy", "cs", "--max-episodes", "1", "--timestamp-field", "time_local"],
+                                  ["--forever", "--timestamp-field", "time_local"]], ids=["episodes", "continuous"])
+def test_the_endpoint_with_the_high_error_rate_of_an_access_log(tmp_path, mode):
+    p, summary = tmp_path / "access.log", tmp_path / "s.json"
+    p.write_text("a line of another program\n")
+    _access_log(p)
+    assert main(["run", "--rewards-file", str(p), "--checkpoint", "none", *ARGS, "--summary-json", str(summary),
+                 "--quiet", *mode]) == 0
+    got = json.loads(summary.read_text())
+    assert got["flagged"] == ["/api/pay"] and got["invalid"] == {"bad_row": 1}, got
+
+
+def test_a_field_without_a_group_is_one_error_and_a_restart_goes_on(tmp_path, capsys):
+    p, ck, summary = tmp_path / "access.log", str(tmp_path / "c.ckpt"), tmp_path / "s.json"
+    _access_log(p, n=2_000)
+    assert main(["run", "--rewards-file", str(p), *ARGS[:4], "--reward-field", "upstream_status"]) == 2
+    assert "--line-pattern combined has no group 'upstream_status' (--reward-field): its groups are remote_addr," \
+        in capsys.readouterr().err
+    base = ["run", "--rewards-file", str(p), "--checkpoint", ck, *ARGS, "--forever", "--summary-json", str(summary)]
+    assert main(base) == 0
+    _access_log(p, n=1_000, start=2_000)
+    assert main(base) == 0
+    assert json.loads(summary.read_text())["records"] == 3_000  # every line once
+    capsys.readouterr()
+    assert main([*base, "--line-pattern", "common"]) == 2
+    assert "--line-pattern 'combined' (this run: 'common')" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra, needle", [
+    (["--rewards-format", "csv"], "--line-pattern reads every --rewards-file line with a pattern"),
+    (["--line-pattern", r"\d+"], "names no group"),
+])
+def test_what_cannot_go_with_a_pattern_is_refused(tmp_path, capsys, extra, needle):
+    p = tmp_path / "access.log"
+    _access_log(p, n=10)
+    assert main(["run", "--rewards-file", str(p), *ARGS, *extra]) == 2
+    assert needle in capsys.readouterr().err
+    assert main(["run", "--bootstrap-servers", "localhost:1", "--rewards-topic", "t", "--line-pattern", "combined"]) == 2
+    assert "--line-pattern reads the lines of --rewards-file files" in capsys.readouterr().err
