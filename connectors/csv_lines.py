@@ -45,7 +45,7 @@ from streamarms.runtime.records import RefusedKey
 from .line_record import JsonlRecord
 from .line_time import MAX_TIMESTAMP_MS, LineTime, stamp
 
-__all__ = ["CsvTable", "table_format"]
+__all__ = ["CsvTable", "table_format", "text_record", "refused_line"]
 
 _fast_dumps: Callable[[Any], bytes] | None
 try:
@@ -187,31 +187,24 @@ class CsvTable:
         header, width, out = self.header, len(self.header or ()), []
         for n, (line, cells) in enumerate(zip(lines, rows), first):
             if isinstance(cells, str):  # the csv module's error for this line
-                out.append(self._refused(path, n, line, f"the line is not a {self._kind} row ({cells})"))
+                out.append(refused_line(path, n, line, f"the line is not a {self._kind} row ({cells})"))
                 continue
             if not cells:
                 continue  # a blank line
             if header is None:  # (a table's first chunk always has its header: module docstring)
-                out.append(self._refused(path, n, line, self.no_header))
+                out.append(refused_line(path, n, line, self.no_header))
                 continue
             if len(cells) != width:
-                out.append(self._refused(
+                out.append(refused_line(
                     path, n, line, f"the row has {len(cells)} cells, the header {width} columns (a "
                     f"{_DELIMITER_NAMES[self.delimiter]} in an unquoted cell, a cell missing, or a "
                     "quoted cell with a line break: a table is read one line a row)"))
                 continue
-            obj = dict(zip(header, cells))
-            ts = None
-            cell = obj.get(self._time_column)
-            if cell:
-                try:
-                    ts = stamp(_number(cell), self.line_time.unit)
-                except ValueError as e:
-                    out.append(self._refused(path, n, line, str(e), "bad_timestamp", _key(obj)))
-                    continue
-            vb = _dumps(obj)
-            out.append(JsonlRecord(path, 0, n, ts, _key(obj), vb, None, obj if len(vb) <= _SHORT else None))
+            out.append(text_record(path, n, line, dict(zip(header, cells)), self._time_column, self._stamp))
         return out
+
+    def _stamp(self, cell: str) -> int:
+        return stamp(_number(cell), self.line_time.unit)
 
     def _plain_chunk(self, path: str, rows: list[list[str] | str], first: int) -> list[JsonlRecord] | None:
         """The records of ``rows`` (line numbers from ``first``) when every one is the common row -- the header's
@@ -265,11 +258,27 @@ class CsvTable:
                 out.append(str(e))
         return out
 
-    @staticmethod
-    def _refused(path: str, n: int, line: str, detail: str, reason: str = "bad_row",
+
+def refused_line(path: str, n: int, line: str, detail: str, reason: str = "bad_row",
                  key: bytes | None = None) -> JsonlRecord:
-        return JsonlRecord(path, 0, n, None, RefusedKey.of(reason, detail, key), _bytes(line.rstrip("\r\n")),
-                           None, None)
+    """The record of line ``n`` refused for ``reason`` (its dead letter keeps the line, without its line end)."""
+    return JsonlRecord(path, 0, n, None, RefusedKey.of(reason, detail, key), _bytes(line.rstrip("\r\n")), None, None)
+
+
+def text_record(path: str, n: int, line: str, obj: dict[str, str], time_field: str,
+                time_of: Callable[[str], int]) -> JsonlRecord:
+    """The record of line ``n`` whose fields, as text, are ``obj`` (a table's row, a pattern's groups): its key
+    the ``arm`` (``key``) field's, its time ``time_of`` the ``time_field``'s (none when empty; ``bad_timestamp``
+    where ``time_of`` raises ``ValueError``), its value the fields' JSON."""
+    ts = None
+    cell = obj.get(time_field)
+    if cell:
+        try:
+            ts = time_of(cell)
+        except ValueError as e:
+            return refused_line(path, n, line, str(e), "bad_timestamp", _key(obj))
+    vb = _dumps(obj)
+    return JsonlRecord(path, 0, n, ts, _key(obj), vb, None, obj if len(vb) <= _SHORT else None)
 
 
 def _key(obj: dict[str, str]) -> bytes | None:

@@ -38,10 +38,8 @@ import re
 from collections.abc import Sequence
 
 from streamarms.errors import ConfigError
-from streamarms.runtime.decoder import _SHORT
-from streamarms.runtime.records import RefusedKey
 
-from .csv_lines import _bytes, _dumps, _key, _number
+from .csv_lines import _number, refused_line, text_record
 from .line_record import JsonlRecord
 from .line_time import LineTime, stamp
 
@@ -123,19 +121,10 @@ class PatternLines:
             m = search(text)
             if m is None:
                 shown = self.source if self.source in PATTERNS else f"{self.source[:80]!r}"
-                out.append(self._refused(path, n, text, f"the line does not match --line-pattern {shown}"))
+                out.append(refused_line(path, n, text, f"the line does not match --line-pattern {shown}"))
                 continue
             obj = {k: v for k, v in m.groupdict().items() if v is not None}
-            ts = None
-            cell = obj.get(self._time)
-            if cell:
-                try:
-                    ts = self._stamp(cell)
-                except ValueError as e:
-                    out.append(self._refused(path, n, text, str(e), "bad_timestamp", _key(obj)))
-                    continue
-            vb = _dumps(obj)
-            out.append(JsonlRecord(path, 0, n, ts, _key(obj), vb, None, obj if len(vb) <= _SHORT else None))
+            out.append(text_record(path, n, text, obj, self._time, self._stamp))
         return out
 
     def _stamp(self, cell: str) -> int:
@@ -148,11 +137,6 @@ class PatternLines:
             ms = stamp(_number(cell), self.line_time.unit)
         self._last = (cell, ms)
         return ms
-
-    @staticmethod
-    def _refused(path: str, n: int, line: str, detail: str, reason: str = "bad_row",
-                 key: bytes | None = None) -> JsonlRecord:
-        return JsonlRecord(path, 0, n, None, RefusedKey.of(reason, detail, key), _bytes(line), None, None)
 
     def __repr__(self) -> str:
         return f"PatternLines({json.dumps(self.source)})"
