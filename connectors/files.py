@@ -368,7 +368,8 @@ class JsonlSource:
         self.merger.add((p, 0), chunk)
         return len(lines)
 
-    def _table_rows(self, p: str, table: CsvTable | PatternLines, reader: LineReader, lines: list[str], n: int) -> list[JsonlRecord]:
+    def _table_rows(self, p: str, table: CsvTable | PatternLines, reader: LineReader, lines: list[str],
+                    n: int) -> list[JsonlRecord]:
         """The records of a table's ``lines`` (from line ``n``): the line at the file's first byte is its header
         (each file read has its own: a rotation's, a copy's); a reader that starts past it reads it first."""
         if not lines:

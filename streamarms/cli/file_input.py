@@ -55,9 +55,8 @@ def file_source(s: RunSettings, resume: dict[str, Any] | None) -> Any:
 
 def check_columns(tables: dict[str, Any], s: RunSettings) -> None:
     """``ConfigError`` naming a field the run reads that a table's header (a pattern's groups) has no column
-    (group) for: the reward's,
-    the key's (``--key-field``, else ``arm`` or ``key``), ``--group-by``'s, and ``--timestamp-field`` when
-    given (without it, a table with no ``timestamp`` column has no times)."""
+    (group) for: the reward's, the key's (``--key-field``, else ``arm`` or ``key``), ``--group-by``'s, and
+    ``--timestamp-field`` when given (without it, a table with no ``timestamp`` column has no times)."""
     wanted = [("--reward-field", s.reward_field)]
     if s.key_field is not None:
         wanted.append(("--key-field", s.key_field))
@@ -76,5 +75,6 @@ def check_columns(tables: dict[str, Any], s: RunSettings) -> None:
             if name not in columns:
                 raise ConfigError(f"{of} has no {what} {name!r} ({flag}): its {what}s are {shown}")
         if s.key_field is None and "arm" not in columns and "key" not in columns:
-            raise ConfigError(f"{of} has no 'arm' or 'key' {what} naming each {'line' if s.line_pattern else 'row'}'s "
-                              f"key: name the {what} with --key-field (its {what}s are {shown})")
+            unit = "line" if s.line_pattern else "row"
+            raise ConfigError(f"{of} has no 'arm' or 'key' {what} naming each {unit}'s key: name the {what} with "
+                              f"--key-field (its {what}s are {shown})")

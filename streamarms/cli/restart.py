@@ -10,8 +10,9 @@ a run with other settings starts with a fresh checkpoint (another ``--checkpoint
 
 * **Refused** in both modes: ``--k``, the reward model (``--reward-model``, ``--reward-range``, ``--clip``,
   ``--model-param``), ``--arms`` (which keys are fed), ``--reward-field``, ``--numeric-strings``,
-  ``--reward-at-least`` and ``--reward-in`` (what a reward is), ``--key-field`` (what a key is), ``--timestamp-field`` and
-  ``--timestamp-unit`` (what a line's time is: the stream clock the checkpoint's times are on).
+  ``--reward-at-least`` and ``--reward-in`` (what a reward is), ``--key-field`` (what a key is),
+  ``--timestamp-field`` and ``--timestamp-unit`` (what a line's time is: the stream clock the checkpoint's
+  times are on), ``--rewards-format`` and ``--line-pattern`` (how a line is read).
 * **Refused** in the episode modes: ``--policy`` and every policy parameter (``--delta``, ``--two-sided``,
   ``--rho``, ``--seed``, ``--epsilon``, ``--threshold``, ``--budget``, ``--b``, ``--alpha``, ``--estimator``,
   ``--moment-p``, ``--moment-bound``), ``--passive-feed`` (which rewards the policy is given: its sampling
