@@ -46,7 +46,7 @@ def bad_record(rng: random.Random, big: bool = True) -> tuple[bytes | None, byte
     if kind == 1:
         return key, b'{"reward": 1'[:rng.randrange(1, 12)]                             # truncated JSON
     if kind == 2:
-        return key, rng.choice([b'{"reward": "1"}', b'{"reward": true}', b'{"reward": null}', b'[1]', b'"x"',
+        return key, rng.choice([b'{"reward": "1"}', b'{"reward": "true"}', b'{"reward": null}', b'[1]', b'"x"',
                                 b'{"reward": [1]}', b'{"reward": {"a": 1}}', b'{"score": 1}'])  # wrong types
     if kind == 3:
         return key, b'{"reward": ' + rng.choice([b"", b"-"]) + b"1" + b"0" * rng.randrange(309, 5000) + b"}"
