@@ -78,23 +78,20 @@ class RewardCodec:
             raise ValueError(f"max_key_bytes must be >= 1, got {max_key_bytes}")
         if clip and not isinstance(model, BoundedModel):
             raise ValueError("clipping needs the bounded reward model (its range is what rewards are clipped to)")
-        if at_least is not None:
-            if isinstance(at_least, bool) or not isinstance(at_least, (int, float)) or not math.isfinite(at_least):
-                raise ValueError(f"at_least must be a finite number, got {at_least!r}")
-            if clip:
-                raise ValueError("at_least makes every reward 0 or 1: there is nothing to clip")
-            if model is not None and not model.holds_flags():
-                raise ValueError(f"at_least makes the rewards 0 and 1, which the {model.name} reward model does not "
-                                 "hold (use the Bernoulli model, the default)")
+        if at_least is not None and (isinstance(at_least, bool) or not isinstance(at_least, (int, float))
+                                     or not math.isfinite(at_least)):
+            raise ValueError(f"at_least must be a finite number, got {at_least!r}")
         if reward_in is not None:
             if at_least is not None:
                 raise ValueError("reward_in and at_least are two rules for one reward: give one")
-            if clip:
-                raise ValueError("reward_in makes every reward 0 or 1: there is nothing to clip")
             if isinstance(reward_in, str) or not reward_in or not all(isinstance(v, str) for v in reward_in):
                 raise ValueError(f"reward_in must be texts to match, at least one, got {reward_in!r}")
+        rule = "at_least" if at_least is not None else "reward_in" if reward_in is not None else None
+        if rule is not None:  # (either rule makes every reward 0 or 1)
+            if clip:
+                raise ValueError(f"{rule} makes every reward 0 or 1: there is nothing to clip")
             if model is not None and not model.holds_flags():
-                raise ValueError(f"reward_in makes the rewards 0 and 1, which the {model.name} reward model does not "
+                raise ValueError(f"{rule} makes the rewards 0 and 1, which the {model.name} reward model does not "
                                  "hold (use the Bernoulli model, the default)")
         #: a string holding a JSON number counts as that number
         self.numeric_strings = numeric_strings
@@ -300,7 +297,7 @@ class RewardCodec:
                 except OverflowError:
                     x = None
             elif t is bool and booleans:
-                append(1.0 if x else 0.0)  # (a model that holds 0 and 1: booleans)
+                append(1.0 if x else 0.0)  # (a model of rates: a boolean is a reward)
                 continue
             else:
                 append(None)
@@ -380,8 +377,8 @@ class RewardCodec:
         and then :meth:`rewards`' record loop decides, value by value. Each pass does what the loop does
         to each value: the same parser on each value alone (never one parse of the values joined: a value
         that is no JSON by itself could then combine with its neighbour into valid JSON), ``obj[field]``
-        (a non-object or a missing field raises), the type test (``int`` or ``float``; ``bool`` where it is a reward),
-        ``float(x)`` (an int too large raises), and the model's test: its finite ``support`` if it has
+        (a non-object or a missing field raises), the type test (``int`` or ``float``; ``bool`` where it is a
+        reward), ``float(x)`` (an int too large raises), and the model's test: its finite ``support`` if it has
         one (Bernoulli: a set inclusion), else finiteness (the plain sum of finite floats is finite or has
         overflowed: either way no false acceptance) and ``accepts`` on each. Why: the record loop cost
         ~0.6 us a record, a third of the daemon's own cost per record while idle, ~0.4 us of it loop
