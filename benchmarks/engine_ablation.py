@@ -38,7 +38,8 @@ knapsack can certify it from the keys' intervals (``bound``), with the track's o
 ``sigma`` and with ``mu``, ``sigma`` exact (only the keys' intervals uncertain). ``V x cost`` is what the
 threshold's half-width costs in samples (smaller is better). Free allocation pays only if its *bound*
 beats uniform rows' bound: this is the measurement behind the engine staying on uniform rows (and behind
-the rows-with-multiplicities attempt of session 14, tag ``attempt/cs-rows-s14``, not beating ``cs``).
+the rows-with-multiplicities attempt of session 14, not beating ``cs``; README, "rows with per-key
+multiplicities").
 The last column (``dual``) certifies with more structure than the knapsack: the standard scores satisfy
 ``sum z_i = 0`` and ``sum z_i^2 = n`` exactly, each ``z_i`` in the interval its key's interval and the
 bounds on ``mu``, ``sigma`` allow; :func:`dual_variance_bound` bounds ``max sum c_i w_i^2`` over that set
