@@ -19,8 +19,8 @@ A column without a name (the index column ``pandas.DataFrame.to_csv`` writes) is
 The header is the first line of each file read (of the file at the path after a rotation, of the rotated
 copy when a restart reads on there), read again from the file's first bytes when a checkpoint resumes it
 past its header. The delimiter is ``,`` (CSV) or a tab (TSV) -- ``;`` in a CSV file whose header has semicolons
-and no comma (a spreadsheet's export where the decimal mark is a comma) --; fields may be quoted as the
-:mod:`csv` module reads them.
+and no comma (a spreadsheet's export where the decimal mark is a comma: there the reward's cells ``0,25`` are
+read as ``0.25``, ``number_column``) --; fields may be quoted as the :mod:`csv` module reads them.
 
 >>> t = CsvTable(",")
 >>> recs = t.records("f.csv", ["arm,reward,timestamp\\n", "eu,1,5\\n", "us,0\\n"], 0, header_line=True)
@@ -109,13 +109,17 @@ class CsvTable:
     (7, b'a', b'{"arm":"a","ms":"3"}')
     """
 
-    def __init__(self, delimiter: str = ",", line_time: LineTime | None = None) -> None:
+    def __init__(self, delimiter: str = ",", line_time: LineTime | None = None, number_column: str | None = None) -> None:
         #: the delimiter of the file being read: ``given``, or ``;`` for a CSV file whose header has semicolons
         #: and no comma (:meth:`set_header`)
         self.delimiter = self.given = delimiter
         self.line_time = line_time if line_time is not None else LineTime()
+        #: the column whose decimal commas (``0,25``) are read as points in a file separated by ``;`` (the
+        #: reward's: ``--reward-field``); its other cells are left as they are
+        self.number_column = number_column
         #: the column names of the file being read (``None`` until its header line is read)
         self.header: list[str] | None = None
+        self._decimal_at: int | None = None  # (the index of number_column in a ";" file's header)
         #: why there is no header (the detail of the rows refused then)
         self.no_header = "the file has no header line"
         self._time_column = self.line_time.field
@@ -150,6 +154,8 @@ class CsvTable:
                 raise ConfigError(f"the header of {where} names the column {n!r} twice")
             seen.add(n)
         self.header = names
+        self._decimal_at = (names.index(self.number_column) if self.delimiter == ";" and self.number_column in names
+                            else None)
 
     def read_header(self, line: str, where: str) -> None:
         """:meth:`set_header` for a file met while reading (a rotation, a copy): a bad header refuses the
@@ -181,6 +187,8 @@ class CsvTable:
             self.read_header(lines[0], path)
             lines, first = lines[1:], first + 1
         rows = self._rows(lines)
+        if self._decimal_at is not None:
+            _point_decimals(rows, self._decimal_at)
         fast = self._plain_chunk(path, rows, first)
         if fast is not None:
             return fast
@@ -259,6 +267,18 @@ class CsvTable:
         return out
 
 
+def _point_decimals(rows: list[list[str] | str], at: int) -> None:
+    """Write the decimal comma of each row's cell ``at`` as a point (``"0,25"`` -> ``"0.25"``): only a cell that
+    is digits, one comma, digits (``1,5e3``, ``1.234,5``, ``,5`` stay as they are, and are refused as numbers).
+
+    >>> rows = [["a", "0,25"], ["b", "-3,5"], ["c", "1.234,5"], "an error", ["d"]]; _point_decimals(rows, 1); rows
+    [['a', '0.25'], ['b', '-3.5'], ['c', '1.234,5'], 'an error', ['d']]
+    """
+    for row in rows:
+        if type(row) is list and len(row) > at and "," in (cell := row[at]) and _DECIMAL_COMMA.fullmatch(cell):
+            row[at] = cell.replace(",", ".")
+
+
 def refused_line(path: str, n: int, line: str, detail: str, reason: str = "bad_row",
                  key: bytes | None = None) -> JsonlRecord:
     """The record of line ``n`` refused for ``reason`` (its dead letter keeps the line, without its line end)."""
@@ -303,4 +323,5 @@ def _number(cell: str) -> Any:
 _LIST = frozenset((list,))
 _DELIMITER_NAMES = {",": "comma", "\t": "tab", ";": "semicolon"}
 _INTEGER = re.compile(r"-?[0-9]+")
+_DECIMAL_COMMA = re.compile(r"-?[0-9]+,[0-9]+")
 _DECIMAL = re.compile(r"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")

@@ -15,24 +15,32 @@ from .settings import RunSettings
 __all__ = ["file_source", "tables_of", "check_columns"]
 
 
-def tables_of(files: Sequence[str], given: str, pattern: str | None = None, line_time: Any = None) -> dict[str, Any]:
+def tables_of(files: Sequence[str], given: str, pattern: str | None = None, line_time: Any = None,
+              reward_field: str | None = None) -> dict[str, Any]:
     """The files read as tables, with their delimiters (``given``: ``--rewards-format``), or, with ``pattern``
     (``--line-pattern``), every file with the :class:`~streamarms.connectors.pattern_lines.PatternLines` that
-    reads its lines (a :class:`ConfigError` for a pattern that names no field).
+    reads its lines (a :class:`ConfigError` for a pattern that names no field). With ``reward_field``, each
+    table's :class:`~streamarms.connectors.csv_lines.CsvTable`, which reads that column's decimal commas in a
+    file separated by semicolons.
 
     >>> tables_of(["a.csv", "b.jsonl", "c.tsv"], "auto")
     {'a.csv': ',', 'c.tsv': '\\t'}
     >>> tables_of(["access.log"], "auto", "combined")
     {'access.log': PatternLines("combined")}
+    >>> tables_of(["a.csv"], "auto", reward_field="ms")["a.csv"].number_column
+    'ms'
     """
-    from streamarms.connectors.csv_lines import DELIMITERS, table_format
+    from streamarms.connectors.csv_lines import DELIMITERS, CsvTable, table_format
 
     if pattern is not None:
         from streamarms.connectors.pattern_lines import PatternLines
 
         lines = PatternLines(pattern, line_time)
         return {p: lines for p in files}
-    return {p: DELIMITERS[f] for p in files if (f := table_format(p, given))}
+    delimiters = {p: DELIMITERS[f] for p in files if (f := table_format(p, given))}
+    if reward_field is None:
+        return delimiters
+    return {p: CsvTable(d, line_time, number_column=reward_field) for p, d in delimiters.items()}
 
 
 def file_source(s: RunSettings, resume: dict[str, Any] | None) -> Any:
@@ -44,7 +52,8 @@ def file_source(s: RunSettings, resume: dict[str, Any] | None) -> Any:
     line_time = LineTime(s.timestamp_field, s.timestamp_unit)
     source = JsonlSource(s.rewards_file or [], resume=resume, ordered=s.order == "timestamp", follow=bool(s.follow),
                          line_time=line_time,
-                         tables=tables_of(s.rewards_file or [], s.rewards_format, s.line_pattern, line_time))
+                         tables=tables_of(s.rewards_file or [], s.rewards_format, s.line_pattern, line_time,
+                                          reward_field=s.reward_field))
     try:
         check_columns(source.tables, s)
     except ConfigError:

@@ -103,3 +103,31 @@ def test_a_compressed_table_is_refused_naming_the_pipe_that_reads_it(tmp_path, c
         pipe = f"zcat {tmp_path / name} | streamarms run --rewards-file -" + (" --rewards-format csv" if form == "csv"
                                                                              else " ...")
         assert pipe in err and ("reads tables uncompressed" if form == "csv" else "reads JSON lines") in err, err
+
+
+def test_a_semicolon_export_reads_the_rewards_decimal_commas(tmp_path, capsys):
+    """A spreadsheet where the decimal mark is a comma writes ``0,25`` in a file separated by semicolons: the
+    reward's cells are those numbers (the same run as the file with points), other columns stay text, and a
+    decimal comma elsewhere (a comma-separated file, JSON lines) is a dead letter that says where it is read."""
+    rng = random.Random(5)
+    rows = [(f"h{h:02d}", round(rng.uniform(0, 0.4) + (0.3 if h == 4 else 0.0), 3), f"{i},{h}")
+            for i in range(30_000) for h in [rng.randrange(15)]]
+    (tmp_path / "eu.csv").write_text("host;seconds;note\n" + "".join(
+        f"{h};{str(x).replace('.', ',')};{n}\n" for h, x, n in rows))
+    (tmp_path / "us.csv").write_text("host,seconds,note\n" + "".join(f'{h},{x},"{n}"\n' for h, x, n in rows))
+    got = {}
+    for name in ("eu.csv", "us.csv"):
+        summary = tmp_path / f"{name}.json"
+        assert main(["run", "--rewards-file", str(tmp_path / name), "--key-field", "host", "--reward-field",
+                     "seconds", "--reward-model", "bounded", "--reward-range", "0,1", "--policy", "cs",
+                     "--checkpoint", "none", "--summary-json", str(summary), "--quiet"]) == 0
+        got[name] = json.loads(summary.read_text())
+    assert got["eu.csv"]["flagged"] == ["h04"] and not got["eu.csv"]["invalid"]
+    assert {k: got["eu.csv"][k] for k in ("flagged", "records", "episodes")} == \
+        {k: got["us.csv"][k] for k in ("flagged", "records", "episodes")}
+    (tmp_path / "r.jsonl").write_text('{"arm": "a", "reward": "0,5"}\n')
+    dead = tmp_path / "dead.jsonl"
+    assert main(["run", "--rewards-file", str(tmp_path / "r.jsonl"), "--numeric-strings", "--reward-model",
+                 "bounded", "--reward-range", "0,1", "--dead-letter-file", str(dead), "--checkpoint", "none",
+                 "--quiet"]) == 0
+    assert "a decimal comma is read only in a CSV file separated by semicolons" in dead.read_text()
