@@ -349,6 +349,7 @@ class _App:
         clock_kind = s.clock if s.clock != "auto" else ("wall" if s.mode == ACTIVE else "event")
         self.event_clock = EventClock() if clock_kind == "event" else None
         self.frozen_warned = False  # frozen_clock_text said once
+        self.rule_warned = False  # a reward rule that matched nothing, said once during the run
         clock = self.event_clock if self.event_clock is not None else time.time
         self.run_info = {"mode": s.mode, "policy": CONTINUOUS if self.continuous else s.policy,
                          "topics": sorted(s.rewards_topic or []) or sorted(s.rewards_file or []) or ["embedded"],
@@ -419,7 +420,7 @@ class _App:
                              request_sink=self.request_sink, dead_letter_sink=self.dead_letter_sink,
                              checkpoint=self.store, checkpoint_interval=s.checkpoint_interval, metrics=self.metrics,
                              run_info=self.run_info, stop_when_exhausted=bool(s.rewards_file),
-                             transaction=self.transaction, on_turn=self.group.turn if self.group else None)
+                             transaction=self.transaction, on_turn=self._turn)
         if doc is None and self.store is not None and s.rewards_file:  # a first checkpoint before any record:
             Daemon.checkpoint(self.daemon)  # the file sinks' sizes, for a restart after a crash before the next
         self.server = None
@@ -566,6 +567,18 @@ class _App:
         else:
             log.info(msg)
 
+    #: rewards a reward rule made 0 before the run warns that it has matched none (it says so at the stop too)
+    RULE_MISSES_WARNED = 10_000
+
+    def _turn(self) -> None:
+        """Between two batches: the group member's turn, and a warning, once, for a rule that matches nothing."""
+        if self.group is not None:
+            self.group.turn()
+        misses = self.scheduler.codec.misses
+        if misses is not None and not self.rule_warned and not misses.hit and misses.misses >= self.RULE_MISSES_WARNED:
+            log.warning("%s", misses.text())
+            self.rule_warned = True
+
     def _episode_end(self, summary: dict[str, Any]) -> None:
         log.info("episode %d %s: %d arms, %d samples over %d records, outliers %s%s", summary["episode"],
                  "done" if summary["reason"] == "done" else f"ended ({summary['reason']})", summary["arms"],
@@ -593,6 +606,9 @@ class _App:
                 "clipped": self.scheduler.codec.clipped,
                 "episodes": self.scheduler.history, "alerts": st["alerts"], "flagged": sorted(self.scheduler.alerts.flagged),
                 "true_outliers": self.truth, "known_arms": st["known_arms"]}
+        misses = self.scheduler.codec.misses
+        if misses is not None and (unmatched := misses.text()):
+            out["reward_rule_unmatched"] = unmatched
         if hasattr(self.source, "incomplete"):  # a JSONL replay: files ending in a line not read yet
             out["incomplete_last_lines"] = self.source.incomplete
         if isinstance(self.scheduler, ContinuousRunner):
@@ -676,6 +692,8 @@ class _App:
                            or frozen_clock_text(self.event_clock, s, self.scheduler.episodes_done))
             if not_started:
                 self._say(not_started)
+            if out.get("reward_rule_unmatched"):
+                self._say(out["reward_rule_unmatched"])
             hint = refusals_hint(st["records"], st["invalid"], bool(s.rewards_file),
                                  bool(s.dead_letter_file or s.dead_letter_topic))
             if hint:

@@ -13,6 +13,7 @@ from ..models import BoundedModel, RewardModel
 from . import decoder
 from .field_path import FieldPath
 from .records import InvalidRecord, RefusedKey
+from .rule_misses import RuleMisses
 
 __all__ = ["RewardCodec"]
 
@@ -102,6 +103,10 @@ class RewardCodec:
         self.reward_in = None if reward_in is None else frozenset(reward_in)
         #: the reward is 1 when the field's number is at least this, else 0 (``None``: the number itself)
         self.at_least = at_least
+        #: what the rule met before its first 1 (``None``: no rule); a rule that never matches is said
+        self.misses = (None if rule is None else
+                       RuleMisses(f"--reward-at-least {at_least:g}") if at_least is not None else
+                       RuleMisses(f"--reward-in {','.join(reward_in or ())}", reward_in))
         #: a boolean reward is 1 (true) or 0 (false): a model of rates (``RewardModel.of_rates``, or none) and
         #: no ``at_least`` that compares numbers
         self.booleans = at_least is None and (model is None or model.of_rates())
@@ -196,7 +201,16 @@ class RewardCodec:
         if not math.isfinite(x):
             raise InvalidRecord("not_finite", f"reward of arm {arm!r} is not finite: {x!r}")
         if self.at_least is not None:
-            x = 1.0 if x >= self.at_least else 0.0
+            misses = self.misses
+            assert misses is not None
+            if x >= self.at_least:
+                if not misses.hit:
+                    misses.hit = True
+                x = 1.0
+            else:
+                if not misses.hit:
+                    misses.miss_number(x)
+                x = 0.0
         c = self.clip
         if c is not None and not c[0] <= x <= c[1]:  # (the batch paths refuse it: they come here for it)
             x = c[0] if x < c[0] else c[1]
@@ -222,9 +236,15 @@ class RewardCodec:
             shown = "null" if v is None else f"a JSON {'number with a fraction' if t is float else t.__name__}"
             raise InvalidRecord("not_numeric", f"reward of arm {arm!r} is {shown}: --reward-in matches a text, an "
                                                "integer or a boolean")
-        match = self.reward_in
-        assert match is not None  # (called under the rule only)
-        return 1.0 if text in match else 0.0
+        match, misses = self.reward_in, self.misses
+        assert match is not None and misses is not None  # (called under the rule only)
+        if text in match:
+            if not misses.hit:
+                misses.hit = True
+            return 1.0
+        if not misses.hit:
+            misses.miss(text)
+        return 0.0
 
     def _boolean(self, arm: str, v: bool) -> float:
         """A boolean reward: 1 (true) or 0 (false) under a model of rates, else refused saying why."""

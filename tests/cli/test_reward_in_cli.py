@@ -34,6 +34,7 @@ def test_the_share_of_error_lines_of_each_host(tmp_path, mode):
     assert main([*base, "--reward-in", "ERROR,FATAL"]) == 0
     got = json.loads(summary.read_text())
     assert got["flagged"] == ["web-9"] and not got["invalid"], got
+    assert "reward_rule_unmatched" not in got  # (the rule matched)
     cfg.write_text('reward_in = ["ERROR", "FATAL"]\n')
     assert main([*base, "--config", str(cfg)]) == 0
     assert json.loads(summary.read_text())["flagged"] == ["web-9"]
@@ -63,3 +64,27 @@ def test_the_rule_refuses_what_cannot_go_with_it(tmp_path, capsys, extra, needle
     assert main(["run", "--rewards-file", str(p), "--key-field", "host", "--reward-field", "level", "--reward-in",
                  "ERROR", *extra]) == 2
     assert needle in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("mode", [["--policy", "cs"], ["--forever"]], ids=["episodes", "continuous"])
+def test_a_rule_that_matches_nothing_is_said_with_what_the_field_held(tmp_path, capsys, caplog, mode):
+    """--reward-in ERROR on a log whose levels are lower case made every reward 0: no key could stand out,
+    the keys sat at the threshold 0, undecided, and nothing said why. Now the run warns once during the run
+    (after 10,000 such rewards) and again at its end, naming the texts the field held and the one that differs
+    only in case; --reward-at-least on numbers that never reach it names the largest."""
+    p, summary = tmp_path / "app.jsonl", tmp_path / "s.json"
+    _log(p, n=12_000)
+    p.write_text(p.read_text().replace('"ERROR"', '"error"'))
+    base = ["run", "--rewards-file", str(p), "--checkpoint", "none", "--key-field", "host", "--summary-json",
+            str(summary), *mode]
+    capsys.readouterr()
+    assert main([*base, "--reward-field", "level", "--reward-in", "ERROR,FATAL"]) == 0
+    said = json.loads(summary.read_text())["reward_rule_unmatched"]
+    assert said.startswith("--reward-in ERROR,FATAL has matched none of the rewards read")
+    assert "'INFO' (8" in said and "'error' differs from 'ERROR' only in case" in said, said
+    assert said in capsys.readouterr().out
+    warned = [r.getMessage() for r in caplog.records if "has matched none" in r.getMessage()]
+    assert len(warned) == 1 and "'error' differs from 'ERROR' only in case" in warned[0]  # (once, during the run)
+    assert main([*base, "--reward-field", "ts", "--reward-at-least", "2e12", "--quiet"]) == 0
+    said = json.loads(summary.read_text())["reward_rule_unmatched"]
+    assert said.endswith(f"The largest number the field held was {1_700_000_000_000 + 50 * 11_999:g}"), said
