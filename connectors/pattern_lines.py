@@ -12,8 +12,9 @@ JSON line would be -- its value the JSON object of the groups that matched (``{"
   the reward's is read as the number it writes (``streamarms run`` implies ``--numeric-strings``);
 - the key is the ``arm`` (or ``key``) group's, else none: name the key's group with ``--key-field``;
 - the time is the ``timestamp`` group's (or ``--timestamp-field``'s): a number in ``--timestamp-unit``, an
-  ISO 8601 date-time, or the common log format's ``10/Oct/2000:13:55:36 -0700`` (nginx's ``$time_local``,
-  Apache's ``%t``); an empty group is no time, anything else ``bad_timestamp``.
+  ISO 8601 date-time, the common log format's ``10/Oct/2000:13:55:36 -0700`` (nginx's ``$time_local``,
+  Apache's ``%t``), or a traditional syslog time ``Nov 14 22:13:20`` (:func:`syslog_ms`: UTC, the year
+  inferred); an empty group is no time, anything else ``bad_timestamp``.
 
 Named patterns (:data:`PATTERNS`): ``combined``, the access log format nginx and Apache write by default
 (``remote_addr``, ``remote_user``, ``time_local``, ``method``, ``path`` -- the request's path without its
@@ -43,7 +44,7 @@ from .csv_lines import _number, refused_line, text_record
 from .line_record import JsonlRecord
 from .line_time import LineTime, stamp
 
-__all__ = ["PatternLines", "PATTERNS", "clf_ms"]
+__all__ = ["PatternLines", "PATTERNS", "clf_ms", "syslog_ms"]
 
 _REQUEST = r'"(?:(?P<method>[A-Z]+) (?P<path>[^ "?]+)(?:\?(?P<query>[^ "]*))?(?: (?P<protocol>[^"]*))?|[^"]*)"'
 _COMMON = r'(?P<remote_addr>\S+) \S+ (?P<remote_user>\S+) \[(?P<time_local>[^\]]+)\] ' + _REQUEST + \
@@ -55,6 +56,7 @@ PATTERNS = {
 }
 
 _CLF = re.compile(r"\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [+-]\d{4}")
+_SYSLOG_TIME = re.compile(r"[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}")
 
 
 def clf_ms(text: str) -> int | None:
@@ -70,6 +72,30 @@ def clf_ms(text: str) -> int | None:
     except ValueError:  # (a month name strptime does not know in this locale, day 31 of a short month)
         return None
     return round(when.timestamp() * 1000)
+
+
+def syslog_ms(text: str, now: dt.datetime) -> int | None:
+    """A traditional syslog time (``Nov 14 22:13:20``, RFC 3164: no year, no zone) as milliseconds since the
+    epoch, else ``None``: UTC (as an ISO time without an offset), in the latest year that does not put it after
+    the day after ``now`` (a log read in January keeps its December in the year before).
+
+    >>> now = dt.datetime(2024, 1, 3, tzinfo=dt.UTC)
+    >>> syslog_ms("Jan  2 10:00:00", now), syslog_ms("Dec 31 23:59:59", now) < syslog_ms("Jan  2 10:00:00", now)
+    (1704189600000, True)
+    >>> syslog_ms("Feb 29 12:00:00", now), syslog_ms("Feb 30 12:00:00", now), syslog_ms("2023-11-14", now)
+    (1582977600000, None, None)
+    """
+    if not _SYSLOG_TIME.fullmatch(text):
+        return None
+    latest = now + dt.timedelta(days=1)
+    for year in range(latest.year, latest.year - 8, -1):  # (Feb 29: the last leap year)
+        try:
+            when = dt.datetime.strptime(f"{year} {text}", "%Y %b %d %H:%M:%S").replace(tzinfo=dt.UTC)
+        except ValueError:  # (not a day of that year, or a month name strptime does not know)
+            continue
+        if when <= latest:
+            return round(when.timestamp() * 1000)
+    return None
 
 
 class PatternLines:
@@ -99,6 +125,7 @@ class PatternLines:
         self.header: list[str] = list(self.pattern.groupindex)
         self._time = self.line_time.field
         self._last: tuple[str, int] = ("", 0)  # the last time group read, and its time
+        self._now = dt.datetime.now(dt.UTC)  # (the year of a syslog time without one)
 
     def set_header(self, line: str, where: str) -> None:
         """Nothing to do: a log read by a pattern has no header line."""
@@ -133,6 +160,8 @@ class PatternLines:
         if cell == self._last[0]:
             return self._last[1]
         ms = clf_ms(cell)
+        if ms is None:
+            ms = syslog_ms(cell, self._now)
         if ms is None:
             ms = stamp(_number(cell), self.line_time.unit)
         self._last = (cell, ms)

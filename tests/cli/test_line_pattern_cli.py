@@ -72,3 +72,31 @@ def test_what_cannot_go_with_a_pattern_is_refused(tmp_path, capsys, extra, needl
     assert needle in capsys.readouterr().err
     assert main(["run", "--bootstrap-servers", "localhost:1", "--rewards-topic", "t", "--line-pattern", "combined"]) == 2
     assert "--line-pattern reads the lines of --rewards-file files" in capsys.readouterr().err
+
+
+def test_the_host_whose_share_of_failed_ssh_logins_stands_out_from_a_syslog(tmp_path):
+    """A traditional syslog (``Dec 31 23:59:58 host sshd[812]: ...``: no year, no zone), read over New Year with
+    its own times: the times were ``bad_timestamp`` dead letters, every line; they are read in the latest year
+    that does not put them after tomorrow, so the stream's clock runs on across the year's end."""
+    rng = random.Random(4)
+    t0 = dt.datetime(2025, 12, 31, 23, 0, 0)
+    lines = []
+    for i in range(20_000):
+        host = f"srv-{rng.randrange(12):02d}"
+        failed = rng.random() < (0.4 if host == "srv-03" else 0.05)
+        when = (t0 + dt.timedelta(seconds=0.5 * i)).strftime("%b %d %H:%M:%S")
+        when = when[:4] + (when[4:6].replace("0", " ", 1) if when[4] == "0" else when[4:6]) + when[6:]
+        lines.append(f"{when} {host} sshd[{rng.randrange(99999)}]: {'Failed' if failed else 'Accepted'} password for "
+                     f"u{rng.randrange(50)} from 10.0.{rng.randrange(9)}.{rng.randrange(250)} port 22 ssh2\n")
+    p, summary = tmp_path / "auth.log", tmp_path / "s.json"
+    p.write_text("".join(lines))
+    assert "Jan  1 00:" in p.read_text()
+    pattern = r"^(?P<time>\w{3} [ \d]\d [\d:]{8}) (?P<host>\S+) sshd\[\d+\]: (?P<outcome>Failed|Accepted) password"
+    assert main(["run", "--rewards-file", str(p), "--checkpoint", "none", "--line-pattern", pattern, "--key-field",
+                 "host", "--reward-field", "outcome", "--reward-in", "Failed", "--timestamp-field", "time",
+                 "--policy", "cs", "--max-episodes", "1", "--summary-json", str(summary), "--quiet"]) == 0
+    got = json.loads(summary.read_text())
+    assert got["flagged"] == ["srv-03"] and not got["invalid"], got
+    ep = got["episodes"][0]  # (stream time: 23:00 on Dec 31st, 2025, into New Year's night)
+    assert dt.datetime(2025, 12, 31, 23, tzinfo=dt.UTC).timestamp() <= ep["started"] < \
+        dt.datetime(2026, 1, 1, tzinfo=dt.UTC).timestamp() < ep["ended"], ep

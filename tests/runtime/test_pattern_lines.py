@@ -4,11 +4,13 @@ format's, and the source resumes a checkpoint at the next line as it does a JSON
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 
 from streamarms.connectors.files import JsonlSource
 from streamarms.connectors.line_time import LineTime
-from streamarms.connectors.pattern_lines import PatternLines, clf_ms
+from streamarms.connectors.pattern_lines import PatternLines, clf_ms, syslog_ms
 from streamarms.errors import ConfigError
 
 LINES = [
@@ -68,3 +70,27 @@ def test_a_source_resumes_a_pattern_log_at_the_next_line(tmp_path):
     rest = again.poll(0.0) + again.poll(0.0)
     again.close()
     assert [r.parsed["path"] for r in first[:-3] + rest] == ["/api/cart", "/login"] * 10 + ["/api/pay"]
+
+
+SYSLOG = (r"^(?P<time>[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}|\d{4}-\d{2}-\d{2}T\S+) (?P<host>\S+) "
+          r"(?P<program>[^\s\[:]+)(?:\[(?P<pid>\d+)\])?: (?P<message>.*)$")
+
+
+def test_syslog_times():
+    """rsyslog's traditional lines (a time without year or zone) and its ISO ones; the year is the latest that
+    does not put the time after tomorrow, so a log read on January 2nd keeps its December in the year before."""
+    t = PatternLines(SYSLOG, LineTime("time"))
+    lines = ["Dec 31 23:59:58 web-1 sshd[812]: Failed password for root from 10.1.1.1 port 22 ssh2\n",
+             "Jan  1 00:00:01 web-2 CRON[99]: (root) CMD (true)\n",
+             "2023-11-14T22:13:20.123456+00:00 db-1 kernel: Out of memory\n",
+             "Jan 32 00:00:01 web-2 cron: a day no month has\n"]
+    t._now = dt.datetime(2024, 1, 2, tzinfo=dt.UTC)
+    a, b, c, bad = t.records("syslog", lines, 0)
+    assert a.parsed == {"time": "Dec 31 23:59:58", "host": "web-1", "program": "sshd", "pid": "812",
+                        "message": "Failed password for root from 10.1.1.1 port 22 ssh2"}
+    assert (a.timestamp, b.timestamp, c.timestamp) == (1_704_067_198_000, 1_704_067_201_000, 1_700_000_000_123)
+    assert c.parsed["program"] == "kernel" and "pid" not in c.parsed
+    assert bad.key.reason == "bad_timestamp"
+    now = dt.datetime(2026, 11, 29, 12, tzinfo=dt.UTC)
+    assert syslog_ms("Nov 30 10:00:00", now) == 1_796_032_800_000  # (tomorrow: this year)
+    assert syslog_ms("Dec  1 10:00:00", now) == 1_764_583_200_000  # (after tomorrow: last year)
