@@ -43,7 +43,7 @@ from ..errors import ConfigError, operational
 from ..metrics import Metrics
 from ..policies.base import Policy
 from ..registry import POLICIES, PolicyParams, reward_model_of
-from ..runtime import ACTIVE, DISCOVERING, RUNNING, EventClock, RewardCodec, Scheduler, SchedulerConfig
+from ..runtime import ACTIVE, DISCOVERING, FINISHED, RUNNING, EventClock, RewardCodec, Scheduler, SchedulerConfig
 from ..runtime.continuous import CONTINUOUS, ContinuousRunner
 from ..runtime.contracts import AlertSink, DeadLetterSink, RequestSink
 from ..runtime.evidence import finite_or_none, finite_pair, key_evidence
@@ -616,6 +616,12 @@ class _App:
         else:
             out["phase_at_stop"] = self.scheduler.phase
             out["unfinished_episode"] = self._unfinished()
+            last = self.scheduler.episodes.policy
+            if out["unfinished_episode"] is None and last is not None and self.scheduler.episodes_done:
+                n, keys = waiting_keys(self.scheduler.known_arms, last.arms)
+                if n:
+                    out["not_examined"] = {"episode": self.scheduler.episode, "count": n, "keys": keys,
+                                           "max_episodes_reached": self.scheduler.phase == FINISHED}
         return out
 
     def _unfinished(self) -> dict[str, Any] | None:
@@ -686,6 +692,8 @@ class _App:
                   f"{', '.join(sorted(self.scheduler.alerts.flagged)) or 'none'}")
             if out.get("unfinished_episode"):
                 self._say(unfinished_text(out["unfinished_episode"]))
+            if out.get("not_examined"):
+                self._say(not_examined_text(out["not_examined"], getattr(self, "sched_config", None)))
             if out.get("no_threshold"):
                 self._say(no_threshold_text(out["no_threshold"]))
             not_started = (not_started_text(self.scheduler, getattr(self, "sched_config", None))
@@ -800,6 +808,27 @@ def waiting_keys(known: Sequence[str], in_episode: Sequence[str], cap: int = 100
     inside = set(in_episode)
     out = [a for a in known if a not in inside]
     return len(out), out[:cap]
+
+
+def not_examined_text(w: dict[str, Any], cfg: SchedulerConfig | None, show: int = 5) -> str:
+    """One line on the keys the run's last episode did not examine (first seen after it started), when the run
+    stopped with none running: a one-episode replay decided without them.
+
+    >>> w = {"episode": 1, "count": 3, "keys": ["c", "d", "e"], "max_episodes_reached": True}
+    >>> print(not_examined_text(w, SchedulerConfig()))
+    3 keys were not in episode 1, the last (first seen after it started), and no episode classified them: c, d, e; \
+the next episode would (--max-episodes), and the first starts once 1,000 records bring no new key \
+(--discovery-records) or 10 s of stream time after the first record (--discovery-seconds)
+    """
+    keys = ", ".join(w["keys"][:show]) + (f", +{w['count'] - show} more" if w["count"] > show else "")
+    one = w["count"] == 1
+    out = (f"{w['count']} key{'' if one else 's'} {'was' if one else 'were'} not in episode {w['episode']}, the last "
+           f"(first seen after it started), and no episode classified {'it' if one else 'them'}: {keys}; the next "
+           "episode would" + (" (--max-episodes)" if w.get("max_episodes_reached") else ""))
+    if cfg is not None and w["episode"] == 1:
+        out += (f", and the first starts once {cfg.discovery_records:,} records bring no new key (--discovery-records) "
+                f"or {cfg.discovery_seconds:g} s of stream time after the first record (--discovery-seconds)")
+    return out
 
 
 def unfinished_text(u: dict[str, Any], show: int = 5) -> str:

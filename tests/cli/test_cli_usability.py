@@ -423,6 +423,29 @@ def test_an_unfinished_episode_names_the_keys_that_wait_for_the_next_one(tmp_pat
     assert u["waiting_count"] == 1 and u["waiting"] == ["late-key"]
 
 
+def test_a_finished_run_names_the_keys_its_last_episode_did_not_examine(tmp_path, capsys):
+    """A one-episode replay whose first episode started (10 s of stream time after the first record) before
+    every key had sent a record decided without the late keys, and its last lines said nothing of them: an
+    outlier among them was never looked at. Now they are named, with the flags that start the first episode."""
+    p = tmp_path / "r.jsonl"
+    rows = [{"arm": f"k{i % 8}", "reward": int(i % 8 == 3 or (i * 7919) % 100 < 10), "timestamp": 1_000 * i}
+            for i in range(4000)]
+    rows[30:30] = [{"arm": "late-key", "reward": 1, "timestamp": 30_000}]
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    summary = tmp_path / "s.json"
+    argv = ["run", "--rewards-file", str(p), "--policy", "cs", "--max-episodes", "1", "--summary-json", str(summary)]
+    assert main(argv) == 0
+    said = capsys.readouterr().out
+    assert ("1 key was not in episode 1, the last (first seen after it started), and no episode classified it: "
+            "late-key; the next episode would (--max-episodes), and the first starts once 1,000 records bring no new "
+            "key (--discovery-records) or 10 s of stream time after the first record (--discovery-seconds)") in said
+    got = json.loads(summary.read_text())
+    assert got["flagged"] == ["k3"]
+    assert got["not_examined"] == {"episode": 1, "count": 1, "keys": ["late-key"], "max_episodes_reached": True}
+    assert main([*argv, "--discovery-seconds", "3600", "--quiet"]) == 0
+    assert "not_examined" not in json.loads(summary.read_text())  # (every key was in it)
+
+
 def test_simulate_says_when_a_policy_has_no_guarantee():
     """NRR stops after a round with a wrong answer (accuracy 0 on the default instance): the table says that
     delta bounds nothing for it, and says nothing of the kind for a policy with a guarantee."""
