@@ -60,6 +60,7 @@ from itertools import repeat
 from typing import IO, Any
 
 from streamarms.checkpoint import CheckpointError
+from streamarms.errors import ConfigError
 from streamarms.runtime.decoder import _SHORT
 from streamarms.runtime.records import RefusedKey, record_key
 
@@ -229,6 +230,24 @@ def _line_by_line(path: str, lines: list[str], first: int, line_time: LineTime =
 _DICT, _STR, _INT = frozenset((dict,)), frozenset((str,)), frozenset((int,))
 
 
+def _refuse_json_array(path: str, head: bytes) -> None:
+    """A :class:`ConfigError` for a JSON-lines path whose file is one JSON array (an API's or a database's export:
+    ``[{...}, {...}]``): read as lines, every line of it was refused as ``not_json`` (an indented one) or it was
+    one incomplete line (a compact one), with no word of what the file is.
+
+    >>> _refuse_json_array("r.jsonl", b'{"arm": "a"}\\n'); _refuse_json_array("x.json", b"\\xef\\xbb\\xbf [\\n  {")
+    Traceback (most recent call last):
+    ...
+    streamarms.errors.ConfigError: x.json is one JSON array, not JSON lines (one object a line): write its elements \
+a line each first (jq -c '.[]' x.json > x.jsonl), or pipe them into the run (jq -c '.[]' x.json | streamarms run \
+--rewards-file - ...)
+    """
+    if head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")[:1] == b"[":
+        raise ConfigError(f"{path} is one JSON array, not JSON lines (one object a line): write its elements a line "
+                          f"each first (jq -c '.[]' {path} > {path.removesuffix('.json')}.jsonl), or pipe them into "
+                          f"the run (jq -c '.[]' {path} | streamarms run --rewards-file - ...)")
+
+
 class JsonlSource:
     """Replays JSONL files (module docstring); ``exhausted`` once every line was delivered. Its
     records carry their parsed values (``decoded_values``: :data:`JsonlRecord`'s ``parsed``).
@@ -293,6 +312,8 @@ class JsonlSource:
                         # (a bad header is an error now, not a dead letter a row later)
                         self.tables[p].set_header(self._readers[p].first_line(), p)
                         self._headed[p] = self._readers[p]
+                    elif p not in self.tables:
+                        _refuse_json_array(p, self._readers[p]._pread(64, 0))
                 self._eof[p] = False
         except BaseException:
             self.close()

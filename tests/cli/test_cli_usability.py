@@ -115,6 +115,23 @@ def test_a_replay_whose_records_are_all_refused_says_why_and_what_to_write(tmp_p
     assert len((tmp_path / "dl.jsonl").read_text().splitlines()) == 40
 
 
+@pytest.mark.parametrize("indent", [None, 2], ids=["compact", "indented"])
+def test_a_json_array_file_is_one_error_naming_the_conversion(tmp_path, capsys, indent):
+    """An export that is one JSON array (an API's, a database's) was read as lines: indented, every line refused
+    as not_json; compact, one 'incomplete line' left unread -- neither said what the file is. Now: exit 2, before
+    any record, with the command that makes it JSON lines; the same rows as lines are read."""
+    rows = [{"host": f"h{i % 6}", "err": int(i % 6 == 2 or i % 25 == 0)} for i in range(3000)]
+    p = tmp_path / "export.json"
+    p.write_bytes(b"\xef\xbb\xbf" + json.dumps(rows, indent=indent).encode())
+    argv = ["run", "--key-field", "host", "--reward-field", "err", "--policy", "cs", "--checkpoint", "none"]
+    assert main([*argv, "--rewards-file", str(p)]) == 2
+    assert (f"{p} is one JSON array, not JSON lines (one object a line): write its elements a line each first (jq -c "
+            f"'.[]' {p} > {tmp_path / 'export'}.jsonl)") in capsys.readouterr().err
+    q = tmp_path / "export.jsonl"
+    q.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main([*argv, "--rewards-file", str(q), "--quiet"]) == 0
+
+
 @pytest.mark.parametrize("line", [{"host": "h1", "reward": 1}, {"arm": ["h1"], "reward": 1}, {"arm": 1.5, "reward": 1}])
 def test_a_replay_whose_lines_have_no_usable_key_says_where_the_key_goes(tmp_path, capsys, line):
     """The key under another name, or a key that is not a string or an integer: refused as key_missing, and
