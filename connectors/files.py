@@ -523,6 +523,17 @@ class JsonlSource:
     def rollback(self, processed: int) -> None:
         self.merger.rollback(processed)
 
+    def bytes_read(self) -> int:
+        """The bytes of the files read so far (standard input not counted): a replay's progress."""
+        done = 0
+        for r in self._readers.values():
+            if not r.pipe:
+                try:
+                    done += r.tell()
+                except (OSError, ValueError):  # (a file closed under it: progress is advisory)
+                    pass
+        return done
+
     @property
     def incomplete(self) -> dict[str, int]:
         """The files that end in an incomplete line (no line end, not a whole JSON object) left unread,

@@ -299,6 +299,10 @@ class LineReader:
         """The file descriptor of the file read."""
         return self._f.fileno()
 
+    def tell(self) -> int:
+        """The bytes of the file read so far (the lines not yet returned included: at most a block ahead)."""
+        return self._f.tell()
+
     @property
     def offset(self) -> int:
         """How many bytes of the file were read (0: none yet)."""

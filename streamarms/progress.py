@@ -14,11 +14,12 @@ False
 from __future__ import annotations
 
 import sys
+import time
 from typing import Any, TextIO
 
 from tqdm import tqdm
 
-__all__ = ["RunProgress", "wanted"]
+__all__ = ["RunProgress", "ReplayProgress", "wanted"]
 
 
 def wanted(stream: TextIO | None = None, quiet: bool = False) -> bool:
@@ -65,3 +66,52 @@ class RunProgress:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class ReplayProgress:
+    """A bar over the bytes of the files a replay reads (``streamarms run --rewards-file`` without ``--follow``),
+    with the records read and the keys flagged so far: a multi-gigabyte log otherwise ran minutes without a word.
+
+    ``update(done, records, flagged)`` (cheap: it draws at most twice a second); ``close()`` before the run's last
+    lines. ``start``: the bytes read before (a restart from a checkpoint).
+
+    >>> import io
+    >>> out = io.StringIO()
+    >>> p = ReplayProgress(2_000_000, start=500_000, stream=out, force=True)
+    >>> p.update(1_500_000, 12_000, 1, now=10.0); p.close()
+    >>> "75%" in out.getvalue() and "12,000 records" in out.getvalue()
+    True
+    """
+
+    #: seconds between two draws
+    INTERVAL = 0.5
+
+    def __init__(self, total: int, start: int = 0, stream: TextIO | None = None, quiet: bool = False,
+                 force: bool | None = None) -> None:
+        self.stream = sys.stderr if stream is None else stream
+        self.enabled = (wanted(self.stream, quiet) if force is None else force) and total > 0
+        self._bar: Any = None
+        self._at = start
+        self._drawn = -1.0
+        if self.enabled:
+            self._bar = tqdm(total=total, initial=start, desc="replay", unit="B", unit_scale=True, unit_divisor=1024,
+                             file=self.stream, leave=False, dynamic_ncols=True, mininterval=self.INTERVAL)
+
+    def due(self, now: float | None = None) -> bool:
+        """Whether :meth:`update` would draw now (the caller may skip working out its numbers)."""
+        return self._bar is not None and (time.monotonic() if now is None else now) - self._drawn >= self.INTERVAL
+
+    def update(self, done: int, records: int, flagged: int, now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
+        bar = self._bar
+        if bar is None or not self.due(now):
+            return
+        self._drawn = now
+        bar.n = max(self._at, done)  # (set, not added: a position, not an increment)
+        self._at = bar.n
+        bar.set_postfix_str(f"{records:,} records, {flagged:,} flagged")  # (draws)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None

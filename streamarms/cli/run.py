@@ -28,6 +28,7 @@ could not deliver, the broker is unreachable); 2 bad configuration.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -37,11 +38,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import fields
 from typing import Any
 
+from tqdm.contrib.logging import logging_redirect_tqdm
+
 from ..checkpoint import CheckpointError, CheckpointStore, FileCheckpointStore, checkpoint_key
 from ..daemon import Daemon, restore_checkpoint, rewind_sinks
 from ..errors import ConfigError, operational
 from ..metrics import Metrics
 from ..policies.base import Policy
+from ..progress import ReplayProgress
+from ..progress import wanted as progress_wanted
 from ..registry import POLICIES, PolicyParams, reward_model_of
 from ..runtime import ACTIVE, DISCOVERING, FINISHED, RUNNING, EventClock, RewardCodec, Scheduler, SchedulerConfig
 from ..runtime.continuous import CONTINUOUS, ContinuousRunner
@@ -350,6 +355,7 @@ class _App:
         self.event_clock = EventClock() if clock_kind == "event" else None
         self.frozen_warned = False  # frozen_clock_text said once
         self.rule_warned = False  # a reward rule that matched nothing, said once during the run
+        self.progress: ReplayProgress | None = None  # a replay's bar on a terminal (run)
         clock = self.event_clock if self.event_clock is not None else time.time
         self.run_info = {"mode": s.mode, "policy": CONTINUOUS if self.continuous else s.policy,
                          "topics": sorted(s.rewards_topic or []) or sorted(s.rewards_file or []) or ["embedded"],
@@ -571,9 +577,13 @@ class _App:
     RULE_MISSES_WARNED = 10_000
 
     def _turn(self) -> None:
-        """Between two batches: the group member's turn, and a warning, once, for a rule that matches nothing."""
+        """Between two batches: the group member's turn, the replay's progress bar, and a warning, once, for a
+        rule that matches nothing."""
         if self.group is not None:
             self.group.turn()
+        progress = self.progress
+        if progress is not None and progress.due():
+            progress.update(self.source.bytes_read(), self.scheduler.records, len(self.scheduler.alerts.flagged))
         misses = self.scheduler.codec.misses
         if misses is not None and not self.rule_warned and not misses.hit and misses.misses >= self.RULE_MISSES_WARNED:
             log.warning("%s", misses.text())
@@ -660,8 +670,10 @@ class _App:
                                                                  f"{self._mode_text()}"))
         t0 = time.monotonic()
         code = 0
+        self.progress = replay_progress(self.source, s)
         try:
-            code = self.daemon.run()
+            with (logging_redirect_tqdm() if self.progress is not None else contextlib.nullcontext()):
+                code = self.daemon.run()
             failure = getattr(self.source, "failure", None)
             if code == 0 and failure:  # a followed file changed under the run: stopped, checkpointed
                 log.error("stopping: %s", failure)
@@ -672,6 +684,8 @@ class _App:
             print(f"streamarms run: error: {e}", file=sys.stderr)
             code = 1
         finally:
+            if self.progress is not None:
+                self.progress.close()
             if self.server is not None:
                 self.server.close()
             if self.store is not None:
@@ -808,6 +822,19 @@ def waiting_keys(known: Sequence[str], in_episode: Sequence[str], cap: int = 100
     inside = set(in_episode)
     out = [a for a in known if a not in inside]
     return len(out), out[:cap]
+
+
+def replay_progress(source: Any, s: RunSettings) -> ReplayProgress | None:
+    """The progress bar of a replay of files (not followed, not standard input) on a terminal, or ``None``."""
+    if not s.rewards_file or s.follow or "-" in s.rewards_file or not hasattr(source, "bytes_read") \
+            or not progress_wanted(quiet=bool(s.quiet)):
+        return None
+    try:
+        total = sum(os.path.getsize(p) for p in s.rewards_file)
+    except OSError:
+        return None
+    bar = ReplayProgress(total, start=source.bytes_read())
+    return bar if bar.enabled else None
 
 
 def not_examined_text(w: dict[str, Any], cfg: SchedulerConfig | None, show: int = 5) -> str:

@@ -95,6 +95,40 @@ def test_progress_goes_to_a_terminal_stderr_only(monkeypatch, capsys):
     assert tty.getvalue() == ""
 
 
+def test_a_replay_shows_its_progress_on_a_terminal_only(tmp_path, monkeypatch, capsys):
+    """A replay of a large log ran minutes without a word: on a terminal it now has a bar over the files'
+    bytes with the records read and the keys flagged; never when stderr is not a terminal, with --quiet, or
+    while following a file (no end to measure)."""
+    from streamarms import progress
+
+    p = tmp_path / "r.jsonl"
+    p.write_text("".join(json.dumps({"arm": f"k{i % 9}", "reward": int(i % 9 == 4 or i % 13 == 0)}) + "\n"
+                         for i in range(30_000)))
+    argv = ["run", "--rewards-file", str(p), "--forever", "--checkpoint", "none"]
+    assert main(argv) == 0
+    assert "replay" not in capsys.readouterr().err
+    tty = io.StringIO()
+    tty.isatty = lambda: True  # type: ignore[method-assign]
+    monkeypatch.setattr(progress.sys, "stderr", tty)
+    assert main(argv) == 0
+    assert "replay:" in tty.getvalue() and " records, " in tty.getvalue() and "flagged" in tty.getvalue()
+    tty.seek(0)
+    tty.truncate()
+    assert main([*argv, "--quiet"]) == 0
+    assert tty.getvalue() == ""
+    from streamarms.cli.run import replay_progress
+    from streamarms.cli.settings import RunSettings
+    from streamarms.connectors.files import JsonlSource
+
+    src = JsonlSource([str(p)])
+    bar = replay_progress(src, RunSettings(rewards_file=[str(p)]))
+    assert bar is not None
+    bar.close()
+    assert replay_progress(src, RunSettings(rewards_file=[str(p)], follow=True)) is None
+    assert replay_progress(src, RunSettings(rewards_file=["-"])) is None
+    src.close()
+
+
 def test_every_registered_policy_has_its_table_parameters():
     from streamarms.registry import PolicyParams
 
