@@ -720,6 +720,9 @@ class _App:
                                  bool(s.dead_letter_file or s.dead_letter_topic))
             if hint:
                 self._say(hint)
+            keys = key_field_hint(st["known_arms"], st["records"], st["invalid"], s.key_field)
+            if keys:
+                self._say(keys)
         if s.summary_json:
             text = json.dumps(out, indent=None if s.summary_json == "-" else 1, default=str)
             if s.summary_json == "-":
@@ -955,6 +958,23 @@ def refusals_hint(records: int, invalid: dict[str, int], from_file: bool, dead_l
         out += ('; a JSONL file holds one JSON object a line ({"arm": "eu", "reward": 1, "timestamp": 1700000000123}); '
                 'a table with a header line is read as one by its name (.csv, .tsv) or --rewards-format csv|tsv')
     return out
+
+
+def key_field_hint(keys: int, records: int, invalid: dict[str, int], key_field: str | None) -> str:
+    """One line when nearly every record had a key of its own (a request id picked as the key): no key then has
+    the records a rate needs, and the run's other lines (thousands undecided, ``too_many_arms``) do not say why.
+
+    >>> print(key_field_hint(10_000, 50_000, {"too_many_arms": 40_000}, "id"))
+    10,000 keys in 10,000 records: nearly every record has a key of its own (--key-field id), so no key has the records a rate needs; key the records by what many of them share (a host, an endpoint, a user)
+    >>> key_field_hint(20, 50_000, {}, None)
+    ''
+    """
+    seen = records - invalid.get("too_many_arms", 0)
+    if keys < 1_000 or keys * 2 < seen:
+        return ""
+    return (f"{keys:,} keys in {seen:,} records: nearly every record has a key of its own "
+            f"(--key-field {key_field or 'not given: the arm or key field'}), so no key has the records a rate "
+            "needs; key the records by what many of them share (a host, an endpoint, a user)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

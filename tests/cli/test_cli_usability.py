@@ -149,6 +149,22 @@ def test_a_replay_whose_records_are_all_refused_says_why_and_what_to_write(tmp_p
     assert len((tmp_path / "dl.jsonl").read_text().splitlines()) == 40
 
 
+@pytest.mark.parametrize("mode", [["--policy", "cs"], ["--forever"]], ids=["episodes", "continuous"])
+def test_a_key_field_that_is_an_identifier_is_named(tmp_path, capsys, mode):
+    """--key-field on a request id (a key a record): thousands of keys undecided and, past --max-arms, refused as
+    too_many_arms, and nothing said that the key was the mistake. Now the last lines say so."""
+    p = tmp_path / "r.jsonl"
+    p.write_text("".join(json.dumps({"id": f"req-{i}", "host": f"h{i % 7}", "err": int(i % 11 == 0)}) + "\n"
+                         for i in range(4000)))
+    argv = ["run", "--rewards-file", str(p), "--reward-field", "err", "--checkpoint", "none", "--max-arms", "3000",
+            *mode]
+    assert main([*argv, "--key-field", "id"]) == 0
+    assert ("3,000 keys in 3,000 records: nearly every record has a key of its own (--key-field id), so no key has "
+            "the records a rate needs") in capsys.readouterr().out
+    assert main([*argv, "--key-field", "host"]) == 0
+    assert "a key of its own" not in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("indent", [None, 2], ids=["compact", "indented"])
 def test_a_json_array_file_is_one_error_naming_the_conversion(tmp_path, capsys, indent):
     """An export that is one JSON array (an API's, a database's) was read as lines: indented, every line refused
