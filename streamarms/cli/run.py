@@ -717,7 +717,7 @@ class _App:
             if out.get("reward_rule_unmatched"):
                 self._say(out["reward_rule_unmatched"])
             hint = refusals_hint(st["records"], st["invalid"], bool(s.rewards_file),
-                                 bool(s.dead_letter_file or s.dead_letter_topic))
+                                 bool(s.dead_letter_file or s.dead_letter_topic), s.reward_model)
             if hint:
                 self._say(hint)
             keys = key_field_hint(st["known_arms"], st["records"], st["invalid"], s.key_field)
@@ -931,7 +931,8 @@ def refusals_text(invalid: dict[str, int], top: int = 3) -> str:
     return f"{total:,} refused ({shown}{more})"
 
 
-def refusals_hint(records: int, invalid: dict[str, int], from_file: bool, dead_letters: bool) -> str:
+def refusals_hint(records: int, invalid: dict[str, int], from_file: bool, dead_letters: bool,
+                  model: str = "bernoulli") -> str:
     """One line of advice when most of a run's records were refused (empty otherwise): where to see them,
     and for JSONL replays the commonest mistakes (a line with ``"key"`` but the reward beside it instead of
     in ``"value"``; a line whose key is under another name, or is not a string or an integer; lines that
@@ -941,6 +942,8 @@ def refusals_hint(records: int, invalid: dict[str, int], from_file: bool, dead_l
     ''
     >>> print(refusals_hint(100, {"value_missing": 100}, True, True))
     most records were refused (100 of 100): the dead letters name each one and why; a JSONL line with "key" carries its record in "value" ({"key": "eu", "value": {"reward": 1}}); a line without "key" is the record ({"arm": "eu", "reward": 1})
+    >>> print(refusals_hint(100, {"out_of_model": 90}, True, True))
+    most records were refused (90 of 100): the dead letters name each one and why; the rewards are numbers the bernoulli model (0 or 1) does not hold: --reward-at-least N makes each a flag (1 at or above N: a status >= 500, a latency >= 1000), or --reward-model bounded --reward-range LOW,HIGH compares the numbers themselves
     """
     refused = sum(invalid.values())
     if not records or refused * 2 <= records:
@@ -954,6 +957,12 @@ def refusals_hint(records: int, invalid: dict[str, int], from_file: bool, dead_l
     elif from_file and invalid.get("key_missing", 0) * 2 > refused:
         out += ('; a JSONL line is a JSON object naming its key in "arm" ({"arm": "eu", "reward": 1}) or in "key" '
                 'with the record in "value" ({"key": "eu", "value": {"reward": 1}}), a string or an integer')
+    elif invalid.get("out_of_model", 0) * 2 > refused:
+        out += ("; the rewards are numbers the bernoulli model (0 or 1) does not hold: --reward-at-least N makes each "
+                "a flag (1 at or above N: a status >= 500, a latency >= 1000), or --reward-model bounded --reward-range "
+                "LOW,HIGH compares the numbers themselves" if model == "bernoulli" else
+                f"; the rewards lie outside the {model} model's range: widen --reward-range, or --clip counts a reward "
+                "beyond it as the range's end")
     elif from_file and (invalid.get("not_json", 0) + invalid.get("not_object", 0)) * 2 > refused:
         out += ('; a JSONL file holds one JSON object a line ({"arm": "eu", "reward": 1, "timestamp": 1700000000123}); '
                 'a table with a header line is read as one by its name (.csv, .tsv) or --rewards-format csv|tsv')

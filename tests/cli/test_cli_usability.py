@@ -149,6 +149,18 @@ def test_a_replay_whose_records_are_all_refused_says_why_and_what_to_write(tmp_p
     assert len((tmp_path / "dl.jsonl").read_text().splitlines()) == 40
 
 
+def test_status_codes_as_rewards_name_the_rule_that_reads_them(tmp_path, capsys):
+    """--reward-field status without a rule: every record refused as out_of_model (200 is no 0 or 1) and the last
+    lines said only that most records were refused. Now they name --reward-at-least and the bounded model."""
+    p = tmp_path / "r.jsonl"
+    p.write_text("".join(json.dumps({"host": f"h{i % 7}", "status": 500 if i % 17 == 0 else 200}) + "\n"
+                         for i in range(2000)))
+    assert main(["run", "--rewards-file", str(p), "--key-field", "host", "--reward-field", "status", "--checkpoint",
+                 "none"]) == 0
+    assert ("the rewards are numbers the bernoulli model (0 or 1) does not hold: --reward-at-least N makes each a flag"
+            in capsys.readouterr().out)
+
+
 @pytest.mark.parametrize("mode", [["--policy", "cs"], ["--forever"]], ids=["episodes", "continuous"])
 def test_a_key_field_that_is_an_identifier_is_named(tmp_path, capsys, mode):
     """--key-field on a request id (a key a record): thousands of keys undecided and, past --max-arms, refused as
