@@ -48,7 +48,7 @@ from ..policies.base import Policy
 from ..progress import ReplayProgress
 from ..progress import wanted as progress_wanted
 from ..registry import POLICIES, PolicyParams, reward_model_of
-from ..runtime import ACTIVE, DISCOVERING, FINISHED, RUNNING, EventClock, RewardCodec, Scheduler, SchedulerConfig
+from ..runtime import ACTIVE, FINISHED, RUNNING, EventClock, RewardCodec, Scheduler, SchedulerConfig
 from ..runtime.continuous import CONTINUOUS, ContinuousRunner
 from ..runtime.contracts import AlertSink, DeadLetterSink, RequestSink
 from ..runtime.evidence import finite_or_none, finite_pair, key_evidence
@@ -59,6 +59,19 @@ from .embedded import EmbeddedResponder, embedded_means, embedded_stream
 from .file_input import file_source
 from .group import check_group_settings, member_name, wire_group_member
 from .restart import statistics_settings
+from .run_report import (
+    clipped_text,
+    episode_text,
+    frozen_clock_text,
+    incomplete_text,
+    key_field_hint,
+    not_examined_text,
+    not_started_text,
+    refusals_hint,
+    refusals_text,
+    unfinished_text,
+    waiting_keys,
+)
 from .settings import RunSettings, _kv, add_run_arguments, resolve_settings
 from .types import allow_negative_lists, key_names
 
@@ -737,96 +750,6 @@ class _App:
         return code
 
 
-def not_started_text(sched: Any, cfg: SchedulerConfig | None) -> str | None:
-    """Why no episode ran, when the run stopped while still discovering keys (a short replay) or after the
-    policy refused the keys it was given (e.g. GOLD's rho on too few keys)."""
-    if isinstance(sched, ContinuousRunner) or sched.episodes_done or sched.episode or cfg is None:
-        return None
-    n = len(sched.known_arms)
-    refused = sched.episodes.build_error
-    if refused:
-        return f"no episode started: the policy refused the {n} keys: {refused}"
-    if sched.phase != DISCOVERING:
-        return None
-    why = (f"it needs at least {cfg.min_arms} keys" if n < cfg.min_arms else
-           f"the first starts after {cfg.discovery_records:,} record{'' if cfg.discovery_records == 1 else 's'} "
-           f"without a new key (--discovery-records) "
-           f"or {cfg.discovery_seconds:g} s (--discovery-seconds)")
-    return f"no episode started: the run stopped while discovering keys ({n} so far); {why}"
-
-
-def frozen_clock_text(clock: EventClock | None, s: RunSettings, episodes: int) -> str | None:
-    """Why no further episode starts, when it is that stream time stands still: the records carry no
-    timestamps (``None`` otherwise, or when no further episode was asked for).
-
-    >>> from streamarms.cli.settings import RunSettings
-    >>> frozen_clock_text(EventClock(), RunSettings(max_episodes=3), 1)[:60]
-    'the records carry no timestamps, so stream time (the clock o'
-    >>> frozen_clock_text(EventClock(5.0), RunSettings(), 1) is None, frozen_clock_text(None, RunSettings(), 1)
-    (True, None)
-    """
-    if clock is None or clock.now > 0.0 or not episodes or s.mode != "passive" or s.episode_interval <= 0 \
-            or (s.max_episodes is not None and episodes >= s.max_episodes):
-        return None
-    return ("the records carry no timestamps, so stream time (the clock of the passive mode) stands still: "
-            f"the next episode, due --episode-interval {s.episode_interval:g} s after the last one started, "
-            "never starts (nor do --want-timeout and --episode-timeout elapse); give the records a timestamp "
-            "(--timestamp-field NAME reads one of their fields or columns as it), run with --clock wall (a live "
-            "stream), or with --episode-interval 0 (each episode right after the last)")
-
-
-def incomplete_text(path: str, n: int, checkpoint: bool, follow: bool = False) -> str:
-    """The warning for a replayed file whose last line was left unread (no line end and, unless following,
-    not a whole JSON object: a line still being written).
-
-    >>> print(incomplete_text("r.jsonl", 17, True))
-    r.jsonl ends in an incomplete line of 17 bytes (no newline, not a whole JSON object): not read; a restart with the same --checkpoint reads it once it is complete
-    >>> print(incomplete_text("r.jsonl", 17, False, follow=True))
-    r.jsonl ends in a line of 17 bytes without its newline (--follow reads a line once its newline is written): not read; a later run reads it once it is complete
-    """
-    what = (f"a line of {n:,} byte{'' if n == 1 else 's'} without its newline (--follow reads a line once its "
-            "newline is written)" if follow else
-            f"an incomplete line of {n:,} byte{'' if n == 1 else 's'} (no newline, not a whole JSON object)")
-    return (f"{path} ends in {what}: not read; " + ("a restart with the same --checkpoint reads it once it is complete"
-                                                     if checkpoint else "a later run reads it once it is complete"))
-
-
-def episode_text(e: dict[str, Any], truth: list[str] | None) -> str:
-    """An episode's end for a person (the embedded demo); ``truth``: the known outliers, if any.
-
-    >>> print(episode_text({"episode": 2, "done": True, "samples": 900, "records": 3000, "arms": 6,
-    ...                     "outliers": ["k5"], "undecided": []}, ["k5"]))
-    episode 2 done: 900 rewards used of 3,000 seen (30.0%), 6 arms
-      outliers found: k5
-      true outliers:  k5  -> all found, no false alarm
-    """
-    used_share = e["samples"] / e["records"] if e["records"] else 0.0
-    out = [f"episode {e['episode']} {'done' if e['done'] else 'ended: ' + e['reason']}: "
-           f"{e['samples']:,} rewards used of {e['records']:,} seen ({100 * used_share:.1f}%), {e['arms']} arms",
-           f"  outliers found: {', '.join(e['outliers']) or 'none'}"]
-    if truth is not None:
-        found, known = set(e["outliers"]), set(truth)
-        missed, false = sorted(known - found), sorted(found - known)
-        verdict = "all found, no false alarm" if not missed and not false else \
-            f"missed {', '.join(missed) or 'none'}; false alarms {', '.join(false) or 'none'}"
-        out.append(f"  true outliers:  {', '.join(truth) or 'none'}  -> {verdict}")
-    if e["undecided"]:
-        out.append(f"  undecided: {len(e['undecided'])} arms")
-    return "\n".join(out)
-
-
-def waiting_keys(known: Sequence[str], in_episode: Sequence[str], cap: int = 100) -> tuple[int, list[str]]:
-    """The keys known but not in the running episode (first seen after it started: they wait for the next
-    one): how many, and the first ``cap`` of them in order of arrival.
-
-    >>> waiting_keys(["a", "b", "c", "d"], ["b", "a"])
-    (2, ['c', 'd'])
-    """
-    inside = set(in_episode)
-    out = [a for a in known if a not in inside]
-    return len(out), out[:cap]
-
-
 def replay_progress(source: Any, s: RunSettings) -> ReplayProgress | None:
     """The progress bar of a replay of files (not followed, not standard input) on a terminal, or ``None``."""
     if not s.rewards_file or s.follow or "-" in s.rewards_file or not hasattr(source, "bytes_read") \
@@ -838,152 +761,6 @@ def replay_progress(source: Any, s: RunSettings) -> ReplayProgress | None:
         return None
     bar = ReplayProgress(total, start=source.bytes_read())
     return bar if bar.enabled else None
-
-
-def not_examined_text(w: dict[str, Any], cfg: SchedulerConfig | None, show: int = 5) -> str:
-    """One line on the keys the run's last episode did not examine (first seen after it started), when the run
-    stopped with none running: a one-episode replay decided without them.
-
-    >>> w = {"episode": 1, "count": 3, "keys": ["c", "d", "e"], "max_episodes_reached": True}
-    >>> print(not_examined_text(w, SchedulerConfig()))
-    3 keys were not in episode 1, the last (first seen after it started), and no episode classified them: c, d, e; \
-the next episode would (--max-episodes), and the first starts once 1,000 records bring no new key \
-(--discovery-records) or 10 s of stream time after the first record (--discovery-seconds)
-    """
-    keys = ", ".join(w["keys"][:show]) + (f", +{w['count'] - show} more" if w["count"] > show else "")
-    one = w["count"] == 1
-    out = (f"{w['count']} key{'' if one else 's'} {'was' if one else 'were'} not in episode {w['episode']}, the last "
-           f"(first seen after it started), and no episode classified {'it' if one else 'them'}: {keys}; the next "
-           "episode would" + (" (--max-episodes)" if w.get("max_episodes_reached") else ""))
-    if cfg is not None and w["episode"] == 1:
-        out += (f", and the first starts once {cfg.discovery_records:,} records bring no new key (--discovery-records) "
-                f"or {cfg.discovery_seconds:g} s of stream time after the first record (--discovery-seconds)")
-    return out
-
-
-def unfinished_text(u: dict[str, Any], show: int = 5) -> str:
-    """One line on the episode that was running when the run stopped: what it had classified, and which
-    keys it had not (the first ``show`` by name).
-
-    >>> print(unfinished_text({"episode": 1, "samples": 1200, "outliers": ["h7"], "normals": 40,
-    ...                        "undecided": ["h1", "h2"], "threshold": 0.0287, "threshold_interval": [0.02, 0.04]}))
-    episode 1 unfinished at the stop (1,200 samples): 1 outlier (h7), 40 normal, 2 undecided (h1, h2); threshold 0.0287 [0.02, 0.04]
-    >>> print(unfinished_text({"episode": 1, "samples": 0, "outliers": [], "normals": 0, "undecided": ["a", "b"],
-    ...                        "threshold": None, "no_record": ["b"]}))
-    episode 1 unfinished at the stop (0 samples): 0 outliers, 0 normal, 2 undecided (a, b); no record since it started (the episode waits for it; --episode-silence-records): b
-    >>> print(unfinished_text({"episode": 2, "samples": 9, "outliers": [], "normals": 1, "undecided": ["a"],
-    ...                        "threshold": None, "policy": "wrr"}))
-    episode 2 unfinished at the stop (9 samples): 0 outliers, 1 normal, 1 undecided (a); --policy cs (streamarms' own engine, intervals valid at every count) decides on far fewer records (README: 0.04-0.44x WRR's samples)
-    >>> print(unfinished_text({"episode": 1, "samples": 9, "outliers": [], "normals": 1, "undecided": ["a"],
-    ...                        "threshold": None, "waiting_count": 1, "waiting": ["late-key"]}))
-    episode 1 unfinished at the stop (9 samples): 0 outliers, 1 normal, 1 undecided (a); 1 key was first seen after it started and waits for the next episode (--episode-timeout ends an episode that cannot decide): late-key
-    """
-    und = u["undecided"]
-    names = ", ".join(und[:show]) + (f", +{len(und) - show} more" if len(und) > show else "")
-    out = (f"episode {u['episode']} unfinished at the stop ({u['samples']:,} samples): {len(u['outliers'])} "
-           f"outlier{'' if len(u['outliers']) == 1 else 's'}" + (f" ({', '.join(u['outliers'])})" if u["outliers"] else "")
-           + f", {u['normals']} normal, {len(und)} undecided" + (f" ({names})" if und else ""))
-    if u.get("threshold") is not None:
-        iv = u.get("threshold_interval")
-        out += f"; threshold {u['threshold']:.4g}" + (f" [{iv[0]:.4g}, {iv[1]:.4g}]" if iv and None not in iv else "")
-    if u.get("no_record"):
-        quiet = u["no_record"]
-        out += (f"; no record since it started (the episode waits for {'it' if len(quiet) == 1 else 'them'}; "
-                f"--episode-silence-records): {', '.join(quiet[:show])}" + (f", +{len(quiet) - show} more" if len(quiet) > show else ""))
-    if u.get("waiting_count"):
-        n, first = u["waiting_count"], u["waiting"]
-        out += (f"; {n:,} key{' was' if n == 1 else 's were'} first seen after it started and wait{'s' if n == 1 else ''} "
-                f"for the next episode (--episode-timeout ends an episode that cannot decide): {', '.join(first[:show])}"
-                + (f", +{n - show:,} more" if n > show else ""))
-    if und and u.get("policy") in ("rr", "wrr") and not u.get("no_record"):
-        out += ("; --policy cs (streamarms' own engine, intervals valid at every count) decides on far fewer "
-                "records (README: 0.04-0.44x WRR's samples)")
-    return out
-
-
-def clipped_text(codec: RewardCodec) -> str:
-    """``--clip``'s count for a run's last line (empty without ``--clip``).
-
-    >>> from streamarms.models import BoundedModel
-    >>> c = RewardCodec(model=BoundedModel(0, 5000), clip=True); c.clipped = 1200
-    >>> clipped_text(c), clipped_text(RewardCodec())
-    (', 1,200 rewards clipped to [0, 5000]', '')
-    """
-    if codec.clip is None:
-        return ""
-    return f", {codec.clipped:,} reward{'s' if codec.clipped != 1 else ''} clipped to [{codec.clip[0]:g}, {codec.clip[1]:g}]"
-
-
-def refusals_text(invalid: dict[str, int], top: int = 3) -> str:
-    """The refused records of a run for its last line: the total, then the commonest reasons.
-
-    >>> refusals_text({"not_json": 0})
-    '0 refused'
-    >>> refusals_text({"value_missing": 30, "not_json": 2, "key_missing": 1, "not_finite": 1, "out_of_model": 1})
-    '35 refused (value_missing 30, not_json 2, key_missing 1, +2 more reasons)'
-    """
-    counts = sorted(((v, k) for k, v in invalid.items() if v), key=lambda t: (-t[0], t[1]))
-    total = sum(v for v, _ in counts)
-    if not counts:
-        return "0 refused"
-    shown = ", ".join(f"{k} {v:,}" for v, k in counts[:top])
-    more = f", +{len(counts) - top} more reason{'s' if len(counts) - top > 1 else ''}" if len(counts) > top else ""
-    return f"{total:,} refused ({shown}{more})"
-
-
-def refusals_hint(records: int, invalid: dict[str, int], from_file: bool, dead_letters: bool,
-                  model: str = "bernoulli") -> str:
-    """One line of advice when most of a run's records were refused (empty otherwise): where to see them,
-    and for JSONL replays the commonest mistakes (a line with ``"key"`` but the reward beside it instead of
-    in ``"value"``; a line whose key is under another name, or is not a string or an integer; lines that
-    are not JSON objects).
-
-    >>> refusals_hint(100, {"not_json": 10}, True, False)
-    ''
-    >>> print(refusals_hint(100, {"value_missing": 100}, True, True))
-    most records were refused (100 of 100): the dead letters name each one and why; a JSONL line with "key" carries its record in "value" ({"key": "eu", "value": {"reward": 1}}); a line without "key" is the record ({"arm": "eu", "reward": 1})
-    >>> print(refusals_hint(100, {"out_of_model": 90}, True, True))
-    most records were refused (90 of 100): the dead letters name each one and why; the rewards are numbers the bernoulli model (0 or 1) does not hold: --reward-at-least N makes each a flag (1 at or above N: a status >= 500, a latency >= 1000), or --reward-model bounded --reward-range LOW,HIGH compares the numbers themselves
-    """
-    refused = sum(invalid.values())
-    if not records or refused * 2 <= records:
-        return ""
-    where = ("the dead letters name each one and why" if dead_letters
-             else "the first are logged; --dead-letter-file/--dead-letter-topic keeps them all with the reason")
-    out = f"most records were refused ({refused:,} of {records:,}): {where}"
-    if from_file and invalid.get("value_missing", 0) * 2 > refused:
-        out += ('; a JSONL line with "key" carries its record in "value" ({"key": "eu", "value": {"reward": 1}}); '
-                'a line without "key" is the record ({"arm": "eu", "reward": 1})')
-    elif from_file and invalid.get("key_missing", 0) * 2 > refused:
-        out += ('; a JSONL line is a JSON object naming its key in "arm" ({"arm": "eu", "reward": 1}) or in "key" '
-                'with the record in "value" ({"key": "eu", "value": {"reward": 1}}), a string or an integer')
-    elif invalid.get("out_of_model", 0) * 2 > refused:
-        out += ("; the rewards are numbers the bernoulli model (0 or 1) does not hold: --reward-at-least N makes each "
-                "a flag (1 at or above N: a status >= 500, a latency >= 1000), or --reward-model bounded --reward-range "
-                "LOW,HIGH compares the numbers themselves" if model == "bernoulli" else
-                f"; the rewards lie outside the {model} model's range: widen --reward-range, or --clip counts a reward "
-                "beyond it as the range's end")
-    elif from_file and (invalid.get("not_json", 0) + invalid.get("not_object", 0)) * 2 > refused:
-        out += ('; a JSONL file holds one JSON object a line ({"arm": "eu", "reward": 1, "timestamp": 1700000000123}); '
-                'a table with a header line is read as one by its name (.csv, .tsv) or --rewards-format csv|tsv')
-    return out
-
-
-def key_field_hint(keys: int, records: int, invalid: dict[str, int], key_field: str | None) -> str:
-    """One line when nearly every record had a key of its own (a request id picked as the key): no key then has
-    the records a rate needs, and the run's other lines (thousands undecided, ``too_many_arms``) do not say why.
-
-    >>> print(key_field_hint(10_000, 50_000, {"too_many_arms": 40_000}, "id"))
-    10,000 keys in 10,000 records: nearly every record has a key of its own (--key-field id), so no key has the records a rate needs; key the records by what many of them share (a host, an endpoint, a user)
-    >>> key_field_hint(20, 50_000, {}, None)
-    ''
-    """
-    seen = records - invalid.get("too_many_arms", 0)
-    if keys < 1_000 or keys * 2 < seen:
-        return ""
-    return (f"{keys:,} keys in {seen:,} records: nearly every record has a key of its own "
-            f"(--key-field {key_field or 'not given: the arm or key field'}), so no key has the records a rate "
-            "needs; key the records by what many of them share (a host, an endpoint, a user)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
