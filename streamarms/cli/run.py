@@ -48,30 +48,18 @@ from ..policies.base import Policy
 from ..progress import ReplayProgress
 from ..progress import wanted as progress_wanted
 from ..registry import POLICIES, PolicyParams, reward_model_of
-from ..runtime import ACTIVE, FINISHED, RUNNING, EventClock, RewardCodec, Scheduler, SchedulerConfig
+from ..runtime import ACTIVE, EventClock, RewardCodec, Scheduler, SchedulerConfig
 from ..runtime.continuous import CONTINUOUS, ContinuousRunner
 from ..runtime.contracts import AlertSink, DeadLetterSink, RequestSink
-from ..runtime.evidence import finite_or_none, finite_pair, key_evidence
+from ..runtime.evidence import key_evidence
 from ..runtime.field_path import FieldPath
 from ..runtime.key_field import KeyFieldSource
-from .continuous import alert_line, build_runner, continuous_summary, no_threshold_text
+from .continuous import alert_line, build_runner, continuous_summary
 from .embedded import EmbeddedResponder, embedded_means, embedded_stream
 from .file_input import file_source
 from .group import check_group_settings, member_name, wire_group_member
 from .restart import statistics_settings
-from .run_report import (
-    clipped_text,
-    episode_text,
-    frozen_clock_text,
-    incomplete_text,
-    key_field_hint,
-    not_examined_text,
-    not_started_text,
-    refusals_hint,
-    refusals_text,
-    unfinished_text,
-    waiting_keys,
-)
+from .run_report import episode_text, frozen_clock_text, incomplete_text, not_examined, stop_lines, unfinished
 from .settings import RunSettings, _kv, add_run_arguments, resolve_settings
 from .types import allow_negative_lists, key_names
 
@@ -638,32 +626,10 @@ class _App:
             out.update(continuous_summary(self.scheduler.monitor, self.s.group_by))
         else:
             out["phase_at_stop"] = self.scheduler.phase
-            out["unfinished_episode"] = self._unfinished()
-            last = self.scheduler.episodes.policy
-            if out["unfinished_episode"] is None and last is not None and self.scheduler.episodes_done:
-                n, keys = waiting_keys(self.scheduler.known_arms, last.arms)
-                if n:
-                    out["not_examined"] = {"episode": self.scheduler.episode, "count": n, "keys": keys,
-                                           "max_episodes_reached": self.scheduler.phase == FINISHED}
+            out["unfinished_episode"] = unfinished(self.scheduler, self.daemon.stop_reason)
+            if out["unfinished_episode"] is None and (late := not_examined(self.scheduler)) is not None:
+                out["not_examined"] = late
         return out
-
-    def _unfinished(self) -> dict[str, Any] | None:
-        """The episode running when the daemon stopped (input exhausted, Ctrl-C, an error), summarised as a
-        finished one is (the scheduler's episode summary, its reason the stop's), or ``None`` when none was
-        running. A threshold not yet finite is ``None``: JSON has no NaN."""
-        sched = self.scheduler
-        if isinstance(sched, ContinuousRunner) or sched.phase != RUNNING:
-            return None
-        d = sched.decision()
-        if d is None:
-            return None
-        u = sched.episodes.summary(d, sched.clock(), f"stopped: {self.daemon.stop_reason or 'unknown'}",
-                                   sched.records, sched.policy_name)
-        u["no_record"] = sched.silence.unheard()  # no record (so no sample) since the episode started
-        pol = sched.episodes.policy
-        u["waiting_count"], u["waiting"] = waiting_keys(sched.known_arms, pol.arms if pol is not None else [])
-        u["threshold"], u["threshold_interval"] = finite_or_none(u["threshold"]), finite_pair(u["threshold_interval"])
-        return u
 
     def _mode_text(self) -> str:
         cfg = getattr(self, "sched_config", None)
@@ -710,32 +676,8 @@ class _App:
         for path, n in out.get("incomplete_last_lines", {}).items():
             log.warning("%s", incomplete_text(path, n, self.store is not None, bool(s.follow)))
         if code == 0 and not s.quiet:
-            st = self.scheduler.stats()
-            share = st["used"] / st["records"] if st["records"] else 0.0
-            what = "continuous monitor" if self.continuous else f"{self.scheduler.episodes_done} episode(s)"
-            self._say(f"stopped ({self.daemon.stop_reason}) after {elapsed:.1f} s: {what}, "
-                  f"{st['used']:,} rewards used of {st['records']:,} seen ({100 * share:.1f}%), "
-                  f"{refusals_text(st['invalid'])}{clipped_text(self.scheduler.codec)}; flagged now: "
-                  f"{', '.join(sorted(self.scheduler.alerts.flagged)) or 'none'}")
-            if out.get("unfinished_episode"):
-                self._say(unfinished_text(out["unfinished_episode"]))
-            if out.get("not_examined"):
-                self._say(not_examined_text(out["not_examined"], getattr(self, "sched_config", None)))
-            if out.get("no_threshold"):
-                self._say(no_threshold_text(out["no_threshold"]))
-            not_started = (not_started_text(self.scheduler, getattr(self, "sched_config", None))
-                           or frozen_clock_text(self.event_clock, s, self.scheduler.episodes_done))
-            if not_started:
-                self._say(not_started)
-            if out.get("reward_rule_unmatched"):
-                self._say(out["reward_rule_unmatched"])
-            hint = refusals_hint(st["records"], st["invalid"], bool(s.rewards_file),
-                                 bool(s.dead_letter_file or s.dead_letter_topic), s.reward_model)
-            if hint:
-                self._say(hint)
-            keys = key_field_hint(st["known_arms"], st["records"], st["invalid"], s.key_field)
-            if keys:
-                self._say(keys)
+            for line in stop_lines(out, self.scheduler, s, getattr(self, "sched_config", None), self.event_clock):
+                self._say(line)
         if s.summary_json:
             text = json.dumps(out, indent=None if s.summary_json == "-" else 1, default=str)
             if s.summary_json == "-":

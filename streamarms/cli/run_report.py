@@ -1,20 +1,76 @@
 """What ``streamarms run`` says when it stops, one function a line: the episode that was running
 (:func:`unfinished_text`), the keys no episode examined (:func:`not_examined_text`), why no (further) episode
 started (:func:`not_started_text`, :func:`frozen_clock_text`), a file's incomplete last line, the refusals by
-reason and what most likely caused them (:func:`refusals_hint`, :func:`key_field_hint`). Each takes the numbers
-the run's summary holds and returns text (empty, or ``None``, when there is nothing to say)."""
+reason and what most likely caused them (:func:`refusals_hint`, :func:`key_field_hint`); :func:`stop_lines` puts
+them in order. Each takes the numbers the run's summary holds and returns text (empty, or ``None``, when there is
+nothing to say); :func:`unfinished` and :func:`not_examined` work out the summary's two episode entries."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from ..runtime import DISCOVERING, EventClock, RewardCodec, SchedulerConfig
+from ..runtime import DISCOVERING, FINISHED, RUNNING, EventClock, RewardCodec, SchedulerConfig
 from ..runtime.continuous import ContinuousRunner
+from ..runtime.evidence import finite_or_none, finite_pair
+from .continuous import no_threshold_text
 from .settings import RunSettings
 
-__all__ = ["not_started_text", "frozen_clock_text", "incomplete_text", "episode_text", "waiting_keys",
+__all__ = ["stop_lines", "unfinished", "not_examined", "not_started_text", "frozen_clock_text", "incomplete_text", "episode_text", "waiting_keys",
            "not_examined_text", "unfinished_text", "clipped_text", "refusals_text", "refusals_hint", "key_field_hint"]
+
+
+def stop_lines(out: dict[str, Any], sched: Any, s: RunSettings, cfg: SchedulerConfig | None,
+               clock: EventClock | None) -> list[str]:
+    """The lines a run prints when it stops (not ``--quiet``): what it read, used, refused and flagged, then
+    each of the lines below that has something to say. ``out``: the run's summary (``--summary-json``)."""
+    st = sched.stats()
+    share = st["used"] / st["records"] if st["records"] else 0.0
+    what = "continuous monitor" if isinstance(sched, ContinuousRunner) else f"{sched.episodes_done} episode(s)"
+    lines = [f"stopped ({out['stop_reason']}) after {out['elapsed_seconds']:.1f} s: {what}, {st['used']:,} rewards "
+             f"used of {st['records']:,} seen ({100 * share:.1f}%), {refusals_text(st['invalid'])}"
+             f"{clipped_text(sched.codec)}; flagged now: {', '.join(sorted(sched.alerts.flagged)) or 'none'}"]
+    if out.get("unfinished_episode"):
+        lines.append(unfinished_text(out["unfinished_episode"]))
+    if out.get("not_examined"):
+        lines.append(not_examined_text(out["not_examined"], cfg))
+    if out.get("no_threshold"):
+        lines.append(no_threshold_text(out["no_threshold"]))
+    lines.append(not_started_text(sched, cfg) or frozen_clock_text(clock, s, sched.episodes_done) or "")
+    lines.append(out.get("reward_rule_unmatched") or "")
+    lines.append(refusals_hint(st["records"], st["invalid"], bool(s.rewards_file),
+                               bool(s.dead_letter_file or s.dead_letter_topic), s.reward_model))
+    lines.append(key_field_hint(st["known_arms"], st["records"], st["invalid"], s.key_field))
+    return [line for line in lines if line]
+
+
+def unfinished(sched: Any, stop_reason: str | None) -> dict[str, Any] | None:
+    """The episode running when the daemon stopped (input exhausted, Ctrl-C, an error), summarised as a
+    finished one is (the scheduler's episode summary, its reason the stop's), or ``None`` when none was
+    running. A threshold not yet finite is ``None``: JSON has no NaN."""
+    if isinstance(sched, ContinuousRunner) or sched.phase != RUNNING:
+        return None
+    d = sched.decision()
+    if d is None:
+        return None
+    u: dict[str, Any] = sched.episodes.summary(d, sched.clock(), f"stopped: {stop_reason or 'unknown'}",
+                                               sched.records, sched.policy_name)
+    u["no_record"] = sched.silence.unheard()  # no record (so no sample) since the episode started
+    pol = sched.episodes.policy
+    u["waiting_count"], u["waiting"] = waiting_keys(sched.known_arms, pol.arms if pol is not None else [])
+    u["threshold"], u["threshold_interval"] = finite_or_none(u["threshold"]), finite_pair(u["threshold_interval"])
+    return u
+
+
+def not_examined(sched: Any) -> dict[str, Any] | None:
+    """The keys the last episode did not examine (first seen after it started) when none is running, or
+    ``None`` (none such, or no episode yet): :func:`not_examined_text` says them."""
+    last = sched.episodes.policy
+    if isinstance(sched, ContinuousRunner) or sched.phase == RUNNING or last is None or not sched.episodes_done:
+        return None
+    n, keys = waiting_keys(sched.known_arms, last.arms)
+    return {"episode": sched.episode, "count": n, "keys": keys, "max_episodes_reached": sched.phase == FINISHED} \
+        if n else None
 
 
 def not_started_text(sched: Any, cfg: SchedulerConfig | None) -> str | None:

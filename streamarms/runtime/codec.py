@@ -201,16 +201,8 @@ class RewardCodec:
         if not math.isfinite(x):
             raise InvalidRecord("not_finite", f"reward of arm {arm!r} is not finite: {x!r}")
         if self.at_least is not None:
-            misses = self.misses
-            assert misses is not None
-            if x >= self.at_least:
-                if not misses.hit:
-                    misses.hit = True
-                x = 1.0
-            else:
-                if not misses.hit:
-                    misses.miss_number(x)
-                x = 0.0
+            assert self.misses is not None
+            x = self.misses.at_least(x, self.at_least)
         c = self.clip
         if c is not None and not c[0] <= x <= c[1]:  # (the batch paths refuse it: they come here for it)
             x = c[0] if x < c[0] else c[1]
@@ -236,15 +228,8 @@ class RewardCodec:
             shown = "null" if v is None else f"a JSON {'number with a fraction' if t is float else t.__name__}"
             raise InvalidRecord("not_numeric", f"reward of arm {arm!r} is {shown}: --reward-in matches a text, an "
                                                "integer or a boolean")
-        match, misses = self.reward_in, self.misses
-        assert match is not None and misses is not None  # (called under the rule only)
-        if text in match:
-            if not misses.hit:
-                misses.hit = True
-            return 1.0
-        if not misses.hit:
-            misses.miss(text)
-        return 0.0
+        assert self.misses is not None  # (called under the rule only)
+        return self.misses.matched(text)
 
     def _boolean(self, arm: str, v: bool) -> float:
         """A boolean reward: 1 (true) or 0 (false) under a model of rates, else refused saying why."""

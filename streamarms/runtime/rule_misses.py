@@ -27,8 +27,8 @@ __all__ = ["RuleMisses"]
 
 class RuleMisses:
     """The misses of one reward rule (module docstring): ``flag`` is the rule as given (for the message),
-    ``values`` the texts ``--reward-in`` matches (``None`` for ``--reward-at-least``). The codec sets
-    :attr:`hit` at the rule's first 1 and calls :meth:`miss` / :meth:`miss_number` for each 0 before it.
+    ``values`` the texts ``--reward-in`` matches (``None`` for ``--reward-at-least``). The codec reads each
+    reward through :meth:`matched` or :meth:`at_least`, which note the misses before the rule's first 1.
 
     >>> m = RuleMisses("--reward-at-least 500"); m.miss_number(0.25); m.miss_number(2.5)
     >>> print(m.text())
@@ -42,12 +42,31 @@ The largest number the field held was 2.5
     def __init__(self, flag: str, values: Iterable[str] | None = None) -> None:
         self.flag = flag
         self.values = None if values is None else list(values)
+        self._values = frozenset(self.values or ())
         #: whether the rule has made a reward 1
         self.hit = False
         #: rewards the rule made 0 before its first 1 (about: a key's first record may be read twice)
         self.misses = 0
         self._met: dict[str, int] = {}
         self._largest: float | None = None
+
+    def matched(self, text: str) -> float:
+        """``--reward-in``'s reward of a field's text: 1 when it is one of the values, else 0 (a miss)."""
+        if text in self._values:
+            self.hit = True
+            return 1.0
+        if not self.hit:
+            self.miss(text)
+        return 0.0
+
+    def at_least(self, x: float, low: float) -> float:
+        """``--reward-at-least``'s reward of a number: 1 when it is at least ``low``, else 0 (a miss)."""
+        if x >= low:
+            self.hit = True
+            return 1.0
+        if not self.hit:
+            self.miss_number(x)
+        return 0.0
 
     def miss(self, text: str) -> None:
         """A text the rule did not match (before its first match)."""
