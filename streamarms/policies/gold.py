@@ -62,7 +62,7 @@ Reading of Alg. 1 (stated where the pseudo-code is ambiguous):
 
 >>> import random
 >>> from streamarms.policies.gold import GenericOutlierDetection
->>> means = [0.1, 0.12, 0.14, 0.16, 0.18, 0.2, 0.22, 0.24, 0.26, 0.28, 0.95]
+>>> means = [0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.99]
 >>> pol = GenericOutlierDetection([str(i) for i in range(11)], epsilon=2.5, rho=0.85, seed=0)
 >>> rng = random.Random(1)
 >>> while not pol.done:

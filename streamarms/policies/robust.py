@@ -41,7 +41,7 @@ A mean exactly on a threshold (e.g. every arm identical: MAD = 0 and every arm s
 never be classified with confidence; such a run only stops at a pull cap, reporting nothing confidently.
 
 >>> import random
->>> means = [0.2, 0.22, 0.24, 0.26, 0.28, 0.3, 0.95]
+>>> means = [0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.99]
 >>> pol = RobustOutlierArmIdentification([str(i) for i in range(7)], k=3.0, delta=0.1)
 >>> rng = random.Random(3)
 >>> while not pol.done:
