@@ -13,8 +13,9 @@ JSON line would be -- its value the JSON object of the groups that matched (``{"
 - the key is the ``arm`` (or ``key``) group's, else none: name the key's group with ``--key-field``;
 - the time is the ``timestamp`` group's (or ``--timestamp-field``'s): a number in ``--timestamp-unit``, an
   ISO 8601 date-time, the common log format's ``10/Oct/2000:13:55:36 -0700`` (nginx's ``$time_local``,
-  Apache's ``%t``), or a traditional syslog time ``Nov 14 22:13:20`` (:func:`syslog_ms`: UTC, the year
-  inferred); an empty group is no time, anything else ``bad_timestamp``.
+  Apache's ``%t``), a traditional syslog time ``Nov 14 22:13:20`` (:func:`syslog_ms`: UTC, the year
+  inferred), or ``2023/11/14 22:13:20`` (Go's log package, nginx's error log; UTC unless it says otherwise);
+  an empty group is no time, anything else ``bad_timestamp``.
 
 Named patterns (:data:`PATTERNS`): ``combined``, the access log format nginx and Apache write by default
 (``remote_addr``, ``remote_user``, ``time_local``, ``method``, ``path`` -- the request's path without its
@@ -39,6 +40,7 @@ import re
 from collections.abc import Sequence
 
 from streamarms.errors import ConfigError
+from streamarms.runtime.clock import iso_ms
 
 from .csv_lines import _number, refused_line, text_record
 from .line_record import JsonlRecord
@@ -56,6 +58,7 @@ PATTERNS = {
 }
 
 _CLF = re.compile(r"\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [+-]\d{4}")
+_SLASH_DATE = re.compile(r"\d{4}/\d{2}/\d{2}[ T]\d{2}:")
 _SYSLOG_TIME = re.compile(r"[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}")
 
 
@@ -162,6 +165,8 @@ class PatternLines:
         ms = clf_ms(cell)
         if ms is None:
             ms = syslog_ms(cell, self._now)
+        if ms is None and _SLASH_DATE.match(cell):  # Go's log package, nginx's error log: 2023/11/14 22:13:20
+            ms = iso_ms(cell.replace("/", "-", 2))
         if ms is None:
             ms = stamp(_number(cell), self.line_time.unit)
         self._last = (cell, ms)

@@ -76,9 +76,10 @@ SYSLOG = (r"^(?P<time>[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}|\d{4}-\d{2}-\d{2}T
           r"(?P<program>[^\s\[:]+)(?:\[(?P<pid>\d+)\])?: (?P<message>.*)$")
 
 
-def test_syslog_times():
+def test_syslog_and_slash_times():
     """rsyslog's traditional lines (a time without year or zone) and its ISO ones; the year is the latest that
-    does not put the time after tomorrow, so a log read on January 2nd keeps its December in the year before."""
+    does not put the time after tomorrow, so a log read on January 2nd keeps its December in the year before.
+    Go's log package and nginx's error log write 2023/11/14 22:13:20."""
     t = PatternLines(SYSLOG, LineTime("time"))
     lines = ["Dec 31 23:59:58 web-1 sshd[812]: Failed password for root from 10.1.1.1 port 22 ssh2\n",
              "Jan  1 00:00:01 web-2 CRON[99]: (root) CMD (true)\n",
@@ -91,6 +92,10 @@ def test_syslog_times():
     assert (a.timestamp, b.timestamp, c.timestamp) == (1_704_067_198_000, 1_704_067_201_000, 1_700_000_000_123)
     assert c.parsed["program"] == "kernel" and "pid" not in c.parsed
     assert bad.key.reason == "bad_timestamp"
+    go = PatternLines(r"^(?P<time>\S+ \S+) handler=(?P<arm>\S+)", LineTime("time"))
+    assert [r.timestamp for r in go.records("app.log", ["2023/11/14 22:13:20 handler=pay",
+                                                         "2023/11/14 22:13:20.5 handler=cart"], 0)] == \
+        [1_700_000_000_000, 1_700_000_000_500]
     now = dt.datetime(2026, 11, 29, 12, tzinfo=dt.UTC)
     assert syslog_ms("Nov 30 10:00:00", now) == 1_796_032_800_000  # (tomorrow: this year)
     assert syslog_ms("Dec  1 10:00:00", now) == 1_764_583_200_000  # (after tomorrow: last year)
