@@ -199,13 +199,15 @@ def _check_mode_flags(s: RunSettings, continuous: bool) -> None:
         if not continuous and opt in s.explicit:
             raise ConfigError(f"--{opt.replace('_', '-')} applies to the continuous mode (--forever, or --mode "
                               "continuous)")
-    for flag, rule in (("--reward-at-least", s.reward_at_least), ("--reward-in", s.reward_in)):
-        if rule is not None and (s.clip or model not in ("bernoulli", "bounded")):
+    rules = [(flag, rule) for flag, rule in (("--reward-at-least", s.reward_at_least), ("--reward-in", s.reward_in),
+                                             ("--reward-match", s.reward_match)) if rule is not None]
+    for flag, _ in rules:
+        if s.clip or model not in ("bernoulli", "bounded"):
             raise ConfigError(f"{flag} makes every reward 0 or 1: it needs the bernoulli reward model (the "
                               f"default), not {model!r}" + (", and nothing is left to --clip" if s.clip else ""))
-    if s.reward_at_least is not None and s.reward_in is not None:
-        raise ConfigError("--reward-at-least and --reward-in are two rules for one reward: give one (--reward-in "
-                          "matches texts, --reward-at-least compares numbers)")
+    if len(rules) > 1:
+        raise ConfigError(f"{' and '.join(f for f, _ in rules)} are rules for one reward: give one (--reward-in "
+                          "matches texts, --reward-match finds a pattern in a text, --reward-at-least compares numbers)")
     if s.clip and model != "bounded":
         raise ConfigError(f"--clip clips to --reward-range, a setting of --reward-model bounded, but the reward model "
                           f"is {model!r}: add --reward-model bounded --reward-range A,B")
@@ -342,7 +344,7 @@ class _App:
                 self.codec = RewardCodec(s.reward_field, getattr(probe, "model", None), clip=s.clip,
                                          request_id_field=s.request_id_field, max_key_bytes=s.max_key_bytes,
                                          numeric_strings=bool(s.numeric_strings), at_least=s.reward_at_least,
-                                         reward_in=s.reward_in)
+                                         reward_in=s.reward_in, reward_match=s.reward_match)
                 self.sched_config = _scheduler_config(s)
         except ConfigError:
             raise
@@ -389,7 +391,7 @@ class _App:
                 group_by=s.group_by, max_groups=s.max_groups, max_arms=s.max_arms, arms=arms,
                 reward_field=s.reward_field, max_key_bytes=s.max_key_bytes, forget_silent=bool(s.forget_silent),
                 key_ttl=s.silence_records or None, clip=s.clip, numeric_strings=bool(s.numeric_strings),
-                at_least=s.reward_at_least, reward_in=s.reward_in)
+                at_least=s.reward_at_least, reward_in=s.reward_in, reward_match=s.reward_match)
         else:
             if arms and len(set(arms)) < self.sched_config.min_arms:  # (it used to wait forever for an episode)
                 raise ConfigError(f"--arms names {len(set(arms))} key(s), fewer than --min-arms "
@@ -585,9 +587,9 @@ class _App:
         progress = self.progress
         if progress is not None and progress.due():
             progress.update(self.source.bytes_read(), self.scheduler.records, len(self.scheduler.alerts.flagged))
-        misses = self.scheduler.codec.misses
-        if misses is not None and not self.rule_warned and not misses.hit and misses.misses >= self.RULE_MISSES_WARNED:
-            log.warning("%s", misses.text())
+        rule = self.scheduler.codec.rule
+        if rule is not None and not self.rule_warned and not rule.hit and rule.misses >= self.RULE_MISSES_WARNED:
+            log.warning("%s", rule.unmatched())
             self.rule_warned = True
 
     def _episode_end(self, summary: dict[str, Any]) -> None:
@@ -617,8 +619,8 @@ class _App:
                 "clipped": self.scheduler.codec.clipped,
                 "episodes": self.scheduler.history, "alerts": st["alerts"], "flagged": sorted(self.scheduler.alerts.flagged),
                 "true_outliers": self.truth, "known_arms": st["known_arms"]}
-        misses = self.scheduler.codec.misses
-        if misses is not None and (unmatched := misses.text()):
+        rule = self.scheduler.codec.rule
+        if rule is not None and (unmatched := rule.unmatched()):
             out["reward_rule_unmatched"] = unmatched
         if hasattr(self.source, "incomplete"):  # a JSONL replay: files ending in a line not read yet
             out["incomplete_last_lines"] = self.source.incomplete

@@ -16,7 +16,17 @@ from ..group_chunks import CHUNK_KEYS
 from ..registry import POLICIES, PolicyParams
 from ..runtime import ACTIVE, PASSIVE, SchedulerConfig
 from ..runtime.continuous import CONTINUOUS
-from .types import key_names, match_values, nonneg_float, nonneg_int, port, positive_int, probability, start_from
+from .types import (
+    key_names,
+    match_pattern,
+    match_values,
+    nonneg_float,
+    nonneg_int,
+    port,
+    positive_int,
+    probability,
+    start_from,
+)
 
 __all__ = ["RunSettings", "DEFAULTS", "EMBEDDED_DEFAULTS", "add_run_arguments", "resolve_settings"]
 
@@ -98,6 +108,7 @@ class RunSettings:
     numeric_strings: bool = False
     reward_at_least: float | None = None
     reward_in: list[str] | None = None
+    reward_match: str | None = None
     key_field: str | None = None
     timestamp_field: str = "timestamp"
     timestamp_unit: str = "ms"
@@ -314,6 +325,10 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="the reward is 1 when the field is one of these texts, else 0: a rate from a category (the "
                         "share of error lines: --reward-field level --reward-in ERROR,FATAL; an integer matches its "
                         "digits, a boolean true/false). Needs a model holding 0 and 1 (the default, bernoulli)")
+    g.add_argument("--reward-match", type=match_pattern, metavar="REGEX",
+                   help="the reward is 1 when the regular expression is found in the field's text, else 0: a rate "
+                        "from a message (--reward-field msg --reward-match 'timed? out|refused'; (?i) ignores case). "
+                        "Needs a model holding 0 and 1 (the default, bernoulli)")
     g.add_argument("--key-field", metavar="NAME",
                    help="JSON field of the value naming the record's key (a host, a worker), in place of the "
                         "record's own key (Kafka) or a line's arm (files); every value is then parsed. A dotted "

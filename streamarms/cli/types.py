@@ -15,7 +15,7 @@ from typing import Any
 
 from ..runtime.clock import iso_ms
 
-__all__ = ["arm_means", "key_names", "positive_int", "budget", "finite", "nonneg_float", "port", "probability", "start_from",
+__all__ = ["match_pattern", "arm_means", "key_names", "positive_int", "budget", "finite", "nonneg_float", "port", "probability", "start_from",
            "allow_negative_lists"]
 
 #: a negative number, or a comma-separated list of numbers that starts with one (``-20,20``, ``-1e3,0.5``):
@@ -78,6 +78,25 @@ def match_values(text: str) -> list[str]:
     if not values:
         raise argparse.ArgumentTypeError(f"expected the texts to match V,W,.. (at least one), got {text!r}")
     return values
+
+
+def match_pattern(text: str) -> str:
+    """``--reward-match REGEX``: a regular expression (checked here: a bad one is a usage error naming it).
+
+    >>> match_pattern("timed? out")
+    'timed? out'
+    >>> match_pattern("(unclosed")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected a regular expression, got '(unclosed' (missing ), unterminated subpattern at position 0)
+    """
+    try:
+        re.compile(text)
+    except re.error as e:
+        raise argparse.ArgumentTypeError(f"expected a regular expression, got {text!r} ({e})") from None
+    if not text:
+        raise argparse.ArgumentTypeError("expected a regular expression, got '' (it would match every text)")
+    return text
 
 
 def _number(text: str, conv: Callable[[str], Any], ok: Callable[[Any], bool], unparsed: str, bad: str) -> Any:

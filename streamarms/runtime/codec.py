@@ -13,7 +13,7 @@ from ..models import BoundedModel, RewardModel
 from . import decoder
 from .field_path import FieldPath
 from .records import InvalidRecord, RefusedKey
-from .rule_misses import RuleMisses
+from .reward_rule import RewardRule
 
 __all__ = ["RewardCodec"]
 
@@ -49,7 +49,8 @@ class RewardCodec:
     ``at_least=500``; a rate of slow requests from latencies), for a model that holds 0 and 1; ``reward_in``
     (not with ``at_least``) makes it 1 when the field's text -- a string, an integer's digits, a boolean's
     ``true``/``false`` -- is one of the values given and 0 otherwise (the rate of ``"level": "ERROR"`` lines:
-    ``reward_in=["ERROR", "FATAL"]``).
+    ``reward_in=["ERROR", "FATAL"]``); ``reward_match`` (a third, alone) makes it 1 when a regular expression is
+    found in that text (``reward_match="timed out"`` on a message). The rules: :class:`RewardRule`.
 
     >>> c = RewardCodec(model=None)
     >>> c.arm(b"eu-west"), c.reward("eu-west", b'{"reward": 0.25, "x": 1}')
@@ -76,26 +77,14 @@ class RewardCodec:
     def __init__(self, reward_field: str = "reward", model: RewardModel | None = None, *,
                  request_id_field: str = "request_id", max_key_bytes: int = 256, clip: bool = False,
                  numeric_strings: bool = False, at_least: float | None = None,
-                 reward_in: Sequence[str] | None = None) -> None:
+                 reward_in: Sequence[str] | None = None, reward_match: str | None = None) -> None:
         if max_key_bytes < 1:
             raise ValueError(f"max_key_bytes must be >= 1, got {max_key_bytes}")
         if clip and not isinstance(model, BoundedModel):
             raise ValueError("clipping needs the bounded reward model (its range is what rewards are clipped to)")
-        if at_least is not None and (isinstance(at_least, bool) or not isinstance(at_least, (int, float))
-                                     or not math.isfinite(at_least)):
-            raise ValueError(f"at_least must be a finite number, got {at_least!r}")
-        if reward_in is not None:
-            if at_least is not None:
-                raise ValueError("reward_in and at_least are two rules for one reward: give one")
-            if isinstance(reward_in, str) or not reward_in or not all(isinstance(v, str) for v in reward_in):
-                raise ValueError(f"reward_in must be texts to match, at least one, got {reward_in!r}")
-        rule = "at_least" if at_least is not None else "reward_in" if reward_in is not None else None
-        if rule is not None:  # (either rule makes every reward 0 or 1)
-            if clip:
-                raise ValueError(f"{rule} makes every reward 0 or 1: there is nothing to clip")
-            if model is not None and not model.holds_flags():
-                raise ValueError(f"{rule} makes the rewards 0 and 1, which the {model.name} reward model does not "
-                                 "hold (use the Bernoulli model, the default)")
+        #: the rule that makes each reward 0 or 1 (``--reward-at-least``, ``--reward-in``, ``--reward-match``), and
+        #: what it met before its first 1 (``None``: no rule, the reward is the field's number)
+        self.rule = RewardRule.of(at_least, reward_in, reward_match, clip, model)
         #: a string holding a JSON number counts as that number
         self.numeric_strings = numeric_strings
         #: the reward is 1 when the field's text (an integer's digits, a boolean's true/false) is one of these,
@@ -103,15 +92,11 @@ class RewardCodec:
         self.reward_in = None if reward_in is None else frozenset(reward_in)
         #: the reward is 1 when the field's number is at least this, else 0 (``None``: the number itself)
         self.at_least = at_least
-        #: what the rule met before its first 1 (``None``: no rule); a rule that never matches is said
-        self.misses = (None if rule is None else
-                       RuleMisses(f"--reward-at-least {at_least:g}") if at_least is not None else
-                       RuleMisses(f"--reward-in {','.join(reward_in or ())}", reward_in))
         #: a boolean reward is 1 (true) or 0 (false): a model of rates (``RewardModel.of_rates``, or none) and
         #: no ``at_least`` that compares numbers
         self.booleans = at_least is None and (model is None or model.of_rates())
         #: neither rule: the batch paths read the field's number inline (else each record by :meth:`reward_of`)
-        self.plain = not numeric_strings and at_least is None and reward_in is None
+        self.plain = not numeric_strings and self.rule is None
         #: the range rewards are clipped to (``None``: no clipping) and how many were
         self.clip = (model.low, model.high) if isinstance(model, BoundedModel) and clip else None
         self.clipped = 0
@@ -179,7 +164,7 @@ class RewardCodec:
             v = self._field(obj)
         except KeyError:
             raise InvalidRecord("missing_reward", f"value of arm {arm!r} has no {self.reward_field!r} field") from None
-        if self.reward_in is not None:
+        if self.rule is not None and self.at_least is None:
             return self._matched(arm, v)
         x = decoder.number(v)
         if x is None and self.numeric_strings and type(v) is str:
@@ -201,8 +186,8 @@ class RewardCodec:
         if not math.isfinite(x):
             raise InvalidRecord("not_finite", f"reward of arm {arm!r} is not finite: {x!r}")
         if self.at_least is not None:
-            assert self.misses is not None
-            x = self.misses.at_least(x, self.at_least)
+            assert self.rule is not None
+            x = self.rule.of_number(x)
         c = self.clip
         if c is not None and not c[0] <= x <= c[1]:  # (the batch paths refuse it: they come here for it)
             x = c[0] if x < c[0] else c[1]
@@ -215,8 +200,8 @@ class RewardCodec:
         return x
 
     def _matched(self, arm: str, v: Any) -> float:
-        """``reward_in``'s reward: 1 when the field's text is one of the values, else 0; a value with no such
-        text (a fraction, null, an array, an object) is refused."""
+        """``reward_in``'s (``reward_match``'s) reward: 1 when the field's text is one of the values (the pattern is
+        found in it), else 0; a value with no such text (a fraction, null, an array, an object) is refused."""
         t = type(v)
         if t is str:
             text = v
@@ -226,10 +211,11 @@ class RewardCodec:
             text = str(v)
         else:
             shown = "null" if v is None else f"a JSON {'number with a fraction' if t is float else t.__name__}"
-            raise InvalidRecord("not_numeric", f"reward of arm {arm!r} is {shown}: --reward-in matches a text, an "
+            flag = self.rule.flag.split()[0] if self.rule is not None else ""
+            raise InvalidRecord("not_numeric", f"reward of arm {arm!r} is {shown}: {flag} matches a text, an "
                                                "integer or a boolean")
-        assert self.misses is not None  # (called under the rule only)
-        return self.misses.matched(text)
+        assert self.rule is not None  # (called under the rule only)
+        return self.rule.of_text(text)
 
     def _boolean(self, arm: str, v: bool) -> float:
         """A boolean reward: 1 (true) or 0 (false) under a model of rates, else refused saying why."""

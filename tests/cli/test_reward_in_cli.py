@@ -54,7 +54,8 @@ def test_without_the_rule_a_level_is_refused_naming_it_and_a_restart_may_not_cha
 
 
 @pytest.mark.parametrize("extra, needle", [
-    (["--reward-at-least", "1"], "two rules for one reward"),
+    (["--reward-at-least", "1"], "--reward-at-least and --reward-in are rules for one reward: give one"),
+    (["--reward-match", "ERR"], "--reward-in and --reward-match are rules for one reward"),
     (["--reward-model", "bounded", "--reward-range", "0,10", "--clip"], "nothing is left to --clip"),
     (["--reward-model", "heavy_tailed", "--moment-bound", "2"], "needs the bernoulli reward model"),
 ])
@@ -88,3 +89,36 @@ def test_a_rule_that_matches_nothing_is_said_with_what_the_field_held(tmp_path, 
     assert main([*base, "--reward-field", "ts", "--reward-at-least", "2e12", "--quiet"]) == 0
     said = json.loads(summary.read_text())["reward_rule_unmatched"]
     assert said.endswith(f"The largest number the field held was {1_700_000_000_000 + 50 * 11_999:g}"), said
+
+
+def _messages(path, n=30_000, seed=9):
+    rng = random.Random(seed)
+    with open(path, "w") as f:
+        for t in range(n):
+            h = rng.choice(HOSTS)
+            u, p = rng.random(), (0.2 if h == "web-4" else 0.02)
+            msg = (f"upstream timed out (110: Connection timed out) while reading from {rng.randrange(99)}" if u < p
+                   else "connect() failed (111: Connection refused)" if u < p + 0.01 else f"GET /api/{rng.randrange(9)} 200")
+            f.write(json.dumps({"host": h, "msg": msg}) + "\n")
+
+
+@pytest.mark.parametrize("mode", [["--policy", "cs", "--max-episodes", "1"], ["--forever"]],
+                         ids=["episodes", "continuous"])
+def test_the_share_of_timeouts_in_each_hosts_messages(tmp_path, capsys, mode):
+    """--reward-match REGEX: the share of each host's messages saying 'timed out', from free text (the log's msg
+    field) -- a rate --reward-in cannot read (every message differs); from TOML too; a restart may not change it."""
+    p, summary, cfg, ck = tmp_path / "app.jsonl", tmp_path / "s.json", tmp_path / "c.toml", str(tmp_path / "c.ckpt")
+    _messages(p)
+    base = ["run", "--rewards-file", str(p), "--key-field", "host", "--reward-field", "msg", "--summary-json",
+            str(summary), "--quiet", *mode]
+    assert main([*base, "--checkpoint", ck, "--reward-match", "timed out"]) == 0
+    got = json.loads(summary.read_text())
+    assert got["flagged"] == ["web-4"] and not got["invalid"] and "reward_rule_unmatched" not in got, got
+    assert main([*base, "--checkpoint", ck, "--reward-match", "timed out|refused"]) == 2
+    assert "--reward-match 'timed out' (this run: 'timed out|refused')" in capsys.readouterr().err
+    cfg.write_text('reward_match = "timed? out"\n')
+    assert main([*base, "--checkpoint", "none", "--config", str(cfg)]) == 0
+    assert json.loads(summary.read_text())["flagged"] == ["web-4"]
+    with pytest.raises(SystemExit) as e:  # (a usage error: argparse's)
+        main([*base, "--checkpoint", "none", "--reward-match", "(unclosed"])
+    assert e.value.code == 2 and "expected a regular expression, got '(unclosed'" in capsys.readouterr().err

@@ -4,6 +4,8 @@ with no such text is refused, and the rule refuses what cannot go with it."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from streamarms.models import BernoulliModel, BoundedModel
@@ -36,7 +38,8 @@ def test_a_value_without_a_text_is_refused(value, shown):
 
 
 @pytest.mark.parametrize("kw, why", [
-    ({"at_least": 500}, "two rules for one reward"),
+    ({"at_least": 500}, "rules for one reward"),
+    ({"reward_match": "ERR"}, "rules for one reward"),
     ({"model": BoundedModel(0, 5000), "clip": True}, "nothing to clip"),
     ({"model": BoundedModel(2, 5)}, "does not hold"),
     ({"reward_in": "ERROR"}, "texts to match"),
@@ -51,3 +54,26 @@ def test_what_cannot_go_with_the_rule_is_refused(kw, why):
 def test_a_refused_category_names_the_rule():
     with pytest.raises(InvalidRecord, match=r"'ERROR' \(--reward-in ERROR,.. makes the reward 1"):
         RewardCodec("level", BernoulliModel()).reward("h", b'{"level": "ERROR"}')
+
+
+def test_reward_match_finds_a_pattern_in_the_text_on_every_path():
+    """``reward_match`` (``--reward-match``): 1 where the regular expression is found in the field's text."""
+    values = [b'{"msg": "upstream timed out (110)"}', b'{"msg": "ok"}', b'{"msg": "connect() refused"}',
+              b'{"msg": "Timed Out"}', b'{"msg": 110}', b'{"msg": null}']
+    c = RewardCodec("msg", BernoulliModel(), reward_match="timed? out|refused|^110$")
+    assert [c.by_rule(json.loads(v)) for v in values] == [1.0, 0.0, 1.0, 0.0, 1.0, None]
+    assert c.rewards(values) == [1.0, 0.0, 1.0, 0.0, 1.0, None]
+    with pytest.raises(InvalidRecord, match="is null: --reward-match matches a text"):
+        c.reward("h", values[-1])
+    assert RewardCodec("msg", None, reward_match="(?i)timed out").reward("h", values[3]) == 1.0
+    with pytest.raises(ValueError, match="not a regular expression"):
+        RewardCodec("msg", None, reward_match="(unclosed")
+
+
+def test_a_pattern_that_matches_nothing_names_what_the_field_held():
+    c = RewardCodec("msg", BernoulliModel(), reward_match="timed out")
+    for v in [b'{"msg": "ok"}'] * 9 + [b'{"msg": "Timed Out"}']:
+        c.reward("h", v)
+    said = c.rule.unmatched()
+    assert said.startswith("--reward-match 'timed out' has matched none of the rewards read") and "'ok' (90%)" in said
+    assert "'Timed Out' would match but for its case: --reward-match is case-sensitive, (?i)" in said
