@@ -94,7 +94,7 @@ def test_a_rule_that_matches_nothing_is_said_with_what_the_field_held(tmp_path, 
 def _messages(path, n=30_000, seed=9):
     rng = random.Random(seed)
     with open(path, "w") as f:
-        for t in range(n):
+        for _ in range(n):
             h = rng.choice(HOSTS)
             u, p = rng.random(), (0.2 if h == "web-4" else 0.02)
             msg = (f"upstream timed out (110: Connection timed out) while reading from {rng.randrange(99)}" if u < p
