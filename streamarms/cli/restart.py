@@ -10,7 +10,7 @@ a run with other settings starts with a fresh checkpoint (another ``--checkpoint
 
 * **Refused** in both modes: ``--k``, the reward model (``--reward-model``, ``--reward-range``, ``--clip``,
   ``--model-param``), ``--arms`` (which keys are fed), ``--reward-field``, ``--numeric-strings``,
-  ``--reward-at-least``, ``--reward-in`` and ``--reward-match`` (what a reward is), ``--key-field`` (what a key is),
+  ``--reward-at-least``, ``--reward-in``, ``--reward-match`` and ``--reward-missing`` (what a reward is), ``--key-field`` (what a key is),
   ``--timestamp-field`` and ``--timestamp-unit`` (what a line's time is: the stream clock the checkpoint's
   times are on), ``--rewards-format`` and ``--line-pattern`` (how a line is read).
 * **Refused** in the episode modes: ``--policy`` and every policy parameter (``--delta``, ``--two-sided``,
@@ -56,7 +56,7 @@ __all__ = ["statistics_settings"]
 _COMMON = {"--k": "k", "--reward-model": "reward_model", "--reward-range": "reward_bounds", "--clip": "clip",
            "--model-param": "model_params", "--arms": "arms", "--reward-field": "reward_field",
            "--key-field": "key_field", "--numeric-strings": "numeric_strings", "--reward-at-least": "reward_at_least",
-           "--reward-in": "reward_in", "--reward-match": "reward_match",
+           "--reward-in": "reward_in", "--reward-match": "reward_match", "--reward-missing": "reward_missing",
            "--timestamp-field": "timestamp_field", "--timestamp-unit": "timestamp_unit",
            "--rewards-format": "rewards_format", "--line-pattern": "line_pattern"}
 #: ... the episode modes

@@ -344,7 +344,8 @@ class _App:
                 self.codec = RewardCodec(s.reward_field, getattr(probe, "model", None), clip=s.clip,
                                          request_id_field=s.request_id_field, max_key_bytes=s.max_key_bytes,
                                          numeric_strings=bool(s.numeric_strings), at_least=s.reward_at_least,
-                                         reward_in=s.reward_in, reward_match=s.reward_match)
+                                         reward_in=s.reward_in, reward_match=s.reward_match,
+                                         missing=s.reward_missing)
                 self.sched_config = _scheduler_config(s)
         except ConfigError:
             raise
@@ -391,7 +392,8 @@ class _App:
                 group_by=s.group_by, max_groups=s.max_groups, max_arms=s.max_arms, arms=arms,
                 reward_field=s.reward_field, max_key_bytes=s.max_key_bytes, forget_silent=bool(s.forget_silent),
                 key_ttl=s.silence_records or None, clip=s.clip, numeric_strings=bool(s.numeric_strings),
-                at_least=s.reward_at_least, reward_in=s.reward_in, reward_match=s.reward_match)
+                at_least=s.reward_at_least, reward_in=s.reward_in, reward_match=s.reward_match,
+                missing=s.reward_missing)
         else:
             if arms and len(set(arms)) < self.sched_config.min_arms:  # (it used to wait forever for an episode)
                 raise ConfigError(f"--arms names {len(set(arms))} key(s), fewer than --min-arms "

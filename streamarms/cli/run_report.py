@@ -280,6 +280,9 @@ def refusals_hint(records: int, invalid: dict[str, int], from_file: bool, dead_l
     elif from_file and invalid.get("key_missing", 0) * 2 > refused:
         out += ('; a JSONL line is a JSON object naming its key in "arm" ({"arm": "eu", "reward": 1}) or in "key" '
                 'with the record in "value" ({"key": "eu", "value": {"reward": 1}}), a string or an integer')
+    elif invalid.get("missing_reward", 0) * 2 > refused:
+        out += ("; most records have no reward field: --reward-missing X reads a record without it as the reward X "
+                "(--reward-missing 0: a flag a log writes only when it is set), or --reward-field names another")
     elif invalid.get("out_of_model", 0) * 2 > refused:
         out += ("; the rewards are numbers the bernoulli model (0 or 1) does not hold: --reward-at-least N makes each "
                 "a flag (1 at or above N: a status >= 500, a latency >= 1000), or --reward-model bounded --reward-range "

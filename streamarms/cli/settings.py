@@ -109,6 +109,7 @@ class RunSettings:
     reward_at_least: float | None = None
     reward_in: list[str] | None = None
     reward_match: str | None = None
+    reward_missing: float | None = None
     key_field: str | None = None
     timestamp_field: str = "timestamp"
     timestamp_unit: str = "ms"
@@ -329,6 +330,10 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="the reward is 1 when the regular expression is found in the field's text, else 0: a rate "
                         "from a message (--reward-field msg --reward-match 'timed? out|refused'; (?i) ignores case). "
                         "Needs a model holding 0 and 1 (the default, bernoulli)")
+    g.add_argument("--reward-missing", type=float, metavar="X",
+                   help="the reward of a record without the reward's field (a flag a log writes only when it is "
+                        "set: --reward-field error --reward-match . --reward-missing 0); else such a record is "
+                        "refused (missing_reward)")
     g.add_argument("--key-field", metavar="NAME",
                    help="JSON field of the value naming the record's key (a host, a worker), in place of the "
                         "record's own key (Kafka) or a line's arm (files); every value is then parsed. A dotted "

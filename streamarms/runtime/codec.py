@@ -50,7 +50,8 @@ class RewardCodec:
     (not with ``at_least``) makes it 1 when the field's text -- a string, an integer's digits, a boolean's
     ``true``/``false`` -- is one of the values given and 0 otherwise (the rate of ``"level": "ERROR"`` lines:
     ``reward_in=["ERROR", "FATAL"]``); ``reward_match`` (a third, alone) makes it 1 when a regular expression is
-    found in that text (``reward_match="timed out"`` on a message). The rules: :class:`RewardRule`.
+    found in that text (``reward_match="timed out"`` on a message). The rules: :class:`RewardRule`. ``missing``
+    is the reward of a value without the field (a flag a log writes only when it is set), which is else refused.
 
     >>> c = RewardCodec(model=None)
     >>> c.arm(b"eu-west"), c.reward("eu-west", b'{"reward": 0.25, "x": 1}')
@@ -77,7 +78,8 @@ class RewardCodec:
     def __init__(self, reward_field: str = "reward", model: RewardModel | None = None, *,
                  request_id_field: str = "request_id", max_key_bytes: int = 256, clip: bool = False,
                  numeric_strings: bool = False, at_least: float | None = None,
-                 reward_in: Sequence[str] | None = None, reward_match: str | None = None) -> None:
+                 reward_in: Sequence[str] | None = None, reward_match: str | None = None,
+                 missing: float | None = None) -> None:
         if max_key_bytes < 1:
             raise ValueError(f"max_key_bytes must be >= 1, got {max_key_bytes}")
         if clip and not isinstance(model, BoundedModel):
@@ -85,6 +87,16 @@ class RewardCodec:
         #: the rule that makes each reward 0 or 1 (``--reward-at-least``, ``--reward-in``, ``--reward-match``), and
         #: what it met before its first 1 (``None``: no rule, the reward is the field's number)
         self.rule = RewardRule.of(at_least, reward_in, reward_match, clip, model)
+        if missing is not None:
+            try:
+                if isinstance(missing, bool) or not isinstance(missing, (int, float)) or not math.isfinite(missing):
+                    raise ValueError("not a finite number")
+                if model is not None:
+                    model.check("", float(missing))
+            except ValueError as e:
+                raise ValueError(f"missing must be a reward the model holds, got {missing!r}: {e}") from None
+        #: the reward of a value without the reward's field (``None``: such a value is refused, ``missing_reward``)
+        self.missing = None if missing is None else float(missing)
         #: a string holding a JSON number counts as that number
         self.numeric_strings = numeric_strings
         #: the reward is 1 when the field's text (an integer's digits, a boolean's true/false) is one of these,
@@ -96,7 +108,7 @@ class RewardCodec:
         #: no ``at_least`` that compares numbers
         self.booleans = at_least is None and (model is None or model.of_rates())
         #: neither rule: the batch paths read the field's number inline (else each record by :meth:`reward_of`)
-        self.plain = not numeric_strings and self.rule is None
+        self.plain = not numeric_strings and self.rule is None and missing is None
         #: the range rewards are clipped to (``None``: no clipping) and how many were
         self.clip = (model.low, model.high) if isinstance(model, BoundedModel) and clip else None
         self.clipped = 0
@@ -163,6 +175,8 @@ class RewardCodec:
         try:
             v = self._field(obj)
         except KeyError:
+            if self.missing is not None:
+                return self.missing
             raise InvalidRecord("missing_reward", f"value of arm {arm!r} has no {self.reward_field!r} field") from None
         if self.rule is not None and self.at_least is None:
             return self._matched(arm, v)

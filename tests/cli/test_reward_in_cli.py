@@ -122,3 +122,30 @@ def test_the_share_of_timeouts_in_each_hosts_messages(tmp_path, capsys, mode):
     with pytest.raises(SystemExit) as e:  # (a usage error: argparse's)
         main([*base, "--checkpoint", "none", "--reward-match", "(unclosed"])
     assert e.value.code == 2 and "expected a regular expression, got '(unclosed'" in capsys.readouterr().err
+
+
+def test_a_flag_written_only_when_set_is_read_with_reward_missing(tmp_path, capsys):
+    """Logs often write a field only when it is set ({"error": "..."} on failed requests alone): every other
+    record was refused as missing_reward, so each key's rate was taken over its failures only (1 everywhere).
+    --reward-missing 0 reads such a record as the reward 0; without it the refusals' hint names the flag; a
+    restart may not change it."""
+    rng = random.Random(5)
+    p, summary, ck = tmp_path / "app.jsonl", tmp_path / "s.json", str(tmp_path / "c.ckpt")
+    with open(p, "w") as f:
+        for _ in range(40_000):
+            h = rng.choice(HOSTS)
+            d = {"host": h, "path": "/x"} | ({"error": "upstream timed out"} if rng.random() < (0.15 if h == "web-2"
+                                                                                                    else 0.02) else {})
+            f.write(json.dumps(d) + "\n")
+    base = ["run", "--rewards-file", str(p), "--key-field", "host", "--reward-field", "error", "--reward-match", ".",
+            "--summary-json", str(summary), "--policy", "cs", "--max-episodes", "1"]
+    assert main([*base, "--checkpoint", "none"]) == 0
+    assert "--reward-missing X reads a record without it as the reward X" in capsys.readouterr().out
+    assert json.loads(summary.read_text())["invalid"]["missing_reward"] > 30_000
+    assert main([*base, "--checkpoint", ck, "--reward-missing", "0", "--quiet"]) == 0
+    got = json.loads(summary.read_text())
+    assert got["flagged"] == ["web-2"] and not got["invalid"], got
+    assert main([*base, "--checkpoint", ck, "--reward-missing", "1"]) == 2
+    assert "--reward-missing 0.0 (this run: 1.0)" in capsys.readouterr().err
+    assert main([*base, "--checkpoint", "none", "--reward-missing", "0.5"]) == 2
+    assert "missing must be a reward the model holds, got 0.5" in capsys.readouterr().err

@@ -77,3 +77,14 @@ def test_a_pattern_that_matches_nothing_names_what_the_field_held():
     said = c.rule.unmatched()
     assert said.startswith("--reward-match 'timed out' has matched none of the rewards read") and "'ok' (90%)" in said
     assert "'Timed Out' would match but for its case: --reward-match is case-sensitive, (?i)" in said
+
+
+def test_missing_gives_the_reward_of_a_value_without_the_field_on_every_path():
+    c = RewardCodec("error", BernoulliModel(), reward_match=".", missing=0)
+    values = [b'{"error": "timed out"}', b'{"path": "/x"}', b'{"error": null}']
+    assert c.rewards(values) == [1.0, 0.0, None] and c.reward("h", values[1]) == 0.0
+    plain = RewardCodec("ms", BoundedModel(0, 100), missing=50)
+    assert plain.rewards([b'{"ms": 3}', b'{"x": 1}']) == [3.0, 50.0] and not plain.plain
+    for bad in (2, float("nan"), True):
+        with pytest.raises(ValueError, match="missing must be a reward the model holds"):
+            RewardCodec("error", BernoulliModel(), missing=bad)
