@@ -231,21 +231,40 @@ _DICT, _STR, _INT = frozenset((dict,)), frozenset((str,)), frozenset((int,))
 
 
 def _refuse_json_array(path: str, head: bytes) -> None:
-    """A :class:`ConfigError` for a JSON-lines path whose file is one JSON array (an API's or a database's export:
-    ``[{...}, {...}]``): read as lines, every line of it was refused as ``not_json`` (an indented one) or it was
-    one incomplete line (a compact one), with no word of what the file is.
+    """A :class:`ConfigError` for a JSON-lines path whose file is one JSON array (an API's or a database's export),
+    from its first bytes (``head``, up to :data:`ARRAY_HEAD`): indented (its first line is ``[``) or compact (one
+    line ``[{...}, ...]``, the file's only one). Read as lines, every line of it was refused as ``not_json`` (an
+    indented one) or it was one incomplete line (a compact one), with no word of what the file is. A JSON-lines
+    file whose first line is a bad record (``[1]``, then more lines) is read as one: that line is a dead letter.
 
-    >>> _refuse_json_array("r.jsonl", b'{"arm": "a"}\\n'); _refuse_json_array("x.json", b"\\xef\\xbb\\xbf [\\n  {")
+    >>> _refuse_json_array("r.jsonl", b'[1]\\n{"arm": "a"}\\n'); _refuse_json_array("x.json", b"\\xef\\xbb\\xbf [\\n  {")
     Traceback (most recent call last):
     ...
     streamarms.errors.ConfigError: x.json is one JSON array, not JSON lines (one object a line): write its elements \
 a line each first (jq -c '.[]' x.json > x.jsonl), or pipe them into the run (jq -c '.[]' x.json | streamarms run \
 --rewards-file - ...)
+    >>> _refuse_json_array("y.json", b'[{"arm": "a"}, {"arm": "b"}]\\n')
+    Traceback (most recent call last):
+    ...
+    streamarms.errors.ConfigError: y.json is one JSON array, not JSON lines (one object a line): write its elements \
+a line each first (jq -c '.[]' y.json > y.jsonl), or pipe them into the run (jq -c '.[]' y.json | streamarms run \
+--rewards-file - ...)
     """
-    if head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")[:1] == b"[":
+    text = head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")
+    if text[:1] != b"[":
+        return
+    end = text.find(b"\n")
+    first, rest = (text, b"") if end < 0 else (text[:end].strip(), text[end + 1:])
+    indented = first == b"["
+    compact = first[1:].lstrip()[:1] == b"{" and not rest.strip() and (end < 0 or len(head) < ARRAY_HEAD)
+    if indented or compact:
         raise ConfigError(f"{path} is one JSON array, not JSON lines (one object a line): write its elements a line "
                           f"each first (jq -c '.[]' {path} > {path.removesuffix('.json')}.jsonl), or pipe them into "
                           f"the run (jq -c '.[]' {path} | streamarms run --rewards-file - ...)")
+
+
+#: the first bytes of a JSON-lines file read to tell a JSON array document from it (:func:`_refuse_json_array`)
+ARRAY_HEAD = 1 << 20
 
 
 class JsonlSource:
@@ -313,7 +332,7 @@ class JsonlSource:
                         self.tables[p].set_header(self._readers[p].first_line(), p)
                         self._headed[p] = self._readers[p]
                     elif p not in self.tables:
-                        _refuse_json_array(p, self._readers[p]._pread(64, 0))
+                        _refuse_json_array(p, self._readers[p].head(ARRAY_HEAD))
                 self._eof[p] = False
         except BaseException:
             self.close()

@@ -299,6 +299,10 @@ class LineReader:
         """The file descriptor of the file read."""
         return self._f.fileno()
 
+    def head(self, n: int) -> bytes:
+        """The file's first ``n`` bytes (or fewer), whatever has been read."""
+        return self._pread(n, 0)
+
     def tell(self) -> int:
         """The bytes of the file read so far (the lines not yet returned included: at most a block ahead)."""
         return self._f.tell()

@@ -190,8 +190,10 @@ def test_a_json_array_file_is_one_error_naming_the_conversion(tmp_path, capsys, 
     assert (f"{p} is one JSON array, not JSON lines (one object a line): write its elements a line each first (jq -c "
             f"'.[]' {p} > {tmp_path / 'export'}.jsonl)") in capsys.readouterr().err
     q = tmp_path / "export.jsonl"
-    q.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert main([*argv, "--rewards-file", str(q), "--quiet"]) == 0
+    q.write_text("[1]\n" + "".join(json.dumps(r) + "\n" for r in rows))  # (a bad first line is a dead letter)
+    summary = tmp_path / "s.json"
+    assert main([*argv, "--rewards-file", str(q), "--quiet", "--summary-json", str(summary)]) == 0
+    assert json.loads(summary.read_text())["invalid"] == {"not_object": 1}
 
 
 @pytest.mark.parametrize("line", [{"host": "h1", "reward": 1}, {"arm": ["h1"], "reward": 1}, {"arm": 1.5, "reward": 1}])
