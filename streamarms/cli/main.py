@@ -1,5 +1,5 @@
 """The ``streamarms`` command: a parser with one sub-command per job (``simulate``, ``run``, ``explain``,
-``dedupe-alerts``).
+``inspect``, ``dedupe-alerts``).
 
 >>> build_parser().parse_args(["simulate", "--policy", "wrr"]).policy
 'wrr'
@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from .. import __version__
 from .dedupe import add_dedupe_parser
 from .explain import add_explain_parser
+from .inspect import add_inspect_parser
 from .run import add_run_parser
 from .simulate import add_simulate_parser
 from .types import allow_negative_lists
@@ -40,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_simulate_parser(sub)
     add_run_parser(sub)
     add_explain_parser(sub)
+    add_inspect_parser(sub)
     add_dedupe_parser(sub)
     return parser
 

@@ -1,0 +1,280 @@
+"""``streamarms inspect FILE``: what a log or a table holds, and the ``streamarms run`` flags that read it.
+
+A newcomer's first question about a new log is which field is the key and which the reward. ``inspect`` reads
+the first records of the files (``--records``, 10,000) through the same reader as ``run`` (JSON lines, CSV/TSV
+tables by their names or ``--rewards-format``, plain-text logs with ``--line-pattern``), prints one line per
+field -- how often it is there, its types, how many distinct values, examples or the range of its numbers --
+and suggests the flags: a key (a text or integer field whose values repeat, a few to thousands of them), a
+reward read as it is (a 0/1 number, a boolean) or through a rule (a status code: ``--reward-at-least 500``; a
+level: ``--reward-in ERROR``; a latency: the bounded model with its range; a field most records lack: the share
+of records with it, ``--reward-missing 0``), and the records' time. The
+suggestions are a start, not an answer: it cannot know which rate you care about.
+
+>>> import json, tempfile, os
+>>> d = tempfile.mkdtemp(); p = os.path.join(d, "app.jsonl")
+>>> with open(p, "w") as f:
+...     for i in range(400):
+...         _ = f.write(json.dumps({"host": f"h{i % 8}", "status": 500 if i % 13 == 0 else 200, "ms": i % 97 + 0.5}) + "\\n")
+>>> print("\\n".join(suggestions(profile(p, records=1000)[0], 400)))
+streamarms run --rewards-file FILE --key-field host --reward-field status --reward-at-least 500
+streamarms run --rewards-file FILE --key-field host --reward-field ms --reward-model bounded --reward-range 0,97 --clip
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import shlex
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..connectors.csv_lines import table_format
+from ..errors import ConfigError
+
+__all__ = ["add_inspect_parser", "inspect_main", "profile", "suggestions", "FieldProfile"]
+
+#: distinct values kept per field (a field with more is counted as "more than" this)
+DISTINCT = 10_000
+#: names a key field often has, tried first
+KEY_NAMES = ("arm", "key", "host", "hostname", "host.name", "upstream_addr", "upstream", "server", "service", "region",
+             "worker", "worker_id", "user", "user_id", "endpoint", "path", "route", "country", "shard", "node")
+#: names a time field often has
+TIME_NAMES = ("timestamp", "@timestamp", "time", "ts", "time_local", "datetime", "date", "created_at", "submitted_at")
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")  # (a JSON number's text)
+_ERRORISH = re.compile(r"(?i)err|fail|fatal|crit|timeout|timed.?out|refused|denied|reject|5\d\d")
+
+
+@dataclass
+class FieldProfile:
+    """What one field held over the records read: ``present`` (records with it), ``types`` (JSON type names),
+    ``values`` (a count of each distinct value, up to :data:`DISTINCT` of them), the numbers' ``low`` / ``high``
+    and a few of them (``numbers``, for quantiles).
+
+    >>> f = FieldProfile("ms"); f.add(3); f.add(5.5); f.add("x"); (f.present, f.low, f.high, dict(f.types))
+    (3, 3.0, 5.5, {'int': 1, 'float': 1, 'str': 1})
+    """
+
+    name: str
+    present: int = 0
+    types: Counter[str] = field(default_factory=Counter)
+    values: Counter[Any] = field(default_factory=Counter)
+    more: bool = False  # more distinct values than DISTINCT
+    numeric: int = 0  # values that are numbers, or texts writing one
+    low: float = math.inf
+    high: float = -math.inf
+    numbers: list[float] = field(default_factory=list)
+
+    def add(self, v: Any) -> None:
+        self.present += 1
+        t = type(v)
+        self.types["bool" if t is bool else "null" if v is None else t.__name__] += 1
+        if t is str and _NUMBER.fullmatch(v):  # (a table's cells, a log that quotes its numbers)
+            self.numeric += 1
+            x = float(v)
+            self.low, self.high = min(self.low, x), max(self.high, x)
+            if len(self.numbers) < 100_000:
+                self.numbers.append(x)
+        elif t in (int, float) and math.isfinite(v):
+            self.numeric += 1
+            x = float(v)
+            self.low, self.high = min(self.low, x), max(self.high, x)
+            if len(self.numbers) < 100_000:
+                self.numbers.append(x)
+        if t in (str, int, float, bool):
+            if v in self.values or len(self.values) < DISTINCT:
+                self.values[v] += 1
+            else:
+                self.more = True
+
+    @property
+    def distinct(self) -> int:
+        return len(self.values)
+
+    def share(self, t: str) -> float:
+        return self.types[t] / self.present if self.present else 0.0
+
+    def digits(self) -> bool:
+        """Whether every value is an integer or a text of digits (a status code written either way)."""
+        return all(type(v) is int or (type(v) is str and v.isdigit()) for v in self.values) and bool(self.values)
+
+    def quantile(self, q: float) -> float:
+        xs = sorted(self.numbers)
+        return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else math.nan
+
+    def line(self, records: int) -> str:
+        kinds = ", ".join(f"{t} {100 * n / self.present:.0f}%" for t, n in self.types.most_common(3))
+        distinct = f"{'>' if self.more else ''}{self.distinct:,} distinct"
+        if self.low <= self.high and self.numeric >= 0.5 * self.present:
+            shown = f"{_num(self.low)} .. {_num(self.high)}"
+        else:
+            shown = ", ".join(f"{str(v)[:24]!r} ({n:,})" for v, n in self.values.most_common(4))
+        return f"  {self.name:<28} {100 * self.present / max(records, 1):5.1f}%  {kinds:<22} {distinct:<16} {shown}"
+
+
+def _num(x: float) -> str:
+    """A number as a person reads it: an integer with its digits (a time in ms), else four significant ones."""
+    return f"{int(x):,}" if x.is_integer() and abs(x) < 1e16 else f"{x:.4g}"
+
+
+def add_inspect_parser(subparsers: Any) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("inspect", help="what a log or table holds, and the run flags that read it",
+                              description=__doc__.split("\n\n")[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("files", nargs="+", metavar="FILE", help="JSON lines, a CSV/TSV table, or a plain-text log")
+    p.add_argument("--records", type=int, default=10_000, metavar="N", help="read the first N records (10,000)")
+    p.add_argument("--rewards-format", choices=("auto", "jsonl", "csv", "tsv"), default="auto",
+                   help="as for run: the files' format (auto: by their names)")
+    p.add_argument("--line-pattern", metavar="REGEX", help="as for run: read each line with this pattern")
+    p.set_defaults(handler=inspect_main)
+    return p
+
+
+def _fields(obj: dict[str, Any], out: dict[str, Any], prefix: str = "", depth: int = 0) -> None:
+    """The record's fields, a nested object's as dotted names (two levels)."""
+    for k, v in obj.items():
+        name = prefix + str(k)
+        if isinstance(v, dict) and depth < 1:
+            _fields(v, out, name + ".", depth + 1)
+        else:
+            out[name] = v
+
+
+def profile(path: str | Sequence[str], records: int = 10_000, rewards_format: str = "auto",
+            line_pattern: str | None = None) -> tuple[dict[str, FieldProfile], int, Counter[str]]:
+    """Each field's :class:`FieldProfile` over the first ``records`` records of the files, the lines read (the
+    refused ones too), and the lines refused by reason (a line that is no JSON object, a row of the wrong width)."""
+    import orjson
+
+    from streamarms.connectors.files import JsonlSource
+    from streamarms.connectors.line_time import LineTime
+
+    from .file_input import tables_of
+
+    paths = [path] if isinstance(path, str) else list(path)
+    source = JsonlSource(paths, tables=tables_of(paths, rewards_format, line_pattern, LineTime()), max_records=1000)
+    fields: dict[str, FieldProfile] = {}
+    refused: Counter[str] = Counter()
+    n = 0
+    try:
+        while n < records:
+            batch = source.poll()
+            if not batch:
+                break
+            for r in batch[:records - n]:
+                n += 1
+                reason = getattr(r.key, "reason", None)
+                obj = r.parsed
+                if obj is None and reason is None and r.value is not None:
+                    try:
+                        obj = orjson.loads(r.value)
+                    except orjson.JSONDecodeError:
+                        reason = "not_json"
+                if reason is not None or not isinstance(obj, dict):
+                    refused[reason or "not_object"] += 1
+                    continue
+                flat: dict[str, Any] = {}
+                if r.key is not None and reason is None and "arm" not in obj and "key" not in obj:
+                    flat["key"] = r.key.decode("utf-8", "replace")  # (a Kafka-form line's key)
+                _fields(obj, flat)
+                for k, v in flat.items():
+                    fields.setdefault(k, FieldProfile(k)).add(v)
+    finally:
+        source.close()
+    return fields, n, refused
+
+
+def _key_candidates(fields: dict[str, FieldProfile], n: int) -> list[FieldProfile]:
+    """Fields whose values repeat (a text or an integer, in most records, 2 to min(10,000, n / 5) values)."""
+    out = [f for f in fields.values() if f.present >= 0.9 * n and f.share("str") + f.share("int") >= 0.99
+           and 2 <= f.distinct <= min(DISTINCT - 1, max(2, n // 5)) and not f.more
+           and f.name.split(".")[-1] not in TIME_NAMES]
+    if any(f.distinct >= 3 for f in out):  # (two values: more likely a flag, a reward, than a key)
+        out = [f for f in out if f.distinct >= 3]
+    rank = {name: i for i, name in enumerate(KEY_NAMES)}
+    return sorted(out, key=lambda f: (rank.get(f.name, len(rank)), f.share("int"), f.distinct))
+
+
+def _reward_flags(f: FieldProfile, table: bool = False) -> str | None:
+    """The flags that read ``f`` as a reward (``table``: its numbers are text, read as numbers without a flag), or
+    ``None`` when it is no likely reward."""
+    name = f"--reward-field {f.name}" + (" --numeric-strings" if f.numeric and f.share("str") > 0 and not table else "")
+    values = set(f.values)
+    if f.share("bool") > 0.99 or (values <= {0, 1, "0", "1", "True", "False", "true", "false"}
+                                  and len(values) == 2):
+        return name
+    if f.digits() and all(100 <= int(v) <= 599 for v in values) and f.distinct >= 2:
+        return name + " --reward-at-least 500"
+    if f.share("str") > 0.99 and not f.numeric and 2 <= f.distinct <= 20 and not f.more:
+        rare = [str(v) for v, _ in sorted(f.values.items(), key=lambda kv: kv[1]) if _ERRORISH.search(str(v))]
+        return f"{name} --reward-in {','.join(rare[:3])}" if rare else None
+    if f.numeric > 0.99 * f.present and f.low >= 0 and f.high > 0 and f.distinct > 20:
+        top = f.quantile(0.999)  # (up to two digits: 2,300 ms rather than 2,287.5)
+        scale = 10.0 ** (math.floor(math.log10(top)) - 1) if top > 0 else 1.0
+        return f"{name} --reward-model bounded --reward-range 0,{math.ceil(top / scale) * scale:g} --clip"
+    return None
+
+
+def _time_flags(fields: dict[str, FieldProfile]) -> str:
+    for name in TIME_NAMES:
+        f = fields.get(name)
+        if f is None or name == "timestamp":
+            continue  # ("timestamp" in ms is read without a flag)
+        if f.low <= f.high and 1e9 <= f.low and f.high < 1e11:
+            return f" --timestamp-field {name} --timestamp-unit s"
+        return f" --timestamp-field {name}"
+    return ""
+
+
+def suggestions(fields: dict[str, FieldProfile], n: int, files: str = "FILE", table: bool = False) -> list[str]:
+    """``streamarms run`` commands for the likeliest key and each likely reward field (none: an empty list);
+    ``table``: the records are a table's rows or a pattern's fields (text that ``run`` reads as numbers)."""
+    keys = _key_candidates(fields, n)
+    if not keys:
+        return []
+    key = keys[0]
+    flag = "" if key.name == "arm" else f" --key-field {key.name}"
+    time = _time_flags(fields)
+    out = []
+    for f in fields.values():
+        if f is key or f.name in TIME_NAMES:
+            continue
+        # a field most records lack, written only when set ({"error": ...} on failures): its share of records
+        reward = (f"--reward-field {f.name} --reward-match . --reward-missing 0" if f.present < 0.5 * n else
+                  _reward_flags(f, table))
+        if reward is not None:
+            out.append(f"streamarms run --rewards-file {files}{flag} {reward}{time}")
+    return out
+
+
+def inspect_main(opts: argparse.Namespace) -> int:
+    try:
+        fields, n, refused = profile(opts.files, opts.records, opts.rewards_format, opts.line_pattern)
+    except (ConfigError, OSError) as e:
+        print(f"streamarms inspect: error: {e}")
+        return 2
+    read = n - sum(refused.values())  # (the shares below are of the records read, not of the lines refused)
+    print(f"{n:,} records read from {', '.join(opts.files)}" + (
+        f"; {sum(refused.values()):,} refused ({', '.join(f'{k} {v:,}' for k, v in refused.most_common())})"
+        if refused else ""))
+    if not fields:
+        print("no field found: a JSON-lines file holds one JSON object a line; a table has a header line "
+              "(by its name, .csv/.tsv, or --rewards-format); a plain-text log needs --line-pattern")
+        return 1
+    print(f"  {'field':<28} {'in':>6}  {'types':<22} {'values':<16} examples / range")
+    for f in sorted(fields.values(), key=lambda f: -f.present):
+        print(f.line(read))
+    keys = _key_candidates(fields, read)
+    print("keys (values that repeat): " + (", ".join(f"{f.name} ({f.distinct:,})" for f in keys[:5]) or
+                                          "none found: name the key's field with --key-field"))
+    files = " ".join(opts.files) if len(opts.files) <= 2 else "FILES"
+    extra = (f" --line-pattern {shlex.quote(opts.line_pattern)}" if opts.line_pattern else "") + (
+        f" --rewards-format {opts.rewards_format}" if opts.rewards_format != "auto" else "")
+    table = bool(opts.line_pattern) or any(table_format(p, opts.rewards_format) for p in opts.files)
+    found = suggestions(fields, read, files + extra, table)
+    print("suggested (a start: which rate matters is yours to say):" if found else
+          "no likely reward field: a 0/1 number, a boolean, a status code, a level or a latency")
+    for line in found:
+        print("  " + line)
+    return 0

@@ -1,0 +1,79 @@
+"""``streamarms inspect FILE``: the fields of a log or a table and the ``run`` flags that read them -- a suggested
+command runs as printed and finds the outlier key; a table's text numbers, a pattern's fields, a flag written
+only when set are read as ``run`` reads them; what it cannot read says why."""
+
+from __future__ import annotations
+
+import json
+import random
+import shlex
+
+from streamarms.cli import main
+
+
+def _nginx(path, n=20_000, seed=2):
+    rng = random.Random(seed)
+    with open(path, "w") as f:
+        for i in range(n):
+            up = f"10.0.0.{rng.randrange(12)}:8080"
+            bad = rng.random() < (0.35 if up == "10.0.0.7:8080" else 0.02)
+            f.write(json.dumps({"time_local": 1_700_000_000 + i // 10, "upstream_addr": up, "request_id": f"r{i}",
+                                "status": str(rng.choice([502, 503]) if bad else 200),
+                                "request_time": round(rng.expovariate(10), 3)}) + "\n")
+
+
+def _suggested(out: str) -> list[list[str]]:
+    lines = out.split("suggested (a start: which rate matters is yours to say):\n", 1)[1].splitlines()
+    return [shlex.split(line)[1:] for line in lines if line.startswith("  streamarms run ")]
+
+
+def test_a_log_s_fields_and_the_command_that_finds_its_outlier(tmp_path, capsys):
+    p = tmp_path / "access.jsonl"
+    _nginx(p)
+    assert main(["inspect", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "10,000 records read" in out and "request_id" in out
+    assert "keys (values that repeat): upstream_addr (12)" in out  # (not the request id: one record each)
+    commands = _suggested(out)
+    assert commands[0] == ["run", "--rewards-file", str(p), "--key-field", "upstream_addr", "--reward-field", "status",
+                           "--numeric-strings", "--reward-at-least", "500", "--timestamp-field", "time_local",
+                           "--timestamp-unit", "s"], commands
+    assert any("--reward-model" in c and "request_time" in c for c in commands)
+    summary = tmp_path / "s.json"
+    assert main([*commands[0], "--policy", "cs", "--checkpoint", "none", "--quiet", "--summary-json", str(summary)]) == 0
+    assert json.loads(summary.read_text())["flagged"] == ["10.0.0.7:8080"]
+
+
+def test_a_table_a_pattern_and_a_flag_written_only_when_set(tmp_path, capsys):
+    rng = random.Random(4)
+    csv = tmp_path / "labels.csv"
+    csv.write_text("worker_id,task,wrong\n" + "".join(
+        f"w{w},t{i},{int(rng.random() < (0.4 if w == 3 else 0.1))}\n" for i in range(3000) for w in [rng.randrange(9)]))
+    assert main(["inspect", str(csv)]) == 0
+    assert _suggested(capsys.readouterr().out) == [["run", "--rewards-file", str(csv), "--key-field", "worker_id",
+                                                    "--reward-field", "wrong"]]
+    log = tmp_path / "app.log"
+    log.write_text("".join(f"host=h{i % 5} level={'ERROR' if i % 17 == 0 else 'INFO'} ms={i % 300}\n"
+                           for i in range(2000)))
+    pattern = r"host=(?P<host>\S+) level=(?P<level>\S+)"
+    assert main(["inspect", str(log), "--line-pattern", pattern]) == 0
+    assert ["run", "--rewards-file", str(log), "--line-pattern", pattern, "--key-field", "host", "--reward-field",
+            "level", "--reward-in", "ERROR"] in _suggested(capsys.readouterr().out)
+    sparse = tmp_path / "sparse.jsonl"
+    sparse.write_text("".join(json.dumps({"host": f"h{i % 6}"} | ({"error": "timed out"} if i % 23 == 0 else {}))
+                              + "\n" for i in range(3000)))
+    assert main(["inspect", str(sparse)]) == 0
+    assert ["run", "--rewards-file", str(sparse), "--key-field", "host", "--reward-field", "error", "--reward-match",
+            ".", "--reward-missing", "0"] in _suggested(capsys.readouterr().out)
+
+
+def test_what_it_cannot_read_says_why(tmp_path, capsys):
+    text = tmp_path / "plain.log"
+    text.write_text("Nov 14 22:13:20 web-1 sshd[1]: Accepted password\n" * 20)
+    assert main(["inspect", str(text)]) == 1
+    out = capsys.readouterr().out
+    assert "20 refused (not_json 20)" in out and "a plain-text log needs --line-pattern" in out
+    array = tmp_path / "export.json"
+    array.write_text(json.dumps([{"host": "a", "err": 1}] * 5, indent=2))
+    assert main(["inspect", str(array)]) == 2
+    assert "is one JSON array, not JSON lines" in capsys.readouterr().out
