@@ -14,14 +14,18 @@ from streamarms.cli import main
 HOSTS = [f"web-{i}" for i in range(15)]
 
 
-def _log(path, n=40_000, seed=6):
+def _lines(path, n, seed, outlier, high, low, record):
+    """A JSON log of ``n`` lines over HOSTS: ``record(rng, t, host, u, p)``, ``u`` uniform, ``p`` the host's rate."""
     rng = random.Random(seed)
     with open(path, "w") as f:
         for t in range(n):
             h = rng.choice(HOSTS)
-            u, p = rng.random(), (0.25 if h == "web-9" else 0.03)
-            level = "ERROR" if u < p else "WARN" if u < p + 0.1 else "INFO"
-            f.write(json.dumps({"ts": 1_700_000_000_000 + 50 * t, "host": h, "level": level}) + "\n")
+            f.write(json.dumps(record(rng, t, h, rng.random(), high if h == outlier else low)) + "\n")
+
+
+def _log(path, n=40_000, seed=6):
+    _lines(path, n, seed, "web-9", 0.25, 0.03, lambda rng, t, h, u, p: {
+        "ts": 1_700_000_000_000 + 50 * t, "host": h, "level": "ERROR" if u < p else "WARN" if u < p + 0.1 else "INFO"})
 
 
 @pytest.mark.parametrize("mode", [["--policy", "cs", "--max-episodes", "1"], ["--forever"]],
@@ -92,14 +96,9 @@ def test_a_rule_that_matches_nothing_is_said_with_what_the_field_held(tmp_path, 
 
 
 def _messages(path, n=30_000, seed=9):
-    rng = random.Random(seed)
-    with open(path, "w") as f:
-        for _ in range(n):
-            h = rng.choice(HOSTS)
-            u, p = rng.random(), (0.2 if h == "web-4" else 0.02)
-            msg = (f"upstream timed out (110: Connection timed out) while reading from {rng.randrange(99)}" if u < p
-                   else "connect() failed (111: Connection refused)" if u < p + 0.01 else f"GET /api/{rng.randrange(9)} 200")
-            f.write(json.dumps({"host": h, "msg": msg}) + "\n")
+    _lines(path, n, seed, "web-4", 0.2, 0.02, lambda rng, t, h, u, p: {"host": h, "msg": (
+        f"upstream timed out (110: Connection timed out) while reading from {rng.randrange(99)}" if u < p
+        else "connect() failed (111: Connection refused)" if u < p + 0.01 else f"GET /api/{rng.randrange(9)} 200")})
 
 
 @pytest.mark.parametrize("mode", [["--policy", "cs", "--max-episodes", "1"], ["--forever"]],
