@@ -53,8 +53,8 @@ class FieldProfile:
     ``values`` (a count of each distinct value, up to :data:`DISTINCT` of them), the numbers' ``low`` / ``high``
     and a few of them (``numbers``, for quantiles).
 
-    >>> f = FieldProfile("ms"); f.add(3); f.add(5.5); f.add("x"); (f.present, f.low, f.high, dict(f.types))
-    (3, 3.0, 5.5, {'int': 1, 'float': 1, 'str': 1})
+    >>> f = FieldProfile("ms"); f.add(3); f.add(5.5); f.add("x"); f.add(10 ** 400); (f.present, f.low, f.high, f.numeric)
+    (4, 3.0, 5.5, 2)
     """
 
     name: str
@@ -71,15 +71,13 @@ class FieldProfile:
         self.present += 1
         t = type(v)
         self.types["bool" if t is bool else "null" if v is None else t.__name__] += 1
-        if t is str and _NUMBER.fullmatch(v):  # (a table's cells, a log that quotes its numbers)
+        x = math.nan
+        try:  # (a table's cells and a log that quotes its numbers write them as text)
+            x = float(v) if (t is str and _NUMBER.fullmatch(v)) or t in (int, float) else math.nan
+        except OverflowError:  # (an integer of hundreds of digits: no number to compare)
+            pass
+        if math.isfinite(x):
             self.numeric += 1
-            x = float(v)
-            self.low, self.high = min(self.low, x), max(self.high, x)
-            if len(self.numbers) < 100_000:
-                self.numbers.append(x)
-        elif t in (int, float) and math.isfinite(v):
-            self.numeric += 1
-            x = float(v)
             self.low, self.high = min(self.low, x), max(self.high, x)
             if len(self.numbers) < 100_000:
                 self.numbers.append(x)
@@ -210,8 +208,8 @@ def _reward_flags(f: FieldProfile, table: bool = False) -> str | None:
         rare = [str(v) for v, _ in sorted(f.values.items(), key=lambda kv: kv[1]) if _ERRORISH.search(str(v))]
         return f"{name} --reward-in {','.join(rare[:3])}" if rare else None
     if f.numeric > 0.99 * f.present and f.low >= 0 and f.high > 0 and f.distinct > 20:
-        top = f.quantile(0.999)  # (up to two digits: 2,300 ms rather than 2,287.5)
-        scale = 10.0 ** (math.floor(math.log10(top)) - 1) if top > 0 else 1.0
+        top = f.quantile(0.999) or f.high  # (up to two digits: 2,300 ms rather than 2,287.5)
+        scale = 10.0 ** (math.floor(math.log10(top)) - 1)
         return f"{name} --reward-model bounded --reward-range 0,{math.ceil(top / scale) * scale:g} --clip"
     return None
 
