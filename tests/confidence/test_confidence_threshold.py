@@ -107,7 +107,8 @@ def _coverage(means, k, two_sided, horizon, seed):
     ([0.30, 0.31, 0.32], 1.0, False),                       # n = 3, nearly equal
     ([0.30 + 0.002 * i for i in range(20)], 2.0, False),    # n = 20, nearly equal
     ([0.30 + 0.002 * i for i in range(19)] + [0.36], 2.0, True),  # two-sided
-    ([0.010 + 0.0005 * i for i in range(20)], 2.0, False),   # low rates: small Kearns-Saul proxies
+    # low rates: small Kearns-Saul proxies (~15 s: the long tier)
+    pytest.param([0.010 + 0.0005 * i for i in range(20)], 2.0, False, marks=pytest.mark.slow),
 ], ids=["n3", "n20", "n20-two-sided", "n20-low-rate"])
 def test_threshold_interval_anytime_coverage(means, k, two_sided):
     horizon = 1500 if len(means) == 3 else (20000 if means[0] < 0.05 else 400)

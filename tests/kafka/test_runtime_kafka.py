@@ -287,6 +287,7 @@ def test_bad_records_go_to_the_dead_letter_topic_and_sigterm_exits_clean(kafka_b
         c.close()
 
 
+@pytest.mark.slow  # (~25 s of request/answer round trips: the long tier; tests/runtime covers active mode without Kafka)
 def test_active_mode_with_a_responder(kafka_broker, tmp_path):
     arms = [f"w{i}" for i in range(10)]
     means = {a: (0.9 if a == "w9" else 0.2) for a in arms}

@@ -164,7 +164,7 @@ def test_unrequested_rewards_and_defer():
 # ----------------------------------------------------------------------------------------------
 # intervals="cs": the engine's confidence sequences as arm intervals, the rule unchanged
 # ----------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("model", ["bernoulli", "bounded"])
+@pytest.mark.parametrize("model", ["bernoulli", pytest.param("bounded", marks=pytest.mark.slow)])  # (bounded: ~14 s)
 def test_cs_intervals_right_answer_fewer_samples_and_snapshot(model):
     mdl = "bernoulli" if model == "bernoulli" else BoundedModel(0, 1)
     truth = {str(i) for i in robust_true_outliers(ONE_SIDED, 2.0)}
