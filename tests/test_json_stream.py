@@ -25,7 +25,7 @@ def _random_doc(rng, depth=0):
     return {f"k{rng.randint(0, 99)}\u00e9": _random_doc(rng, depth + 1) for _ in range(rng.choice([0, 1, 3, 40]))}
 
 
-@pytest.mark.parametrize("chunk", [1, 2, 7, 10_000])
+@pytest.mark.parametrize("chunk", [1, 2, 7, pytest.param(10_000, marks=pytest.mark.slow)])  # (10,000: ~8 s)
 def test_the_pieces_are_json_dumps_exactly(chunk):
     rng = random.Random(chunk)
     for _ in range(200):

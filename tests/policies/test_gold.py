@@ -202,6 +202,7 @@ def test_the_equivalence_test_can_fail():
 # ----------------------------------------------------------------------------------------------
 # the done criteria
 # ----------------------------------------------------------------------------------------------
+@pytest.mark.slow  # (~21 s: the long tier)
 def test_in_between_outliers_ranked_first_where_ksigma_sees_none():
     for seed in range(4):
         env = Environment(FIVE, seed=seed)

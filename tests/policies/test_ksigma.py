@@ -115,6 +115,7 @@ def test_edge_no_outliers():
     assert res.decision.done and res.decision.outliers == [] and len(res.decision.normals) == 5
 
 
+@pytest.mark.slow  # (~11 s: the long tier)
 def test_edge_every_arm_but_one_outlier_two_sided():
     # one arm far below, the others clustered: with k = 0.4 and two-sided, the low arm is the outlier
     means = [0.05, 0.8, 0.82, 0.81, 0.79]
