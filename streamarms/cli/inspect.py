@@ -7,8 +7,8 @@ field -- how often it is there, its types, how many distinct values, examples or
 and suggests the flags: a key (a text or integer field whose values repeat, a few to thousands of them), a
 reward read as it is (a 0/1 number, a boolean) or through a rule (a status code: ``--reward-at-least 500``; a
 level: ``--reward-in ERROR``; a latency: the bounded model with its range; a field most records lack: the share
-of records with it, ``--reward-missing 0``), and the records' time. The
-suggestions are a start, not an answer: it cannot know which rate you care about.
+of records with it, ``--reward-missing 0``), and the records' time. The suggestions are a start, not an answer:
+it cannot know which rate you care about.
 
 >>> import json, tempfile, os
 >>> d = tempfile.mkdtemp(); p = os.path.join(d, "app.jsonl")
