@@ -31,7 +31,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..connectors.csv_lines import table_format
 from ..errors import ConfigError
 
 __all__ = ["add_inspect_parser", "inspect_main", "profile", "suggestions", "FieldProfile"]
@@ -269,6 +268,8 @@ def inspect_main(opts: argparse.Namespace) -> int:
     files = " ".join(opts.files) if len(opts.files) <= 2 else "FILES"
     extra = (f" --line-pattern {shlex.quote(opts.line_pattern)}" if opts.line_pattern else "") + (
         f" --rewards-format {opts.rewards_format}" if opts.rewards_format != "auto" else "")
+    from streamarms.connectors.csv_lines import table_format
+
     table = bool(opts.line_pattern) or any(table_format(p, opts.rewards_format) for p in opts.files)
     found = suggestions(fields, read, files + extra, table)
     print("suggested (a start: which rate matters is yours to say):" if found else
