@@ -26,6 +26,7 @@ import argparse
 import math
 import re
 import shlex
+import sys
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -249,7 +250,7 @@ def inspect_main(opts: argparse.Namespace) -> int:
     try:
         fields, n, refused = profile(opts.files, opts.records, opts.rewards_format, opts.line_pattern)
     except (ConfigError, OSError) as e:
-        print(f"streamarms inspect: error: {e}")
+        print(f"streamarms inspect: error: {e}", file=sys.stderr)
         return 2
     read = n - sum(refused.values())  # (the shares below are of the records read, not of the lines refused)
     print(f"{n:,} records read from {', '.join(opts.files)}" + (
@@ -265,7 +266,7 @@ def inspect_main(opts: argparse.Namespace) -> int:
     keys = _key_candidates(fields, read)
     print("keys (values that repeat): " + (", ".join(f"{f.name} ({f.distinct:,})" for f in keys[:5]) or
                                           "none found: name the key's field with --key-field"))
-    files = " ".join(opts.files) if len(opts.files) <= 2 else "FILES"
+    files = " ".join(map(shlex.quote, opts.files)) if len(opts.files) <= 2 else "FILES"
     extra = (f" --line-pattern {shlex.quote(opts.line_pattern)}" if opts.line_pattern else "") + (
         f" --rewards-format {opts.rewards_format}" if opts.rewards_format != "auto" else "")
     from streamarms.connectors.csv_lines import table_format

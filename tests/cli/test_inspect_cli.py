@@ -76,4 +76,4 @@ def test_what_it_cannot_read_says_why(tmp_path, capsys):
     array = tmp_path / "export.json"
     array.write_text(json.dumps([{"host": "a", "err": 1}] * 5, indent=2))
     assert main(["inspect", str(array)]) == 2
-    assert "is one JSON array, not JSON lines" in capsys.readouterr().out
+    assert "is one JSON array, not JSON lines" in capsys.readouterr().err
