@@ -67,7 +67,6 @@ def test_start_from_latest_and_earliest(kafka_broker, history):
         src.close()
 
 
-@pytest.mark.slow  # (~12 s: the long tier; the quick suite keeps --start-from's reads)
 def test_a_checkpointed_position_wins_over_start_from(kafka_broker, history):
     src = source(kafka_broker, history, "bf-resume", start_from=T0 + 100)
     try:
@@ -83,7 +82,6 @@ def test_a_checkpointed_position_wins_over_start_from(kafka_broker, history):
         src.close()
 
 
-@pytest.mark.slow  # (~12 s: the long tier)
 def test_run_forever_start_from_warms_on_history_then_resumes(kafka_broker, history, tmp_path):
     """``streamarms run --forever --start-from T``: the continuous monitor reads exactly the records from T
     on (its alerts would carry their historical times); restarted with the same flag, it resumes from
