@@ -99,9 +99,6 @@ class RewardCodec:
         self.missing = None if missing is None else float(missing)
         #: a string holding a JSON number counts as that number
         self.numeric_strings = numeric_strings
-        #: the reward is 1 when the field's text (an integer's digits, a boolean's true/false) is one of these,
-        #: else 0 (``None``: no such rule)
-        self.reward_in = None if reward_in is None else frozenset(reward_in)
         #: the reward is 1 when the field's number is at least this, else 0 (``None``: the number itself)
         self.at_least = at_least
         #: a boolean reward is 1 (true) or 0 (false): a model of rates (``RewardModel.of_rates``, or none) and
