@@ -39,6 +39,7 @@ from operator import itemgetter
 from typing import Any
 
 from streamarms.errors import ConfigError
+from streamarms.runtime.codec import DECIMAL_COMMA
 from streamarms.runtime.decoder import _SHORT
 from streamarms.runtime.records import RefusedKey
 
@@ -275,7 +276,7 @@ def _point_decimals(rows: list[list[str] | str], at: int) -> None:
     [['a', '0.25'], ['b', '-3.5'], ['c', '1.234,5'], 'an error', ['d']]
     """
     for row in rows:
-        if type(row) is list and len(row) > at and "," in (cell := row[at]) and _DECIMAL_COMMA.fullmatch(cell):
+        if type(row) is list and len(row) > at and "," in (cell := row[at]) and DECIMAL_COMMA.fullmatch(cell):
             row[at] = cell.replace(",", ".")
 
 
@@ -323,5 +324,4 @@ def _number(cell: str) -> Any:
 _LIST = frozenset((list,))
 _DELIMITER_NAMES = {",": "comma", "\t": "tab", ";": "semicolon"}
 _INTEGER = re.compile(r"-?[0-9]+")
-_DECIMAL_COMMA = re.compile(r"-?[0-9]+,[0-9]+")
 _DECIMAL = re.compile(r"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConfigError
+from ..runtime.codec import JSON_NUMBER
 
 __all__ = ["add_inspect_parser", "inspect_main", "profile", "suggestions", "FieldProfile"]
 
@@ -43,7 +44,6 @@ KEY_NAMES = ("arm", "key", "host", "hostname", "host.name", "upstream_addr", "up
              "worker", "worker_id", "user", "user_id", "endpoint", "path", "route", "country", "shard", "node")
 #: names a time field often has
 TIME_NAMES = ("timestamp", "@timestamp", "time", "ts", "time_local", "datetime", "date", "created_at", "submitted_at")
-_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")  # (a JSON number's text)
 _ERRORISH = re.compile(r"(?i)err|fail|fatal|crit|timeout|timed.?out|refused|denied|reject|5\d\d")
 
 
@@ -73,7 +73,7 @@ class FieldProfile:
         self.types["bool" if t is bool else "null" if v is None else t.__name__] += 1
         x = math.nan
         try:  # (a table's cells and a log that quotes its numbers write them as text)
-            x = float(v) if (t is str and _NUMBER.fullmatch(v)) or t in (int, float) else math.nan
+            x = float(v) if (t is str and JSON_NUMBER.fullmatch(v)) or t in (int, float) else math.nan
         except OverflowError:  # (an integer of hundreds of digits: no number to compare)
             pass
         if math.isfinite(x):

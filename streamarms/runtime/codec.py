@@ -20,9 +20,10 @@ __all__ = ["RewardCodec"]
 _NUMBERS = frozenset((int, float))  # the JSON numbers (bool is its own type)
 _NUMBERS_BOOLEANS = frozenset((int, float, bool))  # ... and the booleans, where they are rewards 1 and 0
 #: a JSON number (RFC 8259), the only text ``numeric_strings`` reads as one (not "nan", "1_000", " 1", "0x1")
-_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
-#: a number with a decimal comma (``0,25``): read only in a table separated by ``;`` (its refusal says so)
-_DECIMAL_COMMA = re.compile(r"-?[0-9]+,[0-9]+")
+JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+#: a number with a decimal comma (``0,25``): read only in a table separated by ``;`` (``connectors/csv_lines.py``;
+#: elsewhere its refusal says so)
+DECIMAL_COMMA = re.compile(r"-?[0-9]+,[0-9]+")
 #: a text that names a category (``ERROR``, ``timed_out``): a refused one hints at ``reward_in``
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 _NOT_WORDS = frozenset(("nan", "inf", "infinity", "null", "none", "true", "false"))
@@ -179,7 +180,7 @@ class RewardCodec:
             return self._matched(arm, v)
         x = decoder.number(v)
         if x is None and self.numeric_strings and type(v) is str:
-            if _NUMBER.fullmatch(v):
+            if JSON_NUMBER.fullmatch(v):
                 x = float(v)
             elif v.lower() in _BOOLEAN_TEXT:  # a table's True/False cell (pandas writes them so)
                 v = v.lower() == "true"
@@ -188,9 +189,9 @@ class RewardCodec:
         if x is None:
             shown = repr(v[:80]) if isinstance(v, str) else f"a JSON {type(v).__name__}"  # never repr a deep value
             hint = ("" if not isinstance(v, str) else " (--numeric-strings reads a number written as a string)"
-                    if not self.numeric_strings and _NUMBER.fullmatch(v) else
+                    if not self.numeric_strings and JSON_NUMBER.fullmatch(v) else
                     " (a decimal comma is read only in a CSV file separated by semicolons, in the reward's column)"
-                    if _DECIMAL_COMMA.fullmatch(v) else
+                    if DECIMAL_COMMA.fullmatch(v) else
                     f" (--reward-in {v[:40]},.. makes the reward 1 where the field is one of those texts, else 0)"
                     if self.at_least is None and _WORD.fullmatch(v) and v.lower() not in _NOT_WORDS else "")
             raise InvalidRecord("not_numeric", f"reward of arm {arm!r} is not a JSON number: {shown}{hint}")
