@@ -264,8 +264,27 @@ def _limit(what: str) -> None:
                 TH.mixture_boundary = scaled
 
         TH.mixture_boundary, TH.bilinear_bound = scaled, bilinear  # type: ignore[assignment]
+    elif part == "upper":  # limit:upper: the upper side without the bias (sd_hat^2 -> A), nothing paid for it
+        shipped_tb = TH.threshold_bounds
+
+        def tb(g: Any, n: int, k: float, alpha_lin: float, **kw: Any) -> dict[str, Any]:
+            out = shipped_tb(g, n, k, alpha_lin, **kw)
+            if kw.get("sum_w") is None:
+                return out
+            mu = kw["sum_y"] / n
+            sd2 = max(kw["sum_y2"] / n - mu * mu, 0.0)
+            extra = float(f) if f else 0.0  # limit:upper:X adds X * (the bias) back
+            A = sd2 - (1.0 - extra) * kw["sum_w"] / n
+            t_lo, t_hi = out["upper_track"]
+            t_hi = min(t_hi, t_hi - k * math.sqrt(sd2) + k * math.sqrt(max(A, 0.0)))
+            b_lo, b_hi = out["upper_box"]
+            lo, hi = max(t_lo, b_lo), min(t_hi, b_hi)
+            out["upper"], out["upper_track"] = (lo, max(hi, lo)), (t_lo, t_hi)
+            return out
+
+        TH.threshold_bounds = tb  # type: ignore[assignment]
     else:
-        raise SystemExit(f"unknown limit {what!r}; known: limit:bilinear[:F], limit:lin:F")
+        raise SystemExit(f"unknown limit {what!r}; known: limit:bilinear[:F], limit:lin:F, limit:upper[:X]")
 
 
 def apply(variant: str, theta: float = math.nan) -> dict[str, Any]:
