@@ -59,7 +59,8 @@ from .embedded import EmbeddedResponder, embedded_means, embedded_stream
 from .file_input import file_source
 from .group import check_group_settings, member_name, wire_group_member
 from .restart import statistics_settings
-from .run_report import episode_text, frozen_clock_text, incomplete_text, not_examined, stop_lines, unfinished
+from .run_report import (episode_text, frozen_clock_text, grouped_keys, grouped_keys_text, incomplete_text, not_examined,
+                         stop_lines, unfinished)
 from .settings import RunSettings, _kv, add_run_arguments, resolve_settings
 from .types import allow_negative_lists, key_names
 
@@ -358,6 +359,7 @@ class _App:
         clock_kind = s.clock if s.clock != "auto" else ("wall" if s.mode == ACTIVE else "event")
         self.event_clock = EventClock() if clock_kind == "event" else None
         self.frozen_warned = False  # frozen_clock_text said once
+        self.grouped_warned = False  # grouped_keys_text said once
         self.rule_warned = False  # a reward rule that matched nothing, said once during the run
         self.progress: ReplayProgress | None = None  # a replay's bar on a terminal (run)
         clock = self.event_clock if self.event_clock is not None else time.time
@@ -605,6 +607,9 @@ class _App:
         if frozen and not self.frozen_warned:
             log.warning("%s", frozen)
             self.frozen_warned = True
+        if not self.grouped_warned and (g := grouped_keys(self.scheduler)) is not None:
+            log.warning("%s", grouped_keys_text(g, self.s, self.event_clock))
+            self.grouped_warned = True
 
     # -- output --------------------------------------------------------------------------------
     def _say(self, text: str) -> None:
@@ -633,6 +638,8 @@ class _App:
             out["unfinished_episode"] = unfinished(self.scheduler, self.daemon.stop_reason)
             if out["unfinished_episode"] is None and (late := not_examined(self.scheduler)) is not None:
                 out["not_examined"] = late
+            if (g := grouped_keys(self.scheduler)) is not None:
+                out["keys_grouped"] = g
         return out
 
     def _mode_text(self) -> str:

@@ -7,6 +7,7 @@ nothing to say); :func:`unfinished` and :func:`not_examined` work out the summar
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,7 +18,7 @@ from .continuous import no_threshold_text
 from .settings import RunSettings
 
 __all__ = ["stop_lines", "unfinished", "not_examined", "not_started_text", "frozen_clock_text", "incomplete_text", "episode_text", "waiting_keys",
-           "not_examined_text", "unfinished_text", "clipped_text", "refusals_text", "refusals_hint", "key_field_hint"]
+           "not_examined_text", "unfinished_text", "clipped_text", "refusals_text", "refusals_hint", "key_field_hint", "grouped_keys", "grouped_keys_text"]
 
 
 def stop_lines(out: dict[str, Any], sched: Any, s: RunSettings, cfg: SchedulerConfig | None,
@@ -36,11 +37,14 @@ def stop_lines(out: dict[str, Any], sched: Any, s: RunSettings, cfg: SchedulerCo
         lines.append(not_examined_text(out["not_examined"], cfg))
     if out.get("no_threshold"):
         lines.append(no_threshold_text(out["no_threshold"]))
-    lines.append(not_started_text(sched, cfg) or frozen_clock_text(clock, s, sched.episodes_done) or "")
+    lines.append(not_started_text(sched, cfg) or ("" if out.get("keys_grouped") else  # the grouping is the cause
+                                                  frozen_clock_text(clock, s, sched.episodes_done)) or "")
     lines.append(out.get("reward_rule_unmatched") or "")
     lines.append(refusals_hint(st["records"], st["invalid"], bool(s.rewards_file),
                                bool(s.dead_letter_file or s.dead_letter_topic), s.reward_model))
     lines.append(key_field_hint(st["known_arms"], st["records"], st["invalid"], s.key_field))
+    if out.get("keys_grouped"):
+        lines.append(grouped_keys_text(out["keys_grouped"], s, clock))
     return [line for line in lines if line]
 
 
@@ -293,6 +297,52 @@ def refusals_hint(records: int, invalid: dict[str, int], from_file: bool, dead_l
         out += ('; a JSONL file holds one JSON object a line ({"arm": "eu", "reward": 1, "timestamp": 1700000000123}); '
                 'a table with a header line is read as one by its name (.csv, .tsv) or --rewards-format csv|tsv')
     return out
+
+
+def grouped_keys(sched: Any) -> dict[str, int] | None:
+    """The run's evidence that its records come grouped by key (each key's records in one block: a file sorted
+    or concatenated by key), or ``None``: at least 3 keys went silent and were forgotten, at most one in ten of
+    them came back, and at least 2 episodes ended for silent keys. A live stream's keys that pause come back;
+    a grouped stream's never do, and its episodes see a few keys at a time."""
+    if isinstance(sched, ContinuousRunner):
+        return None
+    keys = sched.keys
+    silent = sum(1 for e in sched.history if str(e.get("reason", "")).startswith("silent keys"))
+    if keys.left < 3 or keys.returned * 10 > keys.left or silent < 2:
+        return None
+    return {"keys_left": keys.left, "keys_returned": keys.returned, "silent_episodes": silent,
+            "episodes": len(sched.history)}
+
+
+def grouped_keys_text(g: dict[str, int], s: RunSettings, clock: EventClock | None) -> str:
+    """What :func:`grouped_keys` found, and the command that interleaves the records (by their time when they
+    carry one, else shuffled; a table keeps its header line first).
+
+    >>> from streamarms.cli.settings import RunSettings
+    >>> g = {"keys_left": 25, "keys_returned": 0, "silent_episodes": 8, "episodes": 8}
+    >>> print(grouped_keys_text(g, RunSettings(rewards_file=["w.csv"], rewards_format="csv"), None))
+    the records come grouped by key: 25 keys went silent and none came back (8 of 8 episodes ended for silent keys), as when a file is sorted or concatenated by key; an episode compares keys whose records it sees side by side, so it saw a few at a time and could decide little; interleave the records first, e.g. shuffled: (head -n 1 w.csv; tail -n +2 w.csv | shuf) > w.shuffled.csv
+    """
+    back = "none" if not g["keys_returned"] else f"only {g['keys_returned']:,}"
+    out = (f"the records come grouped by key: {g['keys_left']:,} keys went silent and {back} came back "
+           f"({g['silent_episodes']} of {g['episodes']} episodes ended for silent keys), as when a file is sorted "
+           "or concatenated by key; an episode compares keys whose records it sees side by side, so it saw a few "
+           "at a time and could decide little; ")
+    if not s.rewards_file:
+        return out + "produce the records interleaved (in the order they happened)"
+    path = s.rewards_file[0]
+    stem, dot, ext = path.rpartition(".") if "." in path.rsplit("/", 1)[-1] else (path, "", "")
+    f, shuffled, by_time = shlex.quote(path), shlex.quote(f"{stem}.shuffled{dot}{ext}"), shlex.quote(f"{stem}.by-time{dot}{ext}")
+    timed = clock is not None and clock.now > 0.0
+    if s.rewards_format in ("csv", "tsv"):
+        return out + ("interleave the records first: sort the rows by their time, the header line kept first"
+                      if timed else f"interleave the records first, e.g. shuffled: (head -n 1 {f}; tail -n +2 {f} | shuf) > {shuffled}")
+    if s.rewards_format == "jsonl" and timed:
+        return out + (f"interleave the records first, e.g. in time order: jq -c -s "
+                      f"{shlex.quote(f'sort_by(.{s.timestamp_field})[]')} {f} > {by_time}")
+    if timed:
+        return out + "interleave the records first: sort the lines by their time"
+    return out + f"interleave the records first, e.g. shuffled: shuf {f} > {shuffled}"
 
 
 def key_field_hint(keys: int, records: int, invalid: dict[str, int], key_field: str | None) -> str:

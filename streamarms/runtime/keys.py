@@ -32,7 +32,15 @@ class KeyRegistry:
     ``arms`` fixes the arm set up front: keys outside it are not arms (:meth:`new_key` returns
     ``None``). Otherwise a new key becomes an arm, up to ``max_arms``. ``last_seen`` is kept up to date
     by the scheduler only when keys expire (``key_ttl``).
+
+    :attr:`left` counts the keys forgotten (silent, or expired) and :attr:`returned` those of them that came
+    back: a stream whose keys leave and never return has its records grouped by key (a file sorted or
+    concatenated by key), which no episode can compare (``streamarms run`` says so). Both change only when a
+    key is forgotten or new, never per record, and are counts of this process's run (not in the snapshot).
     """
+
+    #: forgotten keys remembered for :attr:`returned` (beyond, a key that comes back is not counted)
+    FORGOTTEN_KEPT = 100_000
 
     def __init__(self, codec: RewardCodec, max_arms: int, arms: Sequence[str] | None = None,
                  now: float = 0.0) -> None:
@@ -41,6 +49,8 @@ class KeyRegistry:
         self.arm_of: dict[bytes | str, str] = {}
         self.last_seen: dict[str, float] = {}
         self.fixed = bool(arms)
+        self.left = self.returned = 0
+        self._forgotten: set[str] = set()
         for a in arms or ():
             self.register(codec.arm(a), now)
 
@@ -77,6 +87,9 @@ class KeyRegistry:
         return arm
 
     def register(self, arm: str, now: float) -> None:
+        if arm in self._forgotten:
+            self._forgotten.discard(arm)
+            self.returned += 1
         self.arm_of[arm.encode("utf-8")] = arm
         self.last_seen[arm] = now
 
@@ -89,7 +102,10 @@ class KeyRegistry:
         stale = set(arms)
         if stale:
             for a in stale:
-                self.last_seen.pop(a, None)
+                if self.last_seen.pop(a, None) is not None:
+                    self.left += 1
+                    if len(self._forgotten) < self.FORGOTTEN_KEPT:
+                        self._forgotten.add(a)
             for k in [k for k, v in self.arm_of.items() if v in stale]:
                 del self.arm_of[k]  # in place: the scheduler holds this dict
 
@@ -99,5 +115,6 @@ class KeyRegistry:
     def restore(self, state: dict[str, float]) -> None:
         self.arm_of.clear()  # in place: the scheduler holds this dict
         self.last_seen = {}
+        self._forgotten.clear()
         for a, t in state.items():
             self.register(a, float(t))
