@@ -51,7 +51,9 @@ _ERRORISH = re.compile(r"(?i)err|fail|fatal|crit|timeout|timed.?out|refused|deni
 class FieldProfile:
     """What one field held over the records read: ``present`` (records with it), ``types`` (JSON type names),
     ``values`` (a count of each distinct value, up to :data:`DISTINCT` of them), the numbers' ``low`` / ``high``
-    and a few of them (``numbers``, for quantiles).
+    and a few of them (``numbers``, for quantiles); ``changes`` (records whose value differs from the last record's
+    with the field) and ``returns`` (those of them back to a value seen before): a key whose values change and never
+    come back has its records grouped, one block a value.
 
     >>> f = FieldProfile("ms"); f.add(3); f.add(5.5); f.add("x"); f.add(10 ** 400); (f.present, f.low, f.high, f.numeric)
     (4, 3.0, 5.5, 2)
@@ -66,10 +68,17 @@ class FieldProfile:
     low: float = math.inf
     high: float = -math.inf
     numbers: list[float] = field(default_factory=list)
+    changes: int = 0
+    returns: int = 0
+    last: Any = None
 
     def add(self, v: Any) -> None:
-        self.present += 1
         t = type(v)
+        if self.present and v != self.last:
+            self.changes += 1
+            self.returns += t in (str, int, float, bool) and v in self.values  # (a list is no key)
+        self.last = v
+        self.present += 1
         self.types["bool" if t is bool else "null" if v is None else t.__name__] += 1
         x = math.nan
         try:  # (a table's cells and a log that quotes its numbers write them as text)
@@ -246,6 +255,24 @@ def suggestions(fields: dict[str, FieldProfile], n: int, files: str = "FILE", ta
     return out
 
 
+def grouped_text(key: FieldProfile, n: int, files: Sequence[str]) -> str:
+    """A warning when the key's values come one block each (at least 3 blocks, no value back after another), as in
+    a file sorted or concatenated by key: ``run`` compares keys whose records come interleaved. Empty otherwise.
+
+    >>> f = FieldProfile("worker")
+    >>> for w in "aaabbbccc": f.add(w)
+    >>> print(grouped_text(f, 9, ["w.csv"]))
+    the records are grouped by worker: its 3 values come one block each in the 9 records read (none comes back after another), as in a file sorted or concatenated by it; run compares keys whose records come interleaved: shuffle the records first, or sort them by their time (run says so too)
+    >>> f.add("a"); grouped_text(f, 10, ["w.csv"])
+    ''
+    """
+    if key.changes < 2 or key.returns:
+        return ""
+    return (f"the records are grouped by {key.name}: its {key.distinct:,} values come one block each in the {n:,} "
+            "records read (none comes back after another), as in a file sorted or concatenated by it; run compares "
+            "keys whose records come interleaved: shuffle the records first, or sort them by their time (run says so too)")
+
+
 def inspect_main(opts: argparse.Namespace) -> int:
     try:
         fields, n, refused = profile(opts.files, opts.records, opts.rewards_format, opts.line_pattern)
@@ -266,6 +293,8 @@ def inspect_main(opts: argparse.Namespace) -> int:
     keys = _key_candidates(fields, read)
     print("keys (values that repeat): " + (", ".join(f"{f.name} ({f.distinct:,})" for f in keys[:5]) or
                                           "none found: name the key's field with --key-field"))
+    if keys and (grouped := grouped_text(keys[0], read, opts.files)):
+        print(grouped)
     files = " ".join(map(shlex.quote, opts.files)) if len(opts.files) <= 2 else "FILES"
     extra = (f" --line-pattern {shlex.quote(opts.line_pattern)}" if opts.line_pattern else "") + (
         f" --rewards-format {opts.rewards_format}" if opts.rewards_format != "auto" else "")

@@ -80,3 +80,15 @@ def test_keys_that_go_silent_and_come_back_are_not_called_grouped():
     r.restore({"x": 0.0})  # a restored registry starts its counts of forgotten keys afresh
     r.new_key(b"b", 2.0)
     assert r.returned == 1
+
+
+def test_inspect_names_a_key_whose_records_come_in_blocks(tmp_path, capsys):
+    p = tmp_path / "workers.csv"
+    _csv(p, _rows())
+    assert main(["inspect", str(p)]) == 0
+    assert "the records are grouped by worker: its 7 values come one block each" in capsys.readouterr().out
+    rows = _rows()
+    random.Random(0).shuffle(rows)
+    _csv(p, rows)
+    assert main(["inspect", str(p)]) == 0
+    assert "grouped" not in capsys.readouterr().out
