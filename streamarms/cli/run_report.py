@@ -175,7 +175,7 @@ def not_examined_text(w: dict[str, Any], cfg: SchedulerConfig | None, show: int 
     >>> print(not_examined_text(w, SchedulerConfig()))
     3 keys were not in episode 1, the last (first seen after it started), and no episode classified them: c, d, e; \
 the next episode would (--max-episodes), and the first starts once 1,000 records bring no new key \
-(--discovery-records) or 10 s of stream time after the first record (--discovery-seconds)
+(--discovery-records) or 10 s of stream time after the first record once the keys settle (--discovery-seconds)
     """
     keys = ", ".join(w["keys"][:show]) + (f", +{w['count'] - show} more" if w["count"] > show else "")
     one = w["count"] == 1
@@ -184,7 +184,8 @@ the next episode would (--max-episodes), and the first starts once 1,000 records
            "episode would" + (" (--max-episodes)" if w.get("max_episodes_reached") else ""))
     if cfg is not None and w["episode"] == 1:
         out += (f", and the first starts once {cfg.discovery_records:,} records bring no new key (--discovery-records) "
-                f"or {cfg.discovery_seconds:g} s of stream time after the first record (--discovery-seconds)")
+                f"or {cfg.discovery_seconds:g} s of stream time after the first record once the keys settle "
+                "(--discovery-seconds)")
     return out
 
 

@@ -377,19 +377,19 @@ class AnytimeKSigma(Policy):
             return []
         if k == 1 and heap[0][1] not in skip:
             return [heap[0][1]]
-        popped: list[tuple[float, int]] = []
+        kept: list[tuple[float, int]] = []
         out: list[int] = []
         seen: set[int] = set()
         while heap and len(out) < k:
             e = heapq.heappop(heap)
-            popped.append(e)
             j = e[1]
             if e[0] != key[j] or state[j] != 0 or j in seen:
-                continue
+                continue  # stale (the arm's key has changed, or it is decided) or a copy: dropped for good
             seen.add(j)
+            kept.append(e)
             if j not in skip:
                 out.append(j)
-        for e in popped:
+        for e in kept:  # (pushing the stale entries back too made the heap grow with every update)
             heapq.heappush(heap, e)
         return out
 

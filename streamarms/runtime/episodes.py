@@ -1,10 +1,12 @@
 """Detection episodes: :class:`EpisodeLifecycle`, the phase machine of the scheduler.
 
-``discovering`` (before the first episode: the episode starts once ``min_arms`` keys are known and
-either no new key has appeared for ``discovery_records`` records or ``discovery_seconds`` have passed
-since the first record; and the source's ``gate``, if any, agrees: with Kafka, every assigned partition
-has delivered a record; a gate that made discovery wait starts the rule again when it opens, so the keys
-of a partition that delivered late are not cut at its first records) -> ``running`` (a policy on the arms known when it started) -> ``idle`` (until
+``discovering`` (before the first episode: the episode starts once ``min_arms`` keys are known and either
+no new key has appeared for ``discovery_records`` records, or ``discovery_seconds`` have passed since the
+first record *and* the keys have settled -- as many records since the last new key as from the first record
+to it --, or at the latest ``DISCOVERY_CAP`` times ``discovery_seconds`` after the first record (keys that
+keep coming); and the source's ``gate``, if any, agrees: with Kafka, every assigned partition has delivered
+a record; a gate that made discovery wait starts the rule again when it opens, so the keys of a partition
+that delivered late are not cut at its first records) -> ``running`` (a policy on the arms known when it started) -> ``idle`` (until
 ``episode_interval`` after the previous start) -> ``running`` ... -> ``finished`` (``max_episodes``).
 
 >>> from streamarms.runtime.config import SchedulerConfig
@@ -12,6 +14,21 @@ of a partition that delivered late are not cut at its first records) -> ``runnin
 >>> e.on_new_key(records=1, now=100.0); e.on_new_key(records=2, now=100.5)
 >>> e.discovery_over(now=101.0, n_arms=2, records=5, fixed=False), e.deadline(n_arms=2, fixed=False)
 (False, (105.0, 12))
+
+A slow stream (a record a second): 10 s after its first record, its keys are still coming; the episode waits
+until no new key came for as many records as it took to see the last one (here from record 1 to 8):
+
+>>> e = EpisodeLifecycle(SchedulerConfig(min_arms=2, discovery_records=1000, discovery_seconds=10.0))
+>>> for r in range(1, 9): e.on_new_key(records=r, now=99.0 + r)
+>>> e.discovery_over(now=110.0, n_arms=8, records=11, fixed=False), e.deadline(n_arms=8, fixed=False)
+(False, (400.0, 15))
+>>> e.discovery_over(now=114.0, n_arms=8, records=15, fixed=False)
+True
+
+Why: the keys' rates do not know the stream's clock. At a record a second, "10 s after the first record" saw
+10 of 25 keys and the episode decided without the other 15 (``tests/runtime/test_discovery_settles.py``); when no
+new key came in the last half of the records, a key not seen yet has a share of the stream of about ``3 / r``
+(``r`` those records: the "rule of three"), and it joins the next episode.
 """
 
 from __future__ import annotations
@@ -24,12 +41,14 @@ from typing import Any
 from ..policies.base import Decision, Policy
 from .config import SchedulerConfig
 
-__all__ = ["DISCOVERING", "RUNNING", "IDLE", "FINISHED", "PHASES", "EpisodeLifecycle"]
+__all__ = ["DISCOVERING", "RUNNING", "IDLE", "FINISHED", "PHASES", "EpisodeLifecycle", "DISCOVERY_CAP"]
 
 DISCOVERING, RUNNING, IDLE, FINISHED = "discovering", "running", "idle", "finished"
 PHASES = (DISCOVERING, RUNNING, IDLE, FINISHED)
 _INF = math.inf
 log = logging.getLogger("streamarms.scheduler")
+#: discovery ends at the latest this many ``discovery_seconds`` after the first record, when new keys keep coming
+DISCOVERY_CAP = 30
 
 
 class EpisodeLifecycle:
@@ -51,7 +70,9 @@ class EpisodeLifecycle:
         self.history: list[dict[str, Any]] = []
         self.build_error: str | None = None  # why the last episode could not start, if it could not
         self.first_record_at: float | None = None
+        self.first_key_record = 0  # the record count of the first key's first record
         self.new_key_record = 0  # the record count when the last new key appeared
+        self.settling = False  # discovery_seconds have passed, the keys have not settled yet
         #: may discovery end (asked once the rule above says so)? A partitioned source's answer: every
         #: partition has delivered a record (``streamarms.connectors.discovery``); ``None``: always
         self.gate: Callable[[], bool] | None = None
@@ -59,9 +80,15 @@ class EpisodeLifecycle:
 
     def on_new_key(self, records: int, now: float) -> None:
         if self.phase == DISCOVERING:
+            if self.first_record_at is None:
+                self.first_key_record = records
             self.new_key_record = records
             if self.first_record_at is None or self.first_record_at == 0.0:  # (0: no timestamp yet, below)
                 self.first_record_at = now
+
+    def _settled_at(self) -> int:
+        """The record count from which the keys count as settled (module docstring)."""
+        return 2 * self.new_key_record - self.first_key_record
 
     def discovery_over(self, now: float, n_arms: int, records: int, fixed: bool) -> bool:
         cfg = self.config
@@ -73,8 +100,11 @@ class EpisodeLifecycle:
             # the first records had no timestamp (the clock stood at 0): discovery's time is counted from
             # the first timestamp, not from 1970 (which would end it at once, on the keys seen so far)
             self.first_record_at = now
+        timed = now >= self.first_record_at + cfg.discovery_seconds
         over = (records - self.new_key_record >= cfg.discovery_records
-                or now >= self.first_record_at + cfg.discovery_seconds)
+                or (timed and records >= self._settled_at())
+                or now >= self.first_record_at + DISCOVERY_CAP * cfg.discovery_seconds)
+        self.settling = timed and not over
         if not over or self.gate is None:
             return over
         if self.gate():
@@ -82,7 +112,7 @@ class EpisodeLifecycle:
                 # the gate waited for a partition: its first records have just come, its other keys
                 # may be in the records still to come -- the rule starts again from here
                 self.gated = False
-                self.new_key_record, self.first_record_at = records, now
+                self.new_key_record, self.first_key_record, self.first_record_at = records, records, now
                 return False
             return True
         self.gated = True
@@ -96,7 +126,11 @@ class EpisodeLifecycle:
                 return _INF, _INF  # nothing can start before a new key arrives
             if fixed or self.first_record_at is None or self.gated:
                 return -_INF, _INF  # arms given up front, or the gate to ask: at the first opportunity
-            return self.first_record_at + cfg.discovery_seconds, self.new_key_record + cfg.discovery_records
+            by_records = self.new_key_record + cfg.discovery_records
+            if self.settling:  # the time has passed: the keys settling, or the cap
+                return (self.first_record_at + DISCOVERY_CAP * cfg.discovery_seconds,
+                        min(by_records, max(self._settled_at(), self.new_key_record + 1)))
+            return self.first_record_at + cfg.discovery_seconds, by_records
         if self.phase == IDLE:
             return self.next_start, _INF
         if self.phase == RUNNING:
@@ -181,7 +215,8 @@ class EpisodeLifecycle:
     def snapshot(self) -> dict[str, Any]:
         return {"phase": self.phase, "episode": self.episode, "episode_started": self.started, "dated": self.dated,
                 "next_start": None if self.next_start == _INF else self.next_start,
-                "discovery": {"first_record_at": self.first_record_at, "new_key_record": self.new_key_record},
+                "discovery": {"first_record_at": self.first_record_at, "new_key_record": self.new_key_record,
+                              "first_key_record": self.first_key_record},
                 "history": list(self.history)}
 
     def restore(self, state: dict[str, Any], policy: Policy | None, start_records: int) -> None:
@@ -192,6 +227,8 @@ class EpisodeLifecycle:
         self.next_start = _INF if state["next_start"] is None else float(state["next_start"])
         self.first_record_at = state["discovery"]["first_record_at"]
         self.new_key_record = int(state["discovery"]["new_key_record"])
+        # (absent before the field: the rule's settling part counts from the last new key, as if it were the first)
+        self.first_key_record = int(state["discovery"].get("first_key_record", self.new_key_record))
         self.history = list(state["history"])
         self.policy = policy
         self.start_records = start_records

@@ -26,7 +26,8 @@ two, in one of two modes:
 **Episodes.** A detection episode runs one policy on the arms known when it starts (sorted by name);
 keys first seen during it join the next one. Before the first episode the scheduler *discovers* keys:
 the episode starts once ``min_arms`` keys are known and either no new key has appeared for
-``discovery_records`` records or ``discovery_seconds`` have passed since the first record. An episode
+``discovery_records`` records or ``discovery_seconds`` have passed since the first record and the keys have
+settled (:mod:`.episodes`: as many records since the last new key as before it). An episode
 ends when the policy's stopping rule fires (``done``), after ``episode_timeout`` (then undecided arms
 are reported as such), or (passive mode) when one of its arms has had no record for
 ``episode_silence_records`` records: those keys are forgotten and the next episode starts at once
@@ -321,7 +322,10 @@ class Scheduler:
         # rd counts valid records; the per-record check compares all records with it, so it may fire
         # early after refusals: then discovery_over (exact) says no and the deadline is recomputed
         self._record_deadline = min(rd + self.counters.refused if rd != _INF else rd, self.silence.next_check)
-        self._deadline = min(d, self.plan.deadline()) if self.episodes.phase == RUNNING else d
+        # feed-all gives the policy every reward of its arms whatever it wants: a want that waits too long is given
+        # up for nothing there, and at a few records per second of stream time it was a re-plan every few records
+        wants = self.episodes.phase == RUNNING and not isinstance(self._intake, FeedAllIntake)
+        self._deadline = min(d, self.plan.deadline()) if wants else d
 
     def _follow(self, now: float, deferred: set[str] | None = None, full: bool = True) -> None:
         """Follow the plan; end the episode when the policy is done."""

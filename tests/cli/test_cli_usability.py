@@ -519,7 +519,8 @@ def test_a_finished_run_names_the_keys_its_last_episode_did_not_examine(tmp_path
     said = capsys.readouterr().out
     assert ("1 key was not in episode 1, the last (first seen after it started), and no episode classified it: "
             "late-key; the next episode would (--max-episodes), and the first starts once 1,000 records bring no new "
-            "key (--discovery-records) or 10 s of stream time after the first record (--discovery-seconds)") in said
+            "key (--discovery-records) or 10 s of stream time after the first record once the keys settle "
+            "(--discovery-seconds)") in said
     got = json.loads(summary.read_text())
     assert got["flagged"] == ["k3"]
     assert got["not_examined"] == {"episode": 1, "count": 1, "keys": ["late-key"], "max_episodes_reached": True}
