@@ -274,7 +274,10 @@ def grouped_text(key: FieldProfile, n: int, files: Sequence[str]) -> str:
 
 
 def inspect_main(opts: argparse.Namespace) -> int:
+    from .file_input import expand_files
+
     try:
+        opts.files = expand_files(opts.files)
         fields, n, refused = profile(opts.files, opts.records, opts.rewards_format, opts.line_pattern)
     except (ConfigError, OSError) as e:
         print(f"streamarms inspect: error: {e}", file=sys.stderr)

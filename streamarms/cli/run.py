@@ -364,7 +364,8 @@ class _App:
         self.progress: ReplayProgress | None = None  # a replay's bar on a terminal (run)
         clock = self.event_clock if self.event_clock is not None else time.time
         self.run_info = {"mode": s.mode, "policy": CONTINUOUS if self.continuous else s.policy,
-                         "topics": sorted(s.rewards_topic or []) or sorted(s.rewards_file or []) or ["embedded"],
+                         "topics": sorted(s.rewards_topic or []) or sorted(s.rewards_file_given or s.rewards_file or [])
+                         or ["embedded"],
                          "k": s.k, "delta": s.delta, "reward_model": s.reward_model, "group_id": s.group_id,
                          "settings": statistics_settings(  # a restart may not change them (cli.restart)
                              s, continuous=self.continuous, clock=clock_kind, passive_feed=None if self.continuous

@@ -170,6 +170,9 @@ class RunSettings:
     embedded: bool = field(default=False, metadata={"derived": True})
     reward_bounds: tuple[float, float] = field(default=(0.0, 1.0), metadata={"derived": True})
     model_params: dict[str, Any] = field(default_factory=dict, metadata={"derived": True})
+    #: ``--rewards-file`` as given, before its patterns were expanded: what a restart compares (a pattern's new
+    #: matches, a log rotated in, do not make the checkpoint another run's)
+    rewards_file_given: list[str] | None = field(default=None, metadata={"derived": True})
 
     def policy_params(self, *, seed: int | None = None) -> dict[str, Any]:
         """The :class:`~streamarms.registry.PolicyParams` these settings give (``seed``: this episode's)."""
@@ -242,7 +245,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--consumer-option", action="append", metavar="KEY=VALUE", help="kafka-python consumer setting")
     g.add_argument("--producer-option", action="append", metavar="KEY=VALUE", help="kafka-python producer setting")
     g = p.add_argument_group("files")
-    g.add_argument("--rewards-file", action="append", metavar="PATH", help="replay a JSONL file of records, or a CSV/TSV table (--rewards-format; repeatable; '-': standard input, read until "
+    g.add_argument("--rewards-file", action="append", metavar="PATH", help="replay a JSONL file of records, or a CSV/TSV table (--rewards-format; repeatable; a quoted pattern "
+                                                          "'logs/*.jsonl' reads every match; '-': standard input, read until "
                                                           "its writer closes it, e.g. tail -F log | jq -c ...)")
     g.add_argument("--rewards-format", choices=["auto", "jsonl", "csv", "tsv"],
                    help="what the --rewards-file files hold: JSON lines, or a table whose first line names its "
@@ -365,8 +369,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--request-timeout", type=nonneg_float, metavar="SEC", help="active: drop a request (default 30)")
     g.add_argument("--discovery-records", type=positive_int, metavar="N",
                    help="first episode starts when no new key appeared for N records (default 1000) ...")
-    g.add_argument("--discovery-seconds", type=nonneg_float, metavar="SEC", help="... or after SEC (default 10); with Kafka, not before "
-                   "every assigned partition has delivered a record (or SEC of wall time)")
+    g.add_argument("--discovery-seconds", type=nonneg_float, metavar="SEC", help="... or SEC (default 10) of stream time after the first "
+                   "record once the keys settle (as many records since the last new key as before it; at the latest "
+                   "30 x SEC); with Kafka, not before every assigned partition has delivered a record (or SEC of wall time)")
     g.add_argument("--min-arms", type=positive_int, metavar="N", help="arms needed to start an episode (default 3)")
     g.add_argument("--max-arms", type=positive_int, metavar="N", help="refuse new keys beyond N arms (default 10000)")
     g.add_argument("--key-ttl", type=nonneg_float, metavar="SEC",
@@ -541,6 +546,9 @@ def resolve_settings(opts: argparse.Namespace) -> RunSettings:
         except ValueError:
             raise ConfigError(f"--reward-range must be A,B (two numbers), got {s.reward_range!r}") from None
         bounds = (a, b)
+    if s.rewards_file:
+        from .file_input import expand_files
+        s = replace(s, rewards_file=expand_files(s.rewards_file), rewards_file_given=list(s.rewards_file))
     from streamarms.connectors.csv_lines import table_format
     formats = {table_format(p, s.rewards_format) or "jsonl" for p in s.rewards_file or []}
     if s.line_pattern is not None:  # every file is read by the pattern

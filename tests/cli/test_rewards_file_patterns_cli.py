@@ -1,0 +1,60 @@
+"""``--rewards-file`` patterns and directories: a TOML file's ``rewards_file = "logs/*.jsonl"`` (no shell expands
+it) failed with ``cannot start: FileNotFoundError``, a directory with advice to pipe it on standard input."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from streamarms.cli import main
+
+
+def _log(path, hosts: range, n: int, seed: int) -> None:
+    rng = random.Random(seed)
+    with path.open("w") as f:
+        for j in range(n):
+            h = f"h{rng.choice(hosts)}"
+            f.write(json.dumps({"host": h, "err": int(rng.random() < (0.3 if h == "h5" else 0.05)),
+                                "ts": 1_700_000_000_000 + j * 20}) + "\n")
+
+
+def test_a_pattern_in_the_toml_file_reads_every_match_and_a_restart_reads_a_new_one(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    _log(logs / "a.jsonl", range(12), 20_000, 1)
+    (logs / "notes.txt").write_text("not a log\n")
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(f'rewards_file = ["{logs}/*.jsonl"]\nkey_field = "host"\nreward_field = "err"\n'
+                   f'timestamp_field = "ts"\ncheckpoint = "{tmp_path / "ck"}"\nquiet = true\n')
+    summary = tmp_path / "s.json"
+    assert main(["run", "--config", str(cfg), "--summary-json", str(summary)]) == 0
+    assert json.loads(summary.read_text())["records"] == 20_000
+    _log(logs / "b.jsonl", range(12), 30_000, 2)  # a new match: the same run's pattern, resumed
+    assert main(["run", "--config", str(cfg), "--summary-json", str(summary)]) == 0
+    got = json.loads(summary.read_text())
+    assert got["records"] == 50_000  # (the checkpoint's counts: a.jsonl's not read twice)
+    assert "h5" in got["flagged"]
+
+
+def test_a_pattern_that_matches_nothing_and_a_directory_are_errors_that_say_what_to_give(tmp_path, capsys):
+    (tmp_path / "logs").mkdir()
+    assert main(["run", "--rewards-file", str(tmp_path / "logs" / "*.log")]) == 2
+    assert f"no file matches {tmp_path}/logs/*.log" in capsys.readouterr().err
+    assert main(["run", "--rewards-file", str(tmp_path / "logs")]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path}/logs is a directory: name its files, e.g. '{tmp_path}/logs/*.jsonl'" in err
+    assert "standard input" not in err
+    assert main(["inspect", str(tmp_path / "logs")]) == 2
+    assert "is a directory" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["a[1].jsonl", "what?.jsonl"])
+def test_a_file_whose_name_looks_like_a_pattern_is_that_file(tmp_path, name):
+    p = tmp_path / name
+    _log(p, range(6), 2_000, 3)
+    summary = tmp_path / "s.json"
+    assert main(["run", "--rewards-file", str(p), "--key-field", "host", "--reward-field", "err", "--quiet",
+                 "--summary-json", str(summary)]) == 0
+    assert json.loads(summary.read_text())["records"] == 2_000
