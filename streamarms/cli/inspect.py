@@ -274,7 +274,7 @@ def grouped_text(key: FieldProfile, n: int, files: Sequence[str]) -> str:
 
 
 def inspect_main(opts: argparse.Namespace) -> int:
-    from .file_input import expand_files
+    from .file_patterns import expand_files
 
     try:
         opts.files = expand_files(opts.files)

@@ -59,8 +59,16 @@ from .embedded import EmbeddedResponder, embedded_means, embedded_stream
 from .file_input import file_source
 from .group import check_group_settings, member_name, wire_group_member
 from .restart import statistics_settings
-from .run_report import (episode_text, frozen_clock_text, grouped_keys, grouped_keys_text, incomplete_text, not_examined,
-                         stop_lines, unfinished)
+from .run_report import (
+    episode_text,
+    frozen_clock_text,
+    grouped_keys,
+    grouped_keys_text,
+    incomplete_text,
+    not_examined,
+    stop_lines,
+    unfinished,
+)
 from .settings import RunSettings, _kv, add_run_arguments, resolve_settings
 from .types import allow_negative_lists, key_names
 

@@ -547,7 +547,7 @@ def resolve_settings(opts: argparse.Namespace) -> RunSettings:
             raise ConfigError(f"--reward-range must be A,B (two numbers), got {s.reward_range!r}") from None
         bounds = (a, b)
     if s.rewards_file:
-        from .file_input import expand_files
+        from .file_patterns import expand_files
         s = replace(s, rewards_file=expand_files(s.rewards_file), rewards_file_given=list(s.rewards_file))
     from streamarms.connectors.csv_lines import table_format
     formats = {table_format(p, s.rewards_format) or "jsonl" for p in s.rewards_file or []}

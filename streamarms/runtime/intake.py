@@ -67,7 +67,9 @@ class ActiveIntake:
 
 class FeedAllIntake:
     """Passive mode, ``passive_feed="all"``: every valid reward of an arm of the running episode goes
-    to the policy at once (module docstring)."""
+    to the policy at once (module docstring). The plan's wants do not time out here (the scheduler sets no
+    deadline for them): the policy takes every reward whatever it wants, and at a few records per second of
+    stream time a want given up was a re-plan every few records, for nothing."""
 
     def __init__(self, codec: RewardCodec, counters: SchedulerStats, plan: PlanFollower,
                  episodes: EpisodeLifecycle, follow: Follow, validate_all: bool) -> None:

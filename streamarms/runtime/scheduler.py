@@ -319,12 +319,9 @@ class Scheduler:
     def refresh_deadline(self) -> None:
         """When to look again, after the episode's times changed (here, or from a part: silence, a group member)."""
         d, rd = self.episodes.deadline(len(self.keys), self.keys.fixed)
-        # rd counts valid records; the per-record check compares all records with it, so it may fire
-        # early after refusals: then discovery_over (exact) says no and the deadline is recomputed
+        # rd counts valid records, the check all records: early after refusals, discovery_over (exact) says no
         self._record_deadline = min(rd + self.counters.refused if rd != _INF else rd, self.silence.next_check)
-        # feed-all gives the policy every reward of its arms whatever it wants: a want that waits too long is given
-        # up for nothing there, and at a few records per second of stream time it was a re-plan every few records
-        wants = self.episodes.phase == RUNNING and not isinstance(self._intake, FeedAllIntake)
+        wants = self.episodes.phase == RUNNING and not isinstance(self._intake, FeedAllIntake)  # (intake: why)
         self._deadline = min(d, self.plan.deadline()) if wants else d
 
     def _follow(self, now: float, deferred: set[str] | None = None, full: bool = True) -> None:
