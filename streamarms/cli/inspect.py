@@ -34,6 +34,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..runtime.codec import JSON_NUMBER
+from ..runtime.key_rule import KeyRule
 
 __all__ = ["add_inspect_parser", "inspect_main", "profile", "suggestions", "FieldProfile"]
 
@@ -71,6 +72,8 @@ class FieldProfile:
     changes: int = 0
     returns: int = 0
     last: Any = None
+    #: distinct values with ``--key-ids`` (paths whose ids read as ``:id``), when that makes the field a key
+    ids_distinct: int = 0
 
     def add(self, v: Any) -> None:
         t = type(v)
@@ -193,10 +196,18 @@ def profile(path: str | Sequence[str], records: int = 10_000, rewards_format: st
 
 
 def _key_candidates(fields: dict[str, FieldProfile], n: int) -> list[FieldProfile]:
-    """Fields whose values repeat (a text or an integer, in most records, 2 to min(10,000, n / 5) values)."""
-    out = [f for f in fields.values() if f.present >= 0.9 * n and f.share("str") + f.share("int") >= 0.99
-           and 2 <= f.distinct <= min(DISTINCT - 1, max(2, n // 5)) and not f.more
-           and f.name.split(".")[-1] not in TIME_NAMES]
+    """Fields whose values repeat (a text or an integer, in most records, 2 to min(10,000, n / 5) values), or
+    whose texts are paths with ids that repeat once ``--key-ids`` reads the ids as ``:id`` (``ids_distinct``)."""
+    cap = min(DISTINCT - 1, max(2, n // 5))
+    common = [f for f in fields.values() if f.present >= 0.9 * n and f.share("str") + f.share("int") >= 0.99
+              and f.name.split(".")[-1] not in TIME_NAMES]
+    rule = KeyRule(ids=True)
+    for f in common:
+        if (f.distinct > cap or f.more) and f.share("str") >= 0.99 and any("/" in str(v) for v in list(f.values)[:50]):
+            folded = len({rule.apply(str(v)) for v in f.values})
+            if 2 <= folded <= cap and folded * 10 <= f.distinct:
+                f.ids_distinct = folded
+    out = [f for f in common if (2 <= f.distinct <= cap and not f.more) or f.ids_distinct]
     if any(f.distinct >= 3 for f in out):  # (two values: more likely a flag, a reward, than a key)
         out = [f for f in out if f.distinct >= 3]
     rank = {name: i for i, name in enumerate(KEY_NAMES)}
@@ -241,7 +252,9 @@ def suggestions(fields: dict[str, FieldProfile], n: int, files: str = "FILE", ta
     if not keys:
         return []
     key = keys[0]
-    flag = "" if key.name == "arm" else f" --key-field {key.name}"
+    flag = ("" if key.name == "arm" else f" --key-field {key.name}") + (" --key-ids" if key.ids_distinct else "")
+    if key.ids_distinct and key.name == "arm":
+        flag = " --key-field arm --key-ids"
     time = _time_flags(fields)
     out = []
     for f in fields.values():
@@ -294,7 +307,8 @@ def inspect_main(opts: argparse.Namespace) -> int:
     for f in sorted(fields.values(), key=lambda f: -f.present):
         print(f.line(read))
     keys = _key_candidates(fields, read)
-    print("keys (values that repeat): " + (", ".join(f"{f.name} ({f.distinct:,})" for f in keys[:5]) or
+    print("keys (values that repeat): " + (", ".join(f"{f.name} ({f.ids_distinct:,} with --key-ids)" if f.ids_distinct
+                                                     else f"{f.name} ({f.distinct:,})" for f in keys[:5]) or
                                           "none found: name the key's field with --key-field"))
     if keys and (grouped := grouped_text(keys[0], read, opts.files)):
         print(grouped)

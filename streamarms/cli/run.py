@@ -54,6 +54,7 @@ from ..runtime.contracts import AlertSink, DeadLetterSink, RequestSink
 from ..runtime.evidence import key_evidence
 from ..runtime.field_path import FieldPath
 from ..runtime.key_field import KeyFieldSource
+from ..runtime.key_rule import KeyRule
 from .continuous import alert_line, build_runner, continuous_summary
 from .embedded import EmbeddedResponder, embedded_means, embedded_stream
 from .file_input import file_source
@@ -208,6 +209,9 @@ def _check_mode_flags(s: RunSettings, continuous: bool) -> None:
         if not continuous and opt in s.explicit:
             raise ConfigError(f"--{opt.replace('_', '-')} applies to the continuous mode (--forever, or --mode "
                               "continuous)")
+    if (s.key_match is not None or s.key_ids) and s.key_field is None:
+        raise ConfigError("--key-ids and --key-match read the key from --key-field's text: name the field (a JSON "
+                          "line's arm: --key-field arm)")
     rules = [(flag, rule) for flag, rule in (("--reward-at-least", s.reward_at_least), ("--reward-in", s.reward_in),
                                              ("--reward-match", s.reward_match)) if rule is not None]
     for flag, _ in rules:
@@ -561,7 +565,8 @@ class _App:
                 from streamarms.connectors.files import JsonlSink
                 self.alert_sink = JsonlSink(s.alerts_file)
         if s.key_field is not None:  # (after KafkaTransaction, which commits the Kafka source's own positions)
-            self.source = KeyFieldSource(self.source, s.key_field)
+            rule = KeyRule(match=s.key_match, ids=s.key_ids) if s.key_match is not None or s.key_ids else None
+            self.source = KeyFieldSource(self.source, s.key_field, rule)
 
     # -- callbacks -----------------------------------------------------------------------------
     def _alert(self, alert: dict[str, Any]) -> None:

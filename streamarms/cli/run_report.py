@@ -14,6 +14,7 @@ from typing import Any
 from ..runtime import DISCOVERING, FINISHED, RUNNING, EventClock, RewardCodec, SchedulerConfig
 from ..runtime.continuous import ContinuousRunner
 from ..runtime.evidence import finite_or_none, finite_pair
+from ..runtime.key_rule import KeyRule
 from .continuous import no_threshold_text
 from .settings import RunSettings
 
@@ -42,7 +43,8 @@ def stop_lines(out: dict[str, Any], sched: Any, s: RunSettings, cfg: SchedulerCo
     lines.append(out.get("reward_rule_unmatched") or "")
     lines.append(refusals_hint(st["records"], st["invalid"], bool(s.rewards_file),
                                bool(s.dead_letter_file or s.dead_letter_topic), s.reward_model))
-    lines.append(key_field_hint(st["known_arms"], st["records"], st["invalid"], s.key_field))
+    lines.append(key_field_hint(st["known_arms"], st["records"], st["invalid"], s.key_field,
+                                None if s.key_ids else sched.known_arms))
     if out.get("keys_grouped"):
         lines.append(grouped_keys_text(out["keys_grouped"], s, clock))
     return [line for line in lines if line]
@@ -346,9 +348,16 @@ def grouped_keys_text(g: dict[str, int], s: RunSettings, clock: EventClock | Non
     return out + f"interleave the records first, e.g. shuffled: shuf {f} > {shuffled}"
 
 
-def key_field_hint(keys: int, records: int, invalid: dict[str, int], key_field: str | None) -> str:
+def key_field_hint(keys: int, records: int, invalid: dict[str, int], key_field: str | None,
+                   known: Sequence[str] | None = None) -> str:
     """One line when nearly every record had a key of its own (a request id picked as the key): no key then has
     the records a rate needs, and the run's other lines (thousands undecided, ``too_many_arms``) do not say why.
+    ``known``: the keys (a sample is read); when they are paths with ids, which ``--key-ids`` folds into a tenth
+    as many keys or fewer, the line names that flag instead.
+
+    >>> known = [f"/api/users/{i}/orders" for i in range(5_000)] + [f"/api/items/{i}" for i in range(5_000)]
+    >>> print(key_field_hint(10_000, 50_000, {"too_many_arms": 40_000}, "path", known))
+    10,000 keys in 10,000 records, and they are paths with ids: --key-ids reads /api/users/0/orders as /api/users/:id/orders (2 keys in the first 10,000 in place of 10,000)
 
     >>> print(key_field_hint(10_000, 50_000, {"too_many_arms": 40_000}, "id"))
     10,000 keys in 10,000 records: nearly every record has a key of its own (--key-field id), so no key has the records a rate needs; key the records by what many of them share (a host, an endpoint, a user)
@@ -356,7 +365,17 @@ def key_field_hint(keys: int, records: int, invalid: dict[str, int], key_field: 
     ''
     """
     seen = records - invalid.get("too_many_arms", 0)
-    if keys < 1_000 or keys * 2 < seen:
+    if keys < 1_000:
+        return ""
+    sample = list(known[:10_000]) if known else []
+    rule = KeyRule(ids=True)
+    folded = {rule.apply(k) for k in sample}
+    if sample and len(folded) * 10 <= len(sample):
+        first = next(k for k in sample if rule.apply(k) != k)
+        flag = "--key-ids" if key_field else "--key-field arm --key-ids"
+        return (f"{keys:,} keys in {seen:,} records, and they are paths with ids: {flag} reads {first} as "
+                f"{rule.apply(first)} ({len(folded):,} keys in the first {len(sample):,} in place of {len(sample):,})")
+    if keys * 2 < seen:
         return ""
     return (f"{keys:,} keys in {seen:,} records: nearly every record has a key of its own "
             f"(--key-field {key_field or 'not given: the arm or key field'}), so no key has the records a rate "

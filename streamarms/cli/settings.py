@@ -111,6 +111,8 @@ class RunSettings:
     reward_match: str | None = None
     reward_missing: float | None = None
     key_field: str | None = None
+    key_match: str | None = None
+    key_ids: bool = False
     timestamp_field: str = "timestamp"
     timestamp_unit: str = "ms"
     rewards_format: str = "auto"
@@ -342,6 +344,13 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="JSON field of the value naming the record's key (a host, a worker), in place of the "
                         "record's own key (Kafka) or a line's arm (files); every value is then parsed. A dotted "
                         "name (host.name) reads a nested field, as --reward-field")
+    g.add_argument("--key-ids", action="store_true", default=None,
+                   help="--key-field: each /-separated segment of the key that is an id (a number, a UUID, a hex hash, "
+                        "a long token with digits) reads as :id -- /users/8812/orders and /users/17/orders are one key")
+    g.add_argument("--key-match", type=match_pattern, metavar="REGEX",
+                   help="--key-field: the key is the part of the field's text the regular expression finds (its group "
+                        "'key', else its first group, else the whole match): --key-match '^/[^/]+' keys by a path's first "
+                        "segment. A text it does not find is refused (key_missing)")
     g.add_argument("--timestamp-field", metavar="NAME",
                    help="--rewards-file: the field of a line holding its time (default timestamp; @timestamp, time, "
                         "ts; dotted: nested): a number in --timestamp-unit, or an ISO 8601 date-time")

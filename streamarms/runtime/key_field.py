@@ -21,6 +21,10 @@ wrapped source's, so a restart resumes where it would without it.
 * **Cost.** Every value is parsed to find its key, also the records the policy skips (``--validate
   used`` parses nothing less), but once: the records carry the parsed value (``decoded_values``), which
   the episode scheduler reads instead of parsing the value again.
+* **Key rules.** ``rule`` (a :class:`~streamarms.runtime.key_rule.KeyRule`: ``--key-ids``, ``--key-match``) makes
+  the field's text (an integer's digits) the key it names: ids in a path read as ``:id``, or the part a pattern
+  finds. A text the pattern does not find is refused as ``key_missing``, its detail naming both. Once per distinct
+  text (the texts' keys are cached), so a rule costs nothing per record of a known text.
 * **Partitions.** A key's records may now arrive on several partitions. One run reading all of them
   sees every record of a key; members of a ``--group-threshold`` group own keys by partition, so that
   mode refuses ``--key-field`` (the producers must key the records by the field for it).
@@ -49,6 +53,7 @@ from typing import Any
 from . import decoder
 from .decoder import _SHORT
 from .field_path import FieldPath
+from .key_rule import KeyRule
 from .records import RefusedKey
 
 __all__ = ["KeyFieldSource", "FieldRecord", "field_key"]
@@ -91,6 +96,7 @@ def field_key(obj: dict[str, Any], field: str | FieldPath, raw: Any) -> bytes | 
 
 
 _ABSENT: Any = object()
+_UNSEEN: Any = object()
 
 
 def _bytes_or_none(raw: Any) -> bytes | None:
@@ -119,16 +125,17 @@ class KeyFieldSource:
     #: at most this many keys are kept made (:meth:`poll`)
     CACHE = 100_000
 
-    def __init__(self, source: Any, field: str) -> None:
+    def __init__(self, source: Any, field: str, rule: KeyRule | None = None) -> None:
         if not field or not field.strip():
             raise ValueError("the key field needs a name")
         self.source = source
         self.field = field
+        self.rule = rule
         self._path = FieldPath(field)
         self._nested = self._path if self._path.nested else None  # (the inline path reads a flat name itself)
-        #: field text -> its key bytes: a dict lookup per record instead of encoding it, and one bytes
-        #: object per key in the scheduler's maps
-        self._keys: dict[str, bytes] = {}
+        #: field text -> its key bytes (``None``: the rule finds no key in it): a dict lookup per record instead of
+        #: encoding it (and applying the rule), and one bytes object per key in the scheduler's maps
+        self._keys: dict[str, bytes | None] = {}
 
     def poll(self, timeout: float = 0.2) -> list[FieldRecord]:
         batch = self.source.poll(timeout)
@@ -150,9 +157,11 @@ class KeyFieldSource:
                     obj = loads(v)
                 k = obj[field] if path is None else path(obj)
                 if type(k) is str and type(raw) is not RefusedKey:
-                    kb = keys.get(k)
-                    if kb is None:
+                    kb = keys.get(k, _UNSEEN)
+                    if kb is _UNSEEN:
                         kb = self._made(k)
+                    if kb is None:
+                        raise ValueError  # (the rule finds no key in it: rekey's path refuses it)
                     add(new(FieldRecord, (r.topic, r.partition, r.offset, r.timestamp, kb, r.value,
                                           r.headers if has_headers else None, obj, raw)))
                     continue
@@ -161,11 +170,20 @@ class KeyFieldSource:
             add(self.rekey(r))
         return out
 
-    def _made(self, k: str) -> bytes:
+    def _made(self, k: str) -> bytes | None:
         keys = self._keys
         if len(keys) >= self.CACHE:  # a flood of distinct keys: start over, never grow without bound
             keys.clear()
-        kb = keys[k] = k.encode("utf-8", "surrogateescape")  # (raises for a lone surrogate: rekey's path)
+        if self.rule is not None:
+            ruled = self.rule.apply(k)
+            if ruled is None:
+                keys[k] = None
+                return None
+            k2 = ruled
+        else:
+            k2 = k
+        kb = k2.encode("utf-8", "surrogateescape")  # (raises for a lone surrogate: rekey's path)
+        keys[k] = kb
         return kb
 
     def rekey(self, r: Any) -> FieldRecord:
@@ -179,8 +197,20 @@ class KeyFieldSource:
             if why is not None:
                 return FieldRecord(r.topic, r.partition, r.offset, r.timestamp,
                                    RefusedKey.of(why[0], why[1], _bytes_or_none(key)), r.value, _headers(r), None, key)
-        return FieldRecord(r.topic, r.partition, r.offset, r.timestamp, field_key(obj, self._path, key), r.value,
-                           _headers(r), obj, key)
+        kb = field_key(obj, self._path, key)
+        if self.rule is not None and type(kb) is bytes:
+            kb = self._ruled(kb, key)
+        return FieldRecord(r.topic, r.partition, r.offset, r.timestamp, kb, r.value, _headers(r), obj, key)
+
+    def _ruled(self, kb: bytes, raw: Any) -> bytes | RefusedKey:
+        """The rule's key of the field's key ``kb`` (its text, or an integer's digits), or its refusal."""
+        assert self.rule is not None
+        text = kb.decode("utf-8", "surrogateescape")
+        ruled = self.rule.apply(text)
+        if ruled is None:
+            return RefusedKey.of("key_missing", f"the {self.field!r} field's text {text[:80]!r} holds no key for "
+                                                f"{self.rule.flag} (--key-field)", _bytes_or_none(raw))
+        return ruled.encode("utf-8", "surrogateescape")
 
     def __getattr__(self, name: str) -> Any:  # state, rollback, commit, close, exhausted, failure, lag, ...
         return getattr(self.source, name)
