@@ -367,14 +367,12 @@ def key_field_hint(keys: int, records: int, invalid: dict[str, int], key_field: 
     seen = records - invalid.get("too_many_arms", 0)
     if keys < 1_000:
         return ""
-    sample = list(known[:10_000]) if known else []
-    rule = KeyRule(ids=True)
-    folded = {rule.apply(k) for k in sample}
-    if sample and len(folded) * 10 <= len(sample):
-        first = next(k for k in sample if rule.apply(k) != k)
+    fold = KeyRule.ids_fold(known) if known else None
+    if fold is not None:
+        first, sampled, folded = fold
         flag = "--key-ids" if key_field else "--key-field arm --key-ids"
         return (f"{keys:,} keys in {seen:,} records, and they are paths with ids: {flag} reads {first} as "
-                f"{rule.apply(first)} ({len(folded):,} keys in the first {len(sample):,} in place of {len(sample):,})")
+                f"{KeyRule(ids=True).apply(first)} ({folded:,} keys in the first {sampled:,} in place of {sampled:,})")
     if keys * 2 < seen:
         return ""
     return (f"{keys:,} keys in {seen:,} records: nearly every record has a key of its own "

@@ -52,6 +52,7 @@ from .clock import EventClock
 from .codec import RewardCodec
 from .episodes import RUNNING
 from .field_path import FieldPath
+from .key_rule import KeyRule
 from .keys import KeyRegistry
 from .records import InvalidRecord
 from .stats import SchedulerStats, StatsView
@@ -265,11 +266,14 @@ class ContinuousRunner:
                                 "of them; `streamarms explain` lists the quietest keys)", name, quiet["key"],
                                 quiet["records_since"], self.monitor.groups[name].ttl or "off")
             for name, epochs, over in self._churn.look(self.monitor, r):
+                fold = KeyRule.ids_fold(self.keys.known)
                 log.warning("group %r's threshold restarted %d times in the last %d records (a key joined or left "
                             "the group, or a key's mean moved: each restart starts the threshold's evidence over); "
                             "while its keys keep changing this fast it may never flag a key. A key set that grows "
                             "without end (new keys every few thousand records) is the usual cause; --arms fixes the "
-                            "key set", name, epochs, over)
+                            "key set%s", name, epochs, over,
+                            "" if fold is None else f"; these keys are paths with ids ({fold[0]}): --key-ids makes "
+                            "one key of each path's ids")
 
     def stats_view(self) -> StatsView:
         """Counters and gauges now, in the scheduler's shape (metrics, health and summaries read it)."""

@@ -29,6 +29,7 @@ True
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 __all__ = ["KeyRule"]
 
@@ -64,6 +65,21 @@ class KeyRule:
         parts = (["--key-ids"] if self.ids else []) + (
             [f"--key-match {self.pattern.pattern!r}"] if self.pattern is not None else [])
         return " ".join(parts)
+
+    @staticmethod
+    def ids_fold(keys: Sequence[str], sample: int = 10_000) -> tuple[str, int, int] | None:
+        """``(a key with an id, the keys, the keys with --key-ids)`` over the first ``sample`` of ``keys``, when
+        ``--key-ids`` makes them a tenth as many or fewer (keys that are paths with ids); else ``None``.
+
+        >>> KeyRule.ids_fold([f"/u/{i}" for i in range(100)]), KeyRule.ids_fold(["/a", "/b"])
+        (('/u/0', 100, 1), None)
+        """
+        head = list(keys[:sample])
+        rule = KeyRule(ids=True)
+        folded = {rule.apply(k) for k in head}
+        if not head or len(folded) * 10 > len(head):
+            return None
+        return next(k for k in head if rule.apply(k) != k), len(head), len(folded)
 
     def apply(self, text: str) -> str | None:
         if self.ids:
