@@ -213,6 +213,8 @@ class CsvTable:
         return out
 
     def _stamp(self, cell: str) -> int:
+        if self.line_time.fmt is not None:
+            return self.line_time.formatted(cell)
         return stamp(_number(cell), self.line_time.unit)
 
     def _plain_chunk(self, path: str, rows: list[list[str] | str], first: int) -> list[JsonlRecord] | None:
@@ -235,6 +237,8 @@ class CsvTable:
             keys: Any = repeat(None) if i is None else list(map(str.encode, map(itemgetter(i), rows)))
             stamps: Any = repeat(None)
             if self._time_column in header:
+                if self.line_time.fmt is not None:
+                    return None  # (the format reads every cell: the loop)
                 cells = list(map(itemgetter(header.index(self._time_column)), rows))
                 if not (all(map(str.isascii, cells)) and all(map(str.isdigit, cells))):
                     return None  # (an empty cell, a fraction, a date-time: the loop)

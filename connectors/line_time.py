@@ -5,6 +5,9 @@ Logs name and count it otherwise: ``@timestamp`` (Elastic Common Schema), ``time
 bunyan: a date-time), ``ts`` in seconds with a fraction (``1700000000.123``: nginx's ``$msec``, many
 tracers). The field may be a dotted name (a nested field, :class:`~streamarms.runtime.field_path.FieldPath`);
 its value a number in the unit, or an ISO 8601 date-time (UTC unless it says otherwise) whatever the unit.
+A time written otherwise (a spreadsheet's ``11/14/2023 10:13 PM``, ``14.11.2023 22:13``) is read by a
+:func:`~datetime.datetime.strptime` format (``fmt``: ``--timestamp-format '%m/%d/%Y %I:%M %p'``), UTC unless the
+format reads a zone (``%z``); the field's text is then read by the format alone (digits too: ``%Y%m%d%H%M%S``).
 Anything else there -- another string, a boolean, ``null``, NaN, a time before 1970 or after the year
 9999 -- is no time, and the line is refused (``bad_timestamp``): it would move the stream clock to a time
 no stream has, or silently be no timestamp. A line without the field has no time (the clock stays).
@@ -13,10 +16,13 @@ no stream has, or silently be no timestamp. A line without the field has no time
 (1700000000123, 1700000000123)
 >>> LineTime("@timestamp").of({"@timestamp": "2023-11-14T22:13:20Z"}), LineTime().of({"arm": "a"})
 (1700000000000, None)
+>>> LineTime("when", fmt="%m/%d/%Y %I:%M %p").of({"when": "11/14/2023 10:13 PM"})
+1699999980000
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from typing import Any
 
@@ -74,19 +80,53 @@ class LineTime:
     (5, False)
     """
 
-    __slots__ = ("field", "unit", "_path", "default")
+    __slots__ = ("field", "unit", "fmt", "_path", "default", "_last")
 
-    def __init__(self, field: str = "timestamp", unit: str = "ms") -> None:
+    def __init__(self, field: str = "timestamp", unit: str = "ms", fmt: str | None = None) -> None:
         if unit not in _UNITS:
             raise ValueError(f"the timestamp unit is ms or s, got {unit!r}")
+        if fmt is not None and (not fmt or "%" not in fmt):
+            raise ValueError(f"a timestamp format is a strptime format with % directives (%m/%d/%Y %H:%M), got {fmt!r}")
         self.field = field
         self.unit = unit
+        self.fmt = fmt
         self._path = FieldPath(field)
-        self.default = field == "timestamp" and unit == "ms"
+        self.default = field == "timestamp" and unit == "ms" and fmt is None
+        self._last: tuple[str, int] = ("", 0)  # the last text the format read (a log's lines share their second)
 
     def of(self, obj: dict[str, Any]) -> int | None:
         """The line's time in ms (``None``: the line has no such field); ``ValueError`` for what is no time."""
         ts = self._path.get(obj, _ABSENT)
         if ts is _ABSENT:
             return None
+        if self.fmt is not None:
+            return self.formatted(ts)
         return ts if type(ts) is int and 0 <= ts <= MAX_TIMESTAMP_MS and self.unit == "ms" else stamp(ts, self.unit)
+
+    def formatted(self, ts: Any) -> int:
+        """``ts`` (a text; a number is read as its digits) read by :attr:`fmt`, in ms; ``ValueError`` saying why not.
+
+        >>> t = LineTime(fmt="%d.%m.%Y %H:%M:%S%z"); t.formatted("14.11.2023 23:13:20+0100")
+        1700000000000
+        >>> t.formatted("2023-11-14")
+        Traceback (most recent call last):
+        ...
+        ValueError: timestamp '2023-11-14' does not match --timestamp-format '%d.%m.%Y %H:%M:%S%z'
+        """
+        text = ts if type(ts) is str else (str(ts) if type(ts) is int else None)
+        if text is None:
+            raise ValueError(f"timestamp {JSON_NAMES.get(type(ts), type(ts).__name__)} is no text for "
+                             f"--timestamp-format {self.fmt!r}")
+        if text == self._last[0]:
+            return self._last[1]
+        try:
+            d = dt.datetime.strptime(text, self.fmt)  # type: ignore[arg-type]
+        except ValueError:
+            raise ValueError(f"timestamp {text[:40]!r} does not match --timestamp-format {self.fmt!r}") from None
+        if d.tzinfo is None:
+            d = d.replace(tzinfo=dt.UTC)
+        ms = int(d.timestamp() * 1000)
+        if not 0 <= ms <= MAX_TIMESTAMP_MS:
+            raise ValueError(f"timestamp {text[:40]!r} is before 1970")
+        self._last = (text, ms)
+        return ms

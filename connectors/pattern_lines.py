@@ -160,6 +160,8 @@ class PatternLines:
     def _stamp(self, cell: str) -> int:
         """The time of a line's time group: the common log format's, else :func:`stamp`'s (a number in the unit,
         an ISO 8601 date-time); the last one read is kept (a log's lines share their second)."""
+        if self.line_time.fmt is not None:
+            return self.line_time.formatted(cell)
         if cell == self._last[0]:
             return self._last[1]
         ms = clf_ms(cell)

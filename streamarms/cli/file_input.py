@@ -48,7 +48,10 @@ def file_source(s: RunSettings, resume: dict[str, Any] | None) -> Any:
     from streamarms.connectors.files import JsonlSource
     from streamarms.connectors.line_time import LineTime
 
-    line_time = LineTime(s.timestamp_field, s.timestamp_unit)
+    try:
+        line_time = LineTime(s.timestamp_field, s.timestamp_unit, s.timestamp_format)
+    except ValueError as e:
+        raise ConfigError(f"--timestamp-format: {e}") from None
     source = JsonlSource(s.rewards_file or [], resume=resume, ordered=s.order == "timestamp", follow=bool(s.follow),
                          line_time=line_time,
                          tables=tables_of(s.rewards_file or [], s.rewards_format, s.line_pattern, line_time,

@@ -58,6 +58,7 @@ _COMMON = {"--k": "k", "--reward-model": "reward_model", "--reward-range": "rewa
            "--key-field": "key_field", "--key-match": "key_match", "--key-ids": "key_ids", "--numeric-strings": "numeric_strings", "--reward-at-least": "reward_at_least",
            "--reward-in": "reward_in", "--reward-match": "reward_match", "--reward-missing": "reward_missing",
            "--timestamp-field": "timestamp_field", "--timestamp-unit": "timestamp_unit",
+           "--timestamp-format": "timestamp_format",
            "--rewards-format": "rewards_format", "--line-pattern": "line_pattern"}
 #: ... the episode modes
 _EPISODES = {"--policy": "policy", "--delta": "delta", "--two-sided": "two_sided", "--rho": "rho", "--seed": "seed",

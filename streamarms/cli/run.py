@@ -167,9 +167,9 @@ def _check_sources(s: RunSettings) -> None:
     if "-" in files and s.checkpoint not in (None, "none", "auto"):
         raise ConfigError("--rewards-file - (standard input) cannot be resumed from a checkpoint: a pipe cannot be "
                           "read again. Drop --checkpoint, or write the stream to a file and --follow it")
-    if ("timestamp_field" in s.explicit or "timestamp_unit" in s.explicit) and not files:
-        raise ConfigError("--timestamp-field and --timestamp-unit say where a --rewards-file line's time is; a Kafka "
-                          "record's time is its own (the producer's or the broker's)")
+    if ("timestamp_field" in s.explicit or "timestamp_unit" in s.explicit or s.timestamp_format) and not files:
+        raise ConfigError("--timestamp-field, --timestamp-unit and --timestamp-format say where and how a --rewards-file "
+                          "line's time is; a Kafka record's time is its own (the producer's or the broker's)")
     if "rewards_format" in s.explicit and not files:
         raise ConfigError("--rewards-format says what the --rewards-file files hold; a Kafka record's value is JSON")
     if s.line_pattern is not None and not files:

@@ -114,6 +114,7 @@ class RunSettings:
     key_match: str | None = None
     key_ids: bool = False
     timestamp_field: str = "timestamp"
+    timestamp_format: str | None = None
     timestamp_unit: str = "ms"
     rewards_format: str = "auto"
     line_pattern: str | None = None
@@ -354,6 +355,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--timestamp-field", metavar="NAME",
                    help="--rewards-file: the field of a line holding its time (default timestamp; @timestamp, time, "
                         "ts; dotted: nested): a number in --timestamp-unit, or an ISO 8601 date-time")
+    g.add_argument("--timestamp-format", metavar="FMT",
+                   help="--rewards-file: the time field's text read by this strptime format, UTC unless it reads a "
+                        "zone (%%z): '%%m/%%d/%%Y %%I:%%M %%p' (a spreadsheet's 11/14/2023 10:13 PM), '%%d.%%m.%%Y %%H:%%M'")
     g.add_argument("--timestamp-unit", choices=["ms", "s"],
                    help="--rewards-file: a numeric time is milliseconds (default) or seconds since the epoch "
                         "(1700000000.123: nginx's $msec)")
