@@ -28,7 +28,7 @@ import re
 import shlex
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -207,7 +207,8 @@ def _key_candidates(fields: dict[str, FieldProfile], n: int) -> list[FieldProfil
             folded = len({rule.apply(str(v)) for v in f.values})
             if 2 <= folded <= cap and folded * 10 <= f.distinct:
                 f.ids_distinct = folded
-    out = [f for f in common if (2 <= f.distinct <= cap and not f.more) or f.ids_distinct]
+    out = [f for f in common if ((2 <= f.distinct <= cap and not f.more) or f.ids_distinct)
+           and not (f.share("str") > 0.99 and time_format(f.values))]  # (a time in a format: no key)
     if any(f.distinct >= 3 for f in out):  # (two values: more likely a flag, a reward, than a key)
         out = [f for f in out if f.distinct >= 3]
     rank = {name: i for i, name in enumerate(KEY_NAMES)}
@@ -234,6 +235,39 @@ def _reward_flags(f: FieldProfile, table: bool = False) -> str | None:
     return None
 
 
+#: time formats that logs and spreadsheets write and ISO 8601 does not read, tried in order (a month first: a
+#: spreadsheet's default; a day first when a value rules the month out)
+TIME_FORMATS = ("%m/%d/%Y %I:%M %p", "%m/%d/%Y %I:%M:%S %p", "%m/%d/%Y %H:%M", "%m/%d/%Y %H:%M:%S", "%d/%m/%Y %H:%M",
+                "%d/%m/%Y %H:%M:%S", "%d.%m.%Y %H:%M", "%d.%m.%Y %H:%M:%S", "%m/%d/%y %H:%M", "%d-%b-%Y %H:%M:%S",
+                "%b %d, %Y %I:%M:%S %p", "%a %b %d %H:%M:%S %Y", "%Y%m%d%H%M%S", "%Y%m%d %H%M%S")
+
+
+def time_format(values: Iterable[Any]) -> str | None:
+    """The first of :data:`TIME_FORMATS` that reads every one of ``values`` (texts; up to 200 tried), or ``None``:
+    none does, or an ISO 8601 reader already reads them (no flag needed).
+
+    >>> time_format(["11/14/2023 10:13 PM", "11/14/2023 9:05 AM"]), time_format(["14/11/2023 22:13"])
+    ('%m/%d/%Y %I:%M %p', '%d/%m/%Y %H:%M')
+    >>> time_format(["2023-11-14T22:13:20Z"]), time_format(["eu-west"])
+    (None, None)
+    """
+    import datetime as dt
+
+    from ..runtime.clock import iso_ms
+
+    texts = [str(v) for v in list(values)[:200]]
+    if not texts or all(iso_ms(t) is not None for t in texts):
+        return None
+    for fmt in TIME_FORMATS:
+        try:
+            for t in texts:
+                dt.datetime.strptime(t, fmt)
+        except ValueError:
+            continue
+        return fmt
+    return None
+
+
 def _time_flags(fields: dict[str, FieldProfile]) -> str:
     for name in TIME_NAMES:
         f = fields.get(name)
@@ -241,7 +275,11 @@ def _time_flags(fields: dict[str, FieldProfile]) -> str:
             continue  # ("timestamp" in ms is read without a flag)
         if f.low <= f.high and 1e9 <= f.low and f.high < 1e11:
             return f" --timestamp-field {name} --timestamp-unit s"
-        return f" --timestamp-field {name}"
+        fmt = time_format(f.values) if f.share("str") > 0.99 else None
+        return f" --timestamp-field {name}" + (f" --timestamp-format {shlex.quote(fmt)}" if fmt else "")
+    for f in fields.values():  # a time under another name, written in one of the formats
+        if f.share("str") > 0.99 and f.distinct > 1 and (fmt := time_format(f.values)) is not None:
+            return f" --timestamp-field {shlex.quote(f.name)} --timestamp-format {shlex.quote(fmt)}"
     return ""
 
 

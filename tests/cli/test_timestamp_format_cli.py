@@ -68,3 +68,12 @@ def test_a_format_without_directives_or_without_files_is_an_error(tmp_path, caps
     assert "strptime format with % directives" in capsys.readouterr().err
     assert main(["run", "--bootstrap-servers", "localhost:1", "--rewards-topic", "t", "--timestamp-format", "%Y"]) == 2
     assert "--timestamp-format say where and how a --rewards-file line's time is" in capsys.readouterr().err
+
+
+def test_inspect_suggests_the_format_and_takes_no_time_for_a_key(tmp_path, capsys):
+    p = tmp_path / "labels.csv"
+    p.write_text("when,worker,wrong\n" + "".join(f"{t},{w},{r}\n" for t, w, r in _rows(3_000, "%m/%d/%Y %I:%M %p")))
+    assert main(["inspect", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "keys (values that repeat): worker (6)\n" in out
+    assert "--timestamp-field when --timestamp-format '%m/%d/%Y %I:%M %p'" in out
