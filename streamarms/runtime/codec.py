@@ -192,6 +192,8 @@ class RewardCodec:
                     if not self.numeric_strings and JSON_NUMBER.fullmatch(v) else
                     " (a decimal comma is read only in a CSV file separated by semicolons, in the reward's column)"
                     if DECIMAL_COMMA.fullmatch(v) else
+                    " (--numeric-strings reads true and false written as strings as 1 and 0)"
+                    if not self.numeric_strings and v.lower() in _BOOLEAN_TEXT else
                     f" (--reward-in {v[:40]},.. makes the reward 1 where the field is one of those texts, else 0)"
                     if self.at_least is None and _WORD.fullmatch(v) and v.lower() not in _NOT_WORDS else "")
             raise InvalidRecord("not_numeric", f"reward of arm {arm!r} is not a JSON number: {shown}{hint}")

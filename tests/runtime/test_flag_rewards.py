@@ -31,6 +31,8 @@ def test_a_tables_true_and_false_cells_are_the_booleans():
         c.reward("a", b'{"reward": "yes"}')
     with pytest.raises(InvalidRecord, match="not a JSON number: 'True'"):  # without the rule: text stays text
         RewardCodec(model=BernoulliModel()).reward("a", b'{"reward": "True"}')
+    with pytest.raises(InvalidRecord, match=r"'true' \(--numeric-strings reads true and false written as strings"):
+        RewardCodec(model=BernoulliModel()).reward("a", b'{"reward": "true"}')  # (a JSON log's quoted flag: named)
 
 
 @pytest.mark.parametrize("model", [BoundedModel(2, 5), BoundedModel(0, 2000), SubGaussianModel(1.0)],
