@@ -17,6 +17,7 @@ Usage::
 
     python benchmarks/replay_throughput.py                       # 300k records, 20 keys
     python benchmarks/replay_throughput.py --records 1000000 --keys 20 1000 --policy wrr cs
+    python benchmarks/replay_throughput.py --policy cs --feed all --ms-per-record 1000   # a record a second
 """
 
 from __future__ import annotations
@@ -38,14 +39,14 @@ from streamarms.cli.main import main as cli  # noqa: E402
 from streamarms.sim import zww17_example  # noqa: E402
 
 
-def make_file(path: str, n: int, n_keys: int, seed: int = 1) -> None:
+def make_file(path: str, n: int, n_keys: int, seed: int = 1, ms_per_record: int = 1) -> None:
     means = zww17_example() if n_keys == 20 else [0.2] * (n_keys - 2) + [0.9, 0.95]
     rng = random.Random(seed)
     with open(path, "w") as f:
         for i in range(n):
             a = rng.randrange(n_keys)
             f.write(f'{{"arm": "k{a:06d}", "reward": {int(rng.random() < means[a])}, '
-                    f'"timestamp": {1_700_000_000_000 + i}}}\n')
+                    f'"timestamp": {1_700_000_000_000 + i * ms_per_record}}}\n')
 
 
 def bare(path: str, loads) -> float:
@@ -81,17 +82,20 @@ def main() -> None:
     ap.add_argument("--policy", nargs="+", default=["wrr"])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--feed", default="planned", choices=["planned", "all"])
+    ap.add_argument("--ms-per-record", type=int, default=1,
+                    help="stream time between records (1000: a record a second, where a plan's wants time out often)")
+    ap.add_argument("--run-args", default="", help="more flags for every run (quoted: '--discovery-seconds 1e6')")
     ap.add_argument("--plot", help="write a PNG of records/s vs keys (bare, idle, detecting) here")
     args = ap.parse_args()
     logging.disable(logging.WARNING)
     tmp = tempfile.mkdtemp()
-    extra = ["--passive-feed", args.feed]
-    print(f"{args.records:,} records per file; process time, best of {args.repeat}, cases interleaved; "
-          f"passive feed {args.feed}")
+    extra = ["--passive-feed", args.feed, *args.run_args.split()]
+    print(f"{args.records:,} records per file, {args.ms_per_record} ms apart; process time, best of {args.repeat}, "
+          f"cases interleaved; passive feed {args.feed}")
     rates: dict[str, list[float]] = {}
     for n_keys in args.keys:
         path = os.path.join(tmp, f"r{n_keys}.jsonl")
-        make_file(path, args.records, n_keys)
+        make_file(path, args.records, n_keys, ms_per_record=args.ms_per_record)
         best: dict[str, tuple[float, dict]] = {}
         cases = [("bare json.loads", None), ("bare orjson.loads", None)]
         for pol in args.policy:
