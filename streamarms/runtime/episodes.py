@@ -161,6 +161,10 @@ class EpisodeLifecycle:
         self.date(now)
         self.dated = dated and policy.dated_at_start
         self.start_records = records
+        if self.episode == 1 and self.first_record_at is not None:  # the end of discovery, a wait that says nothing
+            log.info("episode 1 started on %d keys, discovered in %s records%s", len(policy.arms),
+                     f"{records - self.first_key_record + 1:,}",
+                     f" and {now - self.first_record_at:,.0f} s of stream time" if self.first_record_at > 0.0 else "")
 
     def date(self, now: float) -> None:
         """Date the running episode at ``now``: its timeout and the next start count from here (a group's
