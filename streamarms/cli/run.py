@@ -235,8 +235,11 @@ def _check_mode_flags(s: RunSettings, continuous: bool) -> None:
 
 
 def _warn_untimed_episodes(s: RunSettings, continuous: bool) -> None:
-    """Said once the run has started (a run that cannot start says only why)."""
-    if not continuous and s.max_episodes != 1 and not s.episode_timeout:
+    """Said once the run has started (a run that cannot start says only why), for a source that does not end (Kafka,
+    ``--follow``, standard input): a replay of files ends, and its last lines say when an episode held the next ones
+    back (:func:`~streamarms.cli.run_report.unfinished_text`)."""
+    endless = bool(s.bootstrap_servers or s.follow or "-" in (s.rewards_file or []) or s.embedded)
+    if endless and not continuous and s.max_episodes != 1 and not s.episode_timeout:
         log.warning("episodes without --episode-timeout: an episode with a key it cannot decide (a mean at the "
                     "threshold) never ends, and no later episode starts; --episode-timeout SEC (stream time) "
                     "ends it, reports the undecided keys and starts the next")

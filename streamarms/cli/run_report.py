@@ -62,6 +62,10 @@ def unfinished(sched: Any, stop_reason: str | None) -> dict[str, Any] | None:
     u: dict[str, Any] = sched.episodes.summary(d, sched.clock(), f"stopped: {stop_reason or 'unknown'}",
                                                sched.records, sched.policy_name)
     u["no_record"] = sched.silence.unheard()  # no record (so no sample) since the episode started
+    cfg = sched.config  # an episode past its interval without a timeout held the later ones back
+    if cfg.episode_timeout is None and u["duration"] >= cfg.episode_interval > 0 and (
+            cfg.max_episodes is None or sched.episode < cfg.max_episodes):
+        u["held_back"] = cfg.episode_interval
     pol = sched.episodes.policy
     u["waiting_count"], u["waiting"] = waiting_keys(sched.known_arms, pol.arms if pol is not None else [])
     u["threshold"], u["threshold_interval"] = finite_or_none(u["threshold"]), finite_pair(u["threshold_interval"])
@@ -207,6 +211,9 @@ def unfinished_text(u: dict[str, Any], show: int = 5) -> str:
     >>> print(unfinished_text({"episode": 1, "samples": 9, "outliers": [], "normals": 1, "undecided": ["a"],
     ...                        "threshold": None, "waiting_count": 1, "waiting": ["late-key"]}))
     episode 1 unfinished at the stop (9 samples): 0 outliers, 1 normal, 1 undecided (a); 1 key was first seen after it started and waits for the next episode (--episode-timeout ends an episode that cannot decide): late-key
+    >>> print(unfinished_text({"episode": 1, "samples": 9, "outliers": [], "normals": 1, "undecided": ["a"],
+    ...                        "threshold": None, "duration": 7200.0, "held_back": 300.0}))
+    episode 1 unfinished at the stop (9 samples): 0 outliers, 1 normal, 1 undecided (a); it ran 7,200 s of stream time, past --episode-interval (300 s), so no later episode started: --episode-timeout SEC ends an episode that cannot decide
     """
     und = u["undecided"]
     names = ", ".join(und[:show]) + (f", +{len(und) - show} more" if len(und) > show else "")
@@ -225,6 +232,9 @@ def unfinished_text(u: dict[str, Any], show: int = 5) -> str:
         out += (f"; {n:,} key{' was' if n == 1 else 's were'} first seen after it started and wait{'s' if n == 1 else ''} "
                 f"for the next episode (--episode-timeout ends an episode that cannot decide): {', '.join(first[:show])}"
                 + (f", +{n - show:,} more" if n > show else ""))
+    if u.get("held_back"):
+        out += (f"; it ran {u['duration']:,.0f} s of stream time, past --episode-interval ({u['held_back']:g} s), so no "
+                "later episode started: --episode-timeout SEC ends an episode that cannot decide")
     if und and u.get("policy") in ("rr", "wrr") and not u.get("no_record"):
         out += ("; --policy cs (streamarms' own engine, intervals valid at every count) decides on far fewer "
                 "records (README: 0.04-0.44x WRR's samples)")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -227,15 +229,33 @@ def test_toml_takes_a_range_as_a_list(tmp_path, capsys):
     assert summary["invalid"] == {} and summary["dead_letters"] == 0 and summary["skipped"] == 100, summary
 
 
-@pytest.mark.parametrize("flags, warned", [(["--max-episodes", "3"], True), (["--forever", "--mode", "episodes"], True),
-                                           (["--max-episodes", "3", "--episode-timeout", "60"], False),
-                                           (["--max-episodes", "1"], False), (["--forever"], False)])
-def test_episodes_without_a_timeout_are_warned_about(tmp_path, caplog, flags, warned):
+@pytest.mark.parametrize("flags, warned", [(["--max-episodes", "3", "--rewards-file", "-"], True),
+                                           (["--forever", "--mode", "episodes", "--rewards-file", "-"], True),
+                                           (["--max-episodes", "3", "--rewards-file", "-", "--episode-timeout", "60"], False),
+                                           (["--max-episodes", "1", "--rewards-file", "-"], False),
+                                           (["--forever", "--rewards-file", "-"], False),
+                                           (["--max-episodes", "3", "--rewards-file", "r.jsonl"], False)])
+def test_episodes_without_a_timeout_are_warned_about(tmp_path, flags, warned):
     """An undecidable key (mean at the threshold) holds an episode forever and no later episode starts: a run
-    of several episodes without --episode-timeout says so at the start (not one episode, nor the continuous
-    mode: no episodes)."""
+    of several episodes without --episode-timeout on a source that does not end (here standard input; Kafka,
+    --follow) says so at the start (not one episode, nor the continuous mode: no episodes). A replay of files
+    ends: its last lines say it when an episode held the later ones back (next test)."""
     p = tmp_path / "r.jsonl"
     p.write_text("".join(json.dumps({"arm": f"k{i % 4}", "reward": i % 2}) + "\n" for i in range(40)))
-    caplog.set_level("WARNING", logger="streamarms.run")
-    assert main(["run", "--rewards-file", str(p), "--checkpoint", "none", "--quiet", *flags]) == 0
-    assert any("without --episode-timeout" in r.getMessage() for r in caplog.records) == warned
+    with p.open("rb") as stdin:
+        proc = subprocess.run([sys.executable, "-m", "streamarms.cli", "run", "--checkpoint", "none", "--quiet", *flags],
+                              stdin=stdin, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert ("without --episode-timeout" in proc.stderr) == warned
+
+
+def test_a_replay_whose_episode_held_the_later_ones_back_says_so_at_the_stop(tmp_path, capsys):
+    """Two keys at the same rate never separate from the threshold: the first episode runs to the end of the day's
+    log, and no later one starts; the last line says so and names --episode-timeout."""
+    p = tmp_path / "r.jsonl"
+    p.write_text("".join(json.dumps({"arm": f"k{i % 3}", "reward": int(i % 7 == 0), "timestamp": 60_000 * i}) + "\n"
+                         for i in range(2_000)))
+    summary = tmp_path / "s.json"
+    assert main(["run", "--rewards-file", str(p), "--checkpoint", "none", "--summary-json", str(summary)]) == 0
+    assert "past --episode-interval (300 s), so no later episode started: --episode-timeout SEC" in capsys.readouterr().out
+    assert json.loads(summary.read_text())["unfinished_episode"]["held_back"] == 300.0
