@@ -68,6 +68,7 @@ from .run_report import (
     incomplete_text,
     not_examined,
     stop_lines,
+    stop_table,
     unfinished,
 )
 from .settings import RunSettings, _kv, add_run_arguments, resolve_settings
@@ -706,6 +707,8 @@ class _App:
         if code == 0 and not s.quiet:
             for line in stop_lines(out, self.scheduler, s, getattr(self, "sched_config", None), self.event_clock):
                 self._say(line)
+        if code == 0 and s.table:
+            self._say(stop_table(self.scheduler))
         if s.summary_json:
             text = json.dumps(out, indent=None if s.summary_json == "-" else 1, default=str)
             if s.summary_json == "-":

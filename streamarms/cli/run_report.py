@@ -19,7 +19,7 @@ from .continuous import no_threshold_text
 from .settings import RunSettings
 
 __all__ = ["stop_lines", "unfinished", "not_examined", "not_started_text", "frozen_clock_text", "incomplete_text", "episode_text", "waiting_keys",
-           "not_examined_text", "unfinished_text", "clipped_text", "refusals_text", "refusals_hint", "key_field_hint", "grouped_keys", "grouped_keys_text"]
+           "not_examined_text", "unfinished_text", "clipped_text", "refusals_text", "refusals_hint", "key_field_hint", "grouped_keys", "grouped_keys_text", "stop_table"]
 
 
 def stop_lines(out: dict[str, Any], sched: Any, s: RunSettings, cfg: SchedulerConfig | None,
@@ -310,6 +310,16 @@ def refusals_hint(records: int, invalid: dict[str, int], from_file: bool, dead_l
         out += ('; a JSONL file holds one JSON object a line ({"arm": "eu", "reward": 1, "timestamp": 1700000000123}); '
                 'a table with a header line is read as one by its name (.csv, .tsv) or --rewards-format csv|tsv')
     return out
+
+
+def stop_table(sched: Any) -> str:
+    """``--table``: every key's evidence at the stop, as ``streamarms explain CHECKPOINT --table`` prints it (the
+    running or last episode's keys, or the continuous monitor's)."""
+    from .explain import episode_table, monitor_table
+
+    if isinstance(sched, ContinuousRunner):
+        return monitor_table(sched.monitor)
+    return episode_table(sched.policy, sched.known_arms, sched.episode, sched.phase, dict(sched.alerts.flagged))
 
 
 def grouped_keys(sched: Any) -> dict[str, int] | None:

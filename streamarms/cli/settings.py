@@ -153,6 +153,7 @@ class RunSettings:
     summary_json: str | None = None
     log_level: str = "info"
     quiet: bool = False
+    table: bool = False
     # Kafka security and pass-through
     security_protocol: str | None = None
     sasl_mechanism: str | None = None
@@ -427,6 +428,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--summary-json", metavar="PATH", help="write the final summary as JSON ('-': stdout)")
     g.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
     g.add_argument("--quiet", action="store_true", default=None, help="no summary on stdout")
+    g.add_argument("--table", action="store_true", default=None,
+                   help="at the stop, every key's evidence as a table (state, estimate, interval, samples, margin: "
+                        "what `streamarms explain CHECKPOINT --table` prints), after the summary")
     g.add_argument("--embedded-keys", type=positive_int, metavar="N", help=argparse.SUPPRESS)
     g.add_argument("--embedded-rate", type=float, metavar="R", help=argparse.SUPPRESS)
 

@@ -64,3 +64,19 @@ def test_explain_into_a_closed_pipe_ends_quietly(tmp_path, capsys):
     run = subprocess.run(f"{sys.executable} -m streamarms.cli explain {ck} | head -c 1", shell=True,
                          capture_output=True, text=True, executable="/bin/bash")
     assert run.stdout == "{" and "error" not in run.stderr, run.stderr
+
+
+def test_run_table_prints_the_same_table_at_the_stop(tmp_path, capsys):
+    """``run --table``: the table ``explain --table`` would print of the run's checkpoint, without one (a one-off
+    replay of an export), after the summary; in both modes."""
+    p = six_key_replay(tmp_path, 3000)
+    ck = tmp_path / "ck.json"
+    assert main(["run", "--rewards-file", str(p), "--policy", "cs", "--checkpoint", str(ck), "--discovery-records",
+                 "50", "--table"]) == 0
+    said = capsys.readouterr().out
+    assert main(["explain", str(ck), "--table"]) == 0
+    table = capsys.readouterr().out
+    assert said.rstrip().endswith(table.rstrip()) and _rows(table)
+    assert main(["run", "--rewards-file", str(p), "--forever", "--checkpoint", "none", "--table"]) == 0
+    out = capsys.readouterr().out
+    assert "group default: 6 keys, threshold " in out and len(_rows(out)) == 6
