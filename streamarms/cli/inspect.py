@@ -30,6 +30,7 @@ import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 from ..errors import ConfigError
@@ -203,7 +204,7 @@ def _key_candidates(fields: dict[str, FieldProfile], n: int) -> list[FieldProfil
               and f.name.split(".")[-1] not in TIME_NAMES]
     rule = KeyRule(ids=True)
     for f in common:
-        if (f.distinct > cap or f.more) and f.share("str") >= 0.99 and any("/" in str(v) for v in list(f.values)[:50]):
+        if (f.distinct > cap or f.more) and f.share("str") >= 0.99 and any("/" in str(v) for v in islice(f.values, 50)):
             folded = len({rule.apply(str(v)) for v in f.values})
             if 2 <= folded <= cap and folded * 10 <= f.distinct:
                 f.ids_distinct = folded
@@ -306,15 +307,15 @@ def suggestions(fields: dict[str, FieldProfile], n: int, files: str = "FILE", ta
     return out
 
 
-def grouped_text(key: FieldProfile, n: int, files: Sequence[str]) -> str:
+def grouped_text(key: FieldProfile, n: int) -> str:
     """A warning when the key's values come one block each (at least 3 blocks, no value back after another), as in
     a file sorted or concatenated by key: ``run`` compares keys whose records come interleaved. Empty otherwise.
 
     >>> f = FieldProfile("worker")
     >>> for w in "aaabbbccc": f.add(w)
-    >>> print(grouped_text(f, 9, ["w.csv"]))
+    >>> print(grouped_text(f, 9))
     the records are grouped by worker: its 3 values come one block each in the 9 records read (none comes back after another), as in a file sorted or concatenated by it; run compares keys whose records come interleaved: shuffle the records first, or sort them by their time (run says so too)
-    >>> f.add("a"); grouped_text(f, 10, ["w.csv"])
+    >>> f.add("a"); grouped_text(f, 10)
     ''
     """
     if key.changes < 2 or key.returns:
@@ -348,7 +349,7 @@ def inspect_main(opts: argparse.Namespace) -> int:
     print("keys (values that repeat): " + (", ".join(f"{f.name} ({f.ids_distinct:,} with --key-ids)" if f.ids_distinct
                                                      else f"{f.name} ({f.distinct:,})" for f in keys[:5]) or
                                           "none found: name the key's field with --key-field"))
-    if keys and (grouped := grouped_text(keys[0], read, opts.files)):
+    if keys and (grouped := grouped_text(keys[0], read)):
         print(grouped)
     files = " ".join(map(shlex.quote, opts.files)) if len(opts.files) <= 2 else "FILES"
     extra = (f" --line-pattern {shlex.quote(opts.line_pattern)}" if opts.line_pattern else "") + (
