@@ -94,6 +94,8 @@ def not_started_text(sched: Any, cfg: SchedulerConfig | None) -> str | None:
         return f"no episode started: the policy refused the {n} keys: {refused}"
     if sched.phase != DISCOVERING:
         return None
+    if not sched.records:
+        return "no episode started: no record was read (the input is empty)"
     why = (f"it needs at least {cfg.min_arms} keys" if n < cfg.min_arms else
            f"the first starts after {cfg.discovery_records:,} record{'' if cfg.discovery_records == 1 else 's'} "
            f"without a new key (--discovery-records) "

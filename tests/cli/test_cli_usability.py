@@ -267,6 +267,9 @@ def test_a_replay_too_short_to_start_an_episode_says_why(tmp_path, capsys):
             "records without a new key (--discovery-records)") in capsys.readouterr().out
     got = json.loads(summary.read_text())
     assert got["phase_at_stop"] == "discovering" and got["unfinished_episode"] is None
+    p.write_text("")  # an empty input: said so, not "it needs at least 3 keys"
+    assert main(["run", "--rewards-file", str(p)]) == 0
+    assert "no episode started: no record was read (the input is empty)" in capsys.readouterr().out
 
 
 def test_a_reward_range_that_starts_below_zero_is_a_value_not_a_flag(tmp_path, capsys):
