@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 
@@ -48,7 +49,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    opts = parser.parse_args(argv)
+    opts, extra = parser.parse_known_args(argv)
+    if extra:  # (what parse_args does, and for `run FILE` the flag that names a file)
+        files = [e for e in extra if not e.startswith("-") and os.path.isfile(e)]
+        hint = (f"; a file to read is named by --rewards-file: streamarms run "
+                f"{' '.join('--rewards-file ' + shlex.quote(f) for f in files)} ..." if opts.command == "run" and files
+                else "")
+        parser.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
     if opts.command is None:  # bare `streamarms`: how to use it
         parser.print_help(sys.stderr)
         return 2

@@ -537,3 +537,16 @@ def test_simulate_says_when_a_policy_has_no_guarantee():
     nrr, wrr = cli("simulate", "--policy", "nrr", "--quiet"), cli("simulate", "--policy", "wrr", "--quiet")
     assert nrr.returncode == wrr.returncode == 0
     assert "delta does not bound its error rate" in nrr.stdout and "delta does not bound" not in wrr.stdout
+
+
+def test_run_with_a_file_as_an_argument_names_the_flag(tmp_path, capsys):
+    p = tmp_path / "labels.csv"
+    p.write_text("worker,wrong\nw1,0\n")
+    with pytest.raises(SystemExit) as e:
+        main(["run", str(p), "--policy", "cs"])
+    assert e.value.code == 2
+    assert f"unrecognized arguments: {p}; a file to read is named by --rewards-file: streamarms run --rewards-file {p}" \
+        in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["run", "--no-such-flag"])
+    assert capsys.readouterr().err.strip() == "streamarms: error: unrecognized arguments: --no-such-flag"
