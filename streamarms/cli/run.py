@@ -656,8 +656,8 @@ class _App:
             out["unfinished_episode"] = unfinished(self.scheduler, self.daemon.stop_reason)
             if out["unfinished_episode"] is None and (late := not_examined(self.scheduler)) is not None:
                 out["not_examined"] = late
-            if (g := grouped_keys(self.scheduler)) is not None:
-                out["keys_grouped"] = g
+        if (g := grouped_keys(self.scheduler, replay=bool(self.s.rewards_file) and not self.s.follow)) is not None:
+            out["keys_grouped"] = g
         return out
 
     def _mode_text(self) -> str:

@@ -324,13 +324,16 @@ def stop_table(sched: Any) -> str:
     return episode_table(sched.policy, sched.known_arms, sched.episode, sched.phase, dict(sched.alerts.flagged))
 
 
-def grouped_keys(sched: Any) -> dict[str, int] | None:
+def grouped_keys(sched: Any, replay: bool = False) -> dict[str, Any] | None:
     """The run's evidence that its records come grouped by key (each key's records in one block: a file sorted
-    or concatenated by key), or ``None``: at least 3 keys went silent and were forgotten, at most one in ten of
-    them came back, and at least 2 episodes ended for silent keys. A live stream's keys that pause come back;
-    a grouped stream's never do, and its episodes see a few keys at a time."""
+    or concatenated by key), or ``None``. Episodes: at least 3 keys went silent and were forgotten, at most one in
+    ten of them came back, and at least 2 episodes ended for silent keys -- a live stream's keys that pause come
+    back, a grouped stream's never do, and its episodes see a few keys at a time. The continuous monitor, on a
+    replay of files (``replay``; live, keys that stop are keys that stopped): in a group of at least 5 keys and
+    20 records a key, the median key has had no record for a quarter of the group's records or more -- its
+    threshold then waits on keys that will not come back."""
     if isinstance(sched, ContinuousRunner):
-        return None
+        return _grouped_monitor(sched) if replay else None
     keys = sched.keys
     silent = sum(1 for e in sched.history if str(e.get("reason", "")).startswith("silent keys"))
     if keys.left < 3 or keys.returned * 10 > keys.left or silent < 2:
@@ -339,7 +342,18 @@ def grouped_keys(sched: Any) -> dict[str, int] | None:
             "episodes": len(sched.history)}
 
 
-def grouped_keys_text(g: dict[str, int], s: RunSettings, clock: EventClock | None) -> str:
+def _grouped_monitor(sched: ContinuousRunner) -> dict[str, Any] | None:
+    for name, g in sorted(sched.monitor.groups.items()):
+        n = g.n
+        if n < 5 or g.records < 20 * n:
+            continue
+        silences = sorted(g.records - seen for seen in g.last_seen.values())
+        if silences[n // 2] * 4 >= g.records:
+            return {"group": name, "keys": n, "median_silence": silences[n // 2], "records": g.records}
+    return None
+
+
+def grouped_keys_text(g: dict[str, Any], s: RunSettings, clock: EventClock | None) -> str:
     """What :func:`grouped_keys` found, and the command that interleaves the records (by their time when they
     carry one, else shuffled; a table keeps its header line first).
 
@@ -348,11 +362,17 @@ def grouped_keys_text(g: dict[str, int], s: RunSettings, clock: EventClock | Non
     >>> print(grouped_keys_text(g, RunSettings(rewards_file=["w.csv"], rewards_format="csv"), None))
     the records come grouped by key: 25 keys went silent and none came back (8 of 8 episodes ended for silent keys), as when a file is sorted or concatenated by key; an episode compares keys whose records it sees side by side, so it saw a few at a time and could decide little; interleave the records first, e.g. shuffled: (head -n 1 w.csv; tail -n +2 w.csv | shuf) > w.shuffled.csv
     """
-    back = "none" if not g["keys_returned"] else f"only {g['keys_returned']:,}"
-    out = (f"the records come grouped by key: {g['keys_left']:,} keys went silent and {back} came back "
-           f"({g['silent_episodes']} of {g['episodes']} episodes ended for silent keys), as when a file is sorted "
-           "or concatenated by key; an episode compares keys whose records it sees side by side, so it saw a few "
-           "at a time and could decide little; ")
+    if "group" in g:  # the continuous monitor's
+        out = (f"the records come grouped by key: half of the {g['keys']:,} keys of group {g['group']!r} have had no "
+               f"record for {g['median_silence']:,} of its {g['records']:,} records or more, as when a file is sorted or "
+               "concatenated by key; a threshold compares keys whose records it sees side by side, and it waits for "
+               "keys that will not come back; ")
+    else:
+        back = "none" if not g["keys_returned"] else f"only {g['keys_returned']:,}"
+        out = (f"the records come grouped by key: {g['keys_left']:,} keys went silent and {back} came back "
+               f"({g['silent_episodes']} of {g['episodes']} episodes ended for silent keys), as when a file is sorted "
+               "or concatenated by key; an episode compares keys whose records it sees side by side, so it saw a few "
+               "at a time and could decide little; ")
     if not s.rewards_file:
         return out + "produce the records interleaved (in the order they happened)"
     path = s.rewards_file[0]

@@ -92,3 +92,18 @@ def test_inspect_names_a_key_whose_records_come_in_blocks(tmp_path, capsys):
     _csv(p, rows)
     assert main(["inspect", str(p)]) == 0
     assert "grouped" not in capsys.readouterr().out
+
+
+def test_the_continuous_monitor_on_a_sorted_file_says_so_too(tmp_path, capsys):
+    """--forever on the sorted table: its threshold waited for the first key, silent since its block, and the run
+    said only that; now it names the grouping. A live source is not judged (keys that stop there stopped)."""
+    p = tmp_path / "workers.csv"
+    _csv(p, _rows())
+    got = _run(p, tmp_path, "--forever")
+    assert got["keys_grouped"]["group"] == "default" and got["keys_grouped"]["keys"] == 20
+    out = capsys.readouterr().out
+    assert "the records come grouped by key: half of the 20 keys of group 'default' have had no record" in out
+    rows = _rows()
+    random.Random(0).shuffle(rows)
+    _csv(p, rows)
+    assert "keys_grouped" not in _run(p, tmp_path, "--forever")
