@@ -11,6 +11,30 @@ __all__ = ["expand_files"]
 _GLOB = frozenset("*?[")
 
 
+def _refuse_compressed(pattern: str, matches: Sequence[str]) -> None:
+    """A pattern that matches compressed files (``access.log*``: the rotated ``.gz`` ones) is one error naming them
+    and the pipe that reads them all, not the error of the first one read."""
+    from streamarms.connectors.jsonl_lines import compressed
+
+    packed = []
+    for m in matches:
+        try:
+            with open(m, "rb") as f:
+                kind = compressed(f.read(6))
+        except OSError:
+            continue  # (the reader says what is wrong with it)
+        if kind is not None:
+            packed.append((m, kind))
+    if packed:
+        cats = sorted({cat for _, (_, cat) in packed})
+        names = ", ".join(m for m, _ in packed[:3]) + (f" and {len(packed) - 3} more" if len(packed) > 3 else "")
+        pipe = (f"{cats[0]} -f {pattern} | streamarms run --rewards-file - ..." if len(cats) == 1 and cats[0] == "zcat"
+                else "decompress them into the run on standard input")
+        raise ConfigError(f"{pattern} matches {len(packed)} compressed file{'s' if len(packed) > 1 else ''} ({names}), "
+                          f"and streamarms reads files uncompressed: name the others (a narrower pattern), or read them "
+                          f"all on standard input ({pipe}; without a checkpoint: a pipe is not read twice)")
+
+
 def expand_files(paths: Sequence[str]) -> list[str]:
     """``--rewards-file`` as given, its patterns expanded: a path that is no file but holds ``*``, ``?`` or ``[``
     is a glob pattern (quoted on the command line, or in the TOML file, which no shell expands), every match read
@@ -44,5 +68,6 @@ def expand_files(paths: Sequence[str]) -> list[str]:
         matches = sorted(m for m in glob.glob(p) if not os.path.isdir(m))
         if not matches:
             raise ConfigError(f"no file matches {p}")
+        _refuse_compressed(p, matches)
         out.extend(m for m in matches if m not in out)
     return out

@@ -58,3 +58,15 @@ def test_a_file_whose_name_looks_like_a_pattern_is_that_file(tmp_path, name):
     assert main(["run", "--rewards-file", str(p), "--key-field", "host", "--reward-field", "err", "--quiet",
                  "--summary-json", str(summary)]) == 0
     assert json.loads(summary.read_text())["records"] == 2_000
+
+
+def test_a_pattern_that_meets_the_rotated_gz_files_names_them_and_the_pipe(tmp_path, capsys):
+    import gzip
+
+    _log(tmp_path / "app.log", range(6), 500, 4)
+    with gzip.open(tmp_path / "app.log.1.gz", "wt") as f:
+        f.write('{"host": "h1", "err": 0}\n')
+    assert main(["run", "--rewards-file", str(tmp_path / "app.log*"), "--key-field", "host"]) == 2
+    err = capsys.readouterr().err
+    assert f"app.log* matches 1 compressed file ({tmp_path}/app.log.1.gz)" in err
+    assert f"zcat -f {tmp_path}/app.log* | streamarms run --rewards-file - ..." in err
