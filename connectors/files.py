@@ -542,11 +542,12 @@ class JsonlSource:
     def rollback(self, processed: int) -> None:
         self.merger.rollback(processed)
 
-    def bytes_read(self) -> int:
-        """The bytes of the files read so far (standard input not counted): a replay's progress."""
+    def bytes_read(self, path: str | None = None) -> int:
+        """The bytes of the files read so far (standard input not counted): a replay's progress; ``path``: of that
+        file alone."""
         done = 0
-        for r in self._readers.values():
-            if not r.pipe:
+        for p, r in self._readers.items():
+            if not r.pipe and (path is None or p == path):
                 try:
                     done += r.tell()
                 except (OSError, ValueError):  # (a file closed under it: progress is advisory)

@@ -1,7 +1,8 @@
 """``streamarms inspect FILE``: what a log or a table holds, and the ``streamarms run`` flags that read it.
 
 A newcomer's first question about a new log is which field is the key and which the reward. ``inspect`` reads
-the first records of the files (``--records``, 10,000) through the same reader as ``run`` (JSON lines, CSV/TSV
+the first records of the files (``--records``, 10,000), and half as many more from 4 places across a file larger
+than those took (a field or key that comes later, keys that come in blocks), through the same reader as ``run`` (JSON lines, CSV/TSV
 tables by their names or ``--rewards-format``, plain-text logs with ``--line-pattern``), prints one line per
 field -- how often it is there, its types, how many distinct values, examples or the range of its numbers --
 and suggests the flags: a key (a text or integer field whose values repeat, a few to thousands of them), a
@@ -134,7 +135,8 @@ def add_inspect_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser("inspect", help="what a log or table holds, and the run flags that read it",
                               description=__doc__.split("\n\n")[1], formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("files", nargs="+", metavar="FILE", help="JSON lines, a CSV/TSV table, or a plain-text log")
-    p.add_argument("--records", type=int, default=10_000, metavar="N", help="read the first N records (10,000)")
+    p.add_argument("--records", type=int, default=10_000, metavar="N",
+                   help="read the first N records (10,000), and N/2 more from 4 places across a larger file")
     p.add_argument("--rewards-format", choices=("auto", "jsonl", "csv", "tsv"), default="auto",
                    help="as for run: the files' format (auto: by their names)")
     p.add_argument("--line-pattern", metavar="REGEX", help="as for run: read each line with this pattern")
@@ -152,48 +154,92 @@ def _fields(obj: dict[str, Any], out: dict[str, Any], prefix: str = "", depth: i
             out[name] = v
 
 
-def profile(path: str | Sequence[str], records: int = 10_000, rewards_format: str = "auto",
-            line_pattern: str | None = None) -> tuple[dict[str, FieldProfile], int, Counter[str]]:
-    """Each field's :class:`FieldProfile` over the first ``records`` records of the files, the lines read (the
-    refused ones too), and the lines refused by reason (a line that is no JSON object, a row of the wrong width)."""
-    import orjson
+#: places across a file read after its first records (:func:`profile`), each ``records // (2 * SPREAD)`` records
+SPREAD = 4
 
+
+def profile(path: str | Sequence[str], records: int = 10_000, rewards_format: str = "auto",
+            line_pattern: str | None = None, spread: int = SPREAD) -> tuple[dict[str, FieldProfile], int, Counter[str]]:
+    """Each field's :class:`FieldProfile` over the first ``records`` records of the files -- and, of a file larger
+    than what they took, ``records / 2`` more from ``spread`` places across it (a field or a key that appears
+    later, keys that come in blocks) --, the lines read (the refused ones too), and the lines refused by reason (a
+    line that is no JSON object, a row of the wrong width)."""
     from streamarms.connectors.files import JsonlSource
     from streamarms.connectors.line_time import LineTime
 
     from .file_input import tables_of
 
     paths = [path] if isinstance(path, str) else list(path)
-    source = JsonlSource(paths, tables=tables_of(paths, rewards_format, line_pattern, LineTime()), max_records=1000)
+    tables = tables_of(paths, rewards_format, line_pattern, LineTime())
     fields: dict[str, FieldProfile] = {}
     refused: Counter[str] = Counter()
-    n = 0
+    source = JsonlSource(paths, tables=tables, max_records=1000)
     try:
-        while n < records:
-            batch = source.poll()
-            if not batch:
-                break
-            for r in batch[:records - n]:
-                n += 1
-                reason = getattr(r.key, "reason", None)
-                obj = r.parsed
-                if obj is None and reason is None and r.value is not None:
-                    try:
-                        obj = orjson.loads(r.value)
-                    except orjson.JSONDecodeError:
-                        reason = "not_json"
-                if reason is not None or not isinstance(obj, dict):
-                    refused[reason or "not_object"] += 1
-                    continue
-                flat: dict[str, Any] = {}
-                if r.key is not None and reason is None and "arm" not in obj and "key" not in obj:
-                    flat["key"] = r.key.decode("utf-8", "replace")  # (a Kafka-form line's key)
-                _fields(obj, flat)
-                for k, v in flat.items():
-                    fields.setdefault(k, FieldProfile(k)).add(v)
+        n = _read(source, records, fields, refused)
+        read = {p: source.bytes_read(p) for p in paths}
     finally:
         source.close()
+    for p in paths:
+        for at in _places(p, read.get(p, 0), spread):
+            more = JsonlSource([p], tables={p: tables[p]} if p in tables else None, max_records=1000,
+                               resume={f"{p}:0": [0, 0, at, None]})
+            try:
+                n += _read(more, records // (2 * spread * len(paths)) or 1, fields, refused)
+            finally:
+                more.close()
     return fields, n, refused
+
+
+def _places(path: str, read: int, spread: int) -> list[int]:
+    """Byte offsets of line starts at ``spread`` places evenly across ``path`` after its first ``read`` bytes (none for
+    standard input, a compressed or small file: one that its first records covered or nearly)."""
+    import os
+
+    try:
+        size = os.path.getsize(path) if path != "-" and os.path.isfile(path) else 0
+    except OSError:
+        return []
+    if spread <= 0 or size < 4 * max(read, 1):
+        return []
+    out: list[int] = []
+    with open(path, "rb") as f:
+        for j in range(1, spread + 1):
+            f.seek(read + (size - read) * j // (spread + 1))
+            f.readline()  # (to the next line's start)
+            at = f.tell()
+            if at < size and (not out or at > out[-1]):
+                out.append(at)
+    return out
+
+
+def _read(source: Any, records: int, fields: dict[str, FieldProfile], refused: Counter[str]) -> int:
+    """Up to ``records`` records of ``source`` into ``fields`` (and ``refused``); the records read."""
+    import orjson
+
+    n = 0
+    while n < records:
+        batch = source.poll()
+        if not batch:
+            break
+        for r in batch[:records - n]:
+            n += 1
+            reason = getattr(r.key, "reason", None)
+            obj = r.parsed
+            if obj is None and reason is None and r.value is not None:
+                try:
+                    obj = orjson.loads(r.value)
+                except orjson.JSONDecodeError:
+                    reason = "not_json"
+            if reason is not None or not isinstance(obj, dict):
+                refused[reason or "not_object"] += 1
+                continue
+            flat: dict[str, Any] = {}
+            if r.key is not None and reason is None and "arm" not in obj and "key" not in obj:
+                flat["key"] = r.key.decode("utf-8", "replace")  # (a Kafka-form line's key)
+            _fields(obj, flat)
+            for k, v in flat.items():
+                fields.setdefault(k, FieldProfile(k)).add(v)
+    return n
 
 
 def _key_candidates(fields: dict[str, FieldProfile], n: int) -> list[FieldProfile]:
@@ -335,7 +381,9 @@ def inspect_main(opts: argparse.Namespace) -> int:
         print(f"streamarms inspect: error: {e}", file=sys.stderr)
         return 2
     read = n - sum(refused.values())  # (the shares below are of the records read, not of the lines refused)
-    print(f"{n:,} records read from {', '.join(opts.files)}" + (
+    across = (f" (the first {opts.records:,}, then {n - opts.records:,} from {SPREAD} places across the file"
+              f"{'s' if len(opts.files) > 1 else ''})" if n > opts.records else "")
+    print(f"{n:,} records read from {', '.join(opts.files)}{across}" + (
         f"; {sum(refused.values()):,} refused ({', '.join(f'{k} {v:,}' for k, v in refused.most_common())})"
         if refused else ""))
     if not fields:

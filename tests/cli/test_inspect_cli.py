@@ -77,3 +77,22 @@ def test_what_it_cannot_read_says_why(tmp_path, capsys):
     array.write_text(json.dumps([{"host": "a", "err": 1}] * 5, indent=2))
     assert main(["inspect", str(array)]) == 2
     assert "is one JSON array, not JSON lines" in capsys.readouterr().err
+
+
+def test_inspect_reads_across_a_large_file_not_only_its_head(tmp_path, capsys):
+    """A table sorted by key whose first key fills the first 10,000 rows: read from its head alone it had one
+    worker (no key found) and no 'note' column; read across it, every place brings another worker, in blocks."""
+    p = tmp_path / "sorted.csv"
+    with p.open("w") as f:
+        f.write("worker,wrong,note\n")
+        for w in range(8):
+            for j in range(12_000):
+                f.write(f"w{w},{int(j % 9 == 0)},{'late' if w >= 4 else ''}\n")
+    assert main(["inspect", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("15,000 records read from ") and "(the first 10,000, then 5,000 from 4 places across" in out
+    import re
+    seen = int(re.search(r"keys \(values that repeat\): worker \((\d+)\)", out).group(1))
+    assert seen >= 5  # w0 and one a place at least
+    assert f"the records are grouped by worker: its {seen} values come one block each" in out
+    assert "'late'" in out
