@@ -32,6 +32,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -163,6 +164,12 @@ def _check_sources(s: RunSettings) -> None:
     if s.follow and not s.rewards_file:
         raise ConfigError("--follow follows --rewards-file files (a Kafka topic is always followed)")
     files = s.rewards_file or []
+    if s.follow and files != (s.rewards_file_given or files):
+        rotated = [(f, g) for f in files for g in files if g != f and re.fullmatch(re.escape(f) + r"\.\d+(\.gz)?", g)]
+        if rotated:
+            raise ConfigError(f"--follow reads a file's rotations itself, and {' '.join(s.rewards_file_given or [])} matches "
+                              f"{rotated[0][1]}, a rotation of {rotated[0][0]}: give the file alone "
+                              f"(--rewards-file {rotated[0][0]}), or a pattern that matches no rotation")
     if files.count("-") > 1:
         raise ConfigError("--rewards-file - (standard input) can be given once")
     if "-" in files and s.checkpoint not in (None, "none", "auto"):

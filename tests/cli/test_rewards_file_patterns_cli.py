@@ -70,3 +70,12 @@ def test_a_pattern_that_meets_the_rotated_gz_files_names_them_and_the_pipe(tmp_p
     err = capsys.readouterr().err
     assert f"app.log* matches 1 compressed file ({tmp_path}/app.log.1.gz)" in err
     assert f"zcat -f {tmp_path}/app.log* | streamarms run --rewards-file - ..." in err
+
+
+def test_follow_refuses_a_pattern_that_matches_a_rotation(tmp_path, capsys):
+    """--follow reads app.log's rotations (app.log.1) itself: a pattern matching both would read app.log.1 twice."""
+    _log(tmp_path / "app.log", range(6), 100, 5)
+    _log(tmp_path / "app.log.1", range(6), 100, 6)
+    assert main(["run", "--follow", "--rewards-file", str(tmp_path / "app.log*"), "--key-field", "host"]) == 2
+    assert (f"--follow reads a file's rotations itself, and {tmp_path}/app.log* matches {tmp_path}/app.log.1, a "
+            f"rotation of {tmp_path}/app.log") in capsys.readouterr().err
