@@ -185,6 +185,9 @@ def _shorthand_chunk(path: str, lines: list[str], first: int) -> list[JsonlRecor
     if not lines:
         return []
     try:
+        head = _fast_loads(lines[0])  # a file of other lines (a log's own fields) is not parsed twice over
+        if type(head) is not dict or "key" in head or type(head.get("arm")) is not str:
+            return None
         objs = list(map(_fast_loads, lines))
         if set(map(type, objs)) != _DICT or any(map(dict.__contains__, objs, repeat("key"))):
             return None
