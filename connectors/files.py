@@ -122,18 +122,20 @@ def _refused(path: str, offset: int, line: str, reason: str, detail: str, key: b
     return JsonlRecord(path, 0, offset, None, RefusedKey.of(reason, detail, key), _bytes(line.rstrip("\n")), None, None)
 
 
-def _to_record(path: str, offset: int, line: str, fast: bool = True, line_time: LineTime = _TIMESTAMP) -> JsonlRecord:
+def _to_record(path: str, offset: int, line: str, fast: bool = True, line_time: LineTime = _TIMESTAMP,
+               obj: Any = None) -> JsonlRecord:
     """One line as a record. ``fast``: parse with orjson (~4x the standard library on these small
     lines); whatever orjson refuses or cannot write back (NaN, huge ints, lone surrogates, deep
     nesting) takes the standard library's path, so a line becomes the same record either way (only
     ``parsed`` is left ``None`` on that path). A line that is not JSON, not an object or has a bad
-    timestamp is a refused record (module docstring).
+    timestamp is a refused record (module docstring). ``obj``: the line as orjson parsed it already, if it did.
 
     >>> [_to_record("f", 0, line).key.reason for line in ('{"arm": "a"} x', '[1]', '{"arm": "a", "timestamp": "1"}')]
     ['not_json', 'not_object', 'bad_timestamp']
     """
     try:
-        obj = _fast_loads(line) if fast else json.loads(line)
+        if obj is None or not fast:
+            obj = _fast_loads(line) if fast else json.loads(line)
     except (ValueError, TypeError, RecursionError) as e:  # a poison line (even nested 100,000 deep) is one bad record
         if fast:
             return _to_record(path, offset, line, fast=False, line_time=line_time)
@@ -214,6 +216,7 @@ def _line_by_line(path: str, lines: list[str], first: int, line_time: LineTime =
     chunk: list[JsonlRecord] = []
     loads, add, new = _fast_loads, chunk.append, tuple.__new__
     for n, line in enumerate(lines, first):
+        obj = None
         try:  # the common line, inline: _to_record's shorthand branch (the same record)
             obj = loads(line)
             if type(obj) is dict and "key" not in obj:
@@ -226,7 +229,7 @@ def _line_by_line(path: str, lines: list[str], first: int, line_time: LineTime =
         except Exception:  # anything else: _to_record says what the line is
             pass
         if line.strip():
-            add(_to_record(path, n, line))
+            add(_to_record(path, n, line, obj=obj))  # (parsed above, if it was)
     return chunk
 
 
