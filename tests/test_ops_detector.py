@@ -44,6 +44,7 @@ def _offline_datasets(model, scale: int = 1):
     yield list(_keyed(1000 * scale))
 
 
+@pytest.mark.slow  # (river.checks' full battery, ~20 s: the long tier (and the floor subset) runs it; the quick suite stays under 15 minutes)
 def test_river_check_estimator(monkeypatch):
     monkeypatch.setattr(checks, "_yield_datasets", _offline_datasets)
     names = [c.__name__ for c in checks.yield_checks(OutlierArmDetector())]

@@ -22,6 +22,7 @@ def _plain(snap):
     return json.loads(json.dumps(snap, default=lazy_default))
 
 
+@pytest.mark.slow  # (~17 s: the long tier runs it; the quick suite stays under 15 minutes)
 def test_columns_give_the_alerts_and_snapshots_of_the_per_key_objects() -> None:
     got = json.loads(json.dumps(scenario.outcome()))
     assert set(got) == set(GOLDEN)

@@ -49,6 +49,7 @@ def test_shift_is_alerted_and_shift_back_cleared():
         assert ev["interval"][0] > ev["threshold_interval"][1] and ev["margin"] > 0 and ev["samples"] > 0
 
 
+@pytest.mark.slow  # (~14 s: the long tier runs it; the quick suite stays under 15 minutes)
 def test_stationary_false_alerts_within_stated_rate():
     """The guarantee of :mod:`streamarms.monitor.monitor`: P(any false alert in a run) <= alpha E[S] +
     alpha_theta E[E] (S segments, E epochs). Loose levels so that the bound is not vacuous; 40 seeded runs
