@@ -14,6 +14,7 @@ from .settings import RunSettings
 
 __all__ = ["file_source", "tables_of", "check_columns"]
 
+
 def tables_of(files: Sequence[str], given: str, pattern: str | None = None, line_time: Any = None,
               reward_field: str | None = None) -> dict[str, Any]:
     """The files read as tables, with their delimiters (``given``: ``--rewards-format``), or, with ``pattern``

@@ -55,7 +55,8 @@ __all__ = ["statistics_settings"]
 #: flag -> the setting, of the settings that define the statistics (module docstring): both modes
 _COMMON = {"--k": "k", "--reward-model": "reward_model", "--reward-range": "reward_bounds", "--clip": "clip",
            "--model-param": "model_params", "--arms": "arms", "--reward-field": "reward_field",
-           "--key-field": "key_field", "--key-match": "key_match", "--key-ids": "key_ids", "--numeric-strings": "numeric_strings", "--reward-at-least": "reward_at_least",
+           "--key-field": "key_field", "--key-match": "key_match", "--key-ids": "key_ids",
+           "--numeric-strings": "numeric_strings", "--reward-at-least": "reward_at_least",
            "--reward-in": "reward_in", "--reward-match": "reward_match", "--reward-missing": "reward_missing",
            "--timestamp-field": "timestamp_field", "--timestamp-unit": "timestamp_unit",
            "--timestamp-format": "timestamp_format",
