@@ -248,12 +248,11 @@ def _key_candidates(fields: dict[str, FieldProfile], n: int) -> list[FieldProfil
     cap = min(DISTINCT - 1, max(2, n // 5))
     common = [f for f in fields.values() if f.present >= 0.9 * n and f.share("str") + f.share("int") >= 0.99
               and f.name.split(".")[-1] not in TIME_NAMES]
-    rule = KeyRule(ids=True)
     for f in common:
         if (f.distinct > cap or f.more) and f.share("str") >= 0.99 and any("/" in str(v) for v in islice(f.values, 50)):
-            folded = len({rule.apply(str(v)) for v in f.values})
-            if 2 <= folded <= cap and folded * 10 <= f.distinct:
-                f.ids_distinct = folded
+            fold = KeyRule.ids_fold([str(v) for v in f.values])  # (the run's own test of "paths with ids")
+            if fold is not None and 2 <= fold[2] <= cap:
+                f.ids_distinct = fold[2]
     out = [f for f in common if ((2 <= f.distinct <= cap and not f.more) or f.ids_distinct)
            and not (f.share("str") > 0.99 and time_format(f.values))]  # (a time in a format: no key)
     if any(f.distinct >= 3 for f in out):  # (two values: more likely a flag, a reward, than a key)
@@ -302,7 +301,7 @@ def time_format(values: Iterable[Any]) -> str | None:
 
     from ..runtime.clock import iso_ms
 
-    texts = [str(v) for v in list(values)[:200]]
+    texts = [str(v) for v in islice(values, 200)]
     if not texts or all(iso_ms(t) is not None for t in texts):
         return None
     for fmt in TIME_FORMATS:
