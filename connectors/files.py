@@ -64,6 +64,7 @@ from streamarms.errors import ConfigError
 from streamarms.runtime.decoder import _SHORT
 from streamarms.runtime.records import RefusedKey, record_key
 
+from .compressed_lines import DECOMPRESSORS, CompressedLineReader, compressed_rotation, open_lines
 from .csv_lines import CsvTable
 from .jsonl_lines import LineReader, compressed, next_rotation, rotated_reader, rotation_ids, rotations_of, tail_digest
 from .line_record import JsonlRecord
@@ -333,7 +334,7 @@ class JsonlSource:
                     self._readers[p] = self._reader(p, start, pos, digest)
                     if follow and not pos and self._readers[p].file_name == p:
                         self._known[p] = rotation_ids(p)
-                    if p in self.tables and os.fstat(self._readers[p].fileno()).st_size:
+                    if p in self.tables and self._readers[p].head(1):
                         # (a bad header is an error now, not a dead letter a row later)
                         self.tables[p].set_header(self._readers[p].first_line(), p)
                         self._headed[p] = self._readers[p]
@@ -349,9 +350,10 @@ class JsonlSource:
         while the run was stopped renamed it (:func:`~streamarms.connectors.jsonl_lines.rotated_reader`): read to
         its end, then the file at ``p`` (:meth:`_rotated`)."""
         try:
-            return LineReader(p, line=line, pos=pos, digest=digest, follow=self.follow)
+            return open_lines(p, line=line, pos=pos, digest=digest, follow=self.follow)
         except (CheckpointError, FileNotFoundError):
-            found = rotated_reader(p, line, pos, digest) if self.follow and digest else None
+            found = (rotated_reader(p, line, pos, digest) or compressed_rotation(p, line, pos, digest)) \
+                if self.follow and digest else None
             if found is None:
                 raise
             log.info("%s: the checkpoint's file was rotated while the run was stopped; reading it on as %s, then "
@@ -403,6 +405,8 @@ class JsonlSource:
         lines = reader.read(per)
         if len(lines) < per:
             self._eof[p] = True
+            if self.failure is None and (damage := getattr(reader, "damage", None)) is not None:
+                self.failure = damage  # (a compressed file cut short: its lines before are read, the run says so)
         table = self.tables.get(p)
         chunk: list[JsonlRecord] | None
         if table is not None:
@@ -462,14 +466,18 @@ class JsonlSource:
         return True
 
     def _rotation(self, p: str, q: str, line: int) -> LineReader | None:
-        """A reader of ``q``, a rotation of ``p`` not read yet, from its first line (numbered from ``line``);
-        ``None`` and the source fails when it is compressed (its lines cannot be read)."""
+        """A reader of ``q``, a rotation of ``p`` not read yet, from its first line (numbered from ``line``): its
+        decompressed lines when it is gzip, bzip2 or xz; ``None`` and the source fails when it is compressed otherwise
+        (zstd: its lines cannot be read)."""
         f = open(q, "rb")
         packed = compressed(f.read(6))
         if packed is not None:
             f.close()
-            self.failure = (f"{p} was rotated to {q} before the run read it, and {q} is {packed[0]}-compressed: its "
-                            "lines cannot be read (compress rotations one rotation later: logrotate's delaycompress)")
+            if packed[0] in DECOMPRESSORS:  # (logrotate's compress without delaycompress: read decompressed)
+                return CompressedLineReader(p, packed[0], line=line, pos=0, name=q)
+            self.failure = (f"{p} was rotated to {q} before the run read it, and {q} is {packed[0]}-compressed, which "
+                            "streamarms cannot decompress: its lines cannot be read (compress rotations with gzip, or "
+                            "one rotation later: logrotate's delaycompress)")
             return None
         f.seek(0)
         return LineReader(p, line=line, pos=0, follow=True, file=f)

@@ -159,9 +159,14 @@ class LineReader:
 
             table = table_format(path)
             what, flag = ("tables", f" --rewards-format {table}") if table else ("JSON lines", "")
-            raise ConfigError(f"{path} is {packed[0]}-compressed, and streamarms reads {what} uncompressed: decompress "
-                              f"it into the run on standard input ({packed[1]} {path} | streamarms run --rewards-file -"
-                              f"{flag} ...), or decompress it to a file first (to resume it with --checkpoint)")
+            pipe = f"{packed[1]} {path} | streamarms run --rewards-file -{flag} ..."
+            if follow:  # (gzip, bzip2 and xz are read as they are, but not followed: open_lines)
+                raise ConfigError(f"{path} is {packed[0]}-compressed, and --follow reads files that grow: a compressed "
+                                  "file does not. Replay it without --follow (read decompressed, resumable with "
+                                  f"--checkpoint), or decompress it into the run on standard input ({pipe})")
+            raise ConfigError(f"{path} is {packed[0]}-compressed, which streamarms cannot decompress (it reads gzip, "
+                              f"bzip2 and xz files as they are): decompress it into the run on standard input ({pipe}), "
+                              "or decompress it to a file first (to resume it with --checkpoint)")
         self._block = block
         #: the file may still grow: a last line without its line end is never read (module docstring)
         self.follow = follow

@@ -12,26 +12,32 @@ _GLOB = frozenset("*?[")
 
 
 def _refuse_compressed(pattern: str, matches: Sequence[str]) -> None:
-    """A pattern that matches compressed files (``access.log*``: the rotated ``.gz`` ones) is one error naming them
-    and the pipe that reads them all, not the error of the first one read."""
+    """A pattern that matches files in a compressed format streamarms cannot read (zstd; gzip, bzip2 and xz are read
+    as they are) is one error naming them and the pipe that reads them all, not the error of the first one read."""
+    import os
+
+    from streamarms.connectors.compressed_lines import DECOMPRESSORS
     from streamarms.connectors.jsonl_lines import compressed
 
     packed = []
     for m in matches:
         try:
+            if not os.path.isfile(m):  # (a named pipe's open would wait for a writer: the reader refuses it)
+                continue
             with open(m, "rb") as f:
                 kind = compressed(f.read(6))
         except OSError:
             continue  # (the reader says what is wrong with it)
-        if kind is not None:
+        if kind is not None and kind[0] not in DECOMPRESSORS:
             packed.append((m, kind))
     if packed:
         cats = sorted({cat for _, (_, cat) in packed})
         names = ", ".join(m for m, _ in packed[:3]) + (f" and {len(packed) - 3} more" if len(packed) > 3 else "")
-        pipe = (f"{cats[0]} -f {pattern} | streamarms run --rewards-file - ..." if len(cats) == 1 and cats[0] == "zcat"
+        pipe = (f"{cats[0]} -f {pattern} | streamarms run --rewards-file - ..." if len(cats) == 1
                 else "decompress them into the run on standard input")
-        raise ConfigError(f"{pattern} matches {len(packed)} compressed file{'s' if len(packed) > 1 else ''} ({names}), "
-                          f"and streamarms reads files uncompressed: name the others (a narrower pattern), or read them "
+        raise ConfigError(f"{pattern} matches {len(packed)} {packed[0][1][0]}-compressed file"
+                          f"{'s' if len(packed) > 1 else ''} ({names}), which streamarms cannot decompress (gzip, bzip2 "
+                          f"and xz files are read as they are): name the others (a narrower pattern), or read them "
                           f"all on standard input ({pipe}; without a checkpoint: a pipe is not read twice)")
 
 

@@ -195,6 +195,8 @@ def _places(path: str, read: int, spread: int) -> list[int]:
     standard input, a compressed or small file: one that its first records covered or nearly)."""
     import os
 
+    from streamarms.connectors.jsonl_lines import compressed
+
     try:
         size = os.path.getsize(path) if path != "-" and os.path.isfile(path) else 0
     except OSError:
@@ -203,6 +205,8 @@ def _places(path: str, read: int, spread: int) -> list[int]:
         return []
     out: list[int] = []
     with open(path, "rb") as f:
+        if compressed(f.read(6)) is not None:
+            return []  # (no place to seek to in a compressed stream but by decompressing it)
         for j in range(1, spread + 1):
             f.seek(read + (size - read) * j // (spread + 1))
             f.readline()  # (to the next line's start)

@@ -60,16 +60,14 @@ def test_a_file_whose_name_looks_like_a_pattern_is_that_file(tmp_path, name):
     assert json.loads(summary.read_text())["records"] == 2_000
 
 
-def test_a_pattern_that_meets_the_rotated_gz_files_names_them_and_the_pipe(tmp_path, capsys):
-    import gzip
-
+def test_a_pattern_that_meets_zstd_rotations_names_them_and_the_pipe(tmp_path, capsys):
+    """(Rotated ``.gz`` files are read with the plain ones: ``tests/runtime/test_compressed_files.py``.)"""
     _log(tmp_path / "app.log", range(6), 500, 4)
-    with gzip.open(tmp_path / "app.log.1.gz", "wt") as f:
-        f.write('{"host": "h1", "err": 0}\n')
+    (tmp_path / "app.log.1.zst").write_bytes(b"\x28\xb5\x2f\xfd" + b"\x00" * 40)
     assert main(["run", "--rewards-file", str(tmp_path / "app.log*"), "--key-field", "host"]) == 2
     err = capsys.readouterr().err
-    assert f"app.log* matches 1 compressed file ({tmp_path}/app.log.1.gz)" in err
-    assert f"zcat -f {tmp_path}/app.log* | streamarms run --rewards-file - ..." in err
+    assert f"app.log* matches 1 zstd-compressed file ({tmp_path}/app.log.1.zst)" in err
+    assert f"zstdcat -f {tmp_path}/app.log* | streamarms run --rewards-file - ..." in err
 
 
 def test_follow_refuses_a_pattern_that_matches_a_rotation(tmp_path, capsys):

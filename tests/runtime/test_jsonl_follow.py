@@ -303,19 +303,45 @@ def test_a_follower_behind_two_rotations_reads_every_rotated_file_in_order(tmp_p
     assert [r.value + b"\n" for r in got] == lines and [r.offset for r in got] == list(range(600))
 
 
-def test_a_compressed_rotation_before_the_follower_came_to_it_fails_the_source(tmp_path):
+@pytest.mark.parametrize("pack", ["gzip", "zstd"])
+def test_a_compressed_rotation_before_the_follower_came_to_it_is_read_decompressed(tmp_path, pack):
+    """logrotate's ``compress`` without ``delaycompress``: the rotation the follower had not read yet is a ``.gz``.
+    Its lines are read (decompressed), then the file at the path; a zstd one (no decoder) fails the source."""
     import gzip
     p = tmp_path / "r.jsonl"
     lines = _lines(300)
     p.write_bytes(b"".join(lines[:100]))
     src = JsonlSource([str(p)], follow=True)
-    _poll_all(src)
+    got = _poll_all(src)
     os.replace(p, f"{p}.2")
-    (tmp_path / "r.jsonl.1.gz").write_bytes(gzip.compress(b"".join(lines[100:200])))
+    rotated = tmp_path / ("r.jsonl.1.gz" if pack == "gzip" else "r.jsonl.1.zst")
+    rotated.write_bytes(gzip.compress(b"".join(lines[100:200])) if pack == "gzip" else b"\x28\xb5\x2f\xfd" + b"\0" * 9)
     os.utime(f"{p}.2", ns=(1, 1))
     p.write_bytes(b"".join(lines[200:]))
-    assert _poll_all(src, 5) == [] and src.exhausted
-    assert "r.jsonl.1.gz is gzip-compressed" in src.failure and "delaycompress" in src.failure, src.failure
+    got += _poll_all(src, 5)
+    src.close()
+    if pack == "zstd":
+        assert len(got) == 100 and src.exhausted
+        assert "r.jsonl.1.zst is zstd-compressed" in src.failure and "delaycompress" in src.failure, src.failure
+        return
+    assert src.failure is None and src.rotations == 2
+    assert [r.value + b"\n" for r in got] == lines and [r.offset for r in got] == list(range(300))
+
+
+def test_a_restart_after_a_rotation_that_compressed_the_checkpoints_file_reads_it_on(tmp_path):
+    """Stopped over a nightly rotation that compressed the file the checkpoint was in (``r.jsonl.1.gz``): the restart
+    finds it by the decompressed bytes before the checkpoint's position, reads it on, then the new file."""
+    import gzip
+    p = tmp_path / "r.jsonl"
+    lines, state = _stopped_at_300(p)
+    _append(p, b"".join(lines[300:350]))
+    (tmp_path / "r.jsonl.1.gz").write_bytes(gzip.compress(p.read_bytes()))
+    p.write_bytes(b"".join(lines[350:450]))
+    src = JsonlSource([str(p)], follow=True, resume=state)
+    got = _poll_all(src)
+    src.close()
+    assert src.failure is None
+    assert [r.value + b"\n" for r in got] == lines[300:450] and [r.offset for r in got] == list(range(300, 450))
 
 
 def test_without_follow_a_rotated_file_is_not_looked_for(tmp_path):

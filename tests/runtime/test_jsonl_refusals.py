@@ -139,12 +139,12 @@ def test_a_refused_line_reaches_a_topic_dead_letter_sink_with_the_key_it_had(tmp
     assert out.key == (None if line == "not json" else b"k1") and out.value == line.encode()
 
 
-@pytest.mark.parametrize("pack,kind,cat", [("gzip", "gzip", "zcat"), ("bz2", "bzip2", "bzcat"), ("lzma", "xz", "xzcat")])
-def test_a_compressed_file_is_refused_with_the_command_that_reads_it(tmp_path, capsys, pack, kind, cat):
-    """A gzipped log read as text was one long run of ``not_json`` dead letters; now a clear error (exit 2)."""
-    import importlib
-    p = tmp_path / f"r.jsonl.{pack}"
-    p.write_bytes(importlib.import_module(pack).compress(("\n".join(good_lines(50)) + "\n").encode()))
+def test_a_zstd_file_is_refused_with_the_command_that_reads_it(tmp_path, capsys):
+    """A compressed log read as text was one long run of ``not_json`` dead letters; gzip, bzip2 and xz are now read as
+    they are (``tests/runtime/test_compressed_files.py``), zstd (no decoder in Python's standard library) is a clear
+    error (exit 2) naming its pipe."""
+    p = tmp_path / "r.jsonl.zst"
+    p.write_bytes(b"\x28\xb5\x2f\xfd" + b"\x00" * 40)
     assert run_main(["--rewards-file", str(p), "--checkpoint", "none"]) == 2
     err = capsys.readouterr().err
-    assert f"is {kind}-compressed" in err and f"{cat} {p} | streamarms run --rewards-file -" in err, err
+    assert "is zstd-compressed" in err and f"zstdcat {p} | streamarms run --rewards-file -" in err, err

@@ -1,0 +1,229 @@
+"""The lines of a gzip-, bzip2- or xz-compressed file (a rotated log, an export), resumable at a checkpoint.
+
+:class:`CompressedLineReader` is a :class:`~streamarms.connectors.jsonl_lines.LineReader` whose bytes are the
+file's *decompressed* bytes (Python's :mod:`gzip`, :mod:`bz2` and :mod:`lzma`, which also read files of several
+concatenated members, as ``zcat`` does). Everything a checkpoint keeps is in those bytes: the line number, the
+byte position of the line in the decompressed stream and the digest of the decompressed bytes before it. A
+restart decompresses the file again up to that position (a compressed stream has no index to seek by: the time of
+reading what was read once more, ~0.1-1 s a GB) and checks the digest there, so a file replaced since is refused
+as an uncompressed one is. :meth:`CompressedLineReader.tell` is the *compressed* bytes read: a replay's progress
+is measured against the file's size on disk.
+
+A compressed file is final (no writer appends to a ``.gz``): it is read to its end once and never followed. A
+follower (``--follow``) that finds the file it was reading rotated *and compressed* (logrotate's ``compress``
+without ``delaycompress``: while it was behind, or stopped) reads the compressed rotation on and then the file at the
+path (:func:`compressed_rotation`; :meth:`~streamarms.connectors.files.JsonlSource._rotation`).
+:func:`open_lines` picks the reader for a path. zstd has no decoder in Python's standard library: such a file is
+refused with the command that decompresses it (:class:`LineReader`'s error).
+
+>>> import gzip, os, tempfile
+>>> p = os.path.join(tempfile.mkdtemp(), "r.jsonl.gz")
+>>> with gzip.open(p, "wb") as f:
+...     _ = f.write(b'{"a": 1}\\n{"a": 2}\\n{"a": 3}\\n')
+>>> r = open_lines(p); r.read(2), r.position(2)
+(['{"a": 1}', '{"a": 2}'], 18)
+>>> pos, dig = r.mark(2); r.close()
+>>> r2 = open_lines(p, line=2, pos=pos, digest=dig); r2.read(5), r2.eof
+(['{"a": 3}'], True)
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import os
+from collections.abc import Callable
+from typing import IO, Any
+
+from streamarms.checkpoint import CheckpointError
+from streamarms.errors import ConfigError
+
+from .jsonl_lines import _HOW, BLOCK, WINDOW, LineReader, compressed, rotations_of
+from .jsonl_lines import digest as _digest_bytes
+
+__all__ = ["CompressedLineReader", "open_lines", "compressed_rotation", "DECOMPRESSORS"]
+
+#: the compressed formats read as they are (:func:`compressed`'s names), and what opens them for reading
+DECOMPRESSORS: dict[str, Callable[[IO[bytes]], Any]] = {
+    "gzip": lambda raw: gzip.GzipFile(fileobj=raw, mode="rb"), "bzip2": bz2.BZ2File, "xz": lzma.LZMAFile}
+
+
+#: what a decompressor raises on a damaged or cut file
+_ERRORS = (OSError, EOFError, lzma.LZMAError)
+
+
+def _kind(path: str) -> str | None:
+    """The compressed format of the regular file at ``path`` (``None``: not compressed, or not a regular file: the
+    plain reader says what is wrong with it)."""
+    try:
+        if not os.path.isfile(path):  # (before opening it: a named pipe's open waits for a writer)
+            return None
+        with open(path, "rb") as f:
+            packed = compressed(f.read(6))
+    except OSError:
+        return None
+    return packed[0] if packed is not None else None
+
+
+def compressed_rotation(path: str, line: int, pos: int | None, digest: str | None) -> CompressedLineReader | None:
+    """A followed file's rotation that was compressed while the run was stopped (logrotate's ``compress`` without
+    ``delaycompress``) and holds the bytes a checkpoint read (by its position and digest in the decompressed bytes):
+    a reader of it at ``line`` / ``pos`` whose :attr:`~LineReader.path` stays ``path``, read to its end and then
+    followed by the later rotations and the file at ``path``, as an uncompressed rotation is
+    (:func:`~streamarms.connectors.jsonl_lines.rotated_reader`). ``None`` when none holds them."""
+    for _, _, _, q in reversed(rotations_of(path)):  # (the newest first: a checkpoint's file was rotated last)
+        kind = _kind(q)
+        if kind in DECOMPRESSORS:
+            try:
+                return CompressedLineReader(path, kind, line=line, pos=pos, digest=digest, name=q)
+            except (CheckpointError, ConfigError, OSError):
+                continue
+    return None
+
+
+def open_lines(path: str, *, line: int = 0, pos: int | None = None, digest: str | None = None,
+               follow: bool = False) -> LineReader:
+    """A reader of the lines of ``path`` from ``line`` (a checkpoint's ``pos`` and ``digest``, as
+    :meth:`LineReader.mark` gave them): a :class:`CompressedLineReader` for a gzip, bzip2 or xz file that is not
+    followed, else a :class:`LineReader` (which refuses any other compressed file with the command that reads
+    it)."""
+    kind = _kind(path) if not follow else None
+    if kind in DECOMPRESSORS:
+        return CompressedLineReader(path, kind, line=line, pos=pos, digest=digest)
+    return LineReader(path, line=line, pos=pos, digest=digest, follow=follow)
+
+
+class CompressedLineReader(LineReader):
+    """The decompressed lines of the ``kind``-compressed file ``path`` (module docstring); ``line``, ``pos`` and
+    ``digest``: a checkpoint's position in the decompressed bytes, as for :class:`LineReader`.
+
+    >>> import bz2, os, tempfile
+    >>> p = os.path.join(tempfile.mkdtemp(), "r.csv.bz2")
+    >>> _ = open(p, "wb").write(bz2.compress(b"arm,reward\\na,1\\n"))
+    >>> r = CompressedLineReader(p, "bzip2"); r.read(5), r.first_line(), r.tell() == os.path.getsize(p)
+    (['arm,reward', 'a,1'], 'arm,reward', True)
+    """
+
+    def __init__(self, path: str, kind: str, *, line: int = 0, pos: int | None = None,
+                 digest: str | None = None, name: str | None = None) -> None:
+        self.kind = kind
+        self._raw: IO[bytes] = open(name or path, "rb")
+        self._dec: IO[bytes] = DECOMPRESSORS[kind](self._raw)
+        #: the first decompressed bytes (a table's header, :meth:`head`): served without reading the file again
+        self._first = b""
+        try:
+            while len(self._first) < BLOCK and (more := self._dec.read(min(4096, BLOCK - len(self._first)))):
+                self._first += more
+        except _ERRORS as e:
+            if not self._first:
+                self._raw.close()
+                raise ConfigError(f"{path} cannot be decompressed as {kind} ({e}): a damaged file, or another "
+                                  "format that starts with the same bytes") from e
+        self._dec.seek(0)
+        #: why the file could not be decompressed to its end (a file cut short or damaged), once met: the lines
+        #: before it are read, the bytes after the last whole line are not (the source fails with this reason)
+        self.damage: str | None = None
+        try:
+            super().__init__(path, line=line, pos=pos, digest=digest, file=self._dec)
+        except BaseException:
+            self._raw.close()
+            raise
+        self.file_name = name or path
+
+    def tell(self) -> int:
+        """The *compressed* bytes read so far (a replay's progress against the file's size on disk)."""
+        return self._raw.tell()
+
+    def close(self) -> None:
+        self._dec.close()
+        self._raw.close()
+
+    def moved(self) -> bool:
+        """A compressed rotation read in place of its path (``name``, :func:`compressed_rotation`) is a file moved
+        away: once read to its end the follower goes on with the next one. A compressed file is never followed."""
+        return self.file_name != self.path
+
+    def changed(self) -> str | None:
+        return None
+
+    def _read_block(self) -> bytes | None:
+        if self.damage is not None:
+            return b""
+        try:
+            return self._dec.read(self._block)
+        except _ERRORS as e:  # a file cut short (still being compressed) or corrupt
+            self.damage = (f"{self.path} cannot be decompressed after its line {self._end_line:,} ({e}): a {self.kind} "
+                           "file cut short or damaged; the lines before were read, nothing after")
+            return b""
+
+    def _at_end(self) -> None:
+        if self.damage is None:
+            super()._at_end()
+            return
+        self.eof = True  # (damaged: the bytes after the last line end may be half a line, never read as one)
+        self.incomplete = b"".join(self._carry)
+        self._carry.clear()
+
+    def _pread(self, n: int, at: int) -> bytes:
+        """``n`` decompressed bytes from ``at``: the first ones from memory; elsewhere by seeking the decompressed
+        stream (backwards: decompressing it again from its start) and back."""
+        if at + n <= len(self._first):
+            return self._first[at:at + n]
+        here = self._dec.tell()
+        try:
+            self._dec.seek(at)
+            return self._dec.read(n)
+        except _ERRORS:  # (damaged after the first bytes: the reading itself says so, at its end)
+            return self._first[at:at + n]
+        finally:
+            try:
+                self._dec.seek(here)
+            except _ERRORS:
+                pass
+
+    def _size(self) -> int:
+        """The decompressed size (decompressing the rest of the file: for an error's message only)."""
+        here = self._dec.tell()
+        try:
+            while self._dec.read(1 << 20):
+                pass
+            return self._dec.tell()
+        finally:
+            self._dec.seek(here)
+
+    def _count(self) -> int:
+        return -1  # (the error's line count would need a second pass over the file; its size is given)
+
+    def _seek(self, line: int, pos: int, digest: str | None) -> None:
+        """To the checkpoint's ``pos`` in the decompressed bytes, in one pass: its first bytes, the bytes before it
+        (compared with ``digest``) and the two after it (a last line that had no line end then)."""
+        w = min(WINDOW, pos)
+        head = self._pread(w, 0)
+        try:
+            self._dec.seek(pos - w)
+            around = self._dec.read(w + 2)
+        except _ERRORS as e:
+            raise CheckpointError(f"{self.path} cannot be decompressed up to the checkpoint's position in it (line "
+                                  f"{line:,}, byte {pos:,} decompressed): {e}. {_HOW}") from e
+        if len(around) < w:
+            size = self._dec.tell()
+            raise CheckpointError(
+                f"{self.path} is shorter than the checkpoint's position in it: {size:,} bytes decompressed now, but "
+                f"the checkpoint had read {pos:,} bytes ({line:,} lines); the file was replaced since. {_HOW}")
+        before, after = around[:w], around[w:]
+        if digest is not None and digest != _digest_bytes(head + before):
+            raise CheckpointError(
+                f"{self.path} is not the file the checkpoint read: its bytes before the checkpoint's position "
+                f"(line {line:,}, byte {pos:,} decompressed) differ from those the checkpoint saw; the file was "
+                f"replaced since. {_HOW}")
+        shift = 0
+        if (before[-1:] if pos else b"\n") not in (b"\n", b"\r") and after[:1] in (b"\n", b"\r") and after != b"\r":
+            shift = 2 if after == b"\r\n" else 1  # (LineReader._seek: the last line read has its line end now)
+        pos += shift
+        self._dec.seek(pos)  # (back by at most two bytes: within the decompressed buffer)
+        self.line = self._end_line = line
+        self._end_pos = pos
+        w = min(WINDOW, pos)
+        self._head = self._pread(w, 0)
+        self._last = self._tail = (before + after[:shift])[len(before) + shift - w:]

@@ -1,0 +1,169 @@
+"""gzip, bzip2 and xz files are read as they are (``connectors/compressed_lines.py``): a rotated ``app.log.2.gz`` or
+an export's ``.csv.gz`` replays as its decompressed copy does, resumes at a checkpoint (positions in the
+decompressed bytes), and a file cut short or replaced says so. Before, each was refused with a ``zcat`` pipe, which
+cannot be resumed."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import json
+import lzma
+import random
+
+import pytest
+
+from streamarms.checkpoint import CheckpointError
+from streamarms.cli.main import main
+from streamarms.cli.run import main as run_main
+from streamarms.connectors.compressed_lines import CompressedLineReader, open_lines
+from streamarms.connectors.files import JsonlSource
+from streamarms.connectors.jsonl_lines import LineReader
+
+PACKS = {"gz": gzip.compress, "bz2": bz2.compress, "xz": lzma.compress}
+
+
+def _lines(n: int, seed: int = 1) -> list[bytes]:
+    means = [0.3] * 18 + [0.9, 0.95]  # two clear outlier keys: an episode ends within a few thousand lines
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        a = rng.randrange(len(means))
+        out.append(b'{"arm": "k%d", "reward": %d, "timestamp": %d}\n' % (a, rng.random() < means[a], 1_700_000_000_000 + i))
+    return out
+
+
+def _run(tmp_path, path, *more: str) -> dict:
+    out = tmp_path / "s.json"
+    assert run_main(["--rewards-file", str(path), "--summary-json", str(out), "--quiet", "--episode-interval", "10",
+                     *more]) == 0
+    return json.loads(out.read_text())
+
+
+def _key(s: dict) -> tuple:
+    return ({k: s.get(k) for k in ("records", "samples", "skipped", "invalid", "flagged", "alerts")},
+            [(e["episode"], e["samples"], e["records"], e["outliers"], e["threshold"]) for e in s["episodes"]])
+
+
+def _drain(src: JsonlSource) -> list:
+    out = []
+    while not src.exhausted:
+        out += src.poll()
+    return out
+
+
+@pytest.mark.parametrize("ext", sorted(PACKS))
+def test_a_compressed_log_replays_as_its_plain_copy_and_resumes_at_its_checkpoint(tmp_path, ext):
+    data = b"".join(_lines(30_000))
+    plain = tmp_path / "r.jsonl"
+    plain.write_bytes(data)
+    full = _run(tmp_path, plain)
+    assert len(full["episodes"]) >= 2
+    packed = tmp_path / f"r.jsonl.{ext}"
+    packed.write_bytes(PACKS[ext](data))
+    assert _key(_run(tmp_path, packed)) == _key(full)
+    # stopped after its first episode, then resumed from the checkpoint: the same run, no record twice or lost
+    ck = tmp_path / "ck"
+    first = _run(tmp_path, packed, "--checkpoint", str(ck), "--max-episodes", "1")
+    assert len(first["episodes"]) == 1 and first["records"] < full["records"]
+    assert _key(_run(tmp_path, packed, "--checkpoint", str(ck))) == _key(full)
+
+
+def test_the_reader_resumes_at_every_line_of_a_file_of_several_members(tmp_path):
+    """``cat a.gz b.gz > c.gz`` is one gzip file of two members (zcat reads both); a checkpoint at any line, a last
+    line without its newline and ``\\r\\n`` line ends resume exactly, as for a plain file."""
+    rng = random.Random(5)
+    text = [b'{"arm": "a%d", "reward": %d}' % (rng.randrange(9), rng.randrange(2)) for _ in range(300)]
+    data = b"\r\n".join(text[:150]) + b"\n" + b"\n".join(text[150:])  # (the last line has no line end)
+    p = tmp_path / "m.jsonl.gz"
+    p.write_bytes(gzip.compress(data[:4000]) + gzip.compress(data[4000:]))
+    r = open_lines(str(p))
+    assert isinstance(r, CompressedLineReader)
+    got = r.read(1000)
+    assert got == [t.decode() for t in text]
+    marks = [r.mark(i) for i in range(len(got) + 1)]
+    r.close()
+    for i in range(0, len(got) + 1, 7):
+        r2 = open_lines(str(p), line=i, pos=marks[i][0], digest=marks[i][1])
+        assert r2.read(1000) == got[i:], i
+        r2.close()
+
+
+def test_a_csv_gz_export_is_read_with_its_header_and_progress_is_in_compressed_bytes(tmp_path):
+    rows = [f"w{i % 12},{int(i % 12 == 3 or (i * 7919) % 10 < 2)}" for i in range(24_000)]
+    p = tmp_path / "labels.csv.gz"
+    p.write_bytes(gzip.compress(("worker,wrong\n" + "\n".join(rows) + "\n").encode()))
+    s = _run(tmp_path, p, "--key-field", "worker", "--reward-field", "wrong")
+    assert s["records"] == 24_000 and s["invalid"] == {} and "w3" in s["flagged"]
+    src = JsonlSource([str(p)], tables=None)
+    _drain(src)
+    assert src.bytes_read() == p.stat().st_size  # (the replay's progress bar: against the size on disk)
+    src.close()
+
+
+def test_a_file_cut_short_reads_its_lines_then_fails_the_run_naming_it(tmp_path, capsys):
+    """A ``.gz`` still being written (or damaged) has whole lines, then a stream that ends without its end: those
+    lines are read, the half line after them is not, and the run ends with exit 1 saying so -- not a traceback,
+    not a silent end of file."""
+    data = b"".join(_lines(20_000))
+    p = tmp_path / "r.jsonl.gz"
+    p.write_bytes(gzip.compress(data)[:-5000])
+    src = JsonlSource([str(p)])
+    got = _drain(src)
+    assert 0 < len(got) < 20_000 and all(r.key is not None and not hasattr(r.key, "reason") for r in got)
+    assert [r.value + b"\n" for r in got] == _lines(20_000)[:len(got)]
+    assert "cannot be decompressed after its line" in src.failure and "cut short or damaged" in src.failure
+    src.close()
+    assert run_main(["--rewards-file", str(p), "--quiet"]) == 1
+    assert "cut short or damaged; the lines before were read, nothing after" in capsys.readouterr().err
+
+
+def test_a_replaced_compressed_file_is_refused_at_restart(tmp_path):
+    p = tmp_path / "r.jsonl.gz"
+    p.write_bytes(gzip.compress(b"".join(_lines(70))))
+    src = JsonlSource([str(p)])
+    _drain(src)
+    state = src.state()
+    src.close()
+    p.write_bytes(gzip.compress(b"".join(_lines(30))))
+    with pytest.raises(CheckpointError, match=r"shorter than the checkpoint's position.*decompressed now"):
+        JsonlSource([str(p)], resume=state)
+    p.write_bytes(gzip.compress(b"".join(_lines(90, seed=7))))
+    with pytest.raises(CheckpointError, match="is not the file the checkpoint read.*line 70"):
+        JsonlSource([str(p)], resume=state)
+    p.write_bytes(gzip.compress(b"".join(_lines(90))))  # the same lines and more (a longer export): resumes
+    src2 = JsonlSource([str(p)], resume=state)
+    assert [r.offset for r in _drain(src2)] == list(range(70, 90))
+    src2.close()
+
+
+def test_a_file_with_gzip_magic_that_is_no_gzip_is_a_clear_error(tmp_path, capsys):
+    p = tmp_path / "r.jsonl"
+    p.write_bytes(b"\x1f\x8b not gzip at all\n")
+    assert run_main(["--rewards-file", str(p), "--quiet"]) == 2
+    assert "cannot be decompressed as gzip" in capsys.readouterr().err
+
+
+def test_zstd_and_follow_are_refused_with_the_command_that_reads_them(tmp_path, capsys):
+    """zstd has no decoder in Python's standard library; --follow reads files that grow, which no .gz does."""
+    z = tmp_path / "r.jsonl.zst"
+    z.write_bytes(b"\x28\xb5\x2f\xfd" + b"\x00" * 20)
+    assert run_main(["--rewards-file", str(z), "--checkpoint", "none"]) == 2
+    err = capsys.readouterr().err
+    assert "is zstd-compressed, which streamarms cannot decompress" in err and f"zstdcat {z} | streamarms run" in err
+    g = tmp_path / "r.jsonl.gz"
+    g.write_bytes(gzip.compress(b"".join(_lines(10))))
+    with pytest.raises(Exception, match="--follow reads files that grow: a compressed file does not"):
+        LineReader(str(g), follow=True)
+
+
+def test_a_pattern_reads_the_rotated_gz_files_with_the_plain_ones(tmp_path):
+    """``--rewards-file 'app.log*'`` over app.log, app.log.1 and app.log.2.gz (logrotate's compress) reads all three;
+    only zstd rotations are refused (``tests/cli/test_rewards_file_patterns_cli.py`` has the message)."""
+    lines = _lines(9_000)
+    (tmp_path / "app.log").write_bytes(b"".join(lines[6000:]))
+    (tmp_path / "app.log.1").write_bytes(b"".join(lines[3000:6000]))
+    (tmp_path / "app.log.2.gz").write_bytes(gzip.compress(b"".join(lines[:3000])))
+    s = tmp_path / "s.json"
+    assert main(["run", "--rewards-file", str(tmp_path / "app.log*"), "--quiet", "--summary-json", str(s)]) == 0
+    assert json.loads(s.read_text())["records"] == 9_000
