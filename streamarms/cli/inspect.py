@@ -278,6 +278,8 @@ def _reward_flags(f: FieldProfile, table: bool = False) -> str | None:
     if f.share("str") > 0.99 and not f.numeric and 2 <= f.distinct <= 20 and not f.more:
         rare = [str(v) for v, _ in sorted(f.values.items(), key=lambda kv: kv[1]) if _ERRORISH.search(str(v))]
         return f"{name} --reward-in {','.join(rare[:3])}" if rare else None
+    if f.digits() and f.distinct >= 100 and max(f.values.values()) == 1:
+        return None  # (whole numbers none of which repeats: an id or a counter -- an order number, a row -- no reward)
     if f.numeric > 0.99 * f.present and f.low >= 0 and f.high > 0 and f.distinct > 20:
         top = f.quantile(0.999) or f.high  # (up to two digits: 2,300 ms rather than 2,287.5)
         scale = 10.0 ** (math.floor(math.log10(top)) - 1)

@@ -67,6 +67,22 @@ def test_a_table_a_pattern_and_a_flag_written_only_when_set(tmp_path, capsys):
             ".", "--reward-missing", "0"] in _suggested(capsys.readouterr().out)
 
 
+def test_a_compressed_export_with_row_ids_suggests_no_id_for_a_reward(tmp_path, capsys):
+    """A labelling tool's ``.csv.gz`` export (read decompressed) numbers its items: an integer column none of whose
+    values repeats is an id, not a reward to bound (it was suggested first, ``--reward-range 0,10000``)."""
+    import gzip
+
+    rng = random.Random(6)
+    p = tmp_path / "labels.csv.gz"
+    p.write_bytes(gzip.compress(("worker,item,wrong\n" + "".join(
+        f"w{w},{i},{int(rng.random() < (0.4 if w == 3 else 0.1))}\n" for i in range(3000)
+        for w in [rng.randrange(9)])).encode()))
+    assert main(["inspect", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "3,000 records read" in out
+    assert _suggested(out) == [["run", "--rewards-file", str(p), "--key-field", "worker", "--reward-field", "wrong"]]
+
+
 def test_what_it_cannot_read_says_why(tmp_path, capsys):
     text = tmp_path / "plain.log"
     text.write_text("Nov 14 22:13:20 web-1 sshd[1]: Accepted password\n" * 20)
