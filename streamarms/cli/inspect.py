@@ -379,6 +379,7 @@ def grouped_text(key: FieldProfile, n: int) -> str:
 def inspect_main(opts: argparse.Namespace) -> int:
     from .file_patterns import expand_files
 
+    given = list(opts.files)  # (as given: a pattern is suggested as the pattern, quoted)
     try:
         opts.files = expand_files(opts.files)
         fields, n, refused = profile(opts.files, opts.records, opts.rewards_format, opts.line_pattern)
@@ -404,7 +405,7 @@ def inspect_main(opts: argparse.Namespace) -> int:
                                           "none found: name the key's field with --key-field"))
     if keys and (grouped := grouped_text(keys[0], read)):
         print(grouped)
-    files = " ".join(map(shlex.quote, opts.files)) if len(opts.files) <= 2 else "FILES"
+    files = " ".join(map(shlex.quote, given)) if len(given) <= 2 else "FILES"
     extra = (f" --line-pattern {shlex.quote(opts.line_pattern)}" if opts.line_pattern else "") + (
         f" --rewards-format {opts.rewards_format}" if opts.rewards_format != "auto" else "")
     from streamarms.connectors.csv_lines import table_format

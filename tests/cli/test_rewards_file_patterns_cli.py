@@ -77,3 +77,16 @@ def test_follow_refuses_a_pattern_that_matches_a_rotation(tmp_path, capsys):
     assert main(["run", "--follow", "--rewards-file", str(tmp_path / "app.log*"), "--key-field", "host"]) == 2
     assert (f"--follow reads a file's rotations itself, and {tmp_path}/app.log* matches {tmp_path}/app.log.1, a "
             f"rotation of {tmp_path}/app.log") in capsys.readouterr().err
+
+
+def test_inspect_of_a_pattern_suggests_the_pattern_quoted(tmp_path, capsys):
+    """Its suggestion ran as printed only for one or two files (``FILES`` for more): a pattern given is printed back,
+    quoted, whatever it matches."""
+    import shlex
+
+    for i in range(4):
+        _log(tmp_path / f"app-{i}.jsonl", range(6), 300, 20 + i)
+    pattern = str(tmp_path / "app-*.jsonl")
+    assert main(["inspect", pattern]) == 0
+    out = capsys.readouterr().out
+    assert f"  streamarms run --rewards-file {shlex.quote(pattern)} --key-field host --reward-field err" in out, out
