@@ -8,6 +8,9 @@ jsonl_lines.LineReader`'s (universal newlines, a byte order mark skipped, invali
 is the writer closing it, when the bytes after the last line end are its last line -- a whole JSON object,
 or a line cut mid-write, which the source refuses as ``not_json`` (a dead letter: a pipe cannot be read
 again, so it is not left for a later run as a file's is).
+A gzip, bzip2 or xz stream on the pipe (``cat app.log.2.gz | ...``, ``aws s3 cp s3://b/x.gz - | ...``; its first
+bytes say) is decompressed as it comes, a gzip of several members too; one that ends before its compressed stream
+does (cut short, damaged) has its lines read and ends the source naming it (:attr:`PipeLineReader.damage`).
 A pipe has no position to go back to: a run reading one cannot resume from a checkpoint (``streamarms
 run`` refuses ``--checkpoint`` with ``-``), and :meth:`PipeLineReader.mark` gives no digest.
 
@@ -31,17 +34,31 @@ its rotations), ``journalctl -f -o json | jq``, a Kafka console consumer, a scri
 
 from __future__ import annotations
 
+import bz2
+import lzma
 import os
 import select
 import sys
-from typing import IO
+import zlib
+from collections.abc import Callable
+from typing import IO, Any
 
-from .jsonl_lines import BLOCK, LineReader
+from streamarms.errors import ConfigError
+
+from .jsonl_lines import BLOCK, LineReader, compressed
 
 __all__ = ["PipeLineReader", "STDIN"]
 
 #: the ``--rewards-file`` name of standard input
 STDIN = "-"
+
+#: a compressed stream on the pipe (``cat app.log.2.gz | ...``, ``aws s3 cp s3://b/x.gz - | ...``) is decompressed as
+#: it comes: a new decompressor of each format (:func:`~streamarms.connectors.jsonl_lines.compressed`'s names)
+_STREAMS: dict[str, Callable[[], Any]] = {"gzip": lambda: zlib.decompressobj(31), "bzip2": bz2.BZ2Decompressor,
+                                          "xz": lzma.LZMADecompressor}
+#: the magic bytes looked at before the first line
+_SNIFF = 6
+_MAGICS = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd")
 
 
 class PipeLineReader(LineReader):
@@ -52,11 +69,55 @@ class PipeLineReader(LineReader):
     def __init__(self, file: IO[bytes] | None = None, *, block: int = BLOCK) -> None:
         super().__init__(STDIN, file=file if file is not None else sys.stdin.buffer, block=block)
         self._fd = self._f.fileno()
+        self._first: bytes | None = b""  # the first bytes, until they say whether the stream is compressed
+        self._dec: Any = None
+        #: the compressed format of the stream (``None``: plain text)
+        self.kind: str | None = None
+        #: why the compressed stream could not be decompressed to its end (a stream cut short or damaged)
+        self.damage: str | None = None
 
     def _read_block(self) -> bytes | None:
+        if self.damage is not None:
+            return b""  # (a damaged compressed stream: nothing after it is read)
         if not select.select([self._fd], [], [], 0)[0]:
             return None
-        return os.read(self._fd, self._block)
+        raw = os.read(self._fd, self._block)
+        data = raw
+        if self._first is not None:  # (the stream's first bytes: compressed?)
+            data = self._first + raw
+            if raw and len(data) < _SNIFF and any(m.startswith(data) for m in _MAGICS if len(data) < len(m)):
+                self._first = data
+                return None  # (too few bytes yet to tell)
+            self._first = None
+            packed = compressed(data)
+            if packed is not None and packed[0] not in _STREAMS:
+                raise ConfigError(f"standard input is {packed[0]}-compressed, which streamarms cannot decompress (it "
+                                  f"reads gzip, bzip2 and xz): decompress it into the run ({packed[1]} ... | "
+                                  "streamarms run --rewards-file - ...)")
+            if packed is not None:
+                self.kind, self._dec = packed[0], _STREAMS[packed[0]]()
+        return data if self._dec is None else self._inflate(data)
+
+    def _inflate(self, data: bytes) -> bytes | None:
+        """The decompressed bytes of ``data`` (the members of a stream of several, one after another); ``None``
+        when they complete no output yet, ``b""`` at the end (a stream cut short: :attr:`damage`)."""
+        if not data:
+            if not self._dec.eof:
+                self.damage = (f"standard input ({self.kind}) ended before its compressed stream did: cut short or "
+                               f"damaged after its line {self._end_line:,}; the lines before were read")
+            return b""
+        out = []
+        try:
+            while data:
+                if self._dec.eof:  # (a member ended: the next one, cat a.gz b.gz)
+                    self._dec = _STREAMS[str(self.kind)]()
+                out.append(self._dec.decompress(data))
+                data = self._dec.unused_data if self._dec.eof else b""
+        except (zlib.error, OSError, EOFError, lzma.LZMAError) as e:
+            self.damage = (f"standard input ({self.kind}) cannot be decompressed after its line {self._end_line:,} "
+                           f"({e}): damaged; the lines before were read, nothing after")
+            return b""
+        return b"".join(out) or None
 
     def _at_end(self) -> None:
         super()._at_end()
