@@ -516,7 +516,7 @@ class JsonlSource:
         (as after a rename: :meth:`_rotated`), and say so; else the source fails (:attr:`failure`)."""
         old = self._readers[p]
         try:
-            copy = old.copied()
+            copy = old.copied() or compressed_rotation(p, *old.end_mark())  # (the copy compressed: no delaycompress)
         except CheckpointError as e:
             copy, why = None, f"{why}; {e}"
         if copy is None:

@@ -350,6 +350,12 @@ class LineReader:
         :class:`~streamarms.checkpoint.CheckpointError` as :func:`rotated_reader`'s."""
         return rotated_reader(self.path, self._end_line, self._end_pos, None, self._holds_read)
 
+    def end_mark(self) -> tuple[int, int, str]:
+        """``(line, byte position, digest)`` after the last line decoded, as a checkpoint there would save them (a
+        copy compressed by ``copytruncate`` is found by them:
+        :func:`~streamarms.connectors.compressed_lines.compressed_rotation`)."""
+        return (self._end_line, *self.mark(self._end_line))
+
     def changed(self) -> str | None:
         """Why the file at :attr:`path` is no longer the one read (``None``: it is): removed, another file
         there now (rotated or replaced), shorter than what was read (truncated), or other bytes where those

@@ -159,12 +159,15 @@ def test_a_rotation_waits_for_the_old_files_lines_to_be_handled(tmp_path, monkey
     src.close()
 
 
-@pytest.mark.parametrize("regrow, mid_line", [(False, False), (True, False), (False, True)],
-                         ids=["truncated", "truncated-and-regrown", "read-mid-line"])
-def test_copytruncate_is_followed_through_the_copy_then_the_file_from_its_start(tmp_path, regrow, mid_line):
+@pytest.mark.parametrize("regrow, mid_line, packed", [(False, False, False), (True, False, False), (False, True, False),
+                                                      (False, True, True)],
+                         ids=["truncated", "truncated-and-regrown", "read-mid-line", "copy-compressed"])
+def test_copytruncate_is_followed_through_the_copy_then_the_file_from_its_start(tmp_path, regrow, mid_line, packed):
     """logrotate's copytruncate: the lines written after the last read are in the copy (F.1), then F starts
-    again from its first byte -- also when F grew past its old size before the follower looked, and when
-    the follower had read part of a line (a live trial: every such copy was missed)."""
+    again from its first byte -- also when F grew past its old size before the follower looked, when
+    the follower had read part of a line (a live trial: every such copy was missed), and when the copy was
+    compressed before the follower looked (F.1.gz: ``compress`` without ``delaycompress``)."""
+    import gzip
     import shutil
     p = tmp_path / "r.jsonl"
     lines = _lines(1200)
@@ -175,6 +178,9 @@ def test_copytruncate_is_followed_through_the_copy_then_the_file_from_its_start(
         _append(p, lines[300][7:])
     _append(p, b"".join(lines[300 + mid_line:340]) + lines[340][:20])  # the writer is mid-line at the copy
     shutil.copyfile(p, str(p) + ".1")
+    if packed:
+        (tmp_path / "r.jsonl.1.gz").write_bytes(gzip.compress((tmp_path / "r.jsonl.1").read_bytes()))
+        os.remove(str(p) + ".1")
     with open(p, "r+b") as f:
         f.truncate(0)
     new = lines[341:1200] if regrow else lines[341:400]
