@@ -42,7 +42,7 @@ from streamarms.errors import ConfigError
 from .jsonl_lines import _HOW, BLOCK, WINDOW, LineReader, compressed, rotations_of
 from .jsonl_lines import digest as _digest_bytes
 
-__all__ = ["CompressedLineReader", "open_lines", "compressed_rotation", "DECOMPRESSORS"]
+__all__ = ["CompressedLineReader", "open_lines", "compressed_rotation", "compressed_head", "DECOMPRESSORS"]
 
 #: the compressed formats read as they are (:func:`compressed`'s names), and what opens them for reading
 DECOMPRESSORS: dict[str, Callable[[IO[bytes]], Any]] = {
@@ -64,6 +64,23 @@ def _kind(path: str) -> str | None:
     except OSError:
         return None
     return packed[0] if packed is not None else None
+
+
+def compressed_head(path: str, n: int = WINDOW) -> bytes | None:
+    """The first ``n`` decompressed bytes of the gzip, bzip2 or xz file at ``path`` (``None``: not such a file, or
+    unreadable). A follower compares them with the first bytes of the files it read: logrotate's ``compress``
+    makes ``F.1.gz`` of the ``F.1`` the follower read, a new file that holds no line it has not read."""
+    kind = _kind(path)
+    if kind not in DECOMPRESSORS:
+        return None
+    try:
+        r = CompressedLineReader(path, kind)
+    except (ConfigError, OSError):
+        return None
+    try:
+        return r.head(n)
+    finally:
+        r.close()
 
 
 def compressed_rotation(path: str, line: int, pos: int | None, digest: str | None) -> CompressedLineReader | None:

@@ -55,6 +55,7 @@ import os
 import stat
 import sys
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from itertools import repeat
 from typing import IO, Any
@@ -64,9 +65,18 @@ from streamarms.errors import ConfigError
 from streamarms.runtime.decoder import _SHORT
 from streamarms.runtime.records import RefusedKey, record_key
 
-from .compressed_lines import DECOMPRESSORS, CompressedLineReader, compressed_rotation, open_lines
+from .compressed_lines import DECOMPRESSORS, CompressedLineReader, compressed_head, compressed_rotation, open_lines
 from .csv_lines import CsvTable
-from .jsonl_lines import LineReader, compressed, next_rotation, rotated_reader, rotation_ids, rotations_of, tail_digest
+from .jsonl_lines import (
+    WINDOW,
+    LineReader,
+    compressed,
+    next_rotation,
+    rotated_reader,
+    rotation_ids,
+    rotations_of,
+    tail_digest,
+)
 from .line_record import JsonlRecord
 from .line_time import JSON_NAMES, MAX_TIMESTAMP_MS, LineTime
 from .ordering import PartitionMerger, tp_name
@@ -314,6 +324,8 @@ class JsonlSource:
         #: following: ``(dev, inode)`` of the rotations of each path there when its reader started at the
         #: file's first byte (:meth:`_unread_copied`)
         self._known: dict[str, set[tuple[int, int]]] = {}
+        #: following: the first bytes of the last files of each path read to their end (:meth:`_packed_read`)
+        self._heads: dict[str, deque[bytes]] = {}
         self.merger = PartitionMerger(ordered=ordered)
         self.merger.assign([(p, 0) for p in self.paths], resume or {})
         self._readers: dict[str, LineReader] = {}
@@ -445,7 +457,9 @@ class JsonlSource:
         st = os.fstat(old.fileno())
         seen = self._read_files.setdefault(p, set())
         seen.add((st.st_dev, st.st_ino))
-        nxt = next_rotation(p, st.st_mtime_ns, seen)
+        self._heads.setdefault(p, deque(maxlen=8)).append(old.head(WINDOW))
+        while (nxt := next_rotation(p, st.st_mtime_ns, seen)) is not None and self._packed_read(p, nxt, seen):
+            pass
         try:  # (the path renamed, the new file not created yet, or the rotation gone: wait)
             new = LineReader(p, line=old.line, pos=0, follow=True) if nxt is None else self._rotation(p, nxt, old.line)
         except FileNotFoundError:
@@ -482,6 +496,20 @@ class JsonlSource:
         f.seek(0)
         return LineReader(p, line=line, pos=0, follow=True, file=f)
 
+    def _packed_read(self, p: str, q: str, ids: set[tuple[int, int]]) -> bool:
+        """Whether ``q`` is a compressed rotation of ``p`` that starts with the first bytes of a file of ``p`` read to
+        its end (logrotate's ``compress`` of the ``F.1`` just read: ``F.1.gz``, a new file of lines read); if so its
+        ``(dev, inode)`` joins ``ids`` (it is not looked at again)."""
+        head = compressed_head(q) if self._heads.get(p) else None
+        if head is None or head not in self._heads[p]:
+            return False
+        try:
+            st = os.stat(q)
+        except OSError:
+            return False
+        ids.add((st.st_dev, st.st_ino))
+        return True
+
     def _unread_copied(self, p: str) -> bool:
         """A follower of ``p``'s own file that has read none of it yet cannot see it truncated (no byte read to
         compare): a ``copytruncate`` then leaves the copy as the only trace. A rotation of ``p`` that is new since
@@ -492,7 +520,8 @@ class JsonlSource:
         if known is None or r.offset or r.file_name != p or self.merger.buffered((p, 0)):
             return False
         st = os.fstat(r.fileno())
-        new = [(d, i, q) for _, d, i, q in rotations_of(p) if (d, i) not in known and (d, i) != (st.st_dev, st.st_ino)]
+        new = [(d, i, q) for _, d, i, q in rotations_of(p) if (d, i) not in known and (d, i) != (st.st_dev, st.st_ino)
+               and not self._packed_read(p, q, known)]
         if not new:
             return False
         d, i, q = new[0]  # (the oldest)

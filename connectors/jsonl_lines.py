@@ -81,6 +81,10 @@ _COMPRESSED = ((b"\x1f\x8b", "gzip", "zcat"), (b"BZh", "bzip2", "bzcat"), (b"\xf
                (b"\x28\xb5\x2f\xfd", "zstd", "zstdcat"))
 
 
+#: the names of compressed files (a rotation ``F.1.gz`` while ``F.1`` is still there is being compressed)
+PACKED_SUFFIXES = (".gz", ".bz2", ".xz", ".zst")
+
+
 def compressed(head: bytes) -> tuple[str, str] | None:
     """``(format, decompressor)`` when a file starting with ``head`` is compressed, else ``None``.
 
@@ -534,7 +538,10 @@ def rotations_of(path: str) -> list[tuple[int, int, int, str]]:
         if not gone:
             break
         time.sleep(0.002)
-    return sorted(out)
+    # a rotation being compressed (``F.1`` and ``F.1.gz`` both there: gzip removes the first once the second is whole)
+    # is the plain file, not yet the compressed one
+    plain = {q for *_, q in out}
+    return sorted(e for e in out if not (e[3].endswith(PACKED_SUFFIXES) and e[3].rsplit(".", 1)[0] in plain))
 
 
 def rotation_ids(path: str) -> set[tuple[int, int]]:

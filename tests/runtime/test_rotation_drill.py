@@ -1,14 +1,16 @@
 """Drill: ``streamarms run --follow`` under log rotation, at a rate no logrotate reaches.
 
 A writer appends batches of lines (each with its number) as fast as the run reads them; every ~0.3-1 s
-the log is rotated (``F.N`` shifted to ``F.N+1``, then ``F`` renamed to ``F.1`` and created anew, or copied
-to ``F.1`` and truncated: ``copytruncate``); midway the run is killed (-9) and restarted from its
+the log is rotated (``F.N`` shifted to ``F.N+1``, then ``F`` renamed to ``F.1`` and created anew -- and ``F.1``
+gzipped to ``F.1.gz`` at once: logrotate's ``compress`` without ``delaycompress`` --, or copied to ``F.1`` and
+truncated: ``copytruncate``); midway the run is killed (-9) and restarted from its
 checkpoint while rotations go on. Every line written must be counted exactly once. The trial this drill
 comes from lost lines three ways before the rotation chain, the copy found by the bytes read, and the
 checkpoint digest of the bytes read (commit f885c40)."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import random
@@ -35,18 +37,25 @@ def _checkpointed(path: str) -> int:
 
 def _rotate(p: str, mode: str) -> None:
     for i in range(200, 0, -1):
-        if os.path.exists(f"{p}.{i}"):
-            os.replace(f"{p}.{i}", f"{p}.{i + 1}")
-    if mode == "rename":
+        for ext in ("", ".gz"):
+            if os.path.exists(f"{p}.{i}{ext}"):
+                os.replace(f"{p}.{i}{ext}", f"{p}.{i + 1}{ext}")
+    if mode in ("rename", "compress"):
         os.replace(p, p + ".1")
         open(p, "w").close()
+        if mode == "compress":  # logrotate's compress without delaycompress: gzip F.1 -> F.1.gz as gzip(1) does
+            st = os.stat(p + ".1")
+            with open(p + ".1", "rb") as src, gzip.open(p + ".1.gz", "wb") as dst:  # (written in place, in pieces)
+                shutil.copyfileobj(src, dst, 1 << 14)
+            os.utime(p + ".1.gz", ns=(st.st_atime_ns, st.st_mtime_ns))  # (gzip keeps the file's times)
+            os.remove(p + ".1")
     else:
         shutil.copyfile(p, p + ".1")
         with open(p, "r+") as f:
             f.truncate(0)
 
 
-@pytest.mark.parametrize("mode", ["rename", "copytruncate"])
+@pytest.mark.parametrize("mode", ["rename", "copytruncate", "compress"])
 def test_every_line_is_counted_once_through_rotations_and_a_kill_9(tmp_path, mode):
     p, ck = str(tmp_path / "app.log"), str(tmp_path / "c.ckpt")
     open(p, "w").close()
