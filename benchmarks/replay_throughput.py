@@ -18,6 +18,11 @@ Usage::
     python benchmarks/replay_throughput.py                       # 300k records, 20 keys
     python benchmarks/replay_throughput.py --records 1000000 --keys 20 1000 --policy wrr cs
     python benchmarks/replay_throughput.py --policy cs --feed all --ms-per-record 1000   # a record a second
+    python benchmarks/replay_throughput.py --compress gzip    # the daemon reads a .gz (also plain: "... plain")
+
+``--compress``: the daemon's cases read the file compressed (``connectors/compressed_lines.py``), beside an idle
+run on the plain file; the last line is the time a restart takes to reach the file's last line (decompressing it
+again up to the checkpoint's position).
 """
 
 from __future__ import annotations
@@ -75,6 +80,36 @@ def daemon(path: str, n: int, detecting: bool, policy: str, extra: list[str]) ->
     return s["records"] / dt, s
 
 
+def _compress(path: str, kind: str) -> str:
+    import bz2
+    import gzip
+    import lzma
+
+    out = path + {"gzip": ".gz", "bzip2": ".bz2", "xz": ".xz"}[kind]
+    with open(path, "rb") as f:
+        data = f.read()
+    with open(out, "wb") as f:
+        f.write({"gzip": gzip.compress, "bzip2": bz2.compress, "xz": lzma.compress}[kind](data))
+    return out
+
+
+def _resume_seconds(path: str) -> float:
+    """Wall seconds to open a compressed file at a checkpoint of its last line (what a restart pays)."""
+    from connectors.compressed_lines import open_lines
+
+    r = open_lines(path)
+    n = 0
+    while len(got := r.read(1 << 16)) == 1 << 16:
+        n += len(got)
+        r.forget(r.line)
+    n += len(got)
+    pos, digest = r.mark(n - 1)
+    r.close()
+    t0 = time.perf_counter()
+    open_lines(path, line=n - 1, pos=pos, digest=digest).close()
+    return time.perf_counter() - t0
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--records", type=int, default=300_000)
@@ -86,6 +121,7 @@ def main() -> None:
                     help="stream time between records (1000: a record a second, where a plan's wants time out often)")
     ap.add_argument("--run-args", default="", help="more flags for every run (quoted: '--discovery-seconds 1e6')")
     ap.add_argument("--plot", help="write a PNG of records/s vs keys (bare, idle, detecting) here")
+    ap.add_argument("--compress", choices=["gzip", "bzip2", "xz"], help="the daemon reads the file compressed so")
     args = ap.parse_args()
     logging.disable(logging.WARNING)
     tmp = tempfile.mkdtemp()
@@ -96,16 +132,19 @@ def main() -> None:
     for n_keys in args.keys:
         path = os.path.join(tmp, f"r{n_keys}.jsonl")
         make_file(path, args.records, n_keys, ms_per_record=args.ms_per_record)
+        packed = _compress(path, args.compress) if args.compress else path
         best: dict[str, tuple[float, dict]] = {}
         cases = [("bare json.loads", None), ("bare orjson.loads", None)]
         for pol in args.policy:
             cases += [(f"{pol} idle", (False, pol)), (f"{pol} detecting", (True, pol))]
+            if args.compress:
+                cases += [(f"{pol} idle plain", (False, pol))]
         for _ in range(args.repeat):
             for label, spec in cases:
                 if spec is None:
                     r, st = bare(path, json.loads if "json.loads" in label and "or" not in label else orjson.loads), {}
                 else:
-                    r, st = daemon(path, args.records, spec[0], spec[1], extra)
+                    r, st = daemon(path if label.endswith("plain") else packed, args.records, spec[0], spec[1], extra)
                 if r > best.get(label, (0.0, {}))[0]:
                     best[label] = (r, st)
         b = best["bare json.loads"][0]
@@ -115,6 +154,9 @@ def main() -> None:
             note = f"  ({st['samples']:,} samples, {len(st.get('episodes', []))} episodes)" if st else ""
             print(f"  {label:<26} {r:>10,.0f} records/s  {r / b:6.1%} of bare json.loads{note}")
             rates.setdefault(label, []).append(r)
+        if args.compress:
+            print(f"  {args.compress}: {os.path.getsize(packed):,} bytes of {os.path.getsize(path):,}; a restart at "
+                  f"its last line reaches it in {_resume_seconds(packed):.2f} s")
     if args.plot:
         import matplotlib
 
