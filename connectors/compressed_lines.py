@@ -209,9 +209,6 @@ class CompressedLineReader(LineReader):
         finally:
             self._dec.seek(here)
 
-    def _count(self) -> int:
-        return -1  # (the error's line count would need a second pass over the file; its size is given)
-
     def _seek(self, line: int, pos: int, digest: str | None) -> None:
         """To the checkpoint's ``pos`` in the decompressed bytes, in one pass: its first bytes, the bytes before it
         (compared with ``digest``) and the two after it (a last line that had no line end then)."""

@@ -81,6 +81,8 @@ _COMPRESSED = ((b"\x1f\x8b", "gzip", "zcat"), (b"BZh", "bzip2", "bzcat"), (b"\xf
                (b"\x28\xb5\x2f\xfd", "zstd", "zstdcat"))
 
 
+#: the magic bytes of every compressed format :func:`compressed` knows
+MAGICS = tuple(magic for magic, _, _ in _COMPRESSED)
 #: the names of compressed files (a rotation ``F.1.gz`` while ``F.1`` is still there is being compressed)
 PACKED_SUFFIXES = (".gz", ".bz2", ".xz", ".zst")
 

@@ -45,7 +45,7 @@ from typing import IO, Any
 
 from streamarms.errors import ConfigError
 
-from .jsonl_lines import BLOCK, LineReader, compressed
+from .jsonl_lines import BLOCK, MAGICS, LineReader, compressed
 
 __all__ = ["PipeLineReader", "STDIN"]
 
@@ -56,9 +56,8 @@ STDIN = "-"
 #: it comes: a new decompressor of each format (:func:`~streamarms.connectors.jsonl_lines.compressed`'s names)
 _STREAMS: dict[str, Callable[[], Any]] = {"gzip": lambda: zlib.decompressobj(31), "bzip2": bz2.BZ2Decompressor,
                                           "xz": lzma.LZMADecompressor}
-#: the magic bytes looked at before the first line
-_SNIFF = 6
-_MAGICS = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd")
+#: the bytes looked at before the first line (the longest magic)
+_SNIFF = max(map(len, MAGICS))
 
 
 class PipeLineReader(LineReader):
@@ -85,7 +84,7 @@ class PipeLineReader(LineReader):
         data = raw
         if self._first is not None:  # (the stream's first bytes: compressed?)
             data = self._first + raw
-            if raw and len(data) < _SNIFF and any(m.startswith(data) for m in _MAGICS if len(data) < len(m)):
+            if raw and len(data) < _SNIFF and any(m.startswith(data) for m in MAGICS if len(data) < len(m)):
                 self._first = data
                 return None  # (too few bytes yet to tell)
             self._first = None
