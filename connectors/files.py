@@ -79,6 +79,7 @@ from .jsonl_lines import (
 )
 from .line_record import JsonlRecord
 from .line_time import JSON_NAMES, MAX_TIMESTAMP_MS, LineTime
+from .open_files import room_for
 from .ordering import PartitionMerger, tp_name
 from .pattern_lines import PatternLines
 from .pipe_lines import STDIN, PipeLineReader
@@ -330,6 +331,7 @@ class JsonlSource:
         self.merger.assign([(p, 0) for p in self.paths], resume or {})
         self._readers: dict[str, LineReader] = {}
         self._eof: dict[str, bool] = {}
+        room_for(len(self.paths))  # (every file stays open while the replay runs)
         try:
             for p in self.paths:
                 start = self.merger.next_offset((p, 0)) or 0
