@@ -250,7 +250,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--producer-option", action="append", metavar="KEY=VALUE", help="kafka-python producer setting")
     g = p.add_argument_group("files")
     g.add_argument("--rewards-file", action="append", metavar="PATH", help="replay a JSONL file of records, or a CSV/TSV table (--rewards-format; repeatable; a quoted pattern "
-                                                          "'logs/*.jsonl' reads every match; '-': standard input, read until "
+                                                          "'logs/*.jsonl' reads every match; gzip, bzip2 and xz files are read "
+                                                          "decompressed; '-': standard input, read until "
                                                           "its writer closes it, e.g. tail -F log | jq -c ...)")
     g.add_argument("--rewards-format", choices=["auto", "jsonl", "csv", "tsv"],
                    help="what the --rewards-file files hold: JSON lines, or a table whose first line names its "
