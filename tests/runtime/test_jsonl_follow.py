@@ -309,16 +309,21 @@ def test_a_follower_behind_two_rotations_reads_every_rotated_file_in_order(tmp_p
     assert [r.value + b"\n" for r in got] == lines and [r.offset for r in got] == list(range(600))
 
 
+def _following_the_first_100_of_300(tmp_path) -> tuple:
+    """A follower of ``r.jsonl`` that has read its first 100 of 300 lines: ``(path, lines, source, records read)``."""
+    p = tmp_path / "r.jsonl"
+    lines = _lines(300)
+    p.write_bytes(b"".join(lines[:100]))
+    src = JsonlSource([str(p)], follow=True)
+    return p, lines, src, _poll_all(src)
+
+
 @pytest.mark.parametrize("pack", ["gzip", "zstd"])
 def test_a_compressed_rotation_before_the_follower_came_to_it_is_read_decompressed(tmp_path, pack):
     """logrotate's ``compress`` without ``delaycompress``: the rotation the follower had not read yet is a ``.gz``.
     Its lines are read (decompressed), then the file at the path; a zstd one (no decoder) fails the source."""
     import gzip
-    p = tmp_path / "r.jsonl"
-    lines = _lines(300)
-    p.write_bytes(b"".join(lines[:100]))
-    src = JsonlSource([str(p)], follow=True)
-    got = _poll_all(src)
+    p, lines, src, got = _following_the_first_100_of_300(tmp_path)
     os.replace(p, f"{p}.2")
     rotated = tmp_path / ("r.jsonl.1.gz" if pack == "gzip" else "r.jsonl.1.zst")
     rotated.write_bytes(gzip.compress(b"".join(lines[100:200])) if pack == "gzip" else b"\x28\xb5\x2f\xfd" + b"\0" * 9)
@@ -341,11 +346,7 @@ def test_a_compression_of_the_rotation_just_read_is_not_read_again(tmp_path, whe
     nor when ``F.1`` and a half-written ``F.1.gz`` are both there (gzip removes ``F.1`` once ``F.1.gz`` is whole)
     and it appears whole later, while the follower waits at the new, still empty, file."""
     import gzip
-    p = tmp_path / "r.jsonl"
-    lines = _lines(300)
-    p.write_bytes(b"".join(lines[:100]))
-    src = JsonlSource([str(p)], follow=True)
-    got = _poll_all(src)
+    p, lines, src, got = _following_the_first_100_of_300(tmp_path)
     os.replace(p, f"{p}.1")
     p.write_bytes(b"")
     packed = gzip.compress(b"".join(lines[:100]))
