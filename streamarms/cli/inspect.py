@@ -405,7 +405,8 @@ def inspect_main(opts: argparse.Namespace) -> int:
                                           "none found: name the key's field with --key-field"))
     if keys and (grouped := grouped_text(keys[0], read)):
         print(grouped)
-    files = " ".join(map(shlex.quote, given)) if len(given) <= 2 else "FILES"
+    # (--rewards-file takes one path: two are named twice; more, a pattern of them)
+    files = " --rewards-file ".join(map(shlex.quote, given)) if len(given) <= 2 else "FILES"
     extra = (f" --line-pattern {shlex.quote(opts.line_pattern)}" if opts.line_pattern else "") + (
         f" --rewards-format {opts.rewards_format}" if opts.rewards_format != "auto" else "")
     from streamarms.connectors.csv_lines import table_format

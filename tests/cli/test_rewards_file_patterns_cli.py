@@ -90,3 +90,10 @@ def test_inspect_of_a_pattern_suggests_the_pattern_quoted(tmp_path, capsys):
     assert main(["inspect", pattern]) == 0
     out = capsys.readouterr().out
     assert f"  streamarms run --rewards-file {shlex.quote(pattern)} --key-field host --reward-field err" in out, out
+    # two files: each named by its own --rewards-file (one flag for both was "unrecognized arguments")
+    two = [str(tmp_path / "app-0.jsonl"), str(tmp_path / "app-1.jsonl")]
+    assert main(["inspect", *two]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("  streamarms run "))
+    assert line.startswith(f"  streamarms run --rewards-file {two[0]} --rewards-file {two[1]} --key-field host"), line
+    summary = tmp_path / "s.json"
+    assert main([*shlex.split(line)[1:], "--quiet", "--summary-json", str(summary)]) == 0
