@@ -32,14 +32,13 @@ from __future__ import annotations
 import bz2
 import gzip
 import lzma
-import os
 from collections.abc import Callable
 from typing import IO, Any
 
 from streamarms.checkpoint import CheckpointError
 from streamarms.errors import ConfigError
 
-from .jsonl_lines import _HOW, BLOCK, WINDOW, LineReader, compressed, rotations_of
+from .jsonl_lines import _HOW, BLOCK, WINDOW, LineReader, compressed_file, rotations_of
 from .jsonl_lines import digest as _digest_bytes
 
 __all__ = ["CompressedLineReader", "open_lines", "compressed_rotation", "compressed_head", "DECOMPRESSORS"]
@@ -56,13 +55,7 @@ _ERRORS = (OSError, EOFError, lzma.LZMAError)
 def _kind(path: str) -> str | None:
     """The compressed format of the regular file at ``path`` (``None``: not compressed, or not a regular file: the
     plain reader says what is wrong with it)."""
-    try:
-        if not os.path.isfile(path):  # (before opening it: a named pipe's open waits for a writer)
-            return None
-        with open(path, "rb") as f:
-            packed = compressed(f.read(6))
-    except OSError:
-        return None
+    packed = compressed_file(path)
     return packed[0] if packed is not None else None
 
 

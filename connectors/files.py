@@ -70,7 +70,7 @@ from .csv_lines import CsvTable
 from .jsonl_lines import (
     WINDOW,
     LineReader,
-    compressed,
+    compressed_file,
     next_rotation,
     rotated_reader,
     rotation_ids,
@@ -485,18 +485,15 @@ class JsonlSource:
         """A reader of ``q``, a rotation of ``p`` not read yet, from its first line (numbered from ``line``): its
         decompressed lines when it is gzip, bzip2 or xz; ``None`` and the source fails when it is compressed otherwise
         (zstd: its lines cannot be read)."""
-        f = open(q, "rb")
-        packed = compressed(f.read(6))
+        packed = compressed_file(q)
         if packed is not None:
-            f.close()
             if packed[0] in DECOMPRESSORS:  # (logrotate's compress without delaycompress: read decompressed)
                 return CompressedLineReader(p, packed[0], line=line, pos=0, name=q)
             self.failure = (f"{p} was rotated to {q} before the run read it, and {q} is {packed[0]}-compressed, which "
                             "streamarms cannot decompress: its lines cannot be read (compress rotations with gzip, or "
                             "one rotation later: logrotate's delaycompress)")
             return None
-        f.seek(0)
-        return LineReader(p, line=line, pos=0, follow=True, file=f)
+        return LineReader(p, line=line, pos=0, follow=True, file=open(q, "rb"))
 
     def _packed_read(self, p: str, q: str, ids: set[tuple[int, int]]) -> bool:
         """Whether ``q`` is a compressed rotation of ``p`` that starts with the first bytes of a file of ``p`` read to

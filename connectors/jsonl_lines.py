@@ -99,6 +99,23 @@ def compressed(head: bytes) -> tuple[str, str] | None:
     return None
 
 
+def compressed_file(path: str) -> tuple[str, str] | None:
+    """:func:`compressed` of the regular file at ``path`` (its first bytes); ``None`` also for a path that is no
+    regular file or cannot be read (its reader says what is wrong with it; a named pipe is not opened: that would
+    wait for a writer).
+
+    >>> compressed_file("/nonexistent") is None
+    True
+    """
+    try:
+        if not os.path.isfile(path):
+            return None
+        with open(path, "rb") as f:
+            return compressed(f.read(6))
+    except OSError:
+        return None
+
+
 def _pread(fd: int, n: int, at: int) -> bytes:
     """``n`` bytes of the file open at ``fd`` from byte ``at``, its offset left as it was."""
     if hasattr(os, "pread"):

@@ -14,22 +14,10 @@ _GLOB = frozenset("*?[")
 def _refuse_compressed(pattern: str, matches: Sequence[str]) -> None:
     """A pattern that matches files in a compressed format streamarms cannot read (zstd; gzip, bzip2 and xz are read
     as they are) is one error naming them and the pipe that reads them all, not the error of the first one read."""
-    import os
-
     from streamarms.connectors.compressed_lines import DECOMPRESSORS
-    from streamarms.connectors.jsonl_lines import compressed
+    from streamarms.connectors.jsonl_lines import compressed_file
 
-    packed = []
-    for m in matches:
-        try:
-            if not os.path.isfile(m):  # (a named pipe's open would wait for a writer: the reader refuses it)
-                continue
-            with open(m, "rb") as f:
-                kind = compressed(f.read(6))
-        except OSError:
-            continue  # (the reader says what is wrong with it)
-        if kind is not None and kind[0] not in DECOMPRESSORS:
-            packed.append((m, kind))
+    packed = [(m, kind) for m in matches if (kind := compressed_file(m)) is not None and kind[0] not in DECOMPRESSORS]
     if packed:
         cats = sorted({cat for _, (_, cat) in packed})
         names = ", ".join(m for m, _ in packed[:3]) + (f" and {len(packed) - 3} more" if len(packed) > 3 else "")
