@@ -67,6 +67,7 @@ from streamarms.runtime.records import RefusedKey, record_key
 
 from .compressed_lines import DECOMPRESSORS, CompressedLineReader, compressed_head, compressed_rotation, open_lines
 from .csv_lines import CsvTable
+from .file_watch import PatternWatch
 from .jsonl_lines import (
     WINDOW,
     LineReader,
@@ -292,7 +293,9 @@ class JsonlSource:
     ``follow``: the files still grow (``tail -F``); a :meth:`poll` that finds nothing new waits up to its
     ``timeout`` for more, a file renamed away (or copied and truncated) is followed to the file at its path
     (:attr:`rotations`), and the source is exhausted only when a file was truncated or rewritten under it with
-    no copy beside it (:attr:`failure`).
+    no copy beside it (:attr:`failure`). ``patterns``, following: the ``--rewards-file`` patterns the paths
+    were expanded from; a file that comes to match one joins the files read (``table_of(path)``: what ``tables``
+    would say of it; :mod:`~streamarms.connectors.file_watch`).
     The path ``-`` is standard input (:mod:`~streamarms.connectors.pipe_lines`): read until its writer
     closes it, with or without ``follow``; it cannot be resumed. ``tables``: the paths that are CSV or TSV
     tables, with their delimiters (:mod:`~streamarms.connectors.csv_lines`: a row is the record of its JSON
@@ -304,7 +307,8 @@ class JsonlSource:
 
     def __init__(self, paths: Sequence[str], *, resume: dict[str, Any] | None = None, max_records: int = 1000,
                  ordered: bool = True, follow: bool = False, line_time: LineTime = _TIMESTAMP,
-                 tables: dict[str, str | Any] | None = None) -> None:
+                 tables: dict[str, str | Any] | None = None, patterns: Sequence[str] = (),
+                 table_of: Callable[[str], str | Any | None] | None = None) -> None:
         self.paths = [os.fspath(p) for p in paths]
         #: where a line's time is (``--timestamp-field``, ``--timestamp-unit``)
         self.line_time = line_time
@@ -327,37 +331,81 @@ class JsonlSource:
         self._known: dict[str, set[tuple[int, int]]] = {}
         #: following: the first bytes of the last files of each path read to their end (:meth:`_packed_read`)
         self._heads: dict[str, deque[bytes]] = {}
+        #: following: ``(dev, inode)`` of every rotated file read to its end (:meth:`_join` does not take them)
+        self._rotated_ids: set[tuple[int, int]] = set()
         self.merger = PartitionMerger(ordered=ordered)
         self.merger.assign([(p, 0) for p in self.paths], resume or {})
         self._readers: dict[str, LineReader] = {}
         self._eof: dict[str, bool] = {}
+        #: following patterns: the new matches that join the files read (:meth:`_join`)
+        self.watch = PatternWatch(patterns) if follow and patterns else None
+        self._table_of = table_of
         room_for(len(self.paths))  # (every file stays open while the replay runs)
         try:
             for p in self.paths:
                 start = self.merger.next_offset((p, 0)) or 0
                 self.merger.set_position((p, 0), start)
-                st = (resume or {}).get(tp_name((p, 0))) or []
-                # a checkpoint of this version: the line's byte position and digest (an older one: the line only)
-                pos, digest = (st[2], st[3]) if len(st) >= 4 else (None, None)
-                if p == STDIN:
-                    if start:
-                        raise CheckpointError(f"the checkpoint has read {start:,} lines of standard input, which "
-                                              "cannot be read again: a pipe cannot be resumed")
-                    self._readers[p] = PipeLineReader()
-                else:
-                    self._readers[p] = self._reader(p, start, pos, digest)
-                    if follow and not pos and self._readers[p].file_name == p:
-                        self._known[p] = rotation_ids(p)
-                    if p in self.tables and self._readers[p].head(1):
-                        # (a bad header is an error now, not a dead letter a row later)
-                        self.tables[p].set_header(self._readers[p].first_line(), p)
-                        self._headed[p] = self._readers[p]
-                    elif p not in self.tables:
-                        _refuse_json_array(p, self._readers[p].head(ARRAY_HEAD))
-                self._eof[p] = False
+                self._open(p, start, (resume or {}).get(tp_name((p, 0))) or [])
         except BaseException:
             self.close()
             raise
+
+    def _open(self, p: str, start: int, st: Sequence[Any]) -> None:
+        """The reader of ``p`` from line ``start`` (``st``: its checkpoint entry), its table's header read."""
+        # a checkpoint of this version: the line's byte position and digest (an older one: the line only)
+        pos, digest = (st[2], st[3]) if len(st) >= 4 else (None, None)
+        if p == STDIN:
+            if start:
+                raise CheckpointError(f"the checkpoint has read {start:,} lines of standard input, which "
+                                      "cannot be read again: a pipe cannot be resumed")
+            self._readers[p] = PipeLineReader()
+        else:
+            self._readers[p] = self._reader(p, start, pos, digest)
+            if self.follow and not pos and self._readers[p].file_name == p:
+                self._known[p] = rotation_ids(p)
+            if p in self.tables and self._readers[p].head(1):
+                # (a bad header is an error now, not a dead letter a row later)
+                self.tables[p].set_header(self._readers[p].first_line(), p)
+                self._headed[p] = self._readers[p]
+            elif p not in self.tables:
+                _refuse_json_array(p, self._readers[p].head(ARRAY_HEAD))
+        self._eof[p] = False
+
+    def _join(self) -> None:
+        """Following patterns: each new match (:class:`~streamarms.connectors.file_watch.PatternWatch`) is read
+        from its first line and followed, as a file given; one that cannot be read is said once and left."""
+        assert self.watch is not None
+        ids = self._rotated_ids.union(*self._read_files.values(), *self._known.values())
+        for r in self._readers.values():
+            if not r.pipe:
+                try:
+                    st = os.fstat(r.fileno())
+                    ids.add((st.st_dev, st.st_ino))
+                except (OSError, ValueError):
+                    pass
+        for q in self.watch.new_files(self.paths, ids):
+            try:
+                room_for(len(self.paths) + 1)
+                table = self._table_of(q) if self._table_of is not None else None
+                if table is not None:
+                    self.tables[q] = CsvTable(table, self.line_time) if isinstance(table, str) else table
+                self._open(q, 0, [])
+            except (OSError, ConfigError, CheckpointError) as e:
+                self.watch.refuse(q)
+                self.tables.pop(q, None)
+                self._headed.pop(q, None)
+                self._eof.pop(q, None)
+                self._known.pop(q, None)
+                if (opened := self._readers.pop(q, None)) is not None:
+                    opened.close()
+                log.warning("%s appeared while following (it matches a --rewards-file pattern) and cannot be read: "
+                            "%s", q, e)
+                continue
+            self.paths.append(q)
+            self.merger.extend([(q, 0)])
+            self.merger.set_position((q, 0), 0)
+            log.info("%s appeared while following (it matches a --rewards-file pattern): following it too, from its "
+                     "first line", q)
 
     def _reader(self, p: str, line: int, pos: int | None, digest: str | None) -> LineReader:
         """The reader of ``p`` from the checkpoint's position; following, the checkpoint's file where a rotation
@@ -378,6 +426,8 @@ class JsonlSource:
         return self._eof[tp[0]]
 
     def poll(self, timeout: float = 0.0) -> list[JsonlRecord]:
+        if self.watch is not None and self.failure is None and self.watch.due():
+            self._join()
         left = self.max_records
         todo = list(self.paths)
         while todo and left > 0:  # a share of the poll per file; the shares of files at their end go to the others
@@ -390,7 +440,7 @@ class JsonlSource:
                     more.append(p)
             todo = more
         out = self.merger.release(self._ended)
-        if not out and all(self._eof.values()) and any(map(self._live, self.paths)):
+        if not out and all(self._eof.values()) and (any(map(self._live, self.paths)) or self.watch is not None):
             self._idle(timeout)
         return out
 
@@ -475,6 +525,7 @@ class JsonlSource:
                  "the new file at its path" if nxt is None else f"{nxt}, rotated before it was read, then the path")
         old.close()
         if nxt is None:
+            self._rotated_ids |= seen  # (read: a pattern that matches them later does not read them again)
             seen.clear()  # (the path's file: a rotation of it later is a new file to the follower)
             self._known[p] = rotation_ids(p)
         self._readers[p] = new
@@ -578,7 +629,8 @@ class JsonlSource:
 
     @property
     def exhausted(self) -> bool:
-        return all(self._eof[p] and not self._live(p) for p in self.paths) \
+        return (self.watch is None or self.failure is not None) \
+            and all(self._eof[p] and not self._live(p) for p in self.paths) \
             and all(self.merger.buffered((p, 0)) == 0 for p in self.paths)
 
     def rollback(self, processed: int) -> None:

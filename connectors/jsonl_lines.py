@@ -531,9 +531,20 @@ class LineReader:
                 f"or replaced since. {_HOW}")
 
 
+def rotation_name(base: str, name: str) -> bool:
+    """Whether the file name ``name`` is named as a rotation of the file name ``base`` (``app.log.1``,
+    ``app.log-20261125``, ``app.log.2.gz`` of ``app.log``: its name, then ``.``, ``-`` or ``_`` and a digit).
+
+    >>> [rotation_name("app.log", n) for n in ("app.log.1", "app.log-20261125", "app.log.x", "app-2.log")]
+    [True, True, False, False]
+    """
+    return len(name) > len(base) + 1 and name.startswith(base) and name[len(base)] in ".-_" \
+        and name[len(base) + 1].isdigit()
+
+
 def rotations_of(path: str) -> list[tuple[int, int, int, str]]:
-    """The regular files beside ``path`` named as its rotations (``path.1``, ``path-20261125``, ``path.2.gz``:
-    its name, then ``.``, ``-`` or ``_`` and a digit): ``(mtime_ns, dev, inode, path)``, oldest first."""
+    """The regular files beside ``path`` named as its rotations (:func:`rotation_name`): ``(mtime_ns, dev, inode,
+    path)``, oldest first."""
     folder, base = os.path.split(path)
     for _ in range(50):  # a rotation renaming the files one by one while they are listed: list them again
         try:
@@ -542,8 +553,7 @@ def rotations_of(path: str) -> list[tuple[int, int, int, str]]:
             return []
         out, gone = [], False
         for name in names:
-            if len(name) > len(base) + 1 and name.startswith(base) and name[len(base)] in ".-_" \
-                    and name[len(base) + 1].isdigit():
+            if rotation_name(base, name):
                 q = os.path.join(folder, name)
                 try:
                     st = os.stat(q)

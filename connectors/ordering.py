@@ -115,6 +115,13 @@ class PartitionMerger:
         self._last = []
         self._last_prev = {}
 
+    def extend(self, tps: Iterable[TP]) -> None:
+        """Add partitions with no position yet, keeping what the others hold (a followed pattern's new file):
+        unlike :meth:`assign`, nothing buffered is dropped."""
+        for tp in tps:
+            self._bufs.setdefault((tp[0], int(tp[1])), _Buffer(None, None))
+        self._rank = {tp: i for i, tp in enumerate(sorted(self._bufs))}
+
     @property
     def partitions(self) -> list[TP]:
         return sorted(self._bufs)

@@ -49,14 +49,20 @@ def file_source(s: RunSettings, resume: dict[str, Any] | None) -> Any:
     from streamarms.connectors.files import JsonlSource
     from streamarms.connectors.line_time import LineTime
 
+    from .file_patterns import patterns_of
+
     try:
         line_time = LineTime(s.timestamp_field, s.timestamp_unit, s.timestamp_format)
     except ValueError as e:
         raise ConfigError(f"--timestamp-format: {e}") from None
+    def table_of(path: str) -> Any:
+        return tables_of([path], s.rewards_format, s.line_pattern, line_time, reward_field=s.reward_field).get(path)
+
     source = JsonlSource(s.rewards_file or [], resume=resume, ordered=s.order == "timestamp", follow=bool(s.follow),
                          line_time=line_time,
                          tables=tables_of(s.rewards_file or [], s.rewards_format, s.line_pattern, line_time,
-                                          reward_field=s.reward_field))
+                                          reward_field=s.reward_field),
+                         patterns=patterns_of(s.rewards_file_given or []), table_of=table_of)
     try:
         check_columns(source.tables, s)
     except ConfigError:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from ..errors import ConfigError
 
-__all__ = ["expand_files"]
+__all__ = ["expand_files", "patterns_of"]
 
 _GLOB = frozenset("*?[")
 
@@ -29,11 +29,27 @@ def _refuse_compressed(pattern: str, matches: Sequence[str]) -> None:
                           f"all on standard input ({pipe}; without a checkpoint: a pipe is not read twice)")
 
 
-def expand_files(paths: Sequence[str]) -> list[str]:
+def _is_pattern(p: str) -> bool:
+    import os
+
+    return p != "-" and not os.path.lexists(p) and bool(_GLOB & set(p))
+
+
+def patterns_of(paths: Sequence[str]) -> list[str]:
+    """The entries of ``--rewards-file`` that :func:`expand_files` expands (a followed run looks for new matches).
+
+    >>> patterns_of(["-", "logs/app-*.log", "no/such/file.jsonl"])
+    ['logs/app-*.log']
+    """
+    return [p for p in paths if _is_pattern(p)]
+
+
+def expand_files(paths: Sequence[str], waiting: bool = False) -> list[str]:
     """``--rewards-file`` as given, its patterns expanded: a path that is no file but holds ``*``, ``?`` or ``[``
     is a glob pattern (quoted on the command line, or in the TOML file, which no shell expands), every match read
     (sorted by name; a match already named is not added again). A pattern that matches nothing, or a directory, is a
-    :class:`ConfigError` that says what to give.
+    :class:`ConfigError` that says what to give -- unless ``waiting`` (``--follow``: the files a pattern names are
+    read as they appear), when it is a warning.
 
     >>> import os, tempfile
     >>> d = tempfile.mkdtemp(); _ = [open(os.path.join(d, n), "w").close() for n in ("b.jsonl", "a.jsonl", "x.csv")]
@@ -56,11 +72,15 @@ def expand_files(paths: Sequence[str]) -> list[str]:
         if p != "-" and os.path.isdir(p):
             raise ConfigError(f"{p} is a directory: name its files, e.g. '{os.path.join(p, '*.jsonl')}' (quoted, "
                               "the pattern is expanded by streamarms: every match is read)")
-        if p == "-" or os.path.lexists(p) or not _GLOB & set(p):
+        if not _is_pattern(p):
             out.append(p)  # (as given: a path given twice is for the run's own checks to refuse)
             continue
         matches = sorted(m for m in glob.glob(p) if not os.path.isdir(m))
-        if not matches:
+        if not matches and waiting:
+            import logging
+            logging.getLogger("streamarms.files").warning(
+                "no file matches %s yet: following, each file that comes to match it is read as it appears", p)
+        elif not matches:
             raise ConfigError(f"no file matches {p}")
         _refuse_compressed(p, matches)
         out.extend(m for m in matches if m not in out)

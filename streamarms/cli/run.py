@@ -159,9 +159,9 @@ def _check_sources(s: RunSettings) -> None:
     """``ConfigError`` unless the settings name one source: Kafka topics, files, or neither (the demo)."""
     if s.bootstrap_servers and not s.rewards_topic:
         raise ConfigError("--bootstrap-servers needs at least one --rewards-topic")
-    if s.bootstrap_servers and s.rewards_file:
+    if s.bootstrap_servers and (s.rewards_file or s.rewards_file_given):
         raise ConfigError("--rewards-file replays a file, --bootstrap-servers reads Kafka: give one of them")
-    if s.follow and not s.rewards_file:
+    if s.follow and not (s.rewards_file or s.rewards_file_given):
         raise ConfigError("--follow follows --rewards-file files (a Kafka topic is always followed)")
     files = s.rewards_file or []
     if s.follow and files != (s.rewards_file_given or files):
@@ -546,7 +546,7 @@ class _App:
                 self.transaction = KafkaTransaction(self.pool, self.source)
         elif s.start_from is not None:
             raise ConfigError("--start-from needs Kafka (--bootstrap-servers): a file replays from its first line")
-        elif s.rewards_file:
+        elif s.rewards_file or s.rewards_file_given:  # (following a pattern that matches no file yet: [] and one)
             from streamarms.connectors.files import JsonlDeadLetterSink, JsonlSink
             if s.mode == ACTIVE:
                 raise ConfigError("--mode active needs Kafka (--bootstrap-servers): a file cannot answer requests")

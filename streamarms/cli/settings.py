@@ -566,7 +566,7 @@ def resolve_settings(opts: argparse.Namespace) -> RunSettings:
         bounds = (a, b)
     if s.rewards_file:
         from .file_patterns import expand_files
-        s = replace(s, rewards_file=expand_files(s.rewards_file), rewards_file_given=list(s.rewards_file))
+        s = replace(s, rewards_file=expand_files(s.rewards_file, waiting=bool(s.follow)), rewards_file_given=list(s.rewards_file))
     from streamarms.connectors.csv_lines import table_format
     formats = {table_format(p, s.rewards_format) or "jsonl" for p in s.rewards_file or []}
     if s.line_pattern is not None:  # every file is read by the pattern

@@ -1,0 +1,172 @@
+"""``streamarms run --follow --rewards-file 'logs/app-*.log'``: a log written under a new name each day or hour is
+followed into each new file as it appears (``connectors/file_watch.py``), each line read once, across a restart;
+what a pattern meets that is no new log (a rotation of a file followed, a file renamed, a compressed copy) is not
+read again."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+
+from streamarms.connectors.file_watch import PatternWatch
+from streamarms.connectors.files import JsonlSource
+from tests.runtime.test_jsonl_follow import _checkpointed_at, _lines, _poll_all, _summary, _wait_for
+
+
+def _source(tmp_path, pattern: str = "app-*.jsonl", **kw) -> JsonlSource:
+    """A following source of the matches of ``pattern`` there now, looking for new ones at every poll."""
+    import glob
+    full = str(tmp_path / pattern)
+    src = JsonlSource(sorted(glob.glob(full)), follow=True, patterns=[full], **kw)
+    assert src.watch is not None
+    src.watch = PatternWatch([full], interval=0.0)
+    return src
+
+
+def _read(src: JsonlSource) -> list[tuple[str, int]]:
+    return [(os.path.basename(r.topic), r.offset) for r in _poll_all(src)]
+
+
+def test_a_new_file_that_matches_the_pattern_is_followed_from_its_first_line(tmp_path):
+    (tmp_path / "app-1.jsonl").write_bytes(b"".join(_lines(30)))
+    src = _source(tmp_path)
+    try:
+        assert len(_read(src)) == 30
+        (tmp_path / "app-2.jsonl").write_bytes(b"".join(_lines(20, first=30)))
+        got = _read(src)
+        assert got == [("app-2.jsonl", i) for i in range(20)]
+        assert src.paths[-1] == str(tmp_path / "app-2.jsonl") and not src.exhausted
+        with open(tmp_path / "app-2.jsonl", "ab") as f:  # the new file is followed as it grows
+            f.write(b"".join(_lines(5, first=50)))
+        assert _read(src) == [("app-2.jsonl", i) for i in range(20, 25)]
+        st = src.state()
+        assert st[str(tmp_path / "app-2.jsonl") + ":0"][0] == 25  # checkpointed by its path, as a file given
+    finally:
+        src.close()
+
+
+def test_a_rotation_a_renamed_file_and_a_compressed_copy_are_not_read_again(tmp_path, caplog):
+    first = tmp_path / "app-1.jsonl"
+    first.write_bytes(b"".join(_lines(30)))
+    src = _source(tmp_path, "app-*")
+    try:
+        assert len(_read(src)) == 30
+        os.link(first, tmp_path / "app-copy.jsonl")  # the same file under another name
+        (tmp_path / "app-1.jsonl.1").write_bytes(b"".join(_lines(10, first=30)))  # named as app-1's rotation
+        (tmp_path / "app-1.jsonl.gz").write_bytes(gzip.compress(first.read_bytes()))  # compressed once written
+        os.mkdir(tmp_path / "app-dir")
+        with caplog.at_level("WARNING", logger="streamarms.files"):
+            assert _read(src) == [] and _read(src) == []
+        assert src.paths == [str(first)]
+        said = [r.getMessage() for r in caplog.records]
+        assert len(said) == 1 and "app-1.jsonl.gz" in said[0] and "gzip-compressed" in said[0]  # said once
+    finally:
+        src.close()
+
+
+def test_a_new_table_is_read_by_its_own_header(tmp_path):
+    (tmp_path / "w-1.csv").write_text("arm,reward\na,1\nb,0\n")
+    src = _source(tmp_path, "w-*.csv", tables={str(tmp_path / "w-1.csv"): ","}, table_of=lambda p: ",")
+    try:
+        assert [json.loads(r.value) for r in _poll_all(src)] == [{"arm": "a", "reward": "1"}, {"arm": "b", "reward": "0"}]
+        (tmp_path / "w-2.csv").write_text("reward,arm\n0,c\n")  # the columns in another order
+        assert [json.loads(r.value) for r in _poll_all(src)] == [{"reward": "0", "arm": "c"}]
+    finally:
+        src.close()
+
+
+def test_a_new_file_that_cannot_be_read_is_said_once_and_the_others_go_on(tmp_path, caplog):
+    (tmp_path / "app-1.jsonl").write_bytes(b"".join(_lines(10)))
+    src = _source(tmp_path)
+    try:
+        _read(src)
+        (tmp_path / "app-2.jsonl").write_text('[{"arm": "a", "reward": 1}]\n')  # a JSON array, not lines
+        with caplog.at_level("WARNING", logger="streamarms.files"):
+            assert _read(src) == [] and _read(src) == []
+        assert "app-2.jsonl appeared while following" in caplog.text and caplog.text.count("app-2.jsonl appeared") == 1
+        with open(tmp_path / "app-1.jsonl", "ab") as f:
+            f.write(b"".join(_lines(3, first=10)))
+        assert _read(src) == [("app-1.jsonl", i) for i in range(10, 13)]
+    finally:
+        src.close()
+
+
+def _start(tmp_path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "streamarms.cli", "run", "--rewards-file", str(tmp_path / "app-*.jsonl"), "--follow",
+         "--forever", "--alerts-file", str(tmp_path / "alerts.jsonl"), "--checkpoint", str(tmp_path / "c.ckpt"),
+         "--checkpoint-interval", "0.2", "--summary-json", str(tmp_path / "summary.json"), "--quiet"],
+        stderr=subprocess.PIPE, text=True)
+
+
+def _until_checkpointed(tmp_path, records: int, then=None) -> str:
+    proc = _start(tmp_path)
+    try:
+        if then is not None:
+            _wait_for(lambda: _checkpointed_at(tmp_path, "c.ckpt") == then[0], proc, "a checkpoint of the first file")
+            then[1]()
+        _wait_for(lambda: _checkpointed_at(tmp_path, "c.ckpt") == records, proc, f"a checkpoint of {records} lines")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        err = proc.communicate(timeout=60)[1]
+    assert proc.returncode == 0, err
+    return err
+
+
+def test_run_follow_reads_each_days_file_as_it_appears_and_a_restart_counts_each_line_once(tmp_path):
+    (tmp_path / "app-2026-11-28.jsonl").write_bytes(b"".join(_lines(1000)))
+
+    def next_day():
+        (tmp_path / "app-2026-11-29.jsonl").write_bytes(b"".join(_lines(500, first=1000)))
+    err = _until_checkpointed(tmp_path, 1500, (1000, next_day))
+    assert "app-2026-11-29.jsonl appeared while following" in err
+    # while the run is stopped: more lines in the day's file, and the next day's file
+    with open(tmp_path / "app-2026-11-29.jsonl", "ab") as f:
+        f.write(b"".join(_lines(300, first=1500)))
+    (tmp_path / "app-2026-11-30.jsonl").write_bytes(b"".join(_lines(200, first=1800)))
+    _until_checkpointed(tmp_path, 2000)
+    assert _summary(tmp_path)["records"] == 2000  # every line of the three files once
+
+
+def test_following_a_pattern_that_matches_nothing_yet_waits_for_its_first_file(tmp_path, caplog):
+    from streamarms.cli.file_patterns import expand_files
+    from streamarms.errors import ConfigError
+    full = str(tmp_path / "app-*.jsonl")
+    try:
+        expand_files([full])
+        raise AssertionError("a replay of a pattern that matches nothing is an error")
+    except ConfigError as e:
+        assert "no file matches" in str(e)
+    with caplog.at_level("WARNING", logger="streamarms.files"):
+        assert expand_files([full], waiting=True) == []
+    assert "no file matches" in caplog.text and "yet" in caplog.text
+    src = _source(tmp_path)
+    try:
+        assert _read(src) == [] and not src.exhausted
+        (tmp_path / "app-1.jsonl").write_bytes(b"".join(_lines(7)))
+        assert _read(src) == [("app-1.jsonl", i) for i in range(7)]
+    finally:
+        src.close()
+
+
+def test_a_file_followed_and_renamed_to_a_name_the_pattern_matches_is_not_read_again(tmp_path):
+    # logrotate with `dateext` and `extension .jsonl`: app.jsonl is renamed app-20261129.jsonl, which 'app*.jsonl'
+    # matches; the follower reads it to its end, then the new app.jsonl -- and the pattern takes neither again
+    p = tmp_path / "app.jsonl"
+    p.write_bytes(b"".join(_lines(30)))
+    src = _source(tmp_path, "app*.jsonl")
+    try:
+        assert len(_read(src)) == 30
+        with open(p, "ab") as f:
+            f.write(b"".join(_lines(5, first=30)))
+        os.replace(p, tmp_path / "app-20261129.jsonl")
+        p.write_bytes(b"".join(_lines(10, first=35)))
+        got = _read(src) + _read(src) + _read(src)
+        assert [o for _, o in got] == list(range(30, 45)) and src.paths == [str(p)]
+        assert _read(src) == [] and src.rotations == 1
+    finally:
+        src.close()
