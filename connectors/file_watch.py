@@ -23,9 +23,9 @@ Not taken as new (the follower of a file reads these itself, or they hold lines 
 False
 >>> now[0] = 1.0; watch.due()
 True
->>> [os.path.basename(p) for p in watch.new_files([], set())]
+>>> [os.path.basename(p) for p in watch.new_files([], set)]
 ['app-29.log']
->>> watch.new_files([os.path.join(d, "app-29.log")], set())
+>>> watch.new_files([os.path.join(d, "app-29.log")], set)
 []
 """
 
@@ -36,16 +36,39 @@ import logging
 import os
 import stat
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
+from typing import Any
 
 from .jsonl_lines import compressed_file, rotation_name
 
-__all__ = ["PatternWatch", "INTERVAL"]
+__all__ = ["PatternWatch", "INTERVAL", "file_ids"]
 
 log = logging.getLogger("streamarms.files")
 
 #: seconds between two looks for new matches (a glob of each pattern: a directory listing)
 INTERVAL = 1.0
+
+
+def file_ids(readers: Iterable[Any], *read: set[tuple[int, int]]) -> set[tuple[int, int]]:
+    """``(dev, inode)`` of the files the ``readers`` have open (pipes left out) and of those in ``read``: files a
+    pattern's match is not taken as new for (a file renamed to a name the pattern matches)."""
+    ids = set().union(*read)
+    for r in readers:
+        if not r.pipe:
+            try:
+                st = os.fstat(r.fileno())
+            except (OSError, ValueError):  # (closed under it)
+                continue
+            ids.add((st.st_dev, st.st_ino))
+    return ids
+
+
+def _rotation_of(q: str, paths: set[str]) -> bool:
+    """Whether ``q`` is named as a rotation of one of ``paths`` (:func:`rotation_name`; one look per place in its
+    name where a rotation's suffix could start, not one per path)."""
+    folder, name = os.path.split(q)
+    return any(name[i] in ".-_" and name[i + 1].isdigit() and os.path.join(folder, name[:i]) in paths
+               and rotation_name(name[:i], name) for i in range(1, len(name) - 1))
 
 
 class PatternWatch:
@@ -75,23 +98,24 @@ class PatternWatch:
         """``path`` is not to be taken again (the source could not read it, and said why)."""
         self._refused.add(path)
 
-    def new_files(self, paths: Collection[str], ids: set[tuple[int, int]]) -> list[str]:
+    def new_files(self, paths: Collection[str], ids: Callable[[], set[tuple[int, int]]]) -> list[str]:
         """The matches of the patterns that are new regular files: not in ``paths`` (the files read), no rotation of
-        one by its name, and whose ``(device, inode)`` is not in ``ids`` (the files open or read); by name."""
-        bases = {(os.path.dirname(p), os.path.basename(p)) for p in paths}
+        one by its name, and whose ``(device, inode)`` is not in ``ids()`` (the files open or read: asked only when
+        a match is new by its name); by name."""
+        read = set(paths)
+        known: set[tuple[int, int]] | None = None
         out: list[str] = []
         for pattern in self.patterns:
             for q in sorted(glob.glob(pattern)):
-                if q in paths or q in self._refused or q in out:
-                    continue
-                folder, name = os.path.split(q)
-                if any(f == folder and rotation_name(b, name) for f, b in bases):
+                if q in read or q in self._refused or q in out or _rotation_of(q, read):
                     continue
                 try:
                     st = os.stat(q)
                 except OSError:
                     continue
-                if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) in ids:
+                if known is None:
+                    known = ids()
+                if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) in known:
                     continue
                 packed = compressed_file(q)
                 if packed is not None:

@@ -67,7 +67,7 @@ from streamarms.runtime.records import RefusedKey, record_key
 
 from .compressed_lines import DECOMPRESSORS, CompressedLineReader, compressed_head, compressed_rotation, open_lines
 from .csv_lines import CsvTable
-from .file_watch import PatternWatch
+from .file_watch import PatternWatch, file_ids
 from .jsonl_lines import (
     WINDOW,
     LineReader,
@@ -75,6 +75,7 @@ from .jsonl_lines import (
     next_rotation,
     rotated_reader,
     rotation_ids,
+    rotations_known,
     rotations_of,
     tail_digest,
 )
@@ -84,6 +85,7 @@ from .open_files import room_for
 from .ordering import PartitionMerger, tp_name
 from .pattern_lines import PatternLines
 from .pipe_lines import STDIN, PipeLineReader
+from .quiet_files import QuietFiles
 
 log = logging.getLogger("streamarms.files")
 
@@ -331,6 +333,8 @@ class JsonlSource:
         self._known: dict[str, set[tuple[int, int]]] = {}
         #: following: the first bytes of the last files of each path read to their end (:meth:`_packed_read`)
         self._heads: dict[str, deque[bytes]] = {}
+        #: following: the files with nothing new when last looked at (looked at by one stat)
+        self._quiet = QuietFiles()
         #: following: ``(dev, inode)`` of every rotated file read to its end (:meth:`_join` does not take them)
         self._rotated_ids: set[tuple[int, int]] = set()
         self.merger = PartitionMerger(ordered=ordered)
@@ -342,16 +346,20 @@ class JsonlSource:
         self._table_of = table_of
         room_for(len(self.paths))  # (every file stays open while the replay runs)
         try:
+            unread = []
             for p in self.paths:
                 start = self.merger.next_offset((p, 0)) or 0
                 self.merger.set_position((p, 0), start)
-                self._open(p, start, (resume or {}).get(tp_name((p, 0))) or [])
+                if self._open(p, start, (resume or {}).get(tp_name((p, 0))) or []):
+                    unread.append(p)
+            self._known.update(rotations_known(unread))  # (after every file was opened)
         except BaseException:
             self.close()
             raise
 
-    def _open(self, p: str, start: int, st: Sequence[Any]) -> None:
-        """The reader of ``p`` from line ``start`` (``st``: its checkpoint entry), its table's header read."""
+    def _open(self, p: str, start: int, st: Sequence[Any]) -> bool:
+        """The reader of ``p`` from line ``start`` (``st``: its checkpoint entry), its table's header read; whether
+        the rotations of ``p`` there now are to be known (:meth:`_unread_copied`: following, from its first line)."""
         # a checkpoint of this version: the line's byte position and digest (an older one: the line only)
         pos, digest = (st[2], st[3]) if len(st) >= 4 else (None, None)
         if p == STDIN:
@@ -361,8 +369,6 @@ class JsonlSource:
             self._readers[p] = PipeLineReader()
         else:
             self._readers[p] = self._reader(p, start, pos, digest)
-            if self.follow and not pos and self._readers[p].file_name == p:
-                self._known[p] = rotation_ids(p)
             if p in self.tables and self._readers[p].head(1):
                 # (a bad header is an error now, not a dead letter a row later)
                 self.tables[p].set_header(self._readers[p].first_line(), p)
@@ -370,26 +376,21 @@ class JsonlSource:
             elif p not in self.tables:
                 _refuse_json_array(p, self._readers[p].head(ARRAY_HEAD))
         self._eof[p] = False
+        return self.follow and p != STDIN and not pos and self._readers[p].file_name == p
 
     def _join(self) -> None:
         """Following patterns: each new match (:class:`~streamarms.connectors.file_watch.PatternWatch`) is read
         from its first line and followed, as a file given; one that cannot be read is said once and left."""
         assert self.watch is not None
-        ids = self._rotated_ids.union(*self._read_files.values(), *self._known.values())
-        for r in self._readers.values():
-            if not r.pipe:
-                try:
-                    st = os.fstat(r.fileno())
-                    ids.add((st.st_dev, st.st_ino))
-                except (OSError, ValueError):
-                    pass
-        for q in self.watch.new_files(self.paths, ids):
+        read = (self._rotated_ids, *self._read_files.values(), *self._known.values())
+        for q in self.watch.new_files(self.paths, lambda: file_ids(self._readers.values(), *read)):
             try:
                 room_for(len(self.paths) + 1)
                 table = self._table_of(q) if self._table_of is not None else None
                 if table is not None:
                     self.tables[q] = CsvTable(table, self.line_time) if isinstance(table, str) else table
-                self._open(q, 0, [])
+                if self._open(q, 0, []):
+                    self._known[q] = rotation_ids(q)
             except (OSError, ConfigError, CheckpointError) as e:
                 self.watch.refuse(q)
                 self.tables.pop(q, None)
@@ -446,7 +447,10 @@ class JsonlSource:
 
     def _read(self, p: str, per: int) -> int:
         """Read up to ``per`` lines of ``p`` into the merger; how many were read."""
+        checked = False
         if self._eof[p] and self._live(p):
+            if self._quiet.skip(p):
+                return 0  # (unchanged since it was looked at: one stat, not the checks below)
             if self._unread_copied(p):
                 pass
             elif self._readers[p].moved():
@@ -459,6 +463,7 @@ class JsonlSource:
                     return 0
             self._readers[p].more()
             self._eof[p] = False
+            checked = True
         if self._eof[p] or self.merger.buffered((p, 0)) > self.merger.max_buffer:
             return 0
         reader = self._readers[p]
@@ -469,6 +474,8 @@ class JsonlSource:
         lines = reader.read(per)
         if len(lines) < per:
             self._eof[p] = True
+            if checked and not lines:
+                self._quiet.mark(p, reader)  # (looked at, nothing new)
             if self.failure is None and (damage := getattr(reader, "damage", None)) is not None:
                 self.failure = damage  # (a compressed file cut short: its lines before are read, the run says so)
         table = self.tables.get(p)

@@ -48,7 +48,8 @@ import os
 import re
 import stat
 import time
-from collections.abc import Callable
+from bisect import bisect_left
+from collections.abc import Callable, Sequence
 from itertools import islice
 from typing import IO, Any
 
@@ -542,13 +543,14 @@ def rotation_name(base: str, name: str) -> bool:
         and name[len(base) + 1].isdigit()
 
 
-def rotations_of(path: str) -> list[tuple[int, int, int, str]]:
+def rotations_of(path: str, listing: Sequence[str] | None = None) -> list[tuple[int, int, int, str]]:
     """The regular files beside ``path`` named as its rotations (:func:`rotation_name`): ``(mtime_ns, dev, inode,
-    path)``, oldest first."""
+    path)``, oldest first. ``listing``: the names in its folder, sorted, listed once for many paths (a pattern of
+    thousands of files in one folder: a listing each would be quadratic)."""
     folder, base = os.path.split(path)
     for _ in range(50):  # a rotation renaming the files one by one while they are listed: list them again
         try:
-            names = os.listdir(folder or ".")
+            names = os.listdir(folder or ".") if listing is None else _starting_with(listing, base)
         except OSError:
             return []
         out, gone = [], False
@@ -558,8 +560,10 @@ def rotations_of(path: str) -> list[tuple[int, int, int, str]]:
                 try:
                     st = os.stat(q)
                 except FileNotFoundError:
-                    gone = True
-                    break
+                    gone = listing is None  # (a listing given is not taken again: the file is left out)
+                    if gone:
+                        break
+                    continue
                 except OSError:
                     continue
                 if stat.S_ISREG(st.st_mode):
@@ -573,9 +577,31 @@ def rotations_of(path: str) -> list[tuple[int, int, int, str]]:
     return sorted(e for e in out if not (e[3].endswith(PACKED_SUFFIXES) and e[3].rsplit(".", 1)[0] in plain))
 
 
-def rotation_ids(path: str) -> set[tuple[int, int]]:
-    """The ``(dev, inode)`` of ``path``'s rotations there now (:func:`rotations_of`)."""
-    return {(dev, ino) for _, dev, ino, _ in rotations_of(path)}
+def _starting_with(names: Sequence[str], base: str) -> list[str]:
+    """The names of the sorted ``names`` that start with ``base`` (a bisection, not a scan)."""
+    i = bisect_left(names, base)
+    j = i
+    while j < len(names) and names[j].startswith(base):
+        j += 1
+    return list(names[i:j])
+
+
+def rotation_ids(path: str, listing: Sequence[str] | None = None) -> set[tuple[int, int]]:
+    """The ``(dev, inode)`` of ``path``'s rotations there now (:func:`rotations_of`; ``listing``: its folder's)."""
+    return {(dev, ino) for _, dev, ino, _ in rotations_of(path, listing)}
+
+
+def rotations_known(paths: Sequence[str]) -> dict[str, set[tuple[int, int]]]:
+    """:func:`rotation_ids` of each of ``paths``, each folder listed once (a pattern of thousands of files in one
+    folder: a listing each took minutes)."""
+    listings: dict[str, list[str]] = {}
+    out = {}
+    for p in paths:
+        folder = os.path.dirname(p) or "."
+        if folder not in listings:
+            listings[folder] = sorted(os.listdir(folder))
+        out[p] = rotation_ids(p, listings[folder])
+    return out
 
 
 def rotated_reader(path: str, line: int, pos: int | None, digest: str | None,

@@ -165,7 +165,8 @@ def _check_sources(s: RunSettings) -> None:
         raise ConfigError("--follow follows --rewards-file files (a Kafka topic is always followed)")
     files = s.rewards_file or []
     if s.follow and files != (s.rewards_file_given or files):
-        rotated = [(f, g) for f in files for g in files if g != f and re.fullmatch(re.escape(f) + r"\.\d+(\.gz)?", g)]
+        given = set(files)  # (by name: a pattern of a year of hourly files is 8,760 of them, compared in one pass)
+        rotated = [(m[1], g) for g in files if (m := re.fullmatch(r"(.+)\.\d+(?:\.gz)?", g)) and m[1] in given]
         if rotated:
             raise ConfigError(f"--follow reads a file's rotations itself, and {' '.join(s.rewards_file_given or [])} matches "
                               f"{rotated[0][1]}, a rotation of {rotated[0][0]}: give the file alone "

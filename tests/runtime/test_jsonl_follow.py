@@ -78,6 +78,44 @@ def test_the_source_follows_every_file_and_is_never_exhausted(tmp_path):
     assert [(r.topic, r.offset) for r in rest] == [(str(a), 250 + i) for i in range(10)]
 
 
+@pytest.mark.parametrize("look", [0.0, 0.2])
+def test_a_quiet_file_looked_at_by_one_stat_still_sees_growth_rotation_and_truncation(tmp_path, monkeypatch, look):
+    # files with nothing new are looked at by their path's stat alone (and, once quiet for QUIET_AFTER, every
+    # QUIET_LOOK seconds): each change that the full checks see must change that stat
+    import streamarms.connectors.quiet_files as files
+    monkeypatch.setattr(files, "QUIET_AFTER", 0.0)
+    monkeypatch.setattr(files, "QUIET_LOOK", look)
+    p = tmp_path / "r.jsonl"
+    p.write_bytes(b"".join(_lines(50)))
+    src = JsonlSource([str(p)], follow=True)
+
+    def polls(until):  # (polls until ``until(records so far)``, a few seconds at most: correctness, not speed)
+        got: list = []
+        for _ in range(200):
+            got += src.poll(0.0)
+            if until(got):
+                return got
+            time.sleep(0.02)
+        raise AssertionError(f"not seen: {len(got)} records")
+    try:
+        polls(lambda g: len(g) == 50)
+        for _ in range(5):
+            assert src.poll(0.0) == []
+        assert str(p) in src._quiet  # (looked at and found quiet)
+        _append(p, b"".join(_lines(5, first=50)))  # grown
+        assert [r.offset for r in polls(lambda g: len(g) == 5)] == list(range(50, 55))
+        polls(lambda g: str(p) in src._quiet)
+        os.replace(p, tmp_path / "r.jsonl.1")  # renamed away, a new file at the path
+        p.write_bytes(b"".join(_lines(3, first=55)))
+        assert [r.offset for r in polls(lambda g: len(g) == 3)] == [55, 56, 57] and src.rotations == 1
+        polls(lambda g: str(p) in src._quiet)
+        _truncate(p)  # truncated with no copy beside it: the source fails
+        polls(lambda g: src.failure is not None)
+        assert "truncated" in src.failure
+    finally:
+        src.close()
+
+
 def _truncate(p):
     p.write_bytes(b"".join(_lines(5)))
 

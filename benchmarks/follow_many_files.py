@@ -1,0 +1,131 @@
+"""CPU of ``streamarms run --follow`` on many files that no longer grow (a pattern of hourly or daily logs).
+
+A run that follows ``'logs/app-*.jsonl'`` holds every match open and looks at each one at every poll: was it
+renamed away, truncated, rewritten, has it grown? Most of a year of hourly files are done growing. This
+script writes ``--files`` files of ``--lines`` lines each in one folder, starts the run on the pattern (a
+subprocess, ``--forever``, a checkpoint), and measures, from ``/proc``:
+
+* ``start``: seconds from the start until the checkpoint covers every line (imports, opening the files, the
+  rotations of each looked up once, the lines read);
+* ``idle``: the run's CPU over ``--idle`` seconds after that (and after the files went quiet), when nothing
+  changes, in percent of one core (checkpoints at the default interval, 5 s);
+* ``new file``: seconds from writing one more matching file until the checkpoint covers its lines.
+
+Usage::
+
+    python benchmarks/follow_many_files.py                        # 1500 files (two months of hourly logs)
+    python benchmarks/follow_many_files.py --files 100 1500 5000
+
+Linux only (``/proc/PID/stat``). Prints a table; with ``--plot PATH`` draws idle CPU vs files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from streamarms.checkpoint import FileCheckpointStore  # noqa: E402
+from streamarms.connectors.quiet_files import QUIET_AFTER  # noqa: E402
+
+QUIET = QUIET_AFTER + 1.0
+
+
+def _write(path: str, first: int, n: int, rng: random.Random) -> None:
+    with open(path, "w") as f:
+        for i in range(first, first + n):
+            a = rng.randrange(20)
+            reward = int(rng.random() < (0.9 if a >= 18 else 0.3))
+            f.write(f'{{"arm": "k{a}", "reward": {reward}, "timestamp": {1_700_000_000_000 + i}}}\n')
+
+
+def _cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def _records(ckpt: str) -> int:
+    try:
+        doc = FileCheckpointStore(ckpt).load()
+    except (FileNotFoundError, OSError, ValueError):
+        return -1
+    return -1 if doc is None else doc["scheduler"]["counters"]["records"]
+
+
+def _wait(ckpt: str, records: int, proc: subprocess.Popen, limit: float = 600.0) -> float:
+    t0 = time.monotonic()
+    while _records(ckpt) < records:
+        if proc.poll() is not None:
+            raise SystemExit(f"the run ended (exit {proc.returncode})")
+        if time.monotonic() - t0 > limit:
+            proc.kill()
+            raise SystemExit(f"no checkpoint of {records} records within {limit} s")
+        time.sleep(0.05)
+    return time.monotonic() - t0
+
+
+def measure(files: int, lines: int, idle: float) -> tuple[float, float, float]:
+    """``(start seconds, idle CPU %, new-file seconds)`` for ``files`` files of ``lines`` lines."""
+    rng = random.Random(files)
+    with tempfile.TemporaryDirectory() as d:
+        for i in range(files):
+            _write(os.path.join(d, f"app-{i:06d}.jsonl"), i * lines, lines, rng)
+        ckpt = os.path.join(d, "run.ckpt")
+        t0 = time.monotonic()
+        proc = subprocess.Popen([sys.executable, "-m", "streamarms.cli", "run", "--rewards-file",
+                                 os.path.join(d, "app-*.jsonl"), "--follow", "--forever", "--checkpoint", ckpt,
+                                 "--quiet"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            _wait(ckpt, files * lines, proc)
+            start = time.monotonic() - t0
+            time.sleep(QUIET)  # (the files go quiet: looked at once a second)
+            c0, w0 = _cpu_seconds(proc.pid), time.monotonic()
+            time.sleep(idle)
+            cpu = 100 * (_cpu_seconds(proc.pid) - c0) / (time.monotonic() - w0)
+            _write(os.path.join(d, f"app-{files:06d}.jsonl"), files * lines, lines, rng)
+            new = _wait(ckpt, (files + 1) * lines, proc)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(60)
+        assert len(glob.glob(os.path.join(d, "app-*.jsonl"))) == files + 1
+    return start, cpu, new
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--files", type=int, nargs="+", default=[1500])
+    ap.add_argument("--lines", type=int, default=20)
+    ap.add_argument("--idle", type=float, default=10.0, help="seconds of idle CPU measured")
+    ap.add_argument("--plot", help="write a PNG of idle CPU vs files here")
+    a = ap.parse_args(argv)
+    rows = []
+    print(f"{'files':>7} {'start s':>8} {'idle CPU %':>11} {'new file s':>11}")
+    for n in a.files:
+        start, cpu, new = measure(n, a.lines, a.idle)
+        rows.append((n, cpu))
+        print(f"{n:>7} {start:>8.2f} {cpu:>11.1f} {new:>11.2f}", flush=True)
+    if a.plot:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, ax = plt.subplots(figsize=(5, 3.2))
+        ax.plot([r[0] for r in rows], [r[1] for r in rows], "o-")
+        ax.set_xlabel("files followed (none growing)")
+        ax.set_ylabel("idle CPU, % of a core")
+        ax.set_title("streamarms run --follow 'app-*.jsonl'")
+        fig.tight_layout()
+        fig.savefig(a.plot, dpi=120)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+"""Followed files with nothing new are looked at by one ``stat`` (:class:`QuietFiles`).
+
+A follower (``streamarms run --follow``) looks at each file at every poll: renamed away? truncated? rewritten?
+grown? Those checks read bytes and list the folder; a pattern of a year of hourly logs, nearly all done growing,
+made them take a core (``benchmarks/follow_many_files.py``). A file found with nothing new is *quiet*: until the
+:func:`signature` of its path changes (device, inode, size, modification and change times: a rename, a write, a
+truncation each change it) a poll spends one ``stat`` on it instead, and once it has been quiet for
+:data:`QUIET_AFTER` seconds, one ``stat`` every :data:`QUIET_LOOK` seconds (as ``tail -F`` does).
+
+>>> import os, tempfile
+>>> d = tempfile.mkdtemp(); p = os.path.join(d, "a.log"); _ = open(p, "w").write("x\\n")
+>>> from streamarms.connectors.jsonl_lines import LineReader
+>>> quiet, reader = QuietFiles(clock=lambda: 0.0), LineReader(p, follow=True)
+>>> reader.read(10)
+['x']
+>>> quiet.mark(p, reader); quiet.skip(p)
+True
+>>> _ = open(p, "a").write("y\\n"); quiet.skip(p)   # grown: looked at again
+False
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["QuietFiles", "signature", "QUIET_AFTER", "QUIET_LOOK"]
+
+#: a file with nothing new for this many seconds is looked at once every :data:`QUIET_LOOK` seconds
+QUIET_AFTER = 5.0
+QUIET_LOOK = 1.0
+
+
+def signature(path: str) -> tuple[int, ...] | None:
+    """What changes when a file at ``path`` is replaced, renamed away, written, truncated or touched: its device,
+    inode, size, and modification and change times (``None``: no file there)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+class QuietFiles:
+    """The quiet files of a follower (module docstring): :meth:`mark` one found with nothing new, :meth:`skip` at
+    each poll. ``clock``: monotonic seconds."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        #: path -> (its signature when found quiet, since when it is quiet, when to look again)
+        self._files: dict[str, tuple[tuple[int, ...], float, float]] = {}
+
+    def __contains__(self, path: str) -> bool:
+        return path in self._files
+
+    def mark(self, path: str, reader: Any) -> None:
+        """``path`` was looked at and has nothing new for its ``reader``
+        (:class:`~streamarms.connectors.jsonl_lines.LineReader`): quiet if the file read is the one at the path (a
+        follower still reading a file renamed away goes on to the next) and some of it was read (one read from its
+        first byte looks for a copy beside it at every poll: ``JsonlSource._unread_copied``); not a pipe."""
+        if reader.pipe or not reader.offset or reader.file_name != path:
+            return
+        sig = signature(path)
+        try:
+            st = os.fstat(reader.fileno())
+        except (OSError, ValueError):
+            return
+        if sig is not None and sig[:2] == (st.st_dev, st.st_ino):
+            now = self._clock()
+            self._files[path] = (sig, now, now)
+
+    def skip(self, path: str) -> bool:
+        """Whether the checks of ``path`` can be skipped at this poll: it is quiet and its signature unchanged (or
+        not due for a look); a change ends its quiet."""
+        quiet = self._files.get(path)
+        if quiet is None:
+            return False
+        now = self._clock()
+        if now < quiet[2]:
+            return True
+        if quiet[0] == signature(path):
+            self._files[path] = (quiet[0], quiet[1], now + QUIET_LOOK if now - quiet[1] >= QUIET_AFTER else now)
+            return True
+        del self._files[path]
+        return False
