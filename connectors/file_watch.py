@@ -23,25 +23,27 @@ Not taken as new (the follower of a file reads these itself, or they hold lines 
 False
 >>> now[0] = 1.0; watch.due()
 True
->>> [os.path.basename(p) for p in watch.new_files([], set)]
+>>> [os.path.basename(p) for p in watch.new_files([], lambda path, st: False)]
 ['app-29.log']
->>> watch.new_files([os.path.join(d, "app-29.log")], set)
+>>> watch.new_files([os.path.join(d, "app-29.log")], lambda path, st: False)
 []
 """
 
 from __future__ import annotations
 
+import fnmatch
 import glob
 import logging
 import os
 import stat
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
-from .jsonl_lines import compressed_file, rotation_name
+from .jsonl_lines import WINDOW, compressed_file, rotation_name
 
-__all__ = ["PatternWatch", "INTERVAL", "file_ids"]
+__all__ = ["PatternWatch", "ReadFiles", "INTERVAL"]
 
 log = logging.getLogger("streamarms.files")
 
@@ -49,18 +51,59 @@ log = logging.getLogger("streamarms.files")
 INTERVAL = 1.0
 
 
-def file_ids(readers: Iterable[Any], *read: set[tuple[int, int]]) -> set[tuple[int, int]]:
-    """``(dev, inode)`` of the files the ``readers`` have open (pipes left out) and of those in ``read``: files a
-    pattern's match is not taken as new for (a file renamed to a name the pattern matches)."""
-    ids = set().union(*read)
-    for r in readers:
-        if not r.pipe:
-            try:
-                st = os.fstat(r.fileno())
-            except (OSError, ValueError):  # (closed under it)
-                continue
-            ids.add((st.st_dev, st.st_ino))
-    return ids
+class ReadFiles:
+    """The files a follower read and closed (a rotation read to its end, a match removed or renamed away), to tell
+    a pattern's new match from one of them under another name: logrotate's ``dateext`` with ``extension .log``
+    renames ``app.log`` to ``app-20261129.log``, which ``'app*.log'`` matches.
+
+    A file is known by its ``(device, inode)`` *and* its first bytes: once a file is removed its inode number is
+    free, and a new file (tomorrow's log) may get it. The last ``limit`` files closed are kept.
+
+    >>> import os, tempfile
+    >>> from streamarms.connectors.jsonl_lines import LineReader
+    >>> d = tempfile.mkdtemp(); p = os.path.join(d, "app.log"); _ = open(p, "w").write("x\\n")
+    >>> done, r = ReadFiles(), LineReader(p); done.add(r); r.close()
+    >>> os.rename(p, os.path.join(d, "app-29.log")); q = os.path.join(d, "app-29.log")
+    >>> done.holds(q, os.stat(q), [])
+    True
+    """
+
+    def __init__(self, limit: int = 4096) -> None:
+        self.limit = limit
+        self._closed: OrderedDict[tuple[int, int], bytes] = OrderedDict()
+
+    def add(self, reader: Any) -> None:
+        """``reader``'s file (:class:`~streamarms.connectors.jsonl_lines.LineReader`, before it is closed) was
+        read; a file removed (no link left) cannot come back and is not kept."""
+        try:
+            st = os.fstat(reader.fileno())
+        except (OSError, ValueError):
+            return
+        if st.st_nlink:
+            self._closed[(st.st_dev, st.st_ino)] = reader.head(WINDOW)
+            while len(self._closed) > self.limit:
+                self._closed.popitem(last=False)
+
+    def holds(self, path: str, st: os.stat_result, readers: Iterable[Any]) -> bool:
+        """Whether the file at ``path`` (``st``: its stat) is one the ``readers`` have open (pipes left out), or
+        one closed here (:meth:`add`) with the same first bytes."""
+        fid = (st.st_dev, st.st_ino)
+        for r in readers:
+            if not r.pipe:
+                try:
+                    fst = os.fstat(r.fileno())
+                except (OSError, ValueError):  # (closed under it)
+                    continue
+                if (fst.st_dev, fst.st_ino) == fid:
+                    return True
+        head = self._closed.get(fid)
+        if head is None:
+            return False
+        try:
+            with open(path, "rb") as f:
+                return f.read(len(head)) == head
+        except OSError:
+            return False
 
 
 def _rotation_of(q: str, paths: set[str]) -> bool:
@@ -94,16 +137,19 @@ class PatternWatch:
         self._next = now + self.interval
         return True
 
+    def matches(self, path: str) -> bool:
+        """Whether ``path`` matches one of the patterns (as :func:`fnmatch.fnmatch` reads it)."""
+        return any(fnmatch.fnmatch(path, pattern) for pattern in self.patterns)
+
     def refuse(self, path: str) -> None:
         """``path`` is not to be taken again (the source could not read it, and said why)."""
         self._refused.add(path)
 
-    def new_files(self, paths: Collection[str], ids: Callable[[], set[tuple[int, int]]]) -> list[str]:
+    def new_files(self, paths: Collection[str], read_before: Callable[[str, os.stat_result], bool]) -> list[str]:
         """The matches of the patterns that are new regular files: not in ``paths`` (the files read), no rotation of
-        one by its name, and whose ``(device, inode)`` is not in ``ids()`` (the files open or read: asked only when
-        a match is new by its name); by name."""
+        one by its name, and not ``read_before(path, stat)`` (a file read under another name: asked only of a
+        match new by its name, :class:`ReadFiles`); by name."""
         read = set(paths)
-        known: set[tuple[int, int]] | None = None
         out: list[str] = []
         for pattern in self.patterns:
             for q in sorted(glob.glob(pattern)):
@@ -113,9 +159,7 @@ class PatternWatch:
                     st = os.stat(q)
                 except OSError:
                     continue
-                if known is None:
-                    known = ids()
-                if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) in known:
+                if not stat.S_ISREG(st.st_mode) or read_before(q, st):
                     continue
                 packed = compressed_file(q)
                 if packed is not None:

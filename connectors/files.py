@@ -67,7 +67,7 @@ from streamarms.runtime.records import RefusedKey, record_key
 
 from .compressed_lines import DECOMPRESSORS, CompressedLineReader, compressed_head, compressed_rotation, open_lines
 from .csv_lines import CsvTable
-from .file_watch import PatternWatch, file_ids
+from .file_watch import PatternWatch, ReadFiles
 from .jsonl_lines import (
     WINDOW,
     LineReader,
@@ -284,6 +284,20 @@ a line each first (jq -c '.[]' y.json > y.jsonl), or pipe them into the run (jq 
                           f"the run (jq -c '.[]' {path} | streamarms run --rewards-file - ...)")
 
 
+def _table_rows(p: str, table: CsvTable | PatternLines, reader: LineReader, lines: list[str], n: int,
+                headed: dict[str, LineReader]) -> list[JsonlRecord]:
+    """The records of a table's ``lines`` (from line ``n``) read from ``p`` by ``reader``: the line at the file's
+    first byte is its header (each file read has its own: a rotation's, a copy's); a reader that starts past it
+    reads it first (``headed``: the reader whose header each path's table holds)."""
+    if not lines:
+        return []
+    at_header = reader.position(n) == 0
+    if not at_header and headed.get(p) is not reader:
+        table.read_header(reader.first_line(), reader.file_name)
+    headed[p] = reader
+    return table.records(p, lines, n, header_line=at_header)
+
+
 #: the first bytes of a JSON-lines file read to tell a JSON array document from it (:func:`_refuse_json_array`)
 ARRAY_HEAD = 1 << 20
 
@@ -335,8 +349,8 @@ class JsonlSource:
         self._heads: dict[str, deque[bytes]] = {}
         #: following: the files with nothing new when last looked at (looked at by one stat)
         self._quiet = QuietFiles()
-        #: following: ``(dev, inode)`` of every rotated file read to its end (:meth:`_join` does not take them)
-        self._rotated_ids: set[tuple[int, int]] = set()
+        #: following: the files read to their end and closed (:meth:`_join` does not take them again)
+        self._done = ReadFiles()
         self.merger = PartitionMerger(ordered=ordered)
         self.merger.assign([(p, 0) for p in self.paths], resume or {})
         self._readers: dict[str, LineReader] = {}
@@ -382,8 +396,7 @@ class JsonlSource:
         """Following patterns: each new match (:class:`~streamarms.connectors.file_watch.PatternWatch`) is read
         from its first line and followed, as a file given; one that cannot be read is said once and left."""
         assert self.watch is not None
-        read = (self._rotated_ids, *self._read_files.values(), *self._known.values())
-        for q in self.watch.new_files(self.paths, lambda: file_ids(self._readers.values(), *read)):
+        for q in self.watch.new_files(self.paths, lambda q, st: self._done.holds(q, st, self._readers.values())):
             try:
                 room_for(len(self.paths) + 1)
                 table = self._table_of(q) if self._table_of is not None else None
@@ -393,12 +406,7 @@ class JsonlSource:
                     self._known[q] = rotation_ids(q)
             except (OSError, ConfigError, CheckpointError) as e:
                 self.watch.refuse(q)
-                self.tables.pop(q, None)
-                self._headed.pop(q, None)
-                self._eof.pop(q, None)
-                self._known.pop(q, None)
-                if (opened := self._readers.pop(q, None)) is not None:
-                    opened.close()
+                self._forget(q)
                 log.warning("%s appeared while following (it matches a --rewards-file pattern) and cannot be read: "
                             "%s", q, e)
                 continue
@@ -407,6 +415,13 @@ class JsonlSource:
             self.merger.set_position((q, 0), 0)
             log.info("%s appeared while following (it matches a --rewards-file pattern): following it too, from its "
                      "first line", q)
+
+    def _forget(self, p: str) -> None:
+        """``p`` is read no more (:meth:`_join`, :meth:`_rotated`): out of the source's tables, its reader closed."""
+        for table in (self.tables, self._headed, self._eof, self._known, self._read_files, self._heads):
+            table.pop(p, None)
+        if (reader := self._readers.pop(p, None)) is not None:
+            reader.close()
 
     def _reader(self, p: str, line: int, pos: int | None, digest: str | None) -> LineReader:
         """The reader of ``p`` from the checkpoint's position; following, the checkpoint's file where a rotation
@@ -481,25 +496,13 @@ class JsonlSource:
         table = self.tables.get(p)
         chunk: list[JsonlRecord] | None
         if table is not None:
-            chunk = self._table_rows(p, table, reader, lines, n)
+            chunk = _table_rows(p, table, reader, lines, n, self._headed)
         else:
             chunk = _shorthand_chunk(p, lines, n) if self.line_time.default else None
             if chunk is None:
                 chunk = _line_by_line(p, lines, n, self.line_time)
         self.merger.add((p, 0), chunk)
         return len(lines)
-
-    def _table_rows(self, p: str, table: CsvTable | PatternLines, reader: LineReader, lines: list[str],
-                    n: int) -> list[JsonlRecord]:
-        """The records of a table's ``lines`` (from line ``n``): the line at the file's first byte is its header
-        (each file read has its own: a rotation's, a copy's); a reader that starts past it reads it first."""
-        if not lines:
-            return []
-        at_header = reader.position(n) == 0
-        if not at_header and self._headed.get(p) is not reader:
-            table.read_header(reader.first_line(), reader.file_name)
-        self._headed[p] = reader
-        return table.records(p, lines, n, header_line=at_header)
 
     def _rotated(self, p: str) -> bool:
         """The followed file ``p`` was renamed away (rotated): whether reading goes on. First its last lines
@@ -516,12 +519,17 @@ class JsonlSource:
         st = os.fstat(old.fileno())
         seen = self._read_files.setdefault(p, set())
         seen.add((st.st_dev, st.st_ino))
-        self._heads.setdefault(p, deque(maxlen=8)).append(old.head(WINDOW))
+        if (head := old.head(WINDOW)) not in (heads := self._heads.setdefault(p, deque(maxlen=8))):
+            heads.append(head)  # (once: a follower waiting for the path comes here at every look)
         while (nxt := next_rotation(p, st.st_mtime_ns, seen)) is not None and self._packed_read(p, nxt, seen):
             pass
         try:  # (the path renamed, the new file not created yet, or the rotation gone: wait)
             new = LineReader(p, line=old.line, pos=0, follow=True) if nxt is None else self._rotation(p, nxt, old.line)
         except FileNotFoundError:
+            if nxt is None and self.watch is not None and self.watch.matches(p):
+                self._retire(p)
+            else:
+                self._quiet.gone(p)  # (until a file comes to its path: one stat, not a folder listing, a look)
             return False
         if new is None:
             return False
@@ -530,14 +538,25 @@ class JsonlSource:
                         "object or row): not read", p, len(old.incomplete))
         log.info("%s was rotated after line %d: following %s", p, old.line,
                  "the new file at its path" if nxt is None else f"{nxt}, rotated before it was read, then the path")
+        self._done.add(old)  # (read: a pattern that matches it under another name does not read it again)
         old.close()
         if nxt is None:
-            self._rotated_ids |= seen  # (read: a pattern that matches them later does not read them again)
             seen.clear()  # (the path's file: a rotation of it later is a new file to the follower)
             self._known[p] = rotation_ids(p)
         self._readers[p] = new
         self.rotations += 1
         return True
+
+    def _retire(self, p: str) -> None:
+        """A pattern's match read to its end and removed (a log past its retention) or renamed away, no file at its
+        path: read no more, its reader closed (a removed file's space is freed); a file that comes to its path is
+        a new match (:meth:`_join`)."""
+        self._done.add(self._readers[p])
+        self._forget(p)
+        self.paths.remove(p)
+        self.merger.drop((p, 0))
+        log.info("%s was removed or renamed away after its last line was read: following it no more (a file that "
+                 "comes to its path is read as a new one)", p)
 
     def _rotation(self, p: str, q: str, line: int) -> LineReader | None:
         """A reader of ``q``, a rotation of ``p`` not read yet, from its first line (numbered from ``line``): its

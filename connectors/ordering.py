@@ -122,6 +122,12 @@ class PartitionMerger:
             self._bufs.setdefault((tp[0], int(tp[1])), _Buffer(None, None))
         self._rank = {tp: i for i, tp in enumerate(sorted(self._bufs))}
 
+    def drop(self, tp: TP) -> None:
+        """Remove a partition with nothing buffered (a followed file removed: its position is not kept)."""
+        b = self._bufs.pop(tp, None)
+        assert b is None or not b.recs, f"{tp} still holds records"
+        self._rank = {t: i for i, t in enumerate(sorted(self._bufs))}
+
     @property
     def partitions(self) -> list[TP]:
         return sorted(self._bufs)

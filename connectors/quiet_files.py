@@ -50,7 +50,7 @@ class QuietFiles:
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         #: path -> (its signature when found quiet, since when it is quiet, when to look again)
-        self._files: dict[str, tuple[tuple[int, ...], float, float]] = {}
+        self._files: dict[str, tuple[tuple[int, ...] | None, float, float]] = {}
 
     def __contains__(self, path: str) -> bool:
         return path in self._files
@@ -70,6 +70,12 @@ class QuietFiles:
         if sig is not None and sig[:2] == (st.st_dev, st.st_ino):
             now = self._clock()
             self._files[path] = (sig, now, now)
+
+    def gone(self, path: str) -> None:
+        """No file is at ``path`` (a follower waits for one): quiet until one comes."""
+        if path not in self._files and signature(path) is None:
+            now = self._clock()
+            self._files[path] = (None, now, now)
 
     def skip(self, path: str) -> bool:
         """Whether the checks of ``path`` can be skipped at this poll: it is quiet and its signature unchanged (or

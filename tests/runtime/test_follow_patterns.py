@@ -170,3 +170,65 @@ def test_a_file_followed_and_renamed_to_a_name_the_pattern_matches_is_not_read_a
         assert _read(src) == [] and src.rotations == 1
     finally:
         src.close()
+
+
+def test_a_match_removed_after_it_was_read_is_closed_and_a_file_at_its_path_later_is_new(tmp_path):
+    # a log past its retention (winston's maxFiles, a cron's find -delete): its space is freed only once closed
+    old, today = tmp_path / "app-28.jsonl", tmp_path / "app-29.jsonl"
+    old.write_bytes(b"".join(_lines(10)))
+    today.write_bytes(b"".join(_lines(5, first=10)))
+    src = _source(tmp_path)
+    try:
+        assert len(_read(src)) == 15
+        reader = src._readers[str(old)]
+        os.remove(old)
+        for _ in range(5):
+            _read(src)
+        assert src.paths == [str(today)] and reader._f.closed
+        assert str(old) + ":0" not in src.state() and str(today) + ":0" in src.state()
+        old.write_bytes(b"".join(_lines(4, first=20)))  # a new file at the removed one's path
+        assert _read(src) == [("app-28.jsonl", i) for i in range(4)]
+        with open(today, "ab") as f:  # the others go on
+            f.write(b"".join(_lines(2, first=30)))
+        assert _read(src) == [("app-29.jsonl", 5), ("app-29.jsonl", 6)]
+    finally:
+        src.close()
+
+
+def test_a_file_given_by_name_and_removed_is_waited_for(tmp_path):
+    p = tmp_path / "app.jsonl"
+    p.write_bytes(b"".join(_lines(10)))
+    src = JsonlSource([str(p)], follow=True)
+    try:
+        assert len(_poll_all(src)) == 10
+        os.remove(p)
+        for _ in range(5):
+            src.poll(0.0)
+        assert src.paths == [str(p)] and not src.exhausted
+        p.write_bytes(b"".join(_lines(3, first=10)))  # a file at its path: read on, its lines numbered on
+        assert [r.offset for r in _poll_all(src, 5)] == [10, 11, 12]
+    finally:
+        src.close()
+
+
+def test_a_file_read_is_known_by_its_inode_and_its_first_bytes(tmp_path):
+    # once a file read is removed its inode number is free, and a new file (tomorrow's log) may get it: that file is
+    # new, though its (device, inode) is the old one's -- here the same inode with other first bytes
+    from streamarms.connectors.file_watch import ReadFiles
+    from streamarms.connectors.jsonl_lines import LineReader
+    p = tmp_path / "app.jsonl"
+    p.write_bytes(b"".join(_lines(5)))
+    done, reader = ReadFiles(), LineReader(str(p))
+    done.add(reader)
+    reader.close()
+    os.rename(p, tmp_path / "app-1.jsonl")
+    q = str(tmp_path / "app-1.jsonl")
+    assert done.holds(q, os.stat(q), [])  # renamed: the same file
+    with open(q, "r+b") as f:
+        f.write(b'{"arm": "other"}\n')
+    assert not done.holds(q, os.stat(q), [])  # the same inode, other bytes: a new file
+    gone = LineReader(q)
+    os.remove(q)
+    done.add(gone)  # a file removed is not kept: nothing can be it again
+    gone.close()
+    assert len(done._closed) == 1
