@@ -69,6 +69,7 @@ from .compressed_lines import DECOMPRESSORS, CompressedLineReader, compressed_he
 from .csv_lines import CsvTable
 from .file_watch import PatternWatch, ReadFiles
 from .jsonl_lines import (
+    LONG_KEPT,
     WINDOW,
     LineReader,
     compressed_file,
@@ -282,6 +283,27 @@ a line each first (jq -c '.[]' y.json > y.jsonl), or pipe them into the run (jq 
         raise ConfigError(f"{path} is one JSON array, not JSON lines (one object a line): write its elements a line "
                           f"each first (jq -c '.[]' {path} > {path.removesuffix('.json')}.jsonl), or pipe them into "
                           f"the run (jq -c '.[]' {path} | streamarms run --rewards-file - ...)")
+
+
+def _refuse_long(p: str, chunk: list[JsonlRecord], reader: LineReader, n: int, lines: list[str]) -> list[JsonlRecord]:
+    """``chunk`` (the records of ``lines``, from line ``n``) with each line too long to keep
+    (:attr:`~streamarms.connectors.jsonl_lines.LineReader.too_long`) a ``line_too_long`` dead letter of its first
+    bytes, whatever its first bytes were read as."""
+    at = {r.offset: i for i, r in enumerate(chunk)}
+    added = []
+    for line in range(n, n + len(lines)):
+        size = reader.too_long.pop(line, None)
+        if size is None:
+            continue
+        refused = _refused(p, line, lines[line - n], "line_too_long",
+                           f"a line of {size:,} bytes, longer than {reader.max_line:,}: not read (its first "
+                           f"{LONG_KEPT:,} bytes are this dead letter's); a file of NUL bytes left by a crash, or no "
+                           "text file, is one such line")
+        if line in at:
+            chunk[at[line]] = refused
+        else:
+            added.append(refused)
+    return sorted(chunk + added, key=lambda r: r.offset) if added else chunk
 
 
 def _table_rows(p: str, table: CsvTable | PatternLines, reader: LineReader, lines: list[str], n: int,
@@ -501,6 +523,8 @@ class JsonlSource:
             chunk = _shorthand_chunk(p, lines, n) if self.line_time.default else None
             if chunk is None:
                 chunk = _line_by_line(p, lines, n, self.line_time)
+        if reader.too_long:
+            chunk = _refuse_long(p, chunk, reader, n, lines)
         self.merger.add((p, 0), chunk)
         return len(lines)
 

@@ -51,7 +51,7 @@ import time
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from itertools import islice
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
 from streamarms.checkpoint import CheckpointError
 from streamarms.errors import ConfigError
@@ -64,13 +64,17 @@ try:
 except ImportError:  # pragma: no cover - orjson is a dependency of streamarms
     _fast_loads = json.loads
 
-__all__ = ["LineReader", "is_json_object", "WINDOW"]
+__all__ = ["LineReader", "is_json_object", "WINDOW", "MAX_LINE"]
 
 #: bytes read at a time (64 KiB: as fast per line as 256 KiB, ~40 ns/line with the split, and the blocks kept
 #: for :meth:`LineReader.position` stay small; 1 MiB is slower: out of cache)
 BLOCK = 1 << 16
 #: how many of the file's first bytes, and of the bytes before a position, :meth:`LineReader.mark` hashes
 WINDOW = 256
+#: a line longer than this is not held whole in memory (:attr:`LineReader.max_line`): a file of NUL bytes left by a
+#: crash, or a binary file given by mistake, is one line of gigabytes; its first :data:`LONG_KEPT` bytes are kept
+MAX_LINE = 4 << 20
+LONG_KEPT = 1024
 
 _EOL = re.compile(rb"\r\n|\r|\n")
 #: what a path that is not a regular file is, for the error
@@ -157,12 +161,62 @@ def is_json_object(text: str) -> bool:
             return False
 
 
+def _first_line(pread: Callable[[int, int], bytes]) -> str:
+    """The first line of a file read by ``pread(n, at)`` (without its line end and a byte order mark)."""
+    data = b""
+    while (m := _EOL.search(data)) is None:
+        more = pread(BLOCK, len(data))
+        if not more:
+            break
+        data += more
+    return (data[:m.start()] if m else data).decode("utf-8", "surrogateescape").removeprefix("\ufeff")
+
+
+def _refuse_compressed(path: str, packed: tuple[str, str], follow: bool) -> NoReturn:
+    """The :class:`ConfigError` of a compressed file opened as plain lines (``packed``: :func:`compressed`'s)."""
+    from .csv_lines import table_format  # (a table's name: the pipe needs its format named)
+
+    table = table_format(path)
+    flag = f" --rewards-format {table}" if table else ""
+    pipe = f"{packed[1]} {path} | streamarms run --rewards-file -{flag} ..."
+    if follow:  # (gzip, bzip2 and xz are read as they are, but not followed: open_lines)
+        raise ConfigError(f"{path} is {packed[0]}-compressed, and --follow reads files that grow: a compressed "
+                          "file does not. Replay it without --follow (read decompressed, resumable with "
+                          f"--checkpoint), or decompress it into the run on standard input ({pipe})")
+    raise ConfigError(f"{path} is {packed[0]}-compressed, which streamarms cannot decompress (it reads gzip, "
+                      f"bzip2 and xz files as they are): decompress it into the run on standard input ({pipe}), "
+                      "or decompress it to a file first (to resume it with --checkpoint)")
+
+
+class LongLine:
+    """A line longer than :attr:`LineReader.max_line` being read: its bytes counted, its first :data:`LONG_KEPT`
+    and last :data:`WINDOW` bytes kept (positions and digests after it stay exact), never the whole of it.
+
+    >>> raw = b"ab" * 600; line = LongLine(raw); line.add(raw); line.add(b"cd\\n")
+    >>> line.size, len(line.first), line.last[-5:]
+    (1203, 1024, b'abcd\\n')
+    """
+
+    def __init__(self, first: bytes) -> None:
+        self.size = 0
+        self.first = first[:LONG_KEPT]
+        self.last = b""
+
+    def add(self, data: bytes) -> None:
+        self.size += len(data)
+        self.last = (self.last + data[-WINDOW:])[-WINDOW:]
+
+
 class LineReader:
     """The lines of ``path`` from line ``line`` (module docstring): ``pos`` and ``digest`` as
     :meth:`mark` gave them (``None``: a checkpoint without them, the lines before ``line`` are skipped)."""
 
     #: a pipe (:class:`~streamarms.connectors.pipe_lines.PipeLineReader`): read what is there, never wait
     pipe = False
+
+    #: a line longer than this many bytes (about: up to a block more) is not kept whole: its first
+    #: :data:`LONG_KEPT` bytes are read as its line, and :attr:`too_long` gives its length (module docstring)
+    max_line = MAX_LINE
 
     #: whether a last line without its line end (the file not followed) is whole, so read: a JSON object here;
     #: a table's reader is given :meth:`~streamarms.connectors.csv_lines.CsvTable.whole`
@@ -179,18 +233,7 @@ class LineReader:
         self._f: IO[bytes] = open(path, "rb") if file is None else file
         if file is None and (packed := compressed(self._pread(6, 0))) is not None:
             self._f.close()
-            from .csv_lines import table_format  # (a table's name: the pipe needs its format named)
-
-            table = table_format(path)
-            what, flag = ("tables", f" --rewards-format {table}") if table else ("JSON lines", "")
-            pipe = f"{packed[1]} {path} | streamarms run --rewards-file -{flag} ..."
-            if follow:  # (gzip, bzip2 and xz are read as they are, but not followed: open_lines)
-                raise ConfigError(f"{path} is {packed[0]}-compressed, and --follow reads files that grow: a compressed "
-                                  "file does not. Replay it without --follow (read decompressed, resumable with "
-                                  f"--checkpoint), or decompress it into the run on standard input ({pipe})")
-            raise ConfigError(f"{path} is {packed[0]}-compressed, which streamarms cannot decompress (it reads gzip, "
-                              f"bzip2 and xz files as they are): decompress it into the run on standard input ({pipe}), "
-                              "or decompress it to a file first (to resume it with --checkpoint)")
+            _refuse_compressed(path, packed, follow)
         self._block = block
         #: the file may still grow: a last line without its line end is never read (module docstring)
         self.follow = follow
@@ -211,6 +254,9 @@ class LineReader:
         self.eof = False
         #: at the end: the bytes after the last line read, an incomplete line left unread (or ``b""``)
         self.incomplete = b""
+        #: the lines read longer than :attr:`max_line`: line number -> length in bytes (line end included)
+        self.too_long: dict[int, int] = {}
+        self._long: LongLine | None = None  # a line past max_line being read
         try:
             if type(line) is not int or line < 0 or pos is not None and (type(pos) is not int or pos < 0) \
                     or digest is not None and not isinstance(digest, str):
@@ -255,9 +301,17 @@ class LineReader:
             if self.incomplete:  # (following) the incomplete line goes on
                 carry.insert(0, self.incomplete)
                 self.incomplete = b""
+            if self._long is not None:  # a line too long to keep: its bytes counted up to its line end
+                j = data.find(b"\n")
+                self._long_bytes(data if j < 0 else data[:j + 1], ended=j >= 0)
+                data = b"" if j < 0 else data[j + 1:]
+                if not data:
+                    continue
             k = data.rfind(b"\n")
             if k < 0:
                 carry.append(data)
+                if sum(map(len, carry)) > self.max_line:
+                    self._too_long()
                 continue
             head = data[:k + 1]
             if carry:
@@ -296,8 +350,45 @@ class LineReader:
         self._end_pos += len(raw)
         self._tail = raw[-WINDOW:] if len(raw) >= WINDOW else (self._tail + raw)[-WINDOW:]
 
+    def _too_long(self) -> None:
+        """The bytes after the last line end are more than :attr:`max_line`: lines ended by a lone ``\\r`` (an old
+        Mac's) are read; else they begin a line too long to keep (:meth:`_long_bytes`)."""
+        raw = b"".join(self._carry)
+        self._carry.clear()
+        j = raw.rfind(b"\r", 0, len(raw) - 1)  # (not the last byte: a \r\n cut between two blocks)
+        if j >= 0:
+            self._add(raw[:j + 1])
+            raw = raw[j + 1:]
+            if len(raw) <= self.max_line:
+                self._carry.append(raw)
+                return
+        self._long = LongLine(raw)
+        self._long_bytes(raw, ended=False)
+
+    def _long_bytes(self, data: bytes, ended: bool) -> None:
+        """More bytes of the :class:`LongLine` (``ended``: up to its line end); at its end it is a line of its first
+        bytes, and :attr:`too_long` says how long it was."""
+        long = self._long
+        assert long is not None
+        long.add(data)
+        if not ended:
+            return
+        self._long = None
+        text = long.first.decode("utf-8", "surrogateescape")
+        self._blocks.append((self._end_line, 1, self._end_pos, b"", self._tail))  # (its first byte's position only)
+        self._lines.append((text.removeprefix("\ufeff") if self._end_pos == 0 else text).rstrip("\r\n"))
+        self.too_long[self._end_line] = long.size
+        self._end_line += 1
+        self._end_pos += long.size
+        self._tail = long.last
+
     def _at_end(self) -> None:
         """The end of the file: the bytes after the last ``\\n`` (module docstring)."""
+        if self._long is not None:
+            if self.follow:  # (the line too long goes on as the file grows)
+                self.eof = True
+                return
+            self._long_bytes(b"", ended=True)  # (the file ends in it: a last line, refused downstream)
         self.eof = True
         tail = b"".join(self._carry)
         self._carry.clear()
@@ -345,16 +436,7 @@ class LineReader:
         """Whether the file read was moved away intact (rotated by renaming): the path now holds another
         file, or none yet, and the file read is neither shorter nor other bytes where those read were. A
         follower reads it to its end and goes on with the file that comes to the path
-        (:class:`~streamarms.connectors.files.JsonlSource`); any other change is :meth:`changed`'s.
-
-        >>> import tempfile, os
-        >>> d = tempfile.mkdtemp(); p = os.path.join(d, "r.jsonl")
-        >>> _ = open(p, "wb").write(b'{"a": 1}\\n')
-        >>> r = LineReader(p, follow=True); _ = r.read(5); r.moved()
-        False
-        >>> os.rename(p, p + ".1"); r.moved()
-        True
-        """
+        (:class:`~streamarms.connectors.files.JsonlSource`); any other change is :meth:`changed`'s."""
         try:
             now: os.stat_result | None = os.stat(self.path)
         except FileNotFoundError:
@@ -384,17 +466,7 @@ class LineReader:
         """Why the file at :attr:`path` is no longer the one read (``None``: it is): removed, another file
         there now (rotated or replaced), shorter than what was read (truncated), or other bytes where those
         read were (its first bytes and the last ones read, up to :data:`WINDOW` each: truncated and written
-        again, or edited). For a follower at the end of the file.
-
-        >>> import tempfile, os
-        >>> p = os.path.join(tempfile.mkdtemp(), "r.jsonl")
-        >>> _ = open(p, "wb").write(b'{"a": 1}\\n')
-        >>> r = LineReader(p, follow=True); _ = r.read(5); r.changed() is None
-        True
-        >>> _ = open(p, "wb").write(b'')
-        >>> r.changed()  # doctest: +ELLIPSIS
-        '... is shorter than what was read of it: 0 bytes now, 9 bytes read (truncated)'
-        """
+        again, or edited). For a follower at the end of the file."""
         try:
             now = os.stat(self.path)
         except FileNotFoundError:
@@ -430,10 +502,14 @@ class LineReader:
         raise ValueError(f"line {line} of {self.path} is before the lines kept (forget() was given a later line)")
 
     def forget(self, line: int) -> None:
-        """No :meth:`position` before line ``line`` will be asked for: drop the blocks before it."""
+        """No :meth:`position` before line ``line`` will be asked for: drop the blocks before it (and what
+        :attr:`too_long` says of the lines before it)."""
         blocks = self._blocks
         while blocks and blocks[0][0] + blocks[0][1] <= line:
             del blocks[0]
+        if self.too_long:
+            for k in [k for k in self.too_long if k < line]:
+                del self.too_long[k]
 
     def mark(self, line: int) -> tuple[int, str]:
         """``(byte position, digest)`` of line ``line``: what a checkpoint saves to resume there. The digest is
@@ -455,13 +531,7 @@ class LineReader:
     def first_line(self) -> str:
         """The first line of the file read (without its line end and a byte order mark): a table's header, for a
         reader that resumes past it."""
-        data = b""
-        while (m := _EOL.search(data)) is None:
-            more = self._pread(BLOCK, len(data))
-            if not more:
-                break
-            data += more
-        return (data[:m.start()] if m else data).decode("utf-8", "surrogateescape").removeprefix("\ufeff")
+        return _first_line(self._pread)
 
     def _holds_read(self, fd: int) -> bool:
         """Whether the file open at ``fd`` (this reader's, or a sibling's) holds the bytes read: at least as

@@ -31,6 +31,7 @@ INVALID_REASONS = (
     "too_many_groups",    # ... a new group beyond max_groups
     "group_mismatch",     # ... the key belongs to another group
     "bad_row",            # a CSV/TSV line that is not a row of its header's columns
+    "line_too_long",      # a --rewards-file line longer than the reader keeps (4 MiB: a file of NUL bytes, no text)
     "bad_timestamp",      # a JSONL line's timestamp is not a number of ms in [0, year 10000); a Kafka record's
                           # is negative (not -1) or more than --max-timestamp-ahead after this machine's clock
 )

@@ -56,6 +56,26 @@ def test_a_follower_reads_appended_lines_each_once_its_line_end_is_written(tmp_p
     assert r.position(3) == os.path.getsize(p) - 4 and r.changed() is None
 
 
+def test_a_reader_says_whether_its_file_was_moved_away_or_changed(tmp_path):
+    p = tmp_path / "r.jsonl"
+    p.write_bytes(b'{"a": 1}\n')
+    r = LineReader(str(p), follow=True)
+    r.read(5)
+    assert r.changed() is None and not r.moved()
+    os.rename(p, str(p) + ".1")  # renamed away intact: moved
+    assert r.moved() and r.changed().endswith("was removed")
+    p.write_bytes(b"")
+    assert "is another file now" in r.changed()
+    r.close()
+    p.write_bytes(b'{"a": 1}\n')
+    r = LineReader(str(p), follow=True)
+    r.read(5)
+    p.write_bytes(b"")
+    assert r.changed().endswith("is shorter than what was read of it: 0 bytes now, 9 bytes read (truncated)")
+    assert not r.moved()
+    r.close()
+
+
 def test_the_source_follows_every_file_and_is_never_exhausted(tmp_path):
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     lines = _lines(400)
