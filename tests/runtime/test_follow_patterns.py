@@ -8,13 +8,12 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import signal
 import subprocess
 import sys
 
 from streamarms.connectors.file_watch import PatternWatch
 from streamarms.connectors.files import JsonlSource
-from tests.runtime.test_jsonl_follow import _checkpointed_at, _lines, _poll_all, _summary, _wait_for
+from tests.runtime.test_jsonl_follow import _lines, _poll_all, _run_until_checkpointed, _summary
 
 
 def _source(tmp_path, pattern: str = "app-*.jsonl", **kw) -> JsonlSource:
@@ -103,32 +102,18 @@ def _start(tmp_path) -> subprocess.Popen:
         stderr=subprocess.PIPE, text=True)
 
 
-def _until_checkpointed(tmp_path, records: int, then=None) -> str:
-    proc = _start(tmp_path)
-    try:
-        if then is not None:
-            _wait_for(lambda: _checkpointed_at(tmp_path, "c.ckpt") == then[0], proc, "a checkpoint of the first file")
-            then[1]()
-        _wait_for(lambda: _checkpointed_at(tmp_path, "c.ckpt") == records, proc, f"a checkpoint of {records} lines")
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        err = proc.communicate(timeout=60)[1]
-    assert proc.returncode == 0, err
-    return err
-
-
 def test_run_follow_reads_each_days_file_as_it_appears_and_a_restart_counts_each_line_once(tmp_path):
     (tmp_path / "app-2026-11-28.jsonl").write_bytes(b"".join(_lines(1000)))
 
     def next_day():
         (tmp_path / "app-2026-11-29.jsonl").write_bytes(b"".join(_lines(500, first=1000)))
-    err = _until_checkpointed(tmp_path, 1500, (1000, next_day))
+    err = _run_until_checkpointed(tmp_path, 1500, "a checkpoint of the next day's file", (1000, next_day), _start)
     assert "app-2026-11-29.jsonl appeared while following" in err
     # while the run is stopped: more lines in the day's file, and the next day's file
     with open(tmp_path / "app-2026-11-29.jsonl", "ab") as f:
         f.write(b"".join(_lines(300, first=1500)))
     (tmp_path / "app-2026-11-30.jsonl").write_bytes(b"".join(_lines(200, first=1800)))
-    _until_checkpointed(tmp_path, 2000)
+    _run_until_checkpointed(tmp_path, 2000, "a checkpoint of every line", start=_start)
     assert _summary(tmp_path)["records"] == 2000  # every line of the three files once
 
 

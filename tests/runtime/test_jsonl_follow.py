@@ -515,10 +515,10 @@ def test_run_follow_alerts_on_appended_lines_and_resumes_without_loss_or_double_
     assert sorted((a["arm"], a["kind"]) for a in alerts) == [("k18", "outlier"), ("k19", "outlier")]  # once each
 
 
-def _run_until_checkpointed(tmp_path, records: int, what: str, then=None) -> str:
+def _run_until_checkpointed(tmp_path, records: int, what: str, then=None, start=None) -> str:
     """A ``--follow`` run until its checkpoint covers ``records`` (``then()`` after the first ``then[0]``
-    records); SIGTERM; exit 0; its stderr."""
-    proc = _start(tmp_path)
+    records); SIGTERM; exit 0; its stderr. ``start(tmp_path)``: the run (:func:`_start`'s, unless given)."""
+    proc = (start or _start)(tmp_path)
     try:
         if then is not None:
             _wait_for(lambda: _checkpointed_at(tmp_path, "c.ckpt") == then[0], proc, "a checkpoint of the first file")
