@@ -83,5 +83,6 @@ def expand_files(paths: Sequence[str], waiting: bool = False) -> list[str]:
         elif not matches:
             raise ConfigError(f"no file matches {p}")
         _refuse_compressed(p, matches)
-        out.extend(m for m in matches if m not in out)
+        named = set(out)  # (a year of hourly files: a set, not a scan of the list per match)
+        out.extend(m for m in matches if m not in named)
     return out
