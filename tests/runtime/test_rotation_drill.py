@@ -3,7 +3,7 @@
 A writer appends batches of lines (each with its number) as fast as the run reads them; every ~0.3-1 s
 the log is rotated (``F.N`` shifted to ``F.N+1``, then ``F`` renamed to ``F.1`` and created anew -- and ``F.1``
 gzipped to ``F.1.gz`` at once: logrotate's ``compress`` without ``delaycompress`` --, or copied to ``F.1`` and
-truncated: ``copytruncate``); midway the run is killed (-9) and restarted from its
+truncated: ``copytruncate``; or, followed by a pattern, a new file under the next day's name); midway the run is killed (-9) and restarted from its
 checkpoint while rotations go on. Every line written must be counted exactly once. The trial this drill
 comes from lost lines three ways before the rotation chain, the copy found by the bytes read, and the
 checkpoint digest of the bytes read (commit f885c40)."""
@@ -55,11 +55,13 @@ def _rotate(p: str, mode: str) -> None:
             f.truncate(0)
 
 
-@pytest.mark.parametrize("mode", ["rename", "copytruncate", "compress"])
+@pytest.mark.parametrize("mode", ["rename", "copytruncate", "compress", "daily"])
 def test_every_line_is_counted_once_through_rotations_and_a_kill_9(tmp_path, mode):
-    p, ck = str(tmp_path / "app.log"), str(tmp_path / "c.ckpt")
+    # daily: a log under a new name at each "day" (app-0000.log, app-0001.log, ...), followed by its pattern
+    p, ck = str(tmp_path / ("app-0000.log" if mode == "daily" else "app.log")), str(tmp_path / "c.ckpt")
     open(p, "w").close()
-    cmd = [sys.executable, "-m", "streamarms.cli", "run", "--rewards-file", p, "--follow", "--forever",
+    given = str(tmp_path / "app-*.log") if mode == "daily" else p
+    cmd = [sys.executable, "-m", "streamarms.cli", "run", "--rewards-file", given, "--follow", "--forever",
            "--checkpoint", ck, "--checkpoint-interval", "0.3", "--quiet", "--clock", "wall"]
     err = open(tmp_path / "err.log", "a")
     proc = subprocess.Popen(cmd, stderr=err)
@@ -78,7 +80,11 @@ def test_every_line_is_counted_once_through_rotations_and_a_kill_9(tmp_path, mod
                     n += 1
             time.sleep(0.01)
             if rng.random() < 0.03:
-                _rotate(p, mode)
+                if mode == "daily":  # the next day's file: the writer goes on in it, the old one stays
+                    p = str(tmp_path / f"app-{rotations + 1:04d}.log")
+                    open(p, "w").close()
+                else:
+                    _rotate(p, mode)
                 rotations += 1
             if not killed and time.monotonic() > stop_at - 6:
                 proc.kill()
