@@ -328,9 +328,10 @@ class Daemon:
         sched = self.scheduler
         source = self.source
         offer_batch = sched.offer_batch
-        # records with the value already parsed (``parsed``: the JSONL source), for the episode scheduler
+        # records with the value already parsed (``parsed``: the JSONL source), for the episode scheduler and the
+        # continuous monitor
         offer_parsed = (sched.offer_batch if getattr(source, "decoded_values", False) is True
-                        and isinstance(sched, Scheduler) else None)
+                        and isinstance(sched, Scheduler | ContinuousRunner) else None)
         clock = self.clock
         wall = self.wall
         metrics = self.metrics

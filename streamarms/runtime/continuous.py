@@ -316,16 +316,17 @@ class ContinuousRunner:
         return None
 
     def offer_batch(self, keys: Sequence[bytes | str | None], values: Sequence[bytes | str | None],
-                    stamps: Sequence[float | None] | None = None,
-                    clock: EventClock | None = None) -> tuple[int, list[tuple[int, InvalidRecord]]]:
+                    stamps: Sequence[float | None] | None = None, clock: EventClock | None = None,
+                    parsed: Sequence[Any] | None = None) -> tuple[int, list[tuple[int, InvalidRecord]]]:
         """A poll batch in record order, as :meth:`offer` record by record (the daemon's contract of
         :meth:`Scheduler.offer_batch`); ``stamps`` (ms) advance ``clock`` and are each record's stream
-        time. Records of known keys with a valid reward (and group) take a fast path; every other record
+        time; ``parsed[i]``, if given and not ``None``, is ``values[i]`` as the source parsed it (a JSON line is
+        parsed once). Records of known keys with a valid reward (and group) take a fast path; every other record
         goes through :meth:`offer`, so the two cannot disagree."""
         tick = clock if clock is not None else self._ev
         if stamps is not None and tick is None:
             raise ValueError("stamps need an EventClock to advance")
-        check_lengths(keys, values, stamps)
+        check_lengths(keys, values, stamps, parsed)
         out: list[tuple[int, InvalidRecord]] = []
         loads, field, gfield = decoder._loads, self.codec.reward_field, self.group_field
         rpath, gpath = self.codec.reward_path, self._group_path  # (dotted names: nested fields)
@@ -349,7 +350,9 @@ class ContinuousRunner:
                 g: Any = DEFAULT_GROUP
                 if arm is not None:
                     try:
-                        obj = loads(values[i])
+                        obj = None if parsed is None else parsed[i]
+                        if obj is None:
+                            obj = loads(values[i])
                         if type(obj) is dict:
                             x = (obj[field] if rpath is None else rpath(obj)) if by_rule is None else by_rule(obj)
                             if gfield is not None:

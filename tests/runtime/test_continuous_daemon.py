@@ -113,6 +113,34 @@ def test_crash_at_any_point_then_restart_equals_uninterrupted(tmp_path):
         assert sorted(set(a["alert_id"] for a in broker.values(topic))) == sorted(ref_alerts)
 
 
+def test_values_the_source_parsed_are_used_as_they_are_and_give_what_parsing_gives():
+    # the JSON-lines source parses each line once; the monitor takes its objects instead of parsing again
+    import json
+    import random
+    rng = random.Random(3)
+    keys = [b"k%d" % rng.randrange(6) for _ in range(3000)]
+    values = [b'{"reward": %d, "svc": "web"}' % (rng.random() < (0.9 if k == b"k5" else 0.2)) for k in keys]
+    values[7] = b'{"reward": "x", "svc": "web"}'  # refused alike (the per-record path says why)
+    parsed = [json.loads(v) for v in values]
+    parsed[11] = None  # (a value the source did not parse: parsed here)
+    runs = []
+    for given in (None, parsed):
+        r = ContinuousRunner(ContinuousMonitor(), clock=EventClock(), group_field="svc")
+        out = r.offer_batch(keys, values, list(range(1, 3001)), parsed=given)
+        runs.append((out[0], [(i, e.reason) for i, e in out[1]], r.snapshot()["monitor"]))
+    assert runs[0] == runs[1] and runs[0][1] == [(7, "not_numeric")]
+    probes = []  # (a parsed object the value does not say: it is the one used -- the value is not parsed again)
+    for value, given in ((b'{"reward": 0}', [{"reward": 1}]), (b'{"reward": 1}', None)):
+        r = ContinuousRunner(ContinuousMonitor(), clock=EventClock())
+        r.offer_batch([b"a"], [b'{"reward": 1}'], [1])  # (a key's first record takes the per-record path)
+        r.offer_batch([b"a"], [value], [2], parsed=given)
+        probes.append(r.snapshot()["monitor"])
+    assert probes[0] == probes[1]
+    r = ContinuousRunner(ContinuousMonitor(), clock=EventClock())
+    with pytest.raises(ValueError, match="parsed"):
+        r.offer_batch([b"a"], [b'{"reward": 1}'], parsed=[])
+
+
 def test_refused_records_go_to_the_dead_letters_and_change_nothing():
     out: list[dict] = []
     r = ContinuousRunner(ContinuousMonitor(), clock=EventClock(), emit_alert=out.append, group_field="svc",
