@@ -43,12 +43,25 @@ from typing import Any
 
 from .jsonl_lines import WINDOW, compressed_file, rotation_name
 
-__all__ = ["PatternWatch", "ReadFiles", "INTERVAL"]
+__all__ = ["PatternWatch", "ReadFiles", "INTERVAL", "one_name_per_file", "open_ids"]
 
 log = logging.getLogger("streamarms.files")
 
 #: seconds between two looks for new matches (a glob of each pattern: a directory listing)
 INTERVAL = 1.0
+
+
+def open_ids(readers: Iterable[Any]) -> set[tuple[int, int]]:
+    """``(dev, inode)`` of the files the ``readers`` have open (pipes left out)."""
+    ids = set()
+    for r in readers:
+        if not r.pipe:
+            try:
+                st = os.fstat(r.fileno())
+            except (OSError, ValueError):  # (closed under it)
+                continue
+            ids.add((st.st_dev, st.st_ino))
+    return ids
 
 
 class ReadFiles:
@@ -64,7 +77,7 @@ class ReadFiles:
     >>> d = tempfile.mkdtemp(); p = os.path.join(d, "app.log"); _ = open(p, "w").write("x\\n")
     >>> done, r = ReadFiles(), LineReader(p); done.add(r); r.close()
     >>> os.rename(p, os.path.join(d, "app-29.log")); q = os.path.join(d, "app-29.log")
-    >>> done.holds(q, os.stat(q), [])
+    >>> done.holds(q, os.stat(q), set)
     True
     """
 
@@ -84,18 +97,12 @@ class ReadFiles:
             while len(self._closed) > self.limit:
                 self._closed.popitem(last=False)
 
-    def holds(self, path: str, st: os.stat_result, readers: Iterable[Any]) -> bool:
-        """Whether the file at ``path`` (``st``: its stat) is one the ``readers`` have open (pipes left out), or
-        one closed here (:meth:`add`) with the same first bytes."""
+    def holds(self, path: str, st: os.stat_result, opened: Callable[[], set[tuple[int, int]]]) -> bool:
+        """Whether the file at ``path`` (``st``: its stat) is one open now (``opened()``: their ``(dev, inode)``,
+        :func:`open_ids`), or one closed here (:meth:`add`) with the same first bytes."""
         fid = (st.st_dev, st.st_ino)
-        for r in readers:
-            if not r.pipe:
-                try:
-                    fst = os.fstat(r.fileno())
-                except (OSError, ValueError):  # (closed under it)
-                    continue
-                if (fst.st_dev, fst.st_ino) == fid:
-                    return True
+        if fid in opened():
+            return True
         head = self._closed.get(fid)
         if head is None:
             return False
@@ -114,6 +121,37 @@ def _rotation_of(q: str, paths: set[str]) -> bool:
                and rotation_name(name[:i], name) for i in range(1, len(name) - 1))
 
 
+def one_name_per_file(paths: list[str]) -> list[str]:
+    """``paths`` with one name per file: a name of the same file as another (a symlink to the day's log,
+    ``current.log -> app-2026-11-29.log``, which ``'*.log'`` matches with it; a hard link) is left out with a warning
+    -- read under both, each line would count twice. Of the two the real file's name stays (a symlink is moved on to
+    the next file; a new file is followed by its own name). A name given twice is left for the run to refuse.
+
+    >>> import tempfile
+    >>> d = tempfile.mkdtemp(); a = os.path.join(d, "app-29.log"); cur = os.path.join(d, "current.log")
+    >>> _ = open(a, "w").close(); os.symlink(a, cur)
+    >>> [os.path.basename(p) for p in one_name_per_file([a, cur])], [os.path.basename(p) for p in one_name_per_file([cur, a])]
+    (['app-29.log'], ['app-29.log'])
+    """
+    first: dict[tuple[int, int], int] = {}
+    dropped: set[int] = set()
+    for i, p in enumerate(paths):
+        try:
+            st = os.stat(p) if p != "-" else None
+        except OSError:
+            st = None
+        if st is None:
+            continue
+        j = first.setdefault((st.st_dev, st.st_ino), i)
+        if j == i or paths[j] == p:
+            continue
+        drop, keep = (j, i) if os.path.islink(paths[j]) and not os.path.islink(p) else (i, j)
+        dropped.add(drop)
+        first[(st.st_dev, st.st_ino)] = keep
+        log.warning("%s is the same file as %s (a link): read once, as %s", paths[drop], paths[keep], paths[keep])
+    return [p for i, p in enumerate(paths) if i not in dropped]
+
+
 class PatternWatch:
     """The ``patterns`` of a followed run (module docstring): :meth:`new_files` are the matches to read now.
 
@@ -128,6 +166,9 @@ class PatternWatch:
         self._next = clock() + interval  # (the patterns were expanded when the run started)
         #: matches not read, each said once (compressed, or refused by the source: :meth:`refuse`)
         self._refused: set[str] = set()
+        #: matches found to be files read before (a symlink to the day's log), with their ``(dev, inode, size)``:
+        #: not asked again while they stay that file
+        self._read_before: dict[str, tuple[int, int, int]] = {}
 
     def due(self) -> bool:
         """Whether it is time to look again (at most once per ``interval``); a ``True`` starts the next interval."""
@@ -159,7 +200,13 @@ class PatternWatch:
                     st = os.stat(q)
                 except OSError:
                     continue
-                if not stat.S_ISREG(st.st_mode) or read_before(q, st):
+                if not stat.S_ISREG(st.st_mode):
+                    continue
+                seen = self._read_before.get(q)
+                if seen is not None and seen[:2] == (st.st_dev, st.st_ino) and st.st_size >= seen[2]:
+                    continue  # (the same file as at the last look, a file read before: no look at every file)
+                if read_before(q, st):
+                    self._read_before[q] = (st.st_dev, st.st_ino, st.st_size)
                     continue
                 packed = compressed_file(q)
                 if packed is not None:
@@ -170,4 +217,4 @@ class PatternWatch:
                                 q, pattern, packed[0], q)
                     continue
                 out.append(q)
-        return out
+        return one_name_per_file(out)  # (a symlink moved on to a new file, matched with it: one of the two)

@@ -49,6 +49,7 @@ copy it ends the source with that reason (:attr:`JsonlSource.failure`).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -67,7 +68,7 @@ from streamarms.runtime.records import RefusedKey, record_key
 
 from .compressed_lines import DECOMPRESSORS, CompressedLineReader, compressed_head, compressed_rotation, open_lines
 from .csv_lines import CsvTable
-from .file_watch import PatternWatch, ReadFiles
+from .file_watch import PatternWatch, ReadFiles, open_ids
 from .jsonl_lines import (
     LONG_KEPT,
     WINDOW,
@@ -418,7 +419,8 @@ class JsonlSource:
         """Following patterns: each new match (:class:`~streamarms.connectors.file_watch.PatternWatch`) is read
         from its first line and followed, as a file given; one that cannot be read is said once and left."""
         assert self.watch is not None
-        for q in self.watch.new_files(self.paths, lambda q, st: self._done.holds(q, st, self._readers.values())):
+        open_now = functools.cache(lambda: open_ids(self._readers.values()))  # (once a look, if asked)
+        for q in self.watch.new_files(self.paths, lambda q, st: self._done.holds(q, st, open_now)):
             try:
                 room_for(len(self.paths) + 1)
                 table = self._table_of(q) if self._table_of is not None else None

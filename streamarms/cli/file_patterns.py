@@ -85,4 +85,6 @@ def expand_files(paths: Sequence[str], waiting: bool = False) -> list[str]:
         _refuse_compressed(p, matches)
         named = set(out)  # (a year of hourly files: a set, not a scan of the list per match)
         out.extend(m for m in matches if m not in named)
-    return out
+    from streamarms.connectors.file_watch import one_name_per_file
+
+    return one_name_per_file(out)

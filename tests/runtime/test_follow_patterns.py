@@ -11,6 +11,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from streamarms.connectors.file_watch import PatternWatch
 from streamarms.connectors.files import JsonlSource
 from tests.runtime.test_jsonl_follow import _lines, _poll_all, _run_until_checkpointed, _summary
@@ -208,12 +210,37 @@ def test_a_file_read_is_known_by_its_inode_and_its_first_bytes(tmp_path):
     reader.close()
     os.rename(p, tmp_path / "app-1.jsonl")
     q = str(tmp_path / "app-1.jsonl")
-    assert done.holds(q, os.stat(q), [])  # renamed: the same file
+    assert done.holds(q, os.stat(q), set)  # renamed: the same file
     with open(q, "r+b") as f:
         f.write(b'{"arm": "other"}\n')
-    assert not done.holds(q, os.stat(q), [])  # the same inode, other bytes: a new file
+    assert not done.holds(q, os.stat(q), set)  # the same inode, other bytes: a new file
     gone = LineReader(q)
     os.remove(q)
     done.add(gone)  # a file removed is not kept: nothing can be it again
     gone.close()
     assert len(done._closed) == 1
+
+
+@pytest.mark.parametrize("link", ["current.log", "0-current.log"])  # (named after the files, and before them)
+def test_a_symlink_to_the_days_log_is_not_read_beside_it(tmp_path, caplog, link):
+    # current.log -> app-29.log, as many loggers keep: '*.log' matches both names of one file, and the link is moved
+    # on to the next day's file; each line must count once
+    from streamarms.cli.file_patterns import expand_files
+    (tmp_path / "app-29.log").write_bytes(b"".join(_lines(10)))
+    os.symlink(tmp_path / "app-29.log", tmp_path / link)
+    full = str(tmp_path / "*.log")
+    with caplog.at_level("WARNING", logger="streamarms.files"):
+        paths = expand_files([full])
+    assert paths == [str(tmp_path / "app-29.log")] and f"{link} is the same file as" in caplog.text
+    src = JsonlSource(paths, follow=True, patterns=[full])
+    src.watch = PatternWatch([full], interval=0.0)
+    try:
+        assert len(_poll_all(src)) == 10
+        (tmp_path / "app-30.log").write_bytes(b"".join(_lines(4, first=10)))  # the next day: the link moved on
+        os.remove(tmp_path / link)
+        os.symlink(tmp_path / "app-30.log", tmp_path / link)
+        got = [(os.path.basename(r.topic), r.offset) for r in _poll_all(src)]
+        assert got == [("app-30.log", i) for i in range(4)] and len(src.paths) == 2
+        assert _poll_all(src) == []
+    finally:
+        src.close()
