@@ -10,7 +10,9 @@ Not taken as new (the follower of a file reads these itself, or they hold lines 
 
 - a file named as a rotation of a file followed (``app.log.1``, ``app.log-20261129`` beside ``app.log``:
   :func:`~streamarms.connectors.jsonl_lines.rotation_name`);
-- a file already open or read under another name (its device and inode: a file renamed);
+- a file already open or read under another name (a file renamed; known by its device, inode and first bytes:
+  :class:`ReadFiles`), and of two names of one file (a symlink to the day's log beside it, a hard link) all but
+  the real file's (:func:`one_name_per_file`);
 - a compressed file (a log compressed once written: its lines were read from the file it was made of); it is
   named once in a warning, with how to read it;
 - a directory, a pipe, anything that is no regular file.
