@@ -27,6 +27,11 @@ line 1, as with ``encoding="utf-8-sig"``; positions count its bytes). That posit
   the position rewritten (the bytes read are compared: the first ones and the last ones, up to
   :data:`WINDOW` each) -- so a follower stops with that reason instead of
   reading a different file from the middle or waiting for lines that will never come.
+* **A line too long to hold** (more than :attr:`LineReader.max_line`, 4 MiB: a file of NUL bytes left by a
+  crash, a binary file given by mistake -- one "line" of gigabytes): its bytes are counted to its line end, never
+  held (:class:`LongLine`); it is read as a line of its first :data:`LONG_KEPT` bytes, and
+  :attr:`LineReader.too_long` gives its length, so the source refuses it (a ``line_too_long`` dead letter). The
+  positions after it are exact. Lines ended by a lone ``\\r`` are split as they come, not held to the end.
 
 >>> import tempfile, os
 >>> p = os.path.join(tempfile.mkdtemp(), "r.jsonl")
@@ -214,8 +219,8 @@ class LineReader:
     #: a pipe (:class:`~streamarms.connectors.pipe_lines.PipeLineReader`): read what is there, never wait
     pipe = False
 
-    #: a line longer than this many bytes (about: up to a block more) is not kept whole: its first
-    #: :data:`LONG_KEPT` bytes are read as its line, and :attr:`too_long` gives its length (module docstring)
+    #: a line longer than this many bytes (up to a block more) is not kept whole: its first :data:`LONG_KEPT`
+    #: bytes are read as its line, and :attr:`too_long` gives its length (module docstring)
     max_line = MAX_LINE
 
     #: whether a last line without its line end (the file not followed) is whole, so read: a JSON object here;
