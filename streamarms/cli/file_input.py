@@ -55,7 +55,8 @@ def file_source(s: RunSettings, resume: dict[str, Any] | None) -> Any:
         line_time = LineTime(s.timestamp_field, s.timestamp_unit, s.timestamp_format)
     except ValueError as e:
         raise ConfigError(f"--timestamp-format: {e}") from None
-    def table_of(path: str) -> Any:
+
+    def table_of(path: str) -> Any:  # (a file that comes to match a followed pattern: what tables_of says of it)
         return tables_of([path], s.rewards_format, s.line_pattern, line_time, reward_field=s.reward_field).get(path)
 
     source = JsonlSource(s.rewards_file or [], resume=resume, ordered=s.order == "timestamp", follow=bool(s.follow),
