@@ -167,14 +167,21 @@ def is_json_object(text: str) -> bool:
 
 
 def _first_line(pread: Callable[[int, int], bytes]) -> str:
-    """The first line of a file read by ``pread(n, at)`` (without its line end and a byte order mark)."""
-    data = b""
-    while (m := _EOL.search(data)) is None:
-        more = pread(BLOCK, len(data))
+    """The first line of a file read by ``pread(n, at)`` (without its line end and a byte order mark); of a line
+    longer than :data:`MAX_LINE`, its first :data:`MAX_LINE` bytes (a file of NUL bytes is not held whole)."""
+    blocks: list[bytes] = []
+    size, m = 0, None
+    while size < MAX_LINE:
+        more = pread(BLOCK, size)
         if not more:
             break
-        data += more
-    return (data[:m.start()] if m else data).decode("utf-8", "surrogateescape").removeprefix("\ufeff")
+        blocks.append(more)
+        if (m := _EOL.search(more)) is not None:  # (a \r\n cut between two blocks: its \r ends the line alike)
+            break
+        size += len(more)
+    data = b"".join(blocks)
+    end = size + m.start() if m is not None else min(len(data), MAX_LINE)
+    return data[:end].decode("utf-8", "surrogateescape").removeprefix("\ufeff")
 
 
 def _refuse_compressed(path: str, packed: tuple[str, str], follow: bool) -> NoReturn:

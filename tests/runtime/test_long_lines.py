@@ -101,3 +101,13 @@ def test_the_source_makes_a_long_line_a_line_too_long_dead_letter(tmp_path, tabl
     assert bad.key.reason == "line_too_long" and f"{len(_LONG) + 1:,} bytes" in bad.key.detail
     assert len(bad.value) <= LONG_KEPT * 6  # (its first bytes, escaped: not the whole line)
     assert json.loads(got[2].value)["arm"] == "b"
+
+
+def test_a_tables_first_line_read_again_is_not_held_whole_either(tmp_path):
+    # a table's header is read again by a reader that resumes past it: a first line of NUL bytes is cut at MAX_LINE
+    r = LineReader(_file(tmp_path, _LONG + b"\n", b"a,1\n"))
+    assert len(r.first_line()) == MAX_LINE
+    r.close()
+    r = LineReader(_file(tmp_path, b"\xef\xbb\xbfarm,reward\r\n", b"a,1\n"))
+    assert r.first_line() == "arm,reward"
+    r.close()
