@@ -266,7 +266,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="keep reading the --rewards-file files as they grow (tail -F): the run goes on at their end "
                         "until stopped (SIGTERM, Ctrl-C, --max-episodes); a line is read once its line end is "
                         "written. A file renamed away or copied and truncated (logrotate) is read to its end, then the "
-                        "file at its path; one truncated or rewritten with no copy beside it stops the run (exit 1)")
+                        "file at its path; one truncated or rewritten with no copy beside it stops the run (exit 1). "
+                        "A quoted pattern ('logs/app-*.log') is looked at once a second: each file that comes to "
+                        "match it is followed too (a log named by the day)")
     g.add_argument("--alerts-file", metavar="PATH", help="append alerts as JSON lines ('-': stdout)")
     g.add_argument("--dead-letter-file", metavar="PATH", help="append refused records as JSON lines")
     g = p.add_argument_group("policy")
