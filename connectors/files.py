@@ -307,6 +307,11 @@ def _refuse_long(p: str, chunk: list[JsonlRecord], reader: LineReader, n: int, l
     return sorted(chunk + added, key=lambda r: r.offset) if added else chunk
 
 
+def _table(given: str | Any, line_time: LineTime) -> CsvTable | PatternLines:
+    """The reader of a table as ``tables`` gives it: a delimiter's :class:`CsvTable`, or the reader itself."""
+    return CsvTable(given, line_time) if isinstance(given, str) else given
+
+
 def _table_rows(p: str, table: CsvTable | PatternLines, reader: LineReader, lines: list[str], n: int,
                 headed: dict[str, LineReader]) -> list[JsonlRecord]:
     """The records of a table's ``lines`` (from line ``n``) read from ``p`` by ``reader``: the line at the file's
@@ -353,8 +358,7 @@ class JsonlSource:
         self.line_time = line_time
         #: the paths that are tables (CSV, TSV: ``tables`` gives their delimiters), read by their header, or
         #: read by a pattern (``tables`` gives the :class:`~streamarms.connectors.pattern_lines.PatternLines`)
-        self.tables = {os.fspath(p): CsvTable(d, line_time) if isinstance(d, str) else d
-                       for p, d in (tables or {}).items()}
+        self.tables = {os.fspath(p): _table(d, line_time) for p, d in (tables or {}).items()}
         #: the reader of each table whose header its :class:`CsvTable` holds
         self._headed: dict[str, LineReader] = {}
         self.max_records = max_records
@@ -425,7 +429,7 @@ class JsonlSource:
                 room_for(len(self.paths) + 1)
                 table = self._table_of(q) if self._table_of is not None else None
                 if table is not None:
-                    self.tables[q] = CsvTable(table, self.line_time) if isinstance(table, str) else table
+                    self.tables[q] = _table(table, self.line_time)
                 if self._open(q, 0, []):
                     self._known[q] = rotation_ids(q)
             except (OSError, ConfigError, CheckpointError) as e:
