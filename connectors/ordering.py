@@ -111,7 +111,7 @@ class PartitionMerger:
                 st = resume.get(tp_name(tp))
                 new[tp] = _Buffer(int(st[0]), None if st[1] is None else int(st[1])) if st else _Buffer(None, None)
         self._bufs = new
-        self._rank = {tp: i for i, tp in enumerate(sorted(new))}
+        self._rerank()
         self._last = []
         self._last_prev = {}
 
@@ -120,13 +120,17 @@ class PartitionMerger:
         unlike :meth:`assign`, nothing buffered is dropped."""
         for tp in tps:
             self._bufs.setdefault((tp[0], int(tp[1])), _Buffer(None, None))
-        self._rank = {tp: i for i, tp in enumerate(sorted(self._bufs))}
+        self._rerank()
 
     def drop(self, tp: TP) -> None:
         """Remove a partition with nothing buffered (a followed file removed: its position is not kept)."""
         b = self._bufs.pop(tp, None)
         assert b is None or not b.recs, f"{tp} still holds records"
-        self._rank = {t: i for i, t in enumerate(sorted(self._bufs))}
+        self._rerank()
+
+    def _rerank(self) -> None:
+        """Each partition's rank (its place by name): ties of the merged order go by it."""
+        self._rank = {tp: i for i, tp in enumerate(sorted(self._bufs))}
 
     @property
     def partitions(self) -> list[TP]:
