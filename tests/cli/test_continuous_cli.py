@@ -272,6 +272,7 @@ def test_a_group_without_a_threshold_is_said_at_the_stop(tmp_path, capsys):
     assert "no threshold at the stop" in out and "'typo '" in out, out
 
 
+@pytest.mark.slow  # (~10-15 s: the long tier; the quick suite keeps under its 15 minutes)
 def test_a_key_set_that_keeps_growing_is_warned_about(tmp_path, caplog):
     """A trial's fleet gained a key every 5k records: every join restarts the threshold's evidence, and in
     600k records nothing was flagged, without a word. Now a warning names the churn (a fixed key set

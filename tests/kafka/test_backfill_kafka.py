@@ -51,6 +51,7 @@ def test_start_from_a_timestamp_reads_exactly_the_records_from_then_on(kafka_bro
     assert ts == list(range(int(start), T0 + N))
 
 
+@pytest.mark.slow  # (~10-15 s: the long tier; the quick suite keeps under its 15 minutes)
 def test_start_from_latest_and_earliest(kafka_broker, history):
     src = source(kafka_broker, history, "bf-latest", start_from="latest")
     try:
@@ -67,6 +68,7 @@ def test_start_from_latest_and_earliest(kafka_broker, history):
         src.close()
 
 
+@pytest.mark.slow  # (~10-15 s: the long tier; the quick suite keeps under its 15 minutes)
 def test_a_checkpointed_position_wins_over_start_from(kafka_broker, history):
     src = source(kafka_broker, history, "bf-resume", start_from=T0 + 100)
     try:
@@ -82,6 +84,7 @@ def test_a_checkpointed_position_wins_over_start_from(kafka_broker, history):
         src.close()
 
 
+@pytest.mark.slow  # (~10-15 s: the long tier; the quick suite keeps under its 15 minutes)
 def test_run_forever_start_from_warms_on_history_then_resumes(kafka_broker, history, tmp_path):
     """``streamarms run --forever --start-from T``: the continuous monitor reads exactly the records from T
     on (its alerts would carry their historical times); restarted with the same flag, it resumes from

@@ -61,6 +61,7 @@ def test_same_pulls_stop_and_answer_as_literal_reference(case, two_sided, wrr):
             assert sorted(res.decision.outliers) == out
 
 
+@pytest.mark.slow  # (~10-15 s: the long tier; the quick suite keeps under its 15 minutes)
 def test_example_instance_rr_hoeffding_and_wrr_no_more_pulls():
     means = zww17_example()
     env = Environment(means, seed=7)
