@@ -171,6 +171,8 @@ class PatternWatch:
         #: matches found to be files read before (a symlink to the day's log), with their ``(dev, inode, size)``:
         #: not asked again while they stay that file
         self._read_before: dict[str, tuple[int, int, int]] = {}
+        #: matches the source could not open (:meth:`refuse`): taken again at every look, said once
+        self._unopened: set[str] = set()
 
     def due(self) -> bool:
         """Whether it is time to look again (at most once per ``interval``); a ``True`` starts the next interval."""
@@ -184,9 +186,26 @@ class PatternWatch:
         """Whether ``path`` matches one of the patterns (as :func:`fnmatch.fnmatch` reads it)."""
         return any(fnmatch.fnmatch(path, pattern) for pattern in self.patterns)
 
-    def refuse(self, path: str) -> None:
-        """``path`` is not to be taken again (the source could not read it, and said why)."""
-        self._refused.add(path)
+    def refuse(self, path: str, error: Exception) -> None:
+        """The source could not take ``path``, for ``error``: said once. An ``OSError`` (no permission yet: a
+        file created before its mode is set, no room for another open file, gone since the look) is passing,
+        and ``path`` is a new match again at the next look (:meth:`taken` says when it is read at last); any
+        other error is in the file (a JSON array, a table's bad header): ``path`` is not taken again."""
+        passing = isinstance(error, OSError)
+        if path not in self._unopened:
+            log.warning("%s appeared while following (it matches a --rewards-file pattern) and cannot be read: %s%s",
+                        path, error, "; tried again at every look" if passing else "")
+        if passing:
+            self._unopened.add(path)
+        else:
+            self._unopened.discard(path)
+            self._refused.add(path)
+
+    def taken(self, path: str) -> None:
+        """The source reads ``path`` now: one that could not be opened before (:meth:`refuse`) is said to be read."""
+        if path in self._unopened:
+            self._unopened.discard(path)
+            log.warning("%s can be read now: following it from its first line", path)
 
     def new_files(self, paths: Collection[str], read_before: Callable[[str, os.stat_result], bool]) -> list[str]:
         """The matches of the patterns that are new regular files: not in ``paths`` (the files read), no rotation of

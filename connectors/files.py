@@ -421,7 +421,8 @@ class JsonlSource:
 
     def _join(self) -> None:
         """Following patterns: each new match (:class:`~streamarms.connectors.file_watch.PatternWatch`) is read
-        from its first line and followed, as a file given; one that cannot be read is said once and left."""
+        from its first line and followed, as a file given; one that cannot be read is said once (``PatternWatch.refuse``: one
+        that cannot be *opened* is tried again at the next look)."""
         assert self.watch is not None
         open_now = functools.cache(lambda: open_ids(self._readers.values()))  # (once a look, if asked)
         for q in self.watch.new_files(self.paths, lambda q, st: self._done.holds(q, st, open_now)):
@@ -433,11 +434,10 @@ class JsonlSource:
                 if self._open(q, 0, []):
                     self._known[q] = rotation_ids(q)
             except (OSError, ConfigError, CheckpointError) as e:
-                self.watch.refuse(q)
                 self._forget(q)
-                log.warning("%s appeared while following (it matches a --rewards-file pattern) and cannot be read: "
-                            "%s", q, e)
+                self.watch.refuse(q, e)  # (said once; a passing OSError: taken again at the next look)
                 continue
+            self.watch.taken(q)
             self.paths.append(q)
             self.merger.extend([(q, 0)])
             self.merger.set_position((q, 0), 0)

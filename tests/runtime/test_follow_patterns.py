@@ -96,6 +96,36 @@ def test_a_new_file_that_cannot_be_read_is_said_once_and_the_others_go_on(tmp_pa
         src.close()
 
 
+
+def test_a_new_file_that_cannot_be_opened_yet_is_tried_again_at_the_next_look(tmp_path, caplog, monkeypatch):
+    """A log created before its mode lets the run read it (``create 0600`` then ``chmod``), or opened when no more
+    files could be: an ``OSError`` passes. It was refused for good, each of its lines lost; now said once and tried
+    again at every look, read from its first line once it opens."""
+    import streamarms.connectors.files as files
+    (tmp_path / "app-1.jsonl").write_bytes(b"".join(_lines(10)))
+    src = _source(tmp_path)
+    real, denied = files.open_lines, [0]
+
+    def open_lines(path, **kw):
+        if path.endswith("app-2.jsonl") and denied[0] >= 0:
+            denied[0] += 1
+            raise PermissionError(13, "Permission denied", path)
+        return real(path, **kw)
+
+    monkeypatch.setattr(files, "open_lines", open_lines)
+    try:
+        assert len(_read(src)) == 10
+        (tmp_path / "app-2.jsonl").write_bytes(b"".join(_lines(4, first=10)))
+        with caplog.at_level("WARNING", logger="streamarms.files"):
+            assert _read(src) == [] and _read(src) == [] and denied[0] >= 2  # looks, each denied
+            assert caplog.text.count("app-2.jsonl appeared while following") == 1  # said once
+            assert "Permission denied" in caplog.text and "tried again at every look" in caplog.text
+            denied[0] = -1  # (the mode is set)
+            assert _read(src) == [("app-2.jsonl", i) for i in range(4)]  # the next look opens it: every line
+        assert "app-2.jsonl can be read now" in caplog.text and src.paths[-1] == str(tmp_path / "app-2.jsonl")
+    finally:
+        src.close()
+
 def _start(tmp_path) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "streamarms.cli", "run", "--rewards-file", str(tmp_path / "app-*.jsonl"), "--follow",
