@@ -182,10 +182,18 @@ def _final_arms(broker, tag, topic):
         reader.close()
 
 
-def _paced(bootstrap, topic, recs, chunk=3000, pause=0.5):
-    """Produce in chunks (about 6k records/s): an episode long enough to act in the middle of it."""
-    t = threading.Thread(target=lambda: [(produce(bootstrap, topic, recs[i:i + chunk], partitions=6), time.sleep(pause))
-                                         for i in range(0, len(recs), chunk)], daemon=True)
+def _paced(bootstrap, topic, recs, chunk=3000, pause=0.5, hold=None):
+    """Produce in chunks (about 6k records/s): an episode long enough to act in the middle of it. ``hold``: called
+    before each chunk, may wait."""
+
+    def run():
+        for i in range(0, len(recs), chunk):
+            if hold is not None:
+                hold()
+            produce(bootstrap, topic, recs[i:i + chunk], partitions=6)
+            time.sleep(pause)
+
+    t = threading.Thread(target=run, daemon=True)
     t.start()
     return t
 
@@ -216,11 +224,18 @@ def test_a_member_that_starts_fresh_mid_episode_joins_it(kafka_broker, tmp_path)
     procs = [start(0), start(1)]
     try:
         assert _wait_assigned(logs[:2], 2, 6), [f.read_text()[-2000:] for f in logs[:2]]
-        _paced(kafka_broker.bootstrap, topic, recs)
+        # once the group's episode started, the records wait until the third member joined it: with all of them
+        # coming, the group sometimes decided while the member joined (its rebalance took ~5 s: 1 of 10 runs alone,
+        # more in CI's long tier), and the member then rightly ran no episode of its own
+        joined_late = threading.Event()
+        _paced(kafka_broker.bootstrap, topic, recs,
+               hold=lambda: "group episode 1:" in logs[0].read_text() and joined_late.wait(120))
         assert _wait_for(logs[0], "group episode 1:"), logs[0].read_text()[-3000:]
         time.sleep(1.0)
         assert all(p.poll() is None for p in procs), "the group finished before the third member could join"
         procs.append(start(2))
+        _wait_for(logs[2], "joining group episode 1", timeout=90)
+        joined_late.set()
         for p in procs:
             p.wait(timeout=150)
     finally:
