@@ -9,12 +9,15 @@ subprocess, ``--forever``, a checkpoint), and measures, from ``/proc``:
   rotations of each looked up once, the lines read);
 * ``idle``: the run's CPU over ``--idle`` seconds after that (and after the files went quiet), when nothing
   changes, in percent of one core (checkpoints at the default interval, 5 s);
-* ``new file``: seconds from writing one more matching file until the checkpoint covers its lines.
+* ``rested``: the same once the files have been quiet for ``--rested`` seconds (looked at less often the longer
+  they stay quiet, up to every ``QUIET_MAX`` seconds: ``connectors/quiet_files.py``); 0 skips it;
+* ``new file``: seconds from writing one more matching file until the checkpoint covers its lines;
+* ``grown``: seconds from appending lines to the first file (quiet all along) until the checkpoint covers them.
 
 Usage::
 
     python benchmarks/follow_many_files.py                        # 1500 files (two months of hourly logs)
-    python benchmarks/follow_many_files.py --files 100 1500 5000
+    python benchmarks/follow_many_files.py --files 100 1500 5000 --rested 120
 
 Linux only (``/proc/PID/stat``). Prints a table; with ``--plot PATH`` draws idle CPU vs files.
 """
@@ -73,8 +76,15 @@ def _wait(ckpt: str, records: int, proc: subprocess.Popen, limit: float = 600.0)
     return time.monotonic() - t0
 
 
-def measure(files: int, lines: int, idle: float) -> tuple[float, float, float]:
-    """``(start seconds, idle CPU %, new-file seconds)`` for ``files`` files of ``lines`` lines."""
+def _idle_cpu(pid: int, idle: float) -> float:
+    c0, w0 = _cpu_seconds(pid), time.monotonic()
+    time.sleep(idle)
+    return 100 * (_cpu_seconds(pid) - c0) / (time.monotonic() - w0)
+
+
+def measure(files: int, lines: int, idle: float, rested: float) -> tuple[float, float, float, float, float]:
+    """``(start seconds, idle CPU %, rested idle CPU %, new-file seconds, grown seconds)`` for ``files`` files of
+    ``lines`` lines (rested: NaN when ``rested`` is 0)."""
     rng = random.Random(files)
     with tempfile.TemporaryDirectory() as d:
         for i in range(files):
@@ -89,16 +99,21 @@ def measure(files: int, lines: int, idle: float) -> tuple[float, float, float]:
             _wait(ckpt, files * lines, proc)
             start = time.monotonic() - t0
             time.sleep(QUIET)  # (the files go quiet: looked at once a second)
-            c0, w0 = _cpu_seconds(proc.pid), time.monotonic()
-            time.sleep(idle)
-            cpu = 100 * (_cpu_seconds(proc.pid) - c0) / (time.monotonic() - w0)
+            cpu = _idle_cpu(proc.pid, idle)
+            rest = float("nan")
+            if rested:
+                time.sleep(max(0.0, rested - QUIET - idle))
+                rest = _idle_cpu(proc.pid, idle)
             _write(os.path.join(d, f"app-{files:06d}.jsonl"), files * lines, lines, rng)
             new = _wait(ckpt, (files + 1) * lines, proc)
+            with open(os.path.join(d, f"app-{0:06d}.jsonl"), "a") as f:  # (quiet since the start)
+                f.write(f'{{"arm": "k1", "reward": 0, "timestamp": {1_700_000_000_000 + lines - 1}}}\n' * lines)
+            grown = _wait(ckpt, (files + 2) * lines, proc)
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(60)
         assert len(glob.glob(os.path.join(d, "app-*.jsonl"))) == files + 1
-    return start, cpu, new
+    return start, cpu, rest, new, grown
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -106,20 +121,25 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--files", type=int, nargs="+", default=[1500])
     ap.add_argument("--lines", type=int, default=20)
     ap.add_argument("--idle", type=float, default=10.0, help="seconds of idle CPU measured")
+    ap.add_argument("--rested", type=float, default=0.0,
+                    help="also measure idle CPU once the files have been quiet this many seconds (0: not)")
     ap.add_argument("--plot", help="write a PNG of idle CPU vs files here")
     a = ap.parse_args(argv)
     rows = []
-    print(f"{'files':>7} {'start s':>8} {'idle CPU %':>11} {'new file s':>11}")
+    print(f"{'files':>7} {'start s':>8} {'idle CPU %':>11} {'rested %':>9} {'new file s':>11} {'grown s':>8}")
     for n in a.files:
-        start, cpu, new = measure(n, a.lines, a.idle)
-        rows.append((n, cpu))
-        print(f"{n:>7} {start:>8.2f} {cpu:>11.1f} {new:>11.2f}", flush=True)
+        start, cpu, rest, new, grown = measure(n, a.lines, a.idle, a.rested)
+        rows.append((n, cpu, rest))
+        print(f"{n:>7} {start:>8.2f} {cpu:>11.1f} {rest:>9.1f} {new:>11.2f} {grown:>8.2f}", flush=True)
     if a.plot:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
         fig, ax = plt.subplots(figsize=(5, 3.2))
-        ax.plot([r[0] for r in rows], [r[1] for r in rows], "o-")
+        ax.plot([r[0] for r in rows], [r[1] for r in rows], "o-", label=f"quiet {QUIET:.0f} s")
+        if a.rested:
+            ax.plot([r[0] for r in rows], [r[2] for r in rows], "s-", label=f"quiet {a.rested:.0f} s")
+            ax.legend()
         ax.set_xlabel("files followed (none growing)")
         ax.set_ylabel("idle CPU, % of a core")
         ax.set_title("streamarms run --follow 'app-*.jsonl'")

@@ -49,8 +49,13 @@ __all__ = ["PatternWatch", "ReadFiles", "INTERVAL", "one_name_per_file", "open_i
 
 log = logging.getLogger("streamarms.files")
 
-#: seconds between two looks for new matches (a glob of each pattern: a directory listing)
+#: seconds between two looks for new matches (a glob of each pattern: a directory listing, skipped while the
+#: folder's modification time says nothing came: :meth:`PatternWatch._folder_unchanged`)
 INTERVAL = 1.0
+#: a folder modified less than this many seconds before a look is listed again at the next one
+RACY = 2.0
+#: every this many looks a pattern's folder is listed whatever its modification time says
+RELIST = 30
 
 
 def open_ids(readers: Iterable[Any]) -> set[tuple[int, int]]:
@@ -173,6 +178,10 @@ class PatternWatch:
         self._read_before: dict[str, tuple[int, int, int]] = {}
         #: matches the source could not open (:meth:`refuse`): taken again at every look, said once
         self._unopened: set[str] = set()
+        #: per pattern, its folder's ``(inode, mtime_ns)`` at the last look and the wall time of that look
+        #: (:meth:`_folder_unchanged`), and the looks since the last listing
+        self._folders: dict[str, tuple[tuple[int, int], int]] = {}
+        self._looks = 0
 
     def due(self) -> bool:
         """Whether it is time to look again (at most once per ``interval``); a ``True`` starts the next interval."""
@@ -201,6 +210,25 @@ class PatternWatch:
             self._unopened.discard(path)
             self._refused.add(path)
 
+    def _folder_unchanged(self, pattern: str) -> bool:
+        """Whether no file can have come to ``pattern``'s folder since the last look: the folder's modification time
+        (which a file created, renamed or linked in it sets) is unchanged, and was more than :data:`RACY` seconds
+        before that look (a file created in the same clock tick after the listing leaves it unchanged: as git's
+        "racy" entries). Listed anyway: a pattern with a wildcard in its folders, while a match waits to be opened
+        (a ``chmod`` does not touch the folder), and every :data:`RELIST` looks (a network file system whose clock
+        differs from this machine's)."""
+        folder = os.path.dirname(pattern)
+        if glob.has_magic(folder):
+            return False
+        try:
+            st = os.stat(folder or ".")
+        except OSError:
+            return False
+        now, sig, last = time.time_ns(), (st.st_ino, st.st_mtime_ns), self._folders.get(pattern)
+        self._folders[pattern] = (sig, now)
+        return (last is not None and last[0] == sig and st.st_mtime_ns < last[1] - int(RACY * 1e9)
+                and not self._unopened and self._looks % RELIST != 0)
+
     def taken(self, path: str) -> None:
         """The source reads ``path`` now: one that could not be opened before (:meth:`refuse`) is said to be read."""
         if path in self._unopened:
@@ -213,7 +241,10 @@ class PatternWatch:
         match new by its name, :class:`ReadFiles`); by name."""
         read = set(paths)
         out: list[str] = []
+        self._looks += 1
         for pattern in self.patterns:
+            if self._folder_unchanged(pattern):
+                continue
             for q in sorted(glob.glob(pattern)):
                 if q in read or q in self._refused or q in out or _rotation_of(q, read):
                     continue

@@ -473,7 +473,7 @@ class JsonlSource:
         if self.watch is not None and self.failure is None and self.watch.due():
             self._join()
         left = self.max_records
-        todo = list(self.paths)
+        todo = self._quiet.awake(self.paths)  # (a quiet file between two looks rests)
         while todo and left > 0:  # a share of the poll per file; the shares of files at their end go to the others
             per = max(1, left // len(todo))
             more = []

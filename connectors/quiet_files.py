@@ -5,7 +5,12 @@ grown? Those checks read bytes and list the folder; a pattern of a year of hourl
 made them take a core (``benchmarks/follow_many_files.py``). A file found with nothing new is *quiet*: until the
 :func:`signature` of its path changes (device, inode, size, modification and change times: a rename, a write, a
 truncation each change it) a poll spends one ``stat`` on it instead, and once it has been quiet for
-:data:`QUIET_AFTER` seconds, one ``stat`` every :data:`QUIET_LOOK` seconds (as ``tail -F`` does).
+:data:`QUIET_AFTER` seconds, one ``stat`` every :data:`QUIET_LOOK` seconds (as ``tail -F`` does), or every tenth
+of the time it has been quiet, up to :data:`QUIET_MAX` seconds (a file done growing, last week's log, is looked at
+every 10 s; Filebeat's ``max_backoff`` is the same 10 s): a line written to a file quiet for ``t`` seconds is read
+within ``t / 10`` seconds (at least 1, at most 10). Between two
+looks such a file *rests*: :meth:`QuietFiles.awake` leaves it out of the poll (a heap of look times), so a
+poll's Python work is for the files written to, not for every file followed.
 
 >>> import os, tempfile
 >>> d = tempfile.mkdtemp(); p = os.path.join(d, "a.log"); _ = open(p, "w").write("x\\n")
@@ -17,20 +22,25 @@ truncation each change it) a poll spends one ``stat`` on it instead, and once it
 True
 >>> _ = open(p, "a").write("y\\n"); quiet.skip(p)   # grown: looked at again
 False
+>>> quiet.awake([p])
+['...a.log']
 """
 
 from __future__ import annotations
 
+import heapq
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-__all__ = ["QuietFiles", "signature", "QUIET_AFTER", "QUIET_LOOK"]
+__all__ = ["QuietFiles", "signature", "QUIET_AFTER", "QUIET_LOOK", "QUIET_MAX"]
 
 #: a file with nothing new for this many seconds is looked at once every :data:`QUIET_LOOK` seconds
 QUIET_AFTER = 5.0
 QUIET_LOOK = 1.0
+#: the longest time between two looks at a quiet file (reached once it has been quiet for 10 times as long)
+QUIET_MAX = 10.0
 
 
 def signature(path: str) -> tuple[int, ...] | None:
@@ -51,6 +61,9 @@ class QuietFiles:
         self._clock = clock
         #: path -> (its signature when found quiet, since when it is quiet, when to look again)
         self._files: dict[str, tuple[tuple[int, ...] | None, float, float]] = {}
+        #: the quiet files not due for a look (:meth:`awake`), and a heap of ``(when to look, path)`` of them
+        self._resting: set[str] = set()
+        self._looks: list[tuple[float, str]] = []
 
     def __contains__(self, path: str) -> bool:
         return path in self._files
@@ -77,6 +90,16 @@ class QuietFiles:
             now = self._clock()
             self._files[path] = (None, now, now)
 
+    def awake(self, paths: Iterable[str]) -> list[str]:
+        """``paths`` but the resting ones (quiet, their next look not due): the files a poll is to read or look at,
+        in their order."""
+        now = self._clock()
+        while self._looks and self._looks[0][0] <= now:
+            self._resting.discard(heapq.heappop(self._looks)[1])
+        if not self._resting:
+            return list(paths)
+        return [p for p in paths if p not in self._resting]
+
     def skip(self, path: str) -> bool:
         """Whether the checks of ``path`` can be skipped at this poll: it is quiet and its signature unchanged (or
         not due for a look); a change ends its quiet."""
@@ -87,7 +110,12 @@ class QuietFiles:
         if now < quiet[2]:
             return True
         if quiet[0] == signature(path):
-            self._files[path] = (quiet[0], quiet[1], now + QUIET_LOOK if now - quiet[1] >= QUIET_AFTER else now)
+            age = now - quiet[1]
+            look = now + min(QUIET_MAX, max(QUIET_LOOK, age / 10)) if age >= QUIET_AFTER else now
+            self._files[path] = (quiet[0], quiet[1], look)
+            if look > now and path not in self._resting:
+                self._resting.add(path)
+                heapq.heappush(self._looks, (look, path))
             return True
         del self._files[path]
         return False

@@ -136,6 +136,41 @@ def test_a_quiet_file_looked_at_by_one_stat_still_sees_growth_rotation_and_trunc
         src.close()
 
 
+
+def test_a_quiet_file_rests_out_of_the_poll_between_its_looks(tmp_path):
+    """Following thousands of files, a poll called Python code for each of them, quiet or not
+    (``benchmarks/follow_many_files.py``): a quiet file now rests between two looks, out of the poll's list."""
+    from streamarms.connectors.jsonl_lines import LineReader
+    from streamarms.connectors.quiet_files import QUIET_AFTER, QUIET_LOOK, QUIET_MAX, QuietFiles
+    now = [0.0]
+    p, q = str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")
+    for f in (p, q):
+        open(f, "wb").write(b"".join(_lines(3)))
+    quiet = QuietFiles(clock=lambda: now[0])
+    reader = LineReader(p, follow=True)
+    try:
+        assert len(reader.read(10)) == 3
+        quiet.mark(p, reader)
+        assert quiet.skip(p) and quiet.awake([p, q]) == [p, q]  # quiet, not yet for QUIET_AFTER: looked at each poll
+        now[0] = QUIET_AFTER
+        assert quiet.skip(p) and quiet.awake([p, q]) == [q]  # resting until its next look
+        now[0] += QUIET_LOOK / 2
+        assert quiet.awake([p, q]) == [q]
+        _append(tmp_path / "a.jsonl", b"".join(_lines(1, first=3)))
+        now[0] += QUIET_LOOK / 2  # its look: the change is seen
+        assert quiet.awake([p, q]) == [p, q] and not quiet.skip(p) and p not in quiet
+        reader.more()
+        assert len(reader.read(10)) == 1
+        quiet.mark(p, reader)
+        now[0] += 1000  # quiet for 1000 s: looked at every QUIET_MAX seconds, not every second
+        assert quiet.skip(p) and quiet.awake([p]) == []
+        now[0] += QUIET_MAX - 0.01
+        assert quiet.awake([p]) == []
+        now[0] += 0.01
+        assert quiet.awake([p]) == [p]
+    finally:
+        reader.close()
+
 def _truncate(p):
     p.write_bytes(b"".join(_lines(5)))
 
