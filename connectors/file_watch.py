@@ -179,7 +179,7 @@ class PatternWatch:
         #: matches the source could not open (:meth:`refuse`): taken again at every look, said once
         self._unopened: set[str] = set()
         #: per pattern, its folder's ``(inode, mtime_ns)`` at the last look and the wall time of that look
-        #: (:meth:`_folder_unchanged`), and the looks since the last listing
+        #: (:meth:`_folder_unchanged`); the looks so far (every :data:`RELIST` th lists every folder)
         self._folders: dict[str, tuple[tuple[int, int], int]] = {}
         self._looks = 0
 

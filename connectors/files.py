@@ -421,8 +421,8 @@ class JsonlSource:
 
     def _join(self) -> None:
         """Following patterns: each new match (:class:`~streamarms.connectors.file_watch.PatternWatch`) is read
-        from its first line and followed, as a file given; one that cannot be read is said once (``PatternWatch.refuse``: one
-        that cannot be *opened* is tried again at the next look)."""
+        from its first line and followed, as a file given; one that cannot be read is said once, and one that
+        cannot be *opened* is tried again at the next look (``PatternWatch.refuse``)."""
         assert self.watch is not None
         open_now = functools.cache(lambda: open_ids(self._readers.values()))  # (once a look, if asked)
         for q in self.watch.new_files(self.paths, lambda q, st: self._done.holds(q, st, open_now)):
