@@ -59,8 +59,8 @@ class QuietFiles:
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
-        #: path -> (its signature when found quiet, since when it is quiet, when to look again)
-        self._files: dict[str, tuple[tuple[int, ...] | None, float, float]] = {}
+        #: path -> (its signature when found quiet, since when it is quiet)
+        self._files: dict[str, tuple[tuple[int, ...] | None, float]] = {}
         #: the quiet files not due for a look (:meth:`awake`), and a heap of ``(when to look, path)`` of them
         self._resting: set[str] = set()
         self._looks: list[tuple[float, str]] = []
@@ -81,14 +81,12 @@ class QuietFiles:
         except (OSError, ValueError):
             return
         if sig is not None and sig[:2] == (st.st_dev, st.st_ino):
-            now = self._clock()
-            self._files[path] = (sig, now, now)
+            self._files[path] = (sig, self._clock())
 
     def gone(self, path: str) -> None:
         """No file is at ``path`` (a follower waits for one): quiet until one comes."""
         if path not in self._files and signature(path) is None:
-            now = self._clock()
-            self._files[path] = (None, now, now)
+            self._files[path] = (None, self._clock())
 
     def awake(self, paths: Iterable[str]) -> list[str]:
         """``paths`` but the resting ones (quiet, their next look not due): the files a poll is to read or look at,
@@ -101,21 +99,18 @@ class QuietFiles:
         return [p for p in paths if p not in self._resting]
 
     def skip(self, path: str) -> bool:
-        """Whether the checks of ``path`` can be skipped at this poll: it is quiet and its signature unchanged (or
-        not due for a look); a change ends its quiet."""
+        """Whether the checks of ``path`` can be skipped at this poll (asked of the :meth:`awake` files): it is quiet
+        and its signature unchanged; a change ends its quiet. Quiet for :data:`QUIET_AFTER` seconds, it rests until
+        its next look."""
         quiet = self._files.get(path)
         if quiet is None:
             return False
         now = self._clock()
-        if now < quiet[2]:
-            return True
-        if quiet[0] == signature(path):
-            age = now - quiet[1]
-            look = now + min(QUIET_MAX, max(QUIET_LOOK, age / 10)) if age >= QUIET_AFTER else now
-            self._files[path] = (quiet[0], quiet[1], look)
-            if look > now and path not in self._resting:
-                self._resting.add(path)
-                heapq.heappush(self._looks, (look, path))
-            return True
-        del self._files[path]
-        return False
+        if quiet[0] != signature(path):
+            del self._files[path]
+            return False
+        age = now - quiet[1]
+        if age >= QUIET_AFTER and path not in self._resting:
+            self._resting.add(path)
+            heapq.heappush(self._looks, (now + min(QUIET_MAX, max(QUIET_LOOK, age / 10)), path))
+        return True
