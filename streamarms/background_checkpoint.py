@@ -70,7 +70,7 @@ class BackgroundCheckpointDaemon(Daemon):
         store = self.checkpoint_store
         if store is not None and not getattr(store, "fork_safe", isinstance(store, _file_store_types())):
             raise ValueError(f"background checkpoints need a fork-safe store (files), not {store.describe()}")
-        self._child: tuple[int, dict[str, Any], float] | None = None  # pid, positions, fork time
+        self._child: _Child | None = None
         self._final = False
         self.stalls: list[float] = []
         self.saved = 0
@@ -95,47 +95,86 @@ class BackgroundCheckpointDaemon(Daemon):
             sink.flush()
         state = self.source.state()
         marks = sink_marks(self._sinks())
-        pid = os.fork()
+        counts = self.quiet_counts()
+        said, tell = os.pipe()  # the child says whether it wrote, and the document's digest
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(said)
+            os.close(tell)
+            raise
         if pid == 0:  # the child: save the image of this moment, then leave without running any cleanup
             code = 1
             try:
                 _die_with_parent()
-                assert self.checkpoint_store is not None
-                self.checkpoint_store.save(checkpoint_document(self.run_info, self.scheduler, state, marks))
+                os.close(said)
+                store = self.checkpoint_store
+                assert store is not None
+                doc = checkpoint_document(self.run_info, self.scheduler, state, marks)
+                held, digest = self.last_save.holds(store, doc, counts)
+                if not held:
+                    store.save(doc)
+                os.write(tell, f"{'held' if held else 'saved'} {digest or '-'}".encode())
                 code = 0
             except BaseException as e:  # noqa: BLE001 -- reported by the exit status; say why on stderr
                 os.write(2, f"background checkpoint failed: {type(e).__name__}: {e}\n".encode())
             finally:
                 os._exit(code)
-        self._child = (pid, state, time.time())
+        os.close(tell)
+        self._child = _Child(pid, state, counts, said)
         self.stalls.append(time.perf_counter() - t0)
 
     def _reap(self, block: bool) -> bool:
         """Whether no child is saving any more; commits its positions once it has saved."""
-        if self._child is None:
+        child = self._child
+        if child is None:
             return True
-        pid, state, _ = self._child
-        done, status = os.waitpid(pid, 0 if block else os.WNOHANG)
+        done, status = os.waitpid(child.pid, 0 if block else os.WNOHANG)
         if done == 0:
             return False
         self._child = None
-        if os.waitstatus_to_exitcode(status) != 0:
-            raise CheckpointError(f"the background checkpoint to {self.checkpoint_store.describe()} failed "  # type: ignore[union-attr]
+        said = child.said()
+        store = self.checkpoint_store
+        assert store is not None  # a child is only forked to save to it
+        if os.waitstatus_to_exitcode(status) != 0 or said is None:
+            raise CheckpointError(f"the background checkpoint to {store.describe()} failed "
                                   f"(child exit {os.waitstatus_to_exitcode(status)})")
-        self.saved += 1
+        held, digest = said
+        if not held:
+            self.saved += 1
+            self.last_save.saved(store, child.counts, digest)
         if self.metrics is not None:
-            self.metrics.checkpointed()
-        self.source.commit(state)
+            self.metrics.checkpointed(unchanged=held)
+        self.source.commit(child.state)
         return True
 
     def _close(self) -> None:
         if self._child is not None:  # an abnormal exit: let the running save finish, commit nothing
             try:
-                os.waitpid(self._child[0], 0)
+                os.waitpid(self._child.pid, 0)
             except ChildProcessError:
                 pass
+            self._child.said()  # closes the pipe
             self._child = None
         super()._close()
+
+
+class _Child:
+    """A forked save: its pid, the positions and quiet counts of its document, and the pipe it answers on."""
+
+    def __init__(self, pid: int, state: dict[str, Any], counts: tuple[int, int], fd: int) -> None:
+        self.pid, self.state, self.counts, self.fd = pid, state, counts, fd
+
+    def said(self) -> tuple[bool, str | None] | None:
+        """What the child wrote (once it has exited): whether the store held the document already, and its
+        digest if computed; ``None`` if it wrote nothing (it failed). Closes the pipe."""
+        try:
+            words = os.read(self.fd, 256).decode().split()
+        finally:
+            os.close(self.fd)
+        if len(words) != 2 or words[0] not in ("held", "saved"):
+            return None
+        return words[0] == "held", None if words[1] == "-" else words[1]
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the forked child

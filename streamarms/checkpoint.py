@@ -49,7 +49,7 @@ from .json_lazy import NotAscii, OpenFile, load_lazy
 from .json_stream import iter_json, lazy_default
 
 __all__ = ["CheckpointStore", "FileCheckpointStore", "CheckpointError", "encode", "decode", "decode_parts",
-           "write_encoded", "checkpoint_key", "atomic_write", "check_writable_directory", "KEY_ENV", "KEY_FILE_ENV"]
+           "write_encoded", "checkpoint_key", "atomic_write", "file_mark", "check_writable_directory", "KEY_ENV", "KEY_FILE_ENV"]
 
 #: environment variables that hold the HMAC key (or the path of a file holding it)
 KEY_ENV, KEY_FILE_ENV = "STREAMARMS_CHECKPOINT_KEY", "STREAMARMS_CHECKPOINT_KEY_FILE"
@@ -204,6 +204,13 @@ class CheckpointStore(ABC):
     def save(self, state: dict[str, Any]) -> None:
         """Store ``state``; when this returns, a crash cannot lose it."""
 
+    def saved_mark(self) -> Any:
+        """What identifies the checkpoint the store holds now (for a file: :func:`file_mark`), equal to the
+        mark read just after the last :meth:`save` as long as nothing changed it since; ``None`` when the
+        store cannot tell. A daemon compares the two before it leaves an unchanged checkpoint unwritten
+        (:mod:`streamarms.last_save`). Default: ``None`` (every checkpoint is written)."""
+        return None
+
     def check_writable(self) -> None:
         """:class:`CheckpointError` if a :meth:`save` cannot succeed, as far as can be told without one: a run
         checks it before it reads a record, rather than fail at its first checkpoint. Default: nothing to
@@ -239,6 +246,22 @@ def check_writable_directory(directory: str, what: str) -> None:
         os.unlink(probe)
     except OSError as e:
         raise CheckpointError(f"cannot write the {what}: no file can be created in {d} ({e.strerror or e})") from None
+
+
+def file_mark(path: str) -> tuple[int, int, int, int] | None:
+    """A file's device, inode, size and modification time (ns), or ``None`` if it is not there: a file
+    replaced (``rename``), rewritten or touched since has another mark.
+
+    >>> d = tempfile.mkdtemp(); p = os.path.join(d, "x"); file_mark(p) is None
+    True
+    >>> atomic_write(p, b"1", fsync=False); a = file_mark(p); atomic_write(p, b"1", fsync=False); a == file_mark(p)
+    False
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
 #: the header line of a streamed file checkpoint is padded with spaces to this width (written last, once
@@ -328,6 +351,9 @@ class FileCheckpointStore(CheckpointStore):
 
     def describe(self) -> str:
         return f"file {self.path}"
+
+    def saved_mark(self) -> tuple[int, int, int, int] | None:
+        return file_mark(self.path)
 
     def check_writable(self) -> None:
         if os.path.isdir(self.path):

@@ -54,7 +54,15 @@ from functools import partial
 from itertools import islice
 from typing import Any
 
-from .checkpoint import CheckpointError, CheckpointStore, atomic_write, check_writable_directory, decode, encode
+from .checkpoint import (
+    CheckpointError,
+    CheckpointStore,
+    atomic_write,
+    check_writable_directory,
+    decode,
+    encode,
+    file_mark,
+)
 from .chunked_packs import PackReader, PackWriter, Patch, apply_text, dumps
 from .json_lazy import LazyArray, Shared
 
@@ -195,6 +203,10 @@ class ChunkedCheckpointStore(CheckpointStore):
 
     def check_writable(self) -> None:
         check_writable_directory(self.dir, self.describe())
+
+    def saved_mark(self) -> tuple[int, int, int, int] | None:
+        """The manifest's :func:`~streamarms.checkpoint.file_mark` (every save replaces it)."""
+        return file_mark(os.path.join(self.dir, _MANIFEST))
 
     def _name(self, data: bytes) -> str:
         if self.secret:

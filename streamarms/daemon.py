@@ -20,7 +20,8 @@ The loop, per batch of records from ``source.poll``:
 2. ``scheduler.tick()`` (time-based transitions without records);
 3. every ``checkpoint_interval`` seconds, after an episode ends, and at exit: **checkpoint** =
    flush the sinks (so every alert the saved state has emitted is delivered), save scheduler state +
-   source positions in one document (durable when ``save`` returns), then commit the positions to the
+   source positions in one document (durable when ``save`` returns; not written again when the store
+   already holds that very document, :mod:`streamarms.last_save`), then commit the positions to the
    consumer group. A crash at any point therefore resumes from a state and positions that belong
    together: no record is lost, none counted twice. With a ``transaction`` (exactly-once, e.g.
    ``streamarms.connectors.kafka.KafkaTransaction``) the sinks' records, the checkpoint and the
@@ -75,6 +76,7 @@ from typing import Any
 
 from .checkpoint import CheckpointError, CheckpointStore
 from .errors import SinkUnavailable
+from .last_save import LastSave
 from .loop_calls import LoopCalls
 from .metrics import Metrics
 from .runtime import FINISHED, EventClock, InvalidRecord, Scheduler
@@ -235,6 +237,8 @@ class Daemon:
         self._finishing = False  # the loop is over: the exit's checkpoint and close run
         self._checkpoint_now = False
         self._dl_warned = 0
+        #: what the last checkpoint save wrote: an unchanged checkpoint is not written again
+        self.last_save = LastSave()
         #: questions other threads ask the loop (the episode modes' ``/explain``): answered once a turn
         self.calls = LoopCalls()
         self._user_episode_end = scheduler.on_episode_end
@@ -417,12 +421,22 @@ class Daemon:
         for sink in self._sinks():
             sink.flush()
         state = self.source.state()
-        if self.checkpoint_store is not None:
-            self.checkpoint_store.save(checkpoint_document(self.run_info, self.scheduler, state,
-                                                           sink_marks(self._sinks())))
+        store = self.checkpoint_store
+        if store is not None:
+            doc = checkpoint_document(self.run_info, self.scheduler, state, sink_marks(self._sinks()))
+            counts = self.quiet_counts()
+            held, digest = self.last_save.holds(store, doc, counts)
+            if not held:
+                store.save(doc)
+                self.last_save.saved(store, counts, digest)
             if self.metrics is not None:
-                self.metrics.checkpointed()
+                self.metrics.checkpointed(unchanged=held)
         self.source.commit(state)
+
+    def quiet_counts(self) -> tuple[int, int]:
+        """Records handled and dead letters so far: unchanged since the last save, the checkpoint may be the
+        same one (:mod:`streamarms.last_save`)."""
+        return self.scheduler.records, self.dead_letters
 
     def _checkpoint_in_transaction(self) -> None:
         """Exactly-once checkpoint: the alerts, requests and dead letters sent since the last one (already

@@ -24,6 +24,8 @@ metric                                         type     meaning
 ``streamarms_requests_total``                  counter  sample requests published (active mode)
 ``streamarms_dead_letters_total``              counter  records written to the dead-letter sink
 ``streamarms_checkpoints_total``               counter  checkpoints made durable
+``streamarms_checkpoints_unchanged_total``     counter  of these, not written again: the store held the
+                                                        same state already (an idle daemon)
 ``streamarms_arms{state}``                     gauge    arms of the current episode: active/outlier/normal
 ``streamarms_keys``                            gauge    keys known (arms of the next episode)
 ``streamarms_requests_in_flight``              gauge    active mode: requests awaiting an answer
@@ -86,6 +88,7 @@ class Metrics:
         self.arm_states: dict[str, int] = {s: 0 for s in _ARM_STATES}
         self.dead_letters = 0
         self.checkpoints = 0
+        self.checkpoints_unchanged = 0
         self.last_checkpoint: float | None = None  # time.monotonic() of the last durable checkpoint
         self.processing_latency = Histogram(
             "streamarms_processing_latency_seconds",
@@ -119,8 +122,10 @@ class Metrics:
     def set_arm_states(self, states: dict[str, int]) -> None:
         self.arm_states = {s: int(states.get(s, 0)) for s in _ARM_STATES}
 
-    def checkpointed(self) -> None:
+    def checkpointed(self, unchanged: bool = False) -> None:
+        """A checkpoint is durable; ``unchanged``: the store held it already (not written again)."""
         self.checkpoints += 1
+        self.checkpoints_unchanged += unchanged
         self.last_checkpoint = time.monotonic()
 
     def render(self) -> bytes:
@@ -171,6 +176,10 @@ class Metrics:
         ck = CounterMetricFamily("streamarms_checkpoints", "Checkpoints made durable.")
         ck.add_metric([], float(self.checkpoints))
         yield ck
+        same = CounterMetricFamily("streamarms_checkpoints_unchanged",
+                                   "Checkpoints not written again: the store held the same state already.")
+        same.add_metric([], float(self.checkpoints_unchanged))
+        yield same
         arms = GaugeMetricFamily("streamarms_arms", "Arms of the current episode by state.", labels=["state"])
         for s in _ARM_STATES:
             arms.add_metric([s], float(self.arm_states.get(s, 0)))
