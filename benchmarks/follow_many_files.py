@@ -12,7 +12,9 @@ subprocess, ``--forever``, a checkpoint), and measures, from ``/proc``:
 * ``rested``: the same once the files have been quiet for ``--rested`` seconds (looked at less often the longer
   they stay quiet, up to every ``QUIET_MAX`` seconds: ``connectors/quiet_files.py``); 0 skips it;
 * ``new file``: seconds from writing one more matching file until the checkpoint covers its lines;
-* ``grown``: seconds from appending lines to the first file (quiet all along) until the checkpoint covers them.
+* ``grown``: seconds from appending lines to the first file (quiet all along) until the checkpoint covers them;
+* ``idle MB/day``, ``rested MB/day``: what the run wrote (``wchar``: checkpoints, whatever the file system)
+  over the ``idle`` seconds of each measure, per day.
 
 Usage::
 
@@ -76,15 +78,24 @@ def _wait(ckpt: str, records: int, proc: subprocess.Popen, limit: float = 600.0)
     return time.monotonic() - t0
 
 
-def _idle_cpu(pid: int, idle: float) -> float:
-    c0, w0 = _cpu_seconds(pid), time.monotonic()
+def _written(pid: int) -> int:
+    """Bytes the process has passed to ``write`` so far (``wchar``: the checkpoints, whatever the file system)."""
+    with open(f"/proc/{pid}/io") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("wchar:"))
+
+
+def _idle_cpu(pid: int, idle: float) -> tuple[float, float]:
+    """CPU (% of a core) and bytes written per second over ``idle`` seconds."""
+    c0, b0, w0 = _cpu_seconds(pid), _written(pid), time.monotonic()
     time.sleep(idle)
-    return 100 * (_cpu_seconds(pid) - c0) / (time.monotonic() - w0)
+    dt = time.monotonic() - w0
+    return 100 * (_cpu_seconds(pid) - c0) / dt, (_written(pid) - b0) / dt
 
 
-def measure(files: int, lines: int, idle: float, rested: float) -> tuple[float, float, float, float, float]:
-    """``(start seconds, idle CPU %, rested idle CPU %, new-file seconds, grown seconds)`` for ``files`` files of
-    ``lines`` lines (rested: NaN when ``rested`` is 0)."""
+def measure(files: int, lines: int, idle: float, rested: float) -> tuple[float, ...]:
+    """``(start seconds, idle CPU %, rested idle CPU %, new-file seconds, grown seconds, idle bytes written per
+    second, rested bytes written per second)`` for ``files`` files of ``lines`` lines (rested: NaN when
+    ``rested`` is 0)."""
     rng = random.Random(files)
     with tempfile.TemporaryDirectory() as d:
         for i in range(files):
@@ -99,11 +110,11 @@ def measure(files: int, lines: int, idle: float, rested: float) -> tuple[float, 
             _wait(ckpt, files * lines, proc)
             start = time.monotonic() - t0
             time.sleep(QUIET)  # (the files go quiet: looked at once a second)
-            cpu = _idle_cpu(proc.pid, idle)
-            rest = float("nan")
+            cpu, written = _idle_cpu(proc.pid, idle)
+            rest = rest_written = float("nan")
             if rested:
                 time.sleep(max(0.0, rested - QUIET - idle))
-                rest = _idle_cpu(proc.pid, idle)
+                rest, rest_written = _idle_cpu(proc.pid, idle)
             _write(os.path.join(d, f"app-{files:06d}.jsonl"), files * lines, lines, rng)
             new = _wait(ckpt, (files + 1) * lines, proc)
             with open(os.path.join(d, f"app-{0:06d}.jsonl"), "a") as f:  # (quiet since the start)
@@ -113,7 +124,7 @@ def measure(files: int, lines: int, idle: float, rested: float) -> tuple[float, 
             proc.send_signal(signal.SIGTERM)
             proc.wait(60)
         assert len(glob.glob(os.path.join(d, "app-*.jsonl"))) == files + 1
-    return start, cpu, rest, new, grown
+    return start, cpu, rest, new, grown, written, rest_written
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -126,11 +137,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--plot", help="write a PNG of idle CPU vs files here")
     a = ap.parse_args(argv)
     rows = []
-    print(f"{'files':>7} {'start s':>8} {'idle CPU %':>11} {'rested %':>9} {'new file s':>11} {'grown s':>8}")
+    print(f"{'files':>7} {'start s':>8} {'idle CPU %':>11} {'rested %':>9} {'new file s':>11} {'grown s':>8} "
+          f"{'idle MB/day':>12} {'rested MB/day':>14}")
     for n in a.files:
-        start, cpu, rest, new, grown = measure(n, a.lines, a.idle, a.rested)
+        start, cpu, rest, new, grown, written, rest_written = measure(n, a.lines, a.idle, a.rested)
         rows.append((n, cpu, rest))
-        print(f"{n:>7} {start:>8.2f} {cpu:>11.1f} {rest:>9.1f} {new:>11.2f} {grown:>8.2f}", flush=True)
+        print(f"{n:>7} {start:>8.2f} {cpu:>11.1f} {rest:>9.1f} {new:>11.2f} {grown:>8.2f} "
+              f"{written * 86400 / 1e6:>12.1f} {rest_written * 86400 / 1e6:>14.1f}", flush=True)
     if a.plot:
         import matplotlib
         matplotlib.use("Agg")
