@@ -865,8 +865,12 @@ class KafkaCheckpointStore(CheckpointStore):
 
     ``save`` returns once the broker acknowledged the record with ``acks=all`` (durable on the
     in-sync replicas). ``load`` reads the topic from the beginning to its end and keeps the last value
-    of ``key``.
+    of ``key``. :meth:`saved_mark` says where the last save's record is while the topic still holds it,
+    so an idle daemon does not write the same checkpoint again (:mod:`streamarms.last_save`).
     """
+
+    #: seconds the probe of :meth:`saved_mark` waits for the broker (then the checkpoint is written)
+    probe_timeout = 5.0
 
     def __init__(self, config: dict[str, Any], topic: str, key: str, *, create: bool = True,
                  max_bytes: int = 16 * 1024 * 1024, secret: bytes | None = None,
@@ -882,6 +886,9 @@ class KafkaCheckpointStore(CheckpointStore):
         self.pool = pool if pool is not None and pool.transactional else None
         self.producer = None if self.pool is not None else KafkaProducer(
             acks="all", compression_type="gzip", max_request_size=max_bytes, linger_ms=0, **NON_IDEMPOTENT, **config)
+        self._written: TopicPartition | None = None  # where the last save's record went, and its offset
+        self._offset = -1
+        self._probe: KafkaConsumer | None = None
 
     def describe(self) -> str:
         return f"kafka topic {self.topic} (key {self.key.decode()})"
@@ -894,11 +901,34 @@ class KafkaCheckpointStore(CheckpointStore):
             self.pool.send(self.topic, self.key, data)
             return
         assert self.producer is not None  # built in __init__ whenever no transactional pool is given
+        self._written = None
         try:
-            self.producer.send(self.topic, key=self.key, value=data).get(timeout=15)
+            md = self.producer.send(self.topic, key=self.key, value=data).get(timeout=15)
         except kafka_errors.KafkaTimeoutError:
             raise SinkUnavailable(f"the checkpoint was not acknowledged by {self.topic} within 15 s (broker "
                                   "unreachable?)") from None
+        self._written, self._offset = TopicPartition(md.topic, md.partition), md.offset
+
+    def saved_mark(self) -> tuple[Any, ...] | None:
+        """``(partition, offset)`` of the last save's record while the topic still holds it (its first offset
+        at or before the record, its end after it: retention has not removed it, the topic was not emptied);
+        anything else otherwise; ``None`` when it cannot tell (no save yet, a transaction's save, the broker
+        not answering within :attr:`probe_timeout`). Compaction keeps the last record of a key, so only
+        another writer of this key could replace it unseen: one key belongs to one daemon (``group_id``)."""
+        tp = self._written
+        if tp is None:
+            return None
+        try:
+            if self._probe is None:
+                self._probe = KafkaConsumer(enable_auto_commit=False, group_id=None, **self.config)
+            wait = int(self.probe_timeout * 1000)
+            first = self._probe.beginning_offsets([tp], timeout_ms=wait)[tp]
+            end = self._probe.end_offsets([tp], timeout_ms=wait)[tp]
+        except KafkaError:
+            return None
+        if first is None or end is None:
+            return None
+        return (tp.partition, self._offset) if first <= self._offset < end else ("gone", first, end)
 
     def load(self) -> dict[str, Any] | None:
         # read_committed: a checkpoint of an unfinished (or aborted) exactly-once transaction is not one
@@ -927,6 +957,9 @@ class KafkaCheckpointStore(CheckpointStore):
     def close(self) -> None:
         if self.producer is not None:
             self.producer.close(timeout=10)
+        if self._probe is not None:
+            self._probe.close(autocommit=False)
+            self._probe = None
 
 
 # ----------------------------------------------------------------------------------------------

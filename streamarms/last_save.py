@@ -13,8 +13,9 @@ written only when (1) the document built now, ``saved_at`` aside, is the one the
 encoding the file store writes), so every change counts, whatever made it (records, or ``tick``'s
 transitions without records: an episode's start, timeouts, silence) -- and (2) the store says that what
 it saved is still there as it left it (:meth:`CheckpointStore.saved_mark
-<streamarms.checkpoint.CheckpointStore.saved_mark>`: a file's device, inode, size and modification time;
-a store that cannot tell returns ``None`` and is always written). Then the store already holds this
+<streamarms.checkpoint.CheckpointStore.saved_mark>`: a file's device, inode, size and modification time; a
+Kafka topic's record still between the topic's first and end offsets; a store that cannot tell returns
+``None`` and is always written). Then the store already holds this
 checkpoint: a restart from it resumes from exactly this state and these positions. ``saved_at`` keeps the
 time of the last write, which is the last change.
 

@@ -349,3 +349,86 @@ def test_checkpoint_in_a_compacted_topic(kafka_broker):
     finally:
         store.close()
         other.close()
+
+
+def test_an_unchanged_checkpoint_is_not_written_to_the_topic_again(kafka_broker):
+    """The Kafka store's mark (:mod:`streamarms.last_save`): the last save's record while the topic holds it, the
+    same after another key's saves (group members share the topic); an idle daemon's checkpoints then add no
+    record, and a changed one is written."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    from streamarms.connectors.kafka import KafkaCheckpointStore
+    from streamarms.last_save import LastSave
+    cfg = {"bootstrap_servers": [kafka_broker.bootstrap]}
+    store = KafkaCheckpointStore(cfg, "ckpt-idle", key="member-a")
+    other = KafkaCheckpointStore(cfg, "ckpt-idle", key="member-b")
+    probe = KafkaConsumer(group_id=None, **cfg)
+    tp = TopicPartition("ckpt-idle", 0)
+    last = LastSave()
+
+    def checkpoint(doc, counts):  # what Daemon.checkpoint does
+        held, digest = last.holds(store, doc, counts)
+        if not held:
+            store.save(doc)
+            last.saved(store, counts, digest)
+        return held
+
+    try:
+        assert store.saved_mark() is None  # nothing saved yet: cannot tell
+        assert [checkpoint({"saved_at": t, "n": 1}, (5, 0)) for t in range(2)] == [False, False]
+        mark = store.saved_mark()
+        assert mark is not None and mark == store.saved_mark()
+        other.save({"n": 99})
+        assert store.saved_mark() == mark
+        end = probe.end_offsets([tp])[tp]
+        assert [checkpoint({"saved_at": t, "n": 1}, (5, 0)) for t in range(2, 6)] == [True] * 4
+        assert probe.end_offsets([tp])[tp] == end  # no record added
+        assert checkpoint({"saved_at": 6, "n": 2}, (5, 0)) is False and probe.end_offsets([tp])[tp] == end + 1
+        assert store.load()["n"] == 2
+    finally:
+        probe.close()
+        store.close()
+        other.close()
+
+
+def test_a_checkpoint_record_the_topic_no_longer_holds_is_written_again(kafka_broker):
+    """Retention (a topic with ``cleanup.policy=compact,delete``) removed the last save's record, or the topic
+    was emptied, or the broker does not answer: the mark differs (or cannot tell), so the checkpoint is written."""
+    from kafka.errors import KafkaTimeoutError
+
+    from streamarms.connectors.kafka import KafkaCheckpointStore
+    cfg = {"bootstrap_servers": [kafka_broker.bootstrap]}
+    store = KafkaCheckpointStore(cfg, "ckpt-gone", key="member-a")
+
+    class Probe:  # the topic's first and end offsets as the broker would give them
+        first, end, fail = 0, 0, False
+
+        def beginning_offsets(self, tps, timeout_ms=None):
+            if self.fail:
+                raise KafkaTimeoutError()
+            return {tp: self.first for tp in tps}
+
+        def end_offsets(self, tps, timeout_ms=None):
+            return {tp: self.end for tp in tps}
+
+        def close(self, autocommit=False):
+            pass
+
+    try:
+        store.save({"n": 1})
+        store.save({"n": 1})
+        offset = store._offset
+        store._probe = probe = Probe()
+        probe.first, probe.end = 0, offset + 1
+        held = store.saved_mark()
+        assert held == (0, offset)
+        probe.end = offset + 5  # other keys' records after it: still held
+        assert store.saved_mark() == held
+        probe.first = offset + 1  # retention removed it
+        assert store.saved_mark() != held
+        probe.first, probe.end = 0, 0  # the topic deleted and made again
+        assert store.saved_mark() != held
+        probe.fail = True
+        assert store.saved_mark() is None
+    finally:
+        store.close()
