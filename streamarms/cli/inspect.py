@@ -329,10 +329,26 @@ def _time_flags(fields: dict[str, FieldProfile]) -> str:
             return f" --timestamp-field {name} --timestamp-unit s"
         fmt = time_format(f.values) if f.share("str") > 0.99 else None
         return f" --timestamp-field {name}" + (f" --timestamp-format {shlex.quote(fmt)}" if fmt else "")
-    for f in fields.values():  # a time under another name, written in one of the formats
-        if f.share("str") > 0.99 and f.distinct > 1 and (fmt := time_format(f.values)) is not None:
-            return f" --timestamp-field {shlex.quote(f.name)} --timestamp-format {shlex.quote(fmt)}"
+    for f in fields.values():  # a time under another name: ISO 8601 (read as it is), or one of the formats
+        if f.share("str") > 0.99 and f.distinct > 1:
+            if _iso_times(f.values):
+                return f" --timestamp-field {shlex.quote(f.name)}"
+            if (fmt := time_format(f.values)) is not None:
+                return f" --timestamp-field {shlex.quote(f.name)} --timestamp-format {shlex.quote(fmt)}"
     return ""
+
+
+def _iso_times(values: Iterable[Any]) -> bool:
+    """Whether every one of ``values`` (up to 200 tried, at least one) is an ISO 8601 date and time, which
+    ``--timestamp-field`` reads without a format.
+
+    >>> _iso_times(["2026-11-30 01:00:00", "2026-11-30T01:00:05Z"]), _iso_times(["2026-11-30", "x"]), _iso_times([])
+    (True, False, False)
+    """
+    from ..runtime.clock import iso_ms
+
+    texts = [str(v) for v in islice(values, 200)]
+    return bool(texts) and all(iso_ms(t) is not None for t in texts)
 
 
 def suggestions(fields: dict[str, FieldProfile], n: int, files: str = "FILE", table: bool = False) -> list[str]:

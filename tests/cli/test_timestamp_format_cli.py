@@ -77,3 +77,13 @@ def test_inspect_suggests_the_format_and_takes_no_time_for_a_key(tmp_path, capsy
     out = capsys.readouterr().out
     assert "keys (values that repeat): worker (6)\n" in out
     assert "--timestamp-field when --timestamp-format '%m/%d/%Y %I:%M %p'" in out
+
+
+def test_inspect_suggests_an_iso_time_under_another_name(tmp_path, capsys):
+    """A table's time column named neither ``time`` nor ``ts`` (``when``, ``event_time``), in ISO 8601 as databases
+    export it: read as it is, so suggested without a format (it was not suggested at all)."""
+    p = tmp_path / "clicks.csv"
+    p.write_text("user;clicked;when\n" + "".join(f"{w};{r};{t}\n" for t, w, r in _rows(3_000, "%Y-%m-%d %H:%M:%S")))
+    assert main(["inspect", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "--timestamp-field when" in out and "--timestamp-format" not in out
