@@ -34,16 +34,25 @@ def _handle(daemon, batches: int) -> None:
             daemon.source.rollback(n)
 
 
+def _daemon(store, batches: int, max_records: int = 200, quiet: int = 0):
+    """A daemon checkpointing to ``store`` that has handled ``batches`` batches, then checkpointed ``quiet``
+    times with no record between."""
+    broker = MemoryBroker()
+    fill(broker, "rewards", partitions=2, per_key=300, seed=3)
+    daemon, sched = start(broker, store, max_records=max_records)
+    _handle(daemon, batches)
+    for _ in range(quiet):
+        daemon.checkpoint()
+    return daemon, sched
+
+
 @pytest.mark.parametrize("make", [lambda p: FileCheckpointStore(p / "c.ckpt", fsync=False),
                                   lambda p: ChunkedCheckpointStore(p / "dir", block=8, min_list=8, fsync=False)],
                          ids=["file", "dir"])
 def test_an_idle_daemon_writes_its_unchanged_checkpoint_once(tmp_path, make):
     store = make(tmp_path)
-    broker = MemoryBroker()
-    fill(broker, "rewards", partitions=2, per_key=300, seed=3)
-    daemon, sched = start(broker, store, max_records=200)
+    daemon, sched = _daemon(store, batches=5)
     daemon.metrics = metrics = Metrics()
-    _handle(daemon, 5)
     daemon.checkpoint()  # records were handled since the start: written
     daemon.checkpoint()  # none since: the first quiet one is written (its digest is what later ones compare with)
     mark, saves = store.saved_mark(), store.saves
@@ -62,12 +71,7 @@ def test_a_change_without_records_is_written(tmp_path):
     """The quiet counts only decide whether the digest is worth computing: a change that no record made
     (here the stream clock moved, as ``tick``'s transitions change the state without records) is written."""
     store = FileCheckpointStore(tmp_path / "c.ckpt", fsync=False)
-    broker = MemoryBroker()
-    fill(broker, "rewards", partitions=2, per_key=300, seed=3)
-    daemon, sched = start(broker, store, max_records=200)
-    _handle(daemon, 3)
-    daemon.checkpoint()
-    daemon.checkpoint()
+    daemon, sched = _daemon(store, batches=3, quiet=2)
     saves, records = store.saves, sched.records
     daemon.clock.advance(daemon.clock() + 60.0)
     daemon.checkpoint()
@@ -78,12 +82,7 @@ def test_a_change_without_records_is_written(tmp_path):
 @pytest.mark.parametrize("how", ["removed", "replaced", "touched"])
 def test_a_checkpoint_file_changed_behind_the_daemon_is_written_again(tmp_path, how):
     store = FileCheckpointStore(tmp_path / "c.ckpt", fsync=False)
-    broker = MemoryBroker()
-    fill(broker, "rewards", partitions=2, per_key=300, seed=3)
-    daemon, _ = start(broker, store, max_records=200)
-    _handle(daemon, 3)
-    daemon.checkpoint()
-    daemon.checkpoint()
+    daemon, _ = _daemon(store, batches=3, quiet=2)
     saves, held = store.saves, store.load()
     if how == "removed":
         os.remove(store.path)
@@ -106,9 +105,7 @@ def test_a_busy_daemon_computes_no_digest(tmp_path, monkeypatch):
     real = last_save.document_digest
     monkeypatch.setattr(last_save, "document_digest", lambda doc: calls.append(1) or real(doc))
     store = FileCheckpointStore(tmp_path / "c.ckpt", fsync=False)
-    broker = MemoryBroker()
-    fill(broker, "rewards", partitions=2, per_key=300, seed=3)
-    daemon, _ = start(broker, store, max_records=50)
+    daemon, _ = _daemon(store, batches=0, max_records=50)
     for _ in range(8):
         _handle(daemon, 1)
         daemon.checkpoint()
@@ -121,12 +118,7 @@ def test_a_store_that_cannot_tell_is_always_written(tmp_path):
             return None
 
     store = Remembering(tmp_path / "c.ckpt", fsync=False)
-    broker = MemoryBroker()
-    fill(broker, "rewards", partitions=2, per_key=300, seed=3)
-    daemon, _ = start(broker, store, max_records=200)
-    _handle(daemon, 2)
-    for _ in range(4):
-        daemon.checkpoint()
+    _daemon(store, batches=2, quiet=4)
     assert store.saves == 4
 
 
@@ -156,9 +148,7 @@ def test_crash_after_unwritten_checkpoints_then_restart_equals_uninterrupted(tmp
 
 def test_background_checkpoints_of_an_idle_daemon_are_not_written(tmp_path):
     store = FileCheckpointStore(tmp_path / "c.ckpt", fsync=False)
-    broker = MemoryBroker()
-    fill(broker, "rewards", partitions=2, per_key=300, seed=3)
-    d, sched = start(broker, store, max_records=200)
+    d, sched = _daemon(store, batches=0)
     daemon = BackgroundCheckpointDaemon(sched, d.source, clock=d.clock, alert_sink=d.alert_sink,
                                         dead_letter_sink=d.dead_letter_sink, checkpoint=store,
                                         checkpoint_interval=0.0, run_info=d.run_info, handle_signals=False,
