@@ -242,6 +242,8 @@ class PatternWatch:
         read = set(paths)
         out: list[str] = []
         self._looks += 1
+        if self._unopened:  # a match gone before it could be opened waits no more (and keeps the folders listed)
+            self._unopened = {q for q in self._unopened if os.path.lexists(q)}
         for pattern in self.patterns:
             if self._folder_unchanged(pattern):
                 continue

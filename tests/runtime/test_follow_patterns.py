@@ -127,6 +127,23 @@ def test_a_new_file_that_cannot_be_opened_yet_is_tried_again_at_the_next_look(tm
         src.close()
 
 
+def test_a_match_gone_before_it_could_be_opened_is_waited_for_no_more(tmp_path):
+    """A match that could not be opened and is removed (a temporary file) was kept among those to try again: the
+    folder was then listed at every look for good, and a file that came to its path later was said to be one that
+    "can be read now"."""
+    d = tmp_path / "logs"
+    d.mkdir()
+    watch = PatternWatch([str(d / "app-*.jsonl")], interval=0.0)
+    old = 1_600_000_000
+    (d / "app-1.jsonl").write_bytes(b"")
+    watch.refuse(str(d / "app-1.jsonl"), PermissionError(13, "Permission denied"))
+    assert watch._unopened
+    (d / "app-1.jsonl").unlink()
+    os.utime(d, (old, old))
+    assert watch.new_files([], lambda q, st: False) == [] and not watch._unopened
+    assert watch._folder_unchanged(watch.patterns[0])  # (the folder is trusted again)
+
+
 def test_a_folder_unchanged_since_the_last_look_is_not_listed_again(tmp_path, monkeypatch):
     """A look for new matches listed the pattern's folder every second: 5,000 files, a third of the run's idle CPU.
     The folder's modification time (a file created, renamed or linked in it sets it) now says when nothing came;
