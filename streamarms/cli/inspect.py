@@ -305,10 +305,8 @@ def time_format(values: Iterable[Any]) -> str | None:
     """
     import datetime as dt
 
-    from ..runtime.clock import iso_ms
-
     texts = [str(v) for v in islice(values, 200)]
-    if not texts or all(iso_ms(t) is not None for t in texts):
+    if not texts or _iso_times(texts):
         return None
     for fmt in TIME_FORMATS:
         try:
