@@ -35,7 +35,7 @@ from itertools import islice
 from typing import Any
 
 from ..errors import ConfigError
-from ..runtime.codec import JSON_NUMBER
+from ..runtime.codec import DECIMAL_COMMA, JSON_NUMBER
 from ..runtime.key_rule import KeyRule
 
 __all__ = ["add_inspect_parser", "inspect_main", "profile", "suggestions", "FieldProfile"]
@@ -225,6 +225,9 @@ def _read(source: Any, records: int, fields: dict[str, FieldProfile], refused: C
         batch = source.poll()
         if not batch:
             break
+        # a table separated by ";" (a spreadsheet's export where the decimal mark is a comma): run reads a reward
+        # column's 0,25 as 0.25, and so its numbers are profiled as numbers
+        comma = any(getattr(t, "delimiter", None) == ";" for t in source.tables.values())
         for r in batch[:records - n]:
             n += 1
             reason = getattr(r.key, "reason", None)
@@ -242,6 +245,8 @@ def _read(source: Any, records: int, fields: dict[str, FieldProfile], refused: C
                 flat["key"] = r.key.decode("utf-8", "replace")  # (a Kafka-form line's key)
             _fields(obj, flat)
             for k, v in flat.items():
+                if comma and type(v) is str and DECIMAL_COMMA.fullmatch(v):
+                    v = v.replace(",", ".")
                 fields.setdefault(k, FieldProfile(k)).add(v)
     return n
 
@@ -251,7 +256,7 @@ def _key_candidates(fields: dict[str, FieldProfile], n: int) -> list[FieldProfil
     whose texts are paths with ids that repeat once ``--key-ids`` reads the ids as ``:id`` (``ids_distinct``)."""
     cap = min(DISTINCT - 1, max(2, n // 5))
     common = [f for f in fields.values() if f.present >= 0.9 * n and f.share("str") + f.share("int") >= 0.99
-              and f.name.split(".")[-1] not in TIME_NAMES]
+              and f.name.split(".")[-1] not in TIME_NAMES and not _measured(f)]
     for f in common:
         if (f.distinct > cap or f.more) and f.share("str") >= 0.99 and any("/" in str(v) for v in islice(f.values, 50)):
             fold = KeyRule.ids_fold([str(v) for v in f.values])  # (the run's own test of "paths with ids")
@@ -263,6 +268,19 @@ def _key_candidates(fields: dict[str, FieldProfile], n: int) -> list[FieldProfil
         out = [f for f in out if f.distinct >= 3]
     rank = {name: i for i, name in enumerate(KEY_NAMES)}
     return sorted(out, key=lambda f: (rank.get(f.name, len(rank)), f.share("int"), f.distinct))
+
+
+def _measured(f: FieldProfile) -> bool:
+    """Whether ``f`` holds measurements rather than names: numbers (a table's written as text), more than 20 of
+    them, some with a fraction (a duration, ``4.62``; a version ``2.1`` of a few values stays a key).
+
+    >>> f = FieldProfile("duration")
+    >>> for i in range(30): f.add(f"{i / 4}")
+    >>> _measured(f), _measured(FieldProfile("host"))
+    (True, False)
+    """
+    return (f.numeric > 0.99 * f.present and f.distinct > 20
+            and any(not x.is_integer() for x in islice(f.numbers, 1000)))
 
 
 def _reward_flags(f: FieldProfile, table: bool = False) -> str | None:

@@ -112,3 +112,27 @@ def test_inspect_reads_across_a_large_file_not_only_its_head(tmp_path, capsys):
     assert seen >= 5  # w0 and one a place at least
     assert f"the records are grouped by worker: its {seen} values come one block each" in out
     assert "'late'" in out
+
+
+def test_a_spreadsheet_export_with_decimal_commas_reads_them_as_numbers(tmp_path, capsys):
+    """A labelling tool's CSV export saved by a spreadsheet in much of Europe: ``;`` between the cells, a comma as
+    the decimal mark (``4,62``). ``run`` reads the reward column's ``4,62`` as 4.62; ``inspect`` profiles it as
+    the number ``run`` reads (it was text, suggested as a *key* of 800 values and never as a reward), and the
+    suggested command finds the slow worker."""
+    rng = random.Random(8)
+    rows = ["worker_id;item;wrong;duration"] + [
+        f"w{w:02d};{i};{int(rng.random() < 0.1)};{rng.uniform(1, 9) + (5 if w == 3 else 0):.2f}".replace(".", ",")
+        for i in range(8000) for w in [rng.randrange(20)]]
+    p = tmp_path / "labels.csv"
+    p.write_bytes(("\ufeff" + "\r\n".join(rows) + "\r\n").encode())
+    assert main(["inspect", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "keys (values that repeat): worker_id (20)\n" in out, out
+    duration = next(line for line in out.splitlines() if line.startswith("  duration"))
+    assert duration.endswith(" 1 .. 13.99"), duration
+    command = next(c for c in _suggested(out) if "duration" in c)
+    assert command == ["run", "--rewards-file", str(p), "--key-field", "worker_id", "--reward-field", "duration",
+                       "--reward-model", "bounded", "--reward-range", "0,14", "--clip"], command
+    summary = tmp_path / "s.json"
+    assert main([*command, "--policy", "cs", "--checkpoint", "none", "--quiet", "--summary-json", str(summary)]) == 0
+    assert json.loads(summary.read_text())["flagged"] == ["w03"]
