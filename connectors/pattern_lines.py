@@ -21,7 +21,11 @@ Named patterns (:data:`PATTERNS`): ``combined``, the access log format nginx and
 (``remote_addr``, ``remote_user``, ``time_local``, ``method``, ``path`` -- the request's path without its
 query, ``query`` --, ``protocol``, ``status``, ``body_bytes_sent``, ``http_referer``, ``http_user_agent``; the
 request's parts are absent when its line is not a request: a TLS handshake sent to the HTTP port), and
-``common`` (the same without the last two).
+``common`` (the same without the last two). ``logfmt`` is no fixed pattern: it reads every ``key=value`` pair
+of a line as a field (:data:`LOGFMT`: Heroku's and Go's logfmt, logrus' text lines, klog's structured pairs --
+``time=2023-11-14T22:13:20Z level=error host=web-1 msg="upstream timed out" latency=1.2ms``), a double-quoted
+value unquoted; a line without a pair is refused as ``bad_row``. Its fields differ from line to line, so a field
+flag is not checked against them before the run (a line without the key's field is refused as ``key_missing``).
 
 >>> t = PatternLines("combined")
 >>> line = '10.0.0.7 - - [14/Nov/2023:22:13:20 +0000] "GET /api/cart HTTP/1.1" 503 12 "-" "curl/8.0"'
@@ -30,6 +34,8 @@ request's parts are absent when its line is not a request: a TLS handshake sent 
 ('/api/cart', '503', None)
 >>> PatternLines("combined", LineTime("time_local")).records("a.log", [line], 0)[0].timestamp
 1700000000000
+>>> PatternLines("logfmt").records("app.log", ['level=error host=web-1 msg="timed out: \\\\"db\\\\"" ms=12'], 0)[0].parsed
+{'level': 'error', 'host': 'web-1', 'msg': 'timed out: "db"', 'ms': '12'}
 """
 
 from __future__ import annotations
@@ -46,7 +52,7 @@ from .csv_lines import _number, refused_line, text_record
 from .line_record import JsonlRecord
 from .line_time import LineTime, stamp
 
-__all__ = ["PatternLines", "PATTERNS", "clf_ms", "syslog_ms"]
+__all__ = ["PatternLines", "PATTERNS", "LOGFMT", "clf_ms", "syslog_ms"]
 
 _REQUEST = r'"(?:(?P<method>[A-Z]+) (?P<path>[^ "?]+)(?:\?(?P<query>[^ "]*))?(?: (?P<protocol>[^"]*))?|[^"]*)"'
 _COMMON = r'(?P<remote_addr>\S+) \S+ (?P<remote_user>\S+) \[(?P<time_local>[^\]]+)\] ' + _REQUEST + \
@@ -56,6 +62,10 @@ PATTERNS = {
     "common": _COMMON,
     "combined": _COMMON + r' "(?P<http_referer>[^"]*)" "(?P<http_user_agent>[^"]*)"',
 }
+
+#: a ``key=value`` pair of a logfmt line (``--line-pattern logfmt``): a key of no space, ``=`` or quote, at the
+#: line's start or after a space; a value bare (to the next space) or double-quoted with backslash escapes
+LOGFMT = re.compile(r'(?:^|(?<=\s))([^\s="]+)=("(?:[^"\\]|\\.)*"|[^\s"]*)')
 
 _CLF = re.compile(r"\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [+-]\d{4}")
 _SLASH_DATE = re.compile(r"\d{4}/\d{2}/\d{2}[ T]\d{2}:")
@@ -115,17 +125,20 @@ class PatternLines:
 
     def __init__(self, pattern: str, line_time: LineTime | None = None) -> None:
         self.source = pattern
+        #: every ``key=value`` pair is a field (``--line-pattern logfmt``), not a pattern's groups
+        self.logfmt = pattern == "logfmt"
         try:
-            self.pattern = re.compile(PATTERNS.get(pattern, pattern))
+            self.pattern = LOGFMT if self.logfmt else re.compile(PATTERNS.get(pattern, pattern))
         except re.error as e:
             raise ConfigError(f"--line-pattern {pattern!r} is not a regular expression: {e}") from None
-        if not self.pattern.groupindex:
+        if not self.pattern.groupindex and not self.logfmt:
             raise ConfigError(f"--line-pattern {pattern!r} names no group: name the fields it reads, as in "
                               r"'host=(?P<host>\S+) ms=(?P<ms>\d+)' (or give a named pattern: "
-                              f"{', '.join(PATTERNS)})")
+                              f"{', '.join(PATTERNS)}, logfmt)")
         self.line_time = line_time if line_time is not None else LineTime()
-        #: the fields a line gives (the pattern's group names): what the run's field flags may name
-        self.header: list[str] = list(self.pattern.groupindex)
+        #: the fields a line gives (the pattern's group names): what the run's field flags may name (``None``:
+        #: logfmt, whose fields are each line's own)
+        self.header: list[str] | None = None if self.logfmt else list(self.pattern.groupindex)
         self._time = self.line_time.field
         self._last: tuple[str, int] = ("", 0)  # the last time group read, and its time
         self._now = dt.datetime.now(dt.UTC)  # (the year of a syslog time without one)
@@ -148,12 +161,13 @@ class PatternLines:
             text = line.rstrip("\r\n")
             if not text.strip():
                 continue  # a blank line
-            m = search(text)
-            if m is None:
+            m = None if self.logfmt else search(text)
+            obj = _pairs(text) if self.logfmt else {k: v for k, v in m.groupdict().items() if v is not None} if m else {}
+            if not obj:
                 shown = self.source if self.source in PATTERNS else f"{self.source[:80]!r}"
-                out.append(refused_line(path, n, text, f"the line does not match --line-pattern {shown}"))
+                why = "has no key=value pair (--line-pattern logfmt)" if self.logfmt else f"does not match --line-pattern {shown}"
+                out.append(refused_line(path, n, text, f"the line {why}"))
                 continue
-            obj = {k: v for k, v in m.groupdict().items() if v is not None}
             out.append(text_record(path, n, text, obj, self._time, self._stamp))
         return out
 
@@ -176,4 +190,23 @@ class PatternLines:
 
     def __repr__(self) -> str:
         return f"PatternLines({json.dumps(self.source)})"
+
+
+def _pairs(text: str) -> dict[str, str]:
+    """The ``key=value`` pairs of a logfmt line (:data:`LOGFMT`), a quoted value unquoted (as JSON reads it; a
+    Go escape JSON does not know, ``\\x00``, leaves the text between the quotes as it is); a key given twice keeps
+    its last value.
+
+    >>> _pairs('a=1 b="x y" c= "no key" d=e=f'), _pairs("plain text")
+    ({'a': '1', 'b': 'x y', 'c': '', 'd': 'e=f'}, {})
+    """
+    out = {}
+    for key, value in LOGFMT.findall(text):
+        if value.startswith('"'):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                value = value[1:-1]
+        out[key] = value
+    return out
 

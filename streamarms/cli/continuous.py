@@ -42,7 +42,8 @@ def build_runner(*, k: float, alpha: float, alpha_cd: float, model: str | Reward
                  reward_field: str = "reward", max_key_bytes: int = 256, forget_silent: bool = False,
                  key_ttl: int | None = 1_000_000, clip: bool = False, numeric_strings: bool = False,
                  at_least: float | None = None, reward_in: Sequence[str] | None = None,
-                 reward_match: str | None = None, missing: float | None = None) -> ContinuousRunner:
+                 reward_match: str | None = None, missing: float | None = None,
+                 unit: str | None = None) -> ContinuousRunner:
     """The runner of one continuous ``streamarms run`` (module docstring); bad settings: :class:`ConfigError`.
     ``key_ttl`` (``--silence-records``): a key silent for this many records of its group leaves its
     threshold; ``forget_silent`` (``--forget-silent``): the monitor then also forgets it
@@ -55,7 +56,7 @@ def build_runner(*, k: float, alpha: float, alpha_cd: float, model: str | Reward
                                 forget_silent=forget_silent, key_ttl=key_ttl)
         codec = RewardCodec(reward_field, mon.model, max_key_bytes=max_key_bytes, clip=clip,
                             numeric_strings=numeric_strings, at_least=at_least, reward_in=reward_in,
-                            reward_match=reward_match, missing=missing)
+                            reward_match=reward_match, missing=missing, unit=unit)
         return ContinuousRunner(mon, clock=clock, codec=codec, emit_alert=emit_alert, group_field=group_by,
                                 max_groups=max_groups, max_arms=max_arms, arms=arms)
     except ValueError as e:

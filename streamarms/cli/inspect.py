@@ -36,6 +36,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..runtime.codec import DECIMAL_COMMA, JSON_NUMBER
+from ..runtime.durations import duration_in, is_duration, unit_of
 from ..runtime.key_rule import KeyRule
 
 __all__ = ["add_inspect_parser", "inspect_main", "profile", "suggestions", "FieldProfile"]
@@ -76,6 +77,9 @@ class FieldProfile:
     last: Any = None
     #: distinct values with ``--key-ids`` (paths whose ids read as ``:id``), when that makes the field a key
     ids_distinct: int = 0
+    #: the unit its durations written with units (``"17.19ms"``) are read in, as ``--reward-unit`` names it:
+    #: ``ms``, or ``s`` when the first is in seconds or longer (``None``: no such text)
+    unit: str | None = None
 
     def add(self, v: Any) -> None:
         t = type(v)
@@ -86,6 +90,10 @@ class FieldProfile:
         self.present += 1
         self.types["bool" if t is bool else "null" if v is None else t.__name__] += 1
         x = math.nan
+        if t is str and is_duration(v):  # (a latency with its unit: --reward-unit reads it)
+            self.unit = self.unit or ("s" if unit_of(v) in ("s", "m", "h") else "ms")
+            v = duration_in(v, self.unit)
+            t = float
         try:  # (a table's cells and a log that quotes its numbers write them as text)
             x = float(v) if (t is str and JSON_NUMBER.fullmatch(v)) or t in (int, float) else math.nan
         except OverflowError:  # (an integer of hundreds of digits: no number to compare)
@@ -120,7 +128,7 @@ class FieldProfile:
         kinds = ", ".join(f"{t} {100 * n / self.present:.0f}%" for t, n in self.types.most_common(3))
         distinct = f"{'>' if self.more else ''}{self.distinct:,} distinct"
         if self.low <= self.high and self.numeric >= 0.5 * self.present:
-            shown = f"{_num(self.low)} .. {_num(self.high)}"
+            shown = f"{_num(self.low)} .. {_num(self.high)}" + (f" {self.unit} (durations)" if self.unit else "")
         else:
             shown = ", ".join(f"{str(v)[:24]!r} ({n:,})" for v, n in self.values.most_common(4))
         return f"  {self.name:<28} {100 * self.present / max(records, 1):5.1f}%  {kinds:<22} {distinct:<16} {shown}"
@@ -251,6 +259,23 @@ def _read(source: Any, records: int, fields: dict[str, FieldProfile], refused: C
     return n
 
 
+def _logfmt(path: str, lines: int = 20) -> bool:
+    """Whether most of the first ``lines`` non-blank lines of ``path`` hold two ``key=value`` pairs or more (a
+    logfmt log: ``--line-pattern logfmt`` reads it)."""
+    from streamarms.connectors.compressed_lines import compressed_head
+    from streamarms.connectors.pattern_lines import LOGFMT
+
+    head = compressed_head(path, 65536)
+    if head is None:
+        if path == "-":
+            return False  # (standard input: read once, by the profile)
+        with open(path, "rb") as f:
+            head = f.read(65536)
+    whole = head.decode("utf-8", "replace").splitlines()[:-1 if len(head) == 65536 else None]  # (whole lines)
+    texts = [t for t in (line.strip() for line in whole) if t][:lines]
+    return bool(texts) and sum(len(LOGFMT.findall(t)) >= 2 for t in texts) >= 0.8 * len(texts)
+
+
 def _key_candidates(fields: dict[str, FieldProfile], n: int) -> list[FieldProfile]:
     """Fields whose values repeat (a text or an integer, in most records, 2 to min(10,000, n / 5) values), or
     whose texts are paths with ids that repeat once ``--key-ids`` reads the ids as ``:id`` (``ids_distinct``)."""
@@ -286,7 +311,8 @@ def _measured(f: FieldProfile) -> bool:
 def _reward_flags(f: FieldProfile, table: bool = False) -> str | None:
     """The flags that read ``f`` as a reward (``table``: its numbers are text, read as numbers without a flag), or
     ``None`` when it is no likely reward."""
-    name = f"--reward-field {f.name}" + (" --numeric-strings" if f.numeric and f.share("str") > 0 and not table else "")
+    name = f"--reward-field {shlex.quote(f.name)}" + (f" --reward-unit {f.unit}" if f.unit else
+                                         " --numeric-strings" if f.numeric and f.share("str") > 0 and not table else "")
     values = set(f.values)
     if f.share("bool") > 0.99 or (values <= {0, 1, "0", "1", "True", "False", "true", "false"}
                                   and len(values) == 2):
@@ -295,7 +321,7 @@ def _reward_flags(f: FieldProfile, table: bool = False) -> str | None:
         return name + " --reward-at-least 500"
     if f.share("str") > 0.99 and not f.numeric and 2 <= f.distinct <= 20 and not f.more:
         rare = [str(v) for v, _ in sorted(f.values.items(), key=lambda kv: kv[1]) if _ERRORISH.search(str(v))]
-        return f"{name} --reward-in {','.join(rare[:3])}" if rare else None
+        return f"{name} --reward-in {shlex.quote(','.join(rare[:3]))}" if rare else None
     if f.digits() and f.distinct >= 100 and max(f.values.values()) == 1:
         return None  # (whole numbers none of which repeats: an id or a counter -- an order number, a row -- no reward)
     if f.numeric > 0.99 * f.present and f.low >= 0 and f.high > 0 and f.distinct > 20:
@@ -374,7 +400,7 @@ def suggestions(fields: dict[str, FieldProfile], n: int, files: str = "FILE", ta
     if not keys:
         return []
     key = keys[0]
-    flag = ("" if key.name == "arm" else f" --key-field {key.name}") + (" --key-ids" if key.ids_distinct else "")
+    flag = ("" if key.name == "arm" else f" --key-field {shlex.quote(key.name)}") + (" --key-ids" if key.ids_distinct else "")
     if key.ids_distinct and key.name == "arm":
         flag = " --key-field arm --key-ids"
     time = _time_flags(fields)
@@ -383,7 +409,7 @@ def suggestions(fields: dict[str, FieldProfile], n: int, files: str = "FILE", ta
         if f is key or f.name in TIME_NAMES:
             continue
         # a field most records lack, written only when set ({"error": ...} on failures): its share of records
-        reward = (f"--reward-field {f.name} --reward-match . --reward-missing 0" if f.present < 0.5 * n else
+        reward = (f"--reward-field {shlex.quote(f.name)} --reward-match . --reward-missing 0" if f.present < 0.5 * n else
                   _reward_flags(f, table))
         if reward is not None:
             out.append(f"streamarms run --rewards-file {files}{flag} {reward}{time}")
@@ -415,6 +441,10 @@ def inspect_main(opts: argparse.Namespace) -> int:
     try:
         opts.files = expand_files(opts.files)
         fields, n, refused = profile(opts.files, opts.records, opts.rewards_format, opts.line_pattern)
+        if not fields and opts.line_pattern is None and refused.get("not_json", 0) * 2 > n and _logfmt(opts.files[0]):
+            print("the lines are key=value pairs (logfmt), not JSON: read with --line-pattern logfmt")
+            opts.line_pattern = "logfmt"
+            fields, n, refused = profile(opts.files, opts.records, opts.rewards_format, opts.line_pattern)
     except (ConfigError, OSError) as e:
         print(f"streamarms inspect: error: {e}", file=sys.stderr)
         return 2

@@ -10,7 +10,7 @@ a run with other settings starts with a fresh checkpoint (another ``--checkpoint
 
 * **Refused** in both modes: ``--k``, the reward model (``--reward-model``, ``--reward-range``, ``--clip``,
   ``--model-param``), ``--arms`` (which keys are fed), ``--reward-field``, ``--numeric-strings``,
-  ``--reward-at-least``, ``--reward-in``, ``--reward-match`` and ``--reward-missing`` (what a reward is), ``--key-field`` (what a key is),
+  ``--reward-at-least``, ``--reward-in``, ``--reward-match``, ``--reward-missing`` and ``--reward-unit`` (what a reward is), ``--key-field`` (what a key is),
   ``--timestamp-field`` and ``--timestamp-unit`` (what a line's time is: the stream clock the checkpoint's
   times are on), ``--rewards-format`` and ``--line-pattern`` (how a line is read).
 * **Refused** in the episode modes: ``--policy`` and every policy parameter (``--delta``, ``--two-sided``,
@@ -58,6 +58,7 @@ _COMMON = {"--k": "k", "--reward-model": "reward_model", "--reward-range": "rewa
            "--key-field": "key_field", "--key-match": "key_match", "--key-ids": "key_ids",
            "--numeric-strings": "numeric_strings", "--reward-at-least": "reward_at_least",
            "--reward-in": "reward_in", "--reward-match": "reward_match", "--reward-missing": "reward_missing",
+           "--reward-unit": "reward_unit",
            "--timestamp-field": "timestamp_field", "--timestamp-unit": "timestamp_unit",
            "--timestamp-format": "timestamp_format",
            "--rewards-format": "rewards_format", "--line-pattern": "line_pattern"}

@@ -227,6 +227,9 @@ def _check_mode_flags(s: RunSettings, continuous: bool) -> None:
         if s.clip or model not in ("bernoulli", "bounded"):
             raise ConfigError(f"{flag} makes every reward 0 or 1: it needs the bernoulli reward model (the "
                               f"default), not {model!r}" + (", and nothing is left to --clip" if s.clip else ""))
+    if s.reward_unit is not None and (s.reward_in is not None or s.reward_match is not None):
+        raise ConfigError(f"--reward-unit reads durations as numbers, and {rules[0][0]} reads the field's text: give "
+                          "one (--reward-unit ms --reward-at-least 500 is the rate of durations of 500 ms or more)")
     if len(rules) > 1:
         raise ConfigError(f"{' and '.join(f for f, _ in rules)} are rules for one reward: give one (--reward-in "
                           "matches texts, --reward-match finds a pattern in a text, --reward-at-least compares numbers)")
@@ -370,7 +373,7 @@ class _App:
                                          request_id_field=s.request_id_field, max_key_bytes=s.max_key_bytes,
                                          numeric_strings=bool(s.numeric_strings), at_least=s.reward_at_least,
                                          reward_in=s.reward_in, reward_match=s.reward_match,
-                                         missing=s.reward_missing)
+                                         missing=s.reward_missing, unit=s.reward_unit)
                 self.sched_config = _scheduler_config(s)
         except ConfigError:
             raise
@@ -420,7 +423,7 @@ class _App:
                 reward_field=s.reward_field, max_key_bytes=s.max_key_bytes, forget_silent=bool(s.forget_silent),
                 key_ttl=s.silence_records or None, clip=s.clip, numeric_strings=bool(s.numeric_strings),
                 at_least=s.reward_at_least, reward_in=s.reward_in, reward_match=s.reward_match,
-                missing=s.reward_missing)
+                missing=s.reward_missing, unit=s.reward_unit)
         else:
             if arms and len(set(arms)) < self.sched_config.min_arms:  # (it used to wait forever for an episode)
                 raise ConfigError(f"--arms names {len(set(arms))} key(s), fewer than --min-arms "

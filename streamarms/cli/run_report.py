@@ -42,7 +42,7 @@ def stop_lines(out: dict[str, Any], sched: Any, s: RunSettings, cfg: SchedulerCo
                                                   frozen_clock_text(clock, s, sched.episodes_done)) or "")
     lines.append(out.get("reward_rule_unmatched") or "")
     lines.append(refusals_hint(st["records"], st["invalid"], bool(s.rewards_file),
-                               bool(s.dead_letter_file or s.dead_letter_topic), s.reward_model))
+                               bool(s.dead_letter_file or s.dead_letter_topic), s.reward_model, s.key_field))
     lines.append(key_field_hint(st["known_arms"], st["records"], st["invalid"], s.key_field,
                                 None if s.key_ids else sched.known_arms))
     if out.get("keys_grouped"):
@@ -274,16 +274,18 @@ def refusals_text(invalid: dict[str, int], top: int = 3) -> str:
 
 
 def refusals_hint(records: int, invalid: dict[str, int], from_file: bool, dead_letters: bool,
-                  model: str = "bernoulli") -> str:
+                  model: str = "bernoulli", key_field: str | None = None) -> str:
     """One line of advice when most of a run's records were refused (empty otherwise): where to see them,
     and for JSONL replays the commonest mistakes (a line with ``"key"`` but the reward beside it instead of
     in ``"value"``; a line whose key is under another name, or is not a string or an integer; lines that
-    are not JSON objects).
+    are not JSON objects). ``key_field``: the field ``--key-field`` names, which most records lacking a key lack.
 
     >>> refusals_hint(100, {"not_json": 10}, True, False)
     ''
     >>> print(refusals_hint(100, {"value_missing": 100}, True, True))
     most records were refused (100 of 100): the dead letters name each one and why; a JSONL line with "key" carries its record in "value" ({"key": "eu", "value": {"reward": 1}}); a line without "key" is the record ({"arm": "eu", "reward": 1})
+    >>> print(refusals_hint(100, {"key_missing": 100}, True, True, key_field="hots"))
+    most records were refused (100 of 100): the dead letters name each one and why; most records have no field 'hots' (--key-field): streamarms inspect FILE lists the fields they have
     >>> print(refusals_hint(100, {"out_of_model": 90}, True, True))
     most records were refused (90 of 100): the dead letters name each one and why; the rewards are numbers the bernoulli model (0 or 1) does not hold: --reward-at-least N makes each a flag (1 at or above N: a status >= 500, a latency >= 1000), or --reward-model bounded --reward-range LOW,HIGH compares the numbers themselves
     """
@@ -296,6 +298,10 @@ def refusals_hint(records: int, invalid: dict[str, int], from_file: bool, dead_l
     if from_file and invalid.get("value_missing", 0) * 2 > refused:
         out += ('; a JSONL line with "key" carries its record in "value" ({"key": "eu", "value": {"reward": 1}}); '
                 'a line without "key" is the record ({"arm": "eu", "reward": 1})')
+    elif key_field is not None and invalid.get("key_missing", 0) * 2 > refused:
+        out += (f"; most records have no field {key_field!r} (--key-field): "
+                + ("streamarms inspect FILE lists the fields they have" if from_file else
+                   "name the field of the records' values that holds their key"))
     elif from_file and invalid.get("key_missing", 0) * 2 > refused:
         out += ('; a JSONL line is a JSON object naming its key in "arm" ({"arm": "eu", "reward": 1}) or in "key" '
                 'with the record in "value" ({"key": "eu", "value": {"reward": 1}}), a string or an integer')

@@ -110,6 +110,7 @@ class RunSettings:
     reward_in: list[str] | None = None
     reward_match: str | None = None
     reward_missing: float | None = None
+    reward_unit: str | None = None
     key_field: str | None = None
     key_match: str | None = None
     key_ids: bool = False
@@ -261,7 +262,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="read every --rewards-file line with this regular expression: its named groups are the "
                         "record's fields (text; the reward's read as a number), a line it does not match a "
                         "bad_row dead letter; or a named pattern: combined, common (the access logs of nginx and "
-                        "Apache: remote_addr, time_local, method, path, status, ...)")
+                        "Apache: remote_addr, time_local, method, path, status, ...), or logfmt (every key=value "
+                        "pair of a line is a field: level=error host=web-1 latency=1.2ms msg=\"timed out\")")
     g.add_argument("--follow", action="store_true", default=None,
                    help="keep reading the --rewards-file files as they grow (tail -F): the run goes on at their end "
                         "until stopped (SIGTERM, Ctrl-C, --max-episodes); a line is read once its line end is "
@@ -345,6 +347,11 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="the reward of a record without the reward's field (a flag a log writes only when it is "
                         "set: --reward-field error --reward-match . --reward-missing 0); else such a record is "
                         "refused (missing_reward)")
+    g.add_argument("--reward-unit", choices=("ns", "us", "ms", "s", "m", "h"), metavar="UNIT",
+                   help="read a duration written with its unit (\"17.19ms\", \"850µs\", \"1.2s\", Go's \"1m30s\") as "
+                        "the number of UNIT (ns, us, ms, s, m, h) it lasts; a number without a unit is taken as "
+                        "already in UNIT. With --reward-at-least (--reward-unit ms --reward-at-least 500: the rate "
+                        "of requests slower than 500 ms) or --reward-model bounded")
     g.add_argument("--key-field", metavar="NAME",
                    help="JSON field of the value naming the record's key (a host, a worker), in place of the "
                         "record's own key (Kafka) or a line's arm (files); every value is then parsed. A dotted "

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..models import BoundedModel, RewardModel
 from . import decoder
+from .durations import UNITS, duration_in, is_duration, unit_of
 from .field_path import FieldPath
 from .records import InvalidRecord, RefusedKey
 from .reward_rule import RewardRule
@@ -53,6 +54,8 @@ class RewardCodec:
     ``reward_in=["ERROR", "FATAL"]``); ``reward_match`` (a third, alone) makes it 1 when a regular expression is
     found in that text (``reward_match="timed out"`` on a message). The rules: :class:`RewardRule`. ``missing``
     is the reward of a value without the field (a flag a log writes only when it is set), which is else refused.
+    ``unit`` (``"ms"``) reads a duration written with its unit (``"1.2s"``, Go's ``"1m30s"``:
+    :mod:`~streamarms.runtime.durations`) as the number of ``unit`` it lasts; a JSON number is already in ``unit``.
 
     >>> c = RewardCodec(model=None)
     >>> c.arm(b"eu-west"), c.reward("eu-west", b'{"reward": 0.25, "x": 1}')
@@ -71,6 +74,8 @@ class RewardCodec:
     >>> c = RewardCodec("status", BernoulliModel(), numeric_strings=True, at_least=500)
     >>> c.rewards([b'{"status": "503"}', b'{"status": 200}', b'{"status": "-"}'])
     [1.0, 0.0, None]
+    >>> RewardCodec("latency", model=None, unit="ms").rewards([b'{"latency": "17.19ms"}', b'{"latency": "1.2s"}'])
+    [17.19, 1200.0]
     >>> c = RewardCodec("level", BernoulliModel(), reward_in=["ERROR", "FATAL"])
     >>> c.rewards([b'{"level": "ERROR"}', b'{"level": "INFO"}', b'{"level": 3}', b'{"level": null}'])
     [1.0, 0.0, 0.0, None]
@@ -80,9 +85,13 @@ class RewardCodec:
                  request_id_field: str = "request_id", max_key_bytes: int = 256, clip: bool = False,
                  numeric_strings: bool = False, at_least: float | None = None,
                  reward_in: Sequence[str] | None = None, reward_match: str | None = None,
-                 missing: float | None = None) -> None:
+                 missing: float | None = None, unit: str | None = None) -> None:
         if max_key_bytes < 1:
             raise ValueError(f"max_key_bytes must be >= 1, got {max_key_bytes}")
+        if unit is not None and unit not in UNITS:
+            raise ValueError(f"unit must be one of {', '.join(UNITS)}, got {unit!r}")
+        if unit is not None and (reward_in is not None or reward_match is not None):
+            raise ValueError("a unit reads durations as numbers; reward_in and reward_match read texts")
         if clip and not isinstance(model, BoundedModel):
             raise ValueError("clipping needs the bounded reward model (its range is what rewards are clipped to)")
         #: the rule that makes each reward 0 or 1 (``--reward-at-least``, ``--reward-in``, ``--reward-match``), and
@@ -106,7 +115,8 @@ class RewardCodec:
         #: no ``at_least`` that compares numbers
         self.booleans = at_least is None and (model is None or model.of_rates())
         #: neither rule: the batch paths read the field's number inline (else each record by :meth:`reward_of`)
-        self.plain = not numeric_strings and self.rule is None and missing is None
+        self.plain = not numeric_strings and self.rule is None and missing is None and unit is None
+        self.unit = unit  # (the unit a duration's text is read in; None: a text is no number)
         #: the range rewards are clipped to (``None``: no clipping) and how many were
         self.clip = (model.low, model.high) if isinstance(model, BoundedModel) and clip else None
         self.clipped = 0
@@ -179,6 +189,8 @@ class RewardCodec:
         if self.rule is not None and self.at_least is None:
             return self._matched(arm, v)
         x = decoder.number(v)
+        if x is None and self.unit is not None and type(v) is str:
+            x = duration_in(v, self.unit)
         if x is None and self.numeric_strings and type(v) is str:
             if JSON_NUMBER.fullmatch(v):
                 x = float(v)
@@ -188,14 +200,7 @@ class RewardCodec:
             return self._boolean(arm, v)
         if x is None:
             shown = repr(v[:80]) if isinstance(v, str) else f"a JSON {type(v).__name__}"  # never repr a deep value
-            hint = ("" if not isinstance(v, str) else " (--numeric-strings reads a number written as a string)"
-                    if not self.numeric_strings and JSON_NUMBER.fullmatch(v) else
-                    " (a decimal comma is read only in a CSV file separated by semicolons, in the reward's column)"
-                    if DECIMAL_COMMA.fullmatch(v) else
-                    " (--numeric-strings reads true and false written as strings as 1 and 0)"
-                    if not self.numeric_strings and v.lower() in _BOOLEAN_TEXT else
-                    f" (--reward-in {v[:40]},.. makes the reward 1 where the field is one of those texts, else 0)"
-                    if self.at_least is None and _WORD.fullmatch(v) and v.lower() not in _NOT_WORDS else "")
+            hint = _hint(v, self.unit, self.numeric_strings, self.at_least) if isinstance(v, str) else ""
             raise InvalidRecord("not_numeric", f"reward of arm {arm!r} is not a JSON number: {shown}{hint}")
         if not math.isfinite(x):
             raise InvalidRecord("not_finite", f"reward of arm {arm!r} is not finite: {x!r}")
@@ -427,3 +432,20 @@ class RewardCodec:
         if accepts is not None and not all(map(accepts, xs)):
             return None
         return xs
+
+
+def _hint(v: str, unit: str | None, numeric_strings: bool, at_least: float | None) -> str:
+    """What a refused text reward says reads it (the refusal's end): a flag, or where a decimal comma is read."""
+    number = JSON_NUMBER.fullmatch(v)
+    return (f" (--reward-unit {unit_of(v)} reads a duration with its unit as the number of {unit_of(v)} it lasts)"
+            if unit is None and is_duration(v) else
+            f" (--reward-unit {unit} reads a number with a unit: 850us, 17.19ms, 1.2s, 1m30s)"
+            if unit is not None and not number else
+            " (--numeric-strings reads a number written as a string)"
+            if not numeric_strings and number else
+            " (a decimal comma is read only in a CSV file separated by semicolons, in the reward's column)"
+            if DECIMAL_COMMA.fullmatch(v) else
+            " (--numeric-strings reads true and false written as strings as 1 and 0)"
+            if not numeric_strings and v.lower() in _BOOLEAN_TEXT else
+            f" (--reward-in {v[:40]},.. makes the reward 1 where the field is one of those texts, else 0)"
+            if at_least is None and _WORD.fullmatch(v) and v.lower() not in _NOT_WORDS else "")
