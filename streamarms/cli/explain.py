@@ -10,7 +10,8 @@ and the policy (a key seen after the episode started is ``"not in an episode"``:
 ``KEY``: the continuous mode's every group's threshold band and flagged keys; an episode mode's outliers
 (with their evidence), normal and undecided counts, the threshold, and the keys waiting for the next
 episode. ``--table`` prints every key's evidence as a text table instead (:mod:`.explain_table`; ``--top N``
-the first N rows). ``--checkpoint kafka:TOPIC`` reads the compacted topic (``--bootstrap-servers``, ``--group-id`` as
+the first N rows); ``--plot FILE.png`` draws it (:mod:`.explain_plot`: each key's interval against the threshold's
+band). ``--checkpoint kafka:TOPIC`` reads the compacted topic (``--bootstrap-servers``, ``--group-id`` as
 for ``run``), ``--checkpoint dir:PATH`` the incremental directory. Exit codes: 0 found, 1 unknown key, 2 no
 usable checkpoint.
 """
@@ -18,6 +19,7 @@ usable checkpoint.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
@@ -27,6 +29,7 @@ from ..checkpoint import CheckpointError, CheckpointStore, FileCheckpointStore, 
 from ..monitor import ContinuousMonitor
 from ..monitor.monitor import waiting_for
 from ..runtime.evidence import episode_evidence, episode_summary, finite_pair, key_evidence
+from .explain_plot import TOP, Panel, draw
 from .explain_table import interval_text, table
 
 __all__ = ["add_explain_parser", "explain_main", "summary"]
@@ -44,7 +47,11 @@ def add_explain_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--table", action="store_true",
                    help="every key's evidence as a text table (outliers first, then undecided, then normal keys, "
                         "each by estimate), the threshold above it; JSON without it")
-    p.add_argument("--top", type=int, metavar="N", help="with --table: the first N keys only")
+    p.add_argument("--plot", metavar="FILE", help="draw every key's estimate and interval against the threshold's "
+                   "band to FILE (.png, .svg or .pdf; outliers red, undecided orange, normal grey; a panel a group "
+                   "in the continuous mode); needs matplotlib (pip install 'streamarms[plot]')")
+    p.add_argument("--top", type=int, metavar="N", help="with --table: the first N keys only; with --plot: the "
+                   f"first N keys of each panel (default {TOP})")
     p.set_defaults(handler=explain_main)
     return p
 
@@ -78,12 +85,11 @@ def monitor_table(mon: ContinuousMonitor, top: int | None = None) -> str:
     return table((mon.evidence(k) for k in mon.keys), head, top)
 
 
-def episode_table(policy: Any, known: list[str], episode: int, phase: str, flagged: dict[str, int],
-                  top: int | None = None) -> str:
-    """``--table`` of an episode checkpoint: the episode and its threshold, then every key."""
+def episode_panel(policy: Any, known: list[str], episode: int, phase: str, flagged: dict[str, int]) -> Panel:
+    """An episode checkpoint's keys and threshold(s): what ``--table`` prints and ``--plot`` draws."""
     if policy is None:
-        return table(({"key": k, "state": "not in an episode"} for k in known),
-                     [f"no episode yet ({phase}): {len(known):,} keys wait for the first"], top)
+        return Panel(f"no episode yet ({phase}): {len(known):,} keys wait for the first",
+                     [{"key": k, "state": "not in an episode"} for k in known])
     d = policy.decision()
     outliers, normals = set(d.outliers), set(d.normals)
     rows = [dict(episode_evidence(policy, k, episode, d, "outlier" if k in outliers else
@@ -91,9 +97,48 @@ def episode_table(policy: Any, known: list[str], episode: int, phase: str, flagg
             for k in policy.arms]
     rows += [{"key": k, "state": "not in an episode"} for k in known if k not in policy.index]
     th = "-" if d.threshold is None else format(d.threshold, ".4g")
-    head = [f"episode {episode} ({'finished' if d.done else phase}), policy {policy.name}, "
-            f"{d.pulls:,} samples; threshold {th} {interval_text(finite_pair(d.threshold_interval))}"]
-    return table(rows, head, top)
+    title = (f"episode {episode} ({'finished' if d.done else phase}), policy {policy.name}, "
+             f"{d.pulls:,} samples; threshold {th} {interval_text(finite_pair(d.threshold_interval))}")
+    thresholds = [(d.threshold, _ends(d.threshold_interval))]
+    extra = d.extra if isinstance(d.extra, dict) else {}
+    if extra.get("lower_threshold_interval") is not None:
+        thresholds.append((extra.get("lower_threshold"), _ends(extra["lower_threshold_interval"])))
+    return Panel(title, rows, thresholds)
+
+
+def _ends(iv: Any) -> tuple[float | None, float | None]:
+    """An interval's finite ends (``None`` for an open one)."""
+    pair = finite_pair(iv) or (None, None)
+    return pair[0], pair[1]
+
+
+def episode_table(policy: Any, known: list[str], episode: int, phase: str, flagged: dict[str, int],
+                  top: int | None = None) -> str:
+    """``--table`` of an episode checkpoint: the episode and its threshold, then every key."""
+    panel = episode_panel(policy, known, episode, phase, flagged)
+    return table(panel.rows, [panel.title], top)
+
+
+def monitor_panels(mon: ContinuousMonitor) -> list[Panel]:
+    """A continuous checkpoint's groups, each with its keys and threshold band (``--plot``)."""
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for k in mon.keys:
+        ev = mon.evidence(k)
+        rows.setdefault(str(ev.get("group")), []).append(ev)
+    return [Panel(f"group {g['name']}: {g['keys']:,} keys, {len(g['flagged']):,} flagged; threshold "
+                  f"{'-' if g['threshold'] is None else format(g['threshold'], '.4g')} "
+                  f"{interval_text(g['threshold_interval'])}", rows.get(g["name"], []),
+                  [(g["threshold"], _ends(g["threshold_interval"]))]) for g in summary(mon)["groups"]]
+
+
+def plot(panels: list[Panel], path: str, title: str, top: int | None, most: int = 6) -> str:
+    """``--plot``: draw ``panels`` (the ``most`` with the most outliers, then keys) to ``path``; what was drawn."""
+    chosen = sorted(panels, key=lambda p: (-sum(r.get("state") == "outlier" for r in p.rows), -len(p.rows)))[:most]
+    shown = [p for p in panels if p in chosen]
+    if len(panels) > len(shown):
+        title += f" ({len(shown)} of {len(panels):,} groups: those with the most outliers)"
+    drawn = draw(shown, path, title, top or TOP)
+    return f"wrote {path}: {drawn:,} keys of {sum(len(p.rows) for p in panels):,}"
 
 
 def _store(opts: argparse.Namespace) -> CheckpointStore:
@@ -125,6 +170,10 @@ def _explain_episode(opts: argparse.Namespace, sched: dict[str, Any]) -> int:
     if opts.table:
         print(episode_table(policy, known, episode, str(sched.get("phase")), flagged, opts.top))
         return 0
+    if opts.plot:
+        print(plot([episode_panel(policy, known, episode, str(sched.get("phase")), flagged)], opts.plot,
+                   f"streamarms: {opts.checkpoint}", opts.top))
+        return 0
     if opts.key is None:
         print(json.dumps(episode_summary(policy, known, episode, str(sched.get("phase")), flagged=flagged),
                          indent=1, allow_nan=False))
@@ -151,10 +200,15 @@ def _positionals(opts: argparse.Namespace) -> str | None:
     if len(args) > 1:
         return (f"one key at a time (given: {' '.join(args)})" if opts.checkpoint is not None else
                 f"{args[0]} is not a checkpoint (no such file): streamarms explain CHECKPOINT [KEY]")
-    if opts.top is not None and (not opts.table or opts.top < 1):
-        return "--top N (N >= 1) shows the first N rows of --table"
-    if opts.table and args:
-        return f"--table shows every key: drop the key {args[0]!r}, or drop --table for its evidence as JSON"
+    if opts.top is not None and (not (opts.table or opts.plot) or opts.top < 1):
+        return "--top N (N >= 1) shows the first N rows of --table (the first N keys of --plot)"
+    if opts.table and opts.plot:
+        return "--table prints every key and --plot draws them: give one"
+    if opts.plot and importlib.util.find_spec("matplotlib") is None:
+        return "--plot draws with matplotlib, which is not installed: pip install 'streamarms[plot]'"
+    if (opts.table or opts.plot) and args:
+        flag = "--table" if opts.table else "--plot"
+        return f"{flag} shows every key: drop the key {args[0]!r}, or drop {flag} for its evidence as JSON"
     if opts.checkpoint is None:
         return ("the checkpoint `run` wrote is needed: streamarms explain CHECKPOINT [KEY], or "
                 f"streamarms explain {args[0] if args else '[KEY]'} --checkpoint PATH|dir:PATH|kafka:TOPIC")
@@ -191,6 +245,9 @@ def explain_main(opts: argparse.Namespace) -> int:
         return 2
     if opts.table:
         print(monitor_table(mon, opts.top))
+        return 0
+    if opts.plot:
+        print(plot(monitor_panels(mon), opts.plot, f"streamarms: {opts.checkpoint}, continuous monitor", opts.top))
         return 0
     if opts.key is None:
         print(json.dumps(summary(mon), indent=1, allow_nan=False))

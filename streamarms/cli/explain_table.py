@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-__all__ = ["table", "interval_text"]
+__all__ = ["table", "interval_text", "ordered"]
 
 _ORDER = {"outlier": 0, "undecided": 1, "normal": 2}
 
@@ -41,10 +41,15 @@ def _number(x: Any, fmt: str) -> str:
     return "-" if x is None else format(x, fmt)
 
 
+def ordered(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows outliers first, then undecided keys, then normal ones, each by estimate, highest first."""
+    return sorted(rows, key=lambda r: (_ORDER.get(r.get("state", ""), 3), -(r.get("estimate") or 0.0), r["key"]))
+
+
 def table(rows: Iterable[dict[str, Any]], head: Sequence[str] = (), top: int | None = None) -> str:
     """The rows (a key's evidence each, as ``explain KEY`` gives it) as an aligned text table under the
     ``head`` lines; ``top``: the first that many rows only (a line then says how many are left out)."""
-    rows = sorted(rows, key=lambda r: (_ORDER.get(r.get("state", ""), 3), -(r.get("estimate") or 0.0), r["key"]))
+    rows = ordered(rows)
     grouped, flags = any("group" in r for r in rows), any("flagged" in r for r in rows)
     cols = ["key", *(["group"] if grouped else []), "state", "estimate", "interval", "samples", "margin",
             *(["flagged"] if flags else [])]
