@@ -19,7 +19,6 @@ usable checkpoint.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import sys
@@ -29,7 +28,7 @@ from ..checkpoint import CheckpointError, CheckpointStore, FileCheckpointStore, 
 from ..monitor import ContinuousMonitor
 from ..monitor.monitor import waiting_for
 from ..runtime.evidence import episode_evidence, episode_summary, finite_pair, key_evidence
-from .explain_plot import TOP, Panel, draw
+from .explain_plot import TOP, Panel, draw, plot_problem
 from .explain_table import interval_text, table
 
 __all__ = ["add_explain_parser", "explain_main", "summary"]
@@ -204,8 +203,8 @@ def _positionals(opts: argparse.Namespace) -> str | None:
         return "--top N (N >= 1) shows the first N rows of --table (the first N keys of --plot)"
     if opts.table and opts.plot:
         return "--table prints every key and --plot draws them: give one"
-    if opts.plot and importlib.util.find_spec("matplotlib") is None:
-        return "--plot draws with matplotlib, which is not installed: pip install 'streamarms[plot]'"
+    if opts.plot and (problem := plot_problem(opts.plot)) is not None:
+        return problem
     if (opts.table or opts.plot) and args:
         flag = "--table" if opts.table else "--plot"
         return f"{flag} shows every key: drop the key {args[0]!r}, or drop {flag} for its evidence as JSON"

@@ -26,7 +26,7 @@ from typing import Any
 
 from .explain_table import ordered
 
-__all__ = ["Panel", "draw", "TOP"]
+__all__ = ["Panel", "draw", "TOP", "plot_problem"]
 
 #: keys drawn a panel without ``--top``
 TOP = 40
@@ -54,6 +54,27 @@ class Panel:
         lo, hi = (min(xs), max(xs)) if xs else (0.0, 1.0)
         pad = (hi - lo) / 10 or abs(hi) / 10 or 1.0
         return (0.0 if 0 <= lo < pad else lo - pad), hi + pad  # (no negative axis for keys that cannot go below 0)
+
+
+def plot_problem(path: str) -> str | None:
+    """Why ``--plot path`` cannot be drawn before anything is read (matplotlib missing, a file type it does not
+    write), or ``None``.
+
+    >>> plot_problem("keys.xyz")[:61], plot_problem("keys.svg")
+    ('--plot keys.xyz: .xyz is no file type matplotlib writes: name', None)
+    """
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        return "--plot draws with matplotlib, which is not installed: pip install 'streamarms[plot]'"
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    kinds = FigureCanvasBase.get_supported_filetypes()
+    kind = path.rsplit(".", 1)[-1].lower() if "." in path.rsplit("/", 1)[-1] else ""
+    if kind not in kinds:
+        what = f".{kind} is no file type matplotlib writes" if kind else "the name has no file type"
+        return f"--plot {path}: {what}: name the file .png, .svg or .pdf (or {', '.join(sorted(kinds))})"
+    return None
 
 
 def draw(panels: Sequence[Panel], path: str, title: str, top: int = TOP) -> int:

@@ -69,6 +69,7 @@ from .run_report import (
     incomplete_text,
     not_examined,
     stop_lines,
+    stop_plot,
     stop_table,
     unfinished,
 )
@@ -332,6 +333,24 @@ def run_main(opts: argparse.Namespace) -> int:
     return app.run()
 
 
+def _check_outputs(s: RunSettings) -> None:
+    """``ConfigError`` for a file written at the stop that could not be (said now, not after the run)."""
+    if s.summary_json and s.summary_json != "-":
+        _check_writable_file("--summary-json", s.summary_json)
+    if s.plot:
+        _check_writable_file("--plot", s.plot)
+        from .explain_plot import plot_problem
+
+        if (problem := plot_problem(s.plot)) is not None:
+            raise ConfigError(problem)
+
+
+def _mode_text(s: RunSettings, cfg: SchedulerConfig | None) -> str:
+    if cfg is None or cfg.mode == ACTIVE:
+        return f"{s.mode} mode"
+    return "passive mode, " + ("every reward of its keys fed" if cfg.passive_feed == "all" else "following its plan")
+
+
 class _App:
     """The wiring of one ``streamarms run``."""
 
@@ -340,8 +359,7 @@ class _App:
         #: where the text for a person goes: stderr when a JSON stream (alerts, dead letters, the summary)
         #: is written to stdout (``-``), so that stdout stays one JSON value a line for ``jq`` and the like
         self.human = sys.stderr if "-" in (s.alerts_file, s.dead_letter_file, s.summary_json) else sys.stdout
-        if s.summary_json and s.summary_json != "-":  # written at the stop: a bad path is said now, not then
-            _check_writable_file("--summary-json", s.summary_json)
+        _check_outputs(s)
         if s.policy not in POLICIES:
             raise ConfigError(f"unknown policy {s.policy!r}: choose one of {', '.join(sorted(POLICIES))}")
         if s.mode == ACTIVE and not s.embedded and not s.requests_topic:
@@ -671,12 +689,6 @@ class _App:
             out["keys_grouped"] = g
         return out
 
-    def _mode_text(self) -> str:
-        cfg = getattr(self, "sched_config", None)
-        if cfg is None or cfg.mode == ACTIVE:
-            return f"{self.s.mode} mode"
-        return "passive mode, " + ("every reward of its keys fed" if cfg.passive_feed == "all" else "following its plan")
-
     def run(self) -> int:
         s = self.s
         _warn_untimed_episodes(s, self.continuous)
@@ -686,7 +698,7 @@ class _App:
                   f"rewards, known outliers {', '.join(self.truth or []) or 'none'}; "
                   + (f"continuous monitor k={s.k:g} alpha={s.monitor_alpha:g} (every record used, no episodes; "
                      f"Ctrl-C to stop)" if self.continuous else f"policy {s.policy} k={s.k:g} delta={s.delta:g}, "
-                                                                 f"{self._mode_text()}"))
+                                                                 f"{_mode_text(s, getattr(self, 'sched_config', None))}"))
         t0 = time.monotonic()
         code = 0
         self.progress = replay_progress(self.source, s)
@@ -720,6 +732,8 @@ class _App:
                 self._say(line)
         if code == 0 and s.table:
             self._say(stop_table(self.scheduler))
+        if code == 0 and s.plot:
+            self._say(stop_plot(self.scheduler, s.plot))
         if s.summary_json:
             text = json.dumps(out, indent=None if s.summary_json == "-" else 1, default=str)
             if s.summary_json == "-":

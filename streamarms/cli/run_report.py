@@ -19,7 +19,7 @@ from .continuous import no_threshold_text
 from .settings import RunSettings
 
 __all__ = ["stop_lines", "unfinished", "not_examined", "not_started_text", "frozen_clock_text", "incomplete_text", "episode_text", "waiting_keys",
-           "not_examined_text", "unfinished_text", "clipped_text", "refusals_text", "refusals_hint", "key_field_hint", "grouped_keys", "grouped_keys_text", "stop_table"]
+           "not_examined_text", "unfinished_text", "clipped_text", "refusals_text", "refusals_hint", "key_field_hint", "grouped_keys", "grouped_keys_text", "stop_table", "stop_plot"]
 
 
 def stop_lines(out: dict[str, Any], sched: Any, s: RunSettings, cfg: SchedulerConfig | None,
@@ -328,6 +328,20 @@ def stop_table(sched: Any) -> str:
     if isinstance(sched, ContinuousRunner):
         return monitor_table(sched.monitor)
     return episode_table(sched.policy, sched.known_arms, sched.episode, sched.phase, dict(sched.alerts.flagged))
+
+
+def stop_plot(sched: Any, path: str) -> str:
+    """``--plot``: every key's evidence at the stop drawn to ``path``, as ``streamarms explain CHECKPOINT --plot``
+    draws it; the line that says so (or why it was not drawn: the run's result stands either way)."""
+    from .explain import episode_panel, monitor_panels, plot
+
+    try:
+        if isinstance(sched, ContinuousRunner):
+            return plot(monitor_panels(sched.monitor), path, "streamarms run: continuous monitor at the stop", None)
+        panel = episode_panel(sched.policy, sched.known_arms, sched.episode, sched.phase, dict(sched.alerts.flagged))
+        return plot([panel], path, "streamarms run: at the stop", None)
+    except (OSError, ValueError) as e:  # (the disk full, the folder gone since the start)
+        return f"--plot {path}: not drawn: {e}"
 
 
 def grouped_keys(sched: Any, replay: bool = False) -> dict[str, Any] | None:

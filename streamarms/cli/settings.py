@@ -155,6 +155,7 @@ class RunSettings:
     log_level: str = "info"
     quiet: bool = False
     table: bool = False
+    plot: str | None = None
     # Kafka security and pass-through
     security_protocol: str | None = None
     sasl_mechanism: str | None = None
@@ -441,6 +442,10 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--table", action="store_true", default=None,
                    help="at the stop, every key's evidence as a table (state, estimate, interval, samples, margin: "
                         "what `streamarms explain CHECKPOINT --table` prints), after the summary")
+    g.add_argument("--plot", metavar="FILE",
+                   help="at the stop, draw every key's estimate and interval against the threshold's band to FILE "
+                        "(.png, .svg, .pdf: what `streamarms explain CHECKPOINT --plot FILE` draws); needs "
+                        "matplotlib (pip install 'streamarms[plot]')")
     g.add_argument("--embedded-keys", type=positive_int, metavar="N", help=argparse.SUPPRESS)
     g.add_argument("--embedded-rate", type=float, metavar="R", help=argparse.SUPPRESS)
 

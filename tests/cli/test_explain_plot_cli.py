@@ -66,11 +66,11 @@ def test_a_continuous_checkpoint_draws_a_panel_a_group(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["--plot", "P", "--table"], "--table prints every key and --plot draws them: give one"),
-    (["k5", "--plot", "P"], "--plot shows every key: drop the key 'k5'"),
+    (["--plot", "P.png", "--table"], "--table prints every key and --plot draws them: give one"),
+    (["k5", "--plot", "P.png"], "--plot shows every key: drop the key 'k5'"),
     (["--top", "3"], "--top N (N >= 1) shows the first N rows of --table (the first N keys of --plot)"),
     (["--plot", "/nonexistent/dir/k.png"], "No such file or directory"),
-    (["--plot", "P.xyz"], "Format 'xyz' is not supported")])
+    (["--plot", "P.xyz"], ".xyz is no file type matplotlib writes: name the file .png, .svg or .pdf")])
 def test_what_cannot_be_drawn_says_why(tmp_path, capsys, args, needle):
     ck = _episode_ck(tmp_path, capsys)
     args = [str(tmp_path / a) if a.startswith("P") else a for a in args]
@@ -85,3 +85,14 @@ def test_without_matplotlib_the_extra_is_named(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
     assert main(["explain", str(ck), "--plot", str(tmp_path / "k.png")]) == 2
     assert "pip install 'streamarms[plot]'" in capsys.readouterr().err
+
+
+def test_run_plot_draws_at_the_stop_and_a_bad_name_is_refused_before_a_record_is_read(tmp_path, capsys):
+    p, png = six_key_replay(tmp_path, 3000), tmp_path / "stop.png"
+    base = ["run", "--rewards-file", str(p), "--policy", "cs", "--checkpoint", "none", "--discovery-records", "50",
+            "--quiet"]
+    assert main([*base, "--plot", str(png)]) == 0
+    assert f"wrote {png}: 6 keys of 6" in capsys.readouterr().out and png.read_bytes().startswith(PNG)
+    for bad, needle in ((tmp_path / "none" / "x.png", "the directory"), (tmp_path / "x.jpeg2", ".jpeg2 is no file")):
+        assert main([*base, "--plot", str(bad)]) == 2
+        assert needle in capsys.readouterr().err
