@@ -1,9 +1,9 @@
-"""A JSONL line's time: :class:`LineTime` (``streamarms run --timestamp-field NAME --timestamp-unit ms|s``).
+"""A JSONL line's time: :class:`LineTime` (``streamarms run --timestamp-field NAME --timestamp-unit ms|s|us|ns``).
 
 By default a line's time is its ``timestamp`` field in milliseconds since the epoch, as a Kafka record's.
 Logs name and count it otherwise: ``@timestamp`` (Elastic Common Schema), ``time`` (pino: milliseconds;
 bunyan: a date-time), ``ts`` in seconds with a fraction (``1700000000.123``: nginx's ``$msec``, many
-tracers). The field may be a dotted name (a nested field, :class:`~streamarms.runtime.field_path.FieldPath`);
+tracers), in microseconds or nanoseconds (OpenTelemetry's ``timeUnixNano``, Loki, Go's ``UnixNano``). The field may be a dotted name (a nested field, :class:`~streamarms.runtime.field_path.FieldPath`);
 its value a number in the unit, or an ISO 8601 date-time (UTC unless it says otherwise) whatever the unit.
 A time written otherwise (a spreadsheet's ``11/14/2023 10:13 PM``, ``14.11.2023 22:13``) is read by a
 :func:`~datetime.datetime.strptime` format (``fmt``: ``--timestamp-format '%m/%d/%Y %I:%M %p'``), UTC unless the
@@ -29,7 +29,7 @@ from typing import Any
 from streamarms.runtime.clock import iso_ms
 from streamarms.runtime.field_path import FieldPath
 
-__all__ = ["LineTime", "MAX_TIMESTAMP_MS", "stamp"]
+__all__ = ["LineTime", "MAX_TIMESTAMP_MS", "stamp", "epoch_unit"]
 
 #: the latest timestamp a line may carry, in ms: 9999-12-31T23:59:59.999Z (what an ISO date can say)
 MAX_TIMESTAMP_MS = 253_402_300_799_999
@@ -38,8 +38,26 @@ MAX_TIMESTAMP_MS = 253_402_300_799_999
 JSON_NAMES = {str: "a string", bool: "a boolean", list: "an array", dict: "an object", type(None): "null",
               int: "an integer", float: "a number"}
 
-_UNITS = {"ms": 1, "s": 1000}
+#: each unit's length in ms
+_UNITS = {"ms": 1, "s": 1000, "us": 0.001, "ns": 0.000001}
+_UNIT_NAMES = {"ms": "milliseconds", "s": "seconds", "us": "microseconds", "ns": "nanoseconds"}
+#: 2001-01-01 and 2100-01-01 in ms: a number that is a time between them in one unit is in no other (the units
+#: are 1000 times apart, the span 4.2 times)
+_PLAUSIBLE = (978_307_200_000, 4_102_444_800_000)
 _ABSENT: Any = object()
+
+
+def epoch_unit(x: float) -> str | None:
+    """The unit (``s``, ``ms``, ``us``, ``ns``) in which the number ``x`` is a time since the epoch between 2001 and
+    2100, or ``None``.
+
+    >>> [epoch_unit(x) for x in (1700000000.5, 1700000000123, 1700000000123456, 1700000000123456789, 42)]
+    ['s', 'ms', 'us', 'ns', None]
+    """
+    for unit, scale in _UNITS.items():
+        if _PLAUSIBLE[0] <= x * scale <= _PLAUSIBLE[1]:
+            return unit
+    return None
 
 
 def stamp(ts: Any, unit: str = "ms") -> int:
@@ -48,6 +66,12 @@ def stamp(ts: Any, unit: str = "ms") -> int:
 
     >>> stamp(1700000000123), stamp(1700000000123.9), stamp("2023-11-14T22:13:20.123Z"), stamp(1.5, "s")
     (1700000000123, 1700000000123, 1700000000123, 1500)
+    >>> stamp(1700000000123456789, "ns"), stamp(1700000000123999, "us")
+    (1700000000123, 1700000000123)
+    >>> stamp(1700000000123456789)
+    Traceback (most recent call last):
+    ...
+    ValueError: timestamp 1700000000123456789 is not a time in milliseconds from 0 (1970) to 253402300799999 (the year 9999), nor an ISO 8601 date-time (2026-11-25T14:00:00Z); as nanoseconds it is 2023-11-14T22:13:20Z: --timestamp-unit ns
     >>> stamp(1e300)
     Traceback (most recent call last):
     ...
@@ -55,6 +79,8 @@ def stamp(ts: Any, unit: str = "ms") -> int:
     """
     t, scale = type(ts), _UNITS[unit]
     if (t is int or t is float) and 0 <= ts <= MAX_TIMESTAMP_MS / scale:  # (NaN fails the comparisons)
+        if scale < 1:  # (us, ns: the fraction of a ms cut off, as ms cuts its own; integers exactly)
+            return int(ts // round(1 / scale))
         return int(ts) if scale == 1 else round(ts * scale)  # (ms: the fraction cut off; s: to the nearest ms)
     if t is str and (ms := iso_ms(ts)) is not None and 0 <= ms <= MAX_TIMESTAMP_MS:
         return ms
@@ -66,10 +92,14 @@ def stamp(ts: Any, unit: str = "ms") -> int:
         shown = f"{ts[:40]!r} (a string)"
     else:
         shown = json.dumps(ts) if t is bool or ts is None else JSON_NAMES.get(t, t.__name__)
-    units = "milliseconds" if unit == "ms" else "seconds"
-    top = MAX_TIMESTAMP_MS if unit == "ms" else MAX_TIMESTAMP_MS // 1000
-    raise ValueError(f"timestamp {shown} is not a time in {units} from 0 (1970) to {top} (the year 9999), nor an "
-                     "ISO 8601 date-time (2026-11-25T14:00:00Z)")
+    top = round(MAX_TIMESTAMP_MS / scale) if scale < 1 else MAX_TIMESTAMP_MS // scale
+    other = epoch_unit(ts) if t is int or t is float else None
+    hint = ""
+    if other is not None and other != unit:
+        when = dt.datetime.fromtimestamp(ts * _UNITS[other] / 1000, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        hint = f"; as {_UNIT_NAMES[other]} it is {when}: --timestamp-unit {other}"
+    raise ValueError(f"timestamp {shown} is not a time in {_UNIT_NAMES[unit]} from 0 (1970) to {top} (the year "
+                     f"9999), nor an ISO 8601 date-time (2026-11-25T14:00:00Z){hint}")
 
 
 class LineTime:
@@ -84,7 +114,7 @@ class LineTime:
 
     def __init__(self, field: str = "timestamp", unit: str = "ms", fmt: str | None = None) -> None:
         if unit not in _UNITS:
-            raise ValueError(f"the timestamp unit is ms or s, got {unit!r}")
+            raise ValueError(f"the timestamp unit is ms, s, us or ns, got {unit!r}")
         if fmt is not None and (not fmt or "%" not in fmt):
             raise ValueError(f"a timestamp format is a strptime format with % directives (%m/%d/%Y %H:%M), got {fmt!r}")
         self.field = field

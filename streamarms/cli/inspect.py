@@ -363,12 +363,19 @@ def time_format(values: Iterable[Any]) -> str | None:
 
 
 def _time_flags(fields: dict[str, FieldProfile]) -> str:
+    from streamarms.connectors.line_time import epoch_unit
+
     for name in TIME_NAMES:
         f = fields.get(name)
-        if f is None or name == "timestamp":
-            continue  # ("timestamp" in ms is read without a flag)
-        if f.low <= f.high and 1e9 <= f.low and f.high < 1e11:
-            return f" --timestamp-field {name} --timestamp-unit s"
+        if f is None:
+            continue
+        # a number: in the unit in which it is a time of this century ("timestamp" in ms needs no flag)
+        unit = epoch_unit(f.low) if f.low <= f.high and epoch_unit(f.low) == epoch_unit(f.high) else None
+        if unit is not None:
+            return "" if (name, unit) == ("timestamp", "ms") else (
+                f" --timestamp-field {shlex.quote(name)}" + ("" if unit == "ms" else f" --timestamp-unit {unit}"))
+        if name == "timestamp":
+            continue  # (read without a flag as it is: an ISO 8601 text or ms)
         fmt = time_format(f.values) if f.share("str") > 0.99 else None
         return f" --timestamp-field {name}" + (f" --timestamp-format {shlex.quote(fmt)}" if fmt else "")
     for f in fields.values():  # a time under another name: ISO 8601 (read as it is), or one of the formats

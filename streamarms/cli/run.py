@@ -71,6 +71,7 @@ from .run_report import (
     stop_lines,
     stop_plot,
     stop_table,
+    time_unit_text,
     unfinished,
 )
 from .settings import RunSettings, _kv, add_run_arguments, resolve_settings
@@ -406,6 +407,7 @@ class _App:
         self.frozen_warned = False  # frozen_clock_text said once
         self.grouped_warned = False  # grouped_keys_text said once
         self.rule_warned = False  # a reward rule that matched nothing, said once during the run
+        self.unit_unchecked = bool(s.rewards_file) and self.event_clock is not None  # (time_unit_text: once)
         self.progress: ReplayProgress | None = None  # a replay's bar on a terminal (run)
         clock = self.event_clock if self.event_clock is not None else time.time
         self.run_info = {"mode": s.mode, "policy": CONTINUOUS if self.continuous else s.policy,
@@ -642,6 +644,10 @@ class _App:
         if rule is not None and not self.rule_warned and not rule.hit and rule.misses >= self.RULE_MISSES_WARNED:
             log.warning("%s", rule.unmatched())
             self.rule_warned = True
+        if self.unit_unchecked and (now := self.event_clock() if self.event_clock else 0.0) > 0:  # (first time)
+            self.unit_unchecked = False
+            if text := time_unit_text(now, self.s):
+                log.warning("%s", text)
 
     def _episode_end(self, summary: dict[str, Any]) -> None:
         log.info("episode %d %s: %d arms, %d samples over %d records, outliers %s%s", summary["episode"],

@@ -8,6 +8,7 @@ nothing to say); :func:`unfinished` and :func:`not_examined` work out the summar
 from __future__ import annotations
 
 import shlex
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,7 +20,8 @@ from .continuous import no_threshold_text
 from .settings import RunSettings
 
 __all__ = ["stop_lines", "unfinished", "not_examined", "not_started_text", "frozen_clock_text", "incomplete_text", "episode_text", "waiting_keys",
-           "not_examined_text", "unfinished_text", "clipped_text", "refusals_text", "refusals_hint", "key_field_hint", "grouped_keys", "grouped_keys_text", "stop_table", "stop_plot"]
+           "not_examined_text", "unfinished_text", "clipped_text", "refusals_text", "refusals_hint", "key_field_hint", "grouped_keys", "grouped_keys_text", "stop_table", "stop_plot",
+           "time_unit_text"]
 
 
 def stop_lines(out: dict[str, Any], sched: Any, s: RunSettings, cfg: SchedulerConfig | None,
@@ -328,6 +330,33 @@ def stop_table(sched: Any) -> str:
     if isinstance(sched, ContinuousRunner):
         return monitor_table(sched.monitor)
     return episode_table(sched.policy, sched.known_arms, sched.episode, sched.phase, dict(sched.alerts.flagged))
+
+
+def time_unit_text(now: float, s: Any) -> str:
+    """A warning when the records' times, read in ``--timestamp-unit``, put the stream clock (``now``, in s) before
+    2001 but are a time of this century in another unit (a time in seconds read as ms is a valid time of January
+    1970: no record is refused, and the stream clock runs 1000 times too slow); else empty.
+
+    >>> from types import SimpleNamespace as S
+    >>> print(time_unit_text(1_700_000.0, S(timestamp_unit="ms", timestamp_format=None)))
+    the records' times read in ms are in 1970 (1970-01-20T16:13:20Z), and as s they are 2023-11-14T22:13:20Z: read in ms, the stream clock (episodes, timeouts, windows) runs 1,000 times too slow; give --timestamp-unit s
+    >>> time_unit_text(1_700_000_000.0, S(timestamp_unit="ms", timestamp_format=None))
+    ''
+    """
+    from streamarms.connectors.line_time import _UNITS, epoch_unit
+
+    unit = getattr(s, "timestamp_unit", "ms") or "ms"
+    ms = now * 1000
+    if s.timestamp_format or unit not in _UNITS or ms >= 978_307_200_000:
+        return ""
+    other = epoch_unit(ms / _UNITS[unit])
+    if other is None or other == unit:
+        return ""
+    day = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / _UNITS[unit] * _UNITS[other] / 1000))
+    return (f"the records' times read in {unit} are in {day[:4]} ({day}), and as {other} they are {when}: read in "
+            f"{unit}, the stream clock (episodes, timeouts, windows) runs {round(_UNITS[other] / _UNITS[unit]):,} times "
+            f"too slow; give --timestamp-unit {other}")
 
 
 def stop_plot(sched: Any, path: str) -> str:

@@ -370,9 +370,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--timestamp-format", metavar="FMT",
                    help="--rewards-file: the time field's text read by this strptime format, UTC unless it reads a "
                         "zone (%%z): '%%m/%%d/%%Y %%I:%%M %%p' (a spreadsheet's 11/14/2023 10:13 PM), '%%d.%%m.%%Y %%H:%%M'")
-    g.add_argument("--timestamp-unit", choices=["ms", "s"],
-                   help="--rewards-file: a numeric time is milliseconds (default) or seconds since the epoch "
-                        "(1700000000.123: nginx's $msec)")
+    g.add_argument("--timestamp-unit", choices=["ms", "s", "us", "ns"],
+                   help="--rewards-file: a numeric time is milliseconds (default), seconds (1700000000.123: nginx's "
+                        "$msec), microseconds or nanoseconds (OpenTelemetry's timeUnixNano) since the epoch")
     g.add_argument("--request-id-field", metavar="NAME", help="JSON field of answers holding the request id")
     g.add_argument("--max-key-bytes", type=positive_int, metavar="N", help="longer keys are refused (default 256)")
     g.add_argument("--validate", choices=["used", "all"],

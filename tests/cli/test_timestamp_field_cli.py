@@ -1,6 +1,7 @@
-"""``--timestamp-field NAME --timestamp-unit ms|s``: a log's own time field (``@timestamp`` as an ISO
-8601 date-time, ``ts`` in seconds) is the stream clock, as ``timestamp`` in ms is -- the same run to the
-record; a time that is none is a ``bad_timestamp`` dead letter, and the flags need a file."""
+"""``--timestamp-field NAME --timestamp-unit ms|s|us|ns``: a log's own time field (``@timestamp`` as an ISO
+8601 date-time, ``ts`` in seconds, in microseconds, in nanoseconds) is the stream clock, as ``timestamp`` in ms
+is -- the same run to the record; a time that is none is a ``bad_timestamp`` dead letter (naming the unit in
+which a number would be a time), ``inspect`` suggests the unit, and the flags need a file."""
 
 from __future__ import annotations
 
@@ -26,8 +27,10 @@ def _log(path, form: str, n: int = 40_000) -> None:
                 rec["timestamp"] = ms
             elif form == "iso":
                 rec["@timestamp"] = dt.datetime.fromtimestamp(ms / 1000, dt.UTC).isoformat(timespec="milliseconds")
-            else:
+            elif form == "s":
                 rec["ts"] = ms / 1000
+            else:  # (us, ns: integers, as OpenTelemetry's timeUnixNano; the ms below the ms are not in it)
+                rec["ts"] = ms * {"us": 1000, "ns": 1_000_000}[form] + i * 7 % 1000
             f.write(json.dumps(rec) + "\n")
 
 
@@ -49,7 +52,9 @@ def test_the_time_fields_of_other_logs_give_the_same_episodes(tmp_path, referenc
     assert len(reference["episodes"]) >= 4  # (stream time moves: an episode every 300 s)
     iso = _run(tmp_path, "iso", "--timestamp-field", "@timestamp")
     secs = _run(tmp_path, "s", "--timestamp-field", "ts", "--timestamp-unit", "s")
-    for got in (iso, secs):
+    micros = _run(tmp_path, "us", "--timestamp-field", "ts", "--timestamp-unit", "us")
+    nanos = _run(tmp_path, "ns", "--timestamp-field", "ts", "--timestamp-unit", "ns")
+    for got in (iso, secs, micros, nanos):
         assert got["episodes"] == reference["episodes"] and not got["invalid"]
 
 
@@ -62,3 +67,29 @@ def test_a_time_that_is_none_is_a_dead_letter_and_the_flags_need_a_file(tmp_path
     assert len(details) == 2 and all("is not a time in seconds" in d for d in details)
     assert main(["run", "--bootstrap-servers", "localhost:1", "--rewards-topic", "t", "--timestamp-field", "ts"]) == 2
     assert "a Kafka record's time is its own" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("form", ["s", "us", "ns"])
+def test_inspect_suggests_the_unit_and_a_time_in_another_unit_names_it(tmp_path, capsys, caplog, form):
+    p, dead = tmp_path / "log.jsonl", tmp_path / "dead.jsonl"
+    _log(p, form, n=500)
+    assert main(["inspect", str(p)]) == 0
+    assert capsys.readouterr().out.rstrip().endswith(f"--timestamp-field ts --timestamp-unit {form}")
+    assert main(["run", "--rewards-file", str(p), "--key-field", "host", "--reward-field", "err", "--timestamp-field",
+                 "ts", "--dead-letter-file", str(dead), "--checkpoint", "none"]) == 0
+    err = caplog.text
+    if form == "s":  # (read as ms, a time in s is one of January 1970: no record is refused, the clock is slow)
+        assert not dead.exists() or not dead.read_text()
+        assert "the records' times read in ms are in 1970 (" in err and "give --timestamp-unit s" in err, err
+        return
+    first = json.loads(dead.read_text().splitlines()[0])["detail"]
+    assert first.endswith(f": --timestamp-unit {form}") and "2023-11-14T22:13:20Z" in first, first
+    assert "times read in" not in err
+
+
+def test_a_timestamp_field_in_seconds_is_suggested_with_its_unit(tmp_path, capsys):
+    p = tmp_path / "log.jsonl"
+    p.write_text("".join(json.dumps({"host": f"h{i % 5}", "err": i % 7 == 0, "timestamp": 1_700_000_000 + i}) + "\n"
+                         for i in range(300)))
+    assert main(["inspect", str(p)]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("--timestamp-field timestamp --timestamp-unit s")
