@@ -311,11 +311,13 @@ def _measured(f: FieldProfile) -> bool:
 def _reward_flags(f: FieldProfile, table: bool = False) -> str | None:
     """The flags that read ``f`` as a reward (``table``: its numbers are text, read as numbers without a flag), or
     ``None`` when it is no likely reward."""
-    name = f"--reward-field {shlex.quote(f.name)}" + (f" --reward-unit {f.unit}" if f.unit else
-                                         " --numeric-strings" if f.numeric and f.share("str") > 0 and not table else "")
     values = set(f.values)
-    if f.share("bool") > 0.99 or (values <= {0, 1, "0", "1", "True", "False", "true", "false"}
-                                  and len(values) == 2):
+    # (a boolean's text in any case, as run reads it with --numeric-strings: a spreadsheet writes TRUE and FALSE)
+    texts = {v.lower() if type(v) is str else v for v in values}
+    quoted = f.share("str") > 0 and not table and (f.numeric or bool(texts & {"true", "false"}))
+    name = f"--reward-field {shlex.quote(f.name)}" + (f" --reward-unit {f.unit}" if f.unit else
+                                                      " --numeric-strings" if quoted else "")
+    if f.share("bool") > 0.99 or (texts <= {0, 1, "0", "1", "true", "false"} and len(values) == 2):
         return name
     if f.digits() and all(100 <= int(v) <= 599 for v in values) and f.distinct >= 2:
         return name + " --reward-at-least 500"

@@ -136,3 +136,26 @@ def test_a_spreadsheet_export_with_decimal_commas_reads_them_as_numbers(tmp_path
     summary = tmp_path / "s.json"
     assert main([*command, "--policy", "cs", "--checkpoint", "none", "--quiet", "--summary-json", str(summary)]) == 0
     assert json.loads(summary.read_text())["flagged"] == ["w03"]
+
+
+def test_a_spreadsheet_s_true_false_and_a_column_name_with_spaces(tmp_path, capsys):
+    """A spreadsheet writes booleans as ``TRUE``/``FALSE`` and names columns with spaces: the column is suggested as
+    the reward (it was not: only ``True``/``true`` were booleans), every name is quoted for the shell, and a JSON
+    line's ``"TRUE"`` text gets the ``--numeric-strings`` that reads it (without it, every line was refused)."""
+    rng = random.Random(5)
+    csv = tmp_path / "crowd.csv"
+    csv.write_text("Worker ID,Task,Wrong Answer\n" + "".join(
+        f"W-{w},{i},{'TRUE' if rng.random() < (0.6 if w == 4 else 0.08) else 'FALSE'}\n"
+        for i in range(20000) for w in [rng.randrange(8)]))
+    assert main(["inspect", str(csv)]) == 0
+    [command] = _suggested(capsys.readouterr().out)
+    assert command == ["run", "--rewards-file", str(csv), "--key-field", "Worker ID", "--reward-field", "Wrong Answer"]
+    summary = tmp_path / "s.json"
+    assert main([*command, "--policy", "cs", "--checkpoint", "none", "--quiet", "--summary-json", str(summary)]) == 0
+    assert json.loads(summary.read_text())["flagged"] == ["W-4"]
+    lines = tmp_path / "b.jsonl"
+    lines.write_text("".join(json.dumps({"host": f"h{i % 6}", "ok": "TRUE" if i % 5 else "FALSE"}) + "\n"
+                             for i in range(600)))
+    assert main(["inspect", str(lines)]) == 0
+    assert _suggested(capsys.readouterr().out) == [["run", "--rewards-file", str(lines), "--key-field", "host",
+                                                    "--reward-field", "ok", "--numeric-strings"]]
