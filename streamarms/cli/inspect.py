@@ -259,21 +259,35 @@ def _read(source: Any, records: int, fields: dict[str, FieldProfile], refused: C
     return n
 
 
-def _logfmt(path: str, lines: int = 20) -> bool:
-    """Whether most of the first ``lines`` non-blank lines of ``path`` hold two ``key=value`` pairs or more (a
-    logfmt log: ``--line-pattern logfmt`` reads it)."""
+#: what each named ``--line-pattern`` reads, for inspect's line saying it found one
+_FORMAT_NAMES = {"combined": "an access log in the combined format (nginx's and Apache's default)",
+                 "common": "an access log in the common log format", "logfmt": "key=value pairs (logfmt)"}
+
+
+def _line_format(path: str, lines: int = 20) -> str | None:
+    """The named ``--line-pattern`` that reads most of the first ``lines`` non-blank lines of ``path``: an access
+    log's ``combined`` (or ``common``) format, else ``logfmt`` (two ``key=value`` pairs a line or more), else
+    ``None``."""
+    import re
+
     from streamarms.connectors.compressed_lines import compressed_head
-    from streamarms.connectors.pattern_lines import LOGFMT
+    from streamarms.connectors.pattern_lines import LOGFMT, PATTERNS
 
     head = compressed_head(path, 65536)
     if head is None:
         if path == "-":
-            return False  # (standard input: read once, by the profile)
+            return None  # (standard input: read once, by the profile)
         with open(path, "rb") as f:
             head = f.read(65536)
     whole = head.decode("utf-8", "replace").splitlines()[:-1 if len(head) == 65536 else None]  # (whole lines)
     texts = [t for t in (line.strip() for line in whole) if t][:lines]
-    return bool(texts) and sum(len(LOGFMT.findall(t)) >= 2 for t in texts) >= 0.8 * len(texts)
+    if not texts:
+        return None
+    for name in ("combined", "common"):
+        pattern = re.compile(PATTERNS[name])
+        if sum(pattern.match(t) is not None for t in texts) >= 0.8 * len(texts):
+            return name
+    return "logfmt" if sum(len(LOGFMT.findall(t)) >= 2 for t in texts) >= 0.8 * len(texts) else None
 
 
 def _key_candidates(fields: dict[str, FieldProfile], n: int) -> list[FieldProfile]:
@@ -450,9 +464,10 @@ def inspect_main(opts: argparse.Namespace) -> int:
     try:
         opts.files = expand_files(opts.files)
         fields, n, refused = profile(opts.files, opts.records, opts.rewards_format, opts.line_pattern)
-        if not fields and opts.line_pattern is None and refused.get("not_json", 0) * 2 > n and _logfmt(opts.files[0]):
-            print("the lines are key=value pairs (logfmt), not JSON: read with --line-pattern logfmt")
-            opts.line_pattern = "logfmt"
+        if (not fields and opts.line_pattern is None and refused.get("not_json", 0) * 2 > n
+                and (known := _line_format(opts.files[0])) is not None):
+            print(f"the lines are {_FORMAT_NAMES[known]}, not JSON: read with --line-pattern {known}")
+            opts.line_pattern = known
             fields, n, refused = profile(opts.files, opts.records, opts.rewards_format, opts.line_pattern)
     except (ConfigError, OSError) as e:
         print(f"streamarms inspect: error: {e}", file=sys.stderr)

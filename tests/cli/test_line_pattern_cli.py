@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import random
+import shlex
 
 import pytest
 
@@ -100,3 +101,20 @@ def test_the_host_whose_share_of_failed_ssh_logins_stands_out_from_a_syslog(tmp_
     ep = got["episodes"][0]  # (stream time: 23:00 on Dec 31st, 2025, into New Year's night)
     assert dt.datetime(2025, 12, 31, 23, tzinfo=dt.UTC).timestamp() <= ep["started"] < \
         dt.datetime(2026, 1, 1, tzinfo=dt.UTC).timestamp() < ep["ended"], ep
+
+
+def test_inspect_sees_an_access_log_and_its_command_finds_the_endpoint(tmp_path, capsys):
+    """``streamarms inspect access.log`` without ``--line-pattern``: it said only "a plain-text log needs
+    --line-pattern"; it now sees the combined format itself, and its first suggestion runs as printed."""
+    p, summary = tmp_path / "access.log", tmp_path / "s.json"
+    _access_log(p)
+    assert main(["inspect", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("the lines are an access log in the combined format (nginx's and Apache's default), not "
+                          "JSON: read with --line-pattern combined\n"), out
+    first = next(line for line in out.splitlines() if line.startswith("  streamarms run "))
+    command = shlex.split(first)[1:]
+    assert command[3:5] == ["--line-pattern", "combined"] and "--reward-at-least" in command, command
+    assert main([*command, "--policy", "cs", "--max-episodes", "1", "--checkpoint", "none", "--quiet",
+                 "--summary-json", str(summary)]) == 0
+    assert json.loads(summary.read_text())["flagged"] == ["/api/pay"]
