@@ -72,6 +72,13 @@ def file_source(s: RunSettings, resume: dict[str, Any] | None) -> Any:
     return source
 
 
+def _inspect(path: str) -> str:
+    """The hint that ends a column error: the command that shows what the file holds and suggests the flags."""
+    import shlex
+
+    return "" if path == "-" else f"; streamarms inspect {shlex.quote(path)} suggests the flags that read it"
+
+
 def check_columns(tables: dict[str, Any], s: RunSettings) -> None:
     """``ConfigError`` naming a field the run reads that a table's header (a pattern's groups) has no column
     (group) for: the reward's, the key's (``--key-field``, else ``arm`` or ``key``), ``--group-by``'s, and
@@ -92,8 +99,8 @@ def check_columns(tables: dict[str, Any], s: RunSettings) -> None:
         what, of = ("group", f"--line-pattern {table.source}") if s.line_pattern else ("column", path)
         for flag, name in wanted:
             if name not in columns:
-                raise ConfigError(f"{of} has no {what} {name!r} ({flag}): its {what}s are {shown}")
+                raise ConfigError(f"{of} has no {what} {name!r} ({flag}): its {what}s are {shown}" + _inspect(path))
         if s.key_field is None and "arm" not in columns and "key" not in columns:
             unit = "line" if s.line_pattern else "row"
             raise ConfigError(f"{of} has no 'arm' or 'key' {what} naming each {unit}'s key: name the {what} with "
-                              f"--key-field (its {what}s are {shown})")
+                              f"--key-field (its {what}s are {shown})" + _inspect(path))

@@ -44,7 +44,8 @@ def stop_lines(out: dict[str, Any], sched: Any, s: RunSettings, cfg: SchedulerCo
                                                   frozen_clock_text(clock, s, sched.episodes_done)) or "")
     lines.append(out.get("reward_rule_unmatched") or "")
     lines.append(refusals_hint(st["records"], st["invalid"], bool(s.rewards_file),
-                               bool(s.dead_letter_file or s.dead_letter_topic), s.reward_model, s.key_field))
+                               bool(s.dead_letter_file or s.dead_letter_topic), s.reward_model, s.key_field,
+                               s.rewards_file_given or s.rewards_file or ()))
     lines.append(key_field_hint(st["known_arms"], st["records"], st["invalid"], s.key_field,
                                 None if s.key_ids else sched.known_arms))
     if out.get("keys_grouped"):
@@ -276,11 +277,13 @@ def refusals_text(invalid: dict[str, int], top: int = 3) -> str:
 
 
 def refusals_hint(records: int, invalid: dict[str, int], from_file: bool, dead_letters: bool,
-                  model: str = "bernoulli", key_field: str | None = None) -> str:
+                  model: str = "bernoulli", key_field: str | None = None, files: Sequence[str] = ()) -> str:
     """One line of advice when most of a run's records were refused (empty otherwise): where to see them,
     and for JSONL replays the commonest mistakes (a line with ``"key"`` but the reward beside it instead of
     in ``"value"``; a line whose key is under another name, or is not a string or an integer; lines that
     are not JSON objects). ``key_field``: the field ``--key-field`` names, which most records lacking a key lack.
+    ``files``: the ``--rewards-file`` files as given, for the ``streamarms inspect`` command that shows what their
+    records hold (when they lack a key or a reward, or are no JSON).
 
     >>> refusals_hint(100, {"not_json": 10}, True, False)
     ''
@@ -319,6 +322,11 @@ def refusals_hint(records: int, invalid: dict[str, int], from_file: bool, dead_l
     elif from_file and (invalid.get("not_json", 0) + invalid.get("not_object", 0)) * 2 > refused:
         out += ('; a JSONL file holds one JSON object a line ({"arm": "eu", "reward": 1, "timestamp": 1700000000123}); '
                 'a table with a header line is read as one by its name (.csv, .tsv) or --rewards-format csv|tsv')
+    shapeless = sum(invalid.get(r, 0) for r in ("key_missing", "not_json", "not_object", "missing_reward",
+                                                "value_missing", "not_numeric"))
+    if files and shapeless * 2 > refused and "-" not in files:
+        shown = " ".join(shlex.quote(f) for f in files[:2]) + (" ..." if len(files) > 2 else "")
+        out += f"; streamarms inspect {shown} shows what the records hold and suggests the flags that read them"
     return out
 
 
