@@ -197,15 +197,17 @@ def _pairs(text: str) -> dict[str, str]:
     Go escape JSON does not know, ``\\x00``, leaves the text between the quotes as it is); a key given twice keeps
     its last value.
 
-    >>> _pairs('a=1 b="x y" c= "no key" d=e=f'), _pairs("plain text")
-    ({'a': '1', 'b': 'x y', 'c': '', 'd': 'e=f'}, {})
+    >>> _pairs('a=1 b="x y" c= "no key" d=e=f'), _pairs("plain text"), _pairs(r'm="\\ud800"')
+    ({'a': '1', 'b': 'x y', 'c': '', 'd': 'e=f'}, {}, {'m': '\\\\ud800'})
     """
     out = {}
     for key, value in LOGFMT.findall(text):
         if value.startswith('"'):
             try:
-                value = json.loads(value)
-            except ValueError:
+                text = json.loads(value)
+                text.encode("utf-8")  # (an escaped lone surrogate, "\ud800", has no UTF-8 to write it in)
+                value = text
+            except ValueError:  # (UnicodeEncodeError is one)
                 value = value[1:-1]
         out[key] = value
     return out

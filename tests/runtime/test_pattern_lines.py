@@ -99,3 +99,25 @@ def test_syslog_and_slash_times():
     now = dt.datetime(2026, 11, 29, 12, tzinfo=dt.UTC)
     assert syslog_ms("Nov 30 10:00:00", now) == 1_796_032_800_000  # (tomorrow: this year)
     assert syslog_ms("Dec  1 10:00:00", now) == 1_764_583_200_000  # (after tomorrow: last year)
+
+
+def test_logfmt_lines_of_any_text_are_records_or_dead_letters_never_an_error():
+    """``--line-pattern logfmt`` on lines of random text (quotes, backslashes, escapes of lone surrogates that JSON
+    unquotes and UTF-8 cannot write, NUL, ``=`` anywhere): each is a record whose value is JSON, or a ``bad_row``
+    dead letter; none raises (an escaped ``\\ud800`` in a quoted value stopped the run)."""
+    import json
+    import random
+
+    rng = random.Random(11)
+    alphabet = ['a', 'b', '=', ' ', '"', '\\', 'u', 'd', '8', '0', '\\ud800', '\\n', '\x00', 'é', '\t', 'x=1', 'k="v"']
+    lines = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 30))) for _ in range(5000)]
+    t = PatternLines("logfmt", LineTime("ts"))
+    records = t.records("app.log", lines, 0)
+    assert len(records) == sum(1 for line in lines if line.strip())
+    bad = 0
+    for r in records:
+        if getattr(r.key, "reason", None) == "bad_row":
+            bad += 1
+            continue
+        assert isinstance(json.loads(r.value.decode("utf-8", "surrogateescape")), dict)
+    assert 100 < bad < len(records) - 100  # (both kinds were met)
