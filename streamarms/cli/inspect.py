@@ -43,8 +43,10 @@ __all__ = ["add_inspect_parser", "inspect_main", "profile", "suggestions", "Fiel
 
 #: distinct values kept per field (a field with more is counted as "more than" this)
 DISTINCT = 10_000
+#: the field name ``inspect`` gives a Kafka record's key (``run``'s key without ``--key-field``)
+RECORD_KEY = "(record key)"
 #: names a key field often has, tried first
-KEY_NAMES = ("arm", "key", "host", "hostname", "host.name", "upstream_addr", "upstream", "server", "service", "region",
+KEY_NAMES = (RECORD_KEY, "arm", "key", "host", "hostname", "host.name", "upstream_addr", "upstream", "server", "service", "region",
              "worker", "worker_id", "user", "user_id", "endpoint", "path", "route", "country", "shard", "node")
 #: names a time field often has
 TIME_NAMES = ("timestamp", "@timestamp", "time", "ts", "time_local", "datetime", "date", "created_at", "submitted_at")
@@ -142,12 +144,16 @@ def _num(x: float) -> str:
 def add_inspect_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser("inspect", help="what a log or table holds, and the run flags that read it",
                               description=__doc__.split("\n\n")[1], formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("files", nargs="+", metavar="FILE", help="JSON lines, a CSV/TSV table, or a plain-text log")
+    p.add_argument("files", nargs="*", metavar="FILE", help="JSON lines, a CSV/TSV table, or a plain-text log")
     p.add_argument("--records", type=int, default=10_000, metavar="N",
                    help="read the first N records (10,000), and N/2 more from 4 places across a larger file")
     p.add_argument("--rewards-format", choices=("auto", "jsonl", "csv", "tsv"), default="auto",
                    help="as for run: the files' format (auto: by their names)")
     p.add_argument("--line-pattern", metavar="REGEX", help="as for run: read each line with this pattern")
+    p.add_argument("--bootstrap-servers", metavar="HOST:PORT[,..]",
+                   help="read the latest N records of the --rewards-topic topics instead of files (no consumer group: "
+                        "nothing is committed); the record's key is the field '(record key)'")
+    p.add_argument("--rewards-topic", action="append", metavar="TOPIC", help="with --bootstrap-servers (repeatable)")
     p.set_defaults(handler=inspect_main)
     return p
 
@@ -196,6 +202,42 @@ def profile(path: str | Sequence[str], records: int = 10_000, rewards_format: st
             finally:
                 more.close()
     return fields, n, refused
+
+
+def kafka_profile(servers: str, topics: Sequence[str], records: int) -> tuple[dict[str, FieldProfile], int, Counter[str]]:
+    """:func:`profile` of the latest ``records`` records of Kafka ``topics``: each value's fields, and its key as the
+    field :data:`RECORD_KEY`."""
+    from types import SimpleNamespace
+
+    from streamarms.connectors.kafka_sample import latest_records
+
+    class _Sample:  # (a source of one batch, as _read polls it)
+        def __init__(self, batch: list[Any]) -> None:
+            self.batch: list[Any] | None = batch
+            self.tables: dict[str, Any] = {}
+
+        def poll(self) -> list[Any]:
+            batch, self.batch = self.batch or [], None
+            return batch
+
+    batch = []
+    for key, value in latest_records(servers, topics, records):
+        head = {RECORD_KEY: key.decode("utf-8", "replace")} if key is not None else {}
+        batch.append(SimpleNamespace(key=None, value=value, parsed=_value_with(head, value)))
+    fields: dict[str, FieldProfile] = {}
+    refused: Counter[str] = Counter()
+    return fields, _read(_Sample(batch), records, fields, refused), refused
+
+
+def _value_with(head: dict[str, Any], value: bytes | None) -> dict[str, Any] | None:
+    """A Kafka value's JSON object after ``head`` (its key), or ``None`` (no JSON object: _read says why)."""
+    import orjson
+
+    try:
+        obj = orjson.loads(value) if value is not None else None
+    except orjson.JSONDecodeError:
+        return None
+    return {**head, **obj} if isinstance(obj, dict) else None
 
 
 def _places(path: str, read: int, spread: int) -> list[int]:
@@ -416,17 +458,25 @@ def _iso_times(values: Iterable[Any]) -> bool:
     return bool(texts) and all(iso_ms(t) is not None for t in texts)
 
 
-def suggestions(fields: dict[str, FieldProfile], n: int, files: str = "FILE", table: bool = False) -> list[str]:
+def suggestions(fields: dict[str, FieldProfile], n: int, files: str = "FILE", table: bool = False,
+                source: str | None = None) -> list[str]:
     """``streamarms run`` commands for the likeliest key and each likely reward field (none: an empty list);
-    ``table``: the records are a table's rows or a pattern's fields (text that ``run`` reads as numbers)."""
+    ``table``: the records are a table's rows or a pattern's fields (text that ``run`` reads as numbers);
+    ``source``: the flags that name the records (default ``--rewards-file`` ``files``; a Kafka topic's records
+    carry their own time, and their key is :data:`RECORD_KEY`, read without ``--key-field``)."""
     keys = _key_candidates(fields, n)
     if not keys:
         return []
     key = keys[0]
-    flag = ("" if key.name == "arm" else f" --key-field {shlex.quote(key.name)}") + (" --key-ids" if key.ids_distinct else "")
-    if key.ids_distinct and key.name == "arm":
+    if key.name == RECORD_KEY:
+        flag = ""  # (run's key without --key-field; --key-ids reads a field's text, not the record's key)
+    elif key.ids_distinct and key.name == "arm":
         flag = " --key-field arm --key-ids"
-    time = _time_flags(fields)
+    else:
+        flag = ("" if key.name == "arm" else f" --key-field {shlex.quote(key.name)}") + (
+            " --key-ids" if key.ids_distinct else "")
+    time = _time_flags(fields) if source is None else ""
+    source = source or f"--rewards-file {files}"
     out = []
     for f in fields.values():
         if f is key or f.name in TIME_NAMES:
@@ -435,7 +485,7 @@ def suggestions(fields: dict[str, FieldProfile], n: int, files: str = "FILE", ta
         reward = (f"--reward-field {shlex.quote(f.name)} --reward-match . --reward-missing 0" if f.present < 0.5 * n else
                   _reward_flags(f, table))
         if reward is not None:
-            out.append(f"streamarms run --rewards-file {files}{flag} {reward}{time}")
+            out.append(f"streamarms run {source}{flag} {reward}{time}")
     return out
 
 
@@ -461,10 +511,25 @@ def inspect_main(opts: argparse.Namespace) -> int:
     from .file_patterns import expand_files
 
     given = list(opts.files)  # (as given: a pattern is suggested as the pattern, quoted)
+    source = None  # (the flags that name the records: --rewards-file's unless a topic's)
     try:
-        opts.files = expand_files(opts.files)
-        fields, n, refused = profile(opts.files, opts.records, opts.rewards_format, opts.line_pattern)
-        if (not fields and opts.line_pattern is None and refused.get("not_json", 0) * 2 > n
+        if bool(opts.bootstrap_servers) == bool(opts.files) or bool(opts.bootstrap_servers) != bool(opts.rewards_topic):
+            raise ConfigError("give FILE .. (files), or --bootstrap-servers HOST:PORT --rewards-topic TOPIC (a topic's "
+                              "latest records)")
+        if opts.bootstrap_servers:
+            from streamarms.connectors.kafka import BrokerUnreachable
+
+            try:
+                fields, n, refused = kafka_profile(opts.bootstrap_servers, opts.rewards_topic, opts.records)
+            except BrokerUnreachable as e:
+                raise ConfigError(str(e)) from None
+            opts.files = [f"topic {t}" for t in opts.rewards_topic]
+            source = f"--bootstrap-servers {shlex.quote(opts.bootstrap_servers)}" + "".join(
+                f" --rewards-topic {shlex.quote(t)}" for t in opts.rewards_topic)
+        else:
+            opts.files = expand_files(opts.files)
+            fields, n, refused = profile(opts.files, opts.records, opts.rewards_format, opts.line_pattern)
+        if (not fields and not source and opts.line_pattern is None and refused.get("not_json", 0) * 2 > n
                 and (known := _line_format(opts.files[0])) is not None):
             print(f"the lines are {_FORMAT_NAMES[known]}, not JSON: read with --line-pattern {known}")
             opts.line_pattern = known
@@ -497,8 +562,8 @@ def inspect_main(opts: argparse.Namespace) -> int:
         f" --rewards-format {opts.rewards_format}" if opts.rewards_format != "auto" else "")
     from streamarms.connectors.csv_lines import table_format
 
-    table = bool(opts.line_pattern) or any(table_format(p, opts.rewards_format) for p in opts.files)
-    found = suggestions(fields, read, files + extra, table)
+    table = bool(opts.line_pattern) or (not source and any(table_format(p, opts.rewards_format) for p in opts.files))
+    found = suggestions(fields, read, files + extra, table, source)
     print("suggested (a start: which rate matters is yours to say):" if found else
           "no likely reward field: a 0/1 number, a boolean, a status code, a level or a latency")
     for line in found:

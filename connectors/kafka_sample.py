@@ -1,0 +1,63 @@
+"""The latest records of Kafka topics, read once without a consumer group: what ``streamarms inspect
+--bootstrap-servers HOST:PORT --rewards-topic T`` profiles.
+
+A new user of a topic asks what its records hold before the daemon reads it. :func:`latest_records` assigns
+every partition of the topics to a consumer of no group (nothing is committed, no group is joined or
+rebalanced), starts each partition ``ceil(n / partitions)`` records before its end (or at its beginning), and
+reads up to there: the most recent records, spread over the partitions as the daemon would meet them. A topic
+that does not exist is a :class:`~streamarms.errors.ConfigError` naming the topics there are; a broker that does
+not answer, :class:`~streamarms.connectors.kafka.BrokerUnreachable`. What arrives after the end offsets were
+read is not waited for; ``timeout`` bounds the whole read.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from streamarms.errors import ConfigError
+
+from .kafka import client_config, probe_cluster
+
+__all__ = ["latest_records"]
+
+
+def latest_records(servers: str, topics: Sequence[str], n: int, timeout: float = 15.0
+                   ) -> list[tuple[bytes | None, bytes | None]]:
+    """Up to ``n`` of the latest records of ``topics`` as ``(key, value)`` (module docstring)."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    config = client_config(servers)
+    probe_cluster(config)
+    consumer = KafkaConsumer(enable_auto_commit=False, group_id=None, request_timeout_ms=int(timeout * 1000) + 5000,
+                             **config)
+    try:
+        known = consumer.topics()
+        missing = [t for t in topics if t not in known]
+        if missing:
+            shown = ", ".join(sorted(t for t in known if not t.startswith("__"))[:20]) or "none"
+            raise ConfigError(f"no topic {', '.join(missing)} on {servers} (its topics: {shown})")
+        parts = [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or ())]
+        consumer.assign(parts)
+        begin, end = consumer.beginning_offsets(parts), consumer.end_offsets(parts)
+        per = math.ceil(n / max(len(parts), 1))
+        left: dict[Any, int] = {}
+        for tp in parts:
+            start = max(begin[tp], end[tp] - per)
+            consumer.seek(tp, start)
+            if end[tp] > start:
+                left[tp] = end[tp]
+        out: list[tuple[bytes | None, bytes | None]] = []
+        deadline = time.monotonic() + timeout
+        while left and len(out) < n and time.monotonic() < deadline:
+            for tp, records in consumer.poll(timeout_ms=500).items():
+                for r in records:
+                    if tp in left and r.offset < left[tp] and len(out) < n:
+                        out.append((r.key, r.value))
+                if tp in left and consumer.position(tp) >= left[tp]:
+                    del left[tp]
+        return out
+    finally:
+        consumer.close()
