@@ -18,13 +18,14 @@ from streamarms.runtime.scheduler import _ExamplePolicy
     ("17.19ms", "ms", 17.19), ("850µs", "ms", 0.85), ("850μs", "us", 850.0), ("850us", "ms", 0.85),
     ("1.2s", "ms", 1200.0), ("1m30s", "s", 90.0), ("2h45m", "h", 2.75), ("120ns", "us", 0.12), ("+3s", "s", 3.0),
     ("-1.5s", "ms", -1500.0), ("0", "s", 0.0), ("0s", "ms", 0.0), ("12 ms", "ms", 12.0), (".5s", "ms", 500.0),
-    ("1.s", "ms", 1000.0)])
+    ("1.s", "ms", 1000.0), ("PT0.123S", "ms", 123.0), ("PT1M30.5S", "s", 90.5), ("P0DT1H", "m", 60.0),
+    ("PT-0.5S", "ms", -500.0), ("PT0,5S", "ms", 500.0)])
 def test_go_durations_and_single_unit_latencies_are_read_in_the_unit(text, unit, number):
     assert duration_in(text, unit) == pytest.approx(number, rel=1e-12)
 
 
 @pytest.mark.parametrize("text", ["17.19", "ms", "3 days", "1.2.3s", "5 MS", "1,5s", "s5", "1e3ms", "", " 1s",
-                                  "1s ", "nan", "1" * 70 + "s"])
+                                  "1s ", "nan", "1" * 70 + "s", "P1Y", "P1M", "PT", "P", "PT1.5", "P95", "pt1s"])
 def test_a_text_that_is_no_duration_is_none(text):
     assert duration_in(text, "ms") is None
 
