@@ -51,9 +51,11 @@ def epoch_unit(x: float) -> str | None:
     """The unit (``s``, ``ms``, ``us``, ``ns``) in which the number ``x`` is a time since the epoch between 2001 and
     2100, or ``None``.
 
-    >>> [epoch_unit(x) for x in (1700000000.5, 1700000000123, 1700000000123456, 1700000000123456789, 42)]
-    ['s', 'ms', 'us', 'ns', None]
+    >>> [epoch_unit(x) for x in (1700000000.5, 1700000000123, 1700000000123456, 1700000000123456789, 42, 10 ** 400)]
+    ['s', 'ms', 'us', 'ns', None, None]
     """
+    if not -1e30 < x < 1e30:  # (an integer of hundreds of digits has no float; NaN is no time)
+        return None
     for unit, scale in _UNITS.items():
         if _PLAUSIBLE[0] <= x * scale <= _PLAUSIBLE[1]:
             return unit
