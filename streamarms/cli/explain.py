@@ -133,7 +133,7 @@ def monitor_panels(mon: ContinuousMonitor) -> list[Panel]:
 def plot(panels: list[Panel], path: str, title: str, top: int | None, most: int = 6) -> str:
     """``--plot``: draw ``panels`` (the ``most`` with the most outliers, then keys) to ``path``; what was drawn."""
     chosen = sorted(panels, key=lambda p: (-sum(r.get("state") == "outlier" for r in p.rows), -len(p.rows)))[:most]
-    shown = [p for p in panels if p in chosen]
+    shown = [p for p in panels if any(p is c for c in chosen)]  # (in their order; by identity, not by value)
     if len(panels) > len(shown):
         title += f" ({len(shown)} of {len(panels):,} groups: those with the most outliers)"
     drawn = draw(shown, path, title, top or TOP)
