@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import json
 import random
-import shlex
 
 import pytest
+from test_inspect_cli import _suggested
 
 from streamarms.cli import main
 
@@ -24,11 +24,6 @@ def _logfmt(path, n=60_000, seed=7):
             msg = r'"upstream \"db\" timed out"' if err else '"request done"'
             f.write(f"time=2026-11-30T01:{i // 1200 % 60:02d}:{i // 20 % 60:02d}Z level={'error' if err else 'info'} "
                     f"host={h} msg={msg} latency={ms:.3f}ms\n")
-
-
-def _suggested(out: str) -> list[list[str]]:
-    lines = out.split("suggested (a start: which rate matters is yours to say):\n", 1)[1].splitlines()
-    return [shlex.split(line)[1:] for line in lines if line.startswith("  streamarms run ")]
 
 
 @pytest.mark.parametrize("mode", [["--policy", "cs", "--max-episodes", "1"], ["--forever"]],

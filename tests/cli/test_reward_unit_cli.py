@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 import random
-import shlex
 
 import pytest
+from test_inspect_cli import _suggested
 
 from streamarms.cli import main
 
@@ -22,11 +22,6 @@ def _go_log(path, n=20_000, seed=5):
             text = f"{ms * 1000:.0f}µs" if ms < 1 else f"{ms:.3f}ms" if ms < 1000 else f"{ms / 1000:.3f}s"
             f.write(json.dumps({"ts": 1_700_000_000_000 + 100 * i, "host": h, "latency": text},
                                ensure_ascii=False) + "\n")
-
-
-def _suggested(out: str) -> list[list[str]]:
-    lines = out.split("suggested (a start: which rate matters is yours to say):\n", 1)[1].splitlines()
-    return [shlex.split(line)[1:] for line in lines if line.startswith("  streamarms run ")]
 
 
 @pytest.mark.parametrize("mode", [["--policy", "cs", "--max-episodes", "1"], ["--forever"]],
