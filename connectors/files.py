@@ -320,8 +320,11 @@ def _table_rows(p: str, table: CsvTable | PatternLines, reader: LineReader, line
     if not lines:
         return []
     at_header = reader.position(n) == 0
-    if not at_header and headed.get(p) is not reader:
-        table.read_header(reader.first_line(), reader.file_name)
+    if not at_header and (headed.get(p) is not reader or getattr(table, "pending", False)):
+        if (resume := getattr(table, "resume_header", None)) is not None:  # (W3C: the #Fields in force there)
+            resume(reader, reader.position(n))
+        else:
+            table.read_header(reader.first_line(), reader.file_name)
     headed[p] = reader
     return table.records(p, lines, n, header_line=at_header)
 

@@ -37,6 +37,10 @@ def tables_of(files: Sequence[str], given: str, pattern: str | None = None, line
 
         lines = PatternLines(pattern, line_time)
         return {p: lines for p in files}
+    if given == "w3c":  # (W3C extended logs: their #Fields directive names the fields, connectors/w3c_lines.py)
+        from streamarms.connectors.w3c_lines import W3cLines
+
+        return {p: W3cLines(line_time) for p in files}
     delimiters = {p: DELIMITERS[f] for p in files if (f := table_format(p, given))}
     if reward_field is None:
         return delimiters

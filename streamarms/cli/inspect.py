@@ -147,7 +147,7 @@ def add_inspect_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("files", nargs="*", metavar="FILE", help="JSON lines, a CSV/TSV table, or a plain-text log")
     p.add_argument("--records", type=int, default=10_000, metavar="N",
                    help="read the first N records (10,000), and N/2 more from 4 places across a larger file")
-    p.add_argument("--rewards-format", choices=("auto", "jsonl", "csv", "tsv"), default="auto",
+    p.add_argument("--rewards-format", choices=("auto", "jsonl", "csv", "tsv", "w3c"), default="auto",
                    help="as for run: the files' format (auto: by their names)")
     p.add_argument("--line-pattern", metavar="REGEX", help="as for run: read each line with this pattern")
     p.add_argument("--bootstrap-servers", metavar="HOST:PORT[,..]",
@@ -302,18 +302,21 @@ def _read(source: Any, records: int, fields: dict[str, FieldProfile], refused: C
 
 
 #: what each named ``--line-pattern`` reads, for inspect's line saying it found one
-_FORMAT_NAMES = {"combined": "an access log in the combined format (nginx's and Apache's default)",
+_FORMAT_NAMES = {"w3c": "a W3C extended log (IIS, CloudFront: its #Fields directive names the fields)",
+                 "combined": "an access log in the combined format (nginx's and Apache's default)",
                  "common": "an access log in the common log format", "logfmt": "key=value pairs (logfmt)"}
 
 
 def _line_format(path: str, lines: int = 20) -> str | None:
-    """The named ``--line-pattern`` that reads most of the first ``lines`` non-blank lines of ``path``: an access
-    log's ``combined`` (or ``common``) format, else ``logfmt`` (two ``key=value`` pairs a line or more), else
+    """The format of a plain-text log from the first ``lines`` non-blank lines of ``path``: ``w3c`` (a W3C extended
+    log's directive first: ``--rewards-format w3c``), or the named ``--line-pattern`` that reads most of them: an
+    access log's ``combined`` (or ``common``) format, else ``logfmt`` (two ``key=value`` pairs a line or more); else
     ``None``."""
     import re
 
     from streamarms.connectors.compressed_lines import compressed_head
     from streamarms.connectors.pattern_lines import LOGFMT, PATTERNS
+    from streamarms.connectors.w3c_lines import is_w3c
 
     head = compressed_head(path, 65536)
     if head is None:
@@ -325,6 +328,8 @@ def _line_format(path: str, lines: int = 20) -> str | None:
     texts = [t for t in (line.strip() for line in whole) if t][:lines]
     if not texts:
         return None
+    if is_w3c(texts[0]):
+        return "w3c"
     for name in ("combined", "common"):
         pattern = re.compile(PATTERNS[name])
         if sum(pattern.match(t) is not None for t in texts) >= 0.8 * len(texts):
@@ -433,7 +438,9 @@ def _time_flags(fields: dict[str, FieldProfile]) -> str:
             return "" if (name, unit) == ("timestamp", "ms") else (
                 f" --timestamp-field {shlex.quote(name)}" + ("" if unit == "ms" else f" --timestamp-unit {unit}"))
         if name == "timestamp":
-            continue  # (read without a flag as it is: an ISO 8601 text or ms)
+            if f.share("str") > 0.99 and _iso_times(f.values):
+                return ""  # (read without a flag as it is: an ISO 8601 text)
+            continue
         fmt = time_format(f.values) if f.share("str") > 0.99 else None
         return f" --timestamp-field {name}" + (f" --timestamp-format {shlex.quote(fmt)}" if fmt else "")
     for f in fields.values():  # a time under another name: ISO 8601 (read as it is), or one of the formats
@@ -531,8 +538,12 @@ def inspect_main(opts: argparse.Namespace) -> int:
             fields, n, refused = profile(opts.files, opts.records, opts.rewards_format, opts.line_pattern)
         if (not fields and not source and opts.line_pattern is None and refused.get("not_json", 0) * 2 > n
                 and (known := _line_format(opts.files[0])) is not None):
-            print(f"the lines are {_FORMAT_NAMES[known]}, not JSON: read with --line-pattern {known}")
-            opts.line_pattern = known
+            flag = "--rewards-format" if known == "w3c" else "--line-pattern"
+            print(f"the lines are {_FORMAT_NAMES[known]}, not JSON: read with {flag} {known}")
+            if known == "w3c":
+                opts.rewards_format = known
+            else:
+                opts.line_pattern = known
             fields, n, refused = profile(opts.files, opts.records, opts.rewards_format, opts.line_pattern)
     except (ConfigError, OSError) as e:
         print(f"streamarms inspect: error: {e}", file=sys.stderr)

@@ -255,10 +255,12 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                                                           "'logs/*.jsonl' reads every match; gzip, bzip2 and xz files are read "
                                                           "decompressed; '-': standard input, read until "
                                                           "its writer closes it, e.g. tail -F log | jq -c ...)")
-    g.add_argument("--rewards-format", choices=["auto", "jsonl", "csv", "tsv"],
+    g.add_argument("--rewards-format", choices=["auto", "jsonl", "csv", "tsv", "w3c"],
                    help="what the --rewards-file files hold: JSON lines, or a table whose first line names its "
                         "columns (CSV, TSV: a row a line, its cells read as a JSON line's fields, the reward's as a "
-                        "number). Default auto: by the file's name (.csv, .tsv), else JSON lines")
+                        "number), or a W3C extended log (w3c: IIS, CloudFront; its #Fields directive names the "
+                        "fields, sc-status, time-taken, ...). Default auto: by the file's name (.csv, .tsv), else "
+                        "JSON lines")
     g.add_argument("--line-pattern", metavar="REGEX",
                    help="read every --rewards-file line with this regular expression: its named groups are the "
                         "record's fields (text; the reward's read as a number), a line it does not match a "
