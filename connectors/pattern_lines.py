@@ -20,8 +20,11 @@ JSON line would be -- its value the JSON object of the groups that matched (``{"
 Named patterns (:data:`PATTERNS`): ``combined``, the access log format nginx and Apache write by default
 (``remote_addr``, ``remote_user``, ``time_local``, ``method``, ``path`` -- the request's path without its
 query, ``query`` --, ``protocol``, ``status``, ``body_bytes_sent``, ``http_referer``, ``http_user_agent``; the
-request's parts are absent when its line is not a request: a TLS handshake sent to the HTTP port), and
-``common`` (the same without the last two). ``logfmt`` is no fixed pattern: it reads every ``key=value`` pair
+request's parts are absent when its line is not a request: a TLS handshake sent to the HTTP port),
+``common`` (the same without the last two), and ``alb``, an AWS Application Load Balancer's access log (``time``,
+``client``, ``target``, ``request_processing_time``, ``target_processing_time``, ``response_processing_time`` in
+seconds, ``-1`` when no target answered, ``elb_status_code``, ``target_status_code``, ``received_bytes``,
+``sent_bytes``, ``method``, ``host``, ``path``, ``query``, ``protocol``, ``user_agent``). ``logfmt`` is no fixed pattern: it reads every ``key=value`` pair
 of a line as a field (:data:`LOGFMT`: Heroku's and Go's logfmt, logrus' text lines, klog's structured pairs --
 ``time=2023-11-14T22:13:20Z level=error host=web-1 msg="upstream timed out" latency=1.2ms``), a double-quoted
 value unquoted; a line without a pair is refused as ``bad_row``. Its fields differ from line to line, so a field
@@ -57,10 +60,18 @@ __all__ = ["PatternLines", "PATTERNS", "LOGFMT", "clf_ms", "syslog_ms"]
 _REQUEST = r'"(?:(?P<method>[A-Z]+) (?P<path>[^ "?]+)(?:\?(?P<query>[^ "]*))?(?: (?P<protocol>[^"]*))?|[^"]*)"'
 _COMMON = r'(?P<remote_addr>\S+) \S+ (?P<remote_user>\S+) \[(?P<time_local>[^\]]+)\] ' + _REQUEST + \
     r' (?P<status>\d{3}) (?P<body_bytes_sent>\S+)'
+#: an AWS Application Load Balancer's access log entry (its documented fields, to the user agent; the rest of the
+#: line is left unread): the request's URL split into its host and ``path`` (without the query)
+_ALB = (r'(?P<type>\S+) (?P<time>\S+) (?P<elb>\S+) (?P<client>\S+) (?P<target>\S+) (?P<request_processing_time>\S+) '
+        r'(?P<target_processing_time>\S+) (?P<response_processing_time>\S+) (?P<elb_status_code>\S+) '
+        r'(?P<target_status_code>\S+) (?P<received_bytes>\S+) (?P<sent_bytes>\S+) '
+        r'"(?P<method>\S+) (?:[a-z]+://(?P<host>[^/ "]+))?(?P<path>[^ ?"]*)(?:\?(?P<query>[^ "]*))? (?P<protocol>[^"]*)" '
+        r'"(?P<user_agent>[^"]*)"')
 #: patterns named by ``--line-pattern NAME``
 PATTERNS = {
     "common": _COMMON,
     "combined": _COMMON + r' "(?P<http_referer>[^"]*)" "(?P<http_user_agent>[^"]*)"',
+    "alb": _ALB,
 }
 
 #: a ``key=value`` pair of a logfmt line (``--line-pattern logfmt``): a key of no space, ``=`` or quote, at the

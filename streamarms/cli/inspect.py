@@ -46,7 +46,7 @@ DISTINCT = 10_000
 #: the field name ``inspect`` gives a Kafka record's key (``run``'s key without ``--key-field``)
 RECORD_KEY = "(record key)"
 #: names a key field often has, tried first
-KEY_NAMES = (RECORD_KEY, "arm", "key", "host", "hostname", "host.name", "upstream_addr", "upstream", "server", "service", "region",
+KEY_NAMES = (RECORD_KEY, "arm", "key", "host", "hostname", "host.name", "upstream_addr", "upstream", "target", "server", "service", "region",
              "worker", "worker_id", "user", "user_id", "endpoint", "path", "route", "country", "shard", "node")
 #: names a time field often has
 TIME_NAMES = ("timestamp", "@timestamp", "time", "ts", "time_local", "datetime", "date", "created_at", "submitted_at")
@@ -304,13 +304,14 @@ def _read(source: Any, records: int, fields: dict[str, FieldProfile], refused: C
 #: what each named ``--line-pattern`` reads, for inspect's line saying it found one
 _FORMAT_NAMES = {"w3c": "a W3C extended log (IIS, CloudFront: its #Fields directive names the fields)",
                  "combined": "an access log in the combined format (nginx's and Apache's default)",
-                 "common": "an access log in the common log format", "logfmt": "key=value pairs (logfmt)"}
+                 "common": "an access log in the common log format", "logfmt": "key=value pairs (logfmt)",
+                 "alb": "an AWS Application Load Balancer's access log"}
 
 
 def _line_format(path: str, lines: int = 20) -> str | None:
     """The format of a plain-text log from the first ``lines`` non-blank lines of ``path``: ``w3c`` (a W3C extended
     log's directive first: ``--rewards-format w3c``), or the named ``--line-pattern`` that reads most of them: an
-    access log's ``combined`` (or ``common``) format, else ``logfmt`` (two ``key=value`` pairs a line or more); else
+    access log's ``combined`` (or ``common``, or an AWS load balancer's ``alb``) format, else ``logfmt`` (two ``key=value`` pairs a line or more); else
     ``None``."""
     import re
 
@@ -330,7 +331,7 @@ def _line_format(path: str, lines: int = 20) -> str | None:
         return None
     if is_w3c(texts[0]):
         return "w3c"
-    for name in ("combined", "common"):
+    for name in ("combined", "common", "alb"):
         pattern = re.compile(PATTERNS[name])
         if sum(pattern.match(t) is not None for t in texts) >= 0.8 * len(texts):
             return name

@@ -1,0 +1,49 @@
+"""``--line-pattern alb``: the target of an AWS Application Load Balancer whose 5xx rate stands out, from its access
+log. ``inspect`` sees the format itself; its suggested command (keyed by ``target``, the record's time its ``time``)
+runs as printed and finds the target; a request the load balancer answered itself (``"- - - "``) is read too."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+
+from test_inspect_cli import _suggested
+
+from streamarms.cli import main
+
+
+def _alb(path, n=30_000, seed=4):
+    rng = random.Random(seed)
+    t0 = dt.datetime(2026, 11, 30, tzinfo=dt.UTC)
+    targets = [f"10.0.1.{i}:8080" for i in range(10)]
+    with open(path, "w") as f:
+        for i in range(n):
+            t = (t0 + dt.timedelta(milliseconds=40 * i)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+            target = rng.choice(targets)
+            bad = rng.random() < (0.3 if target == "10.0.1.6:8080" else 0.02)
+            status = 502 if bad else 200
+            request = (f'"GET https://shop.example.com:443/api/items/{rng.randrange(999)}?page=2 HTTP/1.1"'
+                       if i % 500 else '"- - - "')
+            f.write(f"https {t} app/shop/50dc6c495c0c9188 192.168.{rng.randrange(255)}.{rng.randrange(255)}:2817 "
+                    f"{target} 0.000 {rng.uniform(0.01, 0.3):.3f} 0.000 {status} {status} 120 {rng.randrange(9999)} "
+                    f'{request} "Mozilla/5.0" ECDHE-RSA-AES128-GCM-SHA256 TLSv1.2 '
+                    'arn:aws:elasticloadbalancing:eu-west-1:123456789012:targetgroup/shop/73e2d6bc24d8a067 '
+                    f'"Root=1-58337281-1d84f3d73c47ec4e58577259" "shop.example.com" "-" 0 {t} "forward" "-" "-" '
+                    f'"{target}" "{status}" "-" "-" TID_1\n')
+
+
+def test_inspect_sees_an_alb_log_and_its_command_finds_the_failing_target(tmp_path, capsys):
+    p, summary = tmp_path / "alb.log", tmp_path / "s.json"
+    _alb(p)
+    assert main(["inspect", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("the lines are an AWS Application Load Balancer's access log, not JSON: read with "
+                          "--line-pattern alb\n"), out
+    [command] = [c for c in _suggested(out) if "elb_status_code" in c]
+    assert command == ["run", "--rewards-file", str(p), "--line-pattern", "alb", "--key-field", "target",
+                       "--reward-field", "elb_status_code", "--reward-at-least", "500", "--timestamp-field", "time"]
+    assert main([*command, "--policy", "cs", "--max-episodes", "1", "--checkpoint", "none", "--quiet",
+                 "--summary-json", str(summary)]) == 0
+    got = json.loads(summary.read_text())
+    assert got["flagged"] == ["10.0.1.6:8080"] and not got["invalid"], got
