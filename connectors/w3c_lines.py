@@ -89,9 +89,14 @@ class W3cLines:
     read_header = set_header
 
     def resume_header(self, reader: Any, position: int) -> None:
-        """The ``#Fields`` in force at byte ``position`` of the file ``reader`` reads: the last one before it."""
+        """The ``#Fields`` in force at byte ``position`` of the file ``reader`` reads: the last one before it (a
+        plain file read back from there, a block at a time; a compressed one decompressed once from its start)."""
         self.names = self.header = None
         self.pending = False
+        if getattr(reader, "kind", None) is not None:
+            if (line := _last_fields(reader.file_name, reader.kind, position)) is not None:
+                self._fields(line)
+            return
         end = position
         while end > 0:
             start = max(0, end - BACK)
@@ -145,6 +150,27 @@ class W3cLines:
 
     def __repr__(self) -> str:
         return f"W3cLines({json.dumps(self.source)})"
+
+
+def _last_fields(path: str, kind: str, position: int) -> str | None:
+    """The last ``#Fields`` line in the first ``position`` decompressed bytes of the ``kind``-compressed ``path``
+    (reading back from ``position`` would decompress the file again from its start for every block)."""
+    from .compressed_lines import _ERRORS, DECOMPRESSORS
+
+    last, carry, done = None, b"", 0
+    try:
+        with open(path, "rb") as raw:
+            stream = DECOMPRESSORS[kind](raw)
+            while done < position and (block := stream.read(min(BACK, position - done))):
+                done += len(block)
+                text = carry + block
+                cut = text.rfind(b"\n") + 1  # (whole lines; the rest waits for the next block)
+                whole, carry = b"\n" + text[:cut], text[cut:]
+                if (at := whole.rfind(b"\n#Fields:")) >= 0:
+                    last = whole[at + 1:].split(b"\n", 1)[0]
+    except _ERRORS:
+        return None
+    return None if last is None else last.decode("utf-8", "replace").rstrip("\r")
 
 
 def _cells(text: str) -> list[str]:
