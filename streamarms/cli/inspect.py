@@ -556,7 +556,9 @@ def inspect_main(opts: argparse.Namespace) -> int:
         f"; {sum(refused.values()):,} refused ({', '.join(f'{k} {v:,}' for k, v in refused.most_common())})"
         if refused else ""))
     if not fields:
-        print("no field found: a JSON-lines file holds one JSON object a line; a table has a header line "
+        print("no field found: run reads a Kafka record's value as one JSON object (Avro, Protobuf or plain text "
+              "are refused record by record)" if source else
+              "no field found: a JSON-lines file holds one JSON object a line; a table has a header line "
               "(by its name, .csv/.tsv, or --rewards-format); a plain-text log needs --line-pattern")
         return 1
     print(f"  {'field':<28} {'in':>6}  {'types':<22} {'values':<16} examples / range")

@@ -51,6 +51,10 @@ def test_a_missing_topic_or_broker_is_one_clear_line(kafka_broker, capsys):
     assert main(["inspect", "--bootstrap-servers", kafka_broker.bootstrap, "--rewards-topic", "inspect-nope"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("streamarms inspect: error: no topic inspect-nope on ") and "inspect-there" in err, err
+    produce(kafka_broker.bootstrap, "inspect-binary", [("a", b"\x00\x01avro", T0), ("b", b"plain text", T0)])
+    assert main(["inspect", "--bootstrap-servers", kafka_broker.bootstrap, "--rewards-topic", "inspect-binary"]) == 1
+    out = capsys.readouterr().out
+    assert "2 refused (not_json 2)" in out and "a Kafka record's value as one JSON object" in out, out
     assert main(["inspect", "--bootstrap-servers", "127.0.0.1:1", "--rewards-topic", "t"]) == 2
     assert capsys.readouterr().err.startswith("streamarms inspect: error: ")
     assert main(["inspect", "--rewards-topic", "t"]) == 2
