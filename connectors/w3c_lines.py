@@ -51,7 +51,7 @@ def is_w3c(head: str) -> bool:
     >>> is_w3c("#Software: Microsoft Internet Information Services 10.0"), is_w3c('{"a": 1}')
     (True, False)
     """
-    return head.startswith(("#Version:", "#Software:", "#Fields:", "#Date:", "#Start-Date:"))
+    return head.removeprefix("\ufeff").startswith(("#Version:", "#Software:", "#Fields:", "#Date:", "#Start-Date:"))
 
 
 class W3cLines:
