@@ -5,10 +5,10 @@ A new user of a topic asks what its records hold before the daemon reads it. :fu
 every partition of the topics to a consumer of no group (nothing is committed, no group is joined or
 rebalanced), starts each partition ``ceil(n / partitions)`` records before its end (or at its beginning), and
 reads until ``n`` records, or until every partition is past that end and a poll brings nothing: the most recent
-records, spread over the partitions as the daemon would meet them. A topic
-that does not exist is a :class:`~streamarms.errors.ConfigError` naming the topics there are; a broker that does
-not answer, :class:`~streamarms.connectors.kafka.BrokerUnreachable`. What arrives later is not waited for;
-``timeout`` bounds the whole read.
+records, spread over the partitions as the daemon would meet them. A topic that does not exist is a
+:class:`~streamarms.errors.ConfigError` naming the topics there are; a broker that does not answer,
+:class:`~streamarms.connectors.kafka.BrokerUnreachable`. What arrives later is not waited for; ``timeout`` bounds
+the whole read.
 """
 
 from __future__ import annotations

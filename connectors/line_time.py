@@ -3,7 +3,8 @@
 By default a line's time is its ``timestamp`` field in milliseconds since the epoch, as a Kafka record's.
 Logs name and count it otherwise: ``@timestamp`` (Elastic Common Schema), ``time`` (pino: milliseconds;
 bunyan: a date-time), ``ts`` in seconds with a fraction (``1700000000.123``: nginx's ``$msec``, many
-tracers), in microseconds or nanoseconds (OpenTelemetry's ``timeUnixNano``, Loki, Go's ``UnixNano``). The field may be a dotted name (a nested field, :class:`~streamarms.runtime.field_path.FieldPath`);
+tracers), in microseconds or nanoseconds (OpenTelemetry's ``timeUnixNano``, Loki, Go's ``UnixNano``). The
+field may be a dotted name (a nested field, :class:`~streamarms.runtime.field_path.FieldPath`);
 its value a number in the unit, or an ISO 8601 date-time (UTC unless it says otherwise) whatever the unit.
 A time written otherwise (a spreadsheet's ``11/14/2023 10:13 PM``, ``14.11.2023 22:13``) is read by a
 :func:`~datetime.datetime.strptime` format (``fmt``: ``--timestamp-format '%m/%d/%Y %I:%M %p'``), UTC unless the

@@ -304,9 +304,9 @@ def refusals_hint(records: int, invalid: dict[str, int], from_file: bool, dead_l
         out += ('; a JSONL line with "key" carries its record in "value" ({"key": "eu", "value": {"reward": 1}}); '
                 'a line without "key" is the record ({"arm": "eu", "reward": 1})')
     elif key_field is not None and invalid.get("key_missing", 0) * 2 > refused:
-        out += (f"; most records have no field {key_field!r} (--key-field): "
-                + ("streamarms inspect FILE lists the fields they have" if from_file else
-                   "name the field of the records' values that holds their key"))
+        out += f"; most records have no field {key_field!r} (--key-field)" + (
+            "" if files else ": streamarms inspect FILE lists the fields they have" if from_file else
+            ": name the field of the records' values that holds their key")  # (files: the inspect line below)
     elif from_file and invalid.get("key_missing", 0) * 2 > refused:
         out += ('; a JSONL line is a JSON object naming its key in "arm" ({"arm": "eu", "reward": 1}) or in "key" '
                 'with the record in "value" ({"key": "eu", "value": {"reward": 1}}), a string or an integer')

@@ -352,8 +352,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                         "set: --reward-field error --reward-match . --reward-missing 0); else such a record is "
                         "refused (missing_reward)")
     g.add_argument("--reward-unit", choices=("ns", "us", "ms", "s", "m", "h"), metavar="UNIT",
-                   help="read a duration written with its unit (\"17.19ms\", \"850µs\", \"1.2s\", Go's \"1m30s\") as "
-                        "the number of UNIT (ns, us, ms, s, m, h) it lasts; a number without a unit is taken as "
+                   help="read a duration written with its unit (\"17.19ms\", \"850µs\", \"1.2s\", Go's \"1m30s\"; "
+                        "Java's ISO 8601 \"PT0.123S\") as the number of UNIT (ns, us, ms, s, m, h) it lasts; a "
+                        "number without a unit is taken as "
                         "already in UNIT. With --reward-at-least (--reward-unit ms --reward-at-least 500: the rate "
                         "of requests slower than 500 ms) or --reward-model bounded")
     g.add_argument("--key-field", metavar="NAME",

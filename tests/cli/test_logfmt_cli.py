@@ -56,7 +56,7 @@ def test_a_line_without_a_pair_is_a_dead_letter_and_a_misspelt_key_field_is_name
     capsys.readouterr()
     assert main([*base, "--key-field", "hots"]) == 0
     out = capsys.readouterr().out
-    assert "most records have no field 'hots' (--key-field): streamarms inspect FILE lists the fields they have" in out
-    assert f"; streamarms inspect {p} shows what the records hold and suggests the flags that read them" in out
+    assert (f"most records have no field 'hots' (--key-field); streamarms inspect {p} shows what the records hold "
+            "and suggests the flags that read them") in out, out
     assert main(["run", "--rewards-file", str(p), "--rewards-format", "csv", "--checkpoint", "none"]) == 2
     assert f"; streamarms inspect {p} suggests the flags that read it" in capsys.readouterr().err
