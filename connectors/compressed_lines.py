@@ -41,7 +41,7 @@ from streamarms.errors import ConfigError
 from .jsonl_lines import _HOW, BLOCK, WINDOW, LineReader, compressed_file, rotations_of
 from .jsonl_lines import digest as _digest_bytes
 
-__all__ = ["CompressedLineReader", "open_lines", "compressed_rotation", "compressed_head", "DECOMPRESSORS"]
+__all__ = ["CompressedLineReader", "open_lines", "compressed_rotation", "compressed_head", "file_head", "DECOMPRESSORS"]
 
 #: the compressed formats read as they are (:func:`compressed`'s names), and what opens them for reading
 DECOMPRESSORS: dict[str, Callable[[IO[bytes]], Any]] = {
@@ -74,6 +74,16 @@ def compressed_head(path: str, n: int = WINDOW) -> bytes | None:
         return r.head(n)
     finally:
         r.close()
+
+
+def file_head(path: str, n: int) -> bytes:
+    """The first ``n`` bytes of the file at ``path``, decompressed when it is a gzip, bzip2 or xz file (a format
+    sniffed from them); ``OSError`` when it cannot be read."""
+    head = compressed_head(path, n)
+    if head is None:
+        with open(path, "rb") as f:
+            head = f.read(n)
+    return head
 
 
 def compressed_rotation(path: str, line: int, pos: int | None, digest: str | None) -> CompressedLineReader | None:

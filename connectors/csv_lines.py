@@ -158,6 +158,10 @@ class CsvTable:
         self._decimal_at = (names.index(self.number_column) if self.delimiter == ";" and self.number_column in names
                             else None)
 
+    def resume_header(self, reader: Any, position: int) -> None:
+        """The header of the file ``reader`` reads from byte ``position`` (past its first line): its first line."""
+        self.read_header(reader.first_line(), reader.file_name)
+
     def read_header(self, line: str, where: str) -> None:
         """:meth:`set_header` for a file met while reading (a rotation, a copy): a bad header refuses the
         file's rows (``bad_row``, saying why) instead of stopping the run."""
@@ -213,9 +217,7 @@ class CsvTable:
         return out
 
     def _stamp(self, cell: str) -> int:
-        if self.line_time.fmt is not None:
-            return self.line_time.formatted(cell)
-        return stamp(_number(cell), self.line_time.unit)
+        return cell_ms(self.line_time, cell)
 
     def _plain_chunk(self, path: str, rows: list[list[str] | str], first: int) -> list[JsonlRecord] | None:
         """The records of ``rows`` (line numbers from ``first``) when every one is the common row -- the header's
@@ -310,6 +312,14 @@ def _key(obj: dict[str, str]) -> bytes | None:
     """The row's key: its ``arm`` cell, else its ``key`` cell, else none (``--key-field`` names another)."""
     key = obj.get("arm", obj.get("key"))
     return None if key is None else _bytes(key)
+
+
+def cell_ms(line_time: LineTime, cell: str) -> int:
+    """The time of a text cell (a table's, a W3C entry's field) in ms: read by ``line_time``'s format, else the
+    number it writes in its unit or an ISO 8601 date-time (:func:`~streamarms.connectors.line_time.stamp`)."""
+    if line_time.fmt is not None:
+        return line_time.formatted(cell)
+    return stamp(_number(cell), line_time.unit)
 
 
 def _number(cell: str) -> Any:

@@ -320,11 +320,8 @@ def _table_rows(p: str, table: CsvTable | PatternLines, reader: LineReader, line
     if not lines:
         return []
     at_header = reader.position(n) == 0
-    if not at_header and (headed.get(p) is not reader or getattr(table, "pending", False)):
-        if (resume := getattr(table, "resume_header", None)) is not None:  # (W3C: the #Fields in force there)
-            resume(reader, reader.position(n))
-        else:
-            table.read_header(reader.first_line(), reader.file_name)
+    if not at_header and headed.get(p) is not reader:
+        table.resume_header(reader, reader.position(n))
     headed[p] = reader
     return table.records(p, lines, n, header_line=at_header)
 
@@ -416,7 +413,6 @@ class JsonlSource:
             if p in self.tables and self._readers[p].head(1):
                 # (a bad header is an error now, not a dead letter a row later)
                 self.tables[p].set_header(self._readers[p].first_line(), p)
-                self._headed[p] = self._readers[p]
             elif p not in self.tables:
                 _refuse_json_array(p, self._readers[p].head(ARRAY_HEAD))
         self._eof[p] = False

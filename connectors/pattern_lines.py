@@ -47,6 +47,7 @@ import datetime as dt
 import json
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from streamarms.errors import ConfigError
 from streamarms.runtime.clock import iso_ms
@@ -157,7 +158,7 @@ class PatternLines:
     def set_header(self, line: str, where: str) -> None:
         """Nothing to do: a log read by a pattern has no header line."""
 
-    def read_header(self, line: str, where: str) -> None:
+    def resume_header(self, reader: Any, position: int) -> None:
         """Nothing to do: a log read by a pattern has no header line."""
 
     def whole(self, text: str) -> bool:
@@ -215,9 +216,9 @@ def _pairs(text: str) -> dict[str, str]:
     for key, value in LOGFMT.findall(text):
         if value.startswith('"'):
             try:
-                text = json.loads(value)
-                text.encode("utf-8")  # (an escaped lone surrogate, "\ud800", has no UTF-8 to write it in)
-                value = text
+                unquoted = json.loads(value)
+                unquoted.encode("utf-8")  # (an escaped lone surrogate, "\ud800", has no UTF-8 to write it in)
+                value = unquoted
             except ValueError:  # (UnicodeEncodeError is one)
                 value = value[1:-1]
         out[key] = value

@@ -31,11 +31,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
-from .csv_lines import _number, refused_line, text_record
+from .csv_lines import cell_ms, refused_line, text_record
 from .line_record import JsonlRecord
-from .line_time import LineTime, stamp
+from .line_time import LineTime
 
 __all__ = ["W3cLines", "is_w3c"]
 
@@ -71,28 +72,22 @@ class W3cLines:
         #: the fields a record has (:attr:`names`, and ``timestamp`` made of ``date`` and ``time``): what the run's
         #: field flags may name
         self.header: list[str] | None = None
-        #: the header is the file's first ``#Fields``, which a reader that starts past a later one must not use: it
-        #: finds the one in force where it starts (:meth:`resume_header`) before its first entry
-        self.pending = False
         self._time = self.line_time.field
+        self._cell_ms = partial(cell_ms, self.line_time)  # (a time field's text in ms, as a table's)
 
     def set_header(self, line: str, where: str) -> None:
         """The first ``#Fields`` in the first :data:`HEAD` bytes of the file ``where`` (``line``: its first line)."""
         self.names = self.header = None
-        self.pending = True
         head = line if line.startswith("#Fields:") else _head(where)
         for text in head.splitlines():
             if text.startswith("#Fields:"):
                 self._fields(text)
                 return
 
-    read_header = set_header
-
     def resume_header(self, reader: Any, position: int) -> None:
         """The ``#Fields`` in force at byte ``position`` of the file ``reader`` reads: the last one before it (a
         plain file read back from there, a block at a time; a compressed one decompressed once from its start)."""
         self.names = self.header = None
-        self.pending = False
         if getattr(reader, "kind", None) is not None:
             if (line := _last_fields(reader.file_name, reader.kind, position)) is not None:
                 self._fields(line)
@@ -120,8 +115,6 @@ class W3cLines:
 
     def records(self, path: str, lines: Sequence[str], first: int, header_line: bool = False) -> list[JsonlRecord]:
         """The records of ``lines`` (line numbers from ``first``); a directive among them is read, not a record."""
-        if header_line:
-            self.pending = False  # (read from the file's start: its directives come in order)
         out: list[JsonlRecord] = []
         for n, line in enumerate(lines, first):
             text = line.rstrip("\r\n")
@@ -140,13 +133,8 @@ class W3cLines:
             obj = {k: v for k, v in zip(names, cells) if v != "-"}
             if "timestamp" not in obj and "date" in obj and "time" in obj:
                 obj["timestamp"] = f"{obj['date']}T{obj['time']}Z"
-            out.append(text_record(path, n, text, obj, self._time, self._stamp))
+            out.append(text_record(path, n, text, obj, self._time, self._cell_ms))
         return out
-
-    def _stamp(self, cell: str) -> int:
-        if self.line_time.fmt is not None:
-            return self.line_time.formatted(cell)
-        return stamp(_number(cell), self.line_time.unit)
 
     def __repr__(self) -> str:
         return f"W3cLines({json.dumps(self.source)})"
@@ -180,13 +168,9 @@ def _cells(text: str) -> list[str]:
 
 def _head(path: str) -> str:
     """The first :data:`HEAD` bytes of ``path`` (decompressed), as text; empty when it cannot be read."""
-    from .compressed_lines import compressed_head
+    from .compressed_lines import file_head
 
     try:
-        head = compressed_head(path, HEAD)
-        if head is None:
-            with open(path, "rb") as f:
-                head = f.read(HEAD)
+        return file_head(path, HEAD).decode("utf-8", "replace")
     except OSError:
         return ""
-    return head.decode("utf-8", "replace")
