@@ -30,7 +30,7 @@ from typing import Any
 from streamarms.runtime.clock import iso_ms
 from streamarms.runtime.field_path import FieldPath
 
-__all__ = ["LineTime", "MAX_TIMESTAMP_MS", "stamp", "epoch_unit"]
+__all__ = ["LineTime", "MAX_TIMESTAMP_MS", "UNIT_MS", "stamp", "epoch_unit", "as_time"]
 
 #: the latest timestamp a line may carry, in ms: 9999-12-31T23:59:59.999Z (what an ISO date can say)
 MAX_TIMESTAMP_MS = 253_402_300_799_999
@@ -40,7 +40,7 @@ JSON_NAMES = {str: "a string", bool: "a boolean", list: "an array", dict: "an ob
               int: "an integer", float: "a number"}
 
 #: each unit's length in ms
-_UNITS = {"ms": 1, "s": 1000, "us": 0.001, "ns": 0.000001}
+UNIT_MS = {"ms": 1, "s": 1000, "us": 0.001, "ns": 0.000001}
 _UNIT_NAMES = {"ms": "milliseconds", "s": "seconds", "us": "microseconds", "ns": "nanoseconds"}
 #: 2001-01-01 and 2100-01-01 in ms: a number that is a time between them in one unit is in no other (the units
 #: are 1000 times apart, the span 4.2 times)
@@ -57,10 +57,19 @@ def epoch_unit(x: float) -> str | None:
     """
     if not -1e30 < x < 1e30:  # (an integer of hundreds of digits has no float; NaN is no time)
         return None
-    for unit, scale in _UNITS.items():
+    for unit, scale in UNIT_MS.items():
         if _PLAUSIBLE[0] <= x * scale <= _PLAUSIBLE[1]:
             return unit
     return None
+
+
+def as_time(x: float, unit: str) -> str:
+    """``x``, a number of ``unit`` since the epoch, as an ISO 8601 UTC time to the second.
+
+    >>> as_time(1700000000123456789, "ns"), as_time(1700000, "s")
+    ('2023-11-14T22:13:20Z', '1970-01-20T16:13:20Z')
+    """
+    return dt.datetime.fromtimestamp(x * UNIT_MS[unit] / 1000, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def stamp(ts: Any, unit: str = "ms") -> int:
@@ -80,7 +89,7 @@ def stamp(ts: Any, unit: str = "ms") -> int:
     ...
     ValueError: timestamp 1e+300 is not a time in milliseconds from 0 (1970) to 253402300799999 (the year 9999), nor an ISO 8601 date-time (2026-11-25T14:00:00Z)
     """
-    t, scale = type(ts), _UNITS[unit]
+    t, scale = type(ts), UNIT_MS[unit]
     if (t is int or t is float) and 0 <= ts <= MAX_TIMESTAMP_MS / scale:  # (NaN fails the comparisons)
         if scale < 1:  # (us, ns: the fraction of a ms cut off, as ms cuts its own; integers exactly)
             return int(ts // round(1 / scale))
@@ -99,8 +108,7 @@ def stamp(ts: Any, unit: str = "ms") -> int:
     other = epoch_unit(ts) if t is int or t is float else None
     hint = ""
     if other is not None and other != unit:
-        when = dt.datetime.fromtimestamp(ts * _UNITS[other] / 1000, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        hint = f"; as {_UNIT_NAMES[other]} it is {when}: --timestamp-unit {other}"
+        hint = f"; as {_UNIT_NAMES[other]} it is {as_time(ts, other)}: --timestamp-unit {other}"
     raise ValueError(f"timestamp {shown} is not a time in {_UNIT_NAMES[unit]} from 0 (1970) to {top} (the year "
                      f"9999), nor an ISO 8601 date-time (2026-11-25T14:00:00Z){hint}")
 
@@ -116,7 +124,7 @@ class LineTime:
     __slots__ = ("field", "unit", "fmt", "_path", "default", "_last")
 
     def __init__(self, field: str = "timestamp", unit: str = "ms", fmt: str | None = None) -> None:
-        if unit not in _UNITS:
+        if unit not in UNIT_MS:
             raise ValueError(f"the timestamp unit is ms, s, us or ns, got {unit!r}")
         if fmt is not None and (not fmt or "%" not in fmt):
             raise ValueError(f"a timestamp format is a strptime format with % directives (%m/%d/%Y %H:%M), got {fmt!r}")

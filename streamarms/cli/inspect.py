@@ -36,7 +36,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..runtime.codec import DECIMAL_COMMA, JSON_NUMBER
-from ..runtime.durations import duration_in, is_duration, unit_of
+from ..runtime.durations import UNITS, duration_in, unit_of
 from ..runtime.key_rule import KeyRule
 
 __all__ = ["add_inspect_parser", "inspect_main", "profile", "suggestions", "FieldProfile"]
@@ -92,10 +92,9 @@ class FieldProfile:
         self.present += 1
         self.types["bool" if t is bool else "null" if v is None else t.__name__] += 1
         x = math.nan
-        if t is str and is_duration(v):  # (a latency with its unit: --reward-unit reads it)
+        if t is str and v != "0" and (ns := duration_in(v, "ns")) is not None:  # (a latency with its unit)
             self.unit = self.unit or ("s" if unit_of(v) in ("s", "m", "h") else "ms")
-            v = duration_in(v, self.unit)
-            t = float
+            v, t = ns / UNITS[self.unit], float  # (as --reward-unit reads it)
         try:  # (a table's cells and a log that quotes its numbers write them as text)
             x = float(v) if (t is str and JSON_NUMBER.fullmatch(v)) or t in (int, float) else math.nan
         except OverflowError:  # (an integer of hundreds of digits: no number to compare)
@@ -315,16 +314,13 @@ def _line_format(path: str, lines: int = 20) -> str | None:
     ``None``."""
     import re
 
-    from streamarms.connectors.compressed_lines import compressed_head
+    from streamarms.connectors.compressed_lines import file_head
     from streamarms.connectors.pattern_lines import LOGFMT, PATTERNS
     from streamarms.connectors.w3c_lines import is_w3c
 
-    head = compressed_head(path, 65536)
-    if head is None:
-        if path == "-":
-            return None  # (standard input: read once, by the profile)
-        with open(path, "rb") as f:
-            head = f.read(65536)
+    if path == "-":
+        return None  # (standard input: read once, by the profile)
+    head = file_head(path, 65536)
     whole = head.decode("utf-8", "replace").splitlines()[:-1 if len(head) == 65536 else None]  # (whole lines)
     texts = [t for t in (line.strip() for line in whole) if t][:lines]
     if not texts:

@@ -8,7 +8,6 @@ nothing to say); :func:`unfinished` and :func:`not_examined` work out the summar
 from __future__ import annotations
 
 import shlex
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -351,20 +350,21 @@ def time_unit_text(now: float, s: Any) -> str:
     >>> time_unit_text(1_700_000_000.0, S(timestamp_unit="ms", timestamp_format=None))
     ''
     """
-    from streamarms.connectors.line_time import _UNITS, epoch_unit
+    from streamarms.connectors.line_time import UNIT_MS, as_time, epoch_unit
 
     unit = getattr(s, "timestamp_unit", "ms") or "ms"
-    ms = now * 1000
-    if s.timestamp_format or unit not in _UNITS or ms >= 978_307_200_000:
+    if s.timestamp_format or unit not in UNIT_MS:
         return ""
-    other = epoch_unit(ms / _UNITS[unit])
+    written = now * 1000 / UNIT_MS[unit]  # (the number the records write)
+    # (a time of this century in another unit is none in this one: the clock, which only accepted times move, is
+    # before 2001)
+    other = epoch_unit(written)
     if other is None or other == unit:
         return ""
-    day = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))
-    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / _UNITS[unit] * _UNITS[other] / 1000))
-    return (f"the records' times read in {unit} are in {day[:4]} ({day}), and as {other} they are {when}: read in "
-            f"{unit}, the stream clock (episodes, timeouts, windows) runs {round(_UNITS[other] / _UNITS[unit]):,} times "
-            f"too slow; give --timestamp-unit {other}")
+    day = as_time(now, "s")
+    return (f"the records' times read in {unit} are in {day[:4]} ({day}), and as {other} they are "
+            f"{as_time(written, other)}: read in {unit}, the stream clock (episodes, timeouts, windows) runs "
+            f"{round(UNIT_MS[other] / UNIT_MS[unit]):,} times too slow; give --timestamp-unit {other}")
 
 
 def stop_plot(sched: Any, path: str) -> str:
