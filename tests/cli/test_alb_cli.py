@@ -5,10 +5,9 @@ runs as printed and finds the target; a request the load balancer answered itsel
 from __future__ import annotations
 
 import datetime as dt
-import json
 import random
 
-from test_inspect_cli import _suggested
+from test_inspect_cli import _run_suggested, _suggested
 
 from streamarms.cli import main
 
@@ -34,7 +33,7 @@ def _alb(path, n=30_000, seed=4):
 
 
 def test_inspect_sees_an_alb_log_and_its_command_finds_the_failing_target(tmp_path, capsys):
-    p, summary = tmp_path / "alb.log", tmp_path / "s.json"
+    p = tmp_path / "alb.log"
     _alb(p)
     assert main(["inspect", str(p)]) == 0
     out = capsys.readouterr().out
@@ -43,7 +42,5 @@ def test_inspect_sees_an_alb_log_and_its_command_finds_the_failing_target(tmp_pa
     [command] = [c for c in _suggested(out) if "elb_status_code" in c]
     assert command == ["run", "--rewards-file", str(p), "--line-pattern", "alb", "--key-field", "target",
                        "--reward-field", "elb_status_code", "--reward-at-least", "500", "--timestamp-field", "time"]
-    assert main([*command, "--policy", "cs", "--max-episodes", "1", "--checkpoint", "none", "--quiet",
-                 "--summary-json", str(summary)]) == 0
-    got = json.loads(summary.read_text())
+    got = _run_suggested(tmp_path, command, "--policy", "cs", "--max-episodes", "1")
     assert got["flagged"] == ["10.0.1.6:8080"] and not got["invalid"], got

@@ -27,6 +27,13 @@ def _suggested(out: str) -> list[list[str]]:
     return [shlex.split(line)[1:] for line in lines if line.startswith("  streamarms run ")]
 
 
+def _run_suggested(tmp_path, command: list[str], *flags: str) -> dict:
+    """Run a suggested ``command`` as printed (with ``flags``, no checkpoint, quiet): its ``--summary-json``."""
+    summary = tmp_path / "suggested-summary.json"
+    assert main([*command, "--checkpoint", "none", "--quiet", "--summary-json", str(summary), *flags]) == 0
+    return json.loads(summary.read_text())
+
+
 def test_a_log_s_fields_and_the_command_that_finds_its_outlier(tmp_path, capsys):
     p = tmp_path / "access.jsonl"
     _nginx(p)
@@ -39,9 +46,7 @@ def test_a_log_s_fields_and_the_command_that_finds_its_outlier(tmp_path, capsys)
                            "--numeric-strings", "--reward-at-least", "500", "--timestamp-field", "time_local",
                            "--timestamp-unit", "s"], commands
     assert any("--reward-model" in c and "request_time" in c for c in commands)
-    summary = tmp_path / "s.json"
-    assert main([*commands[0], "--policy", "cs", "--checkpoint", "none", "--quiet", "--summary-json", str(summary)]) == 0
-    assert json.loads(summary.read_text())["flagged"] == ["10.0.0.7:8080"]
+    assert _run_suggested(tmp_path, commands[0], "--policy", "cs")["flagged"] == ["10.0.0.7:8080"]
 
 
 def test_a_table_a_pattern_and_a_flag_written_only_when_set(tmp_path, capsys):
@@ -133,9 +138,7 @@ def test_a_spreadsheet_export_with_decimal_commas_reads_them_as_numbers(tmp_path
     command = next(c for c in _suggested(out) if "duration" in c)
     assert command == ["run", "--rewards-file", str(p), "--key-field", "worker_id", "--reward-field", "duration",
                        "--reward-model", "bounded", "--reward-range", "0,14", "--clip"], command
-    summary = tmp_path / "s.json"
-    assert main([*command, "--policy", "cs", "--checkpoint", "none", "--quiet", "--summary-json", str(summary)]) == 0
-    assert json.loads(summary.read_text())["flagged"] == ["w03"]
+    assert _run_suggested(tmp_path, command, "--policy", "cs")["flagged"] == ["w03"]
 
 
 def test_a_spreadsheet_s_true_false_and_a_column_name_with_spaces(tmp_path, capsys):
@@ -150,9 +153,7 @@ def test_a_spreadsheet_s_true_false_and_a_column_name_with_spaces(tmp_path, caps
     assert main(["inspect", str(csv)]) == 0
     [command] = _suggested(capsys.readouterr().out)
     assert command == ["run", "--rewards-file", str(csv), "--key-field", "Worker ID", "--reward-field", "Wrong Answer"]
-    summary = tmp_path / "s.json"
-    assert main([*command, "--policy", "cs", "--checkpoint", "none", "--quiet", "--summary-json", str(summary)]) == 0
-    assert json.loads(summary.read_text())["flagged"] == ["W-4"]
+    assert _run_suggested(tmp_path, command, "--policy", "cs")["flagged"] == ["W-4"]
     lines = tmp_path / "b.jsonl"
     lines.write_text("".join(json.dumps({"host": f"h{i % 6}", "ok": "TRUE" if i % 5 else "FALSE"}) + "\n"
                              for i in range(600)))

@@ -106,7 +106,9 @@ def test_the_host_whose_share_of_failed_ssh_logins_stands_out_from_a_syslog(tmp_
 def test_inspect_sees_an_access_log_and_its_command_finds_the_endpoint(tmp_path, capsys):
     """``streamarms inspect access.log`` without ``--line-pattern``: it said only "a plain-text log needs
     --line-pattern"; it now sees the combined format itself, and its first suggestion runs as printed."""
-    p, summary = tmp_path / "access.log", tmp_path / "s.json"
+    from test_inspect_cli import _run_suggested
+
+    p = tmp_path / "access.log"
     _access_log(p)
     assert main(["inspect", str(p)]) == 0
     out = capsys.readouterr().out
@@ -115,6 +117,4 @@ def test_inspect_sees_an_access_log_and_its_command_finds_the_endpoint(tmp_path,
     first = next(line for line in out.splitlines() if line.startswith("  streamarms run "))
     command = shlex.split(first)[1:]
     assert command[3:5] == ["--line-pattern", "combined"] and "--reward-at-least" in command, command
-    assert main([*command, "--policy", "cs", "--max-episodes", "1", "--checkpoint", "none", "--quiet",
-                 "--summary-json", str(summary)]) == 0
-    assert json.loads(summary.read_text())["flagged"] == ["/api/pay"]
+    assert _run_suggested(tmp_path, command, "--policy", "cs", "--max-episodes", "1")["flagged"] == ["/api/pay"]

@@ -9,7 +9,7 @@ import json
 import random
 
 import pytest
-from test_inspect_cli import _suggested
+from test_inspect_cli import _run_suggested, _suggested
 
 from streamarms.cli import main
 
@@ -29,7 +29,7 @@ def _logfmt(path, n=60_000, seed=7):
 @pytest.mark.parametrize("mode", [["--policy", "cs", "--max-episodes", "1"], ["--forever"]],
                          ids=["episodes", "continuous"])
 def test_inspect_sees_logfmt_and_its_command_finds_the_slow_host(tmp_path, capsys, mode):
-    p, summary = tmp_path / "app.log", tmp_path / "s.json"
+    p = tmp_path / "app.log"
     _logfmt(p)
     assert main(["inspect", str(p)]) == 0
     out = capsys.readouterr().out
@@ -38,8 +38,7 @@ def test_inspect_sees_logfmt_and_its_command_finds_the_slow_host(tmp_path, capsy
     [command] = [c for c in _suggested(out) if "latency" in c]
     assert command[:8] == ["run", "--rewards-file", str(p), "--line-pattern", "logfmt", "--key-field", "host",
                            "--reward-field"] and "--reward-unit" in command and "--timestamp-field" in command, command
-    assert main([*command, "--checkpoint", "none", "--quiet", "--summary-json", str(summary), *mode]) == 0
-    got = json.loads(summary.read_text())
+    got = _run_suggested(tmp_path, command, *mode)
     assert got["flagged"] == ["web-2"] and not got["invalid"], got
 
 

@@ -8,7 +8,7 @@ import json
 import random
 
 import pytest
-from test_inspect_cli import _suggested
+from test_inspect_cli import _run_suggested, _suggested
 
 from streamarms.cli import main
 
@@ -27,7 +27,7 @@ def _go_log(path, n=20_000, seed=5):
 @pytest.mark.parametrize("mode", [["--policy", "cs", "--max-episodes", "1"], ["--forever"]],
                          ids=["episodes", "continuous"])
 def test_inspect_suggests_the_unit_and_the_command_finds_the_slow_host(tmp_path, capsys, mode):
-    p, summary = tmp_path / "api.jsonl", tmp_path / "s.json"
+    p = tmp_path / "api.jsonl"
     _go_log(p)
     assert main(["inspect", str(p)]) == 0
     out = capsys.readouterr().out
@@ -35,8 +35,7 @@ def test_inspect_suggests_the_unit_and_the_command_finds_the_slow_host(tmp_path,
     [command] = [c for c in _suggested(out) if "latency" in c]
     assert command[command.index("--reward-field"):command.index("--reward-range")] == [
         "--reward-field", "latency", "--reward-unit", "ms", "--reward-model", "bounded"], command
-    assert main([*command, "--checkpoint", "none", "--quiet", "--summary-json", str(summary), *mode]) == 0
-    got = json.loads(summary.read_text())
+    got = _run_suggested(tmp_path, command, *mode)
     assert got["flagged"] == ["api-4"] and not got["invalid"], got
 
 

@@ -5,11 +5,10 @@ modes, over a second block of directives (the service restarted) with the fields
 from __future__ import annotations
 
 import datetime as dt
-import json
 import random
 
 import pytest
-from test_inspect_cli import _suggested
+from test_inspect_cli import _run_suggested, _suggested
 
 from streamarms.cli import main
 
@@ -42,7 +41,7 @@ def _iis(path, n=40_000, seed=9):
 @pytest.mark.parametrize("mode", [["--policy", "cs", "--max-episodes", "1"], ["--forever"]],
                          ids=["episodes", "continuous"])
 def test_inspect_sees_an_iis_log_and_its_command_finds_the_endpoint(tmp_path, capsys, mode):
-    p, summary = tmp_path / "u_ex261130.log", tmp_path / "s.json"
+    p = tmp_path / "u_ex261130.log"
     _iis(p)
     assert main(["inspect", str(p)]) == 0
     out = capsys.readouterr().out
@@ -51,8 +50,7 @@ def test_inspect_sees_an_iis_log_and_its_command_finds_the_endpoint(tmp_path, ca
     [command] = [c for c in _suggested(out) if "sc-status" in c]
     assert command == ["run", "--rewards-file", str(p), "--rewards-format", "w3c", "--key-field", "cs-uri-stem",
                        "--reward-field", "sc-status", "--reward-at-least", "500"], command
-    assert main([*command, "--checkpoint", "none", "--quiet", "--summary-json", str(summary), *mode]) == 0
-    got = json.loads(summary.read_text())
+    got = _run_suggested(tmp_path, command, *mode)
     assert got["flagged"] == ["/api/pay"] and not got["invalid"], got
     assert got["records"] == 40_000 or "--max-episodes" in mode  # (continuous: read past the second block too)
 
