@@ -39,11 +39,11 @@ import logging
 import os
 import stat
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
-from .jsonl_lines import WINDOW, compressed_file, rotation_name
+from .file_ids import FileIds
+from .jsonl_lines import compressed_file, rotation_name
 
 __all__ = ["PatternWatch", "ReadFiles", "INTERVAL", "one_name_per_file", "open_ids"]
 
@@ -76,8 +76,9 @@ class ReadFiles:
     a pattern's new match from one of them under another name: logrotate's ``dateext`` with ``extension .log``
     renames ``app.log`` to ``app-20261129.log``, which ``'app*.log'`` matches.
 
-    A file is known by its ``(device, inode)`` *and* its first bytes: once a file is removed its inode number is
-    free, and a new file (tomorrow's log) may get it. The last ``limit`` files closed are kept.
+    A file is known by its ``(device, inode)`` *and* its first bytes (:class:`~streamarms.connectors.file_ids.
+    FileIds`): once a file is removed its inode number is free, and a new file (tomorrow's log) may get it. The last
+    ``limit`` files closed are kept.
 
     >>> import os, tempfile
     >>> from streamarms.connectors.jsonl_lines import LineReader
@@ -89,35 +90,21 @@ class ReadFiles:
     """
 
     def __init__(self, limit: int = 4096) -> None:
-        self.limit = limit
-        self._closed: OrderedDict[tuple[int, int], bytes] = OrderedDict()
+        self._closed = FileIds(limit)
 
     def add(self, reader: Any) -> None:
         """``reader``'s file (:class:`~streamarms.connectors.jsonl_lines.LineReader`, before it is closed) was
         read; a file removed (no link left) cannot come back and is not kept."""
         try:
-            st = os.fstat(reader.fileno())
+            if os.fstat(reader.fileno()).st_nlink:
+                self._closed.add_fd(reader.fileno())
         except (OSError, ValueError):
             return
-        if st.st_nlink:
-            self._closed[(st.st_dev, st.st_ino)] = reader.head(WINDOW)
-            while len(self._closed) > self.limit:
-                self._closed.popitem(last=False)
 
     def holds(self, path: str, st: os.stat_result, opened: Callable[[], set[tuple[int, int]]]) -> bool:
         """Whether the file at ``path`` (``st``: its stat) is one open now (``opened()``: their ``(dev, inode)``,
         :func:`open_ids`), or one closed here (:meth:`add`) with the same first bytes."""
-        fid = (st.st_dev, st.st_ino)
-        if fid in opened():
-            return True
-        head = self._closed.get(fid)
-        if head is None:
-            return False
-        try:
-            with open(path, "rb") as f:
-                return f.read(len(head)) == head
-        except OSError:
-            return False
+        return (st.st_dev, st.st_ino) in opened() or self._closed.holds(path, st.st_dev, st.st_ino)
 
 
 def _rotation_of(q: str, paths: set[str]) -> bool:

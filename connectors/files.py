@@ -68,6 +68,7 @@ from streamarms.runtime.records import RefusedKey, record_key
 
 from .compressed_lines import DECOMPRESSORS, CompressedLineReader, compressed_head, compressed_rotation, open_lines
 from .csv_lines import CsvTable
+from .file_ids import FileIds
 from .file_watch import PatternWatch, ReadFiles, open_ids
 from .jsonl_lines import (
     LONG_KEPT,
@@ -367,11 +368,11 @@ class JsonlSource:
         self.failure: str | None = None
         #: following: the files renamed away and followed to the new file at their path
         self.rotations = 0
-        #: following: ``(dev, inode)`` of the rotated files of each path read since the path's own file
-        self._read_files: dict[str, set[tuple[int, int]]] = {}
-        #: following: ``(dev, inode)`` of the rotations of each path there when its reader started at the
-        #: file's first byte (:meth:`_unread_copied`)
-        self._known: dict[str, set[tuple[int, int]]] = {}
+        #: following: the rotated files of each path read since the path's own file
+        self._read_files: dict[str, FileIds] = {}
+        #: following: the rotations of each path there when its reader started at the file's first byte
+        #: (:meth:`_unread_copied`)
+        self._known: dict[str, FileIds] = {}
         #: following: the first bytes of the last files of each path read to their end (:meth:`_packed_read`)
         self._heads: dict[str, deque[bytes]] = {}
         #: following: the files with nothing new when last looked at (looked at by one stat)
@@ -546,8 +547,8 @@ class JsonlSource:
         if self.merger.buffered((p, 0)):
             return False
         st = os.fstat(old.fileno())
-        seen = self._read_files.setdefault(p, set())
-        seen.add((st.st_dev, st.st_ino))
+        seen = self._read_files.setdefault(p, FileIds())
+        seen.add_fd(old.fileno())
         if (head := old.head(WINDOW)) not in (heads := self._heads.setdefault(p, deque(maxlen=8))):
             heads.append(head)  # (once: a follower waiting for the path comes here at every look)
         while (nxt := next_rotation(p, st.st_mtime_ns, seen)) is not None and self._packed_read(p, nxt, seen):
@@ -601,19 +602,12 @@ class JsonlSource:
             return None
         return LineReader(p, line=line, pos=0, follow=True, file=open(q, "rb"))
 
-    def _packed_read(self, p: str, q: str, ids: set[tuple[int, int]]) -> bool:
+    def _packed_read(self, p: str, q: str, ids: FileIds) -> bool:
         """Whether ``q`` is a compressed rotation of ``p`` that starts with the first bytes of a file of ``p`` read to
-        its end (logrotate's ``compress`` of the ``F.1`` just read: ``F.1.gz``, a new file of lines read); if so its
-        ``(dev, inode)`` joins ``ids`` (it is not looked at again)."""
+        its end (logrotate's ``compress`` of the ``F.1`` just read: ``F.1.gz``, a new file of lines read); if so it
+        joins ``ids`` (it is not looked at again)."""
         head = compressed_head(q) if self._heads.get(p) else None
-        if head is None or head not in self._heads[p]:
-            return False
-        try:
-            st = os.stat(q)
-        except OSError:
-            return False
-        ids.add((st.st_dev, st.st_ino))
-        return True
+        return head is not None and head in self._heads[p] and ids.add(q)
 
     def _unread_copied(self, p: str) -> bool:
         """A follower of ``p``'s own file that has read none of it yet cannot see it truncated (no byte read to
@@ -625,7 +619,7 @@ class JsonlSource:
         if known is None or r.offset or r.file_name != p or self.merger.buffered((p, 0)):
             return False
         st = os.fstat(r.fileno())
-        new = [(d, i, q) for _, d, i, q in rotations_of(p) if (d, i) not in known and (d, i) != (st.st_dev, st.st_ino)
+        new = [(d, i, q) for _, d, i, q in rotations_of(p) if not known.holds(q, d, i) and (d, i) != (st.st_dev, st.st_ino)
                and not self._packed_read(p, q, known)]
         if not new:
             return False
@@ -636,7 +630,7 @@ class JsonlSource:
             return False
         if copy is None:
             return False
-        known.add((d, i))
+        known.add(q)
         log.info("%s was copied to %s and truncated before any of it was read (copytruncate): reading the copy, "
                  "then the file at its path from its start", p, q)
         r.close()

@@ -61,6 +61,8 @@ from typing import IO, Any, NoReturn
 from streamarms.checkpoint import CheckpointError
 from streamarms.errors import ConfigError
 
+from .file_ids import FileIds
+
 _fast_loads: Callable[[str], Any]
 try:
     import orjson
@@ -668,12 +670,16 @@ def _starting_with(names: Sequence[str], base: str) -> list[str]:
     return list(names[i:j])
 
 
-def rotation_ids(path: str, listing: Sequence[str] | None = None) -> set[tuple[int, int]]:
-    """The ``(dev, inode)`` of ``path``'s rotations there now (:func:`rotations_of`; ``listing``: its folder's)."""
-    return {(dev, ino) for _, dev, ino, _ in rotations_of(path, listing)}
+def rotation_ids(path: str, listing: Sequence[str] | None = None) -> FileIds:
+    """``path``'s rotations there now (:func:`rotations_of`; ``listing``: its folder's), known by number and first
+    bytes (:class:`~streamarms.connectors.file_ids.FileIds`: a number freed by a file removed is given to new ones)."""
+    ids = FileIds()
+    for *_, q in rotations_of(path, listing):
+        ids.add(q)
+    return ids
 
 
-def rotations_known(paths: Sequence[str]) -> dict[str, set[tuple[int, int]]]:
+def rotations_known(paths: Sequence[str]) -> dict[str, FileIds]:
     """:func:`rotation_ids` of each of ``paths``, each folder listed once (a pattern of thousands of files in one
     folder: a listing each took minutes)."""
     listings: dict[str, list[str]] = {}
@@ -703,16 +709,16 @@ def rotated_reader(path: str, line: int, pos: int | None, digest: str | None,
     return None
 
 
-def next_rotation(path: str, after: int, seen: set[tuple[int, int]]) -> str | None:
+def next_rotation(path: str, after: int, seen: FileIds) -> str | None:
     """The rotation of ``path`` written after the file read (``after``: its mtime in ns) and not read yet
-    (``seen``: the ``(dev, inode)`` of the files read): a file rotated away before the follower came to it
+    (``seen``: the files read): a file rotated away before the follower came to it
     (rotated twice while it was behind, or stopped). ``None``: go on with the file at ``path``.
 
     A rotation renames a file and leaves its mtime (its last write), and ``copytruncate``'s copy is made when
     it is taken, so the rotations' mtimes are in the order their lines were written.
     """
     for mtime, dev, ino, q in rotations_of(path):
-        if mtime > after and (dev, ino) not in seen:
+        if mtime > after and not seen.holds(q, dev, ino):
             return q
     return None
 

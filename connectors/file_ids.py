@@ -1,0 +1,85 @@
+"""Files known by their device, inode *and* first bytes (:class:`FileIds`).
+
+A follower remembers files by identity: the rotations of a path it has read (:func:`~streamarms.connectors.
+jsonl_lines.next_rotation` skips them), the rotations there when it started (not its to read), the files it read
+and closed (a pattern's new match that is one of them under another name is not read again). ``(device, inode)``
+alone names a file only while it exists: once a file is removed -- compressed to ``F.1.gz``, or past logrotate's
+``rotate N`` -- and closed, its inode number is free, and ext4 gives it to the very next file created, the writer's
+next log. Known by its number alone, that log passed for the file read and was skipped: the rotation drill lost the
+5,800 lines of one file that way (``tests/runtime/test_jsonl_follow.py::
+test_a_rotation_given_the_inode_of_a_file_read_and_removed_is_read``).
+
+So a file is known by its ``(device, inode)`` and its first :data:`HEAD` bytes as stored (a compressed file's compressed bytes), read when it is added: the file at a path is the one added if its
+number is the same and its first bytes start with those read then (a file grows; its start does not change). A file
+empty when added is that file only while it is still empty (any new file starts with nothing).
+
+>>> import os, tempfile
+>>> d = tempfile.mkdtemp(); a = os.path.join(d, "app.log.1"); _ = open(a, "w").write("line 1\\n")
+>>> ids, st = FileIds(), os.stat(a)
+>>> ids.add(a), ids.holds(a, st.st_dev, st.st_ino)
+(True, True)
+>>> _ = open(a, "w").write("another file's first line\\n")   # (the same inode, as a new file there would have)
+>>> ids.holds(a, st.st_dev, st.st_ino)
+False
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+
+__all__ = ["FileIds", "HEAD"]
+
+#: a file is known by this many of its first bytes (a log's first line or two: its time, its first record)
+HEAD = 256
+
+
+class FileIds:
+    """A set of files known by ``(device, inode)`` and first bytes (module docstring). ``limit``: the most kept (the
+    oldest added go first); ``None``: no limit."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = limit
+        self._heads: OrderedDict[tuple[int, int], bytes] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._heads)
+
+    def add(self, path: str) -> bool:
+        """Add the file at ``path`` now; whether it was there to add."""
+        try:
+            with open(path, "rb") as f:
+                return self.add_fd(f.fileno())
+        except OSError:
+            return False
+
+    def add_fd(self, fd: int) -> bool:
+        """Add the file open as ``fd``; whether it could be read."""
+        try:
+            st = os.fstat(fd)
+            head = os.pread(fd, HEAD, 0)
+        except OSError:
+            return False
+        self._heads[(st.st_dev, st.st_ino)] = head
+        self._heads.move_to_end((st.st_dev, st.st_ino))
+        while self.limit is not None and len(self._heads) > self.limit:
+            self._heads.popitem(last=False)
+        return True
+
+    def clear(self) -> None:
+        """Forget every file added."""
+        self._heads.clear()
+
+    def holds(self, path: str, dev: int, ino: int) -> bool:
+        """Whether the file at ``path`` (its ``dev``, ``ino`` as listed) is one added: that number, and its first
+        bytes those read when it was added."""
+        head = self._heads.get((dev, ino))
+        if head is None:
+            return False
+        try:
+            with open(path, "rb") as f:
+                st = os.fstat(f.fileno())
+                now = f.read(max(len(head), 1))
+        except OSError:
+            return False
+        return (st.st_dev, st.st_ino) == (dev, ino) and now[:len(head)] == head and (len(head) > 0 or not now)
