@@ -1,12 +1,13 @@
 """Drill: ``streamarms run --follow`` under log rotation, at a rate no logrotate reaches.
 
-A writer appends batches of lines (each with its number) as fast as the run reads them; every ~0.3-1 s
-the log is rotated (``F.N`` shifted to ``F.N+1``, then ``F`` renamed to ``F.1`` and created anew -- and ``F.1``
-gzipped to ``F.1.gz`` at once: logrotate's ``compress`` without ``delaycompress`` --, or copied to ``F.1`` and
-truncated: ``copytruncate``; or, followed by a pattern, a new file under the next day's name); midway the run is killed (-9) and restarted from its
-checkpoint while rotations go on. Every line written must be counted exactly once. The trial this drill
-comes from lost lines three ways before the rotation chain, the copy found by the bytes read, and the
-checkpoint digest of the bytes read (commit f885c40)."""
+A writer appends batches of lines (each with its number) as fast as the run reads them; every ~0.3-1 s the log is
+rotated: ``F.N`` shifted to ``F.N+1``, then ``F`` renamed to ``F.1`` and created anew -- and ``F.1`` gzipped to
+``F.1.gz`` at once (logrotate's ``compress`` without ``delaycompress``), the same with the oldest removed
+(``rotate 20``: removed files free inode numbers) --, or copied to ``F.1`` and truncated (``copytruncate``); or,
+followed by a pattern, a new file under the next day's name. Midway the run is killed (-9) and restarted from its
+checkpoint while rotations go on. Every line written must be counted exactly once. The trial this drill comes from
+lost lines three ways before the rotation chain, the copy found by the bytes read, and the checkpoint digest of the
+bytes read (commit f885c40)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,9 @@ from streamarms.checkpoint import FileCheckpointStore
 
 pytestmark = pytest.mark.drill
 
+#: the rotations "retention" keeps (removed files free inode numbers the writer's next files get: 1e289f8)
+KEEP = 20
+
 
 def _checkpointed(path: str) -> int:
     try:
@@ -36,14 +40,16 @@ def _checkpointed(path: str) -> int:
 
 
 def _rotate(p: str, mode: str) -> None:
+    if mode == "retention" and os.path.exists(f"{p}.{KEEP}.gz"):  # logrotate's rotate KEEP: the oldest removed
+        os.remove(f"{p}.{KEEP}.gz")
     for i in range(200, 0, -1):
         for ext in ("", ".gz"):
             if os.path.exists(f"{p}.{i}{ext}"):
                 os.replace(f"{p}.{i}{ext}", f"{p}.{i + 1}{ext}")
-    if mode in ("rename", "compress"):
+    if mode in ("rename", "compress", "retention"):
         os.replace(p, p + ".1")
         open(p, "w").close()
-        if mode == "compress":  # logrotate's compress without delaycompress: gzip F.1 -> F.1.gz as gzip(1) does
+        if mode != "rename":  # logrotate's compress without delaycompress: gzip F.1 -> F.1.gz as gzip(1) does
             st = os.stat(p + ".1")
             with open(p + ".1", "rb") as src, gzip.open(p + ".1.gz", "wb") as dst:  # (written in place, in pieces)
                 shutil.copyfileobj(src, dst, 1 << 14)
@@ -55,7 +61,7 @@ def _rotate(p: str, mode: str) -> None:
             f.truncate(0)
 
 
-@pytest.mark.parametrize("mode", ["rename", "copytruncate", "compress", "daily"])
+@pytest.mark.parametrize("mode", ["rename", "copytruncate", "compress", "retention", "daily"])
 def test_every_line_is_counted_once_through_rotations_and_a_kill_9(tmp_path, mode):
     # daily: a log under a new name at each "day" (app-0000.log, app-0001.log, ...), followed by its pattern
     p, ck = str(tmp_path / ("app-0000.log" if mode == "daily" else "app.log")), str(tmp_path / "c.ckpt")
