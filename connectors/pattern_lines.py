@@ -8,8 +8,9 @@ JSON line would be -- its value the JSON object of the groups that matched (``{"
 
 - the pattern is *searched* in the line (``re.search``: it may read a part of it); a line it does not match
   is refused as ``bad_row``, a dead letter naming the pattern; a blank line is no record, but counts as a line;
-- a group that did not take part in the match is no field (as a missing JSON field); the others are text, and
-  the reward's is read as the number it writes (``streamarms run`` implies ``--numeric-strings``);
+- a group that did not take part in the match is no field (as a missing JSON field), nor is a named pattern's
+  ``-`` (what those logs write for no value: no referer, no target); the others are text, and the reward's is
+  read as the number it writes (``streamarms run`` implies ``--numeric-strings``);
 - the key is the ``arm`` (or ``key``) group's, else none: name the key's group with ``--key-field``;
 - the time is the ``timestamp`` group's (or ``--timestamp-field``'s): a number in ``--timestamp-unit``, an
   ISO 8601 date-time, the common log format's ``10/Oct/2000:13:55:36 -0700`` (nginx's ``$time_local``,
@@ -152,6 +153,9 @@ class PatternLines:
         #: logfmt, whose fields are each line's own)
         self.header: list[str] | None = None if self.logfmt else list(self.pattern.groupindex)
         self._time = self.line_time.field
+        #: the value a named pattern's log writes for none (the combined log's ``"-"`` referer, an ALB entry's
+        #: ``-`` target for a request the balancer answered itself): no field, as W3C reads it
+        self._none = "-" if pattern in PATTERNS else None
         self._last: tuple[str, int] = ("", 0)  # the last time group read, and its time
         self._now = dt.datetime.now(dt.UTC)  # (the year of a syslog time without one)
 
@@ -174,7 +178,9 @@ class PatternLines:
             if not text.strip():
                 continue  # a blank line
             m = None if self.logfmt else search(text)
-            obj = _pairs(text) if self.logfmt else {k: v for k, v in m.groupdict().items() if v is not None} if m else {}
+            none = self._none
+            obj = _pairs(text) if self.logfmt else \
+                {k: v for k, v in m.groupdict().items() if v is not None and v != none} if m else {}
             if not obj:
                 shown = self.source if self.source in PATTERNS else f"{self.source[:80]!r}"
                 why = "has no key=value pair (--line-pattern logfmt)" if self.logfmt else f"does not match --line-pattern {shown}"

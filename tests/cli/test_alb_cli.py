@@ -1,6 +1,7 @@
 """``--line-pattern alb``: the target of an AWS Application Load Balancer whose 5xx rate stands out, from its access
 log. ``inspect`` sees the format itself; its suggested command (keyed by ``target``, the record's time its ``time``)
-runs as printed and finds the target; a request the load balancer answered itself (``"- - - "``) is read too."""
+runs as printed and finds the target; a request the load balancer answered itself (``"- - - "``) is read too, and
+one it answered for want of a target (its target ``-``) is no key of its own."""
 
 from __future__ import annotations
 
@@ -24,8 +25,11 @@ def _alb(path, n=30_000, seed=4):
             status = 502 if bad else 200
             request = (f'"GET https://shop.example.com:443/api/items/{rng.randrange(999)}?page=2 HTTP/1.1"'
                        if i % 500 else '"- - - "')
+            took, answered = f"{rng.uniform(0.01, 0.3):.3f}", status
+            if i % 97 == 0:  # answered by the balancer itself (no healthy target): no target, no target time
+                target, status, took, answered = "-", 503, "-1", "-"
             f.write(f"https {t} app/shop/50dc6c495c0c9188 192.168.{rng.randrange(255)}.{rng.randrange(255)}:2817 "
-                    f"{target} 0.000 {rng.uniform(0.01, 0.3):.3f} 0.000 {status} {status} 120 {rng.randrange(9999)} "
+                    f"{target} 0.000 {took} 0.000 {status} {answered} 120 {rng.randrange(9999)} "
                     f'{request} "Mozilla/5.0" ECDHE-RSA-AES128-GCM-SHA256 TLSv1.2 '
                     'arn:aws:elasticloadbalancing:eu-west-1:123456789012:targetgroup/shop/73e2d6bc24d8a067 '
                     f'"Root=1-58337281-1d84f3d73c47ec4e58577259" "shop.example.com" "-" 0 {t} "forward" "-" "-" '
@@ -43,4 +47,5 @@ def test_inspect_sees_an_alb_log_and_its_command_finds_the_failing_target(tmp_pa
     assert command == ["run", "--rewards-file", str(p), "--line-pattern", "alb", "--key-field", "target",
                        "--reward-field", "elb_status_code", "--reward-at-least", "500", "--timestamp-field", "time"]
     got = _run_suggested(tmp_path, command, "--policy", "cs", "--max-episodes", "1")
-    assert got["flagged"] == ["10.0.1.6:8080"] and not got["invalid"], got
+    assert got["flagged"] == ["10.0.1.6:8080"] and got["known_arms"] == 10, got  # ("-" is no key)
+    assert set(got["invalid"]) == {"key_missing"}, got
