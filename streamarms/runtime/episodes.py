@@ -29,6 +29,16 @@ Why: the keys' rates do not know the stream's clock. At a record a second, "10 s
 10 of 25 keys and the episode decided without the other 15 (``tests/runtime/test_discovery_settles.py``); when no
 new key came in the last half of the records, a key not seen yet has a share of the stream of about ``3 / r``
 (``r`` those records: the "rule of three"), and it joins the next episode.
+
+A jump of the stream's time past the moment discovery was to look by more than the longest discovery by time
+(``DISCOVERY_CAP`` times ``discovery_seconds``: a log that starts with a few records of the day before, a stream
+paused for hours) is no discovery time: it would end discovery at once, on the keys of the records before it.
+Discovery's time counts from the record after the jump, the keys seen kept (its record counts are unchanged):
+
+>>> e = EpisodeLifecycle(SchedulerConfig(min_arms=2, discovery_records=1000, discovery_seconds=10.0))
+>>> e.on_new_key(records=1, now=100.0); e.on_new_key(records=2, now=100.0)
+>>> e.discovery_over(now=86_500.0, n_arms=3, records=3, fixed=False), e.first_record_at
+(False, 86500.0)
 """
 
 from __future__ import annotations
@@ -100,6 +110,11 @@ class EpisodeLifecycle:
             # the first records had no timestamp (the clock stood at 0): discovery's time is counted from
             # the first timestamp, not from 1970 (which would end it at once, on the keys seen so far)
             self.first_record_at = now
+        due = self.first_record_at + (DISCOVERY_CAP if self.settling else 1) * cfg.discovery_seconds
+        if now - due > DISCOVERY_CAP * cfg.discovery_seconds > 0:  # a jump in the stream's time (module docstring)
+            log.info("the stream's time jumped by %s s during discovery (records older than the ones after them, or "
+                     "a pause): discovery's time counts from here, the %d keys seen kept", f"{now - due:,.0f}", n_arms)
+            self.first_record_at, self.settling = now, False
         timed = now >= self.first_record_at + cfg.discovery_seconds
         over = (records - self.new_key_record >= cfg.discovery_records
                 or (timed and records >= self._settled_at())

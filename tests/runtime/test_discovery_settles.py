@@ -101,3 +101,17 @@ def test_feed_all_gives_up_no_want():
         assert s.counters.timeouts == 0
         ends_of.append([(e["arms"], e["samples"], e["outliers"]) for e in ends])
     assert ends_of[0] == ends_of[1] and ends_of[0][0][2] == ["w07"]
+
+
+def test_stale_first_records_do_not_end_discovery_at_once(tmp_path):
+    """A log that starts with a few records of the day before (a stray old line, a merged backlog): the stream's time
+    jumps by a day at its first live record. That jump counted as discovery time -- past the cap at once -- and the
+    first episode started on the three stale records' keys, without the 22 others (w07, the outlier, among them)."""
+    p, live = tmp_path / "stale.jsonl", tmp_path / "live.jsonl"
+    _slow_stream(live)
+    day = 86_400_000
+    stale = [json.dumps({"worker": f"w{i:02d}", "wrong": 0, "timestamp": 1_700_000_000_000 - day + i}) for i in range(3)]
+    p.write_text("\n".join(stale) + "\n" + live.read_text())
+    got = _episode_one(p, tmp_path)
+    assert got["episodes"][0]["arms"] == 25, got["episodes"]
+    assert got["flagged"] == ["w07"]
