@@ -30,10 +30,13 @@ Why: the keys' rates do not know the stream's clock. At a record a second, "10 s
 new key came in the last half of the records, a key not seen yet has a share of the stream of about ``3 / r``
 (``r`` those records: the "rule of three"), and it joins the next episode.
 
-A jump of the stream's time past the moment discovery was to look by more than the longest discovery by time
-(``DISCOVERY_CAP`` times ``discovery_seconds``: a log that starts with a few records of the day before, a stream
-paused for hours) is no discovery time: it would end discovery at once, on the keys of the records before it.
-Discovery's time counts from the record after the jump, the keys seen kept (its record counts are unchanged):
+A jump of the stream's time (a log that starts with a few records of the day before, a stream paused for hours) is
+no discovery time: it would end discovery at once, on the keys of the records before it. A record more than twice
+the longest discovery by time (``DISCOVERY_CAP`` times ``discovery_seconds``) after the first comes after such a
+jump (with enough keys, discovery would have ended at the first record past the cap, had one come before), and
+discovery's time counts from it, the keys seen kept (its record counts are unchanged). The rule reads only the
+checkpointed state and the record's time, so a run resumed from a checkpoint takes it where an uninterrupted run
+does:
 
 >>> e = EpisodeLifecycle(SchedulerConfig(min_arms=2, discovery_records=1000, discovery_seconds=10.0))
 >>> e.on_new_key(records=1, now=100.0); e.on_new_key(records=2, now=100.0)
@@ -110,10 +113,11 @@ class EpisodeLifecycle:
             # the first records had no timestamp (the clock stood at 0): discovery's time is counted from
             # the first timestamp, not from 1970 (which would end it at once, on the keys seen so far)
             self.first_record_at = now
-        due = self.first_record_at + (DISCOVERY_CAP if self.settling else 1) * cfg.discovery_seconds
-        if now - due > DISCOVERY_CAP * cfg.discovery_seconds > 0:  # a jump in the stream's time (module docstring)
-            log.info("the stream's time jumped by %s s during discovery (records older than the ones after them, or "
-                     "a pause): discovery's time counts from here, the %d keys seen kept", f"{now - due:,.0f}", n_arms)
+        cap = DISCOVERY_CAP * cfg.discovery_seconds
+        if now - self.first_record_at > 2 * cap > 0:  # a jump of the stream's time (module docstring)
+            log.info("the stream's time jumped by at least %s s during discovery (records older than the ones after "
+                     "them, or a pause): discovery's time counts from here, the %d keys seen kept",
+                     f"{now - self.first_record_at - cap:,.0f}", n_arms)
             self.first_record_at, self.settling = now, False
         timed = now >= self.first_record_at + cfg.discovery_seconds
         over = (records - self.new_key_record >= cfg.discovery_records

@@ -115,3 +115,34 @@ def test_stale_first_records_do_not_end_discovery_at_once(tmp_path):
     got = _episode_one(p, tmp_path)
     assert got["episodes"][0]["arms"] == 25, got["episodes"]
     assert got["flagged"] == ["w07"]
+
+
+def test_a_run_resumed_around_the_jump_starts_the_episode_where_an_uninterrupted_one_does():
+    """The jump rule reads the checkpointed discovery state and the record's time alone: snapshots taken before the
+    jump, at it and while the keys settle after it resume to the same episode."""
+    rng = random.Random(3)
+    recs = [(f"w{i:02d}".encode(), float(i), b'{"reward": 0}') for i in range(3)]  # the day before
+    for j in range(80_000):
+        k = f"w{rng.randrange(25):02d}"
+        recs.append((k.encode(), 86_400.0 + j, b'{"reward": %d}' % int(rng.random() < (0.3 if k == "w07" else 0.1))))
+
+    def run(cuts):
+        ends: list = []
+        make = lambda: Scheduler(lambda arms, ep: AnytimeKSigma(arms, k=2.0, delta=0.1),  # noqa: E731
+                                 clock=EventClock(), config=SchedulerConfig(passive_feed="all", max_episodes=1),
+                                 on_episode_end=ends.append)
+        s, i = make(), 0
+        for cut in [*cuts, len(recs)]:
+            for key, t, value in recs[i:cut]:
+                s.clock.advance(t)
+                s.offer(key, value)
+            i = cut
+            state = json.loads(json.dumps(s.snapshot()))
+            s = make()
+            s.restore(state)
+        return [(e["arms"], e["records"], e["samples"], e["outliers"]) for e in ends]
+
+    whole = run([])
+    assert whole[0][0] == 25 and whole[0][3] == ["w07"]
+    for cuts in ([2], [3], [4], [3, 60], [100, 170]):
+        assert run(cuts) == whole, cuts
