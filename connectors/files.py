@@ -89,6 +89,7 @@ from .ordering import PartitionMerger, tp_name
 from .pattern_lines import PatternLines
 from .pipe_lines import STDIN, PipeLineReader
 from .quiet_files import QuietFiles
+from .record_time import TimestampScreen
 
 log = logging.getLogger("streamarms.files")
 
@@ -345,7 +346,8 @@ class JsonlSource:
     closes it, with or without ``follow``; it cannot be resumed. ``tables``: the paths that are CSV or TSV
     tables, with their delimiters (:mod:`~streamarms.connectors.csv_lines`: a row is the record of its JSON
     line), or plain-text logs, with the :class:`~streamarms.connectors.pattern_lines.PatternLines` that reads
-    their lines.
+    their lines. ``max_timestamp_ahead``: seconds a line may be stamped after this machine's clock (``None``: no
+    limit); a line stamped later is refused as ``bad_timestamp`` (:mod:`~streamarms.connectors.record_time`).
     """
 
     decoded_values = True
@@ -353,8 +355,10 @@ class JsonlSource:
     def __init__(self, paths: Sequence[str], *, resume: dict[str, Any] | None = None, max_records: int = 1000,
                  ordered: bool = True, follow: bool = False, line_time: LineTime = _TIMESTAMP,
                  tables: dict[str, str | Any] | None = None, patterns: Sequence[str] = (),
-                 table_of: Callable[[str], str | Any | None] | None = None) -> None:
+                 table_of: Callable[[str], str | Any | None] | None = None,
+                 max_timestamp_ahead: float | None = None) -> None:
         self.paths = [os.fspath(p) for p in paths]
+        self.timestamps = TimestampScreen(max_timestamp_ahead, "streamarms.files")
         #: where a line's time is (``--timestamp-field``, ``--timestamp-unit``)
         self.line_time = line_time
         #: the paths that are tables (CSV, TSV: ``tables`` gives their delimiters), read by their header, or
@@ -483,7 +487,7 @@ class JsonlSource:
                 if got == per:
                     more.append(p)
             todo = more
-        out = self.merger.release(self._ended)
+        out = self.timestamps(self.merger.release(self._ended))
         if not out and all(self._eof.values()) and (any(map(self._live, self.paths)) or self.watch is not None):
             self._idle(timeout)
         return out

@@ -1,4 +1,4 @@
-"""Kafka record timestamps the stream clock can trust: :func:`screen_timestamps`, and
+"""Record timestamps the stream clock can trust (Kafka's, a file's lines'): :func:`screen_timestamps`, and
 :class:`TimestampScreen`, a source's screen with its count and warning.
 
 Why: a Kafka record's timestamp is its producer's (``CreateTime``) unless the topic is configured
@@ -16,6 +16,12 @@ The rule (the same as Kafka 4.0's default, applied on the consumer's side):
 * any other negative timestamp, or one more than ``ahead`` ms after this machine's clock, refuses the
   record as ``bad_timestamp``: it goes to the dead-letter sink with the reason, its offset is consumed
   like any refused record's, and the stream clock does not move.
+
+A file's lines (:class:`~streamarms.connectors.files.JsonlSource`: ``streamarms run --rewards-file``) are screened
+by the same rule: a line stamped by a host with a wrong clock, or typed with the wrong year, would otherwise move the
+stream clock to its time for good (a replay's later episodes never start: ``episode_interval`` after the last one
+is never reached). A file's line has no ``-1`` and no negative time (its time was read as one, or refused:
+:mod:`~streamarms.connectors.line_time`).
 
 The records the source keeps (for its checkpoint's fingerprints and for a rollback) are not changed:
 a refused record is a copy whose key is a :class:`~streamarms.runtime.records.RefusedKey` (the codec
@@ -55,7 +61,6 @@ __all__ = ["NO_TIMESTAMP", "TimestampScreen", "screen_timestamps"]
 NO_TIMESTAMP = -1
 
 _stamp = operator.attrgetter("timestamp")
-log = logging.getLogger("streamarms.kafka")
 
 
 def _hours(ms: float) -> str:
@@ -68,12 +73,9 @@ def screen_timestamps(records: list[Any], now_ms: float, ahead_ms: float | None)
     if not records:
         return records
     limit = float("inf") if ahead_ms is None else now_ms + ahead_ms
-    try:
-        stamps = list(map(_stamp, records))
-        if min(stamps) >= 0 and max(stamps) <= limit:
-            return records
-    except TypeError:  # a record without a timestamp (None: a legacy message format): look at each
-        pass
+    stamps = list(filter(None, map(_stamp, records)))  # (no timestamp, None: a legacy message format, a line without)
+    if not stamps or min(stamps) >= 0 and max(stamps) <= limit:
+        return records
     out = list(records)
     for i, r in enumerate(out):
         ts = r.timestamp
@@ -107,12 +109,13 @@ class TimestampScreen:
     ('bad_timestamp', 1)
     """
 
-    def __init__(self, ahead: float | None = 3600.0) -> None:
+    def __init__(self, ahead: float | None = 3600.0, logger: str = "streamarms.kafka") -> None:
         if ahead is not None and not ahead >= 0:
             raise ValueError(f"max_timestamp_ahead must be >= 0 seconds (0: no limit), got {ahead!r}")
         self.ahead_ms = ahead * 1000.0 if ahead else None
         self.refused = 0
         self._warned = -60.0
+        self._log = logging.getLogger(logger)
 
     def __call__(self, records: list[Any]) -> list[Any]:
         out = screen_timestamps(records, time.time() * 1000.0, self.ahead_ms)
@@ -126,6 +129,6 @@ class TimestampScreen:
         now = time.monotonic()
         if bad and now - self._warned >= 60.0:
             self._warned = now
-            log.warning("%d of %d records refused as bad_timestamp (%d so far), e.g. %s:%d@%d: %s. If every record "
+            self._log.warning("%d of %d records refused as bad_timestamp (%d so far), e.g. %s:%d@%d: %s. If every record "
                         "is refused, check this machine's clock (or raise --max-timestamp-ahead)", len(bad),
                         len(recs), self.refused, bad[0].topic, bad[0].partition, bad[0].offset, bad[0].key.detail)

@@ -67,7 +67,8 @@ def file_source(s: RunSettings, resume: dict[str, Any] | None) -> Any:
                          line_time=line_time,
                          tables=tables_of(s.rewards_file or [], s.rewards_format, s.line_pattern, line_time,
                                           reward_field=s.reward_field),
-                         patterns=patterns_of(s.rewards_file_given or []), table_of=table_of)
+                         patterns=patterns_of(s.rewards_file_given or []), table_of=table_of,
+                         max_timestamp_ahead=s.max_timestamp_ahead)
     try:
         check_columns(source.tables, s)
     except ConfigError:

@@ -235,10 +235,6 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="backfill: a partition without a checkpointed position starts at the first record at or "
                         "after TIMESTAMP (ms since the epoch, or ISO 8601, UTC by default), or at its start / end, "
                         "whatever the group's committed offset (default: the committed offset)")
-    g.add_argument("--max-timestamp-ahead", type=nonneg_float, metavar="SECONDS",
-                   help="refuse (dead-letter, reason bad_timestamp) a record stamped more than SECONDS after this "
-                        "machine's clock, or before 1970: one producer with a wrong clock would otherwise move the "
-                        "stream clock to its time for good (default 3600, Kafka 4.0's own limit; 0: no limit)")
     g.add_argument("--security-protocol", choices=["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"])
     g.add_argument("--sasl-mechanism", metavar="MECH", help="PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, GSSAPI")
     g.add_argument("--sasl-username", metavar="USER")
@@ -330,6 +326,11 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                         "the threshold) and reuse its memory; its next record makes it a new key (default: keep "
                         "it, it rejoins with its evidence)")
     g = p.add_argument_group("records")
+    g.add_argument("--max-timestamp-ahead", type=nonneg_float, metavar="SECONDS",
+                   help="refuse (dead-letter, reason bad_timestamp) a record -- a Kafka record, a file's line -- "
+                        "stamped more than SECONDS after this machine's clock (a Kafka record also before 1970): one "
+                        "producer or host with a wrong clock would otherwise move the stream clock to its time for "
+                        "good (default 3600, Kafka 4.0's own limit; 0: no limit)")
     g.add_argument("--reward-field", metavar="NAME", help="JSON field holding the reward (default reward); a "
                    "dotted name (http.latency_ms) reads a nested field, or the field of that very name if there is one")
     g.add_argument("--numeric-strings", action="store_true", default=None,

@@ -65,6 +65,30 @@ def test_bad_timestamps_are_dead_lettered_and_move_neither_the_clock_nor_the_sam
     assert decisions(got) == decisions(ref)
 
 
+def test_a_line_stamped_years_ahead_is_refused_and_later_episodes_still_start(tmp_path):
+    """One line stamped ten years after this machine's clock (a host's wrong clock, a typo in the year) moved the
+    stream clock there for good: a replay asked for two episodes stopped after the first, every record after it
+    skipped (``--episode-interval`` after it never came). It is refused as ``bad_timestamp`` now, as a Kafka
+    record is (``--max-timestamp-ahead``, default an hour; 0: no limit)."""
+    import time
+    t0 = int(time.time() * 1000) - 86_400_000  # yesterday, a record every 100 ms
+    lines = [json.loads(x) | {"timestamp": t0 + 100 * i} for x, i in zip(good_lines(45_000), range(45_000))]
+    lines[50]["timestamp"] = t0 + 10 * 365 * 86_400_000  # (before the first episode starts)
+    p, dl, s = tmp_path / "ahead.jsonl", tmp_path / "dl.jsonl", tmp_path / "s.json"
+    p.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    flags = ["--rewards-file", str(p), "--policy", "cs", "--max-episodes", "2", "--episode-interval", "60", "--quiet",
+             "--summary-json", str(s), "--dead-letter-file", str(dl)]
+    assert run_main(flags) == 0
+    got = json.loads(s.read_text())
+    [dead] = [json.loads(x) for x in dl.read_text().splitlines()]
+    assert dead["reason"] == "bad_timestamp" and "after this machine's clock" in dead["detail"], dead
+    assert len(got["episodes"]) == 2 and got["invalid"] == {"bad_timestamp": 1}, got["episodes"]
+    dl.unlink()
+    assert run_main([*flags, "--max-timestamp-ahead", "0"]) == 0  # (no limit: the line moves the clock, as before)
+    got = json.loads(s.read_text())
+    assert len(got["episodes"]) == 1 and not (dl.exists() and dl.read_text())
+
+
 def test_timestamps_from_0_to_the_year_9999_are_times_and_the_fast_paths_agree():
     for ts, want in [(0, 0), (MAX_TIMESTAMP_MS, MAX_TIMESTAMP_MS), (1.5, 1), (T0 + 0.9, T0)]:
         r = _to_record("f", 0, json.dumps({"arm": "a", "reward": 1, "timestamp": ts}))
