@@ -9,8 +9,9 @@ JSON line would be -- its value the JSON object of the groups that matched (``{"
 - the pattern is *searched* in the line (``re.search``: it may read a part of it); a line it does not match
   is refused as ``bad_row``, a dead letter naming the pattern; a blank line is no record, but counts as a line;
 - a group that did not take part in the match is no field (as a missing JSON field), nor is a named pattern's
-  ``-`` (what those logs write for no value: no referer, no target); the others are text, and the reward's is
-  read as the number it writes (``streamarms run`` implies ``--numeric-strings``);
+  ``-`` (what those logs write for no value: no referer, no target; an ALB's ``-1`` processing time too); the
+  others are text, and the reward's is read as the number it writes (``streamarms run`` implies
+  ``--numeric-strings``);
 - the key is the ``arm`` (or ``key``) group's, else none: name the key's group with ``--key-field``;
 - the time is the ``timestamp`` group's (or ``--timestamp-field``'s): a number in ``--timestamp-unit``, an
   ISO 8601 date-time, the common log format's ``10/Oct/2000:13:55:36 -0700`` (nginx's ``$time_local``,
@@ -24,7 +25,7 @@ query, ``query`` --, ``protocol``, ``status``, ``body_bytes_sent``, ``http_refer
 request's parts are absent when its line is not a request: a TLS handshake sent to the HTTP port),
 ``common`` (the same without the last two), and ``alb``, an AWS Application Load Balancer's access log (``time``,
 ``client``, ``target``, ``request_processing_time``, ``target_processing_time``, ``response_processing_time`` in
-seconds, ``-1`` when no target answered, ``elb_status_code``, ``target_status_code``, ``received_bytes``,
+seconds (none when no target answered: ``-1``), ``elb_status_code``, ``target_status_code``, ``received_bytes``,
 ``sent_bytes``, ``method``, ``host``, ``path``, ``query``, ``protocol``, ``user_agent``). ``logfmt`` is no fixed pattern: it reads every ``key=value`` pair
 of a line as a field (:data:`LOGFMT`: Heroku's and Go's logfmt, logrus' text lines, klog's structured pairs --
 ``time=2023-11-14T22:13:20Z level=error host=web-1 msg="upstream timed out" latency=1.2ms``), a double-quoted
@@ -57,7 +58,7 @@ from .csv_lines import _number, refused_line, text_record
 from .line_record import JsonlRecord
 from .line_time import LineTime, stamp
 
-__all__ = ["PatternLines", "PATTERNS", "LOGFMT", "clf_ms", "syslog_ms"]
+__all__ = ["PatternLines", "PATTERNS", "NONE", "LOGFMT", "clf_ms", "syslog_ms"]
 
 _REQUEST = r'"(?:(?P<method>[A-Z]+) (?P<path>[^ "?]+)(?:\?(?P<query>[^ "]*))?(?: (?P<protocol>[^"]*))?|[^"]*)"'
 _COMMON = r'(?P<remote_addr>\S+) \S+ (?P<remote_user>\S+) \[(?P<time_local>[^\]]+)\] ' + _REQUEST + \
@@ -67,8 +68,11 @@ _COMMON = r'(?P<remote_addr>\S+) \S+ (?P<remote_user>\S+) \[(?P<time_local>[^\]]
 _ALB = (r'(?P<type>\S+) (?P<time>\S+) (?P<elb>\S+) (?P<client>\S+) (?P<target>\S+) (?P<request_processing_time>\S+) '
         r'(?P<target_processing_time>\S+) (?P<response_processing_time>\S+) (?P<elb_status_code>\S+) '
         r'(?P<target_status_code>\S+) (?P<received_bytes>\S+) (?P<sent_bytes>\S+) '
-        r'"(?P<method>\S+) (?:[a-z]+://(?P<host>[^/ "]+))?(?P<path>[^ ?"]*)(?:\?(?P<query>[^ "]*))? (?P<protocol>[^"]*)" '
+        r'"(?P<method>\S+) (?:[a-z]+://(?P<host>[^/ "]+))?(?P<path>[^ ?"]*)(?:\?(?P<query>[^ "]*))? (?P<protocol>[^"]*?) ?" '
         r'"(?P<user_agent>[^"]*)"')
+#: what the logs of a named pattern write for no value: no field (an ALB entry's processing times are ``-1`` when no
+#: target answered)
+NONE = {"common": frozenset({"-"}), "combined": frozenset({"-"}), "alb": frozenset({"-", "-1"})}
 #: patterns named by ``--line-pattern NAME``
 PATTERNS = {
     "common": _COMMON,
@@ -153,9 +157,9 @@ class PatternLines:
         #: logfmt, whose fields are each line's own)
         self.header: list[str] | None = None if self.logfmt else list(self.pattern.groupindex)
         self._time = self.line_time.field
-        #: the value a named pattern's log writes for none (the combined log's ``"-"`` referer, an ALB entry's
-        #: ``-`` target for a request the balancer answered itself): no field, as W3C reads it
-        self._none = "-" if pattern in PATTERNS else None
+        #: the values a named pattern's log writes for none (the combined log's ``"-"`` referer, an ALB entry's
+        #: ``-`` target for a request the balancer answered itself): no field, as W3C reads them (:data:`NONE`)
+        self._none = NONE.get(pattern, frozenset())
         self._last: tuple[str, int] = ("", 0)  # the last time group read, and its time
         self._now = dt.datetime.now(dt.UTC)  # (the year of a syslog time without one)
 
@@ -180,7 +184,7 @@ class PatternLines:
             m = None if self.logfmt else search(text)
             none = self._none
             obj = _pairs(text) if self.logfmt else \
-                {k: v for k, v in m.groupdict().items() if v is not None and v != none} if m else {}
+                {k: v for k, v in m.groupdict().items() if v is not None and v not in none} if m else {}
             if not obj:
                 shown = self.source if self.source in PATTERNS else f"{self.source[:80]!r}"
                 why = "has no key=value pair (--line-pattern logfmt)" if self.logfmt else f"does not match --line-pattern {shown}"

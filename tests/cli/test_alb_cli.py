@@ -25,7 +25,7 @@ def _alb(path, n=30_000, seed=4):
             status = 502 if bad else 200
             request = (f'"GET https://shop.example.com:443/api/items/{rng.randrange(999)}?page=2 HTTP/1.1"'
                        if i % 500 else '"- - - "')
-            took, answered = f"{rng.uniform(0.01, 0.3):.3f}", status
+            took, answered = f"{rng.uniform(0.01, 0.3) * (3 if target == '10.0.1.3:8080' else 1):.3f}", status
             if i % 97 == 0:  # answered by the balancer itself (no healthy target): no target, no target time
                 target, status, took, answered = "-", 503, "-1", "-"
             f.write(f"https {t} app/shop/50dc6c495c0c9188 192.168.{rng.randrange(255)}.{rng.randrange(255)}:2817 "
@@ -49,3 +49,17 @@ def test_inspect_sees_an_alb_log_and_its_command_finds_the_failing_target(tmp_pa
     got = _run_suggested(tmp_path, command, "--policy", "cs", "--max-episodes", "1")
     assert got["flagged"] == ["10.0.1.6:8080"] and got["known_arms"] == 10, got  # ("-" is no key)
     assert set(got["invalid"]) == {"key_missing"}, got
+
+
+def test_the_suggested_latency_command_finds_the_slow_target(tmp_path, capsys):
+    """An ALB's processing time is ``-1`` when no target answered: no value, so ``inspect`` ranges the field from 0
+    and suggests it as a latency, and the suggested command finds the target three times slower."""
+    p = tmp_path / "alb.log"
+    _alb(p)
+    assert main(["inspect", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "-1 .." not in out, out
+    [command] = [c for c in _suggested(out) if "target_processing_time" in c]
+    assert command[command.index("--reward-range") + 1].startswith("0,"), command
+    got = _run_suggested(tmp_path, command, "--policy", "cs", "--max-episodes", "1")
+    assert got["flagged"] == ["10.0.1.3:8080"] and got["known_arms"] == 10, got
