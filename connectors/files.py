@@ -255,6 +255,21 @@ def _line_by_line(path: str, lines: list[str], first: int, line_time: LineTime =
 _DICT, _STR, _INT = frozenset((dict,)), frozenset((str,)), frozenset((int,))
 
 
+def _rotated_and_removed(path: str, looked: bool) -> None:
+    """``CheckpointError`` saying so when the file a checkpoint read is neither at ``path`` nor among its rotations
+    there (``looked``: they were looked at, following) though rotations are there: it was rotated and then removed
+    while the run was stopped (logrotate keeps ``rotate N`` files), not truncated or replaced at its path."""
+    names = [os.path.basename(q) for *_, q in rotations_of(path)] if looked else []
+    if names:
+        shown = ", ".join(names[-3:]) + (f" and {len(names) - 3} older" if len(names) > 3 else "")
+        raise CheckpointError(
+            f"{path}: the file the checkpoint read is no longer there, neither at its path nor among its rotations "
+            f"({shown}): it was rotated and then removed while the run was stopped (logrotate keeps `rotate N` files; "
+            "a run stopped for longer than N rotations finds its file gone), and the lines written to it after the "
+            "checkpoint's position cannot be read. To go on with the file at the path from its first line, use "
+            "another --checkpoint (or remove this checkpoint).")
+
+
 def _refuse_json_array(path: str, head: bytes) -> None:
     """A :class:`ConfigError` for a JSON-lines path whose file is one JSON array (an API's or a database's export),
     from its first bytes (``head``, up to :data:`ARRAY_HEAD`): indented (its first line is ``[``) or compact (one
@@ -465,6 +480,7 @@ class JsonlSource:
             found = (rotated_reader(p, line, pos, digest) or compressed_rotation(p, line, pos, digest)) \
                 if self.follow and digest else None
             if found is None:
+                _rotated_and_removed(p, self.follow and digest is not None)
                 raise
             log.info("%s: the checkpoint's file was rotated while the run was stopped; reading it on as %s, then "
                      "the file at %s", p, found.file_name, p)

@@ -375,6 +375,25 @@ def test_a_restart_after_a_rotation_reads_the_checkpoints_file_on_then_the_new_o
     assert src.rotations == 1
 
 
+def test_a_restart_after_the_checkpoints_file_was_rotated_and_removed_says_so(tmp_path):
+    """Stopped for longer than logrotate keeps files (``rotate 1``): the file the checkpoint read is gone. The error
+    said the file at the path "was truncated or replaced"; it names the rotations looked at and what happened."""
+    p = tmp_path / "r.jsonl"
+    _, state = _stopped_at_300(p)
+    os.replace(p, f"{p}.1")
+    p.write_bytes(b"".join(_lines(10, first=600)))
+    os.replace(f"{p}.1", f"{p}.2")
+    os.replace(p, f"{p}.1")
+    os.remove(f"{p}.2")
+    p.write_bytes(b"".join(_lines(10, first=700)))
+    with pytest.raises(CheckpointError) as e:
+        JsonlSource([str(p)], follow=True, resume=state)
+    assert "neither at its path nor among its rotations (r.jsonl.1)" in str(e.value), e.value
+    assert "rotated and then removed while the run was stopped" in str(e.value)
+    with pytest.raises(CheckpointError, match="truncated or replaced"):  # (not following: no rotation is looked at)
+        JsonlSource([str(p)], resume=state)
+
+
 def test_a_restart_after_two_rotations_reads_both_rotated_files_then_the_path(tmp_path):
     p = tmp_path / "r.jsonl"
     lines, state = _stopped_at_300(p)
