@@ -9,9 +9,10 @@ next log. Known by its number alone, that log passed for the file read and was s
 5,800 lines of one file that way (``tests/runtime/test_jsonl_follow.py::
 test_a_rotation_given_the_inode_of_a_file_read_and_removed_is_read``).
 
-So a file is known by its ``(device, inode)`` and its first :data:`HEAD` bytes as stored (a compressed file's compressed bytes), read when it is added: the file at a path is the one added if its
-number is the same and its first bytes start with those read then (a file grows; its start does not change). A file
-empty when added is that file only while it is still empty (any new file starts with nothing).
+So a file is known by its ``(device, inode)`` and its first :data:`HEAD` bytes as stored (a compressed file's
+compressed bytes), read when it is added: the file at a path is the one added if its number is the same and its
+first bytes start with those read then (a file grows; its start does not change). A file empty when added is that
+file only while it is still empty (any new file starts with nothing).
 
 >>> import os, tempfile
 >>> d = tempfile.mkdtemp(); a = os.path.join(d, "app.log.1"); _ = open(a, "w").write("line 1\\n")

@@ -129,6 +129,7 @@ class TimestampScreen:
         now = time.monotonic()
         if bad and now - self._warned >= 60.0:
             self._warned = now
-            self._log.warning("%d of %d records refused as bad_timestamp (%d so far), e.g. %s:%d@%d: %s. If every record "
-                        "is refused, check this machine's clock (or raise --max-timestamp-ahead)", len(bad),
-                        len(recs), self.refused, bad[0].topic, bad[0].partition, bad[0].offset, bad[0].key.detail)
+            self._log.warning("%d of %d records refused as bad_timestamp (%d so far), e.g. %s:%d@%d: %s. If every "
+                              "record is refused, check this machine's clock (or raise --max-timestamp-ahead)",
+                              len(bad), len(recs), self.refused, bad[0].topic, bad[0].partition, bad[0].offset,
+                              bad[0].key.detail)
