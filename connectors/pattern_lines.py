@@ -176,13 +176,12 @@ class PatternLines:
     def records(self, path: str, lines: Sequence[str], first: int, header_line: bool = False) -> list[JsonlRecord]:
         """The records of ``lines`` (line numbers from ``first``); ``header_line`` is ignored (no header)."""
         out: list[JsonlRecord] = []
-        search = self.pattern.search
+        search, none = self.pattern.search, self._none
         for n, line in enumerate(lines, first):
             text = line.rstrip("\r\n")
             if not text.strip():
                 continue  # a blank line
             m = None if self.logfmt else search(text)
-            none = self._none
             obj = _pairs(text) if self.logfmt else \
                 {k: v for k, v in m.groupdict().items() if v is not None and v not in none} if m else {}
             if not obj:
