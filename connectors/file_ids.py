@@ -42,6 +42,8 @@ class FileIds:
     def __init__(self, limit: int | None = None) -> None:
         self.limit = limit
         self._heads: OrderedDict[tuple[int, int], bytes] = OrderedDict()
+        #: the latest modification time (ns) of the files added, when added (0: none)
+        self.newest = 0
 
     def __len__(self) -> int:
         return len(self._heads)
@@ -63,6 +65,7 @@ class FileIds:
             return False
         self._heads[(st.st_dev, st.st_ino)] = head
         self._heads.move_to_end((st.st_dev, st.st_ino))
+        self.newest = max(self.newest, st.st_mtime_ns)
         while self.limit is not None and len(self._heads) > self.limit:
             self._heads.popitem(last=False)
         return True
@@ -70,6 +73,7 @@ class FileIds:
     def clear(self) -> None:
         """Forget every file added."""
         self._heads.clear()
+        self.newest = 0
 
     def holds(self, path: str, dev: int, ino: int) -> bool:
         """Whether the file at ``path`` (its ``dev``, ``ino`` as listed) is one added: that number, and its first

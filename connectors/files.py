@@ -90,6 +90,7 @@ from .pattern_lines import PatternLines
 from .pipe_lines import STDIN, PipeLineReader
 from .quiet_files import QuietFiles
 from .record_time import TimestampScreen
+from .start_mark import first_to_read, start_mark
 
 log = logging.getLogger("streamarms.files")
 
@@ -270,6 +271,42 @@ def _rotated_and_removed(path: str, looked: bool) -> None:
             "another --checkpoint (or remove this checkpoint).")
 
 
+def bytes_read(readers: dict[str, LineReader], path: str | None = None) -> int:
+    """The bytes of the files the ``readers`` read so far (standard input not counted): a replay's progress;
+    ``path``: of that file alone."""
+    done = 0
+    for p, r in readers.items():
+        if not r.pipe and (path is None or p == path):
+            try:
+                done += r.tell()
+            except (OSError, ValueError):  # (a file closed under it: progress is advisory)
+                pass
+    return done
+
+
+def rotation_reader(p: str, q: str, line: int) -> LineReader | str:
+    """A reader of ``q``, a rotation of ``p`` not read yet, from its first line (numbered from ``line``): its
+    decompressed lines when it is gzip, bzip2 or xz; why it cannot be read when it is compressed otherwise (zstd)."""
+    packed = compressed_file(q)
+    if packed is not None:
+        if packed[0] in DECOMPRESSORS:  # (logrotate's compress without delaycompress: read decompressed)
+            return CompressedLineReader(p, packed[0], line=line, pos=0, name=q)
+        return (f"{p} was rotated to {q} before the run read it, and {q} is {packed[0]}-compressed, which streamarms "
+                "cannot decompress: its lines cannot be read (compress rotations with gzip, or one rotation later: "
+                "logrotate's delaycompress)")
+    return LineReader(p, line=line, pos=0, follow=True, file=open(q, "rb"))
+
+
+def copy_of(p: str, old: LineReader, ahead: bool) -> LineReader | None:
+    """The ``copytruncate`` copy beside ``p`` of what ``old`` read, from the line after those it gave (``ahead``:
+    lines decoded and not given yet, found as a checkpoint there would find them) or after its last line
+    (:meth:`LineReader.copied`); compressed too (no ``delaycompress``). ``None``: no copy."""
+    if ahead:
+        line = old.line
+        return rotated_reader(p, line, *old.mark(line)) or compressed_rotation(p, line, *old.mark(line))
+    return old.copied() or compressed_rotation(p, *old.end_mark())
+
+
 def _refuse_json_array(path: str, head: bytes) -> None:
     """A :class:`ConfigError` for a JSON-lines path whose file is one JSON array (an API's or a database's export),
     from its first bytes (``head``, up to :data:`ARRAY_HEAD`): indented (its first line is ``[``) or compact (one
@@ -429,7 +466,7 @@ class JsonlSource:
                                       "cannot be read again: a pipe cannot be resumed")
             self._readers[p] = PipeLineReader()
         else:
-            self._readers[p] = self._reader(p, start, pos, digest)
+            self._readers[p] = self._reader(p, start, pos, digest, st[4] if len(st) >= 5 else None)
             if p in self.tables and self._readers[p].head(1):
                 # (a bad header is an error now, not a dead letter a row later)
                 self.tables[p].set_header(self._readers[p].first_line(), p)
@@ -470,10 +507,17 @@ class JsonlSource:
         if (reader := self._readers.pop(p, None)) is not None:
             reader.close()
 
-    def _reader(self, p: str, line: int, pos: int | None, digest: str | None) -> LineReader:
+    def _reader(self, p: str, line: int, pos: int | None, digest: str | None, mark: Any = None) -> LineReader:
         """The reader of ``p`` from the checkpoint's position; following, the checkpoint's file where a rotation
-        while the run was stopped renamed it (:func:`~streamarms.connectors.jsonl_lines.rotated_reader`): read to
-        its end, then the file at ``p`` (:meth:`_rotated`)."""
+        while the run was stopped renamed it (:func:`~streamarms.connectors.jsonl_lines.rotated_reader`; at its
+        first byte, named by ``mark``: :mod:`~streamarms.connectors.start_mark`): read to its end, then the file at
+        ``p`` (:meth:`_rotated`)."""
+        if self.follow and not pos and mark is not None and (q := first_to_read(p, mark)) is not None:
+            found = self._rotation(p, q, line)
+            if found is not None:
+                log.info("%s: the file the checkpoint was at the start of was rotated while the run was stopped; "
+                         "reading from %s on, then the file at %s", p, q, p)
+                return found
         try:
             return open_lines(p, line=line, pos=pos, digest=digest, follow=self.follow)
         except (CheckpointError, FileNotFoundError):
@@ -527,6 +571,8 @@ class JsonlSource:
             self._readers[p].more()
             self._eof[p] = False
             checked = True
+        elif self.follow and not self._eof[p] and not self._readers[p].pipe and not self._uncut(p):
+            return 0
         if self._eof[p] or self.merger.buffered((p, 0)) > self.merger.max_buffer:
             return 0
         reader = self._readers[p]
@@ -553,6 +599,15 @@ class JsonlSource:
             chunk = _refuse_long(p, chunk, reader, n, lines)
         self.merger.add((p, 0), chunk)
         return len(lines)
+
+    def _uncut(self, p: str) -> bool:
+        """A followed file not read to its end yet: whether reading goes on. A ``copytruncate`` while the follower was
+        behind, the file written again past its offset, had it read on there in the new bytes (the copy's lines
+        lost); checked as at the file's end (:meth:`_unread_copied`, :meth:`_copied`; a file renamed is read on)."""
+        r = self._readers[p]
+        if self.failure is not None or self._unread_copied(p) or r.moved() or (why := r.changed()) is None:
+            return self.failure is None
+        return not self.merger.buffered((p, 0)) and self._copied(p, why, ahead=True)
 
     def _rotated(self, p: str) -> bool:
         """The followed file ``p`` was renamed away (rotated): whether reading goes on. First its last lines
@@ -609,18 +664,12 @@ class JsonlSource:
                  "comes to its path is read as a new one)", p)
 
     def _rotation(self, p: str, q: str, line: int) -> LineReader | None:
-        """A reader of ``q``, a rotation of ``p`` not read yet, from its first line (numbered from ``line``): its
-        decompressed lines when it is gzip, bzip2 or xz; ``None`` and the source fails when it is compressed otherwise
-        (zstd: its lines cannot be read)."""
-        packed = compressed_file(q)
-        if packed is not None:
-            if packed[0] in DECOMPRESSORS:  # (logrotate's compress without delaycompress: read decompressed)
-                return CompressedLineReader(p, packed[0], line=line, pos=0, name=q)
-            self.failure = (f"{p} was rotated to {q} before the run read it, and {q} is {packed[0]}-compressed, which "
-                            "streamarms cannot decompress: its lines cannot be read (compress rotations with gzip, or "
-                            "one rotation later: logrotate's delaycompress)")
+        """:func:`rotation_reader`; ``None`` and the source fails (its reason) when ``q`` cannot be read."""
+        got = rotation_reader(p, q, line)
+        if isinstance(got, str):
+            self.failure = got
             return None
-        return LineReader(p, line=line, pos=0, follow=True, file=open(q, "rb"))
+        return got
 
     def _packed_read(self, p: str, q: str, ids: FileIds) -> bool:
         """Whether ``q`` is a compressed rotation of ``p`` that starts with the first bytes of a file of ``p`` read to
@@ -636,8 +685,8 @@ class JsonlSource:
         read it first (then the chain, then ``p`` from its start: :meth:`_rotated`); whether it did."""
         r = self._readers[p]
         known = self._known.get(p)
-        if known is None or r.offset or r.file_name != p or self.merger.buffered((p, 0)):
-            return False
+        if known is None or r.offset or r.file_name != p or self.merger.buffered((p, 0)) or r.moved():
+            return False  # (moved: renamed away, its lines not read yet -- the rotations after it are no copies)
         st = os.fstat(r.fileno())
         new = [(d, i, q) for _, d, i, q in rotations_of(p) if not known.holds(q, d, i) and (d, i) != (st.st_dev, st.st_ino)
                and not self._packed_read(p, q, known)]
@@ -658,13 +707,14 @@ class JsonlSource:
         self.rotations += 1
         return True
 
-    def _copied(self, p: str, why: str) -> bool:
+    def _copied(self, p: str, why: str, ahead: bool = False) -> bool:
         """The followed file ``p`` was truncated or rewritten (:meth:`LineReader.changed` says ``why``): when a
         sibling holds a copy of what was read (``copytruncate``), read the copy on and then ``p`` from its start
-        (as after a rename: :meth:`_rotated`), and say so; else the source fails (:attr:`failure`)."""
+        (as after a rename: :meth:`_rotated`), and say so; else the source fails (:attr:`failure`). ``ahead``:
+        the reader is not at its end (:func:`copy_of`)."""
         old = self._readers[p]
         try:
-            copy = old.copied() or compressed_rotation(p, *old.end_mark())  # (the copy compressed: no delaycompress)
+            copy = copy_of(p, old, ahead)
         except CheckpointError as e:
             copy, why = None, f"{why}; {e}"
         if copy is None:
@@ -706,16 +756,8 @@ class JsonlSource:
         self.merger.rollback(processed)
 
     def bytes_read(self, path: str | None = None) -> int:
-        """The bytes of the files read so far (standard input not counted): a replay's progress; ``path``: of that
-        file alone."""
-        done = 0
-        for p, r in self._readers.items():
-            if not r.pipe and (path is None or p == path):
-                try:
-                    done += r.tell()
-                except (OSError, ValueError):  # (a file closed under it: progress is advisory)
-                    pass
-        return done
+        """The bytes of the files read so far (:func:`bytes_read`); ``path``: of that file alone."""
+        return bytes_read(self._readers, path)
 
     @property
     def incomplete(self) -> dict[str, int]:
@@ -731,6 +773,9 @@ class JsonlSource:
             pos = st.get(tp_name((p, 0)))
             if pos is not None:
                 pos.extend(r.mark(pos[0]))
+                if self.follow and not pos[2] and not r.pipe:  # (at a file's first byte: which file, by more)
+                    known = self._known.get(p) if r.file_name == p else None
+                    pos.append(start_mark(r.fileno(), None if known is None else known.newest))
         return st
 
     def commit(self, state: dict[str, Any] | None = None) -> None:

@@ -1,0 +1,69 @@
+"""A checkpoint at the first byte of a followed file names that file (:func:`start_mark`, :func:`first_to_read`).
+
+A checkpoint keeps a file's position by its line, byte position and a digest of the bytes before it
+(:meth:`~streamarms.connectors.jsonl_lines.LineReader.mark`): a restart finds the file that holds those bytes, at
+its path or among its rotations. At byte 0 there are no bytes before, every file holds them, and a restart took
+the file at the path. A follower is at byte 0 of a file whenever it has just come to it -- the new file after a
+rotation, an empty rotation in the chain --, and if that file was rotated while the run was stopped, the file at
+the path is a later one: the lines of the checkpoint's file, and of every rotation between, were lost
+(``tests/runtime/test_rotation_model.py``, a restart at the start of an empty rotation).
+
+So such a position also keeps the file's inode number and a digest of its first bytes as they were at the
+checkpoint, and *since*: the modification time of the newest rotation of the path there when the follower came to
+the file's first byte (a file of the chain: the file's own) (:func:`start_mark`). A rotation written later than
+that holds lines the follower had not read: a copy of the file (``copytruncate`` of its lines, made before the
+follower read them and just before the checkpoint), or the file itself and those after it. A restart reads the
+oldest such rotation first -- or the checkpoint's file, where it is among the rotations (plain: by its number;
+compressed since: by its decompressed first bytes) --, then on through the later ones to the file at the path
+(:func:`first_to_read`); with none, the file at the path from its first byte.
+
+>>> import os, tempfile
+>>> d = tempfile.mkdtemp(); p = os.path.join(d, "app.log"); _ = open(p, "w").close()
+>>> with open(p, "rb") as f:
+...     mark = start_mark(f.fileno(), since=0)
+>>> first_to_read(p, mark) is None   # the file at the path is the checkpoint's, no rotation since
+True
+>>> os.rename(p, p + ".1"); _ = open(p, "w").write("new\\n")
+>>> os.path.basename(first_to_read(p, mark))
+'app.log.1'
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from .compressed_lines import compressed_head
+from .jsonl_lines import WINDOW, _pread, digest, rotations_of
+
+__all__ = ["start_mark", "first_to_read"]
+
+
+def start_mark(fd: int, since: int | None) -> list[Any]:
+    """``[inode, since, n, digest]`` of the file open at ``fd``: its number, ``since`` (module docstring; ns;
+    ``None``: the file's own modification time), and the digest of its first ``n`` bytes (up to
+    :data:`~streamarms.connectors.jsonl_lines.WINDOW`, as stored)."""
+    st = os.fstat(fd)
+    head = _pread(fd, WINDOW, 0)
+    return [st.st_ino, st.st_mtime_ns if since is None else int(since), len(head), digest(head)]
+
+
+def _starts(head: bytes | None, n: int, hexdigest: str) -> bool:
+    return head is not None and len(head) >= n and digest(head[:n]) == hexdigest
+
+
+def first_to_read(path: str, mark: Sequence[Any]) -> str | None:
+    """The rotation of ``path`` a restart at byte 0 of the file ``mark`` names (:func:`start_mark`) reads first
+    (module docstring); ``None``: the file at ``path`` from its first byte."""
+    ino, since, n, hexdigest = int(mark[0]), int(mark[1]), int(mark[2]), str(mark[3])
+    there = False  # the checkpoint's file is still at the path
+    try:
+        with open(path, "rb") as f:
+            there = os.fstat(f.fileno()).st_ino == ino and _starts(f.read(n), n, hexdigest)
+    except FileNotFoundError:
+        pass
+    for mt, _, i, q in rotations_of(path):  # (oldest first)
+        if mt > since or not there and (i == ino or (n and _starts(compressed_head(q, n), n, hexdigest))):
+            return q
+    return None
