@@ -322,19 +322,15 @@ def test_copytruncate_with_retention_finds_the_copy_given_the_removed_rotations_
     """``rotate 1`` with ``copytruncate``: the rotation there when the follower started is removed, and the copy
     made next gets its inode number. Known by that number alone, the copy passed for the old rotation and the lines
     it holds (none read yet) were lost."""
-    import shutil
-    p, old = tmp_path / "r.jsonl", tmp_path / "r.jsonl.1"
+    p, old, keeper = tmp_path / "r.jsonl", tmp_path / "r.jsonl.1", tmp_path / "keeper"
     p.write_bytes(b"")
     old.write_bytes(b"".join(_lines(5, first=9000)))  # before the run: not its lines
-    old_ino = os.stat(old).st_ino
     src = JsonlSource([str(p)], follow=True)
     assert _poll_all(src) == []
     lines = _lines(200)
     _append(p, b"".join(lines[:100]))
-    os.remove(old)
-    shutil.copyfile(p, old)
-    if os.stat(old).st_ino != old_ino:
-        pytest.skip("this file system did not give the copy the removed file's inode number")
+    os.replace(old, keeper)  # the old rotation removed; the copy, made next, gets its inode
+    _reborn(keeper, old, p.read_bytes())
     with open(p, "r+b") as f:
         f.truncate(0)
     _append(p, b"".join(lines[100:]))
@@ -446,29 +442,37 @@ def test_a_follower_behind_two_rotations_reads_every_rotated_file_in_order(tmp_p
     assert [r.value + b"\n" for r in got] == lines and [r.offset for r in got] == list(range(600))
 
 
+def _reborn(keeper, path, data: bytes) -> None:
+    """A new file at ``path`` with the inode number of a file removed: what ext4 does for the next file created.
+    ``keeper`` is a second name that kept the removed file's inode alive; the file there is written anew (other
+    bytes) and renamed to ``path`` -- to a follower, a file removed and a new one given its number."""
+    with open(keeper, "r+b") as f:
+        f.truncate(0)
+        f.write(data)
+    os.replace(keeper, path)
+
+
 def test_a_rotation_given_the_inode_of_a_file_read_and_removed_is_read(tmp_path):
     """The rotation drill lost the 5,800 lines of one file (CI, stop 40): a file the follower had read was removed
     once it was closed (its compressed copy made, or retention), the writer's next file got its inode number, and
     was rotated before the follower came to it -- known by ``(dev, inode)`` alone, it passed for the file read and
     was skipped. Here: ``rotate 1`` retention and two rotations while the follower is one file behind."""
-    p = tmp_path / "r.jsonl"
+    p, keeper = tmp_path / "r.jsonl", tmp_path / "keeper"
     lines = _lines(400)
     p.write_bytes(b"".join(lines[:100]))
     src = JsonlSource([str(p)], follow=True)
     got = _poll_all(src)
-    x_ino = os.stat(p).st_ino
+    os.link(p, keeper)  # (X's inode kept for the file that gets it)
     os.replace(p, f"{p}.1")  # X -> r.jsonl.1; Y at the path, written, rotated; X removed (retention: rotate 1)
     p.write_bytes(b"".join(lines[100:200]))
     os.replace(f"{p}.1", f"{p}.2")
     os.replace(p, f"{p}.1")
     os.remove(f"{p}.2")
-    for _ in range(10):  # the follower reads Y, and closes X: its inode number is free
+    for _ in range(10):  # the follower reads Y, and closes X
         if len(got) < 200:
             got += _poll_all(src, 1)
     assert len(got) == 200
-    p.write_bytes(b"".join(lines[200:300]))  # F, given X's inode; rotated (Y removed) before the follower looks
-    if os.stat(p).st_ino != x_ino:
-        pytest.skip("this file system did not give the new file the removed file's inode number")
+    _reborn(keeper, p, b"".join(lines[200:300]))  # F, given X's inode; rotated (Y removed) before the follower looks
     os.replace(f"{p}.1", f"{p}.2")
     os.replace(p, f"{p}.1")
     os.remove(f"{p}.2")
