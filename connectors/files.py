@@ -297,6 +297,23 @@ def rotation_reader(p: str, q: str, line: int) -> LineReader | str:
     return LineReader(p, line=line, pos=0, follow=True, file=open(q, "rb"))
 
 
+def resumed_at_start(p: str, mark: Any, line: int) -> LineReader | None:
+    """Following, a restart at the first byte of the file ``mark`` names (:mod:`~streamarms.connectors.start_mark`):
+    a reader of the rotation to read first, from its first line (numbered from ``line``), or ``None`` (the file at
+    ``p``). ``CheckpointError`` when that rotation cannot be read (zstd)."""
+    q = first_to_read(p, mark)
+    try:
+        found = rotation_reader(p, q, line) if q is not None else None
+    except FileNotFoundError:  # (rotated on since it was listed: the path's, then)
+        return None
+    if isinstance(found, str):
+        raise CheckpointError(found)
+    if found is not None:
+        log.info("%s: the file the checkpoint was at the start of was rotated while the run was stopped; reading "
+                 "from %s on, then the file at %s", p, q, p)
+    return found
+
+
 def copy_of(p: str, old: LineReader, ahead: bool) -> LineReader | None:
     """The ``copytruncate`` copy beside ``p`` of what ``old`` read, from the line after those it gave (``ahead``:
     lines decoded and not given yet, found as a checkpoint there would find them) or after its last line
@@ -512,12 +529,8 @@ class JsonlSource:
         while the run was stopped renamed it (:func:`~streamarms.connectors.jsonl_lines.rotated_reader`; at its
         first byte, named by ``mark``: :mod:`~streamarms.connectors.start_mark`): read to its end, then the file at
         ``p`` (:meth:`_rotated`)."""
-        if self.follow and not pos and mark is not None and (q := first_to_read(p, mark)) is not None:
-            found = self._rotation(p, q, line)
-            if found is not None:
-                log.info("%s: the file the checkpoint was at the start of was rotated while the run was stopped; "
-                         "reading from %s on, then the file at %s", p, q, p)
-                return found
+        if self.follow and not pos and mark is not None and (first := resumed_at_start(p, mark, line)) is not None:
+            return first
         try:
             return open_lines(p, line=line, pos=pos, digest=digest, follow=self.follow)
         except (CheckpointError, FileNotFoundError):
