@@ -614,13 +614,17 @@ class JsonlSource:
         return len(lines)
 
     def _uncut(self, p: str) -> bool:
-        """A followed file not read to its end yet: whether reading goes on. A ``copytruncate`` while the follower was
-        behind, the file written again past its offset, had it read on there in the new bytes (the copy's lines
-        lost); checked as at the file's end (:meth:`_unread_copied`, :meth:`_copied`; a file renamed is read on)."""
+        """A followed file not at its end: whether reading goes on (a ``copytruncate`` while the follower was behind, the
+        file regrown past its offset, had it read on in the new bytes; :meth:`_unread_copied`, :meth:`_copied`)."""
         r = self._readers[p]
         if self.failure is not None or self._unread_copied(p) or r.moved() or (why := r.changed()) is None:
-            return self.failure is None
-        return not self.merger.buffered((p, 0)) and self._copied(p, why, ahead=True)
+            return True  # (renamed: read on; another file's failure: read to its end, then the source is exhausted)
+        if self.merger.buffered((p, 0)):
+            return False  # (its lines are handled first: a checkpoint's position stays in what was read)
+        if self._copied(p, why, ahead=True):
+            return True
+        self._eof[p] = True  # (no copy: the source fails, and the bytes after the offset are not this file's)
+        return False
 
     def _rotated(self, p: str) -> bool:
         """The followed file ``p`` was renamed away (rotated): whether reading goes on. First its last lines

@@ -371,6 +371,27 @@ def test_a_restart_after_a_rotation_reads_the_checkpoints_file_on_then_the_new_o
     assert src.rotations == 1
 
 
+def test_a_file_truncated_without_a_copy_while_read_ends_the_source_and_the_others_are_read_to_their_end(tmp_path):
+    """A followed file truncated and written again while the follower is in the middle of it, with no copy beside it:
+    the source fails (not a line of the new bytes read at the old offset), and the other file, also in its middle,
+    is read to its end: the source is exhausted (it waited for ever when a file not at its end stopped reading)."""
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    lines = _lines(600)
+    a.write_bytes(b"".join(lines[:300]))
+    b.write_bytes(b"".join(lines[300:600]))
+    src = JsonlSource([str(a), str(b)], follow=True, max_records=40, ordered=False)
+    got = src.poll(0.0)
+    assert 0 < len(got) < 600
+    with open(a, "r+b") as f:  # truncated and written again past the offset, no copy
+        f.truncate(0)
+        f.write(b"".join(_lines(300, first=5000)))
+    for _ in range(40):
+        got += src.poll(0.0)
+    assert src.failure is not None and "a.jsonl" in src.failure and src.exhausted, src.failure
+    values = {r.value + b"\n" for r in got}
+    assert values <= set(lines) and set(lines[300:600]) <= values  # (b read to its end, nothing of a's new bytes)
+
+
 def test_a_restart_after_the_checkpoints_file_was_rotated_and_removed_says_so(tmp_path):
     """Stopped for longer than logrotate keeps files (``rotate 1``): the file the checkpoint read is gone. The error
     said the file at the path "was truncated or replaced"; it names the rotations looked at and what happened."""
