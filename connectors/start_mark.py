@@ -10,7 +10,7 @@ the path is a later one: the lines of the checkpoint's file, and of every rotati
 
 So such a position also keeps the file's inode number and a digest of its first bytes as they were at the
 checkpoint, and *since*: the modification time of the newest rotation of the path there when the follower came to
-the file's first byte (a file of the chain: the file's own) (:func:`start_mark`). A rotation written later than
+the file's first byte (for a rotation it came to, that rotation's own) (:func:`start_mark`). A rotation written later than
 that holds lines the follower had not read: a copy of the file (``copytruncate`` of its lines, made before the
 follower read them and just before the checkpoint), or the file itself and those after it. A restart reads the
 oldest such rotation first -- or the checkpoint's file, where it is among the rotations (plain: by its number;
