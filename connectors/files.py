@@ -73,6 +73,7 @@ from .file_watch import PatternWatch, ReadFiles, open_ids
 from .jsonl_lines import (
     LONG_KEPT,
     WINDOW,
+    FolderListings,
     LineReader,
     compressed_file,
     next_rotation,
@@ -297,11 +298,11 @@ def rotation_reader(p: str, q: str, line: int) -> LineReader | str:
     return LineReader(p, line=line, pos=0, follow=True, file=open(q, "rb"))
 
 
-def resumed_at_start(p: str, mark: Any, line: int) -> LineReader | None:
+def resumed_at_start(p: str, mark: Any, line: int, listing: Sequence[str] | None) -> LineReader | None:
     """Following, a restart at the first byte of the file ``mark`` names (:mod:`~streamarms.connectors.start_mark`):
     a reader of the rotation to read first, from its first line (numbered from ``line``), or ``None`` (the file at
-    ``p``). ``CheckpointError`` when that rotation cannot be read (zstd)."""
-    q = first_to_read(p, mark)
+    ``p``). ``CheckpointError`` when that rotation cannot be read (zstd). ``listing``: ``p``'s folder's names."""
+    q = first_to_read(p, mark, listing)
     try:
         found = rotation_reader(p, q, line) if q is not None else None
     except FileNotFoundError:  # (rotated on since it was listed: the path's, then)
@@ -443,13 +444,13 @@ class JsonlSource:
         self.rotations = 0
         #: following: the rotated files of each path read since the path's own file
         self._read_files: dict[str, FileIds] = {}
-        #: following: the rotations of each path there when its reader started at the file's first byte
-        #: (:meth:`_unread_copied`)
+        #: following: the rotations of each path there when its reader started at its first byte (:meth:`_unread_copied`)
         self._known: dict[str, FileIds] = {}
         #: following: the first bytes of the last files of each path read to their end (:meth:`_packed_read`)
         self._heads: dict[str, deque[bytes]] = {}
         #: following: the files with nothing new when last looked at (looked at by one stat)
         self._quiet = QuietFiles()
+        self._listings = FolderListings()  # (a poll's: cleared at each)
         #: following: the files read to their end and closed (:meth:`_join` does not take them again)
         self._done = ReadFiles()
         self.merger = PartitionMerger(ordered=ordered)
@@ -525,11 +526,10 @@ class JsonlSource:
             reader.close()
 
     def _reader(self, p: str, line: int, pos: int | None, digest: str | None, mark: Any = None) -> LineReader:
-        """The reader of ``p`` from the checkpoint's position; following, the checkpoint's file where a rotation
-        while the run was stopped renamed it (:func:`~streamarms.connectors.jsonl_lines.rotated_reader`; at its
-        first byte, named by ``mark``: :mod:`~streamarms.connectors.start_mark`): read to its end, then the file at
-        ``p`` (:meth:`_rotated`)."""
-        if self.follow and not pos and mark is not None and (first := resumed_at_start(p, mark, line)) is not None:
+        """The reader of ``p`` from the checkpoint's position; following, the checkpoint's file where a rotation renamed
+        it (:func:`rotated_reader`; at its first byte: ``mark``, :mod:`.start_mark`), then ``p`` (:meth:`_rotated`)."""
+        if self.follow and not pos and mark is not None and \
+                (first := resumed_at_start(p, mark, line, self._listings.of(p))) is not None:
             return first
         try:
             return open_lines(p, line=line, pos=pos, digest=digest, follow=self.follow)
@@ -550,6 +550,7 @@ class JsonlSource:
         if self.watch is not None and self.failure is None and self.watch.due():
             self._join()
         left = self.max_records
+        self._listings.clear()
         todo = self._quiet.awake(self.paths)  # (a quiet file between two looks rests)
         while todo and left > 0:  # a share of the poll per file; the shares of files at their end go to the others
             per = max(1, left // len(todo))
@@ -696,17 +697,17 @@ class JsonlSource:
         return head is not None and head in self._heads[p] and ids.add(q)
 
     def _unread_copied(self, p: str) -> bool:
-        """A follower of ``p``'s own file that has read none of it yet cannot see it truncated (no byte read to
-        compare): a ``copytruncate`` then leaves the copy as the only trace. A rotation of ``p`` that is new since
-        the reader started (not its own file: a rename is :meth:`LineReader.moved`) holds lines it has not read:
-        read it first (then the chain, then ``p`` from its start: :meth:`_rotated`); whether it did."""
+        """A follower of ``p``'s own file that has read none of it yet cannot see it truncated: a ``copytruncate`` then
+        leaves the copy as the only trace. A rotation of ``p`` new since the reader started (not its own file) holds
+        lines it has not read: read it first (then the chain, then ``p``: :meth:`_rotated`); whether it did."""
         r = self._readers[p]
         known = self._known.get(p)
         if known is None or r.offset or r.file_name != p or self.merger.buffered((p, 0)) or r.moved():
             return False  # (moved: renamed away, its lines not read yet -- the rotations after it are no copies)
         st = os.fstat(r.fileno())
-        new = [(d, i, q) for _, d, i, q in rotations_of(p) if not known.holds(q, d, i) and (d, i) != (st.st_dev, st.st_ino)
-               and not self._packed_read(p, q, known)]
+        listing = self._listings.of(p) if not st.st_size else None  # (a file with lines to lose: listed afresh)
+        new = [(d, i, q) for _, d, i, q in rotations_of(p, listing) if not known.holds(q, d, i)
+               and (d, i) != (st.st_dev, st.st_ino) and not self._packed_read(p, q, known)]
         if not new:
             return False
         d, i, q = new[0]  # (the oldest)

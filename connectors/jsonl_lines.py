@@ -670,6 +670,35 @@ def _starting_with(names: Sequence[str], base: str) -> list[str]:
     return list(names[i:j])
 
 
+class FolderListings:
+    """Folders' sorted names, each folder listed once until :meth:`clear` (a poll's). A follower of thousands of empty
+    files in one folder looks for a new rotation of each at every poll (``JsonlSource._unread_copied``): a listing
+    each made a poll quadratic (3,000 empty files: 5.7 s a poll).
+
+    >>> import os, tempfile
+    >>> d = tempfile.mkdtemp(); _ = open(os.path.join(d, "a.log"), "w").close()
+    >>> listings = FolderListings(); listings.of(os.path.join(d, "a.log"))
+    ['a.log']
+    """
+
+    def __init__(self) -> None:
+        self._names: dict[str, list[str]] = {}
+
+    def clear(self) -> None:
+        """List every folder again when next asked."""
+        self._names.clear()
+
+    def of(self, path: str) -> list[str] | None:
+        """The sorted names in ``path``'s folder (``None``: it cannot be listed)."""
+        folder = os.path.dirname(path) or "."
+        if folder not in self._names:
+            try:
+                self._names[folder] = sorted(os.listdir(folder))
+            except OSError:
+                return None
+        return self._names[folder]
+
+
 def rotation_ids(path: str, listing: Sequence[str] | None = None) -> FileIds:
     """``path``'s rotations there now (:func:`rotations_of`; ``listing``: its folder's), known by number and first
     bytes (:class:`~streamarms.connectors.file_ids.FileIds`: a number freed by a file removed is given to new ones)."""

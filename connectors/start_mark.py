@@ -53,9 +53,10 @@ def _starts(head: bytes | None, n: int, hexdigest: str) -> bool:
     return head is not None and len(head) >= n and digest(head[:n]) == hexdigest
 
 
-def first_to_read(path: str, mark: Sequence[Any]) -> str | None:
+def first_to_read(path: str, mark: Sequence[Any], listing: Sequence[str] | None = None) -> str | None:
     """The rotation of ``path`` a restart at byte 0 of the file ``mark`` names (:func:`start_mark`) reads first
-    (module docstring); ``None``: the file at ``path`` from its first byte."""
+    (module docstring); ``None``: the file at ``path`` from its first byte. ``listing``: its folder's sorted names
+    (:func:`~streamarms.connectors.jsonl_lines.rotations_of`)."""
     ino, since, n, hexdigest = int(mark[0]), int(mark[1]), int(mark[2]), str(mark[3])
     there = False  # the checkpoint's file is still at the path
     try:
@@ -63,7 +64,7 @@ def first_to_read(path: str, mark: Sequence[Any]) -> str | None:
             there = os.fstat(f.fileno()).st_ino == ino and _starts(f.read(n), n, hexdigest)
     except FileNotFoundError:
         pass
-    for mt, _, i, q in rotations_of(path):  # (oldest first)
+    for mt, _, i, q in rotations_of(path, listing):  # (oldest first)
         if mt > since or not there and (i == ino or (n and _starts(compressed_head(q, n), n, hexdigest))):
             return q
     return None
