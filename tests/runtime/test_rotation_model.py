@@ -84,7 +84,7 @@ class _Writer:
         self.chain.insert(0, [self.n, self.n])
 
     def retire(self, read: int) -> None:
-        """Remove the rotations past :data:`KEEP` whose lines were all read, and one more past them (never a line
+        """Remove the oldest rotations past :data:`KEEP` once the follower has read past them (never one with a line
         not read: that loss would be the test's, not the follower's)."""
         while len(self.chain) > KEEP + 1 and self.chain[-1][1] < read:
             os.remove(self.name(len(self.chain) - 1))
