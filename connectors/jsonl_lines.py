@@ -634,7 +634,7 @@ def rotations_of(path: str, listing: Sequence[str] | None = None) -> list[tuple[
     folder, base = os.path.split(path)
     for _ in range(50):  # a rotation renaming the files one by one while they are listed: list them again
         try:
-            names = os.listdir(folder or ".") if listing is None else _starting_with(listing, base)
+            names = stable_listdir(folder or ".") if listing is None else _starting_with(listing, base)
         except OSError:
             return []
         out, gone = [], False
@@ -659,6 +659,21 @@ def rotations_of(path: str, listing: Sequence[str] | None = None) -> list[tuple[
     # is the plain file, not yet the compressed one
     plain = {q for *_, q in out}
     return sorted(e for e in out if not (e[3].endswith(PACKED_SUFFIXES) and e[3].rsplit(".", 1)[0] in plain))
+
+
+def stable_listdir(folder: str) -> list[str]:
+    """The sorted names in ``folder``, listed until two listings in a row agree. A name renamed while the folder is
+    listed may be in neither place (POSIX leaves it unspecified): a rotation shifting ``F.2.gz`` to ``F.3.gz`` as a
+    follower listed the folder hid that file, and the follower went on with the next one, the file's lines never
+    read (CI's rotation drill, compress mode: 3,000 lines). ``OSError`` when it cannot be listed."""
+    names = sorted(os.listdir(folder))
+    for _ in range(50):
+        again = sorted(os.listdir(folder))
+        if again == names:
+            break
+        names = again
+        time.sleep(0.001)
+    return names
 
 
 def _starting_with(names: Sequence[str], base: str) -> list[str]:
@@ -693,7 +708,7 @@ class FolderListings:
         folder = os.path.dirname(path) or "."
         if folder not in self._names:
             try:
-                self._names[folder] = sorted(os.listdir(folder))
+                self._names[folder] = stable_listdir(folder)
             except OSError:
                 return None
         return self._names[folder]
@@ -716,7 +731,7 @@ def rotations_known(paths: Sequence[str]) -> dict[str, FileIds]:
     for p in paths:
         folder = os.path.dirname(p) or "."
         if folder not in listings:
-            listings[folder] = sorted(os.listdir(folder))
+            listings[folder] = stable_listdir(folder)
         out[p] = rotation_ids(p, listings[folder])
     return out
 

@@ -407,12 +407,12 @@ def test_a_poll_of_many_empty_followed_files_lists_their_folder_once(tmp_path, m
     for _ in range(3):
         calls.clear()
         assert src.poll(0.0) == []
-        assert len(calls) <= 2, len(calls)
+        assert len(calls) <= 4, len(calls)  # (a listing is taken twice at least: stable_listdir)
     state = src.state()
     src.close()
     calls.clear()
     JsonlSource([str(q) for q in paths], follow=True, resume=state).close()
-    assert len(calls) <= 3, len(calls)
+    assert len(calls) <= 6, len(calls)
 
 
 def test_a_restart_after_the_checkpoints_file_was_rotated_and_removed_says_so(tmp_path):
@@ -525,6 +525,39 @@ def test_a_rotation_given_the_inode_of_a_file_read_and_removed_is_read(tmp_path)
     src.close()
     assert src.failure is None
     assert [r.offset for r in got] == list(range(400)) and [r.value + b"\n" for r in got] == lines
+
+
+def test_a_rotation_hidden_from_one_listing_by_a_concurrent_rename_is_read(tmp_path, monkeypatch):
+    """A name renamed while the folder is listed may be in neither place (POSIX leaves it unspecified). CI's rotation
+    drill (compress mode) lost the 3,000 lines of one file so: its rotation shifted ``.1.gz`` to ``.2.gz`` while the
+    follower listed the folder, and the follower went on with the next file. Here one listing misses the file."""
+    p = tmp_path / "r.jsonl"
+    lines = _lines(400)
+    p.write_bytes(b"".join(lines[:100]))
+    src = JsonlSource([str(p)], follow=True)
+    got = _poll_all(src)
+    for first, last, t in ((100, 100, 10), (100, 250, 20), (250, 400, 30)):  # three rotations before it looks
+        _append(p, b"".join(lines[first:last]))
+        for i in (2, 1):
+            if os.path.exists(f"{p}.{i}"):
+                os.replace(f"{p}.{i}", f"{p}.{i + 1}")
+        os.replace(p, f"{p}.1")
+        os.utime(f"{p}.1", ns=(t, t))
+        p.write_bytes(b"")
+    real, missed = os.listdir, []
+
+    def listdir(d="."):
+        names = real(d)
+        if not missed and "r.jsonl.3" in names:  # (the first listing after the rotations misses the file between)
+            missed.append(d)
+            names.remove("r.jsonl.2")
+        return names
+
+    monkeypatch.setattr(os, "listdir", listdir)
+    got += _poll_all(src, 8)
+    src.close()
+    assert missed and src.failure is None
+    assert [r.value + b"\n" for r in got] == lines and [r.offset for r in got] == list(range(400))
 
 
 def _following_the_first_100_of_300(tmp_path) -> tuple:
