@@ -726,14 +726,11 @@ def rotation_ids(path: str, listing: Sequence[str] | None = None) -> FileIds:
 def rotations_known(paths: Sequence[str]) -> dict[str, FileIds]:
     """:func:`rotation_ids` of each of ``paths``, each folder listed once (a pattern of thousands of files in one
     folder: a listing each took minutes)."""
-    listings: dict[str, list[str]] = {}
-    out = {}
+    listings, out = FolderListings(), {}
     for p in paths:
-        folder = os.path.dirname(p) or "."
-        if folder not in listings:
-            listings[folder] = stable_listdir(folder)
-        out[p] = rotation_ids(p, listings[folder])
-    return out
+        listing = listings.of(p)
+        out[p] = rotation_ids(p, listing if listing is not None else stable_listdir(os.path.dirname(p) or "."))
+    return out  # (a folder that cannot be listed: its OSError, from stable_listdir)
 
 
 def rotated_reader(path: str, line: int, pos: int | None, digest: str | None,
