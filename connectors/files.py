@@ -321,7 +321,8 @@ def copy_of(p: str, old: LineReader, ahead: bool) -> LineReader | None:
     (:meth:`LineReader.copied`); compressed too (no ``delaycompress``). ``None``: no copy."""
     if ahead:
         line = old.line
-        return rotated_reader(p, line, *old.mark(line)) or compressed_rotation(p, line, *old.mark(line))
+        pos, dg = old.mark(line)
+        return rotated_reader(p, line, pos, dg) or compressed_rotation(p, line, pos, dg)
     return old.copied() or compressed_rotation(p, *old.end_mark())
 
 
