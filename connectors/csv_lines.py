@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import csv
 import json
-import re
 from collections.abc import Callable, Sequence
 from itertools import repeat
 from operator import itemgetter
@@ -319,23 +318,8 @@ def cell_ms(line_time: LineTime, cell: str) -> int:
     number it writes in its unit or an ISO 8601 date-time (:func:`~streamarms.connectors.line_time.stamp`)."""
     if line_time.fmt is not None:
         return line_time.formatted(cell)
-    return stamp(_number(cell), line_time.unit)
-
-
-def _number(cell: str) -> Any:
-    """A time cell as the number it writes (``1700000000123``, ``1700000000.5``, ``1.7e9``), else the text (an
-    ISO date-time, or what :func:`~streamarms.connectors.line_time.stamp` refuses: ``1_000``, ``nan``, ...).
-
-    >>> _number("1700000000123"), _number(" 1.5e3 "), _number("1_000"), _number("inf")
-    (1700000000123, 1500.0, '1_000', 'inf')
-    """
-    text = cell.strip()
-    if _INTEGER.fullmatch(text):
-        return int(text)
-    return float(text) if _DECIMAL.fullmatch(text) else text
+    return stamp(cell, line_time.unit)
 
 
 _LIST = frozenset((list,))
 _DELIMITER_NAMES = {",": "comma", "\t": "tab", ";": "semicolon"}
-_INTEGER = re.compile(r"-?[0-9]+")
-_DECIMAL = re.compile(r"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")

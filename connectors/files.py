@@ -151,7 +151,7 @@ def _to_record(path: str, offset: int, line: str, fast: bool = True, line_time: 
     ``parsed`` is left ``None`` on that path). A line that is not JSON, not an object or has a bad
     timestamp is a refused record (module docstring). ``obj``: the line as orjson parsed it already, if it did.
 
-    >>> [_to_record("f", 0, line).key.reason for line in ('{"arm": "a"} x', '[1]', '{"arm": "a", "timestamp": "1"}')]
+    >>> [_to_record("f", 0, line).key.reason for line in ('{"arm": "a"} x', '[1]', '{"arm": "a", "timestamp": "soon"}')]
     ['not_json', 'not_object', 'bad_timestamp']
     """
     try:

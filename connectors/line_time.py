@@ -5,7 +5,9 @@ Logs name and count it otherwise: ``@timestamp`` (Elastic Common Schema), ``time
 bunyan: a date-time), ``ts`` in seconds with a fraction (``1700000000.123``: nginx's ``$msec``, many
 tracers), in microseconds or nanoseconds (OpenTelemetry's ``timeUnixNano``, Loki, Go's ``UnixNano``). The
 field may be a dotted name (a nested field, :class:`~streamarms.runtime.field_path.FieldPath`);
-its value a number in the unit, or an ISO 8601 date-time (UTC unless it says otherwise) whatever the unit.
+its value a number in the unit -- also written as text, as journald's ``__REALTIME_TIMESTAMP`` (microseconds),
+OpenTelemetry's JSON ``timeUnixNano`` and a table's cells write theirs -- or an ISO 8601 date-time (UTC unless it
+says otherwise) whatever the unit.
 A time written otherwise (a spreadsheet's ``11/14/2023 10:13 PM``, ``14.11.2023 22:13``) is read by a
 :func:`~datetime.datetime.strptime` format (``fmt``: ``--timestamp-format '%m/%d/%Y %I:%M %p'``), UTC unless the
 format reads a zone (``%z``); the field's text is then read by the format alone (digits too: ``%Y%m%d%H%M%S``).
@@ -17,6 +19,8 @@ no stream has, or silently be no timestamp. A line without the field has no time
 (1700000000123, 1700000000123)
 >>> LineTime("@timestamp").of({"@timestamp": "2023-11-14T22:13:20Z"}), LineTime().of({"arm": "a"})
 (1700000000000, None)
+>>> LineTime("__REALTIME_TIMESTAMP", "us").of({"__REALTIME_TIMESTAMP": "1700000000123456"})
+1700000000123
 >>> LineTime("when", fmt="%m/%d/%Y %I:%M %p").of({"when": "11/14/2023 10:13 PM"})
 1699999980000
 """
@@ -25,12 +29,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from typing import Any
 
 from streamarms.runtime.clock import iso_ms
 from streamarms.runtime.field_path import FieldPath
 
-__all__ = ["LineTime", "MAX_TIMESTAMP_MS", "UNIT_MS", "stamp", "epoch_unit", "as_time"]
+__all__ = ["LineTime", "MAX_TIMESTAMP_MS", "UNIT_MS", "stamp", "epoch_unit", "as_time", "number_text"]
 
 #: the latest timestamp a line may carry, in ms: 9999-12-31T23:59:59.999Z (what an ISO date can say)
 MAX_TIMESTAMP_MS = 253_402_300_799_999
@@ -46,6 +51,22 @@ _UNIT_NAMES = {"ms": "milliseconds", "s": "seconds", "us": "microseconds", "ns":
 #: are 1000 times apart, the span 4.2 times)
 _PLAUSIBLE = (978_307_200_000, 4_102_444_800_000)
 _ABSENT: Any = object()
+_INTEGER = re.compile(r"-?[0-9]+")
+_DECIMAL = re.compile(r"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def number_text(text: str) -> Any:
+    """A time written as text (a table's cell, a log's quoted field) as the number it writes (``1700000000123``,
+    ``1700000000.5``, ``1.7e9``), else the text (an ISO date-time, or what :func:`stamp` refuses: ``1_000``,
+    ``nan``, ...).
+
+    >>> number_text("1700000000123"), number_text(" 1.5e3 "), number_text("1_000"), number_text("inf")
+    (1700000000123, 1500.0, '1_000', 'inf')
+    """
+    t = text.strip()
+    if _INTEGER.fullmatch(t):
+        return int(t)
+    return float(t) if _DECIMAL.fullmatch(t) else text
 
 
 def epoch_unit(x: float) -> str | None:
@@ -78,6 +99,8 @@ def stamp(ts: Any, unit: str = "ms") -> int:
 
     >>> stamp(1700000000123), stamp(1700000000123.9), stamp("2023-11-14T22:13:20.123Z"), stamp(1.5, "s")
     (1700000000123, 1700000000123, 1700000000123, 1500)
+    >>> stamp("1700000000123"), stamp(" 1700000000.5 ", "s")  # (a number written as text)
+    (1700000000123, 1700000000500)
     >>> stamp(1700000000123456789, "ns"), stamp(1700000000123999, "us")
     (1700000000123, 1700000000123)
     >>> stamp(1700000000123456789)
@@ -90,6 +113,8 @@ def stamp(ts: Any, unit: str = "ms") -> int:
     ValueError: timestamp 1e+300 is not a time in milliseconds from 0 (1970) to 253402300799999 (the year 9999), nor an ISO 8601 date-time (2026-11-25T14:00:00Z)
     """
     t, scale = type(ts), UNIT_MS[unit]
+    if t is str and (x := number_text(ts)) is not ts:
+        ts, t = x, type(x)
     if (t is int or t is float) and 0 <= ts <= MAX_TIMESTAMP_MS / scale:  # (NaN fails the comparisons)
         if scale < 1:  # (us, ns: the fraction of a ms cut off, as ms cuts its own; integers exactly)
             return int(ts // round(1 / scale))

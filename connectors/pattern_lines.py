@@ -54,7 +54,7 @@ from typing import Any
 from streamarms.errors import ConfigError
 from streamarms.runtime.clock import iso_ms
 
-from .csv_lines import _number, refused_line, text_record
+from .csv_lines import refused_line, text_record
 from .line_record import JsonlRecord
 from .line_time import LineTime, stamp
 
@@ -205,7 +205,7 @@ class PatternLines:
         if ms is None and _SLASH_DATE.match(cell):  # Go's log package, nginx's error log: 2023/11/14 22:13:20
             ms = iso_ms(cell.replace("/", "-", 2))
         if ms is None:
-            ms = stamp(_number(cell), self.line_time.unit)
+            ms = stamp(cell, self.line_time.unit)
         self._last = (cell, ms)
         return ms
 

@@ -371,7 +371,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                         "segment. A text it does not find is refused (key_missing)")
     g.add_argument("--timestamp-field", metavar="NAME",
                    help="--rewards-file: the field of a line holding its time (default timestamp; @timestamp, time, "
-                        "ts; dotted: nested): a number in --timestamp-unit, or an ISO 8601 date-time")
+                        "ts; dotted: nested): a number in --timestamp-unit (also written as text: journald's "
+                        "__REALTIME_TIMESTAMP, us), or an ISO 8601 date-time")
     g.add_argument("--timestamp-format", metavar="FMT",
                    help="--rewards-file: the time field's text read by this strptime format, UTC unless it reads a "
                         "zone (%%z): '%%m/%%d/%%Y %%I:%%M %%p' (a spreadsheet's 11/14/2023 10:13 PM), '%%d.%%m.%%Y %%H:%%M'")
