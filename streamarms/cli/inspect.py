@@ -45,11 +45,23 @@ __all__ = ["add_inspect_parser", "inspect_main", "profile", "suggestions", "Fiel
 DISTINCT = 10_000
 #: the field name ``inspect`` gives a Kafka record's key (``run``'s key without ``--key-field``)
 RECORD_KEY = "(record key)"
-#: names a key field often has, tried first
-KEY_NAMES = (RECORD_KEY, "arm", "key", "host", "hostname", "host.name", "upstream_addr", "upstream", "target", "server", "service", "region",
+#: names a key field often has, tried first (as :func:`plain` writes them: journald's ``_HOSTNAME`` is ``hostname``)
+KEY_NAMES = (RECORD_KEY, "arm", "key", "host", "hostname", "host.name", "upstream_addr", "upstream", "target", "server", "instance", "pod", "container", "dyno", "service", "region",
              "worker", "worker_id", "user", "user_id", "endpoint", "path", "route", "country", "shard", "node")
-#: names a time field often has
-TIME_NAMES = ("timestamp", "@timestamp", "time", "ts", "time_local", "datetime", "date", "created_at", "submitted_at")
+#: names a time field often has (as :func:`plain` writes them: journald's ``__REALTIME_TIMESTAMP``, OpenTelemetry's
+#: ``timeUnixNano``)
+TIME_NAMES = ("timestamp", "@timestamp", "time", "ts", "time_local", "datetime", "date", "created_at", "submitted_at",
+              "realtime_timestamp", "timeunixnano")
+#: the numeric severities of logs, by their field's plain name: the values a scale has, and the flag that reads its
+#: errors and worse -- syslog's (journald's ``PRIORITY``, RFC 5424: 0 emerg .. 3 err .. 7 debug), pino's and
+#: bunyan's ``level`` (10 trace .. 50 error, 60 fatal), Python's ``levelno`` (40 ERROR), OpenTelemetry's
+#: ``severityNumber`` (17-20 ERROR, 21-24 FATAL)
+LEVEL_SCALES = ((("priority", "severity", "syslog_severity", "level"), frozenset(range(8)), "--reward-in 0,1,2,3"),
+                (("level",), frozenset(range(10, 61, 10)), "--reward-at-least 50"),
+                (("levelno",), frozenset(range(0, 51, 10)), "--reward-at-least 40"),
+                (("severitynumber", "severity_number"), frozenset(range(1, 25)), "--reward-at-least 17"))
+#: the plain names of fields of ids (a process, a user, a port), which are no reward however many their values
+_ID_NAME = re.compile(r"(?:^|[._])(?:pid|ppid|tid|uid|gid|id|port)$")
 _ERRORISH = re.compile(r"(?i)err|fail|fatal|crit|timeout|timed.?out|refused|denied|reject|5\d\d")
 
 
@@ -334,12 +346,22 @@ def _line_format(path: str, lines: int = 20) -> str | None:
     return "logfmt" if sum(len(LOGFMT.findall(t)) >= 2 for t in texts) >= 0.8 * len(texts) else None
 
 
+def plain(name: str) -> str:
+    """A field's name as :data:`KEY_NAMES`, :data:`TIME_NAMES` and :data:`LEVEL_SCALES` list it: lower case, without
+    journald's leading underscores.
+
+    >>> plain("_HOSTNAME"), plain("__REALTIME_TIMESTAMP"), plain("timeUnixNano"), plain("host.name")
+    ('hostname', 'realtime_timestamp', 'timeunixnano', 'host.name')
+    """
+    return name.lower().lstrip("_")
+
+
 def _key_candidates(fields: dict[str, FieldProfile], n: int) -> list[FieldProfile]:
     """Fields whose values repeat (a text or an integer, in most records, 2 to min(10,000, n / 5) values), or
     whose texts are paths with ids that repeat once ``--key-ids`` reads the ids as ``:id`` (``ids_distinct``)."""
     cap = min(DISTINCT - 1, max(2, n // 5))
     common = [f for f in fields.values() if f.present >= 0.9 * n and f.share("str") + f.share("int") >= 0.99
-              and f.name.split(".")[-1] not in TIME_NAMES and not _measured(f)]
+              and plain(f.name).split(".")[-1] not in TIME_NAMES and not _measured(f)]
     for f in common:
         if (f.distinct > cap or f.more) and f.share("str") >= 0.99 and any("/" in str(v) for v in islice(f.values, 50)):
             fold = KeyRule.ids_fold([str(v) for v in f.values])  # (the run's own test of "paths with ids")
@@ -350,20 +372,21 @@ def _key_candidates(fields: dict[str, FieldProfile], n: int) -> list[FieldProfil
     if any(f.distinct >= 3 for f in out):  # (two values: more likely a flag, a reward, than a key)
         out = [f for f in out if f.distinct >= 3]
     rank = {name: i for i, name in enumerate(KEY_NAMES)}
-    return sorted(out, key=lambda f: (rank.get(f.name, len(rank)), f.share("int"), f.distinct))
+    return sorted(out, key=lambda f: (rank.get(plain(f.name), len(rank)), f.share("int"), f.distinct))
 
 
 def _measured(f: FieldProfile) -> bool:
     """Whether ``f`` holds measurements rather than names: numbers (a table's written as text), more than 20 of
-    them, some with a fraction (a duration, ``4.62``; a version ``2.1`` of a few values stays a key).
+    them, some with a fraction (a duration, ``4.62``; a version ``2.1`` of a few values stays a key), or durations
+    written with their unit (Heroku's ``service=18ms``, however few their values: ``connect=0ms``).
 
-    >>> f = FieldProfile("duration")
-    >>> for i in range(30): f.add(f"{i / 4}")
-    >>> _measured(f), _measured(FieldProfile("host"))
-    (True, False)
+    >>> f, g = FieldProfile("duration"), FieldProfile("connect")
+    >>> for i in range(30): f.add(f"{i / 4}"); g.add(f"{i % 3}ms")
+    >>> _measured(f), _measured(g), _measured(FieldProfile("host"))
+    (True, True, False)
     """
-    return (f.numeric > 0.99 * f.present and f.distinct > 20
-            and any(not x.is_integer() for x in islice(f.numbers, 1000)))
+    return f.numeric > 0.99 * f.present and (f.unit is not None or (
+        f.distinct > 20 and any(not x.is_integer() for x in islice(f.numbers, 1000))))
 
 
 def _reward_flags(f: FieldProfile, table: bool = False) -> str | None:
@@ -377,6 +400,14 @@ def _reward_flags(f: FieldProfile, table: bool = False) -> str | None:
                                                       " --numeric-strings" if quoted else "")
     if f.share("bool") > 0.99 or (texts <= {0, 1, "0", "1", "true", "false"} and len(values) == 2):
         return name
+    if f.digits() and f.distinct >= 2:  # (a severity: journald's PRIORITY "3", pino's level 50)
+        levels, last = {int(v) for v in values}, plain(f.name).rsplit(".", 1)[-1]
+        for names, levels_of, flag in LEVEL_SCALES:
+            if last in names and levels <= levels_of:
+                return (f"--reward-field {shlex.quote(f.name)} {flag}" if flag.startswith("--reward-in")
+                        else f"{name} {flag}")
+        if _ID_NAME.search(plain(f.name)):
+            return None  # (a process's, a user's id: no reward however many its values)
     if f.digits() and all(100 <= int(v) <= 599 for v in values) and f.distinct >= 2:
         return name + " --reward-at-least 500"
     if f.share("str") > 0.99 and not f.numeric and 2 <= f.distinct <= 20 and not f.more:
@@ -425,11 +456,10 @@ def time_format(values: Iterable[Any]) -> str | None:
 def _time_flags(fields: dict[str, FieldProfile]) -> str:
     from streamarms.connectors.line_time import epoch_unit
 
-    for name in TIME_NAMES:
-        f = fields.get(name)
-        if f is None:
-            continue
-        # a number: in the unit in which it is a time of this century ("timestamp" in ms needs no flag)
+    rank = {name: i for i, name in enumerate(TIME_NAMES)}
+    for f in sorted((f for f in fields.values() if plain(f.name) in rank), key=lambda f: rank[plain(f.name)]):
+        name = f.name
+        # a number (or its text): in the unit in which it is a time of this century ("timestamp" in ms: no flag)
         unit = epoch_unit(f.low) if f.low <= f.high and epoch_unit(f.low) == epoch_unit(f.high) else None
         if unit is not None:
             return "" if (name, unit) == ("timestamp", "ms") else (
@@ -439,7 +469,7 @@ def _time_flags(fields: dict[str, FieldProfile]) -> str:
                 return ""  # (read without a flag as it is: an ISO 8601 text)
             continue
         fmt = time_format(f.values) if f.share("str") > 0.99 else None
-        return f" --timestamp-field {name}" + (f" --timestamp-format {shlex.quote(fmt)}" if fmt else "")
+        return f" --timestamp-field {shlex.quote(name)}" + (f" --timestamp-format {shlex.quote(fmt)}" if fmt else "")
     for f in fields.values():  # a time under another name: ISO 8601 (read as it is), or one of the formats
         if f.share("str") > 0.99 and f.distinct > 1:
             if _iso_times(f.values):
@@ -483,7 +513,7 @@ def suggestions(fields: dict[str, FieldProfile], n: int, files: str = "FILE", ta
     source = source or f"--rewards-file {files}"
     out = []
     for f in fields.values():
-        if f is key or f.name in TIME_NAMES:
+        if f is key or plain(f.name) in TIME_NAMES:
             continue
         # a field most records lack, written only when set ({"error": ...} on failures): its share of records
         reward = (f"--reward-field {shlex.quote(f.name)} --reward-match . --reward-missing 0" if f.present < 0.5 * n else

@@ -160,3 +160,75 @@ def test_a_spreadsheet_s_true_false_and_a_column_name_with_spaces(tmp_path, caps
     assert main(["inspect", str(lines)]) == 0
     assert _suggested(capsys.readouterr().out) == [["run", "--rewards-file", str(lines), "--key-field", "host",
                                                     "--reward-field", "ok", "--numeric-strings"]]
+
+
+def _journald(path, n=24_000, seed=9):
+    """``journalctl -o json``'s export: every field a text, the time in microseconds, the severity a syslog level."""
+    rng = random.Random(seed)
+    t = 1_764_500_000_000_000
+    with open(path, "w") as f:
+        for i in range(n):
+            host = f"node-{rng.randrange(12)}"
+            t += rng.randrange(1_000, 100_000)
+            err = rng.random() < (0.3 if host == "node-3" else 0.03)
+            f.write(json.dumps({"__CURSOR": f"s=1;i={i}", "__REALTIME_TIMESTAMP": str(t),
+                                "__MONOTONIC_TIMESTAMP": str(t - 1_764_000_000_000_000), "_BOOT_ID": "b1",
+                                "PRIORITY": rng.choice("0123") if err else rng.choice("4566"), "_HOSTNAME": host,
+                                "SYSLOG_IDENTIFIER": rng.choice(["kubelet", "sshd", "containerd"]),
+                                "_PID": str(rng.randrange(100, 9999)), "MESSAGE": "m"}) + "\n")
+
+
+def test_a_journald_export_s_host_its_error_priorities_and_its_microseconds(tmp_path, capsys):
+    """journald writes every field as text: its time (``__REALTIME_TIMESTAMP``, microseconds) was refused as no
+    time (every record ``bad_timestamp``), its severity (``PRIORITY``, syslog's 0-7) was no suggested reward, and its
+    process id (``_PID``) was suggested as a bounded one."""
+    p = tmp_path / "journal.json"
+    _journald(p)
+    assert main(["inspect", str(p)]) == 0
+    out = capsys.readouterr().out
+    commands = _suggested(out)
+    assert commands == [["run", "--rewards-file", str(p), "--key-field", "_HOSTNAME", "--reward-field", "PRIORITY",
+                         "--reward-in", "0,1,2,3", "--timestamp-field", "__REALTIME_TIMESTAMP", "--timestamp-unit",
+                         "us"]], out
+    got = _run_suggested(tmp_path, commands[0], "--policy", "cs")
+    assert got["flagged"] == ["node-3"] and got["invalid"] == {}, got
+
+
+def test_a_pino_log_s_numeric_levels(tmp_path, capsys):
+    """pino and bunyan write the level as a number (30 info, 50 error): it was no suggested reward at all."""
+    rng = random.Random(3)
+    p = tmp_path / "app.jsonl"
+    with open(p, "w") as f:
+        for i in range(20_000):
+            host = f"web-{rng.randrange(9)}"
+            err = rng.random() < (0.3 if host == "web-5" else 0.03)
+            f.write(json.dumps({"level": rng.choice([50, 60]) if err else rng.choice([30, 30, 40]),
+                                "time": 1_700_000_000_000 + 40 * i, "pid": rng.randrange(100, 200),
+                                "hostname": host, "msg": "m"}) + "\n")
+    assert main(["inspect", str(p)]) == 0
+    commands = _suggested(capsys.readouterr().out)
+    assert commands == [["run", "--rewards-file", str(p), "--key-field", "hostname", "--reward-field", "level",
+                         "--reward-at-least", "50", "--timestamp-field", "time"]], commands
+    assert _run_suggested(tmp_path, commands[0], "--policy", "cs")["flagged"] == ["web-5"]
+
+
+def test_a_heroku_router_log_s_durations_are_no_key(tmp_path, capsys):
+    """Heroku's router writes logfmt with durations in their unit (``service=18ms``): the durations were taken for
+    the key (189 "values that repeat", and a false warning that the records came grouped by them)."""
+    rng = random.Random(5)
+    p = tmp_path / "router.log"
+    with open(p, "w") as f:
+        for i in range(6_000):
+            dyno = f"web.{rng.randrange(1, 9)}"
+            status = rng.choice([500, 503]) if rng.random() < (0.4 if dyno == "web.4" else 0.02) else 200
+            f.write(f'2026-11-30T10:00:00+00:00 heroku[router]: at=info method=GET path="/a{rng.randrange(9)}" '
+                    f"dyno={dyno} connect={rng.randrange(3)}ms service={int(rng.expovariate(1 / 30))}ms "
+                    f"status={status} protocol=https\n")
+    assert main(["inspect", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "keys (values that repeat): dyno (8), path (9), status (3)\n" in out and "grouped" not in out, out
+    commands = _suggested(out)
+    assert commands[0][:9] == ["run", "--rewards-file", str(p), "--line-pattern", "logfmt", "--key-field", "dyno",
+                               "--reward-field", "service"] and "--reward-unit" in commands[0], commands
+    assert ["run", "--rewards-file", str(p), "--line-pattern", "logfmt", "--key-field", "dyno", "--reward-field",
+            "status", "--reward-at-least", "500"] in commands
