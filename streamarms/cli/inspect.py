@@ -170,10 +170,11 @@ def add_inspect_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _fields(obj: dict[str, Any], out: dict[str, Any], prefix: str = "", depth: int = 0) -> None:
-    """The record's fields, a nested object's as dotted names (two levels)."""
+    """The record's fields, a nested object's as dotted names (four levels: a cloud log's
+    ``resource.labels.backend_service_name``)."""
     for k, v in obj.items():
         name = prefix + str(k)
-        if isinstance(v, dict) and depth < 1:
+        if isinstance(v, dict) and depth < 3:
             _fields(v, out, name + ".", depth + 1)
         else:
             out[name] = v
@@ -372,7 +373,12 @@ def _key_candidates(fields: dict[str, FieldProfile], n: int) -> list[FieldProfil
     if any(f.distinct >= 3 for f in out):  # (two values: more likely a flag, a reward, than a key)
         out = [f for f in out if f.distinct >= 3]
     rank = {name: i for i, name in enumerate(KEY_NAMES)}
-    return sorted(out, key=lambda f: (rank.get(plain(f.name), len(rank)), f.share("int"), f.distinct))
+
+    def order(f: FieldProfile) -> tuple[int, float, int]:  # (a known name, its last part; names before numbers)
+        name = plain(f.name)
+        return rank.get(name, rank.get(name.rsplit(".", 1)[-1], len(rank))), f.numeric / f.present, f.distinct
+
+    return sorted(out, key=order)
 
 
 def _measured(f: FieldProfile) -> bool:

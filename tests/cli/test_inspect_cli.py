@@ -232,3 +232,25 @@ def test_a_heroku_router_log_s_durations_are_no_key(tmp_path, capsys):
                                "--reward-field", "service"] and "--reward-unit" in commands[0], commands
     assert ["run", "--rewards-file", str(p), "--line-pattern", "logfmt", "--key-field", "dyno", "--reward-field",
             "status", "--reward-at-least", "500"] in commands
+
+
+def test_a_cloud_load_balancer_s_key_four_levels_deep(tmp_path, capsys):
+    """A Google Cloud load balancer's request log names its backend three objects down
+    (``resource.labels.backend_service_name``): inspect read two levels, missed it and took the response sizes (800
+    numbers written as text) for the key."""
+    rng = random.Random(8)
+    p = tmp_path / "requests.jsonl"
+    with open(p, "w") as f:
+        for i in range(4_000):
+            backend = f"backend-{rng.randrange(10)}"
+            f.write(json.dumps({"httpRequest": {"status": 502 if rng.random() < 0.05 else 200,
+                                                "responseSize": str(rng.randrange(100, 900)),
+                                                "latency": f"{rng.expovariate(20):.6f}s"},
+                                "resource": {"type": "http_load_balancer",
+                                             "labels": {"backend_service_name": backend, "zone": "global"}},
+                                "timestamp": f"2026-11-30T10:{i // 600:02d}:{i // 10 % 60:02d}Z"}) + "\n")
+    assert main(["inspect", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "keys (values that repeat): resource.labels.backend_service_name (10), httpRequest.responseSize" in out, out
+    assert _suggested(out)[0] == ["run", "--rewards-file", str(p), "--key-field", "resource.labels.backend_service_name",
+                                  "--reward-field", "httpRequest.status", "--reward-at-least", "500"]
