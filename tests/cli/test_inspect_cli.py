@@ -218,7 +218,7 @@ def test_a_heroku_router_log_s_durations_are_no_key(tmp_path, capsys):
     rng = random.Random(5)
     p = tmp_path / "router.log"
     with open(p, "w") as f:
-        for i in range(6_000):
+        for _ in range(6_000):
             dyno = f"web.{rng.randrange(1, 9)}"
             status = rng.choice([500, 503]) if rng.random() < (0.4 if dyno == "web.4" else 0.02) else 200
             f.write(f'2026-11-30T10:00:00+00:00 heroku[router]: at=info method=GET path="/a{rng.randrange(9)}" '
