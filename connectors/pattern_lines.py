@@ -23,7 +23,11 @@ Named patterns (:data:`PATTERNS`): ``combined``, the access log format nginx and
 (``remote_addr``, ``remote_user``, ``time_local``, ``method``, ``path`` -- the request's path without its
 query, ``query`` --, ``protocol``, ``status``, ``body_bytes_sent``, ``http_referer``, ``http_user_agent``; the
 request's parts are absent when its line is not a request: a TLS handshake sent to the HTTP port),
-``common`` (the same without the last two), and ``alb``, an AWS Application Load Balancer's access log (``time``,
+``common`` (the same without the last two), ``ingress-nginx`` (Kubernetes' ingress-nginx controller's default
+format: the combined format's fields, then ``request_length``, ``request_time``, ``proxy_upstream_name`` --
+``namespace-service-port``, the key its requests are routed by --, ``proxy_alternative_upstream_name``,
+``upstream_addr``, ``upstream_response_length``, ``upstream_response_time``, ``upstream_status`` -- a list, ``0.004,
+0.012``, when it tried several upstreams -- and ``req_id``; an empty bracket is no field), and ``alb``, an AWS Application Load Balancer's access log (``time``,
 ``client``, ``target``, ``request_processing_time``, ``target_processing_time``, ``response_processing_time`` in
 seconds (none when no target answered: ``-1``), ``elb_status_code``, ``target_status_code``, ``received_bytes``,
 ``sent_bytes``, ``method``, ``host``, ``path``, ``query``, ``protocol``, ``user_agent``). ``logfmt`` is no fixed pattern: it reads every ``key=value`` pair
@@ -70,13 +74,27 @@ _ALB = (r'(?P<type>\S+) (?P<time>\S+) (?P<elb>\S+) (?P<client>\S+) (?P<target>\S
         r'(?P<target_status_code>\S+) (?P<received_bytes>\S+) (?P<sent_bytes>\S+) '
         r'"(?P<method>\S+) (?:[a-z]+://(?P<host>[^/ "]+))?(?P<path>[^ ?"]*)(?:\?(?P<query>[^ "]*))? (?P<protocol>[^"]*?) ?" '
         r'"(?P<user_agent>[^"]*)"')
+_COMBINED = _COMMON + r' "(?P<http_referer>[^"]*)" "(?P<http_user_agent>[^"]*)"'
+#: an upstream field of nginx's: one value, or a list of them when a request was passed to several upstreams in
+#: turn (``10.0.0.1:80, 10.0.0.2:80``; `` : `` between those of an internal redirect)
+_UPSTREAMS = r'[^\s,]+(?:(?:, | : )[^\s,]+)*'
+#: Kubernetes ingress-nginx's default format, ``upstreaminfo`` (its documentation's "Log format"): the combined
+#: format, then the request's length and time, ``[proxy_upstream_name]`` (``namespace-service-port``), the
+#: alternative (canary) upstream's name in brackets, and the upstreams' address, response length, time and status
+#: (lists when it tried several: see :data:`_UPSTREAMS`), and the request's id
+_INGRESS_NGINX = (_COMBINED + r' (?P<request_length>\S+) (?P<request_time>\S+) \[(?P<proxy_upstream_name>[^\]]*)\] '
+                  r'\[(?P<proxy_alternative_upstream_name>[^\]]*)\] (?P<upstream_addr>' + _UPSTREAMS + r') '
+                  r'(?P<upstream_response_length>' + _UPSTREAMS + r') (?P<upstream_response_time>' + _UPSTREAMS +
+                  r') (?P<upstream_status>' + _UPSTREAMS + r') (?P<req_id>\S+)\s*$')
 #: what the logs of a named pattern write for no value: no field (an ALB entry's processing times are ``-1`` when no
 #: target answered)
-NONE = {"common": frozenset({"-"}), "combined": frozenset({"-"}), "alb": frozenset({"-", "-1"})}
+NONE = {"common": frozenset({"-"}), "combined": frozenset({"-"}), "ingress-nginx": frozenset({"-", ""}),
+        "alb": frozenset({"-", "-1"})}
 #: patterns named by ``--line-pattern NAME``
 PATTERNS = {
     "common": _COMMON,
-    "combined": _COMMON + r' "(?P<http_referer>[^"]*)" "(?P<http_user_agent>[^"]*)"',
+    "combined": _COMBINED,
+    "ingress-nginx": _INGRESS_NGINX,
     "alb": _ALB,
 }
 

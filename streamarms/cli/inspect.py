@@ -46,8 +46,9 @@ DISTINCT = 10_000
 #: the field name ``inspect`` gives a Kafka record's key (``run``'s key without ``--key-field``)
 RECORD_KEY = "(record key)"
 #: names a key field often has, tried first (as :func:`plain` writes them: journald's ``_HOSTNAME`` is ``hostname``)
-KEY_NAMES = (RECORD_KEY, "arm", "key", "host", "hostname", "host.name", "upstream_addr", "upstream", "target", "server", "instance", "pod", "container", "dyno", "service", "region",
-             "worker", "worker_id", "user", "user_id", "endpoint", "path", "route", "country", "shard", "node")
+KEY_NAMES = (RECORD_KEY, "arm", "key", "host", "hostname", "host.name", "proxy_upstream_name", "upstream_addr", "upstream",
+             "target", "server", "instance", "pod", "container", "dyno", "service", "region", "worker", "worker_id",
+             "user", "user_id", "endpoint", "path", "route", "country", "shard", "node")
 #: names a time field often has (as :func:`plain` writes them: journald's ``__REALTIME_TIMESTAMP``, OpenTelemetry's
 #: ``timeUnixNano``)
 TIME_NAMES = ("timestamp", "@timestamp", "time", "ts", "time_local", "datetime", "date", "created_at", "submitted_at",
@@ -317,6 +318,7 @@ def _read(source: Any, records: int, fields: dict[str, FieldProfile], refused: C
 _FORMAT_NAMES = {"w3c": "a W3C extended log (IIS, CloudFront: its #Fields directive names the fields)",
                  "combined": "an access log in the combined format (nginx's and Apache's default)",
                  "common": "an access log in the common log format", "logfmt": "key=value pairs (logfmt)",
+                 "ingress-nginx": "a Kubernetes ingress-nginx controller's access log (its default format)",
                  "alb": "an AWS Application Load Balancer's access log"}
 
 
@@ -340,7 +342,7 @@ def _line_format(path: str, lines: int = 20) -> str | None:
         return None
     if is_w3c(texts[0]):
         return "w3c"
-    for name in ("combined", "common", "alb"):
+    for name in ("ingress-nginx", "combined", "common", "alb"):  # (the most specific first: ingress-nginx's is combined+)
         pattern = re.compile(PATTERNS[name])
         if sum(pattern.match(t) is not None for t in texts) >= 0.8 * len(texts):
             return name
@@ -414,8 +416,8 @@ def _reward_flags(f: FieldProfile, table: bool = False) -> str | None:
                         else f"{name} {flag}")
         if _ID_NAME.search(plain(f.name)):
             return None  # (a process's, a user's id: no reward however many its values)
-    if f.digits() and all(100 <= int(v) <= 599 for v in values) and f.distinct >= 2:
-        return name + " --reward-at-least 500"
+    if f.digits() and all(100 <= int(v) <= 599 for v in values) and 2 <= f.distinct <= 64 and not f.more:
+        return name + " --reward-at-least 500"  # (a status code: HTTP registers about 60; more are lengths, sizes)
     if f.share("str") > 0.99 and not f.numeric and 2 <= f.distinct <= 20 and not f.more:
         rare = [str(v) for v, _ in sorted(f.values.items(), key=lambda kv: kv[1]) if _ERRORISH.search(str(v))]
         return f"{name} --reward-in {shlex.quote(','.join(rare[:3]))}" if rare else None

@@ -254,3 +254,28 @@ def test_a_cloud_load_balancer_s_key_four_levels_deep(tmp_path, capsys):
     assert "keys (values that repeat): resource.labels.backend_service_name (10), httpRequest.responseSize" in out, out
     assert _suggested(out)[0] == ["run", "--rewards-file", str(p), "--key-field", "resource.labels.backend_service_name",
                                   "--reward-field", "httpRequest.status", "--reward-at-least", "500"]
+
+
+def test_a_kubernetes_ingress_nginx_log_is_known_and_keyed_by_its_upstream_service(tmp_path, capsys):
+    """ingress-nginx's default lines are combined-format lines and more: read as ``combined`` they lost the service
+    a request was routed to, and their request lengths (200-599 bytes) were taken for a status code."""
+    rng = random.Random(3)
+    p = tmp_path / "ingress.log"
+    with open(p, "w") as f:
+        for i in range(12_000):
+            svc = f"default-svc{rng.randrange(12)}-80"
+            status = 502 if rng.random() < (0.5 if svc == "default-svc4-80" else 0.02) else 200
+            t = rng.expovariate(20)
+            f.write(f'10.1.2.{rng.randrange(255)} - - [30/Nov/2026:10:{i // 600 % 60:02d}:{i // 10 % 60:02d} +0000] '
+                    f'"GET /api/items/{rng.randrange(1000)} HTTP/1.1" {status} {rng.randrange(100, 900)} "-" "curl/8" '
+                    f"{rng.randrange(200, 600)} {t:.3f} [{svc}] [] 10.2.0.{rng.randrange(40)}:8080 "
+                    f"{rng.randrange(100, 900)} {t:.3f} {status} {rng.getrandbits(64):016x}\n")
+    assert main(["inspect", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "read with --line-pattern ingress-nginx" in out
+    commands = _suggested(out)
+    assert commands[0] == ["run", "--rewards-file", str(p), "--line-pattern", "ingress-nginx", "--key-field",
+                           "proxy_upstream_name", "--reward-field", "status", "--reward-at-least", "500",
+                           "--timestamp-field", "time_local"], commands
+    assert not any("request_length" in c and "--reward-at-least" in c for c in commands), commands
+    assert _run_suggested(tmp_path, commands[0], "--policy", "cs")["flagged"] == ["default-svc4-80"]

@@ -37,6 +37,31 @@ def test_the_combined_pattern_reads_an_access_log():
     assert "http_user_agent" not in common and common["status"] == "503"
 
 
+def test_the_ingress_nginx_pattern_reads_its_upstreams_lists_and_empty_brackets():
+    """Kubernetes ingress-nginx's default format is the combined format and nine fields more; a request retried on a
+    second upstream writes each upstream field as a list, and one routed to no canary an empty bracket."""
+    head = '10.1.2.3 - - [14/Nov/2023:22:13:20 +0000] "GET /api/items/7 HTTP/1.1" 502 150 "-" "curl/8.0" 420 0.012 '
+    lines = [head + "[shop-cart-80] [] 10.2.0.7:8080 150 0.011 502 5f1c9a\n",
+             head + "[shop-cart-80] [shop-cart-canary-80] 10.2.0.7:8080, 10.2.0.9:8080 0, 150 0.004, 0.008 502, 200 "
+                    "7a2b\n",
+             head + "[shop-cart-80] [] - - - - 9c3d\n",  # (no upstream answered: nginx itself)
+             '10.1.2.3 - - [14/Nov/2023:22:13:20 +0000] "GET / HTTP/1.1" 200 1 "-" "curl/8.0"\n']  # (combined only)
+    one, retried, none, plain = PatternLines("ingress-nginx", LineTime("time_local")).records("ingress.log", lines, 0)
+    assert one.parsed == {"remote_addr": "10.1.2.3", "time_local": "14/Nov/2023:22:13:20 +0000", "method": "GET",
+                          "path": "/api/items/7", "protocol": "HTTP/1.1", "status": "502", "body_bytes_sent": "150",
+                          "http_user_agent": "curl/8.0", "request_length": "420", "request_time": "0.012",
+                          "proxy_upstream_name": "shop-cart-80", "upstream_addr": "10.2.0.7:8080",
+                          "upstream_response_length": "150", "upstream_response_time": "0.011",
+                          "upstream_status": "502", "req_id": "5f1c9a"}
+    assert one.timestamp == 1_700_000_000_000
+    assert {k: retried.parsed[k] for k in ("proxy_alternative_upstream_name", "upstream_addr", "upstream_status",
+                                           "req_id")} == {
+        "proxy_alternative_upstream_name": "shop-cart-canary-80", "upstream_addr": "10.2.0.7:8080, 10.2.0.9:8080",
+        "upstream_status": "502, 200", "req_id": "7a2b"}
+    assert "upstream_addr" not in none.parsed and none.parsed["req_id"] == "9c3d"
+    assert plain.key.reason == "bad_row"
+
+
 def test_a_pattern_of_ones_own_and_its_refusals():
     t = PatternLines(r"level=(?P<level>\w+) host=(?P<arm>\S+)(?: ms=(?P<ms>\d+))? ts=(?P<timestamp>\S+)")
     recs = t.records("app.log", ["level=ERROR host=h1 ms=12 ts=1700000000123", "level=INFO host=h2 ts=2023-11-14T22:13:20Z",
