@@ -27,7 +27,12 @@ request's parts are absent when its line is not a request: a TLS handshake sent 
 format: the combined format's fields, then ``request_length``, ``request_time``, ``proxy_upstream_name`` --
 ``namespace-service-port``, the key its requests are routed by --, ``proxy_alternative_upstream_name``,
 ``upstream_addr``, ``upstream_response_length``, ``upstream_response_time``, ``upstream_status`` -- a list, ``0.004,
-0.012``, when it tried several upstreams -- and ``req_id``; an empty bracket is no field), and ``alb``, an AWS Application Load Balancer's access log (``time``,
+0.012``, when it tried several upstreams -- and ``req_id``; an empty bracket is no field), ``haproxy`` (HAProxy's
+HTTP log, ``option httplog``: ``client_ip``, ``accept_date``, ``frontend_name``, ``backend_name``, ``server_name``,
+the timers ``time_request``, ``time_queue``, ``time_backend_connect``, ``time_backend_response`` (ms; none when
+``-1``: the step never came) and ``time_duration``, ``status_code``, ``bytes_read``, ``termination_state``, the
+connection counts and queues, the captured headers, and the request's ``method``, ``path``, ``query``,
+``protocol``), and ``alb``, an AWS Application Load Balancer's access log (``time``,
 ``client``, ``target``, ``request_processing_time``, ``target_processing_time``, ``response_processing_time`` in
 seconds (none when no target answered: ``-1``), ``elb_status_code``, ``target_status_code``, ``received_bytes``,
 ``sent_bytes``, ``method``, ``host``, ``path``, ``query``, ``protocol``, ``user_agent``). ``logfmt`` is no fixed pattern: it reads every ``key=value`` pair
@@ -86,40 +91,56 @@ _INGRESS_NGINX = (_COMBINED + r' (?P<request_length>\S+) (?P<request_time>\S+) \
                   r'\[(?P<proxy_alternative_upstream_name>[^\]]*)\] (?P<upstream_addr>' + _UPSTREAMS + r') '
                   r'(?P<upstream_response_length>' + _UPSTREAMS + r') (?P<upstream_response_time>' + _UPSTREAMS +
                   r') (?P<upstream_status>' + _UPSTREAMS + r') (?P<req_id>\S+)\s*$')
+#: HAProxy's HTTP log format (``option httplog``; its configuration manual, "8.2.3. HTTP log format"), after the
+#: syslog header: the manual's field names, its five timers named as Logstash's grok pattern names them
+#: (``time_request`` TR, ``time_queue`` Tw, ``time_backend_connect`` Tc, ``time_backend_response`` Tr, in ms; -1:
+#: that step never came; ``time_duration`` Ta/Tt, from the accept), the captured headers when configured, and the
+#: request split as the combined format's
+_HAPROXY = (r'(?P<client_ip>\S+):(?P<client_port>\d+) \[(?P<accept_date>[^\]]+)\] (?P<frontend_name>\S+) '
+            r'(?P<backend_name>[^\s/]+)/(?P<server_name>\S+) (?P<time_request>-?\d+)/(?P<time_queue>-?\d+)/'
+            r'(?P<time_backend_connect>-?\d+)/(?P<time_backend_response>-?\d+)/\+?(?P<time_duration>-?\d+) '
+            r'(?P<status_code>-?\d+) \+?(?P<bytes_read>\d+) (?P<captured_request_cookie>\S+) '
+            r'(?P<captured_response_cookie>\S+) (?P<termination_state>\S+) (?P<actconn>\d+)/(?P<feconn>\d+)/'
+            r'(?P<beconn>\d+)/(?P<srv_conn>\d+)/\+?(?P<retries>\d+) (?P<srv_queue>\d+)/(?P<backend_queue>\d+) '
+            r'(?:\{(?P<captured_request_headers>[^}]*)\} )?(?:\{(?P<captured_response_headers>[^}]*)\} )?' + _REQUEST)
 #: what the logs of a named pattern write for no value: no field (an ALB entry's processing times are ``-1`` when no
-#: target answered)
+#: target answered, an HAProxy entry's timers when that step never came)
 NONE = {"common": frozenset({"-"}), "combined": frozenset({"-"}), "ingress-nginx": frozenset({"-", ""}),
-        "alb": frozenset({"-", "-1"})}
+        "alb": frozenset({"-", "-1"}), "haproxy": frozenset({"-", "-1", ""})}
 #: patterns named by ``--line-pattern NAME``
 PATTERNS = {
     "common": _COMMON,
     "combined": _COMBINED,
     "ingress-nginx": _INGRESS_NGINX,
     "alb": _ALB,
+    "haproxy": _HAPROXY,
 }
 
 #: a ``key=value`` pair of a logfmt line (``--line-pattern logfmt``): a key of no space, ``=`` or quote, at the
 #: line's start or after a space; a value bare (to the next space) or double-quoted with backslash escapes
 LOGFMT = re.compile(r'(?:^|(?<=\s))([^\s="]+)=("(?:[^"\\]|\\.)*"|[^\s"]*)')
 
-_CLF = re.compile(r"\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [+-]\d{4}")
+_CLF = re.compile(r"\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2}(\.\d{1,6})?( [+-]\d{4})?")
 _SLASH_DATE = re.compile(r"\d{4}/\d{2}/\d{2}[ T]\d{2}:")
 _SYSLOG_TIME = re.compile(r"[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}")
 
 
 def clf_ms(text: str) -> int | None:
-    """A common-log-format time (``10/Oct/2000:13:55:36 -0700``) as milliseconds since the epoch, else ``None``.
+    """A common-log-format time (``10/Oct/2000:13:55:36 -0700``) as milliseconds since the epoch, else ``None``;
+    also with a fraction of a second and no zone, as HAProxy's ``accept_date`` (``06/Feb/2009:12:14:14.655``:
+    UTC, as an ISO time without an offset).
 
-    >>> clf_ms("14/Nov/2023:23:13:20 +0100"), clf_ms("2023-11-14")
-    (1700000000000, None)
+    >>> clf_ms("14/Nov/2023:23:13:20 +0100"), clf_ms("14/Nov/2023:22:13:20.655"), clf_ms("2023-11-14")
+    (1700000000000, 1700000000655, None)
     """
-    if not _CLF.fullmatch(text):
+    m = _CLF.fullmatch(text)
+    if m is None:
         return None
     try:
-        when = dt.datetime.strptime(text, "%d/%b/%Y:%H:%M:%S %z")
+        when = dt.datetime.strptime(text, "%d/%b/%Y:%H:%M:%S" + (".%f" if m[1] else "") + (" %z" if m[2] else ""))
     except ValueError:  # (a month name strptime does not know in this locale, day 31 of a short month)
         return None
-    return round(when.timestamp() * 1000)
+    return round((when if m[2] else when.replace(tzinfo=dt.UTC)).timestamp() * 1000)
 
 
 def syslog_ms(text: str, now: dt.datetime) -> int | None:

@@ -279,3 +279,28 @@ def test_a_kubernetes_ingress_nginx_log_is_known_and_keyed_by_its_upstream_servi
                            "--timestamp-field", "time_local"], commands
     assert not any("request_length" in c and "--reward-at-least" in c for c in commands), commands
     assert _run_suggested(tmp_path, commands[0], "--policy", "cs")["flagged"] == ["default-svc4-80"]
+
+
+def test_an_haproxy_log_is_known_and_keyed_by_its_servers(tmp_path, capsys):
+    """HAProxy's HTTP log (sent through syslog) was no format inspect knew: every line refused as not JSON."""
+    rng = random.Random(4)
+    p = tmp_path / "haproxy.log"
+    with open(p, "w") as f:
+        for i in range(12_000):
+            srv = f"web{rng.randrange(10)}"
+            status = 503 if rng.random() < (0.5 if srv == "web7" else 0.02) else 200
+            tr = int(rng.expovariate(1 / 40))
+            clock = f"10:{i // 600 % 60:02d}:{i // 10 % 60:02d}"
+            f.write(f"Nov 30 {clock} lb1 haproxy[1234]: 10.0.1.{rng.randrange(255)}:{rng.randrange(1024, 65535)} "
+                    f"[30/Nov/2026:{clock}.{rng.randrange(1000):03d}] http-in app/{srv} 0/0/1/{tr}/{tr + 2} {status} "
+                    f'{rng.randrange(100, 9000)} - - ---- 12/12/3/1/0 0/0 "GET /api/v1/item/{rng.randrange(500)} '
+                    'HTTP/1.1"\n')
+    assert main(["inspect", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "read with --line-pattern haproxy" in out
+    commands = _suggested(out)
+    status = ["run", "--rewards-file", str(p), "--line-pattern", "haproxy", "--key-field", "server_name",
+              "--reward-field", "status_code", "--reward-at-least", "500", "--timestamp-field", "accept_date"]
+    assert status in commands and all(c[6] == "server_name" for c in commands), commands
+    assert any("time_backend_response" in c and "--reward-model" in c for c in commands)
+    assert _run_suggested(tmp_path, status, "--policy", "cs")["flagged"] == ["web7"]

@@ -62,6 +62,30 @@ def test_the_ingress_nginx_pattern_reads_its_upstreams_lists_and_empty_brackets(
     assert plain.key.reason == "bad_row"
 
 
+def test_the_haproxy_pattern_reads_an_httplog_line_after_its_syslog_header():
+    """HAProxy's HTTP log, as its manual's example and with a timer that never came (-1), captured headers and a
+    bad request; its accept date has milliseconds and no zone (UTC)."""
+    syslog = "Feb  6 12:14:14 localhost haproxy[14389]: "
+    lines = [syslog + '10.0.1.2:33317 [14/Nov/2023:22:13:20.655] http-in static/srv1 10/0/30/69/109 200 2750 - - '
+                      '---- 1/1/1/1/0 0/0 {1wt.eu} {} "GET /index.html?x=1 HTTP/1.1"\n',
+             syslog + '10.0.1.2:33318 [14/Nov/2023:22:13:21.000] http-in static/srv2 5/0/-1/-1/3002 503 212 - - '
+                      'SC-- 2/2/0/0/3 0/0 "GET /api HTTP/1.1"\n',
+             syslog + '10.0.1.3:33319 [14/Nov/2023:22:13:22.000] http-in http-in/<NOSRV> -1/-1/-1/-1/0 400 187 - - '
+                      'PR-- 1/1/0/0/0 0/0 "<BADREQ>"\n']
+    ok, refused, bad = PatternLines("haproxy", LineTime("accept_date")).records("haproxy.log", lines, 0)
+    assert ok.parsed == {"client_ip": "10.0.1.2", "client_port": "33317", "accept_date": "14/Nov/2023:22:13:20.655",
+                         "frontend_name": "http-in", "backend_name": "static", "server_name": "srv1",
+                         "time_request": "10", "time_queue": "0", "time_backend_connect": "30",
+                         "time_backend_response": "69", "time_duration": "109", "status_code": "200",
+                         "bytes_read": "2750", "termination_state": "----", "actconn": "1", "feconn": "1",
+                         "beconn": "1", "srv_conn": "1", "retries": "0", "srv_queue": "0", "backend_queue": "0",
+                         "captured_request_headers": "1wt.eu", "method": "GET", "path": "/index.html", "query": "x=1",
+                         "protocol": "HTTP/1.1"}
+    assert (ok.timestamp, refused.timestamp) == (1_700_000_000_655, 1_700_000_001_000)
+    assert "time_backend_response" not in refused.parsed and refused.parsed["retries"] == "3"  # (-1: never came)
+    assert bad.parsed["server_name"] == "<NOSRV>" and "path" not in bad.parsed and "time_request" not in bad.parsed
+
+
 def test_a_pattern_of_ones_own_and_its_refusals():
     t = PatternLines(r"level=(?P<level>\w+) host=(?P<arm>\S+)(?: ms=(?P<ms>\d+))? ts=(?P<timestamp>\S+)")
     recs = t.records("app.log", ["level=ERROR host=h1 ms=12 ts=1700000000123", "level=INFO host=h2 ts=2023-11-14T22:13:20Z",
