@@ -32,7 +32,13 @@ HTTP log, ``option httplog``: ``client_ip``, ``accept_date``, ``frontend_name``,
 the timers ``time_request``, ``time_queue``, ``time_backend_connect``, ``time_backend_response`` (ms; none when
 ``-1``: the step never came) and ``time_duration``, ``status_code``, ``bytes_read``, ``termination_state``, the
 connection counts and queues, the captured headers, and the request's ``method``, ``path``, ``query``,
-``protocol``), and ``alb``, an AWS Application Load Balancer's access log (``time``,
+``protocol``), ``envoy`` (Envoy's default access log and Istio's sidecar text format: ``start_time``, ``method``,
+``path``, ``query``, ``protocol``, ``response_code`` -- 0: no response began --, ``response_flags``, ``bytes_received``,
+``bytes_sent``, ``duration`` and ``upstream_service_time`` in ms, ``x_forwarded_for``, ``user_agent``,
+``request_id``, ``authority``, ``upstream_host``; Istio's also ``response_code_details``,
+``connection_termination_details``, ``upstream_transport_failure_reason``, ``upstream_cluster``,
+``upstream_local_address``, ``downstream_local_address``, ``downstream_remote_address``, ``requested_server_name``,
+``route_name``), and ``alb``, an AWS Application Load Balancer's access log (``time``,
 ``client``, ``target``, ``request_processing_time``, ``target_processing_time``, ``response_processing_time`` in
 seconds (none when no target answered: ``-1``), ``elb_status_code``, ``target_status_code``, ``received_bytes``,
 ``sent_bytes``, ``method``, ``host``, ``path``, ``query``, ``protocol``, ``user_agent``). ``logfmt`` is no fixed pattern: it reads every ``key=value`` pair
@@ -103,10 +109,21 @@ _HAPROXY = (r'(?P<client_ip>\S+):(?P<client_port>\d+) \[(?P<accept_date>[^\]]+)\
             r'(?P<captured_response_cookie>\S+) (?P<termination_state>\S+) (?P<actconn>\d+)/(?P<feconn>\d+)/'
             r'(?P<beconn>\d+)/(?P<srv_conn>\d+)/\+?(?P<retries>\d+) (?P<srv_queue>\d+)/(?P<backend_queue>\d+) '
             r'(?:\{(?P<captured_request_headers>[^}]*)\} )?(?:\{(?P<captured_response_headers>[^}]*)\} )?' + _REQUEST)
+#: Envoy's default access log format (its documentation's "Default Format String"), and Istio's sidecar text format
+#: (from Istio 1.8), which adds three fields after the response flags and six at the end: the field names are Istio's
+#: JSON format's
+_ENVOY = (r'\[(?P<start_time>[^\]]+)\] ' + _REQUEST + r' (?P<response_code>\d+) (?P<response_flags>\S+) '
+          r'(?:(?P<response_code_details>\S+) (?P<connection_termination_details>\S+) '
+          r'"(?P<upstream_transport_failure_reason>[^"]*)" )?'
+          r'(?P<bytes_received>\d+) (?P<bytes_sent>\d+) (?P<duration>\d+) (?P<upstream_service_time>\S+) '
+          r'"(?P<x_forwarded_for>[^"]*)" "(?P<user_agent>[^"]*)" "(?P<request_id>[^"]*)" "(?P<authority>[^"]*)" '
+          r'"(?P<upstream_host>[^"]*)"(?: (?P<upstream_cluster>\S+) (?P<upstream_local_address>\S+) '
+          r'(?P<downstream_local_address>\S+) (?P<downstream_remote_address>\S+) (?P<requested_server_name>\S+) '
+          r'(?P<route_name>\S+))?')
 #: what the logs of a named pattern write for no value: no field (an ALB entry's processing times are ``-1`` when no
 #: target answered, an HAProxy entry's timers when that step never came)
 NONE = {"common": frozenset({"-"}), "combined": frozenset({"-"}), "ingress-nginx": frozenset({"-", ""}),
-        "alb": frozenset({"-", "-1"}), "haproxy": frozenset({"-", "-1", ""})}
+        "alb": frozenset({"-", "-1"}), "haproxy": frozenset({"-", "-1", ""}), "envoy": frozenset({"-", ""})}
 #: patterns named by ``--line-pattern NAME``
 PATTERNS = {
     "common": _COMMON,
@@ -114,6 +131,7 @@ PATTERNS = {
     "ingress-nginx": _INGRESS_NGINX,
     "alb": _ALB,
     "haproxy": _HAPROXY,
+    "envoy": _ENVOY,
 }
 
 #: a ``key=value`` pair of a logfmt line (``--line-pattern logfmt``): a key of no space, ``=`` or quote, at the

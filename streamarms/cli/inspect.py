@@ -46,13 +46,13 @@ DISTINCT = 10_000
 #: the field name ``inspect`` gives a Kafka record's key (``run``'s key without ``--key-field``)
 RECORD_KEY = "(record key)"
 #: names a key field often has, tried first (as :func:`plain` writes them: journald's ``_HOSTNAME`` is ``hostname``)
-KEY_NAMES = (RECORD_KEY, "arm", "key", "host", "hostname", "host.name", "proxy_upstream_name", "upstream_addr", "upstream",
-             "target", "server", "server_name", "backend_name", "instance", "pod", "container", "dyno", "service",
+KEY_NAMES = (RECORD_KEY, "arm", "key", "host", "hostname", "host.name", "proxy_upstream_name", "upstream_cluster",
+             "upstream_addr", "upstream", "upstream_host", "target", "server", "server_name", "backend_name", "instance", "pod", "container", "dyno", "service",
              "region", "worker", "worker_id", "user", "user_id", "endpoint", "path", "route", "country", "shard", "node")
 #: names a time field often has (as :func:`plain` writes them: journald's ``__REALTIME_TIMESTAMP``, OpenTelemetry's
 #: ``timeUnixNano``)
 TIME_NAMES = ("timestamp", "@timestamp", "time", "ts", "time_local", "datetime", "date", "created_at", "submitted_at",
-              "realtime_timestamp", "timeunixnano", "accept_date")
+              "realtime_timestamp", "timeunixnano", "accept_date", "start_time")
 #: the numeric severities of logs, by their field's plain name: the values a scale has, and the flag that reads its
 #: errors and worse -- syslog's (journald's ``PRIORITY``, RFC 5424: 0 emerg .. 3 err .. 7 debug), pino's and
 #: bunyan's ``level`` (10 trace .. 50 error, 60 fatal), Python's ``levelno`` (40 ERROR), OpenTelemetry's
@@ -320,6 +320,7 @@ _FORMAT_NAMES = {"w3c": "a W3C extended log (IIS, CloudFront: its #Fields direct
                  "common": "an access log in the common log format", "logfmt": "key=value pairs (logfmt)",
                  "ingress-nginx": "a Kubernetes ingress-nginx controller's access log (its default format)",
                  "haproxy": "HAProxy's HTTP log (option httplog)",
+                 "envoy": "Envoy's access log (its default format, or Istio's sidecar text format)",
                  "alb": "an AWS Application Load Balancer's access log"}
 
 
@@ -343,7 +344,7 @@ def _line_format(path: str, lines: int = 20) -> str | None:
         return None
     if is_w3c(texts[0]):
         return "w3c"
-    for name in ("ingress-nginx", "combined", "common", "alb", "haproxy"):  # (the most specific first: ingress-nginx's is combined+)
+    for name in ("ingress-nginx", "combined", "common", "alb", "haproxy", "envoy"):  # (the most specific first: ingress-nginx's is combined+)
         pattern = re.compile(PATTERNS[name])
         found = pattern.search if name == "haproxy" else pattern.match  # (after the syslog header it is sent with)
         if sum(found(t) is not None for t in texts) >= 0.8 * len(texts):

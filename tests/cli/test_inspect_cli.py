@@ -304,3 +304,31 @@ def test_an_haproxy_log_is_known_and_keyed_by_its_servers(tmp_path, capsys):
     assert status in commands and all(c[6] == "server_name" for c in commands), commands
     assert any("time_backend_response" in c and "--reward-model" in c for c in commands)
     assert _run_suggested(tmp_path, status, "--policy", "cs")["flagged"] == ["web7"]
+
+
+def test_an_istio_sidecar_log_is_known_and_keyed_by_its_upstream_cluster(tmp_path, capsys):
+    """Envoy's and Istio's text access logs were no format inspect knew: every line refused as not JSON."""
+    import datetime as dt
+
+    rng = random.Random(6)
+    p = tmp_path / "istio.log"
+    t0 = dt.datetime(2026, 11, 30, 10, tzinfo=dt.UTC)
+    with open(p, "w") as f:
+        for i in range(12_000):
+            svc = f"svc{rng.randrange(10)}"
+            bad = rng.random() < (0.5 if svc == "svc2" else 0.02)
+            d = int(rng.expovariate(1 / 20))
+            ts = (t0 + dt.timedelta(milliseconds=50 * i)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+            f.write(f'[{ts}] "GET /api/{rng.randrange(9)} HTTP/1.1" {503 if bad else 200} {"UF" if bad else "-"} '
+                    f'via_upstream - "-" 0 {rng.randrange(100, 900)} {d + 1} {d} "-" "curl/8" "{rng.getrandbits(64):x}" '
+                    f'"{svc}:8080" "10.0.0.{rng.randrange(30)}:8080" outbound|8080||{svc}.default.svc.cluster.local '
+                    f"10.1.0.5:41234 10.96.0.{rng.randrange(10)}:8080 10.1.0.5:50000 - default\n")
+    assert main(["inspect", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "read with --line-pattern envoy" in out
+    commands = _suggested(out)
+    assert commands[0] == ["run", "--rewards-file", str(p), "--line-pattern", "envoy", "--key-field", "upstream_cluster",
+                           "--reward-field", "response_code", "--reward-at-least", "500", "--timestamp-field",
+                           "start_time"], commands
+    assert _run_suggested(tmp_path, commands[0], "--policy", "cs")["flagged"] == [
+        "outbound|8080||svc2.default.svc.cluster.local"]

@@ -86,6 +86,30 @@ def test_the_haproxy_pattern_reads_an_httplog_line_after_its_syslog_header():
     assert bad.parsed["server_name"] == "<NOSRV>" and "path" not in bad.parsed and "time_request" not in bad.parsed
 
 
+def test_the_envoy_pattern_reads_envoy_s_default_lines_and_istio_s():
+    """Envoy's default format as its documentation's example; Istio's sidecar format adds three fields after the
+    flags and six at the end; ``-`` is no value."""
+    envoy = ('[2016-04-15T20:17:00.310Z] "POST /api/v1/locations HTTP/2" 204 - 154 0 226 100 "10.0.35.28" '
+             '"nsq2http" "cc21d9b0-cf5c-432b-8c7e-98aeb7988cd2" "locations" "tcp://10.0.2.1:80"\n')
+    istio = ('[2026-11-30T10:00:00.050Z] "GET /api/4?x=1 HTTP/1.1" 503 UF upstream_reset_before_response_started'
+             '{connection_failure} - "-" 0 91 3 - "-" "curl/8" "254499c7" "reviews:9080" "10.0.0.21:9080" '
+             'outbound|9080||reviews.default.svc.cluster.local 10.1.0.5:41234 10.96.0.9:9080 10.1.0.5:50000 - '
+             'default\n')
+    a, b = PatternLines("envoy", LineTime("start_time")).records("envoy.log", [envoy, istio], 0)
+    assert a.parsed == {"start_time": "2016-04-15T20:17:00.310Z", "method": "POST", "path": "/api/v1/locations",
+                        "protocol": "HTTP/2", "response_code": "204", "bytes_received": "154", "bytes_sent": "0",
+                        "duration": "226", "upstream_service_time": "100", "x_forwarded_for": "10.0.35.28",
+                        "user_agent": "nsq2http", "request_id": "cc21d9b0-cf5c-432b-8c7e-98aeb7988cd2",
+                        "authority": "locations", "upstream_host": "tcp://10.0.2.1:80"}
+    assert a.timestamp == 1_460_751_420_310
+    assert {k: b.parsed.get(k) for k in ("query", "response_code", "response_flags", "response_code_details",
+                                         "upstream_service_time", "upstream_cluster", "route_name")} == {
+        "query": "x=1", "response_code": "503", "response_flags": "UF",
+        "response_code_details": "upstream_reset_before_response_started{connection_failure}",
+        "upstream_service_time": None, "upstream_cluster": "outbound|9080||reviews.default.svc.cluster.local",
+        "route_name": "default"}
+
+
 def test_a_pattern_of_ones_own_and_its_refusals():
     t = PatternLines(r"level=(?P<level>\w+) host=(?P<arm>\S+)(?: ms=(?P<ms>\d+))? ts=(?P<timestamp>\S+)")
     recs = t.records("app.log", ["level=ERROR host=h1 ms=12 ts=1700000000123", "level=INFO host=h2 ts=2023-11-14T22:13:20Z",
