@@ -270,6 +270,7 @@ class KafkaRewardSource:
 
     ``resume``: positions from a checkpoint (``{"topic:partition": [next_offset, runmax]}``).
     ``max_timestamp_ahead``: seconds a record may be stamped in the future (:mod:`.record_time`; 0: no limit).
+    ``values``: reads each batch's values first (:attr:`values`).
     ``before_revoke``: called when partitions are about to be taken away (the daemon checkpoints).
     """
 
@@ -279,7 +280,7 @@ class KafkaRewardSource:
                  max_buffer: int = 20_000, on_out_of_range: str = "earliest", check_interval: float = 5.0,
                  rebuild_after: float = 10.0, join_timeout: float = 120.0, leave_grace: float = 15.0,
                  start_from: str | int | None = None, commit_timeout: float = 5.0,
-                 max_timestamp_ahead: float = 3600.0) -> None:
+                 max_timestamp_ahead: float = 3600.0, values: Callable[[list[Any]], list[Any]] | None = None) -> None:
         if on_out_of_range not in OUT_OF_RANGE_RULES:
             raise ValueError(f"on_out_of_range must be one of {', '.join(OUT_OF_RANGE_RULES)}, got {on_out_of_range!r}")
         #: where a partition without a checkpointed position starts (``None``: the group's committed
@@ -288,6 +289,9 @@ class KafkaRewardSource:
         self._backfill = StartFrom(start_from, transient=_transient) if start_from is not None else None
         self.on_out_of_range = on_out_of_range
         self.timestamps = TimestampScreen(max_timestamp_ahead)  # records stamped in the future refused
+        #: what reads the values of a batch before the daemon does (``--line-pattern``: a log line's fields as
+        #: JSON, :class:`~streamarms.connectors.kafka_lines.ValueLines`); ``None``: the values as they came
+        self.values = values
         self.check_interval = check_interval
         #: seconds a group offset commit may wait for the broker (kafka-python's default, its request
         #: timeout of 30 s, kept the daemon's loop blocked through a whole outage: no poll, no warning,
@@ -593,7 +597,8 @@ class KafkaRewardSource:
                     self.consumer.resume(*[TopicPartition(*tp) for tp in back])
                     self._paused.difference_update(back)
                     self._resumed_any = True
-        return self.timestamps(merger.release(self._ended))
+        out = self.timestamps(merger.release(self._ended))
+        return self.values(out) if self.values is not None and out else out
 
     def rollback(self, processed: int) -> None:
         self.merger.rollback(processed)

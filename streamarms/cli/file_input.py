@@ -84,10 +84,11 @@ def _inspect(path: str) -> str:
     return "" if path == "-" else f"; streamarms inspect {shlex.quote(path)} suggests the flags that read it"
 
 
-def check_columns(tables: dict[str, Any], s: RunSettings) -> None:
+def check_columns(tables: dict[str, Any], s: RunSettings, own_keys: bool = False) -> None:
     """``ConfigError`` naming a field the run reads that a table's header (a pattern's groups) has no column
-    (group) for: the reward's, the key's (``--key-field``, else ``arm`` or ``key``), ``--group-by``'s, and
-    ``--timestamp-field`` when given (without it, a table with no ``timestamp`` column has no times)."""
+    (group) for: the reward's, the key's (``--key-field``, else ``arm`` or ``key`` unless ``own_keys``: Kafka
+    records have keys of their own), ``--group-by``'s, and ``--timestamp-field`` when given (without it, a table
+    with no ``timestamp`` column has no times)."""
     wanted = [("--reward-field", s.reward_field)]
     if s.key_field is not None:
         wanted.append(("--key-field", s.key_field))
@@ -105,7 +106,7 @@ def check_columns(tables: dict[str, Any], s: RunSettings) -> None:
         for flag, name in wanted:
             if name not in columns:
                 raise ConfigError(f"{of} has no {what} {name!r} ({flag}): its {what}s are {shown}" + _inspect(path))
-        if s.key_field is None and "arm" not in columns and "key" not in columns:
+        if s.key_field is None and "arm" not in columns and "key" not in columns and not own_keys:
             unit = "line" if s.line_pattern else "row"
             raise ConfigError(f"{of} has no 'arm' or 'key' {what} naming each {unit}'s key: name the {what} with "
                               f"--key-field (its {what}s are {shown})" + _inspect(path))

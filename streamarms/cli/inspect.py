@@ -28,7 +28,7 @@ import math
 import re
 import shlex
 import sys
-from collections import Counter
+from collections import Counter, namedtuple
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
@@ -181,6 +181,8 @@ def _fields(obj: dict[str, Any], out: dict[str, Any], prefix: str = "", depth: i
             out[name] = v
 
 
+#: a Kafka record as :class:`~streamarms.connectors.kafka_lines.ValueLines` reads one
+_Record = namedtuple("_Record", "topic partition offset key value")
 #: places across a file read after its first records (:func:`profile`), each ``records // (2 * SPREAD)`` records
 SPREAD = 4
 
@@ -217,12 +219,14 @@ def profile(path: str | Sequence[str], records: int = 10_000, rewards_format: st
     return fields, n, refused
 
 
-def kafka_profile(servers: str, topics: Sequence[str], records: int) -> tuple[dict[str, FieldProfile], int, Counter[str]]:
-    """:func:`profile` of the latest ``records`` records of Kafka ``topics``: each value's fields, and its key as the
-    field :data:`RECORD_KEY`."""
+def kafka_profile(sample: Sequence[tuple[bytes | None, bytes | None]], records: int, line_pattern: str | None = None
+                  ) -> tuple[dict[str, FieldProfile], int, Counter[str]]:
+    """:func:`profile` of Kafka records (``sample``: ``(key, value)`` pairs, the latest of a topic's:
+    :func:`~streamarms.connectors.kafka_sample.latest_records`): each value's fields -- a JSON object's, or a log
+    line's read by ``line_pattern`` as ``run`` reads it --, and its key as the field :data:`RECORD_KEY`."""
     from types import SimpleNamespace
 
-    from streamarms.connectors.kafka_sample import latest_records
+    from streamarms.connectors.kafka_lines import ValueLines
 
     class _Sample:  # (a source of one batch, as _read polls it)
         def __init__(self, batch: list[Any]) -> None:
@@ -233,9 +237,16 @@ def kafka_profile(servers: str, topics: Sequence[str], records: int) -> tuple[di
             batch, self.batch = self.batch or [], None
             return batch
 
+    lines = ValueLines(line_pattern) if line_pattern is not None else None
     batch = []
-    for key, value in latest_records(servers, topics, records):
+    for i, (key, value) in enumerate(sample):
         head = {RECORD_KEY: key.decode("utf-8", "replace")} if key is not None else {}
+        if lines is not None:
+            [r] = lines([_Record("sample", 0, i, key, value)])
+            if hasattr(r.key, "reason"):
+                batch.append(SimpleNamespace(key=r.key, value=value, parsed=None))
+                continue
+            value = r.value
         batch.append(SimpleNamespace(key=None, value=value, parsed=_value_with(head, value)))
     fields: dict[str, FieldProfile] = {}
     refused: Counter[str] = Counter()
@@ -326,13 +337,8 @@ _FORMAT_NAMES = {"w3c": "a W3C extended log (IIS, CloudFront: its #Fields direct
 
 def _line_format(path: str, lines: int = 20) -> str | None:
     """The format of a plain-text log from the first ``lines`` non-blank lines of ``path``: ``w3c`` (a W3C extended
-    log's directive first: ``--rewards-format w3c``), or the named ``--line-pattern`` that reads most of them: an
-    access log's ``combined`` (or ``common``, or an AWS load balancer's ``alb``) format, else ``logfmt`` (two ``key=value`` pairs a line or more); else
-    ``None``."""
-    import re
-
+    log's directive first: ``--rewards-format w3c``), else :func:`lines_format`'s."""
     from streamarms.connectors.compressed_lines import file_head
-    from streamarms.connectors.pattern_lines import LOGFMT, PATTERNS
     from streamarms.connectors.w3c_lines import is_w3c
 
     if path == "-":
@@ -340,10 +346,27 @@ def _line_format(path: str, lines: int = 20) -> str | None:
     head = file_head(path, 65536)
     whole = head.decode("utf-8", "replace").splitlines()[:-1 if len(head) == 65536 else None]  # (whole lines)
     texts = [t for t in (line.strip() for line in whole) if t][:lines]
+    if texts and is_w3c(texts[0]):
+        return "w3c"
+    return lines_format(texts)
+
+
+def lines_format(texts: Sequence[str]) -> str | None:
+    """The named ``--line-pattern`` that reads most of the log lines ``texts`` (at least 80%): an access log's format
+    (``ingress-nginx``, ``combined``, ``common``, ``alb``, ``haproxy``, ``envoy``), else ``logfmt`` (two ``key=value``
+    pairs a line or more); else ``None``.
+
+    >>> lines_format(['10.0.0.7 - - [14/Nov/2023:22:13:20 +0000] "GET / HTTP/1.1" 503 12 "-" "curl/8.0"'])
+    'combined'
+    >>> lines_format(["level=error host=web-1 ms=12"]), lines_format(["just text"]), lines_format([])
+    ('logfmt', None, None)
+    """
+    import re
+
+    from streamarms.connectors.pattern_lines import LOGFMT, PATTERNS
+
     if not texts:
         return None
-    if is_w3c(texts[0]):
-        return "w3c"
     for name in ("ingress-nginx", "combined", "common", "alb", "haproxy", "envoy"):  # (the most specific first: ingress-nginx's is combined+)
         pattern = re.compile(PATTERNS[name])
         found = pattern.search if name == "haproxy" else pattern.match  # (after the syslog header it is sent with)
@@ -563,14 +586,26 @@ def inspect_main(opts: argparse.Namespace) -> int:
                               "latest records)")
         if opts.bootstrap_servers:
             from streamarms.connectors.kafka import BrokerUnreachable
+            from streamarms.connectors.kafka_sample import latest_records
 
+            if opts.rewards_format != "auto":
+                raise ConfigError("--rewards-format says what files hold; a Kafka record's value is JSON, or a log line "
+                                  "(--line-pattern)")
             try:
-                fields, n, refused = kafka_profile(opts.bootstrap_servers, opts.rewards_topic, opts.records)
+                sample = latest_records(opts.bootstrap_servers, opts.rewards_topic, opts.records)
             except BrokerUnreachable as e:
                 raise ConfigError(str(e)) from None
+            fields, n, refused = kafka_profile(sample, opts.records, opts.line_pattern)
             opts.files = [f"topic {t}" for t in opts.rewards_topic]
+            if not fields and opts.line_pattern is None and refused.get("not_json", 0) * 2 > n:
+                texts = [t for _, v in sample[:200] if v and (t := v.decode("utf-8", "replace").strip())][:20]
+                if (known := lines_format(texts)) is not None:  # (log lines sent as they are: rsyslog, Vector)
+                    print(f"the values are {_FORMAT_NAMES[known]}, not JSON: read with --line-pattern {known}")
+                    opts.line_pattern = known
+                    fields, n, refused = kafka_profile(sample, opts.records, known)
             source = f"--bootstrap-servers {shlex.quote(opts.bootstrap_servers)}" + "".join(
-                f" --rewards-topic {shlex.quote(t)}" for t in opts.rewards_topic)
+                f" --rewards-topic {shlex.quote(t)}" for t in opts.rewards_topic) + (
+                f" --line-pattern {shlex.quote(opts.line_pattern)}" if opts.line_pattern else "")
         else:
             opts.files = expand_files(opts.files)
             fields, n, refused = profile(opts.files, opts.records, opts.rewards_format, opts.line_pattern)
@@ -593,8 +628,8 @@ def inspect_main(opts: argparse.Namespace) -> int:
         f"; {sum(refused.values()):,} refused ({', '.join(f'{k} {v:,}' for k, v in refused.most_common())})"
         if refused else ""))
     if not fields:
-        print("no field found: run reads a Kafka record's value as one JSON object (Avro, Protobuf or plain text "
-              "are refused record by record)" if source else
+        print("no field found: run reads a Kafka record's value as one JSON object, or as a log line with "
+              "--line-pattern (Avro or Protobuf are refused record by record)" if source else
               "no field found: a JSON-lines file holds one JSON object a line; a table has a header line "
               "(by its name, .csv/.tsv, or --rewards-format); a plain-text log needs --line-pattern")
         return 1

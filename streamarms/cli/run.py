@@ -183,8 +183,15 @@ def _check_sources(s: RunSettings) -> None:
                           "line's time is; a Kafka record's time is its own (the producer's or the broker's)")
     if "rewards_format" in s.explicit and not files:
         raise ConfigError("--rewards-format says what the --rewards-file files hold; a Kafka record's value is JSON")
-    if s.line_pattern is not None and not files:
-        raise ConfigError("--line-pattern reads the lines of --rewards-file files; a Kafka record's value is JSON")
+    if s.line_pattern is not None and not files and not s.bootstrap_servers:
+        raise ConfigError("--line-pattern reads the lines of --rewards-file files, or the values of Kafka records "
+                          "(--bootstrap-servers); the embedded demo's are JSON")
+    if s.line_pattern is not None and s.bootstrap_servers:  # (a field it has no group for: before connecting)
+        from streamarms.connectors.kafka_lines import ValueLines
+
+        from .file_input import check_columns
+
+        check_columns({"-": ValueLines(s.line_pattern)}, s, own_keys=True)
     for flag, name in (("--reward-field", s.reward_field), ("--key-field", s.key_field), ("--group-by", s.group_by),
                        ("--timestamp-field", s.timestamp_field)):
         if name is not None and "." in name:
@@ -559,12 +566,17 @@ class _App:
                 self.request_sink = KafkaRequestSink(pool, s.requests_topic)
             if s.dead_letter_topic:
                 self.dead_letter_sink = KafkaDeadLetterSink(pool, s.dead_letter_topic)
+            values = None
+            if s.line_pattern is not None:  # (a topic of log lines, read as a file's: connectors/kafka_lines.py)
+                from streamarms.connectors.kafka_lines import ValueLines
+
+                values = ValueLines(s.line_pattern)
             self.source = KafkaRewardSource(s.rewards_topic, s.group_id, cfg, resume=resume,
                                             ordered=s.order == "timestamp", max_poll_records=s.max_poll_records,
                                             from_beginning=bool(s.from_beginning),
                                             consumer_options=dict(_kv(x) for x in (s.consumer_option or [])),
                                             on_out_of_range=s.on_out_of_range, start_from=s.start_from,
-                                            max_timestamp_ahead=s.max_timestamp_ahead)
+                                            max_timestamp_ahead=s.max_timestamp_ahead, values=values)
             if self.pool is not None:
                 from streamarms.connectors.kafka import KafkaTransaction
                 self.transaction = KafkaTransaction(self.pool, self.source)

@@ -258,7 +258,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                         "fields, sc-status, time-taken, ...). Default auto: by the file's name (.csv, .tsv), else "
                         "JSON lines")
     g.add_argument("--line-pattern", metavar="REGEX",
-                   help="read every --rewards-file line with this regular expression: its named groups are the "
+                   help="read every --rewards-file line (every Kafka record's value) with this regular expression: "
+                        "its named groups are the "
                         "record's fields (text; the reward's read as a number), a line it does not match a "
                         "bad_row dead letter; or a named pattern: combined, common (the access logs of nginx and "
                         "Apache: remote_addr, time_local, method, path, status, ...), ingress-nginx (Kubernetes' ingress-nginx "
@@ -598,7 +599,7 @@ def resolve_settings(opts: argparse.Namespace) -> RunSettings:
         if s.rewards_format not in ("auto", "pattern"):
             raise ConfigError(f"--line-pattern reads every --rewards-file line with a pattern; --rewards-format "
                               f"{s.rewards_format} reads them otherwise: give one")
-        formats = {"pattern"} if s.rewards_file else set()
+        formats = {"pattern"} if s.rewards_file or s.bootstrap_servers else set()  # (a topic's values: its lines)
     return replace(s, explicit=explicit, embedded=embedded, reward_bounds=bounds,
                    model_params=dict(_kv(x) for x in (s.model_param or [])),
                    # a table's cells (a pattern's groups) are text: the reward's is read as the number it writes

@@ -71,8 +71,11 @@ def test_what_cannot_go_with_a_pattern_is_refused(tmp_path, capsys, extra, needl
     _access_log(p, n=10)
     assert main(["run", "--rewards-file", str(p), *ARGS, *extra]) == 2
     assert needle in capsys.readouterr().err
+    assert main(["run", "--line-pattern", "combined"]) == 2  # (the embedded demo's records are JSON)
+    assert "--line-pattern reads the lines of --rewards-file files, or the values of Kafka" in capsys.readouterr().err
+    # (a topic's values are read by it, and a field the pattern has no group for is an error before connecting)
     assert main(["run", "--bootstrap-servers", "localhost:1", "--rewards-topic", "t", "--line-pattern", "combined"]) == 2
-    assert "--line-pattern reads the lines of --rewards-file files" in capsys.readouterr().err
+    assert "--line-pattern combined has no group 'reward' (--reward-field)" in capsys.readouterr().err
 
 
 def test_the_host_whose_share_of_failed_ssh_logins_stands_out_from_a_syslog(tmp_path):

@@ -1,0 +1,92 @@
+"""A Kafka topic of plain-text log lines (``streamarms run --bootstrap-servers .. --line-pattern P``): :class:`ValueLines`.
+
+Not every pipeline turns its logs into JSON before Kafka: rsyslog's ``omkafka``, Vector's or Fluent Bit's ``text``
+and ``raw`` encodings, and a ``kafkacat -P`` of an access log send each line as it is, an nginx line a record. A
+``--line-pattern`` reads such a record's value as ``--rewards-file`` reads a line
+(:class:`~streamarms.connectors.pattern_lines.PatternLines`: a regular expression's named groups, a named format --
+``combined``, ``ingress-nginx``, ``haproxy``, ``envoy``, ``alb`` -- or ``logfmt``), and the run reads the JSON object
+of its fields in its place:
+
+- a value the pattern does not match, a blank one or one that is not UTF-8 text is refused as ``bad_row``: a dead
+  letter with the reason, the value as it came and the record's own key, its offset consumed like any refused
+  record's;
+- the record's key is the ``arm`` (``key``) group's when the pattern has one, else the record's own (``--key-field``
+  names a group);
+- its time stays Kafka's (a time group is a field like another: ``--timestamp-field`` reads files only);
+- a record without a value (a tombstone), or one a screen before refused (:mod:`.record_time`), is passed on as it
+  is, for the codec to refuse with its own reason.
+
+The source's own records (its checkpoint's fingerprints, a rollback) are not changed: each record read is a copy.
+
+>>> from collections import namedtuple
+>>> R = namedtuple("R", "topic partition offset timestamp key value headers")
+>>> lines = ValueLines("host=(?P<host>[a-z0-9-]+) status=(?P<status>[0-9]+)")
+>>> ok, bad = lines([R("logs", 0, 7, 1, b"k", b"t=1 host=web-1 status=503", []), R("logs", 0, 8, 2, b"k", b"oops", [])])
+>>> ok.value, ok.key, ok.offset
+(b'{"host":"web-1","status":"503"}', b'k', 7)
+>>> bad.key.reason, bad.key.raw, bad.value
+('bad_row', b'k', b'oops')
+>>> print(bad.key.detail)
+the value does not match --line-pattern 'host=(?P<host>[a-z0-9-]+) status=(?P<status>[0-9]+)'
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streamarms.runtime.records import RefusedKey
+
+from .line_time import LineTime
+from .pattern_lines import PatternLines
+
+__all__ = ["ValueLines"]
+
+#: the time field the lines are read with: none a pattern can name (a group's name has no space), so a time group is
+#: a field like another, and the record's time stays Kafka's
+_NO_TIME = "(kafka)"
+
+
+class ValueLines:
+    """Kafka records whose values are log lines, read by one ``--line-pattern`` (module docstring): calling it with
+    a batch of records gives the batch with each value read.
+
+    >>> ValueLines("combined").header[:3]
+    ['remote_addr', 'remote_user', 'time_local']
+    """
+
+    def __init__(self, pattern: str) -> None:
+        self.lines = PatternLines(pattern, LineTime(_NO_TIME))
+        #: the pattern as the messages name it
+        self.source = self.lines.source
+        #: the fields a value gives (``None``: logfmt, whose fields are each line's own)
+        self.header = self.lines.header
+        #: values refused by the pattern, by reason (the daemon counts them again as it refuses them)
+        self.refused = 0
+
+    def __call__(self, records: list[Any]) -> list[Any]:
+        todo: list[int] = []  # (the records to read, and their texts: read in one call, numbered by their place)
+        texts: list[str] = []
+        out = list(records)
+        for i, r in enumerate(records):
+            if r.value is None or type(r.key) is RefusedKey:
+                continue
+            try:
+                texts.append(bytes(r.value).decode("utf-8"))
+            except UnicodeDecodeError:
+                out[i] = self._refused(r, "the value is not UTF-8 text")
+                continue
+            todo.append(i)
+        read = {got.offset: got for got in self.lines.records("(kafka)", texts, 0)}  # (a blank line: none)
+        for n, i in enumerate(todo):
+            r, got = records[i], read.get(n)
+            if got is None:
+                out[i] = self._refused(r, "the value is blank")
+            elif type(got.key) is RefusedKey:
+                out[i] = self._refused(r, got.key.detail.replace("the line", "the value", 1))
+            else:
+                out[i] = r._replace(value=got.value, key=r.key if got.key is None else got.key)
+        return out
+
+    def _refused(self, r: Any, detail: str) -> Any:
+        self.refused += 1
+        return r._replace(key=RefusedKey.of("bad_row", detail, r.key))

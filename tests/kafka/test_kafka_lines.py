@@ -1,0 +1,66 @@
+"""A Kafka topic of plain-text log lines (rsyslog's ``omkafka``, Vector's ``text`` encoding): ``inspect`` knows the
+lines' format from the topic's latest records and suggests ``--line-pattern``, and ``run`` reads each value as a
+file's line -- the outlier endpoint found, the values the pattern does not read (and one that is no UTF-8 text)
+dead letters with ``bad_row``, the counts in the summary -- against a real Kafka-protocol broker (Tansu)."""
+
+from __future__ import annotations
+
+import json
+import random
+import shlex
+
+import pytest
+from test_runtime_kafka import T0, produce, read_topic
+
+from streamarms.cli import main
+
+pytestmark = pytest.mark.kafka
+
+BAD = [b"--- MARK ---", b"", b"\xff\xfe not text"]
+
+
+def _access_lines(n=16_000, seed=5):
+    rng = random.Random(seed)
+    for i in range(n):
+        path = f"/api/{rng.choice(['cart', 'items', 'users', 'search', 'login', 'orders', 'pay', 'ship', 'auth', 'tags'])}"
+        status = rng.choice([502, 503]) if rng.random() < (0.45 if path == "/api/pay" else 0.02) else 200
+        line = (f'10.0.0.{rng.randrange(200)} - - [14/Nov/2023:22:13:{i % 60:02d} +0000] "GET {path} HTTP/1.1" '
+                f'{status} {rng.randrange(100, 900)} "-" "curl/8.0"')
+        yield None, line.encode(), T0 + 5 * i
+        if i in (100, 200, 300):  # (early: the run stops at its first decision)
+            yield None, BAD[i // 100 - 1], T0 + 5 * i
+
+
+def test_a_topic_of_access_log_lines_is_inspected_and_run_with_its_pattern(kafka_broker, tmp_path, capsys):
+    produce(kafka_broker.bootstrap, "lines-access", _access_lines(), partitions=2)
+    assert main(["inspect", "--bootstrap-servers", kafka_broker.bootstrap, "--rewards-topic", "lines-access"]) == 0
+    out = capsys.readouterr().out
+    assert "the values are an access log in the combined format (nginx's and Apache's default), not JSON: read with " \
+           "--line-pattern combined" in out, out
+    [command] = [shlex.split(line)[1:] for line in out.splitlines() if line.startswith("  streamarms run ")
+                 and "--reward-at-least 500" in line]
+    assert command == ["run", "--bootstrap-servers", kafka_broker.bootstrap, "--rewards-topic", "lines-access",
+                       "--line-pattern", "combined", "--key-field", "path", "--reward-field", "status",
+                       "--reward-at-least", "500"], command
+    summary = tmp_path / "s.json"
+    assert main([*command, "--policy", "cs", "--from-beginning", "--checkpoint", "none", "--group-id",
+                 "lines-access-run", "--quiet", "--summary-json", str(summary), "--dead-letter-topic", "lines-dead",
+                 "--consumer-option", "session_timeout_ms=6000", "--consumer-option", "heartbeat_interval_ms=500",
+                 "--max-episodes", "1"]) == 0
+    got = json.loads(summary.read_text())
+    assert got["flagged"] == ["/api/pay"], got
+    dead = read_topic(kafka_broker.bootstrap, "lines-dead")
+    refused = [r for r in dead if dict(r.headers)["reason"] == b"bad_row"]
+    assert sorted(r.value for r in refused) == sorted(BAD), [(r.value, dict(r.headers)) for r in dead]
+    details = {r.value: dict(r.headers)["detail"].decode() for r in refused}
+    assert details[b"--- MARK ---"] == "the value does not match --line-pattern combined"
+    assert details[b""] == "the value is blank" and details[BAD[2]] == "the value is not UTF-8 text"
+    assert got["invalid"].get("bad_row") == 3, got["invalid"]
+
+
+def test_a_field_the_pattern_has_no_group_for_is_an_error_before_anything_is_read(kafka_broker, capsys):
+    assert main(["run", "--bootstrap-servers", kafka_broker.bootstrap, "--rewards-topic", "lines-access",
+                 "--line-pattern", "combined", "--key-field", "upstream", "--reward-field", "status",
+                 "--checkpoint", "none"]) == 2
+    err = capsys.readouterr().err
+    assert "--line-pattern combined has no group 'upstream' (--key-field)" in err, err
