@@ -265,12 +265,16 @@ class _Listener(ConsumerRebalanceListener):
         self.source._assigned(list(assigned))
 
 
+def _as_they_came(records: list[Any]) -> list[Any]:
+    """A batch's values as they came (no ``--line-pattern``: :class:`~.kafka_lines.ValueLines` reads log lines)."""
+    return records
+
+
 class KafkaRewardSource:
     """Reads the reward topics as a member of ``group_id`` (module docstring).
 
     ``resume``: positions from a checkpoint (``{"topic:partition": [next_offset, runmax]}``).
     ``max_timestamp_ahead``: seconds a record may be stamped in the future (:mod:`.record_time`; 0: no limit).
-    ``values``: reads each batch's values first (:attr:`values`).
     ``before_revoke``: called when partitions are about to be taken away (the daemon checkpoints).
     """
 
@@ -289,9 +293,7 @@ class KafkaRewardSource:
         self._backfill = StartFrom(start_from, transient=_transient) if start_from is not None else None
         self.on_out_of_range = on_out_of_range
         self.timestamps = TimestampScreen(max_timestamp_ahead)  # records stamped in the future refused
-        #: what reads the values of a batch before the daemon does (``--line-pattern``: a log line's fields as
-        #: JSON, :class:`~streamarms.connectors.kafka_lines.ValueLines`); ``None``: the values as they came
-        self.values = values
+        self.values = values or _as_they_came  # (``values``: each batch's values read first: --line-pattern)
         self.check_interval = check_interval
         #: seconds a group offset commit may wait for the broker (kafka-python's default, its request
         #: timeout of 30 s, kept the daemon's loop blocked through a whole outage: no poll, no warning,
@@ -597,8 +599,7 @@ class KafkaRewardSource:
                     self.consumer.resume(*[TopicPartition(*tp) for tp in back])
                     self._paused.difference_update(back)
                     self._resumed_any = True
-        out = self.timestamps(merger.release(self._ended))
-        return self.values(out) if self.values is not None and out else out
+        return self.values(self.timestamps(merger.release(self._ended)))
 
     def rollback(self, processed: int) -> None:
         self.merger.rollback(processed)

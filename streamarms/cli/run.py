@@ -145,6 +145,15 @@ DEFAULT_CHECKPOINT_TOPIC = "streamarms-checkpoints"
 EXPLAIN_TIMEOUT = 5.0
 
 
+def _value_lines(s: RunSettings) -> Any:
+    """What reads a topic's values as log lines (``--line-pattern``: ``connectors/kafka_lines.py``), or ``None``."""
+    if s.line_pattern is None:
+        return None
+    from streamarms.connectors.kafka_lines import ValueLines
+
+    return ValueLines(s.line_pattern)
+
+
 def _check_writable_file(flag: str, path: str) -> None:
     """``ConfigError`` unless ``path`` can be written (its directory exists and is writable; it is not a
     directory, nor a file that cannot be written)."""
@@ -566,17 +575,12 @@ class _App:
                 self.request_sink = KafkaRequestSink(pool, s.requests_topic)
             if s.dead_letter_topic:
                 self.dead_letter_sink = KafkaDeadLetterSink(pool, s.dead_letter_topic)
-            values = None
-            if s.line_pattern is not None:  # (a topic of log lines, read as a file's: connectors/kafka_lines.py)
-                from streamarms.connectors.kafka_lines import ValueLines
-
-                values = ValueLines(s.line_pattern)
             self.source = KafkaRewardSource(s.rewards_topic, s.group_id, cfg, resume=resume,
                                             ordered=s.order == "timestamp", max_poll_records=s.max_poll_records,
                                             from_beginning=bool(s.from_beginning),
                                             consumer_options=dict(_kv(x) for x in (s.consumer_option or [])),
                                             on_out_of_range=s.on_out_of_range, start_from=s.start_from,
-                                            max_timestamp_ahead=s.max_timestamp_ahead, values=values)
+                                            max_timestamp_ahead=s.max_timestamp_ahead, values=_value_lines(s))
             if self.pool is not None:
                 from streamarms.connectors.kafka import KafkaTransaction
                 self.transaction = KafkaTransaction(self.pool, self.source)
