@@ -285,6 +285,36 @@ def bytes_read(readers: dict[str, LineReader], path: str | None = None) -> int:
     return done
 
 
+def unread_bytes(readers: dict[str, LineReader]) -> int:
+    """The bytes of the followed files the ``readers`` have not read yet: what lies past each reader in its file (not
+    counted: a compressed rotation's rest, standard input), and, for a reader still on a file rotated away, the
+    whole file now at its path -- a follower's lag (rotations between the two, not listed here, not counted).
+
+    >>> import os, tempfile
+    >>> d = tempfile.mkdtemp(); p = os.path.join(d, "app.log"); _ = open(p, "w").write("{}\\n" * 10)
+    >>> r = open_lines(p, follow=True); _ = r.read(4); unread_bytes({p: r}), r.tell()
+    (0, 30)
+    >>> _ = open(p, "a").write("{}\\n" * 5); os.rename(p, p + ".1"); _ = open(p, "w").write("{}\\n" * 2)
+    >>> unread_bytes({p: r})  # (5 lines appended to the file read, then 2 in the new file at its path)
+    21
+    >>> r.close()
+    """
+    lag = 0
+    for p, r in readers.items():
+        if r.pipe:
+            continue
+        try:
+            mine = os.fstat(r.fileno())
+            if not isinstance(r, CompressedLineReader):
+                lag += max(0, mine.st_size - r.tell())
+            at_path = os.stat(p)
+            if (at_path.st_dev, at_path.st_ino) != (mine.st_dev, mine.st_ino):
+                lag += at_path.st_size
+        except (OSError, ValueError):  # (nothing at the path now, a file closed under it: lag is advisory)
+            pass
+    return lag
+
+
 def rotation_reader(p: str, q: str, line: int) -> LineReader | str:
     """A reader of ``q``, a rotation of ``p`` not read yet, from its first line (numbered from ``line``): its
     decompressed lines when it is gzip, bzip2 or xz; why it cannot be read when it is compressed otherwise (zstd)."""
@@ -544,9 +574,6 @@ class JsonlSource:
                      "the file at %s", p, found.file_name, p)
             return found
 
-    def _ended(self, tp: tuple[str, int]) -> bool:
-        return self._eof[tp[0]]
-
     def poll(self, timeout: float = 0.0) -> list[JsonlRecord]:
         if self.watch is not None and self.failure is None and self.watch.due():
             self._join()
@@ -562,7 +589,7 @@ class JsonlSource:
                 if got == per:
                     more.append(p)
             todo = more
-        out = self.timestamps(self.merger.release(self._ended))
+        out = self.timestamps(self.merger.release(lambda tp: self._eof[tp[0]]))
         if not out and all(self._eof.values()) and (any(map(self._live, self.paths)) or self.watch is not None):
             self._idle(timeout)
         return out
@@ -778,10 +805,13 @@ class JsonlSource:
         """The bytes of the files read so far (:func:`bytes_read`); ``path``: of that file alone."""
         return bytes_read(self._readers, path)
 
+    def lag_bytes(self) -> int:
+        """The bytes of the files not read yet (:func:`unread_bytes`): ``streamarms_follow_lag_bytes``."""
+        return unread_bytes(self._readers)
+
     @property
     def incomplete(self) -> dict[str, int]:
-        """The files that end in an incomplete line (no line end, not a whole JSON object) left unread,
-        and its length in bytes: it is read once complete (:mod:`~streamarms.connectors.jsonl_lines`)."""
+        """The files ending in an incomplete line left unread (read once complete), and its length in bytes."""
         return {p: len(r.incomplete) for p, r in self._readers.items() if r.incomplete.strip()}
 
     def state(self) -> dict[str, Any]:

@@ -8,6 +8,10 @@ metric                                          type     meaning
 ==============================================  =======  ==================================================
 ``streamarms_consumer_lag_records{topic,        gauge    records between the consumer's position and the
 partition}``                                             end of each assigned partition
+``streamarms_follow_lag_bytes``                  gauge    following files (``--follow``): the bytes written
+                                                         to them and not read yet -- growing: the daemon
+                                                         falls behind, and logrotate may remove a rotation
+                                                         before it is read
 ``streamarms_threshold``                        gauge    the current episode's outlier-threshold estimate
 ``streamarms_threshold_lower_bound`` /          gauge    its confidence interval (the interval every
 ``streamarms_threshold_upper_bound``                     arm's interval is compared with)
@@ -154,6 +158,8 @@ class OperatorMetrics:
         snap["connected"] = getattr(self.source, "connected", True) is not False
         snap["disconnects"] = int(getattr(self.source, "disconnects", 0))
         snap["offset_resets"] = int(getattr(self.source, "out_of_range_resets", 0))
+        lag_bytes = getattr(self.source, "lag_bytes", None) if getattr(self.source, "follow", False) else None
+        snap["follow_lag_bytes"] = lag_bytes() if callable(lag_bytes) else None
         d = s.decision() if s.policy is not None else None
         if d is not None and d.threshold is not None:
             snap["threshold"] = float(d.threshold)
@@ -229,6 +235,10 @@ class OperatorMetrics:
         yield CounterMetricFamily("streamarms_offset_resets",
                                   "Positions outside their partition replaced by the --on-out-of-range rule.",
                                   value=float(snap.get("offset_resets", 0)))
+        if snap.get("follow_lag_bytes") is not None:
+            yield GaugeMetricFamily("streamarms_follow_lag_bytes",
+                                    "Following files: bytes written to them and not read yet.",
+                                    value=float(snap["follow_lag_bytes"]))
         if snap["lag"] is not None:
             lag = GaugeMetricFamily("streamarms_consumer_lag_records",
                                     "Records between the consumer position and the end of the partition.",

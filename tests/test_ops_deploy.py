@@ -324,7 +324,9 @@ def test_run_forever_serves_metrics_and_stops_on_sigterm(tmp_path):
 GROUP_ONLY = ("streamarms_group_stats_", "streamarms_group_members", "streamarms_group_partitions_")
 #: the series only the continuous mode exports (its dashboard row and rules)
 CONTINUOUS_ONLY = ("streamarms_group_threshold", "streamarms_monitor_", "streamarms_flagged_key_")
-NOT_EPISODES = GROUP_ONLY + CONTINUOUS_ONLY
+#: the series only a daemon following files exports (``run --follow``)
+FOLLOW_ONLY = ("streamarms_follow_",)
+NOT_EPISODES = GROUP_ONLY + CONTINUOUS_ONLY + FOLLOW_ONLY
 
 
 def test_every_metric_of_the_dashboard_and_rules_is_served_live(tmp_path):
@@ -346,6 +348,20 @@ def test_every_metric_of_the_dashboard_and_rules_is_served_live(tmp_path):
         rc, took, output = _stop(proc)
     assert rc == 0 and took < 10, output[-2000:]
     assert (tmp_path / "state.checkpoint").exists()
+
+
+def test_a_daemon_following_files_serves_the_follow_series_of_the_dashboard_and_rules(tmp_path):
+    used = {n for n in _used_names() if n.startswith(FOLLOW_ONLY)}
+    assert used == {"streamarms_follow_lag_bytes"}
+    log = tmp_path / "app.jsonl"
+    log.write_text("".join(json.dumps({"arm": f"k{i % 7}", "reward": i % 3 == 0}) + "\n" for i in range(5_000)))
+    proc, port = _start("--follow", "--rewards-file", str(log), "--checkpoint", "none", cwd=tmp_path)
+    try:
+        names = _scrape_until(proc, port, used)
+        assert used <= names, sorted(names)
+    finally:
+        rc, took, output = _stop(proc)
+    assert rc == 0 and took < 10, output[-2000:]
 
 
 @pytest.mark.skipif(shutil.which("prometheus") is None, reason="prometheus not installed (apt-get install prometheus)")

@@ -164,14 +164,18 @@ def panels() -> list[tuple[dict[str, Any], int, int]]:
                 "Records between the consumer's position and the end of each partition. Growing lag: the "
                 "daemon cannot keep up; flat lag with no records read: a stalled consumer (alert).",
                 [_q(f"streamarms_consumer_lag_records{{{SEL}}}", "{{topic}}:{{partition}}")], stack=True),
-         12, 8),
+         8, 8),
+        (series("Followed files: bytes not read yet",
+                "Following log files (run --follow): the bytes written to them and not read yet. Growing: the "
+                "daemon falls behind its writers, and logrotate may remove a rotation before it is read (alert).",
+                [_q(f"streamarms_follow_lag_bytes{{{SEL}}}", "{{instance}}")], unit="bytes", fill=0), 8, 8),
         (series("Processing latency",
                 "Time from the arrival of a batch of records to the handling of the whole batch (one per "
                 "batch), 50th and 99th percentile.",
                 [_q(f"histogram_quantile(0.5, sum by (le) (rate(streamarms_processing_latency_seconds_bucket{{{SEL}}}[$__rate_interval])))",
                     "p50"),
                  _q(f"histogram_quantile(0.99, sum by (le) (rate(streamarms_processing_latency_seconds_bucket{{{SEL}}}[$__rate_interval])))",
-                    "p99")], unit="s", fill=0), 12, 8),
+                    "p99")], unit="s", fill=0), 8, 8),
         (series("Refused records",
                 "Records refused by reason (not JSON, no reward field, out of the reward model...) and those "
                 "written to the dead-letter sink.",

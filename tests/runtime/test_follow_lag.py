@@ -1,0 +1,77 @@
+"""``streamarms_follow_lag_bytes``: following files, the bytes written to them and not read yet -- all of a file
+before it is read, none once read to its end, the lines appended since, and, after a rotation, the rest of the file
+rotated away plus the new file at its path; no series when the files are not followed (a replay)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from streamarms.connectors.files import JsonlSource
+from streamarms.metrics import Metrics
+from streamarms.observability import OperatorMetrics
+from streamarms.runtime.scheduler import EventClock, Scheduler, SchedulerConfig, _ExamplePolicy
+
+
+def _lines(n: int, start: int = 0) -> str:
+    return "".join(json.dumps({"arm": f"k{i % 5}", "reward": i % 2}) + "\n" for i in range(start, start + n))
+
+
+def _drain(source: JsonlSource) -> int:
+    n = 0
+    while batch := source.poll(0.0):
+        n += len(batch)
+    return n
+
+
+def _gauge(m: Metrics) -> float | None:
+    for line in m.render().decode().splitlines():
+        if line.startswith("streamarms_follow_lag_bytes "):
+            return float(line.split()[1])
+    return None
+
+
+def _ops(source: JsonlSource) -> tuple[Metrics, OperatorMetrics]:
+    m = Metrics()
+    s = Scheduler(lambda arms, ep: _ExamplePolicy(arms), clock=EventClock(), config=SchedulerConfig(discovery_records=5))
+    return m, OperatorMetrics(m, s, source)
+
+
+def test_the_lag_of_a_followed_file_through_appends_and_a_rotation(tmp_path):
+    p = tmp_path / "app.log"
+    p.write_text(_lines(1_000))
+    source = JsonlSource([str(p)], follow=True)
+    m, ops = _ops(source)
+    try:
+        ops.refresh()
+        assert _gauge(m) == os.path.getsize(p)  # (nothing read yet)
+        assert _drain(source) == 1_000
+        ops.refresh()
+        assert _gauge(m) == 0
+        more = _lines(300, 1_000)
+        with open(p, "a") as f:
+            f.write(more)
+        ops.refresh()
+        assert _gauge(m) == len(more)
+        os.rename(p, str(p) + ".1")  # (logrotate's rename, then the writer's new file)
+        newer = _lines(50, 1_300)
+        p.write_text(newer)
+        ops.refresh()
+        assert _gauge(m) == len(more) + len(newer)
+        assert _drain(source) == 350
+        ops.refresh()
+        assert _gauge(m) == 0
+    finally:
+        source.close()
+
+
+def test_a_replay_has_no_follow_lag_series(tmp_path):
+    p = tmp_path / "app.log"
+    p.write_text(_lines(100))
+    source = JsonlSource([str(p)])
+    m, ops = _ops(source)
+    try:
+        ops.refresh()
+        assert _gauge(m) is None
+    finally:
+        source.close()
