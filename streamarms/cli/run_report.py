@@ -44,7 +44,8 @@ def stop_lines(out: dict[str, Any], sched: Any, s: RunSettings, cfg: SchedulerCo
     lines.append(out.get("reward_rule_unmatched") or "")
     lines.append(refusals_hint(st["records"], st["invalid"], bool(s.rewards_file),
                                bool(s.dead_letter_file or s.dead_letter_topic), s.reward_model, s.key_field,
-                               s.rewards_file_given or s.rewards_file or ()))
+                               s.rewards_file_given or s.rewards_file or (),
+                               _topics(s) if s.bootstrap_servers and s.line_pattern is None else ""))
     lines.append(key_field_hint(st["known_arms"], st["records"], st["invalid"], s.key_field,
                                 None if s.key_ids else sched.known_arms))
     if out.get("keys_grouped"):
@@ -275,14 +276,22 @@ def refusals_text(invalid: dict[str, int], top: int = 3) -> str:
     return f"{total:,} refused ({shown}{more})"
 
 
+def _topics(s: Any) -> str:
+    """The flags that name the run's Kafka topics, for an ``inspect`` command."""
+    return f"--bootstrap-servers {shlex.quote(s.bootstrap_servers)}" + "".join(
+        f" --rewards-topic {shlex.quote(t)}" for t in s.rewards_topic or ())
+
+
 def refusals_hint(records: int, invalid: dict[str, int], from_file: bool, dead_letters: bool,
-                  model: str = "bernoulli", key_field: str | None = None, files: Sequence[str] = ()) -> str:
+                  model: str = "bernoulli", key_field: str | None = None, files: Sequence[str] = (),
+                  topics: str = "") -> str:
     """One line of advice when most of a run's records were refused (empty otherwise): where to see them,
     and for JSONL replays the commonest mistakes (a line with ``"key"`` but the reward beside it instead of
     in ``"value"``; a line whose key is under another name, or is not a string or an integer; lines that
     are not JSON objects). ``key_field``: the field ``--key-field`` names, which most records lacking a key lack.
     ``files``: the ``--rewards-file`` files as given, for the ``streamarms inspect`` command that shows what their
-    records hold (when they lack a key or a reward, or are no JSON).
+    records hold (when they lack a key or a reward, or are no JSON). ``topics``: the flags that name a run's Kafka topics
+    read as JSON, for the ``inspect`` command that names the format of values that are log lines.
 
     >>> refusals_hint(100, {"not_json": 10}, True, False)
     ''
@@ -290,6 +299,8 @@ def refusals_hint(records: int, invalid: dict[str, int], from_file: bool, dead_l
     most records were refused (100 of 100): the dead letters name each one and why; a JSONL line with "key" carries its record in "value" ({"key": "eu", "value": {"reward": 1}}); a line without "key" is the record ({"arm": "eu", "reward": 1})
     >>> print(refusals_hint(100, {"key_missing": 100}, True, True, key_field="hots"))
     most records were refused (100 of 100): the dead letters name each one and why; most records have no field 'hots' (--key-field): streamarms inspect FILE lists the fields they have
+    >>> print(refusals_hint(100, {"not_json": 100}, False, False, topics="--bootstrap-servers k:9092 --rewards-topic logs"))
+    most records were refused (100 of 100): the first are logged; --dead-letter-file/--dead-letter-topic keeps them all with the reason; a Kafka record's value is read as one JSON object, or as a log line with --line-pattern (named formats: combined, ingress-nginx, haproxy, envoy, alb, logfmt): streamarms inspect --bootstrap-servers k:9092 --rewards-topic logs names the format of the latest values and suggests the flags
     >>> print(refusals_hint(100, {"out_of_model": 90}, True, True))
     most records were refused (90 of 100): the dead letters name each one and why; the rewards are numbers the bernoulli model (0 or 1) does not hold: --reward-at-least N makes each a flag (1 at or above N: a status >= 500, a latency >= 1000), or --reward-model bounded --reward-range LOW,HIGH compares the numbers themselves
     """
@@ -318,6 +329,10 @@ def refusals_hint(records: int, invalid: dict[str, int], from_file: bool, dead_l
                 "LOW,HIGH compares the numbers themselves" if model == "bernoulli" else
                 f"; the rewards lie outside the {model} model's range: widen --reward-range, or --clip counts a reward "
                 "beyond it as the range's end")
+    elif topics and invalid.get("not_json", 0) * 2 > refused:
+        out += ("; a Kafka record's value is read as one JSON object, or as a log line with --line-pattern (named "
+                f"formats: combined, ingress-nginx, haproxy, envoy, alb, logfmt): streamarms inspect {topics} names the "
+                "format of the latest values and suggests the flags")
     elif from_file and (invalid.get("not_json", 0) + invalid.get("not_object", 0)) * 2 > refused:
         out += ('; a JSONL file holds one JSON object a line ({"arm": "eu", "reward": 1, "timestamp": 1700000000123}); '
                 'a table with a header line is read as one by its name (.csv, .tsv) or --rewards-format csv|tsv')
