@@ -38,7 +38,8 @@ connection counts and queues, the captured headers, and the request's ``method``
 ``request_id``, ``authority``, ``upstream_host``; Istio's also ``response_code_details``,
 ``connection_termination_details``, ``upstream_transport_failure_reason``, ``upstream_cluster``,
 ``upstream_local_address``, ``downstream_local_address``, ``downstream_remote_address``, ``requested_server_name``,
-``route_name``), and ``alb``, an AWS Application Load Balancer's access log (``time``,
+``route_name``), ``syslog`` (a syslog file's lines: ``time`` -- ``Nov 14 22:13:20`` or RFC 3339 --, ``host``,
+``program``, ``pid``, ``message``, and ``pri`` when the line starts with ``<PRI>``), and ``alb``, an AWS Application Load Balancer's access log (``time``,
 ``client``, ``target``, ``request_processing_time``, ``target_processing_time``, ``response_processing_time`` in
 seconds (none when no target answered: ``-1``), ``elb_status_code``, ``target_status_code``, ``received_bytes``,
 ``sent_bytes``, ``method``, ``host``, ``path``, ``query``, ``protocol``, ``user_agent``). ``logfmt`` is no fixed pattern: it reads every ``key=value`` pair
@@ -120,6 +121,12 @@ _ENVOY = (r'\[(?P<start_time>[^\]]+)\] ' + _REQUEST + r' (?P<response_code>\d+) 
           r'"(?P<upstream_host>[^"]*)"(?: (?P<upstream_cluster>\S+) (?P<upstream_local_address>\S+) '
           r'(?P<downstream_local_address>\S+) (?P<downstream_remote_address>\S+) (?P<requested_server_name>\S+) '
           r'(?P<route_name>\S+))?')
+#: a syslog file's line as rsyslog and syslog-ng write it (``/var/log/syslog``, ``auth.log``, ``messages``): a time --
+#: the traditional ``Nov 14 22:13:20`` (RFC 3164) or RFC 3339's ``2023-11-14T22:13:20.123456+00:00`` (rsyslog's default
+#: file format on current distributions) --, the host, the program and its process id, and the message; a ``<PRI>``
+#: before it (a line received as sent) is the field ``pri``
+_SYSLOG = (r'^(?:<(?P<pri>\d{1,3})>)?(?P<time>[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}|\d{4}-\d{2}-\d{2}T[\d:.]+'
+           r'(?:Z|[+-]\d{2}:?\d{2})?) (?P<host>\S+) (?P<program>[^\s\[:]+)(?:\[(?P<pid>\d+)\])?: ?(?P<message>.*)$')
 #: what the logs of a named pattern write for no value: no field (an ALB entry's processing times are ``-1`` when no
 #: target answered, an HAProxy entry's timers when that step never came)
 NONE = {"common": frozenset({"-"}), "combined": frozenset({"-"}), "ingress-nginx": frozenset({"-", ""}),
@@ -132,6 +139,7 @@ PATTERNS = {
     "alb": _ALB,
     "haproxy": _HAPROXY,
     "envoy": _ENVOY,
+    "syslog": _SYSLOG,
 }
 
 #: a ``key=value`` pair of a logfmt line (``--line-pattern logfmt``): a key of no space, ``=`` or quote, at the

@@ -64,6 +64,8 @@ LEVEL_SCALES = ((("priority", "severity", "syslog_severity", "level"), frozenset
 #: the plain names of fields of ids (a process, a user, a port), which are no reward however many their values
 _ID_NAME = re.compile(r"(?:^|[._])(?:pid|ppid|tid|uid|gid|id|port)$")
 _ERRORISH = re.compile(r"(?i)err|fail|fatal|crit|timeout|timed.?out|refused|denied|reject|5\d\d")
+#: the rule a free text's failures are suggested with (a syslog's messages: ``Failed password``, ``Connection refused``)
+FAILURE_WORDS = "(?i)error|fail|fatal|denied|refused|timed? ?out"
 
 
 @dataclass
@@ -332,6 +334,7 @@ _FORMAT_NAMES = {"w3c": "a W3C extended log (IIS, CloudFront: its #Fields direct
                  "ingress-nginx": "a Kubernetes ingress-nginx controller's access log (its default format)",
                  "haproxy": "HAProxy's HTTP log (option httplog)",
                  "envoy": "Envoy's access log (its default format, or Istio's sidecar text format)",
+                 "syslog": "a syslog file (rsyslog's, syslog-ng's: time, host, program[pid]: message)",
                  "alb": "an AWS Application Load Balancer's access log"}
 
 
@@ -353,7 +356,8 @@ def _line_format(path: str, lines: int = 20) -> str | None:
 
 def lines_format(texts: Sequence[str]) -> str | None:
     """The named ``--line-pattern`` that reads most of the log lines ``texts`` (at least 80%): an access log's format
-    (``ingress-nginx``, ``combined``, ``common``, ``alb``, ``haproxy``, ``envoy``), else ``logfmt`` (two ``key=value``
+    (``ingress-nginx``, ``combined``, ``common``, ``alb``, ``haproxy``, ``envoy``), a syslog file's (``syslog``: after
+    HAProxy's, which it sends through syslog), else ``logfmt`` (two ``key=value``
     pairs a line or more); else ``None``.
 
     >>> lines_format(['10.0.0.7 - - [14/Nov/2023:22:13:20 +0000] "GET / HTTP/1.1" 503 12 "-" "curl/8.0"'])
@@ -367,7 +371,7 @@ def lines_format(texts: Sequence[str]) -> str | None:
 
     if not texts:
         return None
-    for name in ("ingress-nginx", "combined", "common", "alb", "haproxy", "envoy"):  # (the most specific first: ingress-nginx's is combined+)
+    for name in ("ingress-nginx", "combined", "common", "alb", "haproxy", "envoy", "syslog"):  # (the most specific first: ingress-nginx's is combined+)
         pattern = re.compile(PATTERNS[name])
         found = pattern.search if name == "haproxy" else pattern.match  # (after the syslog header it is sent with)
         if sum(found(t) is not None for t in texts) >= 0.8 * len(texts):
@@ -447,6 +451,9 @@ def _reward_flags(f: FieldProfile, table: bool = False) -> str | None:
     if f.share("str") > 0.99 and not f.numeric and 2 <= f.distinct <= 20 and not f.more:
         rare = [str(v) for v, _ in sorted(f.values.items(), key=lambda kv: kv[1]) if _ERRORISH.search(str(v))]
         return f"{name} --reward-in {shlex.quote(','.join(rare[:3]))}" if rare else None
+    if f.share("str") > 0.99 and not f.numeric and (f.distinct > 20 or f.more):  # (a free text: a log's messages)
+        said = sum(n for v, n in f.values.items() if re.search(FAILURE_WORDS, v)) / f.present
+        return f"{name} --reward-match {shlex.quote(FAILURE_WORDS)}" if 0.001 <= said <= 0.5 else None
     if f.digits() and f.distinct >= 100 and max(f.values.values()) == 1:
         return None  # (whole numbers none of which repeats: an id or a counter -- an order number, a row -- no reward)
     if f.numeric > 0.99 * f.present and f.low >= 0 and f.high > 0 and f.distinct > 20:

@@ -266,7 +266,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                         "controller's: the same, then request_time, proxy_upstream_name, upstream_status, ...), haproxy "
                         "(its HTTP log: backend_name, server_name, time_backend_response, status_code, ...), envoy "
                         "(Envoy's default access log, Istio's sidecar text log: response_code, duration, "
-                        "upstream_host, upstream_cluster, ...), alb "
+                        "upstream_host, upstream_cluster, ...), syslog (a syslog file's time, host, program, pid, message), alb "
                         "(an AWS load balancer's: target, "
                         "elb_status_code, target_processing_time, ...), or logfmt (every key=value "
                         "pair of a line is a field: level=error host=web-1 latency=1.2ms msg=\"timed out\")")

@@ -90,7 +90,7 @@ def test_a_compressed_export_with_row_ids_suggests_no_id_for_a_reward(tmp_path, 
 
 def test_what_it_cannot_read_says_why(tmp_path, capsys):
     text = tmp_path / "plain.log"
-    text.write_text("Nov 14 22:13:20 web-1 sshd[1]: Accepted password\n" * 20)
+    text.write_text("2023-11-14 22:13:20,123 INFO [main] com.example.App: started\n" * 20)  # (log4j's: no pattern)
     assert main(["inspect", str(text)]) == 1
     out = capsys.readouterr().out
     assert "20 refused (not_json 20)" in out and "a plain-text log needs --line-pattern" in out
@@ -332,3 +332,31 @@ def test_an_istio_sidecar_log_is_known_and_keyed_by_its_upstream_cluster(tmp_pat
                            "start_time"], commands
     assert _run_suggested(tmp_path, commands[0], "--policy", "cs")["flagged"] == [
         "outbound|8080||svc2.default.svc.cluster.local"]
+
+
+def test_a_syslog_file_is_known_and_its_messages_failures_suggested(tmp_path, capsys):
+    """A syslog file (``auth.log``) was a format inspect did not know, and a free text -- its messages -- no reward:
+    the share of messages that say a failure is now suggested, and the command finds the host under attack."""
+    import datetime as dt
+
+    rng = random.Random(4)
+    t0 = dt.datetime(2026, 11, 30, 9)
+    p = tmp_path / "auth.log"
+    with open(p, "w") as f:
+        for i in range(24_000):
+            host = f"srv-{rng.randrange(12):02d}"
+            when = (t0 + dt.timedelta(seconds=0.05 * i)).strftime("%b %d %H:%M:%S")
+            if rng.random() < 0.3:
+                f.write(f"{when} {host} CRON[{rng.randrange(99999)}]: pam_unix(cron:session): session opened\n")
+            else:
+                failed = rng.random() < (0.5 if host == "srv-03" else 0.04)
+                f.write(f"{when} {host} sshd[{rng.randrange(99999)}]: {'Failed' if failed else 'Accepted'} password "
+                        f"for u{rng.randrange(50)} from 10.0.{rng.randrange(9)}.{rng.randrange(250)} port 22 ssh2\n")
+    assert main(["inspect", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "read with --line-pattern syslog" in out
+    commands = _suggested(out)
+    assert commands == [["run", "--rewards-file", str(p), "--line-pattern", "syslog", "--key-field", "host",
+                         "--reward-field", "message", "--reward-match", "(?i)error|fail|fatal|denied|refused|timed? ?out",
+                         "--timestamp-field", "time"]], commands
+    assert _run_suggested(tmp_path, commands[0], "--policy", "cs")["flagged"] == ["srv-03"]

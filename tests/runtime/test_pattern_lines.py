@@ -110,6 +110,23 @@ def test_the_envoy_pattern_reads_envoy_s_default_lines_and_istio_s():
         "route_name": "default"}
 
 
+def test_the_syslog_pattern_reads_traditional_rfc3339_and_pri_lines():
+    """A syslog file's lines as rsyslog writes them: the traditional time or RFC 3339's, a program with or without its
+    process id, and ``<PRI>`` before a line kept as it was sent."""
+    lines = ["Nov 14 22:13:20 web-1 sshd[812]: Failed password for root from 10.0.0.1 port 22 ssh2\n",
+             "2023-11-14T22:13:20.123456+00:00 web-2 kernel: [1234.5] Out of memory: Killed process 77\n",
+             "<34>Nov 14 22:13:20 web-3 su: BAD SU root on /dev/pts/0\n",
+             "not a syslog line\n"]
+    a, b, c, bad = PatternLines("syslog", LineTime("time")).records("syslog", lines, 0)
+    assert a.parsed == {"time": "Nov 14 22:13:20", "host": "web-1", "program": "sshd", "pid": "812",
+                        "message": "Failed password for root from 10.0.0.1 port 22 ssh2"}
+    assert b.parsed == {"time": "2023-11-14T22:13:20.123456+00:00", "host": "web-2", "program": "kernel",
+                        "message": "[1234.5] Out of memory: Killed process 77"}
+    assert b.timestamp == 1_700_000_000_123
+    assert c.parsed["pri"] == "34" and c.parsed["program"] == "su" and "pid" not in c.parsed
+    assert bad.key.reason == "bad_row"
+
+
 def test_a_pattern_of_ones_own_and_its_refusals():
     t = PatternLines(r"level=(?P<level>\w+) host=(?P<arm>\S+)(?: ms=(?P<ms>\d+))? ts=(?P<timestamp>\S+)")
     recs = t.records("app.log", ["level=ERROR host=h1 ms=12 ts=1700000000123", "level=INFO host=h2 ts=2023-11-14T22:13:20Z",
