@@ -27,6 +27,14 @@ def _suggested(out: str) -> list[list[str]]:
     return [shlex.split(line)[1:] for line in lines if line.startswith("  streamarms run ")]
 
 
+def _inspected_as(capsys, path, pattern: str) -> list[list[str]]:
+    """``inspect path``, which must name the lines' format ``pattern``: its suggested commands."""
+    assert main(["inspect", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert f"read with --line-pattern {pattern}" in out, out
+    return _suggested(out)
+
+
 def _run_suggested(tmp_path, command: list[str], *flags: str) -> dict:
     """Run a suggested ``command`` as printed (with ``flags``, no checkpoint, quiet): its ``--summary-json``."""
     summary = tmp_path / "suggested-summary.json"
@@ -270,10 +278,7 @@ def test_a_kubernetes_ingress_nginx_log_is_known_and_keyed_by_its_upstream_servi
                     f'"GET /api/items/{rng.randrange(1000)} HTTP/1.1" {status} {rng.randrange(100, 900)} "-" "curl/8" '
                     f"{rng.randrange(200, 600)} {t:.3f} [{svc}] [] 10.2.0.{rng.randrange(40)}:8080 "
                     f"{rng.randrange(100, 900)} {t:.3f} {status} {rng.getrandbits(64):016x}\n")
-    assert main(["inspect", str(p)]) == 0
-    out = capsys.readouterr().out
-    assert "read with --line-pattern ingress-nginx" in out
-    commands = _suggested(out)
+    commands = _inspected_as(capsys, p, "ingress-nginx")
     assert commands[0] == ["run", "--rewards-file", str(p), "--line-pattern", "ingress-nginx", "--key-field",
                            "proxy_upstream_name", "--reward-field", "status", "--reward-at-least", "500",
                            "--timestamp-field", "time_local"], commands
@@ -295,10 +300,7 @@ def test_an_haproxy_log_is_known_and_keyed_by_its_servers(tmp_path, capsys):
                     f"[30/Nov/2026:{clock}.{rng.randrange(1000):03d}] http-in app/{srv} 0/0/1/{tr}/{tr + 2} {status} "
                     f'{rng.randrange(100, 9000)} - - ---- 12/12/3/1/0 0/0 "GET /api/v1/item/{rng.randrange(500)} '
                     'HTTP/1.1"\n')
-    assert main(["inspect", str(p)]) == 0
-    out = capsys.readouterr().out
-    assert "read with --line-pattern haproxy" in out
-    commands = _suggested(out)
+    commands = _inspected_as(capsys, p, "haproxy")
     status = ["run", "--rewards-file", str(p), "--line-pattern", "haproxy", "--key-field", "server_name",
               "--reward-field", "status_code", "--reward-at-least", "500", "--timestamp-field", "accept_date"]
     assert status in commands and all(c[6] == "server_name" for c in commands), commands
@@ -323,10 +325,7 @@ def test_an_istio_sidecar_log_is_known_and_keyed_by_its_upstream_cluster(tmp_pat
                     f'via_upstream - "-" 0 {rng.randrange(100, 900)} {d + 1} {d} "-" "curl/8" "{rng.getrandbits(64):x}" '
                     f'"{svc}:8080" "10.0.0.{rng.randrange(30)}:8080" outbound|8080||{svc}.default.svc.cluster.local '
                     f"10.1.0.5:41234 10.96.0.{rng.randrange(10)}:8080 10.1.0.5:50000 - default\n")
-    assert main(["inspect", str(p)]) == 0
-    out = capsys.readouterr().out
-    assert "read with --line-pattern envoy" in out
-    commands = _suggested(out)
+    commands = _inspected_as(capsys, p, "envoy")
     assert commands[0] == ["run", "--rewards-file", str(p), "--line-pattern", "envoy", "--key-field", "upstream_cluster",
                            "--reward-field", "response_code", "--reward-at-least", "500", "--timestamp-field",
                            "start_time"], commands
@@ -352,10 +351,7 @@ def test_a_syslog_file_is_known_and_its_messages_failures_suggested(tmp_path, ca
                 failed = rng.random() < (0.5 if host == "srv-03" else 0.04)
                 f.write(f"{when} {host} sshd[{rng.randrange(99999)}]: {'Failed' if failed else 'Accepted'} password "
                         f"for u{rng.randrange(50)} from 10.0.{rng.randrange(9)}.{rng.randrange(250)} port 22 ssh2\n")
-    assert main(["inspect", str(p)]) == 0
-    out = capsys.readouterr().out
-    assert "read with --line-pattern syslog" in out
-    commands = _suggested(out)
+    commands = _inspected_as(capsys, p, "syslog")
     assert commands == [["run", "--rewards-file", str(p), "--line-pattern", "syslog", "--key-field", "host",
                          "--reward-field", "message", "--reward-match", "(?i)error|fail|fatal|denied|refused|timed? ?out",
                          "--timestamp-field", "time"]], commands

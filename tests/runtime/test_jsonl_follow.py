@@ -392,18 +392,24 @@ def test_a_file_truncated_without_a_copy_while_read_ends_the_source_and_the_othe
     assert values <= set(lines) and set(lines[300:600]) <= values  # (b read to its end, nothing of a's new bytes)
 
 
+def _empty_files_followed(tmp_path, monkeypatch, n: int = 200) -> tuple[list, JsonlSource, list]:
+    """``n`` empty files, a source following them, and the folders listed from now on (``os.listdir`` calls)."""
+    paths = [tmp_path / f"h{i:03d}.log" for i in range(n)]
+    for q in paths:
+        q.write_bytes(b"")
+    src = JsonlSource([str(q) for q in paths], follow=True)
+    calls: list[str] = []
+    real = os.listdir
+    monkeypatch.setattr(os, "listdir", lambda d=".": calls.append(d) or real(d))
+    return paths, src, calls
+
+
 def test_a_poll_of_many_empty_followed_files_lists_their_folder_once(tmp_path, monkeypatch):
     """Each followed file with nothing read yet is looked at for a new rotation (a copytruncate copy) at every poll,
     and each look listed the folder: 3,000 empty files in one folder took 5.7 s a poll, and a restart as long. One
     listing a poll now serves every empty file (a file with lines to lose is still listed afresh). Counted, not
     timed."""
-    paths = [tmp_path / f"h{i:03d}.log" for i in range(200)]
-    for q in paths:
-        q.write_bytes(b"")
-    src = JsonlSource([str(q) for q in paths], follow=True)
-    calls = []
-    real = os.listdir
-    monkeypatch.setattr(os, "listdir", lambda d=".": calls.append(d) or real(d))
+    paths, src, calls = _empty_files_followed(tmp_path, monkeypatch)
     for _ in range(3):
         calls.clear()
         assert src.poll(0.0) == []
@@ -425,13 +431,7 @@ def test_empty_followed_files_go_quiet_and_a_copy_beside_one_wakes_it(tmp_path, 
 
     real_signature = quiet_files.signature
     monkeypatch.setattr(quiet_files, "signature", lambda path: (real_signature(path) or (None,) * 5)[:4])
-    paths = [tmp_path / f"h{i:03d}.log" for i in range(200)]
-    for q in paths:
-        q.write_bytes(b"")
-    src = JsonlSource([str(q) for q in paths], follow=True)
-    calls = []
-    real = os.listdir
-    monkeypatch.setattr(os, "listdir", lambda d=".": calls.append(d) or real(d))
+    paths, src, calls = _empty_files_followed(tmp_path, monkeypatch)
     assert src.poll(0.0) == [] and src.poll(0.0) == []  # (read to their ends, then looked at)
     calls.clear()
     for _ in range(3):
