@@ -4,7 +4,7 @@ Not every pipeline turns its logs into JSON before Kafka: rsyslog's ``omkafka``,
 and ``raw`` encodings, and a ``kafkacat -P`` of an access log send each line as it is, an nginx line a record. A
 ``--line-pattern`` reads such a record's value as ``--rewards-file`` reads a line
 (:class:`~streamarms.connectors.pattern_lines.PatternLines`: a regular expression's named groups, a named format --
-``combined``, ``ingress-nginx``, ``haproxy``, ``envoy``, ``alb`` -- or ``logfmt``), and the run reads the JSON object
+``combined``, ``ingress-nginx``, ``haproxy``, ``envoy``, ``syslog``, ``alb`` -- or ``logfmt``), and the run reads the JSON object
 of its fields in its place:
 
 - a value the pattern does not match, a blank one or one that is not UTF-8 text is refused as ``bad_row``: a dead
@@ -60,8 +60,6 @@ class ValueLines:
         self.source = self.lines.source
         #: the fields a value gives (``None``: logfmt, whose fields are each line's own)
         self.header = self.lines.header
-        #: values refused by the pattern, by reason (the daemon counts them again as it refuses them)
-        self.refused = 0
 
     def __call__(self, records: list[Any]) -> list[Any]:
         todo: list[int] = []  # (the records to read, and their texts: read in one call, numbered by their place)
@@ -87,6 +85,7 @@ class ValueLines:
                 out[i] = r._replace(value=got.value, key=r.key if got.key is None else got.key)
         return out
 
-    def _refused(self, r: Any, detail: str) -> Any:
-        self.refused += 1
+    @staticmethod
+    def _refused(r: Any, detail: str) -> Any:
+        """``r`` refused as ``bad_row`` (the daemon counts it and dead-letters it with its value as it came)."""
         return r._replace(key=RefusedKey.of("bad_row", detail, r.key))

@@ -39,8 +39,8 @@ connection counts and queues, the captured headers, and the request's ``method``
 ``connection_termination_details``, ``upstream_transport_failure_reason``, ``upstream_cluster``,
 ``upstream_local_address``, ``downstream_local_address``, ``downstream_remote_address``, ``requested_server_name``,
 ``route_name``), ``syslog`` (a syslog file's lines: ``time`` -- ``Nov 14 22:13:20`` or RFC 3339 --, ``host``,
-``program``, ``pid``, ``message``, and ``pri`` when the line starts with ``<PRI>``), and ``alb``, an AWS Application Load Balancer's access log (``time``,
-``client``, ``target``, ``request_processing_time``, ``target_processing_time``, ``response_processing_time`` in
+``program``, ``pid``, ``message``, and ``pri`` when the line starts with ``<PRI>``), and ``alb``, an AWS Application
+Load Balancer's access log (``time``, ``client``, ``target``, ``request_processing_time``, ``target_processing_time``, ``response_processing_time`` in
 seconds (none when no target answered: ``-1``), ``elb_status_code``, ``target_status_code``, ``received_bytes``,
 ``sent_bytes``, ``method``, ``host``, ``path``, ``query``, ``protocol``, ``user_agent``). ``logfmt`` is no fixed pattern: it reads every ``key=value`` pair
 of a line as a field (:data:`LOGFMT`: Heroku's and Go's logfmt, logrus' text lines, klog's structured pairs --

@@ -47,8 +47,9 @@ DISTINCT = 10_000
 RECORD_KEY = "(record key)"
 #: names a key field often has, tried first (as :func:`plain` writes them: journald's ``_HOSTNAME`` is ``hostname``)
 KEY_NAMES = (RECORD_KEY, "arm", "key", "host", "hostname", "host.name", "proxy_upstream_name", "upstream_cluster",
-             "upstream_addr", "upstream", "upstream_host", "target", "server", "server_name", "backend_name", "instance", "pod", "container", "dyno", "service",
-             "region", "worker", "worker_id", "user", "user_id", "endpoint", "path", "route", "country", "shard", "node")
+             "upstream_addr", "upstream", "upstream_host", "target", "server", "server_name", "backend_name",
+             "instance", "pod", "container", "dyno", "service", "region", "worker", "worker_id", "user", "user_id",
+             "endpoint", "path", "route", "country", "shard", "node")
 #: names a time field often has (as :func:`plain` writes them: journald's ``__REALTIME_TIMESTAMP``, OpenTelemetry's
 #: ``timeUnixNano``)
 TIME_NAMES = ("timestamp", "@timestamp", "time", "ts", "time_local", "datetime", "date", "created_at", "submitted_at",
@@ -371,7 +372,8 @@ def lines_format(texts: Sequence[str]) -> str | None:
 
     if not texts:
         return None
-    for name in ("ingress-nginx", "combined", "common", "alb", "haproxy", "envoy", "syslog"):  # (the most specific first: ingress-nginx's is combined+)
+    # (the most specific first: ingress-nginx's lines are combined ones and more; HAProxy's come in syslog's)
+    for name in ("ingress-nginx", "combined", "common", "alb", "haproxy", "envoy", "syslog"):
         pattern = re.compile(PATTERNS[name])
         found = pattern.search if name == "haproxy" else pattern.match  # (after the syslog header it is sent with)
         if sum(found(t) is not None for t in texts) >= 0.8 * len(texts):
@@ -596,8 +598,8 @@ def inspect_main(opts: argparse.Namespace) -> int:
             from streamarms.connectors.kafka_sample import latest_records
 
             if opts.rewards_format != "auto":
-                raise ConfigError("--rewards-format says what files hold; a Kafka record's value is JSON, or a log line "
-                                  "(--line-pattern)")
+                raise ConfigError("--rewards-format says what files hold; a Kafka record's value is JSON, or a "
+                                  "log line (--line-pattern)")
             try:
                 sample = latest_records(opts.bootstrap_servers, opts.rewards_topic, opts.records)
             except BrokerUnreachable as e:
