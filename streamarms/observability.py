@@ -8,7 +8,7 @@ metric                                          type     meaning
 ==============================================  =======  ==================================================
 ``streamarms_consumer_lag_records{topic,        gauge    records between the consumer's position and the
 partition}``                                             end of each assigned partition
-``streamarms_follow_lag_bytes``                  gauge    following files (``--follow``): the bytes written
+``streamarms_follow_lag_bytes``                gauge    following files (``--follow``): the bytes written
                                                          to them and not read yet -- growing: the daemon
                                                          falls behind, and logrotate may remove a rotation
                                                          before it is read

@@ -259,15 +259,14 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                         "JSON lines")
     g.add_argument("--line-pattern", metavar="REGEX",
                    help="read every --rewards-file line (every Kafka record's value) with this regular expression: "
-                        "its named groups are the "
-                        "record's fields (text; the reward's read as a number), a line it does not match a "
-                        "bad_row dead letter; or a named pattern: combined, common (the access logs of nginx and "
-                        "Apache: remote_addr, time_local, method, path, status, ...), ingress-nginx (Kubernetes' ingress-nginx "
-                        "controller's: the same, then request_time, proxy_upstream_name, upstream_status, ...), haproxy "
-                        "(its HTTP log: backend_name, server_name, time_backend_response, status_code, ...), envoy "
-                        "(Envoy's default access log, Istio's sidecar text log: response_code, duration, "
-                        "upstream_host, upstream_cluster, ...), syslog (a syslog file's time, host, program, pid, message), alb "
-                        "(an AWS load balancer's: target, "
+                        "its named groups are the record's fields (text; the reward's read as a number), a line it "
+                        "does not match a bad_row dead letter; or a named pattern: combined, common (the access logs "
+                        "of nginx and Apache: remote_addr, time_local, method, path, status, ...), ingress-nginx "
+                        "(Kubernetes' ingress-nginx controller's: the same, then request_time, proxy_upstream_name, "
+                        "upstream_status, ...), haproxy (its HTTP log: backend_name, server_name, "
+                        "time_backend_response, status_code, ...), envoy (Envoy's default access log, Istio's "
+                        "sidecar text log: response_code, duration, upstream_host, upstream_cluster, ...), syslog (a "
+                        "syslog file's time, host, program, pid, message), alb (an AWS load balancer's: target, "
                         "elb_status_code, target_processing_time, ...), or logfmt (every key=value "
                         "pair of a line is a field: level=error host=web-1 latency=1.2ms msg=\"timed out\")")
     g.add_argument("--follow", action="store_true", default=None,
