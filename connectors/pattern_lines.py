@@ -76,20 +76,26 @@ from .line_time import LineTime, stamp
 
 __all__ = ["PatternLines", "PATTERNS", "NONE", "LOGFMT", "clf_ms", "syslog_ms"]
 
+#: where a named format's line may start: at the line's start or after at most 12 words (a syslog header, the
+#: ``2026-11-30T10:00:00.123Z stdout F`` of a Kubernetes container log, ``kubectl logs --timestamps``), the earliest
+#: first -- a search of every place in the line took time quadratic in a long word's length (a 40 KB line of one
+#: word: 5.7 s; a 4 MiB line, the longest held, days)
+_START = r'^(?:\S* ){0,12}?'
 _REQUEST = r'"(?:(?P<method>[A-Z]+) (?P<path>[^ "?]+)(?:\?(?P<query>[^ "]*))?(?: (?P<protocol>[^"]*))?|[^"]*)"'
-_COMMON = r'(?P<remote_addr>\S+) \S+ (?P<remote_user>\S+) \[(?P<time_local>[^\]]+)\] ' + _REQUEST + \
+_COMMON = _START + r'(?P<remote_addr>\S+) \S+ (?P<remote_user>\S+) \[(?P<time_local>[^\]]+)\] ' + _REQUEST + \
     r' (?P<status>\d{3}) (?P<body_bytes_sent>\S+)'
 #: an AWS Application Load Balancer's access log entry (its documented fields, to the user agent; the rest of the
 #: line is left unread): the request's URL split into its host and ``path`` (without the query)
-_ALB = (r'(?P<type>\S+) (?P<time>\S+) (?P<elb>\S+) (?P<client>\S+) (?P<target>\S+) (?P<request_processing_time>\S+) '
+_ALB = (_START + r'(?P<type>\S+) (?P<time>\S+) (?P<elb>\S+) (?P<client>\S+) (?P<target>\S+) (?P<request_processing_time>\S+) '
         r'(?P<target_processing_time>\S+) (?P<response_processing_time>\S+) (?P<elb_status_code>\S+) '
         r'(?P<target_status_code>\S+) (?P<received_bytes>\S+) (?P<sent_bytes>\S+) '
         r'"(?P<method>\S+) (?:[a-z]+://(?P<host>[^/ "]+))?(?P<path>[^ ?"]*)(?:\?(?P<query>[^ "]*))? (?P<protocol>[^"]*?) ?" '
         r'"(?P<user_agent>[^"]*)"')
 _COMBINED = _COMMON + r' "(?P<http_referer>[^"]*)" "(?P<http_user_agent>[^"]*)"'
 #: an upstream field of nginx's: one value, or a list of them when a request was passed to several upstreams in
-#: turn (``10.0.0.1:80, 10.0.0.2:80``; `` : `` between those of an internal redirect)
-_UPSTREAMS = r'[^\s,]+(?:(?:, | : )[^\s,]+)*'
+#: turn (``10.0.0.1:80, 10.0.0.2:80``; `` : `` between those of an internal redirect): a value is never ``:`` alone,
+#: so where each field ends is never in doubt (a line of many `` : `` took time quadratic in their number)
+_UPSTREAMS = r'(?::[^\s,]+|[^\s,:][^\s,]*)(?:(?:, | : )(?::[^\s,]+|[^\s,:][^\s,]*))*'
 #: Kubernetes ingress-nginx's default format, ``upstreaminfo`` (its documentation's "Log format"): the combined
 #: format, then the request's length and time, ``[proxy_upstream_name]`` (``namespace-service-port``), the
 #: alternative (canary) upstream's name in brackets, and the upstreams' address, response length, time and status
@@ -103,7 +109,7 @@ _INGRESS_NGINX = (_COMBINED + r' (?P<request_length>\S+) (?P<request_time>\S+) \
 #: (``time_request`` TR, ``time_queue`` Tw, ``time_backend_connect`` Tc, ``time_backend_response`` Tr, in ms; -1:
 #: that step never came; ``time_duration`` Ta/Tt, from the accept), the captured headers when configured, and the
 #: request split as the combined format's
-_HAPROXY = (r'(?P<client_ip>\S+):(?P<client_port>\d+) \[(?P<accept_date>[^\]]+)\] (?P<frontend_name>\S+) '
+_HAPROXY = (_START + r'(?P<client_ip>\S+):(?P<client_port>\d+) \[(?P<accept_date>[^\]]+)\] (?P<frontend_name>\S+) '
             r'(?P<backend_name>[^\s/]+)/(?P<server_name>\S+) (?P<time_request>-?\d+)/(?P<time_queue>-?\d+)/'
             r'(?P<time_backend_connect>-?\d+)/(?P<time_backend_response>-?\d+)/\+?(?P<time_duration>-?\d+) '
             r'(?P<status_code>-?\d+) \+?(?P<bytes_read>\d+) (?P<captured_request_cookie>\S+) '
@@ -113,7 +119,7 @@ _HAPROXY = (r'(?P<client_ip>\S+):(?P<client_port>\d+) \[(?P<accept_date>[^\]]+)\
 #: Envoy's default access log format (its documentation's "Default Format String"), and Istio's sidecar text format
 #: (from Istio 1.8), which adds three fields after the response flags and six at the end: the field names are Istio's
 #: JSON format's
-_ENVOY = (r'\[(?P<start_time>[^\]]+)\] ' + _REQUEST + r' (?P<response_code>\d+) (?P<response_flags>\S+) '
+_ENVOY = (_START + r'\[(?P<start_time>[^\]]+)\] ' + _REQUEST + r' (?P<response_code>\d+) (?P<response_flags>\S+) '
           r'(?:(?P<response_code_details>\S+) (?P<connection_termination_details>\S+) '
           r'"(?P<upstream_transport_failure_reason>[^"]*)" )?'
           r'(?P<bytes_received>\d+) (?P<bytes_sent>\d+) (?P<duration>\d+) (?P<upstream_service_time>\S+) '

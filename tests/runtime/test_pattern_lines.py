@@ -127,6 +127,23 @@ def test_the_syslog_pattern_reads_traditional_rfc3339_and_pri_lines():
     assert bad.key.reason == "bad_row"
 
 
+def test_named_formats_are_read_after_a_prefix_and_a_poison_line_is_refused_at_once():
+    """A named format's line is read at the line's start or after a few words -- a Kubernetes container log's
+    ``2026-11-30T10:00:00.123Z stdout F``, a syslog header --, not searched for at every place in the line: that took
+    time quadratic in a long word's length (a 40 KB line of one word: 5.7 s; the 4 MiB a reader holds: days), so one
+    poison line stalled the run. ``benchmarks/pattern_lines.py`` measures it."""
+    from streamarms.connectors.pattern_lines import PATTERNS
+
+    assert all(PATTERNS[name].startswith("^") for name in PATTERNS), PATTERNS.keys()
+    line = LINES[0].rstrip("\n")
+    for prefix in ("", "2026-11-30T10:00:00.123456789Z stdout F ", "<190>Nov 14 22:13:20 lb-1 nginx: "):
+        [r] = PatternLines("combined").records("access.log", [prefix + line], 0)
+        assert r.parsed["status"] == "503" and r.parsed["remote_addr"] == "10.0.0.7", prefix
+    poison = ["x" * (4 << 20), "[" * (4 << 20), "a:1 " * (1 << 20)]
+    for name in PATTERNS:
+        assert [r.key.reason for r in PatternLines(name).records("p.log", poison, 0)] == ["bad_row"] * 3, name
+
+
 def test_a_pattern_of_ones_own_and_its_refusals():
     t = PatternLines(r"level=(?P<level>\w+) host=(?P<arm>\S+)(?: ms=(?P<ms>\d+))? ts=(?P<timestamp>\S+)")
     recs = t.records("app.log", ["level=ERROR host=h1 ms=12 ts=1700000000123", "level=INFO host=h2 ts=2023-11-14T22:13:20Z",
