@@ -67,6 +67,7 @@ _ID_NAME = re.compile(r"(?:^|[._])(?:pid|ppid|tid|uid|gid|id|port)$")
 _ERRORISH = re.compile(r"(?i)err|fail|fatal|crit|timeout|timed.?out|refused|denied|reject|5\d\d")
 #: the rule a free text's failures are suggested with (a syslog's messages: ``Failed password``, ``Connection refused``)
 FAILURE_WORDS = "(?i)error|fail|fatal|denied|refused|timed? ?out"
+_FAILURE = re.compile(FAILURE_WORDS)
 
 
 @dataclass
@@ -240,17 +241,16 @@ def kafka_profile(sample: Sequence[tuple[bytes | None, bytes | None]], records: 
             batch, self.batch = self.batch or [], None
             return batch
 
-    lines = ValueLines(line_pattern) if line_pattern is not None else None
+    records_of = [_Record("sample", 0, i, key, value) for i, (key, value) in enumerate(sample)]
+    if line_pattern is not None:  # (each value read as run reads it: the fields' JSON, or refused as bad_row)
+        records_of = ValueLines(line_pattern)(records_of)
     batch = []
-    for i, (key, value) in enumerate(sample):
+    for (key, value), r in zip(sample, records_of):
+        if hasattr(r.key, "reason"):
+            batch.append(SimpleNamespace(key=r.key, value=value, parsed=None))
+            continue
         head = {RECORD_KEY: key.decode("utf-8", "replace")} if key is not None else {}
-        if lines is not None:
-            [r] = lines([_Record("sample", 0, i, key, value)])
-            if hasattr(r.key, "reason"):
-                batch.append(SimpleNamespace(key=r.key, value=value, parsed=None))
-                continue
-            value = r.value
-        batch.append(SimpleNamespace(key=None, value=value, parsed=_value_with(head, value)))
+        batch.append(SimpleNamespace(key=None, value=r.value, parsed=_value_with(head, r.value)))
     fields: dict[str, FieldProfile] = {}
     refused: Counter[str] = Counter()
     return fields, _read(_Sample(batch), records, fields, refused), refused
@@ -375,8 +375,7 @@ def lines_format(texts: Sequence[str]) -> str | None:
     # (the most specific first: ingress-nginx's lines are combined ones and more; HAProxy's come in syslog's)
     for name in ("ingress-nginx", "combined", "common", "alb", "haproxy", "envoy", "syslog"):
         pattern = re.compile(PATTERNS[name])
-        found = pattern.search if name == "haproxy" else pattern.match  # (after the syslog header it is sent with)
-        if sum(found(t) is not None for t in texts) >= 0.8 * len(texts):
+        if sum(pattern.match(t) is not None for t in texts) >= 0.8 * len(texts):  # (a prefix too: HAProxy's syslog's)
             return name
     return "logfmt" if sum(len(LOGFMT.findall(t)) >= 2 for t in texts) >= 0.8 * len(texts) else None
 
@@ -454,7 +453,7 @@ def _reward_flags(f: FieldProfile, table: bool = False) -> str | None:
         rare = [str(v) for v, _ in sorted(f.values.items(), key=lambda kv: kv[1]) if _ERRORISH.search(str(v))]
         return f"{name} --reward-in {shlex.quote(','.join(rare[:3]))}" if rare else None
     if f.share("str") > 0.99 and not f.numeric and (f.distinct > 20 or f.more):  # (a free text: a log's messages)
-        said = sum(n for v, n in f.values.items() if re.search(FAILURE_WORDS, v)) / f.present
+        said = sum(n for v, n in f.values.items() if _FAILURE.search(v)) / f.present
         return f"{name} --reward-match {shlex.quote(FAILURE_WORDS)}" if 0.001 <= said <= 0.5 else None
     if f.digits() and f.distinct >= 100 and max(f.values.values()) == 1:
         return None  # (whole numbers none of which repeats: an id or a counter -- an order number, a row -- no reward)
