@@ -60,6 +60,8 @@ class ValueLines:
         self.source = self.lines.source
         #: the fields a value gives (``None``: logfmt, whose fields are each line's own)
         self.header = self.lines.header
+        #: a value may give fields beyond the header (the combined format's rest)
+        self.open = self.lines.open
 
     def __call__(self, records: list[Any]) -> list[Any]:
         todo: list[int] = []  # (the records to read, and their texts: read in one call, numbered by their place)

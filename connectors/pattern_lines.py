@@ -23,7 +23,10 @@ Named patterns (:data:`PATTERNS`): ``combined``, the access log format nginx and
 (``remote_addr``, ``remote_user``, ``time_local``, ``method``, ``path`` -- the request's path without its
 query, ``query`` --, ``protocol``, ``status``, ``body_bytes_sent``, ``http_referer``, ``http_user_agent``; the
 request's parts are absent when its line is not a request: a TLS handshake sent to the HTTP port),
-``common`` (the same without the last two), ``ingress-nginx`` (Kubernetes' ingress-nginx controller's default
+``common`` (the same without the last two) -- both also read what a ``log_format`` that extends them writes after
+their fields (:func:`extra_fields`: nginx's ``main`` format's ``"$http_x_forwarded_for"``, ``$request_time
+$upstream_addr`` appended, nginx's documented ``rt=$request_time urt="$upstream_response_time"``): a ``name=value``
+pair as the field ``name``, any other value as ``extra_N``, the N-th value after the format's fields --, ``ingress-nginx`` (Kubernetes' ingress-nginx controller's default
 format: the combined format's fields, then ``request_length``, ``request_time``, ``proxy_upstream_name`` --
 ``namespace-service-port``, the key its requests are routed by --, ``proxy_alternative_upstream_name``,
 ``upstream_addr``, ``upstream_response_length``, ``upstream_response_time``, ``upstream_status`` -- a list, ``0.004,
@@ -74,7 +77,7 @@ from .csv_lines import refused_line, text_record
 from .line_record import JsonlRecord
 from .line_time import LineTime, stamp
 
-__all__ = ["PatternLines", "PATTERNS", "NONE", "LOGFMT", "clf_ms", "syslog_ms"]
+__all__ = ["PatternLines", "PATTERNS", "NONE", "LOGFMT", "clf_ms", "syslog_ms", "extra_fields"]
 
 #: where a named format's line may start: at the line's start or after at most 12 words (a syslog header, the
 #: ``2026-11-30T10:00:00.123Z stdout F`` of a Kubernetes container log, ``kubectl logs --timestamps``), the earliest
@@ -133,14 +136,20 @@ _ENVOY = (_START + r'\[(?P<start_time>[^\]]+)\] ' + _REQUEST + r' (?P<response_c
 #: before it (a line received as sent) is the field ``pri``
 _SYSLOG = (r'^(?:<(?P<pri>\d{1,3})>)?(?P<time>[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}|\d{4}-\d{2}-\d{2}T[\d:.]+'
            r'(?:Z|[+-]\d{2}:?\d{2})?) (?P<host>\S+) (?P<program>[^\s\[:]+)(?:\[(?P<pid>\d+)\])?: ?(?P<message>.*)$')
+#: the rest of a line after the common or combined format's fields: the values a log format that extends them adds
+#: (:func:`extra_fields`)
+_TAIL = r'(?: (?P<_tail>.+))?'
+#: one value of such a rest: a ``name=value`` pair (a name of letters, digits, ``_``, ``.``, ``-``; its value bare or
+#: double-quoted), a double-quoted text, or a word
+_EXTRA = re.compile(r'([A-Za-z_][\w.-]*)=("(?:[^"\\]|\\.)*"|[^\s"]*)|("(?:[^"\\]|\\.)*")|(\S+)')
 #: what the logs of a named pattern write for no value: no field (an ALB entry's processing times are ``-1`` when no
 #: target answered, an HAProxy entry's timers when that step never came)
 NONE = {"common": frozenset({"-"}), "combined": frozenset({"-"}), "ingress-nginx": frozenset({"-", ""}),
         "alb": frozenset({"-", "-1"}), "haproxy": frozenset({"-", "-1", ""}), "envoy": frozenset({"-", ""})}
 #: patterns named by ``--line-pattern NAME``
 PATTERNS = {
-    "common": _COMMON,
-    "combined": _COMBINED,
+    "common": _COMMON + _TAIL,
+    "combined": _COMBINED + _TAIL,
     "ingress-nginx": _INGRESS_NGINX,
     "alb": _ALB,
     "haproxy": _HAPROXY,
@@ -226,7 +235,10 @@ class PatternLines:
         self.line_time = line_time if line_time is not None else LineTime()
         #: the fields a line gives (the pattern's group names): what the run's field flags may name (``None``:
         #: logfmt, whose fields are each line's own)
-        self.header: list[str] | None = None if self.logfmt else list(self.pattern.groupindex)
+        #: a line may give fields beyond the header (the common or combined format's rest: :func:`extra_fields`)
+        self.open = "_tail" in self.pattern.groupindex and pattern in PATTERNS
+        self.header: list[str] | None = None if self.logfmt else [
+            g for g in self.pattern.groupindex if not (self.open and g == "_tail")]
         self._time = self.line_time.field
         #: the values a named pattern's log writes for none (the combined log's ``"-"`` referer, an ALB entry's
         #: ``-`` target for a request the balancer answered itself): no field, as W3C reads them (:data:`NONE`)
@@ -260,6 +272,8 @@ class PatternLines:
                 why = "has no key=value pair (--line-pattern logfmt)" if self.logfmt else f"does not match --line-pattern {shown}"
                 out.append(refused_line(path, n, text, f"the line {why}"))
                 continue
+            if self.open and "_tail" in obj:
+                extra_fields(obj.pop("_tail"), obj, none)
             out.append(text_record(path, n, text, obj, self._time, self._stamp))
         return out
 
@@ -285,22 +299,43 @@ class PatternLines:
 
 
 def _pairs(text: str) -> dict[str, str]:
-    """The ``key=value`` pairs of a logfmt line (:data:`LOGFMT`), a quoted value unquoted (as JSON reads it; a
-    Go escape JSON does not know, ``\\x00``, leaves the text between the quotes as it is); a key given twice keeps
-    its last value.
+    """The ``key=value`` pairs of a logfmt line (:data:`LOGFMT`), a quoted value unquoted (:func:`_unquote`); a key
+    given twice keeps its last value.
 
     >>> _pairs('a=1 b="x y" c= "no key" d=e=f'), _pairs("plain text"), _pairs(r'm="\\ud800"')
     ({'a': '1', 'b': 'x y', 'c': '', 'd': 'e=f'}, {}, {'m': '\\\\ud800'})
     """
-    out = {}
-    for key, value in LOGFMT.findall(text):
-        if value.startswith('"'):
-            try:
-                unquoted = json.loads(value)
-                unquoted.encode("utf-8")  # (an escaped lone surrogate, "\ud800", has no UTF-8 to write it in)
-                value = unquoted
-            except ValueError:  # (UnicodeEncodeError is one)
-                value = value[1:-1]
-        out[key] = value
-    return out
+    return {key: _unquote(value) for key, value in LOGFMT.findall(text)}
 
+
+def extra_fields(rest: str, into: dict[str, str], none: frozenset[str] = frozenset()) -> None:
+    """Add to ``into`` the values after a common or combined format's fields (:data:`_TAIL`): nginx's ``main``
+    format's ``"$http_x_forwarded_for"``, a ``$request_time $upstream_addr`` appended, Apache's ``%D``, nginx's
+    documented ``rt=$request_time urt="$upstream_response_time"``. A ``name=value`` pair is the field ``name``; any
+    other value (a word, a double-quoted text, unquoted) is ``extra_N``, the N-th value after the format's fields. An
+    empty value or one of ``none`` (``-``) is no field, and no value replaces a field already read.
+
+    >>> r = {"status": "200"}
+    >>> extra_fields('"-" 0.012 10.0.0.5:8080 "a b" rt=0.012 urt="0.010" status=x', r, frozenset({"-"})); r
+    {'status': '200', 'extra_2': '0.012', 'extra_3': '10.0.0.5:8080', 'extra_4': 'a b', 'rt': '0.012', 'urt': '0.010'}
+    """
+    for i, (name, value, quoted, word) in enumerate(_EXTRA.findall(rest), 1):
+        value = _unquote(value) if name else word or _unquote(quoted)
+        name = name or f"extra_{i}"
+        if value and value not in none and name not in into:
+            into[name] = value
+
+
+def _unquote(value: str) -> str:
+    """A double-quoted value's text as JSON reads it (a Go or nginx escape JSON does not know, ``\\x22``, leaves
+    the text between the quotes as it is); a bare value as it is."""
+    if value.startswith('"'):
+        if "\\" not in value:
+            return value[1:-1]  # (nothing escaped: the text between the quotes)
+        try:
+            unquoted = json.loads(value)
+            unquoted.encode("utf-8")  # (an escaped lone surrogate, "\ud800", has no UTF-8 to write it in)
+            return unquoted
+        except ValueError:  # (UnicodeEncodeError is one)
+            return value[1:-1]
+    return value

@@ -6,11 +6,14 @@ dead letter a row.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
 from ..errors import ConfigError
 from .settings import RunSettings
+
+log = logging.getLogger("streamarms.cli")
 
 __all__ = ["file_source", "tables_of", "check_columns"]
 
@@ -77,6 +80,31 @@ def file_source(s: RunSettings, resume: dict[str, Any] | None) -> Any:
     return source
 
 
+def _fields_after(tables: dict[str, Any], lines: int = 200) -> set[str] | None:
+    """The fields that the first ``lines`` lines of the first file giving records (of the first 5) give beyond its
+    table's header (a combined log's rest, :func:`~streamarms.connectors.pattern_lines.extra_fields`: ``extra_1``,
+    ``rt``), or ``None`` when there is nothing to read them from (standard input, a Kafka topic, empty or unreadable
+    files): any name may come, and a line without the run's field is a dead letter, as a logfmt line's."""
+    import json
+
+    from streamarms.connectors.compressed_lines import file_head
+
+    for path, table in list(tables.items())[:5]:
+        if path == "-":
+            continue
+        try:
+            head = file_head(path, 1 << 18)
+        except OSError:
+            continue
+        seen: set[str] = set()
+        for r in table.records(path, head.decode("utf-8", "replace").splitlines(keepends=True)[:lines], 0):
+            if getattr(r.key, "reason", None) is None:  # (not a refused line)
+                seen.update(r.parsed if r.parsed is not None else json.loads(r.value))
+        if seen:
+            return seen - set(table.header)
+    return None
+
+
 def _inspect(path: str) -> str:
     """The hint that ends a column error: the command that shows what the file holds and suggests the flags."""
     import shlex
@@ -88,7 +116,8 @@ def check_columns(tables: dict[str, Any], s: RunSettings, own_keys: bool = False
     """``ConfigError`` naming a field the run reads that a table's header (a pattern's groups) has no column
     (group) for: the reward's, the key's (``--key-field``, else ``arm`` or ``key`` unless ``own_keys``: Kafka
     records have keys of their own), ``--group-by``'s, and ``--timestamp-field`` when given (without it, a table
-    with no ``timestamp`` column has no times)."""
+    with no ``timestamp`` column has no times). A pattern whose lines give fields of their own after its groups
+    (``combined``'s rest) accepts those the file's first lines give (:func:`_fields_after`)."""
     wanted = [("--reward-field", s.reward_field)]
     if s.key_field is not None:
         wanted.append(("--key-field", s.key_field))
@@ -96,6 +125,8 @@ def check_columns(tables: dict[str, Any], s: RunSettings, own_keys: bool = False
         wanted.append(("--group-by", s.group_by))
     if "timestamp_field" in s.explicit:
         wanted.append(("--timestamp-field", s.timestamp_field))
+    seen: set[str] | None = set()  # (the fields a pattern's lines give after its groups, read when a name needs them)
+    checked = False
     for path, table in tables.items():
         columns = table.header
         if columns is None:  # (an empty file, standard input: nothing to check yet)
@@ -104,8 +135,17 @@ def check_columns(tables: dict[str, Any], s: RunSettings, own_keys: bool = False
         # (a pattern's fields are its named groups, the same for every file)
         what, of = ("group", f"--line-pattern {table.source}") if s.line_pattern else ("column", path)
         for flag, name in wanted:
-            if name not in columns:
-                raise ConfigError(f"{of} has no {what} {name!r} ({flag}): its {what}s are {shown}" + _inspect(path))
+            if name in columns:
+                continue
+            if getattr(table, "open", False) and not checked:  # (once: a pattern's tables are alike)
+                seen, checked = _fields_after(tables), True
+            if seen is None:
+                log.warning("--line-pattern %s has no group %r (%s): the lines' rest may give it (extra_N, name=value);"
+                            " a line without it is a dead letter", table.source, name, flag)
+            elif name not in seen:
+                after = f"; its first lines give {', '.join(sorted(seen)[:30])} after them" if seen else ""
+                raise ConfigError(f"{of} has no {what} {name!r} ({flag}): its {what}s are {shown}{after}" +
+                                  _inspect(path))
         if s.key_field is None and "arm" not in columns and "key" not in columns and not own_keys:
             unit = "line" if s.line_pattern else "row"
             raise ConfigError(f"{of} has no 'arm' or 'key' {what} naming each {unit}'s key: name the {what} with "

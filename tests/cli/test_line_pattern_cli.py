@@ -74,8 +74,8 @@ def test_what_cannot_go_with_a_pattern_is_refused(tmp_path, capsys, extra, needl
     assert main(["run", "--line-pattern", "combined"]) == 2  # (the embedded demo's records are JSON)
     assert "--line-pattern reads the lines of --rewards-file files, or the values of Kafka" in capsys.readouterr().err
     # (a topic's values are read by it, and a field the pattern has no group for is an error before connecting)
-    assert main(["run", "--bootstrap-servers", "localhost:1", "--rewards-topic", "t", "--line-pattern", "combined"]) == 2
-    assert "--line-pattern combined has no group 'reward' (--reward-field)" in capsys.readouterr().err
+    assert main(["run", "--bootstrap-servers", "localhost:1", "--rewards-topic", "t", "--line-pattern", "envoy"]) == 2
+    assert "--line-pattern envoy has no group 'reward' (--reward-field)" in capsys.readouterr().err
 
 
 def test_the_host_whose_share_of_failed_ssh_logins_stands_out_from_a_syslog(tmp_path):
@@ -121,3 +121,66 @@ def test_inspect_sees_an_access_log_and_its_command_finds_the_endpoint(tmp_path,
     command = shlex.split(first)[1:]
     assert command[3:5] == ["--line-pattern", "combined"] and "--reward-at-least" in command, command
     assert _run_suggested(tmp_path, command, "--policy", "cs", "--max-episodes", "1")["flagged"] == ["/api/pay"]
+
+
+def _upstream_log(path, n=20_000, seed=3, pairs=True):
+    """nginx's documented ``upstream_time`` format (``rt=$request_time ... urt="$upstream_response_time"``) with the
+    upstream's address after it (``pairs``), or the combined format with ``$request_time $upstream_addr`` appended."""
+    rng = random.Random(seed)
+    t0 = dt.datetime(2026, 11, 20, 10, 0, 0, tzinfo=dt.UTC)
+    with open(path, "w") as f:
+        for i in range(n):
+            up = f"10.0.1.{rng.randrange(8)}:8080"
+            rt = min(rng.expovariate(1 / (0.4 if up == "10.0.1.5:8080" else 0.05)), 2.0)
+            t = (t0 + dt.timedelta(milliseconds=50 * i)).strftime("%d/%b/%Y:%H:%M:%S %z")
+            rest = f'rt={rt:.3f} uct="0.000" urt="{rt:.3f}" ua="{up}"' if pairs else f'"-" {rt:.3f} {up}'
+            f.write(f'10.2.3.{rng.randrange(200)} - - [{t}] "GET /api/items/{rng.randrange(999)} HTTP/1.1" 200 '
+                    f'{rng.randrange(9000)} "-" "Mozilla/5.0 (X11)" {rest}\n')
+
+
+@pytest.mark.parametrize("pairs, key, reward", [(True, "ua", "rt"), (False, "extra_3", "extra_2")],
+                         ids=["name=value", "appended"])
+def test_what_a_combined_log_format_adds_after_its_fields_is_read(tmp_path, capsys, pairs, key, reward):
+    """Most nginx configurations add the request's time and the upstream after the combined format's fields (the
+    ``main`` format's ``"$http_x_forwarded_for"``, nginx's documented ``rt=$request_time urt=...``): those fields were
+    dropped -- the slow upstream could not be found, and ``inspect`` did not show them. They are read (``name=value``
+    pairs by name, other values as ``extra_N``), ``inspect`` suggests them, the run finds the upstream, and a name
+    the lines do not give is still one error before the run."""
+    p, summary = tmp_path / "access.log", tmp_path / "s.json"
+    _upstream_log(p, pairs=pairs)
+    assert main(["inspect", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert f"keys (values that repeat): path (999), {key} (8)" in out, out
+    assert f"--reward-field {reward} --reward-model bounded --reward-range 0,2" in out, out
+    args = ["run", "--rewards-file", str(p), "--line-pattern", "combined", "--key-field", key, "--reward-field", reward,
+            "--reward-model", "bounded", "--reward-range", "0,2", "--timestamp-field", "time_local"]
+    assert main([*args, "--policy", "cs", "--k", "1.5", "--max-episodes", "1", "--summary-json", str(summary),
+                 "--quiet"]) == 0
+    got = json.loads(summary.read_text())
+    assert got["flagged"] == ["10.0.1.5:8080"] and not got["invalid"], got
+    capsys.readouterr()
+    assert main([*args[:5], "--key-field", "upstream", *args[7:]]) == 2
+    err = capsys.readouterr().err
+    assert "--line-pattern combined has no group 'upstream' (--key-field): its groups are remote_addr," in err, err
+    assert f"its first lines give {'rt, ua, uct, urt' if pairs else 'extra_2, extra_3'} after them" in err, err
+
+
+def test_a_name_after_combined_s_groups_is_a_warning_where_no_line_can_be_read_before_the_run(caplog):
+    """Standard input and a Kafka topic have no lines to read before the run: a name ``combined``'s rest may give is
+    let through with a warning (a line without it is a ``key_missing`` dead letter); a pattern that reads no rest
+    still refuses it."""
+    from types import SimpleNamespace
+
+    from streamarms.cli.file_input import check_columns
+    from streamarms.connectors.kafka_lines import ValueLines
+    from streamarms.connectors.pattern_lines import PatternLines
+    from streamarms.errors import ConfigError
+
+    s = SimpleNamespace(reward_field="rt", key_field="ua", group_by=None, explicit=set(), line_pattern="combined")
+    check_columns({"-": PatternLines("combined")}, s)
+    check_columns({"-": ValueLines("combined")}, s, own_keys=True)
+    assert [r.getMessage().split(":")[0] for r in caplog.records] == [
+        "--line-pattern combined has no group 'rt' (--reward-field)", "--line-pattern combined has no group 'ua' "
+        "(--key-field)"] * 2
+    with pytest.raises(ConfigError, match="--line-pattern envoy has no group 'rt'"):
+        check_columns({"-": PatternLines("envoy")}, SimpleNamespace(**{**vars(s), "line_pattern": "envoy"}))

@@ -228,3 +228,27 @@ def test_logfmt_lines_of_any_text_are_records_or_dead_letters_never_an_error():
             continue
         assert isinstance(json.loads(r.value.decode("utf-8", "surrogateescape")), dict)
     assert 100 < bad < len(records) - 100  # (both kinds were met)
+
+
+def test_the_values_after_a_common_or_combined_line_s_fields_are_fields_of_their_own():
+    """An nginx ``log_format`` that extends the combined one (``"$http_x_forwarded_for" $request_time
+    rt=$request_time urt="$upstream_response_time"``): its values were dropped; a ``name=value`` pair is a field by
+    its name, any other value ``extra_N`` (the N-th after the format's fields), ``-`` none; the format's own fields
+    are never replaced. Only the named formats read a rest; a pattern of one's own reads its groups."""
+    from streamarms.connectors.kafka_lines import ValueLines
+
+    line = LINES[0].rstrip("\n") + ' "10.9.9.9, 10.0.0.1" 0.012 rt=0.5 urt="0.4, 0.1" status=999 - "" x\n'
+    got = PatternLines("combined").records("a.log", [line], 0)[0].parsed
+    assert {k: v for k, v in got.items() if k not in LINE_0} == {
+        "extra_1": "10.9.9.9, 10.0.0.1", "extra_2": "0.012", "rt": "0.5", "urt": "0.4, 0.1", "extra_8": "x"}, got
+    assert got["status"] == "503"
+    common = PatternLines("common").records("a.log", LINES[:1], 0)[0].parsed  # (a combined line read as common)
+    assert common["extra_2"] == "curl/8.0" and "extra_1" not in common and "http_user_agent" not in common
+    assert PatternLines("combined").open and ValueLines("combined").open and not PatternLines("ingress-nginx").open
+    own = PatternLines(r"(?P<host>\S+) (?P<_tail>.*)")
+    assert not own.open and own.header == ["host", "_tail"]
+    assert own.records("a.log", ["h1 a=1 2"], 0)[0].parsed == {"host": "h1", "_tail": "a=1 2"}
+
+
+LINE_0 = {"remote_addr", "time_local", "method", "path", "query", "protocol", "status", "body_bytes_sent",
+          "http_user_agent"}
