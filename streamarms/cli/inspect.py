@@ -24,6 +24,7 @@ streamarms run --rewards-file FILE --key-field host --reward-field ms --reward-m
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import re
 import shlex
@@ -48,12 +49,12 @@ RECORD_KEY = "(record key)"
 #: names a key field often has, tried first (as :func:`plain` writes them: journald's ``_HOSTNAME`` is ``hostname``)
 KEY_NAMES = (RECORD_KEY, "arm", "key", "host", "hostname", "host.name", "proxy_upstream_name", "upstream_cluster",
              "upstream_addr", "upstream", "upstream_host", "target", "server", "server_name", "backend_name",
-             "instance", "pod", "container", "dyno", "service", "region", "worker", "worker_id", "user", "user_id",
+             "instance", "pod", "container", "dyno", "service", "service_name", "region", "worker", "worker_id", "user", "user_id",
              "endpoint", "path", "route", "country", "shard", "node")
 #: names a time field often has (as :func:`plain` writes them: journald's ``__REALTIME_TIMESTAMP``, OpenTelemetry's
 #: ``timeUnixNano``)
 TIME_NAMES = ("timestamp", "@timestamp", "time", "ts", "time_local", "datetime", "date", "created_at", "submitted_at",
-              "realtime_timestamp", "timeunixnano", "accept_date", "start_time")
+              "realtime_timestamp", "time_unix_nano", "accept_date", "start_time")
 #: the numeric severities of logs, by their field's plain name: the values a scale has, and the flag that reads its
 #: errors and worse -- syslog's (journald's ``PRIORITY``, RFC 5424: 0 emerg .. 3 err .. 7 debug), pino's and
 #: bunyan's ``level`` (10 trace .. 50 error, 60 fatal), Python's ``levelno`` (40 ERROR), OpenTelemetry's
@@ -61,9 +62,14 @@ TIME_NAMES = ("timestamp", "@timestamp", "time", "ts", "time_local", "datetime",
 LEVEL_SCALES = ((("priority", "severity", "syslog_severity", "level"), frozenset(range(8)), "--reward-in 0,1,2,3"),
                 (("level",), frozenset(range(10, 61, 10)), "--reward-at-least 50"),
                 (("levelno",), frozenset(range(0, 51, 10)), "--reward-at-least 40"),
-                (("severitynumber", "severity_number"), frozenset(range(1, 25)), "--reward-at-least 17"))
+                (("severity_number",), frozenset(range(1, 25)), "--reward-at-least 17"))
+#: where a camel-case name's words part (:func:`plain`)
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 #: the plain names of fields of ids (a process, a user, a port), which are no reward however many their values
 _ID_NAME = re.compile(r"(?:^|[._])(?:pid|ppid|tid|uid|gid|id|port)$")
+#: the plain names of durations: whole numbers that never repeat are durations in a fine unit (Traefik's
+#: ``Duration`` in ns), not ids
+_DURATION_NAME = re.compile(r"duration|latency|elapsed|took|(?:^|[._])(?:\w+_)?(?:time|ms|us|ns)$")
 _ERRORISH = re.compile(r"(?i)err|fail|fatal|crit|timeout|timed.?out|refused|denied|reject|5\d\d")
 #: the rule a free text's failures are suggested with (a syslog's messages: ``Failed password``, ``Connection refused``)
 FAILURE_WORDS = "(?i)error|fail|fatal|denied|refused|timed? ?out"
@@ -99,6 +105,8 @@ class FieldProfile:
     #: the unit its durations written with units (``"17.19ms"``) are read in, as ``--reward-unit`` names it:
     #: ``ms``, or ``s`` when the first is in seconds or longer (``None``: no such text)
     unit: str | None = None
+    #: a few of its lists (Caddy's headers, ``["curl/8.0"]``), as JSON: shown where a list has no distinct values
+    lists: list[str] = field(default_factory=list)
 
     def add(self, v: Any) -> None:
         t = type(v)
@@ -126,6 +134,8 @@ class FieldProfile:
                 self.values[v] += 1
             else:
                 self.more = True
+        elif t is list and len(self.lists) < 4 and (shown := json.dumps(v, default=str)[:40]) not in self.lists:
+            self.lists.append(shown)
 
     @property
     def distinct(self) -> int:
@@ -145,6 +155,9 @@ class FieldProfile:
     def line(self, records: int) -> str:
         kinds = ", ".join(f"{t} {100 * n / self.present:.0f}%" for t, n in self.types.most_common(3))
         distinct = f"{'>' if self.more else ''}{self.distinct:,} distinct"
+        if not self.values and self.lists:
+            return f"  {self.name:<28} {100 * self.present / max(records, 1):5.1f}%  {kinds:<22} {'lists':<16} " + \
+                ", ".join(self.lists)
         if self.low <= self.high and self.numeric >= 0.5 * self.present:
             shown = f"{_num(self.low)} .. {_num(self.high)}" + (f" {self.unit} (durations)" if self.unit else "")
         else:
@@ -381,13 +394,16 @@ def lines_format(texts: Sequence[str]) -> str | None:
 
 
 def plain(name: str) -> str:
-    """A field's name as :data:`KEY_NAMES`, :data:`TIME_NAMES` and :data:`LEVEL_SCALES` list it: lower case, without
+    """A field's name as :data:`KEY_NAMES`, :data:`TIME_NAMES` and :data:`LEVEL_SCALES` list it: lower case, words
+    written in camel case parted by ``_`` (Traefik's ``ServiceName``, OpenTelemetry's ``timeUnixNano``), without
     journald's leading underscores.
 
     >>> plain("_HOSTNAME"), plain("__REALTIME_TIMESTAMP"), plain("timeUnixNano"), plain("host.name")
-    ('hostname', 'realtime_timestamp', 'timeunixnano', 'host.name')
+    ('hostname', 'realtime_timestamp', 'time_unix_nano', 'host.name')
+    >>> plain("ServiceName"), plain("StartUTC"), plain("request.remoteIP")
+    ('service_name', 'start_utc', 'request.remote_ip')
     """
-    return name.lower().lstrip("_")
+    return _CAMEL.sub("_", name).lower().lstrip("_")
 
 
 def _key_candidates(fields: dict[str, FieldProfile], n: int) -> list[FieldProfile]:
@@ -438,7 +454,7 @@ def _reward_flags(f: FieldProfile, table: bool = False) -> str | None:
     name = f"--reward-field {shlex.quote(f.name)}" + (f" --reward-unit {f.unit}" if f.unit else
                                                       " --numeric-strings" if quoted else "")
     if f.share("bool") > 0.99 or (texts <= {0, 1, "0", "1", "true", "false"} and len(values) == 2):
-        return name
+        return name if len(values) == 2 else None  # (the same value in every record: nothing to compare)
     if f.digits() and f.distinct >= 2:  # (a severity: journald's PRIORITY "3", pino's level 50)
         levels, last = {int(v) for v in values}, plain(f.name).rsplit(".", 1)[-1]
         for names, levels_of, flag in LEVEL_SCALES:
@@ -455,7 +471,7 @@ def _reward_flags(f: FieldProfile, table: bool = False) -> str | None:
     if f.share("str") > 0.99 and not f.numeric and (f.distinct > 20 or f.more):  # (a free text: a log's messages)
         said = sum(n for v, n in f.values.items() if _FAILURE.search(v)) / f.present
         return f"{name} --reward-match {shlex.quote(FAILURE_WORDS)}" if 0.001 <= said <= 0.5 else None
-    if f.digits() and f.distinct >= 100 and max(f.values.values()) == 1:
+    if f.digits() and f.distinct >= 100 and max(f.values.values()) == 1 and not _DURATION_NAME.search(plain(f.name)):
         return None  # (whole numbers none of which repeats: an id or a counter -- an order number, a row -- no reward)
     if f.numeric > 0.99 * f.present and f.low >= 0 and f.high > 0 and f.distinct > 20:
         top = f.quantile(0.999) or f.high  # (up to two digits: 2,300 ms rather than 2,287.5)
@@ -561,8 +577,16 @@ def suggestions(fields: dict[str, FieldProfile], n: int, files: str = "FILE", ta
         reward = (f"--reward-field {shlex.quote(f.name)} --reward-match . --reward-missing 0" if f.present < 0.5 * n else
                   _reward_flags(f, table))
         if reward is not None:
-            out.append(f"streamarms run {source}{flag} {reward}{time}")
-    return out
+            out.append((_kind(f, reward), f"streamarms run {source}{flag} {reward}{time}"))
+    return [command for _, command in sorted(out, key=lambda kc: kc[0])]
+
+
+def _kind(f: FieldProfile, reward: str) -> int:
+    """Where a suggestion stands among a record's: failures first (a status code, a level, a flag: the rates a person
+    looks for first), then failures told by text, then durations, then other amounts (sizes, counts)."""
+    if "--reward-model bounded" not in reward:
+        return 1 if "--reward-match" in reward else 0
+    return 2 if f.unit is not None or _DURATION_NAME.search(plain(f.name)) else 3
 
 
 def grouped_text(key: FieldProfile, n: int) -> str:

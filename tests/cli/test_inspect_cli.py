@@ -4,8 +4,10 @@ only when set are read as ``run`` reads them; what it cannot read says why."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import random
+import re
 import shlex
 
 from streamarms.cli import main
@@ -235,11 +237,11 @@ def test_a_heroku_router_log_s_durations_are_no_key(tmp_path, capsys):
     assert main(["inspect", str(p)]) == 0
     out = capsys.readouterr().out
     assert "keys (values that repeat): dyno (8), path (9), status (3)\n" in out and "grouped" not in out, out
-    commands = _suggested(out)
-    assert commands[0][:9] == ["run", "--rewards-file", str(p), "--line-pattern", "logfmt", "--key-field", "dyno",
-                               "--reward-field", "service"] and "--reward-unit" in commands[0], commands
-    assert ["run", "--rewards-file", str(p), "--line-pattern", "logfmt", "--key-field", "dyno", "--reward-field",
-            "status", "--reward-at-least", "500"] in commands
+    commands = _suggested(out)  # (failures first, then durations)
+    assert commands[0] == ["run", "--rewards-file", str(p), "--line-pattern", "logfmt", "--key-field", "dyno",
+                           "--reward-field", "status", "--reward-at-least", "500"], commands
+    assert commands[1][:9] == ["run", "--rewards-file", str(p), "--line-pattern", "logfmt", "--key-field", "dyno",
+                               "--reward-field", "service"] and "--reward-unit" in commands[1], commands
 
 
 def test_a_cloud_load_balancer_s_key_four_levels_deep(tmp_path, capsys):
@@ -356,3 +358,50 @@ def test_a_syslog_file_is_known_and_its_messages_failures_suggested(tmp_path, ca
                          "--reward-field", "message", "--reward-match", "(?i)error|fail|fatal|denied|refused|timed? ?out",
                          "--timestamp-field", "time"]], commands
     assert _run_suggested(tmp_path, commands[0], "--policy", "cs")["flagged"] == ["srv-03"]
+
+
+def test_a_traefik_access_log_s_service_its_status_and_its_nanoseconds(tmp_path, capsys):
+    """Traefik's JSON access log names its fields in camel case (``ServiceName``, ``DownstreamStatus``) and writes
+    ``Duration`` in ns, whole numbers that never repeat: the key was the service's address (3 values) for want of a
+    known name, and the durations were taken for ids and not suggested. Camel-case names read as words, a duration by
+    its name is no id, and failures are suggested first."""
+    rng = random.Random(11)
+    p = tmp_path / "traefik.json"
+    t0 = dt.datetime(2026, 11, 30, 10, tzinfo=dt.UTC)
+    with open(p, "w") as f:
+        for i in range(12_000):
+            svc = f"svc{rng.randrange(12)}@kubernetes"
+            status = 502 if rng.random() < (0.5 if svc == "svc4@kubernetes" else 0.02) else 200
+            ns = int(rng.expovariate(1 / 20e6)) + 1
+            f.write(json.dumps({"ClientPort": str(rng.randrange(30000, 60000)), "DownstreamStatus": status,
+                                "Duration": ns + 90_000, "OriginDuration": ns, "RetryAttempts": 0,
+                                "RouterName": svc.replace("svc", "rt"), "ServiceAddr": f"10.2.0.{i % 3}:8080",
+                                "ServiceName": svc, "RequestCount": i + 1,
+                                "time": (t0 + dt.timedelta(milliseconds=10 * i)).isoformat()}) + "\n")
+    assert main(["inspect", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "keys (values that repeat): ServiceName (12), ServiceAddr (3), RouterName (12)\n" in out, out
+    commands = _suggested(out)
+    assert commands[0] == ["run", "--rewards-file", str(p), "--key-field", "ServiceName", "--reward-field",
+                           "DownstreamStatus", "--reward-at-least", "500", "--timestamp-field", "time"], commands
+    assert [c[6] for c in commands] == ["DownstreamStatus", "Duration", "OriginDuration"], commands
+    assert commands[1][7:10] == ["--reward-model", "bounded", "--reward-range"], commands
+    assert _run_suggested(tmp_path, commands[0], "--policy", "cs")["flagged"] == ["svc4@kubernetes"]
+
+
+def test_a_caddy_log_s_constant_flag_is_no_reward_and_its_lists_are_shown(tmp_path, capsys):
+    """Caddy's JSON access log: a flag the same in every record (``request.tls.resumed``: false) was the first
+    suggestion, before the status; its headers (lists) showed as "0 distinct" and nothing."""
+    rng = random.Random(12)
+    p = tmp_path / "caddy.log"
+    with open(p, "w") as f:
+        for i in range(3_000):
+            host = f"shop{rng.randrange(6)}.example.com"
+            f.write(json.dumps({"ts": 1764496800 + i / 10, "request": {
+                "host": host, "headers": {"User-Agent": ["curl/8.0"]}, "tls": {"resumed": False}},
+                "duration": rng.expovariate(20), "status": 502 if rng.random() < 0.05 else 200}) + "\n")
+    assert main(["inspect", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"request\.headers\.User-Agent +100\.0% +list 100% +lists +\[\"curl/8\.0\"\]\n", out), out
+    commands = _suggested(out)
+    assert [c[6] for c in commands] == ["status", "duration"], commands
