@@ -67,9 +67,9 @@ LEVEL_SCALES = ((("priority", "severity", "syslog_severity", "level"), frozenset
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 #: the plain names of fields of ids (a process, a user, a port), which are no reward however many their values
 _ID_NAME = re.compile(r"(?:^|[._])(?:pid|ppid|tid|uid|gid|id|port)$")
-#: the plain names of durations: whole numbers that never repeat are durations in a fine unit (Traefik's
-#: ``Duration`` in ns), not ids
-_DURATION_NAME = re.compile(r"duration|latency|elapsed|took|(?:^|[._])(?:\w+_)?(?:time|ms|us|ns)$")
+#: the plain names of durations (``request_time``, CloudFront's ``time-taken``): whole numbers that never repeat are
+#: durations in a fine unit (Traefik's ``Duration`` in ns), not ids
+_DURATION_NAME = re.compile(r"duration|latency|elapsed|took|taken|ttfb|(?:^|[._-])(?:time|ms|us|ns)(?:[._-]|$)")
 _ERRORISH = re.compile(r"(?i)err|fail|fatal|crit|timeout|timed.?out|refused|denied|reject|5\d\d")
 #: the rule a free text's failures are suggested with (a syslog's messages: ``Failed password``, ``Connection refused``)
 FAILURE_WORDS = "(?i)error|fail|fatal|denied|refused|timed? ?out"
@@ -583,7 +583,14 @@ def suggestions(fields: dict[str, FieldProfile], n: int, files: str = "FILE", ta
 
 def _kind(f: FieldProfile, reward: str) -> int:
     """Where a suggestion stands among a record's: failures first (a status code, a level, a flag: the rates a person
-    looks for first), then failures told by text, then durations, then other amounts (sizes, counts)."""
+    looks for first), then failures told by text, then durations, then other amounts (sizes, counts).
+
+    >>> bounded = "--reward-model bounded --reward-range 0,1 --clip"
+    >>> [_kind(FieldProfile(n), bounded) for n in ("time-taken", "Duration", "upstream_response_time", "sc-bytes")]
+    [2, 2, 2, 3]
+    >>> _kind(FieldProfile("status"), "--reward-at-least 500"), _kind(FieldProfile("msg"), "--reward-match x")
+    (0, 1)
+    """
     if "--reward-model bounded" not in reward:
         return 1 if "--reward-match" in reward else 0
     return 2 if f.unit is not None or _DURATION_NAME.search(plain(f.name)) else 3
