@@ -35,6 +35,12 @@ def tables_of(files: Sequence[str], given: str, pattern: str | None = None, line
     """
     from streamarms.connectors.csv_lines import DELIMITERS, CsvTable, table_format
 
+    if given == "container":  # (a container runtime's log: its entries' lines, connectors/container_lines.py)
+        from streamarms.connectors.container_lines import ContainerLines
+        from streamarms.connectors.pattern_lines import PatternLines
+
+        entries = ContainerLines(line_time, PatternLines(pattern, line_time) if pattern is not None else None)
+        return {p: entries for p in files}
     if pattern is not None:
         from streamarms.connectors.pattern_lines import PatternLines
 

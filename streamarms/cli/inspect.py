@@ -49,8 +49,8 @@ RECORD_KEY = "(record key)"
 #: names a key field often has, tried first (as :func:`plain` writes them: journald's ``_HOSTNAME`` is ``hostname``)
 KEY_NAMES = (RECORD_KEY, "arm", "key", "host", "hostname", "host.name", "proxy_upstream_name", "upstream_cluster",
              "upstream_addr", "upstream", "upstream_host", "target", "server", "server_name", "backend_name",
-             "instance", "pod", "container", "dyno", "service", "service_name", "region", "worker", "worker_id", "user", "user_id",
-             "endpoint", "path", "route", "country", "shard", "node")
+             "instance", "pod", "pod_name", "container", "dyno", "service", "service_name", "region", "worker",
+             "worker_id", "user", "user_id", "endpoint", "path", "route", "country", "shard", "node")
 #: names a time field often has (as :func:`plain` writes them: journald's ``__REALTIME_TIMESTAMP``, OpenTelemetry's
 #: ``timeUnixNano``)
 TIME_NAMES = ("timestamp", "@timestamp", "time", "ts", "time_local", "datetime", "date", "created_at", "submitted_at",
@@ -176,7 +176,7 @@ def add_inspect_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("files", nargs="*", metavar="FILE", help="JSON lines, a CSV/TSV table, or a plain-text log")
     p.add_argument("--records", type=int, default=10_000, metavar="N",
                    help="read the first N records (10,000), and N/2 more from 4 places across a larger file")
-    p.add_argument("--rewards-format", choices=("auto", "jsonl", "csv", "tsv", "w3c"), default="auto",
+    p.add_argument("--rewards-format", choices=("auto", "jsonl", "csv", "tsv", "w3c", "container"), default="auto",
                    help="as for run: the files' format (auto: by their names)")
     p.add_argument("--line-pattern", metavar="REGEX", help="as for run: read each line with this pattern")
     p.add_argument("--bootstrap-servers", metavar="HOST:PORT[,..]",
@@ -349,7 +349,9 @@ _FORMAT_NAMES = {"w3c": "a W3C extended log (IIS, CloudFront: its #Fields direct
                  "haproxy": "HAProxy's HTTP log (option httplog)",
                  "envoy": "Envoy's access log (its default format, or Istio's sidecar text format)",
                  "syslog": "a syslog file (rsyslog's, syslog-ng's: time, host, program[pid]: message)",
-                 "alb": "an AWS Application Load Balancer's access log"}
+                 "alb": "an AWS Application Load Balancer's access log",
+                 "container": "a container runtime's log (Kubernetes' CRI format, or Docker's json-file), not the "
+                              "applications' lines"}
 
 
 def _line_format(path: str, lines: int = 20) -> str | None:
@@ -366,6 +368,26 @@ def _line_format(path: str, lines: int = 20) -> str | None:
     if texts and is_w3c(texts[0]):
         return "w3c"
     return lines_format(texts)
+
+
+def container_format(path: str, lines: int = 20) -> tuple[str, str | None] | None:
+    """``("container", pattern)`` when most of the first ``lines`` non-blank lines of ``path`` are a container
+    runtime's entries (:mod:`~streamarms.connectors.container_lines`), with the named ``--line-pattern`` that reads
+    the applications' lines (``None``: JSON lines, or no format known); else ``None``."""
+    from streamarms.connectors.compressed_lines import file_head
+    from streamarms.connectors.container_lines import entry_line
+    from streamarms.connectors.jsonl_lines import is_json_object
+
+    if path == "-":
+        return None
+    head = file_head(path, 65536)
+    whole = head.decode("utf-8", "replace").splitlines()[:-1 if len(head) == 65536 else None]
+    texts = [t for t in (line.strip() for line in whole) if t][:lines]
+    found = [line for t in texts if (line := entry_line(t)) is not None and line.strip()]
+    if not texts or len(found) < 0.8 * len(texts):
+        return None
+    json_lines = sum(is_json_object(line) for line in found) >= 0.8 * len(found)
+    return "container", None if json_lines else lines_format(found)
 
 
 def lines_format(texts: Sequence[str]) -> str | None:
@@ -432,16 +454,17 @@ def _key_candidates(fields: dict[str, FieldProfile], n: int) -> list[FieldProfil
 
 def _measured(f: FieldProfile) -> bool:
     """Whether ``f`` holds measurements rather than names: numbers (a table's written as text), more than 20 of
-    them, some with a fraction (a duration, ``4.62``; a version ``2.1`` of a few values stays a key), or durations
-    written with their unit (Heroku's ``service=18ms``, however few their values: ``connect=0ms``).
+    them, some with a fraction (a duration, ``4.62``; a version ``2.1`` of a few values stays a key) or named as a
+    duration (``ms``, ``request_time``), or durations written with their unit (Heroku's ``service=18ms``, however few
+    their values: ``connect=0ms``).
 
     >>> f, g = FieldProfile("duration"), FieldProfile("connect")
     >>> for i in range(30): f.add(f"{i / 4}"); g.add(f"{i % 3}ms")
     >>> _measured(f), _measured(g), _measured(FieldProfile("host"))
     (True, True, False)
     """
-    return f.numeric > 0.99 * f.present and (f.unit is not None or (
-        f.distinct > 20 and any(not x.is_integer() for x in islice(f.numbers, 1000))))
+    return f.numeric > 0.99 * f.present and (f.unit is not None or (f.distinct > 20 and (
+        bool(_DURATION_NAME.search(plain(f.name))) or any(not x.is_integer() for x in islice(f.numbers, 1000)))))
 
 
 def _reward_flags(f: FieldProfile, table: bool = False) -> str | None:
@@ -647,6 +670,11 @@ def inspect_main(opts: argparse.Namespace) -> int:
                 f" --line-pattern {shlex.quote(opts.line_pattern)}" if opts.line_pattern else "")
         else:
             opts.files = expand_files(opts.files)
+            if opts.rewards_format == "auto" and opts.line_pattern is None and (
+                    runtime := container_format(opts.files[0])) is not None:  # (Kubernetes' /var/log/containers)
+                opts.rewards_format, opts.line_pattern = runtime
+                print(f"the lines are {_FORMAT_NAMES['container']}: read with --rewards-format container" +
+                      (f" --line-pattern {opts.line_pattern}" if opts.line_pattern else ""))
             fields, n, refused = profile(opts.files, opts.records, opts.rewards_format, opts.line_pattern)
         if (not fields and not source and opts.line_pattern is None and refused.get("not_json", 0) * 2 > n
                 and (known := _line_format(opts.files[0])) is not None):
@@ -687,7 +715,8 @@ def inspect_main(opts: argparse.Namespace) -> int:
         f" --rewards-format {opts.rewards_format}" if opts.rewards_format != "auto" else "")
     from streamarms.connectors.csv_lines import table_format
 
-    table = bool(opts.line_pattern) or (not source and any(table_format(p, opts.rewards_format) for p in opts.files))
+    table = bool(opts.line_pattern) or (not source and opts.rewards_format != "container" and
+                                        any(table_format(p, opts.rewards_format) for p in opts.files))
     found = suggestions(fields, read, files + extra, table, source)
     print("suggested (a start: which rate matters is yours to say):" if found else
           "no likely reward field: a 0/1 number, a boolean, a status code, a level or a latency")

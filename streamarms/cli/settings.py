@@ -251,12 +251,13 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                                                           "'logs/*.jsonl' reads every match; gzip, bzip2 and xz files are read "
                                                           "decompressed; '-': standard input, read until "
                                                           "its writer closes it, e.g. tail -F log | jq -c ...)")
-    g.add_argument("--rewards-format", choices=["auto", "jsonl", "csv", "tsv", "w3c"],
+    g.add_argument("--rewards-format", choices=["auto", "jsonl", "csv", "tsv", "w3c", "container"],
                    help="what the --rewards-file files hold: JSON lines, or a table whose first line names its "
                         "columns (CSV, TSV: a row a line, its cells read as a JSON line's fields, the reward's as a "
                         "number), or a W3C extended log (w3c: IIS, CloudFront; its #Fields directive names the "
-                        "fields, sc-status, time-taken, ...). Default auto: by the file's name (.csv, .tsv), else "
-                        "JSON lines")
+                        "fields, sc-status, time-taken, ...), or a container runtime's log (container: Kubernetes' "
+                        "/var/log/containers/*.log, Docker's json-file; each entry's line read as JSON, or by "
+                        "--line-pattern). Default auto: by the file's name (.csv, .tsv), else JSON lines")
     g.add_argument("--line-pattern", metavar="REGEX",
                    help="read every --rewards-file line (every Kafka record's value) with this regular expression: "
                         "its named groups are the record's fields (text; the reward's read as a number), a line it "
@@ -594,7 +595,7 @@ def resolve_settings(opts: argparse.Namespace) -> RunSettings:
         s = replace(s, rewards_file=expand_files(s.rewards_file, waiting=bool(s.follow)), rewards_file_given=list(s.rewards_file))
     from streamarms.connectors.csv_lines import table_format
     formats = {table_format(p, s.rewards_format) or "jsonl" for p in s.rewards_file or []}
-    if s.line_pattern is not None:  # every file is read by the pattern
+    if s.line_pattern is not None and s.rewards_format != "container":  # every file is read by the pattern
         if s.rewards_format not in ("auto", "pattern"):
             raise ConfigError(f"--line-pattern reads every --rewards-file line with a pattern; --rewards-format "
                               f"{s.rewards_format} reads them otherwise: give one")
@@ -602,7 +603,8 @@ def resolve_settings(opts: argparse.Namespace) -> RunSettings:
     return replace(s, explicit=explicit, embedded=embedded, reward_bounds=bounds,
                    model_params=dict(_kv(x) for x in (s.model_param or [])),
                    # a table's cells (a pattern's groups) are text: the reward's is read as the number it writes
-                   numeric_strings=s.numeric_strings or bool(formats - {"jsonl"}),
+                   numeric_strings=s.numeric_strings or bool(formats - {"jsonl", "container"}) or (
+                       s.line_pattern is not None),
                    # what the files are read as (a restart compares it): auto resolved where the files agree
                    rewards_format=formats.pop() if len(formats) == 1 else s.rewards_format)
 
