@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -146,6 +147,9 @@ _EXTRA = re.compile(r'([A-Za-z_][\w.-]*)=("(?:[^"\\]|\\.)*"|[^\s"]*)|("(?:[^"\\]
 #: target answered, an HAProxy entry's timers when that step never came)
 NONE = {"common": frozenset({"-"}), "combined": frozenset({"-"}), "ingress-nginx": frozenset({"-", ""}),
         "alb": frozenset({"-", "-1"}), "haproxy": frozenset({"-", "-1", ""}), "envoy": frozenset({"-", ""})}
+log = logging.getLogger("streamarms.connectors")
+#: the patterns of one's own warned of (:func:`searched_slowly`): once a process
+_WARNED: set[str] = set()
 #: patterns named by ``--line-pattern NAME``
 PATTERNS = {
     "common": _COMMON + _TAIL,
@@ -208,6 +212,44 @@ def syslog_ms(text: str, now: dt.datetime) -> int | None:
     return None
 
 
+def searched_slowly(pattern: str) -> bool:
+    """Whether a search for ``pattern`` takes time quadratic in a long word's length: it begins (in its first group,
+    in any alternative) with a repeat of no upper bound -- ``(?P<host>\\S+) ms=``, ``.*error`` --, so the search
+    tries every place in the line and each try reads on to the word's end; not when it is anchored (``^``) or begins
+    with a text or a class the search skips to. (Read from the parsed pattern, not timed.)
+
+    >>> [searched_slowly(p) for p in (r"(?P<host>\\S+) ms=", r".*x(?P<a>y)", r"(?:a|\\w+)(?P<b>c)")]
+    [True, True, True]
+    >>> [searched_slowly(p) for p in (r"^(?P<host>\\S+) ms=", r"host=(?P<h>\\S+)", r"\\d{3} (?P<s>x)", r"\\b(?P<a>\\w+)")]
+    [False, False, False, True]
+    """
+    try:
+        from re import _constants as c
+        from re import _parser
+
+        items = list(_parser.parse(pattern))
+    except Exception:  # (an internal module of another Python: no warning rather than a wrong one)
+        return False
+    repeats = {c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", c.MAX_REPEAT)}
+
+    def first(seq: Any) -> bool:
+        for op, av in seq:
+            if op is c.AT and av in (c.AT_BEGINNING, c.AT_BEGINNING_STRING):
+                return False
+            if op is c.AT:
+                continue  # (\b: no character read)
+            if op is c.SUBPATTERN:
+                return first(av[-1])
+            if op is getattr(c, "ATOMIC_GROUP", None):
+                return first(av)
+            if op is c.BRANCH:
+                return any(first(alt) for alt in av[1])
+            return op in repeats and av[1] == c.MAXREPEAT
+        return False
+
+    return first(items)
+
+
 class PatternLines:
     """The lines of the ``--rewards-file`` files read with one pattern (module docstring), as records: the
     same interface as :class:`~streamarms.connectors.csv_lines.CsvTable` (a file has no header: its first line
@@ -232,11 +274,17 @@ class PatternLines:
             raise ConfigError(f"--line-pattern {pattern!r} names no group: name the fields it reads, as in "
                               r"'host=(?P<host>\S+) ms=(?P<ms>\d+)' (or give a named pattern: "
                               f"{', '.join(PATTERNS)}, logfmt)")
+        if pattern not in PATTERNS and not self.logfmt and searched_slowly(pattern) and pattern not in _WARNED:
+            _WARNED.add(pattern)
+            log.warning("--line-pattern %r begins with a repeat that is searched for at every place in a line: a "
+                        "line of one long word (a poison line, a binary blob) takes time growing with the square of "
+                        "its length to refuse (4 KB: ~0.1 s; 1 MB: about an hour); begin the pattern with ^ (the "
+                        "line's start) or with a text it reads as it is", pattern)
         self.line_time = line_time if line_time is not None else LineTime()
-        #: the fields a line gives (the pattern's group names): what the run's field flags may name (``None``:
-        #: logfmt, whose fields are each line's own)
         #: a line may give fields beyond the header (the common or combined format's rest: :func:`extra_fields`)
         self.open = "_tail" in self.pattern.groupindex and pattern in PATTERNS
+        #: the fields a line gives (the pattern's group names): what the run's field flags may name (``None``:
+        #: logfmt, whose fields are each line's own)
         self.header: list[str] | None = None if self.logfmt else [
             g for g in self.pattern.groupindex if not (self.open and g == "_tail")]
         self._time = self.line_time.field

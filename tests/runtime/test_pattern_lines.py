@@ -252,3 +252,17 @@ def test_the_values_after_a_common_or_combined_line_s_fields_are_fields_of_their
 
 LINE_0 = {"remote_addr", "time_local", "method", "path", "query", "protocol", "status", "body_bytes_sent",
           "http_user_agent"}
+
+
+def test_a_pattern_of_one_s_own_that_a_long_word_stalls_is_warned_of_once(caplog):
+    """A pattern that begins with a repeat (``(?P<host>\\S+) ms=``) is searched for at every place in a line, each
+    try reading to the word's end: a poison line of one long word stalls the run (the named formats are guarded;
+    one's own is searched as given). It is warned of when the run starts, once; an anchored one is not."""
+    slow = r"(?P<host>\S+) took=(?P<ms>\d+)"
+    PatternLines(slow)
+    PatternLines(slow)
+    PatternLines("^" + slow)
+    PatternLines(r"host=(?P<host>\S+)")
+    PatternLines("combined")
+    warned = [r.getMessage() for r in caplog.records if "searched for at every place" in r.getMessage()]
+    assert len(warned) == 1 and warned[0].startswith(f"--line-pattern {slow!r} begins with a repeat"), warned
