@@ -224,10 +224,10 @@ def searched_slowly(pattern: str) -> bool:
     [False, False, False, True]
     """
     try:
-        from re import _constants as c
-        from re import _parser
+        import importlib
 
-        items = list(_parser.parse(pattern))
+        c = importlib.import_module("re._constants")  # (the parser re compiles with: internal, stable in 3.11+)
+        items = list(importlib.import_module("re._parser").parse(pattern))
     except Exception:  # (an internal module of another Python: no warning rather than a wrong one)
         return False
     repeats = {c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", c.MAX_REPEAT)}
