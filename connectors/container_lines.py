@@ -88,6 +88,10 @@ _POD_LINK = re.compile(r"(?:^|/)(?P<pod_name>[^/_]+)_(?P<namespace_name>[^/_]+)_
                        r"\.log\Z")
 
 
+#: the pod's fields as a run's flags name them (``--key-field kubernetes.pod_name``)
+POD_FIELDS = ("kubernetes.namespace_name", "kubernetes.pod_name", "kubernetes.container_name")
+
+
 def kubernetes_fields(path: str) -> dict[str, str] | None:
     """The pod a Kubernetes node's container log file at ``path`` is of (its namespace, pod and container, as the
     kubelet names the file or its link), or ``None``: the path is not named so.
@@ -124,8 +128,8 @@ class ContainerLines:
     >>> from streamarms.connectors.pattern_lines import PatternLines
     >>> t = ContainerLines(lines=PatternLines(r"host=(?P<host>\\S+) ms=(?P<ms>\\d+)"))
     >>> r = t.records("c.log", ["2023-11-14T22:13:20Z stdout F host=h1 ms=12"], 7)[0]
-    >>> r.offset, r.timestamp, r.parsed, t.header
-    (7, 1700000000000, {'host': 'h1', 'ms': '12'}, ['host', 'ms'])
+    >>> r.offset, r.timestamp, r.parsed, t.header[:3]
+    (7, 1700000000000, {'host': 'h1', 'ms': '12'}, ['host', 'ms', 'kubernetes.namespace_name'])
     """
 
     def __init__(self, line_time: LineTime | None = None, lines: Any = None) -> None:
@@ -134,8 +138,9 @@ class ContainerLines:
         self.lines = lines
         #: the pattern as the messages name it, else ``container``
         self.source = lines.source if lines is not None else "container"
-        #: the fields a line gives: the pattern's groups (``None``: JSON lines, each their own)
-        self.header: list[str] | None = lines.header if lines is not None else None
+        #: the fields a line gives: the pattern's groups and a kubelet's file's pod (``None``: JSON lines, each their
+        #: own)
+        self.header: list[str] | None = None if lines is None else [*lines.header, *POD_FIELDS]
         #: a line may give fields beyond the header (a combined log's rest)
         self.open = bool(getattr(lines, "open", False))
         self._parts: dict[tuple[str, str], str] = {}  # (path, stream) -> the parts of a line read so far
