@@ -357,32 +357,34 @@ _FORMAT_NAMES = {"w3c": "a W3C extended log (IIS, CloudFront: its #Fields direct
 def _line_format(path: str, lines: int = 20) -> str | None:
     """The format of a plain-text log from the first ``lines`` non-blank lines of ``path``: ``w3c`` (a W3C extended
     log's directive first: ``--rewards-format w3c``), else :func:`lines_format`'s."""
-    from streamarms.connectors.compressed_lines import file_head
     from streamarms.connectors.w3c_lines import is_w3c
 
-    if path == "-":
-        return None  # (standard input: read once, by the profile)
-    head = file_head(path, 65536)
-    whole = head.decode("utf-8", "replace").splitlines()[:-1 if len(head) == 65536 else None]  # (whole lines)
-    texts = [t for t in (line.strip() for line in whole) if t][:lines]
+    texts = _head_texts(path, lines)
     if texts and is_w3c(texts[0]):
         return "w3c"
     return lines_format(texts)
+
+
+def _head_texts(path: str, lines: int) -> list[str]:
+    """The first ``lines`` non-blank whole lines of ``path`` (of its first 64 KiB; none of standard input, read once,
+    by the profile), stripped."""
+    from streamarms.connectors.compressed_lines import file_head
+
+    if path == "-":
+        return []
+    head = file_head(path, 65536)
+    whole = head.decode("utf-8", "replace").splitlines()[:-1 if len(head) == 65536 else None]  # (whole lines)
+    return [t for t in (line.strip() for line in whole) if t][:lines]
 
 
 def container_format(path: str, lines: int = 20) -> tuple[str, str | None] | None:
     """``("container", pattern)`` when most of the first ``lines`` non-blank lines of ``path`` are a container
     runtime's entries (:mod:`~streamarms.connectors.container_lines`), with the named ``--line-pattern`` that reads
     the applications' lines (``None``: JSON lines, or no format known); else ``None``."""
-    from streamarms.connectors.compressed_lines import file_head
     from streamarms.connectors.container_lines import entry_line
     from streamarms.connectors.jsonl_lines import is_json_object
 
-    if path == "-":
-        return None
-    head = file_head(path, 65536)
-    whole = head.decode("utf-8", "replace").splitlines()[:-1 if len(head) == 65536 else None]
-    texts = [t for t in (line.strip() for line in whole) if t][:lines]
+    texts = _head_texts(path, lines)
     found = [line for t in texts if (line := entry_line(t)) is not None and line.strip()]
     if not texts or len(found) < 0.8 * len(texts):
         return None
