@@ -31,8 +31,9 @@ either format is a ``bad_row`` dead letter.
 
 >>> t = ContainerLines()
 >>> lines = ['2023-11-14T22:13:20.5Z stdout F {"arm": "eu", "reward": 1}\\n',
-...          '{"log": "{\\\\"arm\\\\": \\\\"us\\\\", \\\\"reward\\\\": 0}\\\\n", "stream": "stdout", "time": "2023-11-14T22:13:21Z"}\\n',
-...          '2023-11-14T22:13:22Z stderr P {"arm": "eu", \\n', '2023-11-14T22:13:22Z stderr F "reward": 0}\\n', 'hello\\n']
+...          '{"log": "{\\\\"arm\\\\": \\\\"us\\\\", \\\\"reward\\\\": 0}\\\\n", "stream": "stdout", '
+...          '"time": "2023-11-14T22:13:21Z"}\\n', '2023-11-14T22:13:22Z stderr P {"arm": "eu", \\n',
+...          '2023-11-14T22:13:22Z stderr F "reward": 0}\\n', 'hello\\n']
 >>> [(r.offset, r.key, r.timestamp) for r in t.records("c.log", lines, 0)][:3]
 [(0, b'eu', 1700000000500), (1, b'us', 1700000001000), (3, b'eu', 1700000002000)]
 >>> t.records("c.log", lines, 0)[3].key.reason
@@ -111,8 +112,10 @@ def entry_line(text: str) -> str | None:
     """The application's line in ``text``, an entry of a container runtime's log (CRI or Docker's json-file; a part
     of a longer line, its part), else ``None``.
 
-    >>> entry_line("2023-11-14T22:13:20.123456789Z stdout F hello"), entry_line('{"log": "hi\\\\n", "stream": "stderr"}')
-    ('hello', 'hi')
+    >>> entry_line("2023-11-14T22:13:20.123456789Z stdout F hello")
+    'hello'
+    >>> entry_line('{"log": "hi\\\\n", "stream": "stderr"}')
+    'hi'
     >>> entry_line('{"level": "info"}'), entry_line("Nov 14 22:13:20 host sshd[1]: x")
     (None, None)
     """
