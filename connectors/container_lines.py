@@ -10,6 +10,9 @@ and Docker's default ``json-file`` driver (``/var/lib/docker/containers/*/*-json
 
     {"log": "{\\"level\\": \\"error\\", ...}\\n", "stream": "stdout", "time": "2026-11-30T10:00:00.123456789Z"}
 
+What ``kubectl logs`` writes is read the same way: with ``--timestamps`` a time before each line, with ``--prefix``
+``[pod/POD/CONTAINER]`` before it (the pod's of ``kubectl logs -f -l app=web --prefix``: many pods in one stream).
+
 Read as JSON lines, every CRI line was refused as ``not_json``, and a Docker line was one text field, ``log``.
 :class:`ContainerLines` takes the application's line out of each entry (either format, line by line) and reads it
 as ``--rewards-file`` would read the line itself: as a JSON object (the JSON lines' rules: ``--key-field``,
@@ -21,7 +24,7 @@ A file of a Kubernetes node's (``/var/log/pods/NAMESPACE_POD_UID/CONTAINER/0.log
 ``/var/log/containers/POD_NAMESPACE_CONTAINER-ID.log``) names the pod: each of its records gets the field
 ``kubernetes`` -- ``{"namespace_name", "pod_name", "container_name"}``, as Fluent Bit's Kubernetes filter names them
 (:func:`kubernetes_fields`) -- unless the line has one of its own, so ``--key-field kubernetes.pod_name`` compares
-the pods, whatever their applications write.
+the pods, whatever their applications write; ``kubectl logs --prefix`` names the pod and container the same way.
 
 A line longer than the runtime's buffer (16 KiB) is written as several entries: CRI's tag ``P`` (partial) on all
 but the last (``F``), Docker's ``log`` without its line end on all but the last. They are joined, per stream, into
@@ -53,33 +56,42 @@ from .csv_lines import refused_line
 from .line_record import JsonlRecord
 from .line_time import LineTime
 
-__all__ = ["ContainerLines", "entry_line", "kubernetes_fields"]
+__all__ = ["ContainerLines", "entry_line", "kubernetes_fields", "plainly_an_entry"]
 
-#: a CRI log entry: an RFC 3339 time, the stream, the tags (``F`` full, ``P`` partial; more after ``:``), the line
-_CRI = re.compile(r"(\d{4}-\d{2}-\d{2}T[\d:.]+(?:Z|[+-]\d{2}:\d{2})) (stdout|stderr) ([A-Z](?::\S*)?) ?(.*)\Z", re.S)
+#: a CRI log entry: an RFC 3339 time, the stream, the tags (``F`` full, ``P`` partial; more after ``:``), the line;
+#: or a time and the line (``kubectl logs --timestamps``, ``docker logs -t``)
+_CRI = re.compile(r"(\d{4}-\d{2}-\d{2}T[\d:.]+(?:Z|[+-]\d{2}:\d{2})) (?:(stdout|stderr) ([A-Z](?::\S*)?)(?: |\Z))?(.*)\Z",
+                  re.S)
+#: the pod and container ``kubectl logs --prefix`` writes before each line
+_PREFIX = re.compile(r"\[pod/([^/\]\s]+)/([^\]\s]+)\] ")
 #: the most of a line kept while its parts are joined (as a file's longest line: LONG_KEPT)
 _JOINED_MAX = 4 << 20
 _WHAT = ("the line is no container runtime's log entry (CRI: 'TIME stdout|stderr F|P LINE'; Docker's json-file: "
-         '{"log": LINE, "stream": .., "time": ..})')
+         '{"log": LINE, "stream": .., "time": ..}; kubectl logs --timestamps: \'TIME LINE\', --prefix: '
+         "'[pod/POD/CONTAINER] LINE')")
 
 
-def _entry(text: str) -> tuple[str, bool, str, int | None] | None:
-    """A log entry's stream, whether it is a part of a longer line, the application's line (without its line end)
-    and the runtime's time in ms, or ``None``: ``text`` is no entry of either format."""
+def _entry(text: str) -> tuple[str, bool, str, int | None, tuple[str, str] | None] | None:
+    """A log entry's stream, whether it is a part of a longer line, the application's line (without its line end),
+    the runtime's time in ms and the pod and container ``kubectl logs --prefix`` named, or ``None``: ``text`` is no
+    entry of these formats."""
+    named = None
+    if text.startswith("[pod/") and (p := _PREFIX.match(text)) is not None:
+        named, text = (p[1], p[2]), text[p.end():]
     if text.startswith("{"):
         try:
             obj = json.loads(text)
         except ValueError:
-            return None
-        if type(obj) is not dict or type(obj.get("log")) is not str:
-            return None
-        log, when = obj["log"], obj.get("time")
-        return (str(obj.get("stream", "")), not log.endswith("\n"), log.removesuffix("\n"),
-                iso_ms(when) if type(when) is str else None)
+            obj = None
+        if type(obj) is dict and type(obj.get("log")) is str:
+            log, when = obj["log"], obj.get("time")
+            return (str(obj.get("stream", "")), not log.endswith("\n"), log.removesuffix("\n"),
+                    iso_ms(when) if type(when) is str else None, named)
+        return None if named is None else ("", False, text, None, named)  # (kubectl --prefix, no time)
     m = _CRI.match(text)
     if m is None:
-        return None
-    return m[2], m[3].startswith("P"), m[4], iso_ms(m[1])
+        return None if named is None else ("", False, text, None, named)
+    return m[2] or "", (m[3] or "").startswith("P"), m[4], iso_ms(m[1]), named
 
 
 #: the log file of a pod's container as the kubelet names it, and its link in /var/log/containers
@@ -106,6 +118,21 @@ def kubernetes_fields(path: str) -> dict[str, str] | None:
     """
     m = _POD_FILE.search(path) or _POD_LINK.search(path)
     return None if m is None else {k: m[k] for k in ("namespace_name", "pod_name", "container_name")}
+
+
+def plainly_an_entry(text: str) -> bool:
+    """Whether ``text`` is plainly an entry of a runtime's log, as a format's guess may take it: a CRI line (its
+    stream and tag), a Docker json-file line, a line of ``kubectl logs --prefix``, or a time before a JSON object
+    (``kubectl logs --timestamps``); not a time before text, which many logs write (a syslog file's RFC 3339 lines).
+
+    >>> [plainly_an_entry(t) for t in ('2023-11-14T22:13:20Z stdout F x', '2023-11-14T22:13:20Z {"a": 1}',
+    ...                                '2023-11-14T22:13:20Z web-1 sshd[1]: Failed', '[pod/web-1/app] hello')]
+    [True, True, False, True]
+    """
+    entry = _entry(text)
+    if entry is None:
+        return False
+    return bool(entry[0]) or entry[4] is not None or text.startswith("{") or entry[2].startswith("{")
 
 
 def entry_line(text: str) -> str | None:
@@ -146,8 +173,9 @@ class ContainerLines:
         self.header: list[str] | None = None if lines is None else [*lines.header, *POD_FIELDS]
         #: a line may give fields beyond the header (a combined log's rest)
         self.open = bool(getattr(lines, "open", False))
-        self._parts: dict[tuple[str, str], str] = {}  # (path, stream) -> the parts of a line read so far
+        self._parts: dict[tuple[str, str, Any], str] = {}  # (path, stream, pod) -> the parts of a line read so far
         self._pods: dict[str, tuple[dict[str, str], bytes] | None] = {}  # path -> its pod's field, and its JSON
+        self._prefixed: dict[tuple[str, str], tuple[dict[str, str], bytes] | None] = {}  # (kubectl --prefix's)
 
     def set_header(self, line: str, where: str) -> None:
         """Nothing to do: a container's log has no header line."""
@@ -172,9 +200,8 @@ class ContainerLines:
         from .files import _to_record
 
         if path not in self._pods:
-            pod = kubernetes_fields(path)
-            self._pods[path] = None if pod is None else (pod, json.dumps(pod, separators=(",", ":")).encode())
-        pod_field = self._pods[path]
+            self._pods[path] = _pod_json(kubernetes_fields(path))
+        path_pod = self._pods[path]
         out: list[JsonlRecord] = []
         for n, line in enumerate(lines, first):
             text = line.rstrip("\r\n")
@@ -184,11 +211,11 @@ class ContainerLines:
             if entry is None:
                 out.append(refused_line(path, n, text, _WHAT))
                 continue
-            stream, part, log, when = entry
-            if part or (path, stream) in self._parts:
-                log = self._parts.pop((path, stream), "") + log
+            stream, part, log, when, named = entry
+            if part or (path, stream, named) in self._parts:
+                log = self._parts.pop((path, stream, named), "") + log
                 if part and len(log) <= _JOINED_MAX:
-                    self._parts[(path, stream)] = log
+                    self._parts[(path, stream, named)] = log
                     continue
                 if part:
                     out.append(refused_line(path, n, log[:1000], f"a line of more than {_JOINED_MAX:,} characters "
@@ -206,13 +233,25 @@ class ContainerLines:
             if getattr(r.key, "reason", None) is None:
                 if r.timestamp is None and when is not None:
                     r = r._replace(timestamp=when)  # (the runtime's time: the line has none of its own)
-                if pod_field is not None:
-                    r = _with_pod(r, *pod_field)
+                pod = path_pod if named is None else self._named(named)
+                if pod is not None:
+                    r = _with_pod(r, *pod)
             out.append(r)
         return out
 
+    def _named(self, named: tuple[str, str]) -> tuple[dict[str, str], bytes] | None:
+        """The field ``kubernetes`` of the pod and container ``kubectl logs --prefix`` named (kept: a few pods)."""
+        if named not in self._prefixed:
+            self._prefixed[named] = _pod_json({"pod_name": named[0], "container_name": named[1]})
+        return self._prefixed[named]
+
     def __repr__(self) -> str:
         return f"ContainerLines({self.source!r})"
+
+
+def _pod_json(pod: dict[str, str] | None) -> tuple[dict[str, str], bytes] | None:
+    """A pod's fields and their JSON (written once, added to each record's), or ``None``."""
+    return None if pod is None else (pod, json.dumps(pod, separators=(",", ":")).encode())
 
 
 def _with_pod(r: JsonlRecord, pod: dict[str, str], pod_json: bytes) -> JsonlRecord:

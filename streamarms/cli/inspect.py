@@ -381,11 +381,11 @@ def container_format(path: str, lines: int = 20) -> tuple[str, str | None] | Non
     """``("container", pattern)`` when most of the first ``lines`` non-blank lines of ``path`` are a container
     runtime's entries (:mod:`~streamarms.connectors.container_lines`), with the named ``--line-pattern`` that reads
     the applications' lines (``None``: JSON lines, or no format known); else ``None``."""
-    from streamarms.connectors.container_lines import entry_line
+    from streamarms.connectors.container_lines import entry_line, plainly_an_entry
     from streamarms.connectors.jsonl_lines import is_json_object
 
     texts = _head_texts(path, lines)
-    found = [line for t in texts if (line := entry_line(t)) is not None and line.strip()]
+    found = [line for t in texts if plainly_an_entry(t) and (line := entry_line(t)) and line.strip()]
     if not texts or len(found) < 0.8 * len(texts):
         return None
     json_lines = sum(is_json_object(line) for line in found) >= 0.8 * len(found)

@@ -106,3 +106,29 @@ def test_the_pod_whose_error_rate_stands_out_from_a_node_s_pod_logs(tmp_path):
                  "--summary-json", str(summary)]) == 0
     got = json.loads(summary.read_text())
     assert got["flagged"] == ["web-7"] and not got["invalid"], got
+
+
+def test_kubectl_logs_of_many_pods_piped_in_with_their_prefix_and_times(tmp_path):
+    """``kubectl logs -f -l app=web --prefix --timestamps | streamarms run --rewards-file - --rewards-format
+    container``: each line is ``[pod/POD/CONTAINER] TIME LINE``, the pod named only by the prefix."""
+    import subprocess
+    import sys
+
+    rng = random.Random(4)
+    src, out = tmp_path / "kubectl.out", tmp_path / "s.json"
+    with open(src, "w") as f:
+        for j in range(24_000):
+            i = rng.randrange(12)
+            t = (T0 + dt.timedelta(milliseconds=20 * j)).strftime("%Y-%m-%dT%H:%M:%S.%f000Z")
+            failed = rng.random() < (0.5 if i == 9 else 0.02)
+            f.write(f"[pod/web-{i}-5d8f/app] {t} " + json.dumps({"level": "error" if failed else "info"}) + "\n")
+    with src.open("rb") as stdin:
+        proc = subprocess.run([sys.executable, "-m", "streamarms.cli", "run", "--rewards-file", "-", "--rewards-format",
+                               "container", "--key-field", "kubernetes.pod_name", "--reward-field", "level",
+                               "--reward-in", "error", "--policy", "cs", "--max-episodes", "1", "--checkpoint", "none",
+                               "--quiet", "--summary-json", str(out)], stdin=stdin, capture_output=True, text=True,
+                              timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(out.read_text())
+    assert got["flagged"] == ["web-9-5d8f"] and not got["invalid"], got
+    assert T0.timestamp() <= got["episodes"][0]["started"] < T0.timestamp() + 60  # (kubectl's times)

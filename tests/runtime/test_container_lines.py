@@ -72,3 +72,13 @@ def test_a_kubernetes_node_s_file_names_its_pod_in_each_record_and_the_line_s_te
     empty = t.records(path, [f"{T} stdout F {{}}\n"], 0)[0]
     assert json.loads(empty.value) == {"kubernetes": pod}
     assert "kubernetes" not in ContainerLines().records("/var/log/app.log", [f"{T} stdout F {{}}\n"], 0)[0].parsed
+
+
+def test_kubectl_logs_prefix_and_timestamps_name_the_pod_and_the_time():
+    t = ContainerLines()
+    recs = t.records("-", [f'[pod/web-1/app] {T} {{"a": 1}}\n', '[pod/web-2/app] {"a": 2}\n', f'{T} {{"a": 3}}\n',
+                           "[pod/web-3] x\n"], 0)
+    assert [(r.parsed.get("kubernetes"), r.timestamp) for r in recs[:3]] == [
+        ({"pod_name": "web-1", "container_name": "app"}, 1700000000123),
+        ({"pod_name": "web-2", "container_name": "app"}, None), (None, 1700000000123)]
+    assert recs[3].key.reason == "bad_row"
