@@ -111,6 +111,37 @@ def compressed(head: bytes) -> tuple[str, str] | None:
     return None
 
 
+#: the first bytes of files of records that are not lines of text, what each is, and how to make lines of it: a
+#: workbook or a Parquet file given by mistake was one long incomplete line, and the run said its input was empty
+_BINARY = ((b"PK\x03\x04", "a zip archive (an Excel workbook, .xlsx, is one)",
+            "save the sheet as CSV, or give a zipped log's lines on standard input: unzip -p {path} | "
+            "streamarms run --rewards-file - ..."),
+           (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an Excel 97-2003 workbook (.xls)", "save the sheet as CSV"),
+           (b"PAR1", "a Parquet file", "write its rows as CSV first, e.g. duckdb -c \"COPY (FROM '{path}') TO "
+            "'{path}.csv'\""),
+           (b"Obj\x01", "an Avro container file", "write its records as JSON lines first: avro-tools tojson {path}"),
+           (b"SQLite format 3\x00", "an SQLite database",
+            "export a table as CSV: sqlite3 -header -csv {path} 'select * from TABLE' > TABLE.csv"),
+           (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive", "extract it first (7z x {path})"),
+           (b"Rar!\x1a\x07", "a RAR archive", "extract it first"),
+           (b"%PDF-", "a PDF document", "export its table as CSV"))
+
+
+def binary_format(path: str, head: bytes) -> str | None:
+    """What the file at ``path`` is when its first bytes ``head`` are those of a format of records that is not lines
+    of text (a workbook, a Parquet or Avro file, an archive), with what makes lines of it; else ``None``.
+
+    >>> print(binary_format("book.xlsx", b"PK\\x03\\x04\\x14\\x00")[:68])
+    book.xlsx is a zip archive (an Excel workbook, .xlsx, is one), not l
+    >>> binary_format("a.jsonl", b'{"arm": "a"}') is None
+    True
+    """
+    for magic, what, how in _BINARY:
+        if head.startswith(magic):
+            return f"{path} is {what}, not lines of text: {how.format(path=path)}"
+    return None
+
+
 def compressed_file(path: str) -> tuple[str, str] | None:
     """:func:`compressed` of the regular file at ``path`` (its first bytes); ``None`` also for a path that is no
     regular file or cannot be read (its reader says what is wrong with it; a named pipe is not opened: that would
@@ -248,6 +279,9 @@ class LineReader:
         if file is None and (packed := compressed(self._pread(6, 0))) is not None:
             self._f.close()
             _refuse_compressed(path, packed, follow)
+        if file is None and (binary := binary_format(path, self._pread(16, 0))) is not None:
+            self._f.close()
+            raise ConfigError(binary)
         self._block = block
         #: the file may still grow: a last line without its line end is never read (module docstring)
         self.follow = follow

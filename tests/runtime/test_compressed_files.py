@@ -157,6 +157,26 @@ def test_zstd_and_follow_are_refused_with_the_command_that_reads_them(tmp_path, 
         LineReader(str(g), follow=True)
 
 
+@pytest.mark.parametrize("name, head, said", [
+    ("book.xlsx", b"PK\x03\x04\x14\x00", "is a zip archive (an Excel workbook, .xlsx, is one), not lines of text"),
+    ("data.parquet", b"PAR1\x15\x04", "is a Parquet file, not lines of text: write its rows as CSV first"),
+    ("old.xls", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "is an Excel 97-2003 workbook (.xls)"),
+    ("e.avro", b"Obj\x01\x04\x14", "is an Avro container file"),
+    ("app.db", b"SQLite format 3\x00", "is an SQLite database"),
+])
+def test_a_workbook_a_parquet_file_or_an_archive_is_named_with_what_makes_lines_of_it(tmp_path, capsys, name, head,
+                                                                                       said):
+    """A spreadsheet or a Parquet file given by mistake (no line end in its bytes) was one incomplete line: the run
+    said its input was empty, and ``inspect`` found no field; a zip of JSON lines stored uncompressed was read as
+    text, its archive's bytes around the lines dead letters."""
+    p = tmp_path / name
+    p.write_bytes(head + bytes(range(256)) * 20)
+    assert run_main(["--rewards-file", str(p), "--checkpoint", "none"]) == 2
+    assert f"{p} {said}" in capsys.readouterr().err
+    assert main(["inspect", str(p)]) == 2
+    assert f"{p} {said}" in capsys.readouterr().err
+
+
 def test_a_pattern_reads_the_rotated_gz_files_with_the_plain_ones(tmp_path):
     """``--rewards-file 'app.log*'`` over app.log, app.log.1 and app.log.2.gz (logrotate's compress) reads all three;
     only zstd rotations are refused (``tests/cli/test_rewards_file_patterns_cli.py`` has the message)."""
