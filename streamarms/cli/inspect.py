@@ -67,9 +67,11 @@ LEVEL_SCALES = ((("priority", "severity", "syslog_severity", "level"), frozenset
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 #: the plain names of fields of ids (a process, a user, a port), which are no reward however many their values
 _ID_NAME = re.compile(r"(?:^|[._])(?:pid|ppid|tid|uid|gid|id|port)$")
-#: the plain names of durations (``request_time``, CloudFront's ``time-taken``): whole numbers that never repeat are
+#: the plain names of durations (``request_time``, CloudFront's ``time-taken``, nginx's documented ``rt`` and ``urt``,
+#: ``uct``, ``uht``): whole numbers that never repeat are
 #: durations in a fine unit (Traefik's ``Duration`` in ns), not ids
-_DURATION_NAME = re.compile(r"duration|latency|elapsed|took|taken|ttfb|(?:^|[._-])(?:time|ms|us|ns)(?:[._-]|$)")
+_DURATION_NAME = re.compile(r"duration|latency|elapsed|took|taken|ttfb|(?:^|[._-])(?:time|ms|us|ns)(?:[._-]|$)|"
+                            r"^u?[rchu]t$")
 _ERRORISH = re.compile(r"(?i)err|fail|fatal|crit|timeout|timed.?out|refused|denied|reject|5\d\d")
 #: the rule a free text's failures are suggested with (a syslog's messages: ``Failed password``, ``Connection refused``)
 FAILURE_WORDS = "(?i)error|fail|fatal|denied|refused|timed? ?out"
@@ -611,8 +613,10 @@ def _kind(f: FieldProfile, reward: str) -> int:
     looks for first), then failures told by text, then durations, then other amounts (sizes, counts).
 
     >>> bounded = "--reward-model bounded --reward-range 0,1 --clip"
-    >>> [_kind(FieldProfile(n), bounded) for n in ("time-taken", "Duration", "upstream_response_time", "sc-bytes")]
-    [2, 2, 2, 3]
+    >>> [_kind(FieldProfile(n), bounded) for n in ("time-taken", "Duration", "upstream_response_time", "urt")]
+    [2, 2, 2, 2]
+    >>> _kind(FieldProfile("sc-bytes"), bounded), _kind(FieldProfile("rtt_count"), bounded)
+    (3, 3)
     >>> _kind(FieldProfile("status"), "--reward-at-least 500"), _kind(FieldProfile("msg"), "--reward-match x")
     (0, 1)
     """
