@@ -44,6 +44,49 @@ def patterns_of(paths: Sequence[str]) -> list[str]:
     return [p for p in paths if _is_pattern(p)]
 
 
+def files_within(folder: str, most: int = 2000) -> str:
+    """The pattern of the files most of the folder holds (up to 4 levels down, the first ``most`` entries; a rotation,
+    ``app.log.1`` or ``.gz``, is not counted): ``folder/*/*/*.log`` of Kubernetes' ``/var/log/pods``; else
+    ``folder/*.jsonl``.
+
+    >>> import os, tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> for pod in ("ns_a_1", "ns_b_2"):
+    ...     os.makedirs(os.path.join(d, pod, "app")); _ = [open(os.path.join(d, pod, "app", n), "w").close()
+    ...                                                  for n in ("0.log", "0.log.20261130-100000.gz")]
+    >>> files_within(d)[len(d):], files_within(os.path.join(d, "ns_a_1", "app"))[-6:], files_within(tempfile.mkdtemp())[-8:]
+    ('/*/*/*.log', '/*.log', '/*.jsonl')
+    """
+    import os
+    from collections import Counter
+
+    from streamarms.connectors.jsonl_lines import PACKED_SUFFIXES
+
+    kinds: Counter[tuple[int, str]] = Counter()
+    seen = 0
+    for top, dirs, names in os.walk(folder):
+        depth = 0 if os.path.samefile(top, folder) else os.path.relpath(top, folder).count(os.sep) + 1
+        if depth >= 3:
+            dirs.clear()
+        for name in names:
+            ext = os.path.splitext(name)[1]
+            if ext and not _rotation(name) and not name.endswith(PACKED_SUFFIXES):
+                kinds[(depth, ext)] += 1
+        seen += len(names) + len(dirs)
+        if seen >= most:
+            break
+    if not kinds:
+        return os.path.join(folder, "*.jsonl")
+    (depth, ext), _ = kinds.most_common(1)[0]
+    return os.path.join(folder, *(["*"] * depth), "*" + ext)
+
+
+def _rotation(name: str) -> bool:
+    """Whether a file's name is a rotation's (a digit after its last dot or dash: ``app.log.1``, ``0.log.20261130``)."""
+    last = name.rsplit(".", 1)[-1]
+    return last[:1].isdigit()
+
+
 def expand_files(paths: Sequence[str], waiting: bool = False) -> list[str]:
     """``--rewards-file`` as given, its patterns expanded: a path that is no file but holds ``*``, ``?`` or ``[``
     is a glob pattern (quoted on the command line, or in the TOML file, which no shell expands), every match read
@@ -70,7 +113,7 @@ def expand_files(paths: Sequence[str], waiting: bool = False) -> list[str]:
     out: list[str] = []
     for p in paths:
         if p != "-" and os.path.isdir(p):
-            raise ConfigError(f"{p} is a directory: name its files, e.g. '{os.path.join(p, '*.jsonl')}' (quoted, "
+            raise ConfigError(f"{p} is a directory: name its files, e.g. '{files_within(p)}' (quoted, "
                               "the pattern is expanded by streamarms: every match is read)")
         if not _is_pattern(p):
             out.append(p)  # (as given: a path given twice is for the run's own checks to refuse)

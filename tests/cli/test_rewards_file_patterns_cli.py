@@ -48,6 +48,14 @@ def test_a_pattern_that_matches_nothing_and_a_directory_are_errors_that_say_what
     assert "standard input" not in err
     assert main(["inspect", str(tmp_path / "logs")]) == 2
     assert "is a directory" in capsys.readouterr().err
+    # (a folder of files: the pattern of what it holds, as Kubernetes' /var/log/pods/NS_POD_UID/CONTAINER/0.log)
+    for pod in ("shop_web-1_u1", "shop_web-2_u2"):
+        (tmp_path / "logs" / pod / "app").mkdir(parents=True)
+        for name in ("0.log", "0.log.20261130-100000", "0.log.20261129-100000.gz"):
+            (tmp_path / "logs" / pod / "app" / name).write_text("")
+    assert main(["run", "--rewards-file", str(tmp_path / "logs")]) == 2
+    assert f"{tmp_path}/logs is a directory: name its files, e.g. '{tmp_path}/logs/*/*/*.log'" in \
+        capsys.readouterr().err
 
 
 @pytest.mark.parametrize("name", ["a[1].jsonl", "what?.jsonl"])
