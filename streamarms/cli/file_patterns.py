@@ -65,7 +65,7 @@ def files_within(folder: str, most: int = 2000) -> str:
     kinds: Counter[tuple[int, str]] = Counter()
     seen = 0
     for top, dirs, names in os.walk(folder):
-        depth = 0 if os.path.samefile(top, folder) else os.path.relpath(top, folder).count(os.sep) + 1
+        depth = 0 if os.path.normpath(top) == os.path.normpath(folder) else os.path.relpath(top, folder).count(os.sep) + 1
         if depth >= 3:
             dirs.clear()
         for name in names:
