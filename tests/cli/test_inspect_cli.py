@@ -44,6 +44,15 @@ def _run_suggested(tmp_path, command: list[str], *flags: str) -> dict:
     return json.loads(summary.read_text())
 
 
+def _requests(rng: random.Random, n: int, keys: list[str], outlier: str, every_ms: int):
+    """``n`` requests, one each ``every_ms`` from 10:00 on 2026-11-30: (time, key, failed), the ``outlier`` key's
+    failing half the time, the others' 2%."""
+    t0 = dt.datetime(2026, 11, 30, 10, tzinfo=dt.UTC)
+    for i in range(n):
+        key = rng.choice(keys)
+        yield t0 + dt.timedelta(milliseconds=every_ms * i), key, rng.random() < (0.5 if key == outlier else 0.02)
+
+
 def test_a_log_s_fields_and_the_command_that_finds_its_outlier(tmp_path, capsys):
     p = tmp_path / "access.jsonl"
     _nginx(p)
@@ -312,17 +321,13 @@ def test_an_haproxy_log_is_known_and_keyed_by_its_servers(tmp_path, capsys):
 
 def test_an_istio_sidecar_log_is_known_and_keyed_by_its_upstream_cluster(tmp_path, capsys):
     """Envoy's and Istio's text access logs were no format inspect knew: every line refused as not JSON."""
-    import datetime as dt
 
     rng = random.Random(6)
     p = tmp_path / "istio.log"
-    t0 = dt.datetime(2026, 11, 30, 10, tzinfo=dt.UTC)
     with open(p, "w") as f:
-        for i in range(12_000):
-            svc = f"svc{rng.randrange(10)}"
-            bad = rng.random() < (0.5 if svc == "svc2" else 0.02)
+        for t, svc, bad in _requests(rng, 12_000, [f"svc{i}" for i in range(10)], "svc2", 50):
             d = int(rng.expovariate(1 / 20))
-            ts = (t0 + dt.timedelta(milliseconds=50 * i)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+            ts = t.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
             f.write(f'[{ts}] "GET /api/{rng.randrange(9)} HTTP/1.1" {503 if bad else 200} {"UF" if bad else "-"} '
                     f'via_upstream - "-" 0 {rng.randrange(100, 900)} {d + 1} {d} "-" "curl/8" "{rng.getrandbits(64):x}" '
                     f'"{svc}:8080" "10.0.0.{rng.randrange(30)}:8080" outbound|8080||{svc}.default.svc.cluster.local '
@@ -338,8 +343,6 @@ def test_an_istio_sidecar_log_is_known_and_keyed_by_its_upstream_cluster(tmp_pat
 def test_a_syslog_file_is_known_and_its_messages_failures_suggested(tmp_path, capsys):
     """A syslog file (``auth.log``) was a format inspect did not know, and a free text -- its messages -- no reward:
     the share of messages that say a failure is now suggested, and the command finds the host under attack."""
-    import datetime as dt
-
     rng = random.Random(4)
     t0 = dt.datetime(2026, 11, 30, 9)
     p = tmp_path / "auth.log"
@@ -367,17 +370,14 @@ def test_a_traefik_access_log_s_service_its_status_and_its_nanoseconds(tmp_path,
     its name is no id, and failures are suggested first."""
     rng = random.Random(11)
     p = tmp_path / "traefik.json"
-    t0 = dt.datetime(2026, 11, 30, 10, tzinfo=dt.UTC)
     with open(p, "w") as f:
-        for i in range(12_000):
-            svc = f"svc{rng.randrange(12)}@kubernetes"
-            status = 502 if rng.random() < (0.5 if svc == "svc4@kubernetes" else 0.02) else 200
+        for i, (t, svc, bad) in enumerate(_requests(rng, 12_000, [f"svc{i}@kubernetes" for i in range(12)],
+                                                    "svc4@kubernetes", 10)):
             ns = int(rng.expovariate(1 / 20e6)) + 1
-            f.write(json.dumps({"ClientPort": str(rng.randrange(30000, 60000)), "DownstreamStatus": status,
+            f.write(json.dumps({"ClientPort": str(rng.randrange(30000, 60000)), "DownstreamStatus": 502 if bad else 200,
                                 "Duration": ns + 90_000, "OriginDuration": ns, "RetryAttempts": 0,
                                 "RouterName": svc.replace("svc", "rt"), "ServiceAddr": f"10.2.0.{i % 3}:8080",
-                                "ServiceName": svc, "RequestCount": i + 1,
-                                "time": (t0 + dt.timedelta(milliseconds=10 * i)).isoformat()}) + "\n")
+                                "ServiceName": svc, "RequestCount": i + 1, "time": t.isoformat()}) + "\n")
     assert main(["inspect", str(p)]) == 0
     out = capsys.readouterr().out
     assert "keys (values that repeat): ServiceName (12), ServiceAddr (3), RouterName (12)\n" in out, out
