@@ -88,3 +88,11 @@ def test_engine_ablation_runs_every_variant_and_the_certificate() -> None:
     out = subprocess.run(run + ["--certify"], capture_output=True, text=True, timeout=600, cwd=BENCH.parent)
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("| `zww17-20` |") == 4
+
+
+def test_the_container_lines_benchmark_prints_every_form() -> None:
+    out = subprocess.run([sys.executable, str(BENCH / "container_lines.py"), "--entries", "500", "--repeat", "1"],
+                         capture_output=True, text=True, timeout=300, cwd=BENCH.parent)
+    assert out.returncode == 0, out.stderr
+    assert [line.split("  ")[0] for line in out.stdout.splitlines()[1:]] == [
+        "JSON lines (the applications' own)", *["CRI", "Docker json-file", "kubectl --prefix --timestamps"] * 2]
