@@ -259,6 +259,6 @@ def _with_pod(r: JsonlRecord, pod: dict[str, str], pod_json: bytes) -> JsonlReco
     the field added at its end (no number or text of the line written again)."""
     if (r.parsed is not None and "kubernetes" in r.parsed) or (r.parsed is None and b'"kubernetes"' in r.value):
         return r
-    body = bytes(r.value).rstrip()[:-1].rstrip()  # (the object without its closing brace)
+    body = bytes(r.value).rstrip()[:-1].rstrip()  # (the object without its closing brace; with_fields, its JSON once)
     value = body + (b',' if body != b"{" else b"") + b'"kubernetes":' + pod_json + b"}"
     return r._replace(value=value, parsed=None if r.parsed is None else {**r.parsed, "kubernetes": pod})

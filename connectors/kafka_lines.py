@@ -16,6 +16,10 @@ of its fields in its place:
 - a record without a value (a tombstone), or one a screen before refused (:mod:`.record_time`), is passed on as it
   is, for the codec to refuse with its own reason.
 
+A topic of a shipper's JSON records that carry the line in a field (Filebeat's and Vector's ``message``, Fluent Bit's
+``log``): ``--line-field`` names it, and the line's fields join the record's
+(:class:`~streamarms.connectors.field_lines.FieldLines`; a value whose field is missing or not read is ``bad_row``).
+
 The source's own records (its checkpoint's fingerprints, a rollback) are not changed: each record read is a copy.
 
 >>> from collections import namedtuple
@@ -34,8 +38,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from streamarms.runtime import decoder
 from streamarms.runtime.records import RefusedKey
 
+from .field_lines import FieldLines
+from .line_record import with_fields
 from .line_time import LineTime
 from .pattern_lines import PatternLines
 
@@ -54,16 +61,20 @@ class ValueLines:
     ['remote_addr', 'remote_user', 'time_local']
     """
 
-    def __init__(self, pattern: str) -> None:
+    def __init__(self, pattern: str, field: str | None = None) -> None:
         self.lines = PatternLines(pattern, LineTime(_NO_TIME))
         #: the pattern as the messages name it
         self.source = self.lines.source
-        #: the fields a value gives (``None``: logfmt, whose fields are each line's own)
-        self.header = self.lines.header
+        #: the fields a value gives (``None``: logfmt, whose fields are each line's own; a JSON value's)
+        self.header = self.lines.header if field is None else None
         #: a value may give fields beyond the header (the combined format's rest)
         self.open = self.lines.open
+        #: the field of a JSON value whose text the pattern reads (``--line-field``; ``None``: the whole value)
+        self.field = None if field is None else FieldLines(pattern, field, LineTime(_NO_TIME))
 
     def __call__(self, records: list[Any]) -> list[Any]:
+        if self.field is not None:
+            return [self._in_field(r) for r in records]
         todo: list[int] = []  # (the records to read, and their texts: read in one call, numbered by their place)
         texts: list[str] = []
         out = list(records)
@@ -86,6 +97,25 @@ class ValueLines:
             else:
                 out[i] = r._replace(value=got.value, key=r.key if got.key is None else got.key)
         return out
+
+    def _in_field(self, r: Any) -> Any:
+        """``r`` with the fields its JSON value's line gives added to the value (:class:`FieldLines`), else refused."""
+        if r.value is None or type(r.key) is RefusedKey:
+            return r
+        try:
+            obj = decoder.loads(r.value)
+        except ValueError:
+            return r  # (no JSON: the codec refuses it as not_json, as any such value)
+        if type(obj) is not dict:
+            return r
+        assert self.field is not None
+        read = self.field.fields_of(obj, "(kafka)")
+        if type(read[0]) is str:
+            why = str(read[1]).replace("the record", "the value", 1)
+            return r._replace(key=RefusedKey.of(str(read[0]), why, r.key))
+        added = read[0]
+        assert isinstance(added, dict)
+        return r._replace(value=with_fields(bytes(r.value), added))
 
     @staticmethod
     def _refused(r: Any, detail: str) -> Any:

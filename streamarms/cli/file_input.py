@@ -19,12 +19,13 @@ __all__ = ["file_source", "tables_of", "check_columns"]
 
 
 def tables_of(files: Sequence[str], given: str, pattern: str | None = None, line_time: Any = None,
-              reward_field: str | None = None) -> dict[str, Any]:
+              reward_field: str | None = None, line_field: str | None = None) -> dict[str, Any]:
     """The files read as tables, with their delimiters (``given``: ``--rewards-format``), or, with ``pattern``
     (``--line-pattern``), every file with the :class:`~streamarms.connectors.pattern_lines.PatternLines` that
     reads its lines (a :class:`ConfigError` for a pattern that names no field). With ``reward_field``, each
     table's :class:`~streamarms.connectors.csv_lines.CsvTable`, which reads that column's decimal commas in a
-    file separated by semicolons.
+    file separated by semicolons. With ``line_field`` (``--line-field``), every file is JSON lines whose field the
+    pattern reads (:class:`~streamarms.connectors.field_lines.FieldLines`).
 
     >>> tables_of(["a.csv", "b.jsonl", "c.tsv"], "auto")
     {'a.csv': ',', 'c.tsv': '\\t'}
@@ -35,6 +36,11 @@ def tables_of(files: Sequence[str], given: str, pattern: str | None = None, line
     """
     from streamarms.connectors.csv_lines import DELIMITERS, CsvTable, table_format
 
+    if line_field is not None and pattern is not None:  # (JSON lines with a log line in a field)
+        from streamarms.connectors.field_lines import FieldLines
+
+        wrapped = FieldLines(pattern, line_field, line_time)
+        return {p: wrapped for p in files}
     if given == "container":  # (a container runtime's log: its entries' lines, connectors/container_lines.py)
         from streamarms.connectors.container_lines import ContainerLines
         from streamarms.connectors.pattern_lines import PatternLines
@@ -70,16 +76,18 @@ def file_source(s: RunSettings, resume: dict[str, Any] | None) -> Any:
         raise ConfigError(f"--timestamp-format: {e}") from None
 
     def table_of(path: str) -> Any:  # (a file that comes to match a followed pattern: what tables_of says of it)
-        return tables_of([path], s.rewards_format, s.line_pattern, line_time, reward_field=s.reward_field).get(path)
+        return tables_of([path], s.rewards_format, s.line_pattern, line_time, reward_field=s.reward_field,
+                         line_field=s.line_field).get(path)
 
     source = JsonlSource(s.rewards_file or [], resume=resume, ordered=s.order == "timestamp", follow=bool(s.follow),
                          line_time=line_time,
                          tables=tables_of(s.rewards_file or [], s.rewards_format, s.line_pattern, line_time,
-                                          reward_field=s.reward_field),
+                                          reward_field=s.reward_field, line_field=s.line_field),
                          patterns=patterns_of(s.rewards_file_given or []), table_of=table_of,
                          max_timestamp_ahead=s.max_timestamp_ahead)
     try:
         check_columns(source.tables, s)
+        _check_line_field(source.tables)
     except ConfigError:
         source.close()
         raise
@@ -109,6 +117,39 @@ def _fields_after(tables: dict[str, Any], lines: int = 200) -> set[str] | None:
         if seen:
             return seen - set(table.header)
     return None
+
+
+def _check_line_field(tables: dict[str, Any], lines: int = 200) -> None:
+    """``ConfigError`` when the first ``lines`` JSON records of the first file that has some (of the first 5) all
+    lack ``--line-field``'s field (a name misspelled: every record would be a dead letter), naming the fields they
+    have."""
+    import json
+
+    from streamarms.connectors.compressed_lines import file_head
+
+    for path, table in list(tables.items())[:5]:
+        field = getattr(table, "field", None)
+        if path == "-" or not isinstance(field, str):
+            continue
+        try:
+            head = file_head(path, 1 << 18).decode("utf-8", "replace").splitlines()[:lines]
+        except OSError:
+            continue
+        objs = []
+        for text in head:
+            try:
+                obj = json.loads(text)
+            except ValueError:
+                continue
+            if isinstance(obj, dict):
+                objs.append(obj)
+        if not objs:
+            continue
+        if all(table.fields_of(obj)[1] == f"the record has no field {field!r} (--line-field)" for obj in objs):
+            names = sorted({k for obj in objs for k in obj})
+            raise ConfigError(f"none of the first {len(objs)} records of {path} has the field {field!r} "
+                              f"(--line-field): their fields are {', '.join(names[:30])}" + _inspect(path))
+        return
 
 
 def _inspect(path: str) -> str:

@@ -181,6 +181,8 @@ def add_inspect_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--rewards-format", choices=("auto", "jsonl", "csv", "tsv", "w3c", "container"), default="auto",
                    help="as for run: the files' format (auto: by their names)")
     p.add_argument("--line-pattern", metavar="REGEX", help="as for run: read each line with this pattern")
+    p.add_argument("--line-field", metavar="FIELD", help="as for run: read --line-pattern in this field of each "
+                                                        "JSON record")
     p.add_argument("--bootstrap-servers", metavar="HOST:PORT[,..]",
                    help="read the latest N records of the --rewards-topic topics instead of files (no consumer group: "
                         "nothing is committed); the record's key is the field '(record key)'")
@@ -207,7 +209,8 @@ SPREAD = 4
 
 
 def profile(path: str | Sequence[str], records: int = 10_000, rewards_format: str = "auto",
-            line_pattern: str | None = None, spread: int = SPREAD) -> tuple[dict[str, FieldProfile], int, Counter[str]]:
+            line_pattern: str | None = None, spread: int = SPREAD, line_field: str | None = None
+            ) -> tuple[dict[str, FieldProfile], int, Counter[str]]:
     """Each field's :class:`FieldProfile` over the first ``records`` records of the files -- and, of a file larger
     than what they took, ``records / 2`` more from ``spread`` places across it (a field or a key that appears
     later, keys that come in blocks) --, the lines read (the refused ones too), and the lines refused by reason (a
@@ -218,7 +221,7 @@ def profile(path: str | Sequence[str], records: int = 10_000, rewards_format: st
     from .file_input import tables_of
 
     paths = [path] if isinstance(path, str) else list(path)
-    tables = tables_of(paths, rewards_format, line_pattern, LineTime())
+    tables = tables_of(paths, rewards_format, line_pattern, LineTime(), line_field=line_field)
     fields: dict[str, FieldProfile] = {}
     refused: Counter[str] = Counter()
     source = JsonlSource(paths, tables=tables, max_records=1000)
@@ -238,8 +241,8 @@ def profile(path: str | Sequence[str], records: int = 10_000, rewards_format: st
     return fields, n, refused
 
 
-def kafka_profile(sample: Sequence[tuple[bytes | None, bytes | None]], records: int, line_pattern: str | None = None
-                  ) -> tuple[dict[str, FieldProfile], int, Counter[str]]:
+def kafka_profile(sample: Sequence[tuple[bytes | None, bytes | None]], records: int, line_pattern: str | None = None,
+                  line_field: str | None = None) -> tuple[dict[str, FieldProfile], int, Counter[str]]:
     """:func:`profile` of Kafka records (``sample``: ``(key, value)`` pairs, the latest of a topic's:
     :func:`~streamarms.connectors.kafka_sample.latest_records`): each value's fields -- a JSON object's, or a log
     line's read by ``line_pattern`` as ``run`` reads it --, and its key as the field :data:`RECORD_KEY`."""
@@ -258,7 +261,7 @@ def kafka_profile(sample: Sequence[tuple[bytes | None, bytes | None]], records: 
 
     records_of = [_Record("sample", 0, i, key, value) for i, (key, value) in enumerate(sample)]
     if line_pattern is not None:  # (each value read as run reads it: the fields' JSON, or refused as bad_row)
-        records_of = ValueLines(line_pattern)(records_of)
+        records_of = ValueLines(line_pattern, line_field)(records_of)
     batch = []
     for (key, value), r in zip(sample, records_of):
         if hasattr(r.key, "reason"):
@@ -392,6 +395,23 @@ def container_format(path: str, lines: int = 20) -> tuple[str, str | None] | Non
         return None
     json_lines = sum(is_json_object(line) for line in found) >= 0.8 * len(found)
     return "container", None if json_lines else lines_format(found)
+
+
+def wrapped_line(fields: dict[str, FieldProfile], n: int) -> tuple[str, str] | None:
+    """``(field, pattern)`` when JSON records carry a log line of a named format in a field of text (a shipper's
+    ``message`` or ``log``: Filebeat, Vector, Fluent Bit), in most records (90%): the flags that read it
+    (``--line-field``, ``--line-pattern``); else ``None``."""
+    for f in fields.values():
+        if f.present >= 0.9 * n and f.share("str") > 0.99 and not f.numeric and (f.distinct > 20 or f.more):
+            known = lines_format([str(v) for v in islice(f.values, 200)])
+            if known is not None:
+                return f.name, known
+    return None
+
+
+def _wrapped_text(wrapped: tuple[str, str]) -> str:
+    return (f"the field {wrapped[0]} holds {_FORMAT_NAMES[wrapped[1]]}: read with --line-field "
+            f"{shlex.quote(wrapped[0])} --line-pattern {wrapped[1]}")
 
 
 def lines_format(texts: Sequence[str]) -> str | None:
@@ -663,7 +683,11 @@ def inspect_main(opts: argparse.Namespace) -> int:
                 sample = latest_records(opts.bootstrap_servers, opts.rewards_topic, opts.records)
             except BrokerUnreachable as e:
                 raise ConfigError(str(e)) from None
-            fields, n, refused = kafka_profile(sample, opts.records, opts.line_pattern)
+            fields, n, refused = kafka_profile(sample, opts.records, opts.line_pattern, opts.line_field)
+            if opts.line_pattern is None and (wrapped := wrapped_line(fields, n)) is not None:
+                opts.line_field, opts.line_pattern = wrapped
+                print(_wrapped_text(wrapped))
+                fields, n, refused = kafka_profile(sample, opts.records, opts.line_pattern, opts.line_field)
             opts.files = [f"topic {t}" for t in opts.rewards_topic]
             if not fields and opts.line_pattern is None and refused.get("not_json", 0) * 2 > n:
                 texts = [t for _, v in sample[:200] if v and (t := v.decode("utf-8", "replace").strip())][:20]
@@ -673,7 +697,8 @@ def inspect_main(opts: argparse.Namespace) -> int:
                     fields, n, refused = kafka_profile(sample, opts.records, known)
             source = f"--bootstrap-servers {shlex.quote(opts.bootstrap_servers)}" + "".join(
                 f" --rewards-topic {shlex.quote(t)}" for t in opts.rewards_topic) + (
-                f" --line-pattern {shlex.quote(opts.line_pattern)}" if opts.line_pattern else "")
+                f" --line-pattern {shlex.quote(opts.line_pattern)}" if opts.line_pattern else "") + (
+                f" --line-field {shlex.quote(opts.line_field)}" if opts.line_field else "")
         else:
             opts.files = expand_files(opts.files)
             if opts.rewards_format == "auto" and opts.line_pattern is None and (
@@ -681,7 +706,14 @@ def inspect_main(opts: argparse.Namespace) -> int:
                 opts.rewards_format, opts.line_pattern = runtime
                 print(f"the lines are {_FORMAT_NAMES['container']}: read with --rewards-format container" +
                       (f" --line-pattern {opts.line_pattern}" if opts.line_pattern else ""))
-            fields, n, refused = profile(opts.files, opts.records, opts.rewards_format, opts.line_pattern)
+            fields, n, refused = profile(opts.files, opts.records, opts.rewards_format, opts.line_pattern,
+                                         line_field=opts.line_field)
+            if opts.line_pattern is None and opts.rewards_format in ("auto", "jsonl") and (
+                    wrapped := wrapped_line(fields, n - sum(refused.values()))) is not None:
+                opts.line_field, opts.line_pattern = wrapped
+                print(_wrapped_text(wrapped))
+                fields, n, refused = profile(opts.files, opts.records, opts.rewards_format, opts.line_pattern,
+                                             line_field=opts.line_field)
         if (not fields and not source and opts.line_pattern is None and refused.get("not_json", 0) * 2 > n
                 and (known := _line_format(opts.files[0])) is not None):
             flag = "--rewards-format" if known == "w3c" else "--line-pattern"
@@ -718,6 +750,7 @@ def inspect_main(opts: argparse.Namespace) -> int:
     # (--rewards-file takes one path: two are named twice; more, a pattern of them)
     files = " --rewards-file ".join(map(shlex.quote, given)) if len(given) <= 2 else "FILES"
     extra = (f" --line-pattern {shlex.quote(opts.line_pattern)}" if opts.line_pattern else "") + (
+        f" --line-field {shlex.quote(opts.line_field)}" if opts.line_field and not source else "") + (
         f" --rewards-format {opts.rewards_format}" if opts.rewards_format != "auto" else "")
     from streamarms.connectors.csv_lines import table_format
 

@@ -61,7 +61,7 @@ _COMMON = {"--k": "k", "--reward-model": "reward_model", "--reward-range": "rewa
            "--reward-unit": "reward_unit",
            "--timestamp-field": "timestamp_field", "--timestamp-unit": "timestamp_unit",
            "--timestamp-format": "timestamp_format",
-           "--rewards-format": "rewards_format", "--line-pattern": "line_pattern"}
+           "--rewards-format": "rewards_format", "--line-pattern": "line_pattern", "--line-field": "line_field"}
 #: ... the episode modes
 _EPISODES = {"--policy": "policy", "--delta": "delta", "--two-sided": "two_sided", "--rho": "rho", "--seed": "seed",
              "--epsilon": "epsilon", "--threshold": "threshold", "--budget": "budget", "--b": "ucbe_b",

@@ -151,7 +151,7 @@ def _value_lines(s: RunSettings) -> Any:
         return None
     from streamarms.connectors.kafka_lines import ValueLines
 
-    return ValueLines(s.line_pattern)
+    return ValueLines(s.line_pattern, s.line_field)
 
 
 def _check_writable_file(flag: str, path: str) -> None:
@@ -200,7 +200,7 @@ def _check_sources(s: RunSettings) -> None:
 
         from .file_input import check_columns
 
-        check_columns({"-": ValueLines(s.line_pattern)}, s, own_keys=True)
+        check_columns({"-": ValueLines(s.line_pattern, s.line_field)}, s, own_keys=True)
     for flag, name in (("--reward-field", s.reward_field), ("--key-field", s.key_field), ("--group-by", s.group_by),
                        ("--timestamp-field", s.timestamp_field)):
         if name is not None and "." in name:

@@ -119,6 +119,7 @@ class RunSettings:
     timestamp_unit: str = "ms"
     rewards_format: str = "auto"
     line_pattern: str | None = None
+    line_field: str | None = None
     request_id_field: str = "request_id"
     max_key_bytes: int = 256
     validate: str = _SCHED.validate
@@ -270,6 +271,10 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                         "syslog file's time, host, program, pid, message), alb (an AWS load balancer's: target, "
                         "elb_status_code, target_processing_time, ...), or logfmt (every key=value "
                         "pair of a line is a field: level=error host=web-1 latency=1.2ms msg=\"timed out\")")
+    g.add_argument("--line-field", metavar="FIELD",
+                   help="read --line-pattern in this field of each JSON record, not the whole line or value: the "
+                        "log line a shipper wrapped (Filebeat's and Vector's message, Fluent Bit's log, Google Cloud "
+                        "Logging's textPayload, Loki's line); its groups join the record's own fields")
     g.add_argument("--follow", action="store_true", default=None,
                    help="keep reading the --rewards-file files as they grow (tail -F): the run goes on at their end "
                         "until stopped (SIGTERM, Ctrl-C, --max-episodes); a line is read once its line end is "
@@ -595,7 +600,14 @@ def resolve_settings(opts: argparse.Namespace) -> RunSettings:
         s = replace(s, rewards_file=expand_files(s.rewards_file, waiting=bool(s.follow)), rewards_file_given=list(s.rewards_file))
     from streamarms.connectors.csv_lines import table_format
     formats = {table_format(p, s.rewards_format) or "jsonl" for p in s.rewards_file or []}
-    if s.line_pattern is not None and s.rewards_format != "container":  # every file is read by the pattern
+    if s.line_field is not None and (s.line_pattern is None or s.rewards_format not in ("auto", "jsonl")):
+        raise ConfigError("--line-field names the field of each JSON record that --line-pattern reads: give both, "
+                          "on JSON lines (not --rewards-format " + s.rewards_format + ")" if s.line_pattern else
+                          "--line-field names the field of each JSON record that --line-pattern reads: give the "
+                          "pattern (--line-pattern combined, logfmt, or your own)")
+    if s.line_field is not None:
+        formats = {"jsonl"} if s.rewards_file else set()  # (JSON lines: a field of each read by the pattern)
+    elif s.line_pattern is not None and s.rewards_format != "container":  # every file is read by the pattern
         if s.rewards_format not in ("auto", "pattern"):
             raise ConfigError(f"--line-pattern reads every --rewards-file line with a pattern; --rewards-format "
                               f"{s.rewards_format} reads them otherwise: give one")

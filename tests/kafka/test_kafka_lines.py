@@ -66,3 +66,41 @@ def test_a_field_the_pattern_has_no_group_for_is_an_error_before_anything_is_rea
                  "--checkpoint", "none"]) == 2
     err = capsys.readouterr().err
     assert "--line-pattern envoy has no group 'upstream' (--key-field)" in err, err
+
+
+def _shipped(n=16_000, seed=6):
+    """Filebeat's records of an nginx access log: each line in ``message``, beside what the shipper knows of it;
+    two records whose message is no access line, one without a message."""
+    for _, line, ts in _access_lines(n, seed):
+        if line == BAD[0]:  # (early: the run stops at its first decision)
+            yield None, json.dumps({"message": "--- MARK ---"}).encode(), ts
+        elif line == BAD[1]:
+            yield None, json.dumps({"event": "rotated"}).encode(), ts
+        elif line not in BAD:
+            value = {"@timestamp": "2023-11-14T22:13:20Z", "message": line.decode(), "host": {"name": "lb-1"},
+                     "agent": {"type": "filebeat"}}
+            yield None, json.dumps(value).encode(), ts
+
+
+def test_a_topic_of_a_shipper_s_json_records_of_access_lines_is_read_in_its_message(kafka_broker, tmp_path, capsys):
+    """Filebeat, Vector and Fluent Bit send each line in a JSON record (``message``, ``log``): read as JSON, the
+    line was one text field and no status or path could be a key or a reward. ``inspect`` sees the format in the
+    field and suggests ``--line-field``; ``run`` reads the line's fields beside the shipper's."""
+    produce(kafka_broker.bootstrap, "lines-shipped", _shipped(), partitions=2)
+    assert main(["inspect", "--bootstrap-servers", kafka_broker.bootstrap, "--rewards-topic", "lines-shipped"]) == 0
+    out = capsys.readouterr().out
+    assert "the field message holds an access log in the combined format (nginx's and Apache's default): read with " \
+           "--line-field message --line-pattern combined" in out, out
+    [command] = [shlex.split(line)[1:] for line in out.splitlines() if line.startswith("  streamarms run ")
+                 and "--reward-at-least 500" in line]
+    assert command[5:9] == ["--line-pattern", "combined", "--line-field", "message"], command
+    summary = tmp_path / "s.json"
+    assert main([*command, "--policy", "cs", "--from-beginning", "--checkpoint", "none", "--group-id",
+                 "lines-shipped-run", "--quiet", "--summary-json", str(summary), "--dead-letter-topic", "shipped-dead",
+                 "--consumer-option", "session_timeout_ms=6000", "--consumer-option", "heartbeat_interval_ms=500",
+                 "--max-episodes", "1"]) == 0
+    got = json.loads(summary.read_text())
+    assert got["flagged"] == ["/api/pay"] and got["invalid"] == {"bad_row": 2}, got
+    details = sorted(dict(r.headers)["detail"].decode() for r in read_topic(kafka_broker.bootstrap, "shipped-dead"))
+    assert details == ["the field 'message' does not match --line-pattern combined",
+                       "the value has no field 'message' (--line-field)"], details

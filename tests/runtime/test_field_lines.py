@@ -1,0 +1,46 @@
+""":class:`FieldLines`: a JSON record's log line read by a pattern -- the groups join the record's fields (the
+wrapper keeps a name both have), its text written as it was, the key and time the wrapper's else the line's, and a
+record whose field is missing, no text, blank, not read, or of a bad time a dead letter naming why."""
+
+from __future__ import annotations
+
+import json
+
+from streamarms.connectors.field_lines import FieldLines
+from streamarms.connectors.line_time import LineTime
+
+ACCESS = '10.0.0.7 - - [14/Nov/2023:22:13:20 +0000] "GET /api/cart HTTP/1.1" 503 12 "-" "curl/8.0"'
+
+
+def _line(**fields) -> str:
+    return json.dumps(fields) + "\n"
+
+
+def test_the_groups_join_the_wrapper_s_fields_which_keep_their_names_and_text():
+    t = FieldLines("combined", "message", LineTime("time_local"))
+    recs = t.records("b.jsonl", [_line(message=ACCESS, status="the wrapper's", ms=1.50).replace("1.5", "1.50"),
+                                 _line(message=ACCESS, note="x" * 5000), _line(message=ACCESS, arm="eu")], 0)
+    first = recs[0]
+    assert first.parsed["status"] == "the wrapper's" and first.parsed["path"] == "/api/cart"
+    assert first.value.startswith(json.dumps({"message": ACCESS})[:-1].encode() + b', "status": "the wrapper\'s", '
+                                  b'"ms": 1.50,"remote_addr":"10.0.0.7"'), first.value
+    assert first.timestamp == 1700000000000 and first.key is None
+    assert recs[1].parsed is None and json.loads(recs[1].value)["path"] == "/api/cart"  # (too long to keep parsed)
+    assert recs[2].key == b"eu"
+    keyed = FieldLines(r"^(?P<arm>\S+) (?P<ms>\d+)", "log").records("b.jsonl", [_line(log="web-1 12")], 0)[0]
+    assert keyed.key == b"web-1" and keyed.parsed == {"log": "web-1 12", "arm": "web-1", "ms": "12"}
+
+
+def test_what_cannot_be_read_is_a_dead_letter_naming_why():
+    t = FieldLines("combined", "message", LineTime("time_local"))
+    bad_time = ACCESS.replace("14/Nov/2023:22:13:20 +0000", "99/Zzz/2023:99:99:99 +0000")
+    recs = t.records("b.jsonl", [_line(message=7), _line(message="  "), _line(msg="x"), _line(message="--- MARK ---"),
+                                 _line(message=bad_time), "not json\n", "\n", "[1]\n"], 0)
+    got = [(r.offset, r.key.reason, r.key.detail) for r in recs]
+    assert got[:4] == [
+        (0, "bad_row", "the field 'message' is an integer, not a log line's text (--line-field)"),
+        (1, "bad_row", "the field 'message' is blank"),
+        (2, "bad_row", "the record has no field 'message' (--line-field)"),
+        (3, "bad_row", "the field 'message' does not match --line-pattern combined")], got
+    assert got[4][1] == "bad_timestamp" and [g[:2] for g in got[5:]] == [(5, "not_json"), (7, "not_object")]
+    assert recs[3].value == _line(message="--- MARK ---").rstrip("\n").encode()  # (the record as it came)
