@@ -257,8 +257,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                         "columns (CSV, TSV: a row a line, its cells read as a JSON line's fields, the reward's as a "
                         "number), or a W3C extended log (w3c: IIS, CloudFront; its #Fields directive names the "
                         "fields, sc-status, time-taken, ...), or a container runtime's log (container: Kubernetes' "
-                        "/var/log/pods/*/*/*.log, Docker's json-file, kubectl logs --prefix --timestamps; each entry's "
-                        "line read as JSON, or by --line-pattern; the pod as the field kubernetes). Default auto: by the file's name (.csv, .tsv), else JSON lines")
+                        "/var/log/pods/*/*/*.log, Docker's json-file, kubectl logs --prefix --timestamps; each "
+                        "entry's line read as JSON, or by --line-pattern; the pod as the field kubernetes). Default "
+                        "auto: by the file's name (.csv, .tsv), else JSON lines")
     g.add_argument("--line-pattern", metavar="REGEX",
                    help="read every --rewards-file line (every Kafka record's value) with this regular expression: "
                         "its named groups are the record's fields (text; the reward's read as a number), a line it "

@@ -31,25 +31,32 @@ def _access_lines(n=16_000, seed=5):
             yield None, BAD[i // 100 - 1], T0 + 5 * i
 
 
-def test_a_topic_of_access_log_lines_is_inspected_and_run_with_its_pattern(kafka_broker, tmp_path, capsys):
-    produce(kafka_broker.bootstrap, "lines-access", _access_lines(), partitions=2)
-    assert main(["inspect", "--bootstrap-servers", kafka_broker.bootstrap, "--rewards-topic", "lines-access"]) == 0
+def _inspected_and_run(kafka_broker, topic: str, tmp_path, capsys, says: str) -> tuple[list[str], dict]:
+    """``inspect`` of ``topic`` (its output says ``says``), then its suggested 5xx command run to the first decision,
+    dead letters to ``{topic}-dead``: the command and the run's summary."""
+    assert main(["inspect", "--bootstrap-servers", kafka_broker.bootstrap, "--rewards-topic", topic]) == 0
     out = capsys.readouterr().out
-    assert "the values are an access log in the combined format (nginx's and Apache's default), not JSON: read with " \
-           "--line-pattern combined" in out, out
+    assert says in out, out
     [command] = [shlex.split(line)[1:] for line in out.splitlines() if line.startswith("  streamarms run ")
                  and "--reward-at-least 500" in line]
+    summary = tmp_path / "s.json"
+    assert main([*command, "--policy", "cs", "--from-beginning", "--checkpoint", "none", "--group-id", f"{topic}-run",
+                 "--quiet", "--summary-json", str(summary), "--dead-letter-topic", f"{topic}-dead",
+                 "--consumer-option", "session_timeout_ms=6000", "--consumer-option", "heartbeat_interval_ms=500",
+                 "--max-episodes", "1"]) == 0
+    return command, json.loads(summary.read_text())
+
+
+def test_a_topic_of_access_log_lines_is_inspected_and_run_with_its_pattern(kafka_broker, tmp_path, capsys):
+    produce(kafka_broker.bootstrap, "lines-access", _access_lines(), partitions=2)
+    command, got = _inspected_and_run(kafka_broker, "lines-access", tmp_path, capsys, "the values are an access log in "
+                                      "the combined format (nginx's and Apache's default), not JSON: read with "
+                                      "--line-pattern combined")
     assert command == ["run", "--bootstrap-servers", kafka_broker.bootstrap, "--rewards-topic", "lines-access",
                        "--line-pattern", "combined", "--key-field", "path", "--reward-field", "status",
                        "--reward-at-least", "500"], command
-    summary = tmp_path / "s.json"
-    assert main([*command, "--policy", "cs", "--from-beginning", "--checkpoint", "none", "--group-id",
-                 "lines-access-run", "--quiet", "--summary-json", str(summary), "--dead-letter-topic", "lines-dead",
-                 "--consumer-option", "session_timeout_ms=6000", "--consumer-option", "heartbeat_interval_ms=500",
-                 "--max-episodes", "1"]) == 0
-    got = json.loads(summary.read_text())
     assert got["flagged"] == ["/api/pay"], got
-    dead = read_topic(kafka_broker.bootstrap, "lines-dead")
+    dead = read_topic(kafka_broker.bootstrap, "lines-access-dead")
     refused = [r for r in dead if dict(r.headers)["reason"] == b"bad_row"]
     assert sorted(r.value for r in refused) == sorted(BAD), [(r.value, dict(r.headers)) for r in dead]
     details = {r.value: dict(r.headers)["detail"].decode() for r in refused}
@@ -87,20 +94,11 @@ def test_a_topic_of_a_shipper_s_json_records_of_access_lines_is_read_in_its_mess
     line was one text field and no status or path could be a key or a reward. ``inspect`` sees the format in the
     field and suggests ``--line-field``; ``run`` reads the line's fields beside the shipper's."""
     produce(kafka_broker.bootstrap, "lines-shipped", _shipped(), partitions=2)
-    assert main(["inspect", "--bootstrap-servers", kafka_broker.bootstrap, "--rewards-topic", "lines-shipped"]) == 0
-    out = capsys.readouterr().out
-    assert "the field message holds an access log in the combined format (nginx's and Apache's default): read with " \
-           "--line-field message --line-pattern combined" in out, out
-    [command] = [shlex.split(line)[1:] for line in out.splitlines() if line.startswith("  streamarms run ")
-                 and "--reward-at-least 500" in line]
+    command, got = _inspected_and_run(kafka_broker, "lines-shipped", tmp_path, capsys, "the field message holds an "
+                                      "access log in the combined format (nginx's and Apache's default): read with "
+                                      "--line-field message --line-pattern combined")
     assert command[5:9] == ["--line-pattern", "combined", "--line-field", "message"], command
-    summary = tmp_path / "s.json"
-    assert main([*command, "--policy", "cs", "--from-beginning", "--checkpoint", "none", "--group-id",
-                 "lines-shipped-run", "--quiet", "--summary-json", str(summary), "--dead-letter-topic", "shipped-dead",
-                 "--consumer-option", "session_timeout_ms=6000", "--consumer-option", "heartbeat_interval_ms=500",
-                 "--max-episodes", "1"]) == 0
-    got = json.loads(summary.read_text())
     assert got["flagged"] == ["/api/pay"] and got["invalid"] == {"bad_row": 2}, got
-    details = sorted(dict(r.headers)["detail"].decode() for r in read_topic(kafka_broker.bootstrap, "shipped-dead"))
+    details = sorted(dict(r.headers)["detail"].decode() for r in read_topic(kafka_broker.bootstrap, "lines-shipped-dead"))
     assert details == ["the field 'message' does not match --line-pattern combined",
                        "the value has no field 'message' (--line-field)"], details
