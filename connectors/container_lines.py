@@ -28,9 +28,10 @@ the pods, whatever their applications write; ``kubectl logs --prefix`` names the
 
 A line longer than the runtime's buffer (16 KiB) is written as several entries: CRI's tag ``P`` (partial) on all
 but the last (``F``), Docker's ``log`` without its line end on all but the last. They are joined, per stream, into
-one line, which is the record of the last entry's line number; the parts are no records (a restart between the
-parts reads the rest alone, a dead letter: the line it was part of is not whole). A line that is no entry of
-either format is a ``bad_row`` dead letter.
+one line, which is the record of the last entry's line number; the parts are no records. Parts whose last has not
+come at the end of a replay are said as a file's incomplete last line is (:meth:`ContainerLines.held`; the
+checkpoint's position stays before them unless a record of the other stream came after them: a restart then reads
+the rest alone, a dead letter). A line that is no entry of either format is a ``bad_row`` dead letter.
 
 >>> t = ContainerLines()
 >>> lines = ['2023-11-14T22:13:20.5Z stdout F {"arm": "eu", "reward": 1}\\n',
@@ -238,6 +239,10 @@ class ContainerLines:
                     r = _with_pod(r, *pod)
             out.append(r)
         return out
+
+    def held(self, path: str) -> int:
+        """The characters of ``path``'s lines written in parts whose last part has not come (not read yet)."""
+        return sum(len(text) for (p, _, _), text in self._parts.items() if p == path)
 
     def _named(self, named: tuple[str, str]) -> tuple[dict[str, str], bytes] | None:
         """The field ``kubernetes`` of the pod and container ``kubectl logs --prefix`` named (kept: a few pods)."""

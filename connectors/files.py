@@ -257,6 +257,17 @@ def _line_by_line(path: str, lines: list[str], first: int, line_time: LineTime =
 _DICT, _STR, _INT = frozenset((dict,)), frozenset((str,)), frozenset((int,))
 
 
+def unread_ends(readers: dict[str, Any], tables: dict[str, Any]) -> dict[str, int]:
+    """The bytes each file's end holds unread: an incomplete last line (:attr:`LineReader.incomplete`), and the parts
+    of a line a table holds until its last comes (``held``: a container's line written in parts)."""
+    out = {}
+    for p, r in readers.items():
+        n = (len(r.incomplete) if r.incomplete.strip() else 0) + getattr(tables.get(p), "held", lambda q: 0)(p)
+        if n:
+            out[p] = n
+    return out
+
+
 def _rotated_and_removed(path: str, looked: bool) -> None:
     """``CheckpointError`` saying so when the file a checkpoint read is neither at ``path`` nor among its rotations
     there (``looked``: they were looked at, following) though rotations are there: it was rotated and then removed
@@ -812,7 +823,7 @@ class JsonlSource:
     @property
     def incomplete(self) -> dict[str, int]:
         """The files ending in an incomplete line left unread (read once complete), and its length in bytes."""
-        return {p: len(r.incomplete) for p, r in self._readers.items() if r.incomplete.strip()}
+        return unread_ends(self._readers, self.tables)
 
     def state(self) -> dict[str, Any]:
         """The merger's ``[next line, running max]`` per file, with the line's byte position and digest

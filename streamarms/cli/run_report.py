@@ -131,13 +131,14 @@ def incomplete_text(path: str, n: int, checkpoint: bool, follow: bool = False) -
     not a whole JSON object: a line still being written).
 
     >>> print(incomplete_text("r.jsonl", 17, True))
-    r.jsonl ends in an incomplete line of 17 bytes (no newline, not a whole JSON object): not read; a restart with the same --checkpoint reads it once it is complete
+    r.jsonl ends in an incomplete line of 17 bytes (no newline, not a whole record; or a container's line written in parts, its last part not written): not read; a restart with the same --checkpoint reads it once it is complete
     >>> print(incomplete_text("r.jsonl", 17, False, follow=True))
     r.jsonl ends in a line of 17 bytes without its newline (--follow reads a line once its newline is written): not read; a later run reads it once it is complete
     """
     what = (f"a line of {n:,} byte{'' if n == 1 else 's'} without its newline (--follow reads a line once its "
             "newline is written)" if follow else
-            f"an incomplete line of {n:,} byte{'' if n == 1 else 's'} (no newline, not a whole JSON object)")
+            f"an incomplete line of {n:,} byte{'' if n == 1 else 's'} (no newline, not a whole record; or a "
+            "container's line written in parts, its last part not written)")
     return (f"{path} ends in {what}: not read; " + ("a restart with the same --checkpoint reads it once it is complete"
                                                      if checkpoint else "a later run reads it once it is complete"))
 

@@ -132,3 +132,18 @@ def test_kubectl_logs_of_many_pods_piped_in_with_their_prefix_and_times(tmp_path
     got = json.loads(out.read_text())
     assert got["flagged"] == ["web-9-5d8f"] and not got["invalid"], got
     assert T0.timestamp() <= got["episodes"][0]["started"] < T0.timestamp() + 60  # (kubectl's times)
+
+
+def test_a_line_whose_last_part_has_not_come_is_said_at_the_end_not_dropped(tmp_path, caplog):
+    """A container that stopped mid-way through a long line (its runtime's last entry a part, ``P``): the parts were
+    held and the replay ended without a word of them."""
+    p, summary = tmp_path / "c.log", tmp_path / "s.json"
+    _cri_json(p, 300)
+    with open(p, "a") as f:
+        f.write('2026-11-30T11:00:00Z stdout P {"level": "error", \n')
+    assert main(["run", "--rewards-file", str(p), "--rewards-format", "container", "--key-field", "host",
+                 "--reward-field", "level", "--reward-in", "error", "--checkpoint", "none", "--quiet",
+                 "--summary-json", str(summary)]) == 0
+    got = json.loads(summary.read_text())
+    assert got["records"] == 300 and got["incomplete_last_lines"] == {str(p): 19}, got
+    assert any("its last part not written" in r.getMessage() for r in caplog.records)
