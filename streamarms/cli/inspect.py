@@ -397,11 +397,13 @@ def container_format(path: str, lines: int = 20) -> tuple[str, str | None] | Non
     return "container", None if json_lines else lines_format(found)
 
 
-def wrapped_line(fields: dict[str, FieldProfile], n: int) -> tuple[str, str] | None:
+def wrapped_line(fields: dict[str, FieldProfile], n: int, only: str | None = None) -> tuple[str, str] | None:
     """``(field, pattern)`` when JSON records carry a log line of a named format in a field of text (a shipper's
-    ``message`` or ``log``: Filebeat, Vector, Fluent Bit), in most records (90%): the flags that read it
-    (``--line-field``, ``--line-pattern``); else ``None``."""
+    ``message`` or ``log``: Filebeat, Vector, Fluent Bit; ``only``: that field), in most records (90%): the flags that
+    read it (``--line-field``, ``--line-pattern``); else ``None``."""
     for f in fields.values():
+        if only is not None and f.name != only:
+            continue
         if f.present >= 0.9 * n and f.share("str") > 0.99 and not f.numeric and (f.distinct > 20 or f.more):
             known = lines_format([str(v) for v in islice(f.values, 200)])
             if known is not None:
@@ -709,11 +711,14 @@ def inspect_main(opts: argparse.Namespace) -> int:
             fields, n, refused = profile(opts.files, opts.records, opts.rewards_format, opts.line_pattern,
                                          line_field=opts.line_field)
             if opts.line_pattern is None and opts.rewards_format in ("auto", "jsonl") and (
-                    wrapped := wrapped_line(fields, n - sum(refused.values()))) is not None:
+                    wrapped := wrapped_line(fields, n - sum(refused.values()), opts.line_field)) is not None:
                 opts.line_field, opts.line_pattern = wrapped
                 print(_wrapped_text(wrapped))
                 fields, n, refused = profile(opts.files, opts.records, opts.rewards_format, opts.line_pattern,
                                              line_field=opts.line_field)
+            elif opts.line_field is not None and opts.line_pattern is None:
+                raise ConfigError(f"--line-field {opts.line_field}: its text is no log line of a format inspect "
+                                  "knows; give the pattern that reads it (--line-pattern)")
         if (not fields and not source and opts.line_pattern is None and refused.get("not_json", 0) * 2 > n
                 and (known := _line_format(opts.files[0])) is not None):
             flag = "--rewards-format" if known == "w3c" else "--line-pattern"

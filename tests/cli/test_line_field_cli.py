@@ -41,6 +41,8 @@ def test_a_shipper_s_json_records_of_an_access_log(tmp_path, capsys):
     assert out.startswith("the field message holds an access log in the combined format (nginx's and Apache's "
                           "default): read with --line-field message --line-pattern combined\n"), out
     assert "keys (values that repeat): path (12), remote_addr (9)\n" in out, out
+    assert main(["inspect", str(p), "--line-field", "host.name"]) == 2  # (a field of no known format: the pattern)
+    assert "--line-field host.name: its text is no log line of a format inspect knows" in capsys.readouterr().err
     first = next(shlex.split(line)[1:] for line in out.splitlines() if line.startswith("  streamarms run "))
     assert first == ["run", "--rewards-file", str(p), "--line-pattern", "combined", "--line-field", "message",
                      "--key-field", "path", "--reward-field", "status", "--reward-at-least", "500",
