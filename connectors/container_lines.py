@@ -262,8 +262,9 @@ def _pod_json(pod: dict[str, str] | None) -> tuple[dict[str, str], bytes] | None
 def _with_pod(r: JsonlRecord, pod: dict[str, str], pod_json: bytes) -> JsonlRecord:
     """``r`` with the field ``kubernetes`` (its pod), unless its line has one: its value's text as the line wrote it,
     the field added at its end (no number or text of the line written again)."""
-    if (r.parsed is not None and "kubernetes" in r.parsed) or (r.parsed is None and b'"kubernetes"' in r.value):
-        return r
+    if (r.parsed is not None and "kubernetes" in r.parsed) or (r.parsed is None and (
+            r.value is None or b'"kubernetes"' in r.value or not bytes(r.value).lstrip().startswith(b"{"))):
+        return r  # (the line's own field, or a key-and-value line's value that is no object: the codec refuses it)
     body = bytes(r.value).rstrip()[:-1].rstrip()  # (the object without its closing brace; with_fields, its JSON once)
     value = body + (b',' if body != b"{" else b"") + b'"kubernetes":' + pod_json + b"}"
     return r._replace(value=value, parsed=None if r.parsed is None else {**r.parsed, "kubernetes": pod})

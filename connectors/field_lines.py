@@ -108,7 +108,10 @@ class FieldLines:
             if type(r.key) is RefusedKey:
                 out.append(r)
                 continue
-            obj = r.parsed if r.parsed is not None else json.loads(r.value)
+            obj = r.parsed if r.parsed is not None else _object(r.value)
+            if obj is None:  # (a {"key": .., "value": ..} line whose value is no object: the codec refuses it)
+                out.append(r)
+                continue
             read = self.fields_of(obj, path)
             if type(read[0]) is str:
                 out.append(refused_line(path, n, line, str(read[1]), str(read[0]), r.key))
@@ -123,3 +126,12 @@ class FieldLines:
 
     def __repr__(self) -> str:
         return f"FieldLines({self.source!r}, {self.field!r})"
+
+
+def _object(value: bytes | None) -> dict[str, Any] | None:
+    """The JSON object a record's value is, else ``None`` (none, a text, a list: a key-and-value line's value)."""
+    try:
+        obj = json.loads(value) if value is not None else None
+    except ValueError:
+        return None
+    return obj if type(obj) is dict else None

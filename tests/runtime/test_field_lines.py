@@ -44,3 +44,25 @@ def test_what_cannot_be_read_is_a_dead_letter_naming_why():
         (3, "bad_row", "the field 'message' does not match --line-pattern combined")], got
     assert got[4][1] == "bad_timestamp" and [g[:2] for g in got[5:]] == [(5, "not_json"), (7, "not_object")]
     assert recs[3].value == _line(message="--- MARK ---").rstrip("\n").encode()  # (the record as it came)
+
+
+def test_a_key_and_value_line_whose_value_is_no_object_is_passed_on_for_the_codec_to_refuse():
+    """A JSON line may be ``{"key": .., "value": ..}``: a value that is a text, null or a list is no record of fields;
+    reading its field raised (the run would have stopped), and the container's pod field was spliced into a text."""
+    from streamarms.connectors.container_lines import ContainerLines
+    from streamarms.runtime.codec import RewardCodec
+    from streamarms.runtime.records import InvalidRecord
+
+    lines = ['{"key": "a", "value": "GET /"}\n', '{"key": "a", "value": null}\n', '{"key": "a", "value": [1]}\n']
+    recs = FieldLines("combined", "message").records("b.jsonl", lines, 0)
+    assert [(r.key, r.value) for r in recs] == [(b"a", b"GET /"), (b"a", None), (b"a", b"[1]")]
+    pods = ContainerLines().records("/var/log/pods/ns_web-1_u1/app/0.log", [
+        f"2023-11-14T22:13:20Z stdout F {line}" for line in lines], 0)
+    assert [r.value for r in pods] == [b"GET /", None, b"[1]"]
+    reasons = []
+    for r in recs:
+        try:
+            RewardCodec().parse("a", r.value)
+        except InvalidRecord as e:
+            reasons.append(e.reason)
+    assert reasons == ["not_json", "value_missing", "not_object"]
