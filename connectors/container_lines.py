@@ -61,10 +61,12 @@ __all__ = ["ContainerLines", "entry_line", "kubernetes_fields", "plainly_an_entr
 
 #: a CRI log entry: an RFC 3339 time, the stream, the tags (``F`` full, ``P`` partial; more after ``:``), the line;
 #: or a time and the line (``kubectl logs --timestamps``, ``docker logs -t``)
-_CRI = re.compile(r"(\d{4}-\d{2}-\d{2}T[\d:.]+(?:Z|[+-]\d{2}:\d{2})) (?:(stdout|stderr) ([A-Z](?::\S*)?)(?: |\Z))?(.*)\Z",
-                  re.S)
+_CRI = re.compile(r"(\d{4}-\d{2}-\d{2}T[\d:.]+(?:Z|[+-]\d{2}:\d{2})) "
+                  r"(?:(stdout|stderr) ([A-Z](?::\S*)?)(?: |\Z))?(.*)\Z", re.S)
 #: the pod and container ``kubectl logs --prefix`` writes before each line
 _PREFIX = re.compile(r"\[pod/([^/\]\s]+)/([^\]\s]+)\] ")
+#: the fields of a Docker json-file entry
+_DOCKER_FIELDS = frozenset({"log", "stream", "time", "attrs"})
 #: the most of a line kept while its parts are joined (as a file's longest line: LONG_KEPT)
 _JOINED_MAX = 4 << 20
 _WHAT = ("the line is no container runtime's log entry (CRI: 'TIME stdout|stderr F|P LINE'; Docker's json-file: "
@@ -124,16 +126,22 @@ def kubernetes_fields(path: str) -> dict[str, str] | None:
 def plainly_an_entry(text: str) -> bool:
     """Whether ``text`` is plainly an entry of a runtime's log, as a format's guess may take it: a CRI line (its
     stream and tag), a Docker json-file line, a line of ``kubectl logs --prefix``, or a time before a JSON object
-    (``kubectl logs --timestamps``); not a time before text, which many logs write (a syslog file's RFC 3339 lines).
+    (``kubectl logs --timestamps``); not a time before text, which many logs write (a syslog file's RFC 3339
+    lines), nor a JSON record with fields beyond Docker's (Fluent Bit's ``log`` beside ``kubernetes``: ``--line-field
+    log`` keeps them).
 
     >>> [plainly_an_entry(t) for t in ('2023-11-14T22:13:20Z stdout F x', '2023-11-14T22:13:20Z {"a": 1}',
     ...                                '2023-11-14T22:13:20Z web-1 sshd[1]: Failed', '[pod/web-1/app] hello')]
     [True, True, False, True]
+    >>> plainly_an_entry('{"log": "x\\\\n", "stream": "stdout"}'), plainly_an_entry('{"log": "x", "kubernetes": {}}')
+    (True, False)
     """
     entry = _entry(text)
     if entry is None:
         return False
-    return bool(entry[0]) or entry[4] is not None or text.startswith("{") or entry[2].startswith("{")
+    if text.startswith("{"):  # (Docker's own fields only: a shipper's record, Fluent Bit's, says more of the line)
+        return set(json.loads(text)) <= _DOCKER_FIELDS
+    return bool(entry[0]) or entry[4] is not None or entry[2].startswith("{")
 
 
 def entry_line(text: str) -> str | None:

@@ -93,7 +93,9 @@ class FieldLines:
         r = got[0]
         if type(r.key) is RefusedKey:
             return r.key.reason, r.key.detail.replace("the line", f"the field {self.field!r}", 1)
-        groups = r.parsed if r.parsed is not None else json.loads(r.value)
+        groups = r.parsed if r.parsed is not None else _object(r.value)
+        if groups is None:  # (--line-pattern json: a {"key": .., "value": ..} line whose value is no object)
+            return "not_object", f"the field {self.field!r} holds no JSON object of fields"
         return {k: v for k, v in groups.items() if k not in obj}, r.timestamp
 
     def records(self, path: str, lines: Sequence[str], first: int, header_line: bool = False) -> list[JsonlRecord]:

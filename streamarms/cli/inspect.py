@@ -355,7 +355,7 @@ _FORMAT_NAMES = {"w3c": "a W3C extended log (IIS, CloudFront: its #Fields direct
                  "envoy": "Envoy's access log (its default format, or Istio's sidecar text format)",
                  "syslog": "a syslog file (rsyslog's, syslog-ng's: time, host, program[pid]: message)",
                  "alb": "an AWS Application Load Balancer's access log",
-                 "container": "a container runtime's log (Kubernetes' CRI format, or Docker's json-file), not the "
+                 "json": "an application's JSON lines", "container": "a container runtime's log (Kubernetes' CRI format, or Docker's json-file), not the "
                               "applications' lines"}
 
 
@@ -400,12 +400,15 @@ def container_format(path: str, lines: int = 20) -> tuple[str, str | None] | Non
 def wrapped_line(fields: dict[str, FieldProfile], n: int, only: str | None = None) -> tuple[str, str] | None:
     """``(field, pattern)`` when JSON records carry a log line of a named format in a field of text (a shipper's
     ``message`` or ``log``: Filebeat, Vector, Fluent Bit; ``only``: that field), in most records (90%): the flags that
-    read it (``--line-field``, ``--line-pattern``); else ``None``."""
+    read it (``--line-field``, ``--line-pattern``: ``json`` for an application's JSON line inside); else ``None``."""
+    from streamarms.connectors.jsonl_lines import is_json_object
+
     for f in fields.values():
         if only is not None and f.name != only:
             continue
         if f.present >= 0.9 * n and f.share("str") > 0.99 and not f.numeric and (f.distinct > 20 or f.more):
-            known = lines_format([str(v) for v in islice(f.values, 200)])
+            texts = [str(v) for v in islice(f.values, 200)]
+            known = "json" if sum(is_json_object(t) for t in texts) >= 0.8 * len(texts) else lines_format(texts)
             if known is not None:
                 return f.name, known
     return None
@@ -761,7 +764,8 @@ def inspect_main(opts: argparse.Namespace) -> int:
 
     table = bool(opts.line_pattern) or (not source and opts.rewards_format != "container" and
                                         any(table_format(p, opts.rewards_format) for p in opts.files))
-    found = suggestions(fields, read, files + extra, table, source)
+    shown = {k: f for k, f in fields.items() if k != opts.line_field}  # (its line's fields are suggested, not it)
+    found = suggestions(shown, read, files + extra, table, source)
     print("suggested (a start: which rate matters is yours to say):" if found else
           "no likely reward field: a 0/1 number, a boolean, a status code, a level or a latency")
     for line in found:

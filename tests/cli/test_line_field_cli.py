@@ -72,3 +72,29 @@ def test_what_cannot_go_with_a_field_s_line_is_one_error_before_the_run(tmp_path
     _beats(p, n=300)
     assert main(["run", "--rewards-file", str(p), "--key-field", "path", "--reward-field", "status", *flags]) == 2
     assert said.format(p=p) in capsys.readouterr().err
+
+
+def test_an_application_s_json_line_that_a_shipper_wrapped_as_text(tmp_path, capsys):
+    """Fluent Bit (with no parser) and Vector send an application's JSON line as the text of ``log``/``message``,
+    beside the pod it came from: it was one text field -- and ``inspect`` took the records for Docker's json-file,
+    dropping the pod. ``--line-pattern json`` reads the text as the JSON line it is."""
+    rng = random.Random(3)
+    p = tmp_path / "fluent.jsonl"
+    with open(p, "w") as f:
+        for i in range(12_000):
+            pod = f"worker-{rng.randrange(12)}"
+            level = "error" if rng.random() < (0.5 if pod == "worker-3" else 0.02) else "info"
+            line = json.dumps({"level": level, "msg": f"job {i} done", "ms": rng.randrange(500)})
+            f.write(json.dumps({"log": line + "\n", "stream": "stdout", "time": (T0 + dt.timedelta(
+                milliseconds=10 * i)).isoformat(), "kubernetes": {"pod_name": pod, "namespace_name": "shop"}}) + "\n")
+    assert main(["inspect", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("the field log holds an application's JSON lines: read with --line-field log --line-pattern "
+                          "json\n"), out
+    commands = [shlex.split(line)[1:] for line in out.splitlines() if line.startswith("  streamarms run ")]
+    assert commands[0] == ["run", "--rewards-file", str(p), "--line-pattern", "json", "--line-field", "log",
+                           "--key-field", "kubernetes.pod_name", "--reward-field", "level", "--reward-in", "error",
+                           "--timestamp-field", "time"], commands
+    assert not any("--reward-field log" in " ".join(c) for c in commands), commands  # (the line's fields, not it)
+    got = _run_suggested(tmp_path, commands[0], "--policy", "cs", "--max-episodes", "1")
+    assert got["flagged"] == ["worker-3"] and not got["invalid"], got

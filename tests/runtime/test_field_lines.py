@@ -66,3 +66,18 @@ def test_a_key_and_value_line_whose_value_is_no_object_is_passed_on_for_the_code
         except InvalidRecord as e:
             reasons.append(e.reason)
     assert reasons == ["not_json", "value_missing", "not_object"]
+
+
+def test_a_json_line_inside_a_field_is_read_as_a_json_line():
+    from streamarms.connectors.pattern_lines import PatternLines
+
+    inner = json.dumps({"level": "error", "ts": 1700000000123, "kubernetes": "the line's"})
+    t = FieldLines("json", "log", LineTime("ts"))
+    recs = t.records("f.jsonl", [_line(log=inner + "\n", kubernetes={"pod_name": "web-1"}), _line(log="GET / 200"),
+                                 _line(log="[1]")], 0)
+    assert recs[0].parsed["level"] == "error" and recs[0].parsed["kubernetes"] == {"pod_name": "web-1"}
+    assert recs[0].timestamp == 1700000000123
+    assert [(r.key.reason, r.key.detail[:33]) for r in recs[1:]] == [
+        ("not_json", "the field 'log' is not JSON (JSON"), ("not_object", "the field 'log' is JSON but not a")]
+    lines = PatternLines("json")
+    assert lines.header is None and lines.whole('{"a": 1}') and not lines.whole('{"a": ')
