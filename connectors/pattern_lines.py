@@ -51,6 +51,9 @@ of a line as a field (:data:`LOGFMT`: Heroku's and Go's logfmt, logrus' text lin
 ``time=2023-11-14T22:13:20Z level=error host=web-1 msg="upstream timed out" latency=1.2ms``), a double-quoted
 value unquoted; a line without a pair is refused as ``bad_row``. Its fields differ from line to line, so a field
 flag is not checked against them before the run (a line without the key's field is refused as ``key_missing``).
+``json`` is no pattern either: the line is a JSON object, read as a JSON line is (its fields, its time, ``not_json``
+and ``not_object`` refusals) -- with ``--line-field``, an application's JSON line a shipper sent as text
+(:mod:`~streamarms.connectors.field_lines`).
 
 >>> t = PatternLines("combined")
 >>> line = '10.0.0.7 - - [14/Nov/2023:22:13:20 +0000] "GET /api/cart HTTP/1.1" 503 12 "-" "curl/8.0"'

@@ -54,8 +54,10 @@ def files_within(folder: str, most: int = 2000) -> str:
     >>> for pod in ("ns_a_1", "ns_b_2"):
     ...     os.makedirs(os.path.join(d, pod, "app")); _ = [open(os.path.join(d, pod, "app", n), "w").close()
     ...                                                  for n in ("0.log", "0.log.20261130-100000.gz")]
-    >>> files_within(d)[len(d):], files_within(os.path.join(d, "ns_a_1", "app"))[-6:], files_within(tempfile.mkdtemp())[-8:]
-    ('/*/*/*.log', '/*.log', '/*.jsonl')
+    >>> files_within(d)[len(d):], files_within(os.path.join(d, "ns_a_1", "app"))[-6:]
+    ('/*/*/*.log', '/*.log')
+    >>> files_within(tempfile.mkdtemp())[-8:]
+    '/*.jsonl'
     """
     import os
     from collections import Counter
@@ -65,7 +67,8 @@ def files_within(folder: str, most: int = 2000) -> str:
     kinds: Counter[tuple[int, str]] = Counter()
     seen = 0
     for top, dirs, names in os.walk(folder):
-        depth = 0 if os.path.normpath(top) == os.path.normpath(folder) else os.path.relpath(top, folder).count(os.sep) + 1
+        below = os.path.relpath(top, folder)
+        depth = 0 if below == os.curdir else below.count(os.sep) + 1
         if depth >= 3:
             dirs.clear()
         for name in names:
