@@ -57,12 +57,13 @@ class FieldLines:
 
     def __init__(self, pattern: str, field: str, line_time: LineTime | None = None) -> None:
         self.line_time = line_time if line_time is not None else LineTime()
-        #: what reads the field's text (the run's times: a group ``--timestamp-field`` names is the line's time)
-        self.lines = PatternLines(pattern, self.line_time)
+        #: what reads the field's text (the run's times: a group ``--timestamp-field`` names is the line's time);
+        #: ``None``: ``json``, the text is a JSON line, read as one
+        self.lines = None if pattern == "json" else PatternLines(pattern, self.line_time)
         self.field = field
         self._get = FieldPath(field).get
         #: the pattern as the messages name it
-        self.source = self.lines.source
+        self.source = pattern if self.lines is None else self.lines.source
 
     def set_header(self, line: str, where: str) -> None:
         """Nothing to do: JSON lines have no header line."""
@@ -87,7 +88,12 @@ class FieldLines:
         if type(text) is not str:
             kind = JSON_NAMES.get(type(text), type(text).__name__)
             return "bad_row", f"the field {self.field!r} is {kind}, not a log line's text (--line-field)"
-        got = self.lines.records(where, [text], 0)
+        if self.lines is None:  # (json: its fields, its time, its refusals -- not_json, not_object -- a JSON line's)
+            from .files import _to_record
+
+            got = [_to_record(where, 0, text.rstrip("\r\n"), line_time=self.line_time)] if text.strip() else []
+        else:
+            got = self.lines.records(where, [text], 0)
         if not got:
             return "bad_row", f"the field {self.field!r} is blank"
         r = got[0]

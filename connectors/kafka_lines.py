@@ -62,15 +62,15 @@ class ValueLines:
     """
 
     def __init__(self, pattern: str, field: str | None = None) -> None:
-        self.lines = PatternLines(pattern, LineTime(_NO_TIME))
-        #: the pattern as the messages name it
-        self.source = self.lines.source
-        #: the fields a value gives (``None``: logfmt, whose fields are each line's own; a JSON value's)
-        self.header = self.lines.header if field is None else None
-        #: a value may give fields beyond the header (the combined format's rest)
-        self.open = self.lines.open
         #: the field of a JSON value whose text the pattern reads (``--line-field``; ``None``: the whole value)
         self.field = None if field is None else FieldLines(pattern, field, LineTime(_NO_TIME))
+        self.lines = PatternLines(pattern, LineTime(_NO_TIME)) if self.field is None else self.field.lines
+        #: the pattern as the messages name it
+        self.source = pattern if self.lines is None else self.lines.source
+        #: the fields a value gives (``None``: logfmt, whose fields are each line's own; a JSON value's)
+        self.header = self.lines.header if field is None and self.lines is not None else None
+        #: a value may give fields beyond the header (the combined format's rest)
+        self.open = self.lines is not None and field is None and self.lines.open
 
     def __call__(self, records: list[Any]) -> list[Any]:
         if self.field is not None:
@@ -87,6 +87,7 @@ class ValueLines:
                 out[i] = self._refused(r, "the value is not UTF-8 text")
                 continue
             todo.append(i)
+        assert self.lines is not None  # (a pattern for the whole value: json is read in a field only)
         read = {got.offset: got for got in self.lines.records("(kafka)", texts, 0)}  # (a blank line: none)
         for n, i in enumerate(todo):
             r, got = records[i], read.get(n)

@@ -51,9 +51,7 @@ of a line as a field (:data:`LOGFMT`: Heroku's and Go's logfmt, logrus' text lin
 ``time=2023-11-14T22:13:20Z level=error host=web-1 msg="upstream timed out" latency=1.2ms``), a double-quoted
 value unquoted; a line without a pair is refused as ``bad_row``. Its fields differ from line to line, so a field
 flag is not checked against them before the run (a line without the key's field is refused as ``key_missing``).
-``json`` is no pattern either: the line is a JSON object, read as a JSON line is (its fields, its time, ``not_json``
-and ``not_object`` refusals) -- with ``--line-field``, an application's JSON line a shipper sent as text
-(:mod:`~streamarms.connectors.field_lines`).
+``--line-field F --line-pattern json`` reads a field's text as a JSON line (:mod:`~streamarms.connectors.field_lines`).
 
 >>> t = PatternLines("combined")
 >>> line = '10.0.0.7 - - [14/Nov/2023:22:13:20 +0000] "GET /api/cart HTTP/1.1" 503 12 "-" "curl/8.0"'
@@ -272,19 +270,15 @@ class PatternLines:
         self.source = pattern
         #: every ``key=value`` pair is a field (``--line-pattern logfmt``), not a pattern's groups
         self.logfmt = pattern == "logfmt"
-        #: the line is a JSON object, its fields the record's (``--line-pattern json``: a JSON line inside a field,
-        #: ``--line-field``), read as a JSON line is
-        self.json = pattern == "json"
         try:
-            self.pattern = LOGFMT if self.logfmt or self.json else re.compile(PATTERNS.get(pattern, pattern))
+            self.pattern = LOGFMT if self.logfmt else re.compile(PATTERNS.get(pattern, pattern))
         except re.error as e:
             raise ConfigError(f"--line-pattern {pattern!r} is not a regular expression: {e}") from None
-        if not self.pattern.groupindex and not self.logfmt and not self.json:
+        if not self.pattern.groupindex and not self.logfmt:
             raise ConfigError(f"--line-pattern {pattern!r} names no group: name the fields it reads, as in "
                               r"'host=(?P<host>\S+) ms=(?P<ms>\d+)' (or give a named pattern: "
-                              f"{', '.join(PATTERNS)}, logfmt, json)")
-        if pattern not in PATTERNS and pattern not in ("logfmt", "json") and searched_slowly(pattern) and \
-                pattern not in _WARNED:
+                              f"{', '.join(PATTERNS)}, logfmt; json with --line-field)")
+        if pattern not in PATTERNS and not self.logfmt and searched_slowly(pattern) and pattern not in _WARNED:
             _WARNED.add(pattern)
             log.warning("--line-pattern %r begins with a repeat that is searched for at every place in a line: a "
                         "line of one long word (a poison line, a binary blob) takes time growing with the square of "
@@ -294,8 +288,8 @@ class PatternLines:
         #: a line may give fields beyond the header (the common or combined format's rest: :func:`extra_fields`)
         self.open = "_tail" in self.pattern.groupindex and pattern in PATTERNS
         #: the fields a line gives (the pattern's group names): what the run's field flags may name (``None``:
-        #: logfmt, json, whose fields are each line's own)
-        self.header: list[str] | None = None if self.logfmt or self.json else [
+        #: logfmt, whose fields are each line's own)
+        self.header: list[str] | None = None if self.logfmt else [
             g for g in self.pattern.groupindex if not (self.open and g == "_tail")]
         self._time = self.line_time.field
         #: the values a named pattern's log writes for none (the combined log's ``"-"`` referer, an ALB entry's
@@ -311,20 +305,11 @@ class PatternLines:
         """Nothing to do: a log read by a pattern has no header line."""
 
     def whole(self, text: str) -> bool:
-        """Whether a last line without its line end is a whole record: the pattern matches it (a whole JSON object)."""
-        if self.json:
-            from .jsonl_lines import is_json_object
-
-            return is_json_object(text)
+        """Whether a last line without its line end is a whole record: the pattern matches it."""
         return self.pattern.search(text) is not None
 
     def records(self, path: str, lines: Sequence[str], first: int, header_line: bool = False) -> list[JsonlRecord]:
         """The records of ``lines`` (line numbers from ``first``); ``header_line`` is ignored (no header)."""
-        if self.json:  # (as a JSON line: its fields, its time, its refusals -- not_json, not_object)
-            from .files import _to_record
-
-            return [_to_record(path, n, line.rstrip("\r\n"), line_time=self.line_time)
-                    for n, line in enumerate(lines, first) if line.strip()]
         out: list[JsonlRecord] = []
         search, none = self.pattern.search, self._none
         for n, line in enumerate(lines, first):

@@ -602,6 +602,9 @@ def resolve_settings(opts: argparse.Namespace) -> RunSettings:
         s = replace(s, rewards_file=expand_files(s.rewards_file, waiting=bool(s.follow)), rewards_file_given=list(s.rewards_file))
     from streamarms.connectors.csv_lines import table_format
     formats = {table_format(p, s.rewards_format) or "jsonl" for p in s.rewards_file or []}
+    if s.line_pattern == "json" and s.line_field is None:
+        raise ConfigError("--line-pattern json reads a field's text as a JSON line (--line-field log): JSON lines and "
+                          "Kafka records of JSON are read as JSON without a pattern")
     if s.line_field is not None and (s.line_pattern is None or s.rewards_format not in ("auto", "jsonl")):
         raise ConfigError("--line-field names the field of each JSON record that --line-pattern reads: give both, "
                           "on JSON lines (not --rewards-format " + s.rewards_format + ")" if s.line_pattern else

@@ -66,6 +66,7 @@ def test_a_shipper_s_json_records_of_an_access_log(tmp_path, capsys):
                                   "the pattern"),
     (["--line-field", "message", "--line-pattern", "combined", "--rewards-format", "csv"], "on JSON lines (not "
                                                                                          "--rewards-format csv)"),
+    (["--line-pattern", "json"], "--line-pattern json reads a field's text as a JSON line (--line-field log)"),
 ])
 def test_what_cannot_go_with_a_field_s_line_is_one_error_before_the_run(tmp_path, capsys, flags, said):
     p = tmp_path / "beats.jsonl"

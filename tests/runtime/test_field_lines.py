@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from streamarms.connectors.field_lines import FieldLines
 from streamarms.connectors.line_time import LineTime
 
@@ -70,6 +72,7 @@ def test_a_key_and_value_line_whose_value_is_no_object_is_passed_on_for_the_code
 
 def test_a_json_line_inside_a_field_is_read_as_a_json_line():
     from streamarms.connectors.pattern_lines import PatternLines
+    from streamarms.errors import ConfigError
 
     inner = json.dumps({"level": "error", "ts": 1700000000123, "kubernetes": "the line's"})
     t = FieldLines("json", "log", LineTime("ts"))
@@ -79,5 +82,6 @@ def test_a_json_line_inside_a_field_is_read_as_a_json_line():
     assert recs[0].timestamp == 1700000000123
     assert [(r.key.reason, r.key.detail[:33]) for r in recs[1:]] == [
         ("not_json", "the field 'log' is not JSON (JSON"), ("not_object", "the field 'log' is JSON but not a")]
-    lines = PatternLines("json")
-    assert lines.header is None and lines.whole('{"a": 1}') and not lines.whole('{"a": ')
+    assert t.header is None and t.whole('{"log": "{}"}') and not t.whole('{"log": ')
+    with pytest.raises(ConfigError, match="json with --line-field"):  # (a whole line of JSON needs no pattern)
+        PatternLines("json")
