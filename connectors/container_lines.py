@@ -177,9 +177,9 @@ class ContainerLines:
         self.lines = lines
         #: the pattern as the messages name it, else ``container``
         self.source = lines.source if lines is not None else "container"
-        #: the fields a line gives: the pattern's groups and a kubelet's file's pod (``None``: JSON lines, each their
-        #: own)
-        self.header: list[str] | None = None if lines is None else [*lines.header, *POD_FIELDS]
+        #: the fields a line gives: the pattern's groups and a kubelet's file's pod (``None``: JSON or logfmt lines,
+        #: each their own)
+        self.header: list[str] | None = None if lines is None or lines.header is None else [*lines.header, *POD_FIELDS]
         #: a line may give fields beyond the header (a combined log's rest)
         self.open = bool(getattr(lines, "open", False))
         self._parts: dict[tuple[str, str, Any], str] = {}  # (path, stream, pod) -> the parts of a line read so far

@@ -52,6 +52,9 @@ def test_the_lines_read_by_a_pattern_and_what_whole_says_of_a_last_line():
     assert t.whole(f"{T} stdout F {access}") and not t.whole(f"{T} stdout P {access}")
     assert not t.whole('{"log": "GET / HTTP/1.1 200\\n", "str') and not ContainerLines().whole(f'{T} stdout F {{"a": ')
     assert ContainerLines().whole(f'{T} stdout F {{"a": 1}}')
+    pairs = ContainerLines(lines=PatternLines("logfmt"))  # (its fields each line's own: no header; it raised)
+    assert pairs.header is None and pairs.records("c.log", [f"{T} stderr F level=error ms=3"], 0)[0].parsed == {
+        "level": "error", "ms": "3"}
 
 
 def test_a_kubernetes_node_s_file_names_its_pod_in_each_record_and_the_line_s_text_is_kept():
