@@ -94,24 +94,31 @@ def file_source(s: RunSettings, resume: dict[str, Any] | None) -> Any:
     return source
 
 
-def _fields_after(tables: dict[str, Any], lines: int = 200) -> set[str] | None:
-    """The fields that the first ``lines`` lines of the first file giving records (of the first 5) give beyond its
-    table's header (a combined log's rest, :func:`~streamarms.connectors.pattern_lines.extra_fields`: ``extra_1``,
-    ``rt``), or ``None`` when there is nothing to read them from (standard input, a Kafka topic, empty or unreadable
-    files): any name may come, and a line without the run's field is a dead letter, as a logfmt line's."""
-    import json
-
+def _first_lines(tables: dict[str, Any], lines: int = 200) -> Any:
+    """``(path, table, texts)``: the first ``lines`` lines (with their line ends) of each of the first 5 files that
+    can be read (decompressed: the first 256 KiB), for the checks a run makes of its fields before it starts."""
     from streamarms.connectors.compressed_lines import file_head
 
     for path, table in list(tables.items())[:5]:
         if path == "-":
-            continue
+            continue  # (standard input: read once, by the run)
         try:
             head = file_head(path, 1 << 18)
         except OSError:
             continue
+        yield path, table, head.decode("utf-8", "replace").splitlines(keepends=True)[:lines]
+
+
+def _fields_after(tables: dict[str, Any]) -> set[str] | None:
+    """The fields that the first lines of the first file giving records give beyond its table's header (a combined
+    log's rest, :func:`~streamarms.connectors.pattern_lines.extra_fields`: ``extra_1``, ``rt``), or ``None`` when there
+    is nothing to read them from (standard input, a Kafka topic, empty or unreadable files): any name may come, and a
+    line without the run's field is a dead letter, as a logfmt line's."""
+    import json
+
+    for path, table, texts in _first_lines(tables):
         seen: set[str] = set()
-        for r in table.records(path, head.decode("utf-8", "replace").splitlines(keepends=True)[:lines], 0):
+        for r in table.records(path, texts, 0):
             if getattr(r.key, "reason", None) is None:  # (not a refused line)
                 seen.update(r.parsed if r.parsed is not None else json.loads(r.value))
         if seen:
@@ -119,24 +126,16 @@ def _fields_after(tables: dict[str, Any], lines: int = 200) -> set[str] | None:
     return None
 
 
-def _check_line_field(tables: dict[str, Any], lines: int = 200) -> None:
-    """``ConfigError`` when the first ``lines`` JSON records of the first file that has some (of the first 5) all
-    lack ``--line-field``'s field (a name misspelled: every record would be a dead letter), naming the fields they
-    have."""
+def _check_line_field(tables: dict[str, Any]) -> None:
+    """``ConfigError`` when the first JSON records of the first file that has some all lack ``--line-field``'s field
+    (a name misspelled: every record would be a dead letter), naming the fields they have."""
     import json
 
-    from streamarms.connectors.compressed_lines import file_head
-
-    for path, table in list(tables.items())[:5]:
-        field = getattr(table, "field", None)
-        if path == "-" or not isinstance(field, str):
-            continue
-        try:
-            head = file_head(path, 1 << 18).decode("utf-8", "replace").splitlines()[:lines]
-        except OSError:
-            continue
+    wrapped = {p: t for p, t in tables.items() if isinstance(getattr(t, "field", None), str)}  # (FieldLines)
+    for path, table, texts in _first_lines(wrapped):
+        field = table.field
         objs = []
-        for text in head:
+        for text in texts:
             try:
                 obj = json.loads(text)
             except ValueError:
