@@ -54,7 +54,7 @@ from typing import Any
 from streamarms.runtime.clock import iso_ms
 
 from .csv_lines import refused_line
-from .line_record import JsonlRecord
+from .line_record import JsonlRecord, with_members
 from .line_time import LineTime
 
 __all__ = ["ContainerLines", "entry_line", "kubernetes_fields", "plainly_an_entry"]
@@ -273,6 +273,5 @@ def _with_pod(r: JsonlRecord, pod: dict[str, str], pod_json: bytes) -> JsonlReco
     if (r.parsed is not None and "kubernetes" in r.parsed) or (r.parsed is None and (
             r.value is None or b'"kubernetes"' in r.value or not bytes(r.value).lstrip().startswith(b"{"))):
         return r  # (the line's own field, or a key-and-value line's value that is no object: the codec refuses it)
-    body = bytes(r.value).rstrip()[:-1].rstrip()  # (the object without its closing brace; with_fields, its JSON once)
-    value = body + (b',' if body != b"{" else b"") + b'"kubernetes":' + pod_json + b"}"
-    return r._replace(value=value, parsed=None if r.parsed is None else {**r.parsed, "kubernetes": pod})
+    return r._replace(value=with_members(r.value, b'"kubernetes":' + pod_json),
+                      parsed=None if r.parsed is None else {**r.parsed, "kubernetes": pod})

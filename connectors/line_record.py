@@ -11,7 +11,7 @@ import json
 from collections import namedtuple
 from typing import Any
 
-__all__ = ["JsonlRecord", "with_fields"]
+__all__ = ["JsonlRecord", "with_fields", "with_members"]
 
 #: a record of a JSONL file: the fields of kafka-python's ConsumerRecord that streamarms reads, and
 #: ``parsed``: the value as parsing the line already gave it (a JSON object parsed by orjson, at most
@@ -29,6 +29,16 @@ def with_fields(value: bytes, fields: dict[str, Any]) -> bytes:
     """
     if not fields:
         return value
-    body = bytes(value).rstrip()[:-1].rstrip()  # (the object without its closing brace)
     added = json.dumps(fields, ensure_ascii=False, separators=(",", ":"))[1:-1].encode("utf-8", "surrogateescape")
-    return body + (b"," if body != b"{" else b"") + added + b"}"
+    return with_members(value, added)
+
+
+def with_members(value: bytes, members: bytes) -> bytes:
+    """The JSON object ``value`` with ``members`` -- ``"name":value`` pairs already written as JSON, comma-separated --
+    added at its end (:func:`with_fields`; members written once for many records, a pod's).
+
+    >>> with_members(b'{"a": 1}', b'"pod":"web-1"'), with_members(b"{ }", b'"b":2')
+    (b'{"a": 1,"pod":"web-1"}', b'{"b":2}')
+    """
+    body = bytes(value).rstrip()[:-1].rstrip()  # (the object without its closing brace)
+    return body + (b"," if body != b"{" else b"") + members + b"}"
