@@ -414,9 +414,20 @@ def wrapped_line(fields: dict[str, FieldProfile], n: int, only: str | None = Non
     return None
 
 
-def _wrapped_text(wrapped: tuple[str, str]) -> str:
-    return (f"the field {wrapped[0]} holds {_FORMAT_NAMES[wrapped[1]]}: read with --line-field "
-            f"{shlex.quote(wrapped[0])} --line-pattern {wrapped[1]}")
+def _unwrapped(opts: argparse.Namespace, fields: dict[str, FieldProfile], read: int) -> bool:
+    """Whether the records carry a log line in a field (``--line-field``'s, when given: :func:`wrapped_line`): then
+    ``opts`` take the flags that read it, said in one line, and the records are to be read again. ``ConfigError``
+    when ``--line-field`` was given and its text is of no format inspect knows."""
+    wrapped = wrapped_line(fields, read, opts.line_field)
+    if wrapped is None:
+        if opts.line_field is not None:
+            raise ConfigError(f"--line-field {opts.line_field}: its text is no log line of a format inspect knows; "
+                              "give the pattern that reads it (--line-pattern)")
+        return False
+    opts.line_field, opts.line_pattern = wrapped
+    print(f"the field {wrapped[0]} holds {_FORMAT_NAMES[wrapped[1]]}: read with --line-field "
+          f"{shlex.quote(wrapped[0])} --line-pattern {wrapped[1]}")
+    return True
 
 
 def lines_format(texts: Sequence[str]) -> str | None:
@@ -689,9 +700,7 @@ def inspect_main(opts: argparse.Namespace) -> int:
             except BrokerUnreachable as e:
                 raise ConfigError(str(e)) from None
             fields, n, refused = kafka_profile(sample, opts.records, opts.line_pattern, opts.line_field)
-            if opts.line_pattern is None and (wrapped := wrapped_line(fields, n)) is not None:
-                opts.line_field, opts.line_pattern = wrapped
-                print(_wrapped_text(wrapped))
+            if opts.line_pattern is None and _unwrapped(opts, fields, n - sum(refused.values())):
                 fields, n, refused = kafka_profile(sample, opts.records, opts.line_pattern, opts.line_field)
             opts.files = [f"topic {t}" for t in opts.rewards_topic]
             if not fields and opts.line_pattern is None and refused.get("not_json", 0) * 2 > n:
@@ -713,15 +722,10 @@ def inspect_main(opts: argparse.Namespace) -> int:
                       (f" --line-pattern {opts.line_pattern}" if opts.line_pattern else ""))
             fields, n, refused = profile(opts.files, opts.records, opts.rewards_format, opts.line_pattern,
                                          line_field=opts.line_field)
-            if opts.line_pattern is None and opts.rewards_format in ("auto", "jsonl") and (
-                    wrapped := wrapped_line(fields, n - sum(refused.values()), opts.line_field)) is not None:
-                opts.line_field, opts.line_pattern = wrapped
-                print(_wrapped_text(wrapped))
+            if opts.line_pattern is None and (opts.rewards_format in ("auto", "jsonl") or opts.line_field) and \
+                    _unwrapped(opts, fields, n - sum(refused.values())):
                 fields, n, refused = profile(opts.files, opts.records, opts.rewards_format, opts.line_pattern,
                                              line_field=opts.line_field)
-            elif opts.line_field is not None and opts.line_pattern is None:
-                raise ConfigError(f"--line-field {opts.line_field}: its text is no log line of a format inspect "
-                                  "knows; give the pattern that reads it (--line-pattern)")
         if (not fields and not source and opts.line_pattern is None and refused.get("not_json", 0) * 2 > n
                 and (known := _line_format(opts.files[0])) is not None):
             flag = "--rewards-format" if known == "w3c" else "--line-pattern"
