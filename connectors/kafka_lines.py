@@ -64,13 +64,14 @@ class ValueLines:
     def __init__(self, pattern: str, field: str | None = None) -> None:
         #: the field of a JSON value whose text the pattern reads (``--line-field``; ``None``: the whole value)
         self.field = None if field is None else FieldLines(pattern, field, LineTime(_NO_TIME))
-        self.lines = PatternLines(pattern, LineTime(_NO_TIME)) if self.field is None else self.field.lines
+        whole = PatternLines(pattern, LineTime(_NO_TIME)) if self.field is None else None
+        #: what reads each value (``None``: json, read in the field only)
+        self.lines = whole if self.field is None else self.field.lines
         #: the pattern as the messages name it
         self.source = pattern if self.lines is None else self.lines.source
-        #: the fields a value gives (``None``: logfmt, whose fields are each line's own; a JSON value's)
-        self.header = self.lines.header if field is None and self.lines is not None else None
-        #: a value may give fields beyond the header (the combined format's rest)
-        self.open = self.lines is not None and field is None and self.lines.open
+        #: the fields a value gives (``None``: logfmt, whose fields are each line's own; a JSON value's, the
+        #: field's line's beside them) and whether a value may give more (the combined format's rest)
+        self.header, self.open = (whole.header, whole.open) if whole is not None else (None, False)
 
     def __call__(self, records: list[Any]) -> list[Any]:
         if self.field is not None:
