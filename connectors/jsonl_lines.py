@@ -276,10 +276,11 @@ class LineReader:
             raise ConfigError(f"{path} is not a regular file ({_KINDS.get(stat.S_IFMT(mode), 'a special file')}): give "
                               f"its data on standard input instead (--rewards-file - < {path})")
         self._f: IO[bytes] = open(path, "rb") if file is None else file
-        if file is None and (packed := compressed(self._pread(6, 0))) is not None:
+        head = self._pread(16, 0) if file is None else b""  # (a compressed file's magic, or another format's)
+        if (packed := compressed(head)) is not None:
             self._f.close()
             _refuse_compressed(path, packed, follow)
-        if file is None and (binary := binary_format(path, self._pread(16, 0))) is not None:
+        if (binary := binary_format(path, head)) is not None:
             self._f.close()
             raise ConfigError(binary)
         self._block = block
