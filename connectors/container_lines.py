@@ -249,8 +249,8 @@ class ContainerLines:
         return out
 
     def held(self, path: str) -> int:
-        """The characters of ``path``'s lines written in parts whose last part has not come (not read yet)."""
-        return sum(len(text) for (p, _, _), text in self._parts.items() if p == path)
+        """The bytes of ``path``'s lines written in parts whose last part has not come (not read yet)."""
+        return sum(len(text.encode("utf-8", "surrogateescape")) for (p, _, _), text in self._parts.items() if p == path)
 
     def _named(self, named: tuple[str, str]) -> tuple[dict[str, str], bytes] | None:
         """The field ``kubernetes`` of the pod and container ``kubectl logs --prefix`` named (kept: a few pods)."""
