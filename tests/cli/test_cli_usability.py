@@ -25,6 +25,12 @@ def test_version():
     assert p.returncode == 0 and p.stdout.strip() == f"streamarms {streamarms.__version__}"
 
 
+def test_python_dash_m_streamarms_is_the_command():
+    """``python -m streamarms`` (a venv whose scripts are not on PATH) was "No module named streamarms.__main__"."""
+    p = subprocess.run([sys.executable, "-m", "streamarms", "--version"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout.strip() == f"streamarms {streamarms.__version__}"
+
+
 def test_bare_command_prints_usage_and_the_commands():
     p = cli()
     assert p.returncode == 2
