@@ -32,6 +32,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import lzma
+import os
 from collections.abc import Callable
 from typing import IO, Any
 
@@ -40,12 +41,15 @@ from streamarms.errors import ConfigError
 
 from .jsonl_lines import _HOW, BLOCK, WINDOW, LineReader, compressed_file, rotations_of
 from .jsonl_lines import digest as _digest_bytes
+from .text_encoding import Utf16Stream, utf16_marked
 
 __all__ = ["CompressedLineReader", "open_lines", "compressed_rotation", "compressed_head", "file_head", "DECOMPRESSORS"]
 
-#: the compressed formats read as they are (:func:`compressed`'s names), and what opens them for reading
+#: the compressed formats read as they are (:func:`compressed`'s names), and what opens them for reading; and
+#: UTF-16 text with its byte-order mark, read as its UTF-8 bytes (:mod:`~streamarms.connectors.text_encoding`)
 DECOMPRESSORS: dict[str, Callable[[IO[bytes]], Any]] = {
-    "gzip": lambda raw: gzip.GzipFile(fileobj=raw, mode="rb"), "bzip2": bz2.BZ2File, "xz": lzma.LZMAFile}
+    "gzip": lambda raw: gzip.GzipFile(fileobj=raw, mode="rb"), "bzip2": bz2.BZ2File, "xz": lzma.LZMAFile,
+    "utf-16": Utf16Stream}
 
 
 #: what a decompressor raises on a damaged or cut file
@@ -53,10 +57,22 @@ _ERRORS = (OSError, EOFError, lzma.LZMAError)
 
 
 def _kind(path: str) -> str | None:
-    """The compressed format of the regular file at ``path`` (``None``: not compressed, or not a regular file: the
-    plain reader says what is wrong with it)."""
+    """The compressed format of the regular file at ``path``, or ``utf-16`` for UTF-16 text with its byte-order mark
+    (``None``: neither, or not a regular file: the plain reader says what is wrong with it)."""
     packed = compressed_file(path)
-    return packed[0] if packed is not None else None
+    return packed[0] if packed is not None else "utf-16" if packed_text(path) else None
+
+
+def packed_text(path: str) -> bool:
+    """Whether the regular file at ``path`` is UTF-16 text with its byte-order mark (read through
+    :class:`~streamarms.connectors.text_encoding.Utf16Stream`)."""
+    try:
+        if not os.path.isfile(path):
+            return False  # (a named pipe is not opened: that would wait for a writer)
+        with open(path, "rb") as f:
+            return utf16_marked(f.read(4))
+    except OSError:
+        return False
 
 
 def compressed_head(path: str, n: int = WINDOW) -> bytes | None:

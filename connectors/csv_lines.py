@@ -20,7 +20,8 @@ The header is the first line of each file read (of the file at the path after a 
 copy when a restart reads on there), read again from the file's first bytes when a checkpoint resumes it
 past its header. The delimiter is ``,`` (CSV) or a tab (TSV) -- ``;`` in a CSV file whose header has semicolons
 and no comma (a spreadsheet's export where the decimal mark is a comma: there the reward's cells ``0,25`` are
-read as ``0.25``, ``number_column``) --; fields may be quoted as the :mod:`csv` module reads them.
+read as ``0.25``, ``number_column``), ``|`` in one whose header has vertical bars and neither (a database's
+export) --; fields may be quoted as the :mod:`csv` module reads them.
 
 >>> t = CsvTable(",")
 >>> recs = t.records("f.csv", ["arm,reward,timestamp\\n", "eu,1,5\\n", "us,0\\n"], 0, header_line=True)
@@ -128,16 +129,21 @@ class CsvTable:
         """Take ``line`` as the header (``where``: the file, for the error): a :class:`ConfigError` when it
         names no column or a column twice. A column without a name (the index ``pandas.DataFrame.to_csv``
         writes first) is kept under the name ``""``, which no flag names. A CSV header with semicolons and no
-        comma makes ``;`` the file's delimiter (a spreadsheet's export where the decimal mark is a comma).
+        comma makes ``;`` the file's delimiter (a spreadsheet's export where the decimal mark is a comma); one with
+        vertical bars and neither, ``|`` (a database's export).
 
         >>> t = CsvTable(","); t.set_header(",worker,wrong", "x.csv"); t.records("x.csv", ["0,w1,True"], 2)[0].value
         b'{"":"0","worker":"w1","wrong":"True"}'
         >>> t.set_header("worker;wrong", "y.csv"); t.records("y.csv", ["w1;1"], 2)[0].value, t.delimiter
         (b'{"worker":"w1","wrong":"1"}', ';')
+        >>> t.set_header("worker|wrong", "z.csv"); t.records("z.csv", ["w1|1"], 2)[0].value, t.delimiter
+        (b'{"worker":"w1","wrong":"1"}', '|')
         """
         line = line.removeprefix("\ufeff")
-        # a spreadsheet's CSV export where the decimal mark is a comma (much of Europe) separates by semicolons
-        self.delimiter = ";" if self.given == "," and ";" in line and "," not in line else self.given
+        # a spreadsheet's CSV export where the decimal mark is a comma (much of Europe) separates by semicolons; a
+        # database's export (psql -A, Hive, SAP) by a vertical bar
+        self.delimiter = next((d for d in ";|" if d in line), ",") if self.given == "," and "," not in line else \
+            self.given
         try:
             names = next(csv.reader([line], delimiter=self.delimiter, strict=True, skipinitialspace=True), [])
         except csv.Error as e:
@@ -322,4 +328,4 @@ def cell_ms(line_time: LineTime, cell: str) -> int:
 
 
 _LIST = frozenset((list,))
-_DELIMITER_NAMES = {",": "comma", "\t": "tab", ";": "semicolon"}
+_DELIMITER_NAMES = {",": "comma", "\t": "tab", ";": "semicolon", "|": "vertical bar"}

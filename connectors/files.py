@@ -92,6 +92,7 @@ from .pipe_lines import STDIN, PipeLineReader
 from .quiet_files import QuietFiles
 from .record_time import TimestampScreen
 from .start_mark import first_to_read, start_mark
+from .text_encoding import UTF8
 
 log = logging.getLogger("streamarms.files")
 
@@ -444,6 +445,19 @@ def _table_rows(p: str, table: CsvTable | PatternLines, reader: LineReader, line
 ARRAY_HEAD = 1 << 20
 
 
+class Readers(dict[str, LineReader]):
+    """The reader of each path, each given the files' ``encoding`` (``--encoding``) as it joins: a reader replaced
+    (a rotation, a copy) reads in the same encoding as the first. A UTF-16 file's reader gives UTF-8 bytes."""
+
+    def __init__(self, encoding: str) -> None:
+        super().__init__()
+        self.encoding = encoding
+
+    def __setitem__(self, path: str, reader: LineReader) -> None:
+        reader.encoding = UTF8 if getattr(reader, "kind", None) == "utf-16" else self.encoding
+        super().__setitem__(path, reader)
+
+
 class JsonlSource:
     """Replays JSONL files (module docstring); ``exhausted`` once every line was delivered. Its
     records carry their parsed values (``decoded_values``: :data:`JsonlRecord`'s ``parsed``).
@@ -459,7 +473,7 @@ class JsonlSource:
     tables, with their delimiters (:mod:`~streamarms.connectors.csv_lines`: a row is the record of its JSON
     line), or plain-text logs, with the :class:`~streamarms.connectors.pattern_lines.PatternLines` that reads
     their lines. ``max_timestamp_ahead``: seconds a line may be stamped after this machine's clock (``None``: no
-    limit); a line stamped later is refused as ``bad_timestamp`` (:mod:`~streamarms.connectors.record_time`).
+    limit; later: ``bad_timestamp``, :mod:`.record_time`). ``encoding``: the files' (:mod:`.text_encoding`).
     """
 
     decoded_values = True
@@ -468,7 +482,7 @@ class JsonlSource:
                  ordered: bool = True, follow: bool = False, line_time: LineTime = _TIMESTAMP,
                  tables: dict[str, str | Any] | None = None, patterns: Sequence[str] = (),
                  table_of: Callable[[str], str | Any | None] | None = None,
-                 max_timestamp_ahead: float | None = None) -> None:
+                 max_timestamp_ahead: float | None = None, encoding: str = UTF8) -> None:
         self.paths = [os.fspath(p) for p in paths]
         self.timestamps = TimestampScreen(max_timestamp_ahead, "streamarms.files")
         #: where a line's time is (``--timestamp-field``, ``--timestamp-unit``)
@@ -497,7 +511,7 @@ class JsonlSource:
         self._done = ReadFiles()
         self.merger = PartitionMerger(ordered=ordered)
         self.merger.assign([(p, 0) for p in self.paths], resume or {})
-        self._readers: dict[str, LineReader] = {}
+        self._readers = Readers(encoding)
         self._eof: dict[str, bool] = {}
         #: following patterns: the new matches that join the files read (:meth:`_join`)
         self.watch = PatternWatch(patterns) if follow and patterns else None

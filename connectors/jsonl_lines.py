@@ -62,6 +62,7 @@ from streamarms.checkpoint import CheckpointError
 from streamarms.errors import ConfigError
 
 from .file_ids import FileIds
+from .text_encoding import UTF8, refuse_followed_utf16, utf16_marked, utf16_unmarked
 
 _fast_loads: Callable[[str], Any]
 try:
@@ -139,7 +140,9 @@ def binary_format(path: str, head: bytes) -> str | None:
     for magic, what, how in _BINARY:
         if head.startswith(magic):
             return f"{path} is {what}, not lines of text: {how.format(path=path)}"
-    return None
+    if utf16_marked(head):  # (read as its text when replayed: compressed_lines.open_lines; never followed)
+        return str(refuse_followed_utf16(path))
+    return utf16_unmarked(path, head)
 
 
 def compressed_file(path: str) -> tuple[str, str] | None:
@@ -199,7 +202,7 @@ def is_json_object(text: str) -> bool:
             return False
 
 
-def _first_line(pread: Callable[[int, int], bytes]) -> str:
+def _first_line(pread: Callable[[int, int], bytes], encoding: str = UTF8) -> str:
     """The first line of a file read by ``pread(n, at)`` (without its line end and a byte order mark); of a line
     longer than :data:`MAX_LINE`, its first :data:`MAX_LINE` bytes (a file of NUL bytes is not held whole)."""
     blocks: list[bytes] = []
@@ -214,7 +217,7 @@ def _first_line(pread: Callable[[int, int], bytes]) -> str:
         size += len(more)
     data = b"".join(blocks)
     end = size + m.start() if m is not None else min(len(data), MAX_LINE)
-    return data[:end].decode("utf-8", "surrogateescape").removeprefix("\ufeff")
+    return data[:end].decode(encoding, "surrogateescape").removeprefix("\ufeff")
 
 
 def _refuse_compressed(path: str, packed: tuple[str, str], follow: bool) -> NoReturn:
@@ -266,6 +269,8 @@ class LineReader:
     #: whether a last line without its line end (the file not followed) is whole, so read: a JSON object here;
     #: a table's reader is given :meth:`~streamarms.connectors.csv_lines.CsvTable.whole`
     whole: Callable[[str], bool] = staticmethod(is_json_object)
+    #: what the lines' bytes are decoded by (``--encoding``, :mod:`~streamarms.connectors.text_encoding`)
+    encoding = UTF8
 
     def __init__(self, path: str, *, line: int = 0, pos: int | None = None, digest: str | None = None,
                  block: int = BLOCK, follow: bool = False, file: IO[bytes] | None = None) -> None:
@@ -386,7 +391,7 @@ class LineReader:
 
     def _add(self, raw: bytes) -> None:
         """Decode ``raw`` (whole lines, the last ending with a line end) into lines."""
-        text = raw.decode("utf-8", "surrogateescape")
+        text = raw.decode(self.encoding, "surrogateescape")
         if self._end_pos == 0 and text.startswith("\ufeff"):  # a byte order mark is no part of line 1
             text = text[1:]
         if "\r" in text:
@@ -423,7 +428,7 @@ class LineReader:
         if not ended:
             return
         self._long = None
-        text = long.first.decode("utf-8", "surrogateescape")
+        text = long.first.decode(self.encoding, "surrogateescape")
         self._blocks.append((self._end_line, 1, self._end_pos, b"", self._tail))  # (its first byte's position only)
         self._lines.append((text.removeprefix("\ufeff") if self._end_pos == 0 else text).rstrip("\r\n"))
         self.too_long[self._end_line] = long.size
@@ -447,7 +452,7 @@ class LineReader:
             tail = tail[j + 1:]
         body = tail[:-1] if tail.endswith(b"\r") else tail
         if not self.follow:  # (following: a line is read once its line end is there, and never decoded here)
-            text = body.decode("utf-8", "surrogateescape")
+            text = body.decode(self.encoding, "surrogateescape")
             if self._end_pos == 0 and text.startswith("\ufeff"):
                 text = text[1:]
             if text.strip() and self.whole(text):  # complete: a line without its newline
@@ -580,7 +585,7 @@ class LineReader:
     def first_line(self) -> str:
         """The first line of the file read (without its line end and a byte order mark): a table's header, for a
         reader that resumes past it."""
-        return _first_line(self._pread)
+        return _first_line(self._pread, self.encoding)
 
     def _holds_read(self, fd: int) -> bool:
         """Whether the file open at ``fd`` (this reader's, or a sibling's) holds the bytes read: at least as

@@ -9,7 +9,8 @@ is the writer closing it, when the bytes after the last line end are its last li
 or a line cut mid-write, which the source refuses as ``not_json`` (a dead letter: a pipe cannot be read
 again, so it is not left for a later run as a file's is).
 A gzip, bzip2 or xz stream on the pipe (``cat app.log.2.gz | ...``, ``aws s3 cp s3://b/x.gz - | ...``; its first
-bytes say) is decompressed as it comes, a gzip of several members too; one that ends before its compressed stream
+bytes say) is decompressed as it comes, a gzip of several members too (UTF-16 text with its byte-order mark, what
+PowerShell 5 pipes, is read as its text); one that ends before its compressed stream
 does (cut short, damaged) has its lines read and ends the source naming it (:attr:`PipeLineReader.damage`).
 A pipe has no position to go back to: a run reading one cannot resume from a checkpoint (``streamarms
 run`` refuses ``--checkpoint`` with ``-``), and :meth:`PipeLineReader.mark` gives no digest.
@@ -35,6 +36,7 @@ its rotations), ``journalctl -f -o json | jq``, a Kafka console consumer, a scri
 from __future__ import annotations
 
 import bz2
+import codecs
 import lzma
 import os
 import select
@@ -46,6 +48,7 @@ from typing import IO, Any
 from streamarms.errors import ConfigError
 
 from .jsonl_lines import BLOCK, MAGICS, LineReader, compressed
+from .text_encoding import utf16_marked
 
 __all__ = ["PipeLineReader", "STDIN"]
 
@@ -56,6 +59,8 @@ STDIN = "-"
 #: it comes: a new decompressor of each format (:func:`~streamarms.connectors.jsonl_lines.compressed`'s names)
 _STREAMS: dict[str, Callable[[], Any]] = {"gzip": lambda: zlib.decompressobj(31), "bzip2": bz2.BZ2Decompressor,
                                           "xz": lzma.LZMADecompressor}
+#: the byte-order marks of UTF-16 text, read as its text
+_MARKS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 #: the bytes looked at before the first line (the longest magic)
 _SNIFF = max(map(len, MAGICS))
 
@@ -70,6 +75,7 @@ class PipeLineReader(LineReader):
         self._fd = self._f.fileno()
         self._first: bytes | None = b""  # the first bytes, until they say whether the stream is compressed
         self._dec: Any = None
+        self._text: Any = None  # (UTF-16 text: its decoder)
         #: the compressed format of the stream (``None``: plain text)
         self.kind: str | None = None
         #: why the compressed stream could not be decompressed to its end (a stream cut short or damaged)
@@ -84,7 +90,7 @@ class PipeLineReader(LineReader):
         data = raw
         if self._first is not None:  # (the stream's first bytes: compressed?)
             data = self._first + raw
-            if raw and len(data) < _SNIFF and any(m.startswith(data) for m in MAGICS if len(data) < len(m)):
+            if raw and len(data) < _SNIFF and any(m.startswith(data) for m in MAGICS + _MARKS if len(data) < len(m)):
                 self._first = data
                 return None  # (too few bytes yet to tell)
             self._first = None
@@ -95,6 +101,11 @@ class PipeLineReader(LineReader):
                                   "streamarms run --rewards-file - ...)")
             if packed is not None:
                 self.kind, self._dec = packed[0], _STREAMS[packed[0]]()
+            elif utf16_marked(data):  # (PowerShell 5 pipes and Out-File: UTF-16 text, read as its UTF-8 bytes)
+                self.kind, self._text = "utf-16", codecs.getincrementaldecoder("utf-16")("replace")
+                self.encoding = "utf-8"  # (whatever --encoding said: the mark says what the text is)
+        if self._text is not None:
+            return self._text.decode(data, final=not raw).encode("utf-8") or (None if raw else b"")
         return data if self._dec is None else self._inflate(data)
 
     def _inflate(self, data: bytes) -> bytes | None:
@@ -123,7 +134,7 @@ class PipeLineReader(LineReader):
         tail = self.incomplete
         if tail.strip():  # the writer closed the pipe mid-line: a last line, refused downstream, never dropped
             self._blocks.append((self._end_line, 1, self._end_pos, tail, self._tail))
-            self._lines.append(tail.decode("utf-8", "surrogateescape"))
+            self._lines.append(tail.decode(self.encoding, "surrogateescape"))
             self._end_line += 1
             self._end_pos += len(tail)
         self.incomplete = b""

@@ -96,3 +96,11 @@ def test_the_container_lines_benchmark_prints_every_form() -> None:
     assert out.returncode == 0, out.stderr
     assert [line.split("  ")[0] for line in out.stdout.splitlines()[1:]] == [
         "JSON lines (the applications' own)", *["CRI", "Docker json-file", "kubectl --prefix --timestamps"] * 2]
+
+
+def test_the_text_encodings_benchmark_reads_every_encoding() -> None:
+    out = subprocess.run([sys.executable, str(BENCH / "text_encodings.py"), "--rows", "500", "--repeat", "1"],
+                         capture_output=True, text=True, timeout=300, cwd=BENCH.parent)
+    assert out.returncode == 0, out.stderr
+    assert [line.split("  ")[0] for line in out.stdout.splitlines()[1:]] == [
+        "UTF-8", "Windows-1252, --encoding cp1252", "UTF-16 with its mark (no flag)"]

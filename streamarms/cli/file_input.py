@@ -10,6 +10,8 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from streamarms.connectors.text_encoding import UTF8
+
 from ..errors import ConfigError
 from .settings import RunSettings
 
@@ -84,14 +86,31 @@ def file_source(s: RunSettings, resume: dict[str, Any] | None) -> Any:
                          tables=tables_of(s.rewards_file or [], s.rewards_format, s.line_pattern, line_time,
                                           reward_field=s.reward_field, line_field=s.line_field),
                          patterns=patterns_of(s.rewards_file_given or []), table_of=table_of,
-                         max_timestamp_ahead=s.max_timestamp_ahead)
+                         max_timestamp_ahead=s.max_timestamp_ahead, encoding=s.encoding or UTF8)
     try:
         check_columns(source.tables, s)
         _check_line_field(source.tables)
     except ConfigError:
         source.close()
         raise
+    if s.encoding is None:
+        _say_not_utf8(s.rewards_file or [])
     return source
+
+
+def _say_not_utf8(paths: Sequence[str]) -> None:
+    """Warn of each of the first 5 files whose first 64 KiB are not UTF-8, naming the ``--encoding`` that reads it
+    (:func:`~streamarms.connectors.text_encoding.advice`): its keys with letters outside ASCII would be refused."""
+    from streamarms.connectors.compressed_lines import file_head
+    from streamarms.connectors.text_encoding import advice
+
+    for path in [p for p in paths if p != "-"][:5]:
+        try:
+            said = advice(path, file_head(path, 1 << 16))
+        except OSError:
+            continue
+        if said is not None:
+            log.warning("%s", said)
 
 
 def _first_lines(tables: dict[str, Any], lines: int = 200) -> Any:

@@ -183,6 +183,8 @@ def add_inspect_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--line-pattern", metavar="REGEX", help="as for run: read each line with this pattern")
     p.add_argument("--line-field", metavar="FIELD", help="as for run: read --line-pattern in this field of each "
                                                         "JSON record")
+    p.add_argument("--encoding", metavar="NAME", help="as for run: the files' encoding when it is not UTF-8 (without "
+                                                      "it, a file that is not is read as the code page it looks like)")
     p.add_argument("--bootstrap-servers", metavar="HOST:PORT[,..]",
                    help="read the latest N records of the --rewards-topic topics instead of files (no consumer group: "
                         "nothing is committed); the record's key is the field '(record key)'")
@@ -209,8 +211,8 @@ SPREAD = 4
 
 
 def profile(path: str | Sequence[str], records: int = 10_000, rewards_format: str = "auto",
-            line_pattern: str | None = None, spread: int = SPREAD, line_field: str | None = None
-            ) -> tuple[dict[str, FieldProfile], int, Counter[str]]:
+            line_pattern: str | None = None, spread: int = SPREAD, line_field: str | None = None,
+            encoding: str = "utf-8") -> tuple[dict[str, FieldProfile], int, Counter[str]]:
     """Each field's :class:`FieldProfile` over the first ``records`` records of the files -- and, of a file larger
     than what they took, ``records / 2`` more from ``spread`` places across it (a field or a key that appears
     later, keys that come in blocks) --, the lines read (the refused ones too), and the lines refused by reason (a
@@ -224,7 +226,7 @@ def profile(path: str | Sequence[str], records: int = 10_000, rewards_format: st
     tables = tables_of(paths, rewards_format, line_pattern, LineTime(), line_field=line_field)
     fields: dict[str, FieldProfile] = {}
     refused: Counter[str] = Counter()
-    source = JsonlSource(paths, tables=tables, max_records=1000)
+    source = JsonlSource(paths, tables=tables, max_records=1000, encoding=encoding)
     try:
         n = _read(source, records, fields, refused)
         read = {p: source.bytes_read(p) for p in paths}
@@ -233,7 +235,7 @@ def profile(path: str | Sequence[str], records: int = 10_000, rewards_format: st
     for p in paths:
         for at in _places(p, read.get(p, 0), spread):
             more = JsonlSource([p], tables={p: tables[p]} if p in tables else None, max_records=1000,
-                               resume={f"{p}:0": [0, 0, at, None]})
+                               resume={f"{p}:0": [0, 0, at, None]}, encoding=encoding)
             try:
                 n += _read(more, records // (2 * spread * len(paths)) or 1, fields, refused)
             finally:
@@ -291,6 +293,7 @@ def _places(path: str, read: int, spread: int) -> list[int]:
     import os
 
     from streamarms.connectors.jsonl_lines import compressed
+    from streamarms.connectors.text_encoding import utf16_marked
 
     try:
         size = os.path.getsize(path) if path != "-" and os.path.isfile(path) else 0
@@ -300,8 +303,8 @@ def _places(path: str, read: int, spread: int) -> list[int]:
         return []
     out: list[int] = []
     with open(path, "rb") as f:
-        if compressed(f.read(6)) is not None:
-            return []  # (no place to seek to in a compressed stream but by decompressing it)
+        if compressed(head := f.read(6)) is not None or utf16_marked(head):
+            return []  # (no place to seek to in a compressed stream, or a UTF-16 file's text, but by reading it)
         for j in range(1, spread + 1):
             f.seek(read + (size - read) * j // (spread + 1))
             f.readline()  # (to the next line's start)
@@ -355,8 +358,31 @@ _FORMAT_NAMES = {"w3c": "a W3C extended log (IIS, CloudFront: its #Fields direct
                  "envoy": "Envoy's access log (its default format, or Istio's sidecar text format)",
                  "syslog": "a syslog file (rsyslog's, syslog-ng's: time, host, program[pid]: message)",
                  "alb": "an AWS Application Load Balancer's access log",
+                 "csv": "a table (its first line names the columns; cells separated by commas, semicolons or "
+                        "vertical bars)", "tsv": "a table separated by tabs (its first line names the columns)",
                  "json": "an application's JSON lines", "container": "a container runtime's log (Kubernetes' CRI format, or Docker's json-file), not the "
                               "applications' lines"}
+
+
+def _file_encoding(paths: Sequence[str], given: str | None) -> str | None:
+    """``--encoding`` checked; without it, the code page the first file looks like when it is not UTF-8 (said, and
+    suggested), else ``None`` (UTF-8; a file not UTF-8 whose code page is no guess: said)."""
+    from streamarms.connectors.compressed_lines import file_head
+    from streamarms.connectors.text_encoding import advice, check_encoding, guess
+
+    if given is not None:
+        return check_encoding(given)
+    path = next((p for p in paths if p != "-"), None)
+    if path is None:
+        return None
+    head = file_head(path, 1 << 16)
+    if (named := guess(head)) is not None:
+        print(f"{path} is not UTF-8: read as {named} (Windows' Western European text; --encoding NAME reads it in "
+              "another code page)")
+        return named
+    if (said := advice(path, head)) is not None:
+        print(said)
+    return None
 
 
 def _line_format(path: str, lines: int = 20) -> str | None:
@@ -367,7 +393,35 @@ def _line_format(path: str, lines: int = 20) -> str | None:
     texts = _head_texts(path, lines)
     if texts and is_w3c(texts[0]):
         return "w3c"
-    return lines_format(texts)
+    return lines_format(texts) or table_format_of(texts)
+
+
+def table_format_of(texts: Sequence[str]) -> str | None:
+    """``tsv`` or ``csv`` when the first lines ``texts`` (at least 3) are a table's: a header of two or more names
+    (none with four digits or more -- a date, a time, a number --, none longer than 64 characters, and no line below
+    the same) and as many cells in every other line, split by tabs, else by commas, semicolons or vertical bars
+    (``--rewards-format csv`` tells those from the header); else ``None``.
+
+    >>> table_format_of(["Datum\\tArbeiter", "30.11.2026\\tM\\u00fcller", "1.12.2026\\tJ\\u00e4ger"])
+    'tsv'
+    >>> table_format_of(["id|worker|wrong", "1|w1|0", "2|w2|1"]), table_format_of(["a b", "c d", "e f"])
+    ('csv', None)
+    >>> table_format_of(["2023-11-14 22:13:20,123 INFO started", "2023-11-14 22:13:21,007 INFO done", "x,y"])
+    """
+    import csv
+
+    if len(texts) < 3:
+        return None
+    for delimiter, name in (("\t", "tsv"), (",", "csv"), (";", "csv"), ("|", "csv")):
+        try:
+            rows = list(csv.reader(texts, delimiter=delimiter, strict=True))
+        except csv.Error:
+            continue
+        head = [c.strip() for c in rows[0]]
+        if len(head) >= 2 and len({len(r) for r in rows}) == 1 and rows[0] not in rows[1:] and all(
+                0 < len(c) <= 64 and sum(map(str.isdigit, c)) < 4 for c in head):
+            return name
+    return None
 
 
 def _head_texts(path: str, lines: int) -> list[str]:
@@ -692,9 +746,9 @@ def inspect_main(opts: argparse.Namespace) -> int:
             from streamarms.connectors.kafka import BrokerUnreachable
             from streamarms.connectors.kafka_sample import latest_records
 
-            if opts.rewards_format != "auto":
-                raise ConfigError("--rewards-format says what files hold; a Kafka record's value is JSON, or a "
-                                  "log line (--line-pattern)")
+            if opts.rewards_format != "auto" or opts.encoding:
+                raise ConfigError("--rewards-format and --encoding say what files hold; a Kafka record's value is "
+                                  "UTF-8 JSON, or a log line (--line-pattern)")
             try:
                 sample = latest_records(opts.bootstrap_servers, opts.rewards_topic, opts.records)
             except BrokerUnreachable as e:
@@ -715,26 +769,28 @@ def inspect_main(opts: argparse.Namespace) -> int:
                 f" --line-field {shlex.quote(opts.line_field)}" if opts.line_field else "")
         else:
             opts.files = expand_files(opts.files)
+            opts.encoding = _file_encoding(opts.files, opts.encoding)
             if opts.rewards_format == "auto" and opts.line_pattern is None and (
                     runtime := container_format(opts.files[0])) is not None:  # (Kubernetes' /var/log/containers)
                 opts.rewards_format, opts.line_pattern = runtime
                 print(f"the lines are {_FORMAT_NAMES['container']}: read with --rewards-format container" +
                       (f" --line-pattern {opts.line_pattern}" if opts.line_pattern else ""))
             fields, n, refused = profile(opts.files, opts.records, opts.rewards_format, opts.line_pattern,
-                                         line_field=opts.line_field)
+                                         line_field=opts.line_field, encoding=opts.encoding or "utf-8")
             if opts.line_pattern is None and (opts.rewards_format in ("auto", "jsonl") or opts.line_field) and \
                     _unwrapped(opts, fields, n - sum(refused.values())):
                 fields, n, refused = profile(opts.files, opts.records, opts.rewards_format, opts.line_pattern,
-                                             line_field=opts.line_field)
+                                             line_field=opts.line_field, encoding=opts.encoding or "utf-8")
         if (not fields and not source and opts.line_pattern is None and refused.get("not_json", 0) * 2 > n
                 and (known := _line_format(opts.files[0])) is not None):
-            flag = "--rewards-format" if known == "w3c" else "--line-pattern"
+            flag = "--rewards-format" if known in ("w3c", "csv", "tsv") else "--line-pattern"
             print(f"the lines are {_FORMAT_NAMES[known]}, not JSON: read with {flag} {known}")
-            if known == "w3c":
+            if flag == "--rewards-format":
                 opts.rewards_format = known
             else:
                 opts.line_pattern = known
-            fields, n, refused = profile(opts.files, opts.records, opts.rewards_format, opts.line_pattern)
+            fields, n, refused = profile(opts.files, opts.records, opts.rewards_format, opts.line_pattern,
+                                         encoding=opts.encoding or "utf-8")
     except (ConfigError, OSError) as e:
         print(f"streamarms inspect: error: {e}", file=sys.stderr)
         return 2
@@ -763,7 +819,8 @@ def inspect_main(opts: argparse.Namespace) -> int:
     files = " --rewards-file ".join(map(shlex.quote, given)) if len(given) <= 2 else "FILES"
     extra = (f" --line-pattern {shlex.quote(opts.line_pattern)}" if opts.line_pattern else "") + (
         f" --line-field {shlex.quote(opts.line_field)}" if opts.line_field and not source else "") + (
-        f" --rewards-format {opts.rewards_format}" if opts.rewards_format != "auto" else "")
+        f" --rewards-format {opts.rewards_format}" if opts.rewards_format != "auto" else "") + (
+        f" --encoding {opts.encoding}" if opts.encoding and not source else "")
     from streamarms.connectors.csv_lines import table_format
 
     table = bool(opts.line_pattern) or (not source and opts.rewards_format != "container" and

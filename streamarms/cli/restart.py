@@ -12,7 +12,7 @@ a run with other settings starts with a fresh checkpoint (another ``--checkpoint
   ``--model-param``), ``--arms`` (which keys are fed), ``--reward-field``, ``--numeric-strings``,
   ``--reward-at-least``, ``--reward-in``, ``--reward-match``, ``--reward-missing`` and ``--reward-unit`` (what a reward is), ``--key-field`` (what a key is),
   ``--timestamp-field`` and ``--timestamp-unit`` (what a line's time is: the stream clock the checkpoint's
-  times are on), ``--rewards-format`` and ``--line-pattern`` (how a line is read).
+  times are on), ``--rewards-format``, ``--line-pattern``, ``--line-field`` and ``--encoding`` (how a line is read).
 * **Refused** in the episode modes: ``--policy`` and every policy parameter (``--delta``, ``--two-sided``,
   ``--rho``, ``--seed``, ``--epsilon``, ``--threshold``, ``--budget``, ``--b``, ``--alpha``, ``--estimator``,
   ``--moment-p``, ``--moment-bound``), ``--passive-feed`` (which rewards the policy is given: its sampling
@@ -61,7 +61,8 @@ _COMMON = {"--k": "k", "--reward-model": "reward_model", "--reward-range": "rewa
            "--reward-unit": "reward_unit",
            "--timestamp-field": "timestamp_field", "--timestamp-unit": "timestamp_unit",
            "--timestamp-format": "timestamp_format",
-           "--rewards-format": "rewards_format", "--line-pattern": "line_pattern", "--line-field": "line_field"}
+           "--rewards-format": "rewards_format", "--line-pattern": "line_pattern", "--line-field": "line_field",
+           "--encoding": "encoding"}
 #: ... the episode modes
 _EPISODES = {"--policy": "policy", "--delta": "delta", "--two-sided": "two_sided", "--rho": "rho", "--seed": "seed",
              "--epsilon": "epsilon", "--threshold": "threshold", "--budget": "budget", "--b": "ucbe_b",

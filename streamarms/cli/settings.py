@@ -120,6 +120,7 @@ class RunSettings:
     rewards_format: str = "auto"
     line_pattern: str | None = None
     line_field: str | None = None
+    encoding: str | None = None
     request_id_field: str = "request_id"
     max_key_bytes: int = 256
     validate: str = _SCHED.validate
@@ -277,6 +278,10 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="read --line-pattern in this field of each JSON record, not the whole line or value: the "
                         "log line a shipper wrapped (Filebeat's and Vector's message, Fluent Bit's log, Google Cloud "
                         "Logging's textPayload, Loki's line); its groups join the record's own fields")
+    g.add_argument("--encoding", metavar="NAME",
+                   help="the --rewards-file files' text encoding when it is not UTF-8: cp1252 (what Excel and most "
+                        "Windows programs write in Western Europe and the Americas), latin-1, cp1251, shift_jis, "
+                        "gb18030, ...; UTF-16 with its byte-order mark (Excel's Unicode Text) is read without it")
     g.add_argument("--follow", action="store_true", default=None,
                    help="keep reading the --rewards-file files as they grow (tail -F): the run goes on at their end "
                         "until stopped (SIGTERM, Ctrl-C, --max-episodes); a line is read once its line end is "
@@ -602,6 +607,12 @@ def resolve_settings(opts: argparse.Namespace) -> RunSettings:
         s = replace(s, rewards_file=expand_files(s.rewards_file, waiting=bool(s.follow)), rewards_file_given=list(s.rewards_file))
     from streamarms.connectors.csv_lines import table_format
     formats = {table_format(p, s.rewards_format) or "jsonl" for p in s.rewards_file or []}
+    if s.encoding is not None:
+        from streamarms.connectors.text_encoding import check_encoding
+
+        if not s.rewards_file:
+            raise ConfigError("--encoding is the --rewards-file files' encoding (a Kafka record's value is UTF-8)")
+        s = replace(s, encoding=check_encoding(s.encoding))
     if s.line_pattern == "json" and s.line_field is None:
         raise ConfigError("--line-pattern json reads a field's text as a JSON line (--line-field log): JSON lines and "
                           "Kafka records of JSON are read as JSON without a pattern")

@@ -129,3 +129,22 @@ def test_a_semicolon_export_reads_the_rewards_decimal_commas(tmp_path, capsys):
                  "bounded", "--reward-range", "0,1", "--dead-letter-file", str(dead), "--checkpoint", "none",
                  "--quiet"]) == 0
     assert "a decimal comma is read only in a CSV file separated by semicolons" in dead.read_text()
+
+
+def test_a_database_s_export_separated_by_vertical_bars_is_a_table(tmp_path, capsys):
+    """``psql -A`` (and Hive's, SAP's exports) separate cells by ``|``: the header was one column named
+    ``worker|task|wrong|timestamp``. Its ``(N rows)`` footer is a bad row, a dead letter; ``inspect`` names the
+    format of such a ``.txt`` file."""
+    rows = _rows(20_000)
+    _write(tmp_path / "r.jsonl", rows, "jsonl")
+    lines = ["|".join(rows[0])] + ["|".join(str(v) for v in r.values()) for r in rows] + [f"({len(rows)} rows)"]
+    (tmp_path / "export.txt").write_text("\n".join(lines) + "\n")
+    want = _run(tmp_path, "r.jsonl")
+    got = _run(tmp_path, "export.txt", "--rewards-format", "csv")
+    assert got["invalid"] == {"bad_row": 1}
+    assert (got["flagged"], got["samples"]) == (want["flagged"], want["samples"]) and want["flagged"] == ["w07"]
+    assert main(["inspect", str(tmp_path / "export.txt")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("the lines are a table (its first line names the columns; cells separated by commas, "
+                          "semicolons or vertical bars), not JSON: read with --rewards-format csv\n"), out
+    assert "--rewards-format csv --key-field worker --reward-field wrong" in out, out

@@ -142,6 +142,8 @@ def test_the_reader_gives_the_lines_text_mode_gives_and_resumes_at_each_one(tmp_
     p = tmp_path / "f.jsonl"
     for trial in range(60):
         data = b"".join(rng.choice(_PIECES) for _ in range(rng.randrange(1, 40))) + b"\n"
+        if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # (UTF-16's mark: its text is read, test_text_encodings)
+            data = b" " + data
         p.write_bytes(data)
         with open(p, encoding="utf-8", errors="surrogateescape") as f:
             want = [ln.rstrip("\n") for ln in f]
