@@ -193,3 +193,37 @@ def test_utf16_unmarked_needs_text_in_every_code_unit():
     assert utf16_unmarked("a", "arm,reward\n".encode("utf-16-be")) is not None
     assert utf16_unmarked("a", b"arm,reward\x00\x00\x00\x00") is None
     assert utf16_unmarked("a", "ar".encode("utf-16-le")) is None  # (too short to tell)
+
+
+@pytest.mark.parametrize("mode", ["rename", "copytruncate"])
+def test_a_followed_code_page_log_is_read_in_it_through_its_rotations(tmp_path, mode):
+    """Each file a follower comes to -- the rotated one read on, a copy, the new file at the path -- is read in the
+    files' encoding, not only the first."""
+    import shutil
+
+    def lines(first: int, last: int) -> bytes:
+        return b"".join(json.dumps({"arm": CP1252_NAMES[i % 6], "reward": i % 2, "i": i}, ensure_ascii=False)
+                        .encode("cp1252") + b"\r\n" for i in range(first, last))
+
+    p = tmp_path / "app.log"
+    p.write_bytes(lines(0, 100))
+    src = JsonlSource([str(p)], follow=True, encoding="cp1252")
+    got = []
+    for _ in range(3):
+        got += src.poll(0.0)
+    with open(p, "ab") as f:
+        f.write(lines(100, 150))
+    if mode == "rename":
+        os.replace(p, f"{p}.1")
+        p.write_bytes(b"")
+    else:
+        shutil.copyfile(p, f"{p}.1")
+        with open(p, "r+b") as f:
+            f.truncate(0)
+    with open(p, "ab") as f:
+        f.write(lines(150, 200))
+    for _ in range(10):
+        got += src.poll(0.0)
+    src.close()
+    assert src.failure is None and src.rotations == 1
+    assert [json.loads(r.value)["arm"] for r in got] == [CP1252_NAMES[i % 6] for i in range(200)]
