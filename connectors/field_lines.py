@@ -94,8 +94,9 @@ class FieldLines:
             got = [_to_record(where, 0, text.rstrip("\r\n"), line_time=self.line_time)] if text.strip() else []
         else:
             got = self.lines.records(where, [text], 0)
-        if not got:
-            return "bad_row", f"the field {self.field!r} is blank"
+        if not got:  # (blank, or a stack trace's line: no record of its own in a file, a record's whole text here)
+            return "bad_row", f"the field {self.field!r} is " + ("blank" if not text.strip() else
+                                                                   "a line of a stack trace, no record of its own")
         r = got[0]
         if type(r.key) is RefusedKey:
             return r.key.reason, r.key.detail.replace("the line", f"the field {self.field!r}", 1)

@@ -92,8 +92,9 @@ class ValueLines:
         read = {got.offset: got for got in self.lines.records("(kafka)", texts, 0)}  # (a blank line: none)
         for n, i in enumerate(todo):
             r, got = records[i], read.get(n)
-            if got is None:
-                out[i] = self._refused(r, "the value is blank")
+            if got is None:  # (blank, or a stack trace's line: no record of its own -- a record here, refused)
+                out[i] = self._refused(r, "the value is blank" if not texts[n].strip() else
+                                       "the value is a line of a stack trace, no record of its own")
             elif type(got.key) is RefusedKey:
                 out[i] = self._refused(r, got.key.detail.replace("the line", "the value", 1))
             else:

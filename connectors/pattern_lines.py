@@ -7,7 +7,9 @@ JSON line would be -- its value the JSON object of the groups that matched (``{"
 ``--group-by`` and ``--timestamp-field`` name groups, and the dead letters read it as they read a JSON line:
 
 - the pattern is *searched* in the line (``re.search``: it may read a part of it); a line it does not match
-  is refused as ``bad_row``, a dead letter naming the pattern; a blank line is no record, but counts as a line;
+  is refused as ``bad_row``, a dead letter naming the pattern; a blank line is no record, but counts as a line, and
+  so is a line it does not match that continues the record before it (:func:`is_continuation`: a stack trace's
+  lines after an application's ``ERROR`` line, each a dead letter before);
 - a group that did not take part in the match is no field (as a missing JSON field), nor is a named pattern's
   ``-`` (what those logs write for no value: no referer, no target; an ALB's ``-1`` processing time too); the
   others are text, and the reward's is read as the number it writes (``streamarms run`` implies
@@ -80,7 +82,7 @@ from .csv_lines import refused_line, text_record
 from .line_record import JsonlRecord
 from .line_time import LineTime, stamp
 
-__all__ = ["PatternLines", "PATTERNS", "NONE", "LOGFMT", "clf_ms", "syslog_ms", "extra_fields"]
+__all__ = ["PatternLines", "PATTERNS", "NONE", "LOGFMT", "clf_ms", "syslog_ms", "extra_fields", "is_continuation"]
 
 #: where a named format's line may start: at the line's start or after at most 12 words (a syslog header, the
 #: ``2026-11-30T10:00:00.123Z stdout F`` of a Kubernetes container log, ``kubectl logs --timestamps``), the earliest
@@ -162,6 +164,28 @@ PATTERNS = {
     "envoy": _ENVOY,
     "syslog": _SYSLOG,
 }
+
+#: a line that continues the record before it: a stack trace's (Java's ``\tat ..``, ``Caused by: ..``, ``\t... 12 more``;
+#: Python's ``Traceback (most recent call last):``, its indented lines and chained causes; Node's ``    at ..``; Go's
+#: ``goroutine 7 [running]:``), an exception's own line (``java.io.IOException: ..``, ``ValueError: ..``), or any line
+#: that starts with a space or a tab (a message's further lines)
+_CONTINUATION = re.compile(r"[ \t]|Caused by: |Suppressed: |Traceback \(most recent call last\):|During handling of the "
+                           r"above exception|The above exception was the direct cause|goroutine \d+ \[|"
+                           r"(?:[A-Za-z_$][\w$]*\.)*[\w$]*(?:Exception|Error|Throwable)\b(?:$|:)")
+
+
+def is_continuation(text: str) -> bool:
+    """Whether a line that a pattern does not read continues the record before it (:data:`_CONTINUATION`): a line of
+    a stack trace is no record of its own, and no dead letter.
+
+    >>> [is_continuation(t) for t in ("\tat com.example.Cart.add(Cart.java:42)", "Caused by: java.io.EOFException",
+    ...  "java.lang.IllegalStateException: closed", "ValueError: bad input", "Traceback (most recent call last):")]
+    [True, True, True, True, True]
+    >>> [is_continuation(t) for t in ("garbage", "Error handling request", "2026-11-30 10:00:00 ERROR x", "")]
+    [False, False, False, False]
+    """
+    return _CONTINUATION.match(text) is not None
+
 
 #: a ``key=value`` pair of a logfmt line (``--line-pattern logfmt``): a key of no space, ``=`` or quote, at the
 #: line's start or after a space; a value bare (to the next space) or double-quoted with backslash escapes
@@ -320,6 +344,8 @@ class PatternLines:
             obj = _pairs(text) if self.logfmt else \
                 {k: v for k, v in m.groupdict().items() if v is not None and v not in none} if m else {}
             if not obj:
+                if is_continuation(text):
+                    continue  # a line of a stack trace: part of the record before it, as a blank line is none
                 shown = self.source if self.source in PATTERNS else f"{self.source[:80]!r}"
                 why = "has no key=value pair (--line-pattern logfmt)" if self.logfmt else f"does not match --line-pattern {shown}"
                 out.append(refused_line(path, n, text, f"the line {why}"))

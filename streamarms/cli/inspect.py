@@ -426,14 +426,16 @@ def table_format_of(texts: Sequence[str]) -> str | None:
 
 def _head_texts(path: str, lines: int) -> list[str]:
     """The first ``lines`` non-blank whole lines of ``path`` (of its first 64 KiB; none of standard input, read once,
-    by the profile), stripped."""
+    by the profile), stripped; a stack trace's lines left out (:func:`~streamarms.connectors.pattern_lines.
+    is_continuation`: no line of the log's format)."""
     from streamarms.connectors.compressed_lines import file_head
+    from streamarms.connectors.pattern_lines import is_continuation
 
     if path == "-":
         return []
     head = file_head(path, 65536)
     whole = head.decode("utf-8", "replace").splitlines()[:-1 if len(head) == 65536 else None]  # (whole lines)
-    return [t for t in (line.strip() for line in whole) if t][:lines]
+    return [t for t in (line.strip() for line in whole if not is_continuation(line)) if t][:lines]
 
 
 def container_format(path: str, lines: int = 20) -> tuple[str, str | None] | None:
@@ -497,8 +499,9 @@ def lines_format(texts: Sequence[str]) -> str | None:
     """
     import re
 
-    from streamarms.connectors.pattern_lines import LOGFMT, PATTERNS
+    from streamarms.connectors.pattern_lines import LOGFMT, PATTERNS, is_continuation
 
+    texts = [t for t in texts if not is_continuation(t)]  # (a stack trace's lines are no lines of the format)
     if not texts:
         return None
     # (the most specific first: ingress-nginx's lines are combined ones and more; HAProxy's come in syslog's)

@@ -10,7 +10,7 @@ import pytest
 
 from streamarms.connectors.files import JsonlSource
 from streamarms.connectors.line_time import LineTime
-from streamarms.connectors.pattern_lines import PatternLines, clf_ms, syslog_ms
+from streamarms.connectors.pattern_lines import PatternLines, clf_ms, is_continuation, syslog_ms
 from streamarms.errors import ConfigError
 
 LINES = [
@@ -220,7 +220,9 @@ def test_logfmt_lines_of_any_text_are_records_or_dead_letters_never_an_error():
     lines = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 30))) for _ in range(5000)]
     t = PatternLines("logfmt", LineTime("ts"))
     records = t.records("app.log", lines, 0)
-    assert len(records) == sum(1 for line in lines if line.strip())
+    read = {r.offset for r in records}  # (a line not read: blank, or no pair and a continuation -- a leading space)
+    assert all(not lines[n].strip() or is_continuation(lines[n]) for n in set(range(len(lines))) - read)
+    assert len(read) > 4000
     bad = 0
     for r in records:
         if getattr(r.key, "reason", None) == "bad_row":
@@ -266,3 +268,56 @@ def test_a_pattern_of_one_s_own_that_a_long_word_stalls_is_warned_of_once(caplog
     PatternLines("combined")
     warned = [r.getMessage() for r in caplog.records if "searched for at every place" in r.getMessage()]
     assert len(warned) == 1 and warned[0].startswith(f"--line-pattern {slow!r} begins with a repeat"), warned
+
+
+#: an application's plain-text log with its exceptions' stack traces (logback's and Python logging's)
+TRACED = """2026-11-30 10:00:00.001 INFO  [main] c.e.Cart host=web-1 - added
+2026-11-30 10:00:00.002 ERROR [exec-3] c.e.Cart host=web-4 - request failed
+java.lang.IllegalStateException: connection closed
+\tat com.example.Cart.add(Cart.java:42)
+\tat com.example.Api.post(Api.java:17)
+Caused by: java.io.EOFException: null
+\tat sun.nio.ch.IOUtil.read(IOUtil.java:1)
+\t... 12 more
+2026-11-30 10:00:00.003 ERROR [exec-1] app.jobs host=web-2 - job failed
+Traceback (most recent call last):
+  File "/srv/app/jobs.py", line 12, in run
+    raise ValueError("bad input")
+ValueError: bad input
+
+During handling of the above exception, another exception occurred:
+
+KeyError: 'x'
+not a line of this log
+2026-11-30 10:00:00.004 INFO  [main] c.e.Cart host=web-1 - added
+"""
+
+
+def test_a_stack_trace_s_lines_are_part_of_the_record_before_them_not_dead_letters():
+    """Each line of an exception's stack trace was a ``bad_row`` dead letter (12 here for 3 records): a Java service's
+    log with a trace a minute filled the dead letters and set off "most records were refused"."""
+    t = PatternLines(r" (?P<level>ERROR|WARN|INFO) .* host=(?P<host>\S+)")
+    recs = t.records("app.log", TRACED.splitlines(keepends=True), 0)
+    assert [(r.offset, r.parsed) for r in recs if r.parsed] == [
+        (0, {"level": "INFO", "host": "web-1"}), (1, {"level": "ERROR", "host": "web-4"}),
+        (8, {"level": "ERROR", "host": "web-2"}), (18, {"level": "INFO", "host": "web-1"})]
+    refused = [(r.offset, r.key.reason) for r in recs if not r.parsed]
+    assert refused == [(17, "bad_row")]  # (a line that continues nothing is still refused)
+    # logfmt alike: a trace's lines have no pair, and are no dead letters
+    recs = PatternLines("logfmt").records("app.log", TRACED.splitlines(keepends=True), 0)
+    assert [r.offset for r in recs if not r.parsed] == [17]
+
+
+def test_a_trace_line_in_a_field_or_a_kafka_value_is_refused_saying_so():
+    """A record is a unit of its own there (a shipper's record of one line): refused, not taken for blank."""
+    from collections import namedtuple
+
+    from streamarms.connectors.field_lines import FieldLines
+    from streamarms.connectors.kafka_lines import ValueLines
+
+    t = FieldLines("logfmt", "message")
+    r = t.records("beats.jsonl", ['{"message": "\\tat com.example.Cart.add(Cart.java:42)"}'], 0)[0]
+    assert r.key.detail == "the field 'message' is a line of a stack trace, no record of its own"
+    record = namedtuple("R", "topic partition offset timestamp key value headers")
+    got = ValueLines("logfmt")([record("t", 0, 5, 1, b"k", b"Caused by: java.io.EOFException", [])])
+    assert got[0].key.detail == "the value is a line of a stack trace, no record of its own"
