@@ -88,7 +88,7 @@ def file_source(s: RunSettings, resume: dict[str, Any] | None) -> Any:
                          patterns=patterns_of(s.rewards_file_given or []), table_of=table_of,
                          max_timestamp_ahead=s.max_timestamp_ahead, encoding=s.encoding or UTF8)
     try:
-        check_columns(source.tables, s)
+        check_columns(source.tables, s, own_keys=s.key_from_file)
         _check_line_field(source.tables)
     except ConfigError:
         source.close()

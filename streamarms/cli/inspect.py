@@ -72,6 +72,9 @@ _ID_NAME = re.compile(r"(?:^|[._])(?:pid|ppid|tid|uid|gid|id|port)$")
 #: durations in a fine unit (Traefik's ``Duration`` in ns), not ids
 _DURATION_NAME = re.compile(r"duration|latency|elapsed|took|taken|ttfb|(?:^|[._-])(?:time|ms|us|ns)(?:[._-]|$)|"
                             r"^u?[rchu]t$")
+#: the plain names of a record's outcome (a log line's level, a response's status): a reward, never a key
+_OUTCOME_NAMES = ("level", "levelname", "log_level", "loglevel", "lvl", "severity", "severity_text", "priority",
+                  "status", "status_code", "outcome", "result")
 _ERRORISH = re.compile(r"(?i)err|fail|fatal|crit|timeout|timed.?out|refused|denied|reject|5\d\d")
 #: the rule a free text's failures are suggested with (a syslog's messages: ``Failed password``, ``Connection refused``)
 FAILURE_WORDS = "(?i)error|fail|fatal|denied|refused|timed? ?out"
@@ -530,7 +533,7 @@ def _key_candidates(fields: dict[str, FieldProfile], n: int) -> list[FieldProfil
     whose texts are paths with ids that repeat once ``--key-ids`` reads the ids as ``:id`` (``ids_distinct``)."""
     cap = min(DISTINCT - 1, max(2, n // 5))
     common = [f for f in fields.values() if f.present >= 0.9 * n and f.share("str") + f.share("int") >= 0.99
-              and plain(f.name).split(".")[-1] not in TIME_NAMES and not _measured(f)]
+              and plain(f.name).split(".")[-1] not in TIME_NAMES + _OUTCOME_NAMES and not _measured(f)]
     for f in common:
         if (f.distinct > cap or f.more) and f.share("str") >= 0.99 and any("/" in str(v) for v in islice(f.values, 50)):
             fold = KeyRule.ids_fold([str(v) for v in f.values])  # (the run's own test of "paths with ids")
@@ -671,16 +674,19 @@ def _iso_times(values: Iterable[Any]) -> bool:
 
 
 def suggestions(fields: dict[str, FieldProfile], n: int, files: str = "FILE", table: bool = False,
-                source: str | None = None) -> list[str]:
+                source: str | None = None, by_file: str | None = None) -> list[str]:
     """``streamarms run`` commands for the likeliest key and each likely reward field (none: an empty list);
     ``table``: the records are a table's rows or a pattern's fields (text that ``run`` reads as numbers);
     ``source``: the flags that name the records (default ``--rewards-file`` ``files``; a Kafka topic's records
-    carry their own time, and their key is :data:`RECORD_KEY`, read without ``--key-field``)."""
+    carry their own time, and their key is :data:`RECORD_KEY`, read without ``--key-field``); ``by_file``: the
+    flags that key the records by their files (:func:`file_key_flags`) when no field is a key."""
     keys = _key_candidates(fields, n)
-    if not keys:
+    if not keys and by_file is None:
         return []
-    key = keys[0]
-    if key.name == RECORD_KEY:
+    key = keys[0] if keys else None
+    if key is None:
+        flag = str(by_file)
+    elif key.name == RECORD_KEY:
         flag = ""  # (run's key without --key-field; --key-ids reads a field's text, not the record's key)
     elif key.ids_distinct and key.name == "arm":
         flag = " --key-field arm --key-ids"
@@ -699,6 +705,34 @@ def suggestions(fields: dict[str, FieldProfile], n: int, files: str = "FILE", ta
         if reward is not None:
             out.append((_kind(f, reward), f"streamarms run {source}{flag} {reward}{time}"))
     return [command for _, command in sorted(out, key=lambda kc: kc[0])]
+
+
+def file_key_flags(paths: Sequence[str]) -> str | None:
+    """The flags that key the records of several files by their files (``--key-from-file``): by a name that differs
+    from file to file without its extension (``logs/web-1.log``: ``web-1``), else by the folder (rsyslog's
+    ``remote/web-1/app.log``), else by the whole path; ``None`` for one file, or standard input.
+
+    >>> file_key_flags(["logs/web-1.log", "logs/web-2.log"]), file_key_flags(["r/a/app.log", "r/b/app.log"])
+    (" --key-from-file --key-match '([^/]+)\\\\.log$'", " --key-from-file --key-match '([^/]+)/[^/]+$'")
+    >>> file_key_flags(["a/x", "a/x.1"]), file_key_flags(["one.log"])
+    (" --key-from-file --key-match '([^/]+)$'", None)
+    """
+    import os
+    import re
+
+    if len(paths) < 2 or "-" in paths:
+        return None
+    names = [os.path.basename(p) for p in paths]
+    folders = [os.path.basename(os.path.dirname(p)) for p in paths]
+    exts = {os.path.splitext(n)[1] for n in names}
+    if len(set(names)) == len(names):
+        ext = next(iter(exts)) if len(exts) == 1 and len({os.path.splitext(n)[0] for n in names}) == len(names) else ""
+        match = f"([^/]+){re.escape(ext)}$" if ext else "([^/]+)$"
+    elif all(folders) and len(set(zip(folders, names))) == len(names) and len(set(folders)) == len(folders):
+        match = "([^/]+)/[^/]+$"
+    else:
+        return " --key-from-file"
+    return f" --key-from-file --key-match {shlex.quote(match)}"
 
 
 def _kind(f: FieldProfile, reward: str) -> int:
@@ -813,9 +847,12 @@ def inspect_main(opts: argparse.Namespace) -> int:
     for f in sorted(fields.values(), key=lambda f: -f.present):
         print(f.line(read))
     keys = _key_candidates(fields, read)
+    by_file = file_key_flags(opts.files) if not keys and not source else None
     print("keys (values that repeat): " + (", ".join(f"{f.name} ({f.ids_distinct:,} with --key-ids)" if f.ids_distinct
                                                      else f"{f.name} ({f.distinct:,})" for f in keys[:5]) or
-                                          "none found: name the key's field with --key-field"))
+                                          (f"none in the records; each of the {len(opts.files):,} files is one"
+                                           f" with{by_file}" if by_file else
+                                           "none found: name the key's field with --key-field")))
     if keys and (grouped := grouped_text(keys[0], read)):
         print(grouped)
     # (--rewards-file takes one path: two are named twice; more, a pattern of them)
@@ -829,7 +866,7 @@ def inspect_main(opts: argparse.Namespace) -> int:
     table = bool(opts.line_pattern) or (not source and opts.rewards_format != "container" and
                                         any(table_format(p, opts.rewards_format) for p in opts.files))
     shown = {k: f for k, f in fields.items() if k != opts.line_field}  # (its line's fields are suggested, not it)
-    found = suggestions(shown, read, files + extra, table, source)
+    found = suggestions(shown, read, files + extra, table, source, by_file)
     print("suggested (a start: which rate matters is yours to say):" if found else
           "no likely reward field: a 0/1 number, a boolean, a status code, a level or a latency")
     for line in found:

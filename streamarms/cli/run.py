@@ -54,6 +54,7 @@ from ..runtime.continuous import CONTINUOUS, ContinuousRunner
 from ..runtime.contracts import AlertSink, DeadLetterSink, RequestSink
 from ..runtime.evidence import key_evidence
 from ..runtime.field_path import FieldPath
+from ..runtime.file_key import FileKeySource
 from ..runtime.key_field import KeyFieldSource
 from ..runtime.key_rule import KeyRule
 from .continuous import alert_line, build_runner, continuous_summary
@@ -154,6 +155,15 @@ def _value_lines(s: RunSettings) -> Any:
     return ValueLines(s.line_pattern, s.line_field)
 
 
+def _keyed(source: Any, s: RunSettings) -> Any:
+    """``source`` with its records' keys read from ``--key-field`` or ``--key-from-file`` (by ``--key-match`` and
+    ``--key-ids``), or as it is."""
+    rule = KeyRule(match=s.key_match, ids=s.key_ids) if s.key_match is not None or s.key_ids else None
+    if s.key_field is not None:
+        return KeyFieldSource(source, s.key_field, rule)
+    return FileKeySource(source, rule) if s.key_from_file else source
+
+
 def _check_writable_file(flag: str, path: str) -> None:
     """``ConfigError`` unless ``path`` can be written (its directory exists and is writable; it is not a
     directory, nor a file that cannot be written)."""
@@ -236,9 +246,9 @@ def _check_mode_flags(s: RunSettings, continuous: bool) -> None:
         if not continuous and opt in s.explicit:
             raise ConfigError(f"--{opt.replace('_', '-')} applies to the continuous mode (--forever, or --mode "
                               "continuous)")
-    if (s.key_match is not None or s.key_ids) and s.key_field is None:
+    if (s.key_match is not None or s.key_ids) and s.key_field is None and not s.key_from_file:
         raise ConfigError("--key-ids and --key-match read the key from --key-field's text: name the field (a JSON "
-                          "line's arm: --key-field arm)")
+                          "line's arm: --key-field arm), or --key-from-file (the file's path)")
     rules = [(flag, rule) for flag, rule in (("--reward-at-least", s.reward_at_least), ("--reward-in", s.reward_in),
                                              ("--reward-match", s.reward_match)) if rule is not None]
     for flag, _ in rules:
@@ -615,9 +625,7 @@ class _App:
             if s.alerts_file:
                 from streamarms.connectors.files import JsonlSink
                 self.alert_sink = JsonlSink(s.alerts_file)
-        if s.key_field is not None:  # (after KafkaTransaction, which commits the Kafka source's own positions)
-            rule = KeyRule(match=s.key_match, ids=s.key_ids) if s.key_match is not None or s.key_ids else None
-            self.source = KeyFieldSource(self.source, s.key_field, rule)
+        self.source = _keyed(self.source, s)  # (after KafkaTransaction, which commits the Kafka source's positions)
 
     # -- callbacks -----------------------------------------------------------------------------
     def _alert(self, alert: dict[str, Any]) -> None:

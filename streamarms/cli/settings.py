@@ -114,6 +114,7 @@ class RunSettings:
     key_field: str | None = None
     key_match: str | None = None
     key_ids: bool = False
+    key_from_file: bool = False
     timestamp_field: str = "timestamp"
     timestamp_format: str | None = None
     timestamp_unit: str = "ms"
@@ -380,11 +381,16 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="JSON field of the value naming the record's key (a host, a worker), in place of the "
                         "record's own key (Kafka) or a line's arm (files); every value is then parsed. A dotted "
                         "name (host.name) reads a nested field, as --reward-field")
+    g.add_argument("--key-from-file", action="store_true", default=None,
+                   help="--rewards-file: each record's key is the file it came from (its path; with --key-match, the "
+                        "part the pattern finds: --key-match '([^/]+)\\.log$' keys logs/web-1.log by web-1), when "
+                        "each host writes its own log and its lines do not name it")
     g.add_argument("--key-ids", action="store_true", default=None,
-                   help="--key-field: each /-separated segment of the key that is an id (a number, a UUID, a hex hash, "
+                   help="--key-field (--key-from-file): each /-separated segment of the key that is an id (a number, a UUID, a hex hash, "
                         "a long token with digits) reads as :id -- /users/8812/orders and /users/17/orders are one key")
     g.add_argument("--key-match", type=match_pattern, metavar="REGEX",
-                   help="--key-field: the key is the part of the field's text the regular expression finds (its group "
+                   help="--key-field (--key-from-file): the key is the part of the field's text (the path) the regular "
+                        "expression finds (its group "
                         "'key', else its first group, else the whole match): --key-match '^/[^/]+' keys by a path's first "
                         "segment. A text it does not find is refused (key_missing)")
     g.add_argument("--timestamp-field", metavar="NAME",
@@ -607,6 +613,10 @@ def resolve_settings(opts: argparse.Namespace) -> RunSettings:
         s = replace(s, rewards_file=expand_files(s.rewards_file, waiting=bool(s.follow)), rewards_file_given=list(s.rewards_file))
     from streamarms.connectors.csv_lines import table_format
     formats = {table_format(p, s.rewards_format) or "jsonl" for p in s.rewards_file or []}
+    if s.key_from_file and (s.key_field is not None or not s.rewards_file or "-" in s.rewards_file):
+        raise ConfigError("--key-from-file keys each record by the file it came from: give --rewards-file files "
+                          "(not standard input), and no --key-field" if s.key_field is None else
+                          "--key-from-file and --key-field both name the key: give one")
     if s.encoding is not None:
         from streamarms.connectors.text_encoding import check_encoding
 
