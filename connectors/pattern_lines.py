@@ -45,10 +45,14 @@ connection counts and queues, the captured headers, and the request's ``method``
 ``connection_termination_details``, ``upstream_transport_failure_reason``, ``upstream_cluster``,
 ``upstream_local_address``, ``downstream_local_address``, ``downstream_remote_address``, ``requested_server_name``,
 ``route_name``), ``syslog`` (a syslog file's lines: ``time`` -- ``Nov 14 22:13:20`` or RFC 3339 --, ``host``,
-``program``, ``pid``, ``message``, and ``pri`` when the line starts with ``<PRI>``), and ``alb``, an AWS Application
+``program``, ``pid``, ``message``, and ``pri`` when the line starts with ``<PRI>``), ``alb``, an AWS Application
 Load Balancer's access log (``time``, ``client``, ``target``, ``request_processing_time``, ``target_processing_time``, ``response_processing_time`` in
 seconds (none when no target answered: ``-1``), ``elb_status_code``, ``target_status_code``, ``received_bytes``,
-``sent_bytes``, ``method``, ``host``, ``path``, ``query``, ``protocol``, ``user_agent``). ``logfmt`` is no fixed pattern: it reads every ``key=value`` pair
+``sent_bytes``, ``method``, ``host``, ``path``, ``query``, ``protocol``, ``user_agent``), and ``app``, an application's
+text log line -- a date and time, then (after at most three words: a thread, a pid, a logger) a level, or a level
+first: log4j's and logback's layouts, Spring Boot's, Python logging's, Flask's -- read as ``time``, ``level``
+(``TRACE`` .. ``ERROR``, ``FATAL``, ``CRITICAL``) and ``message``, with each ``key=value`` pair of the message a field
+of its own (``host=web-4``: the line's own fields first). ``logfmt`` is no fixed pattern: it reads every ``key=value`` pair
 of a line as a field (:data:`LOGFMT`: Heroku's and Go's logfmt, logrus' text lines, klog's structured pairs --
 ``time=2023-11-14T22:13:20Z level=error host=web-1 msg="upstream timed out" latency=1.2ms``), a double-quoted
 value unquoted; a line without a pair is refused as ``bad_row``. Its fields differ from line to line, so a field
@@ -141,6 +145,15 @@ _ENVOY = (_START + r'\[(?P<start_time>[^\]]+)\] ' + _REQUEST + r' (?P<response_c
 #: before it (a line received as sent) is the field ``pri``
 _SYSLOG = (r'^(?:<(?P<pri>\d{1,3})>)?(?P<time>[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}|\d{4}-\d{2}-\d{2}T[\d:.]+'
            r'(?:Z|[+-]\d{2}:?\d{2})?) (?P<host>\S+) (?P<program>[^\s\[:]+)(?:\[(?P<pid>\d+)\])?: ?(?P<message>.*)$')
+#: an application's text log line (``app``): a date and time, maybe bracketed (a bare time of day is read past, not
+#: taken: no date), up to three words (a thread ``[main]``, a pid and ``---``, a logger and `` - ``), then a level (or
+#: a level first) --
+#: log4j's and logback's layouts, Spring Boot's, Python logging's (``%(asctime)s - %(name)s - %(levelname)s``, its
+#: default ``ERROR:name:message``), Flask's, Rails' -- and the rest is the message
+_APP_LEVELS = "TRACE|DEBUG|FINE|CONFIG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|SEVERE|FATAL|CRITICAL|CRIT|ALERT|EMERG"
+_APP = (r'^(?:[\[(]?(?:(?P<time>\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})?|'
+        r'\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?)|\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?)[\])]?\s+'
+        r'(?:\S+\s+){0,3}?)?[\[<(]?(?P<level>' + _APP_LEVELS + r')[\]>)]?(?:[\s:|-]+|$)(?P<message>.*)$')
 #: the rest of a line after the common or combined format's fields: the values a log format that extends them adds
 #: (:func:`extra_fields`)
 _TAIL = r'(?: (?P<_tail>.+))?'
@@ -163,6 +176,7 @@ PATTERNS = {
     "haproxy": _HAPROXY,
     "envoy": _ENVOY,
     "syslog": _SYSLOG,
+    "app": _APP,
 }
 
 #: a line that continues the record before it: a stack trace's (Java's ``\tat ..``, ``Caused by: ..``, ``\t... 12 more``;
@@ -309,8 +323,10 @@ class PatternLines:
                         "its length to refuse (4 KB: ~0.1 s; 1 MB: about an hour); begin the pattern with ^ (the "
                         "line's start) or with a text it reads as it is", pattern)
         self.line_time = line_time if line_time is not None else LineTime()
-        #: a line may give fields beyond the header (the common or combined format's rest: :func:`extra_fields`)
-        self.open = "_tail" in self.pattern.groupindex and pattern in PATTERNS
+        #: a line may give fields beyond the header (the common or combined format's rest: :func:`extra_fields`; the
+        #: ``key=value`` pairs of an ``app`` line's message)
+        self.open = ("_tail" in self.pattern.groupindex and pattern in PATTERNS) or pattern == "app"
+        self._message_pairs = pattern == "app"
         #: the fields a line gives (the pattern's group names): what the run's field flags may name (``None``:
         #: logfmt, whose fields are each line's own)
         self.header: list[str] | None = None if self.logfmt else [
@@ -352,6 +368,8 @@ class PatternLines:
                 continue
             if self.open and "_tail" in obj:
                 extra_fields(obj.pop("_tail"), obj, none)
+            elif self._message_pairs and "=" in obj.get("message", ""):
+                obj = {**_pairs(obj["message"]), **obj}  # (the message's pairs: host=web-4; the line's own first)
             out.append(text_record(path, n, text, obj, self._time, self._stamp))
         return out
 

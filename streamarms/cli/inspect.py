@@ -72,9 +72,10 @@ _ID_NAME = re.compile(r"(?:^|[._])(?:pid|ppid|tid|uid|gid|id|port)$")
 #: durations in a fine unit (Traefik's ``Duration`` in ns), not ids
 _DURATION_NAME = re.compile(r"duration|latency|elapsed|took|taken|ttfb|(?:^|[._-])(?:time|ms|us|ns)(?:[._-]|$)|"
                             r"^u?[rchu]t$")
-#: the plain names of a record's outcome (a log line's level, a response's status): a reward, never a key
+#: the plain names of a record's outcome (a log line's level, a response's status) and of its free text (a log line's
+#: message): a reward, or nothing to compare, never a key
 _OUTCOME_NAMES = ("level", "levelname", "log_level", "loglevel", "lvl", "severity", "severity_text", "priority",
-                  "status", "status_code", "outcome", "result")
+                  "status", "status_code", "outcome", "result", "message", "msg", "text_payload", "body")
 _ERRORISH = re.compile(r"(?i)err|fail|fatal|crit|timeout|timed.?out|refused|denied|reject|5\d\d")
 #: the rule a free text's failures are suggested with (a syslog's messages: ``Failed password``, ``Connection refused``)
 FAILURE_WORDS = "(?i)error|fail|fatal|denied|refused|timed? ?out"
@@ -361,6 +362,8 @@ _FORMAT_NAMES = {"w3c": "a W3C extended log (IIS, CloudFront: its #Fields direct
                  "envoy": "Envoy's access log (its default format, or Istio's sidecar text format)",
                  "syslog": "a syslog file (rsyslog's, syslog-ng's: time, host, program[pid]: message)",
                  "alb": "an AWS Application Load Balancer's access log",
+                 "app": "an application's text log (a time, then a level: log4j's, logback's, Spring Boot's, Python "
+                        "logging's)",
                  "csv": "a table (its first line names the columns; cells separated by commas, semicolons or "
                         "vertical bars)", "tsv": "a table separated by tabs (its first line names the columns)",
                  "json": "an application's JSON lines", "container": "a container runtime's log (Kubernetes' CRI format, or Docker's json-file), not the "
@@ -492,7 +495,7 @@ def _unwrapped(opts: argparse.Namespace, fields: dict[str, FieldProfile], read: 
 def lines_format(texts: Sequence[str]) -> str | None:
     """The named ``--line-pattern`` that reads most of the log lines ``texts`` (at least 80%): an access log's format
     (``ingress-nginx``, ``combined``, ``common``, ``alb``, ``haproxy``, ``envoy``), a syslog file's (``syslog``: after
-    HAProxy's, which it sends through syslog), else ``logfmt`` (two ``key=value``
+    HAProxy's, which it sends through syslog), an application's (``app``: a time, then a level), else ``logfmt`` (two ``key=value``
     pairs a line or more); else ``None``.
 
     >>> lines_format(['10.0.0.7 - - [14/Nov/2023:22:13:20 +0000] "GET / HTTP/1.1" 503 12 "-" "curl/8.0"'])
@@ -508,7 +511,7 @@ def lines_format(texts: Sequence[str]) -> str | None:
     if not texts:
         return None
     # (the most specific first: ingress-nginx's lines are combined ones and more; HAProxy's come in syslog's)
-    for name in ("ingress-nginx", "combined", "common", "alb", "haproxy", "envoy", "syslog"):
+    for name in ("ingress-nginx", "combined", "common", "alb", "haproxy", "envoy", "syslog", "app"):
         pattern = re.compile(PATTERNS[name])
         if sum(pattern.match(t) is not None for t in texts) >= 0.8 * len(texts):  # (a prefix too: HAProxy's syslog's)
             return name
@@ -588,10 +591,11 @@ def _reward_flags(f: FieldProfile, table: bool = False) -> str | None:
             return None  # (a process's, a user's id: no reward however many its values)
     if f.digits() and all(100 <= int(v) <= 599 for v in values) and 2 <= f.distinct <= 64 and not f.more:
         return name + " --reward-at-least 500"  # (a status code: HTTP registers about 60; more are lengths, sizes)
-    if f.share("str") > 0.99 and not f.numeric and 2 <= f.distinct <= 20 and not f.more:
+    free = plain(f.name).rsplit(".", 1)[-1] in ("message", "msg", "text_payload", "body")  # (a text, however few)
+    if f.share("str") > 0.99 and not f.numeric and 2 <= f.distinct <= 20 and not f.more and not free:
         rare = [str(v) for v, _ in sorted(f.values.items(), key=lambda kv: kv[1]) if _ERRORISH.search(str(v))]
         return f"{name} --reward-in {shlex.quote(','.join(rare[:3]))}" if rare else None
-    if f.share("str") > 0.99 and not f.numeric and (f.distinct > 20 or f.more):  # (a free text: a log's messages)
+    if f.share("str") > 0.99 and not f.numeric and (f.distinct > 20 or f.more or free):  # (a free text: messages)
         said = sum(n for v, n in f.values.items() if _FAILURE.search(v)) / f.present
         return f"{name} --reward-match {shlex.quote(FAILURE_WORDS)}" if 0.001 <= said <= 0.5 else None
     if f.digits() and f.distinct >= 100 and max(f.values.values()) == 1 and not _DURATION_NAME.search(plain(f.name)):

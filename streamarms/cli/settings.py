@@ -272,7 +272,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                         "time_backend_response, status_code, ...), envoy (Envoy's default access log, Istio's "
                         "sidecar text log: response_code, duration, upstream_host, upstream_cluster, ...), syslog (a "
                         "syslog file's time, host, program, pid, message), alb (an AWS load balancer's: target, "
-                        "elb_status_code, target_processing_time, ...), logfmt (every key=value "
+                        "elb_status_code, target_processing_time, ...), app (an application's text log, log4j's, "
+                        "logback's, Spring Boot's, Python logging's: time, level, message and the message's "
+                        "key=value pairs), logfmt (every key=value "
                         "pair of a line is a field: level=error host=web-1 latency=1.2ms msg=\"timed out\"), or json "
                         "(the line is a JSON object: with --line-field, an application's JSON line a shipper wrapped)")
     g.add_argument("--line-field", metavar="FIELD",

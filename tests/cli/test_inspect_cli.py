@@ -109,7 +109,7 @@ def test_a_compressed_export_with_row_ids_suggests_no_id_for_a_reward(tmp_path, 
 
 def test_what_it_cannot_read_says_why(tmp_path, capsys):
     text = tmp_path / "plain.log"
-    text.write_text("2023-11-14 22:13:20,123 INFO [main] com.example.App: started\n" * 20)  # (log4j's: no pattern)
+    text.write_text("[14.11.2023 22:13:20] worker 3 started\n" * 20)  # (no format inspect knows)
     assert main(["inspect", str(text)]) == 1
     out = capsys.readouterr().out
     assert "20 refused (not_json 20)" in out and "a plain-text log needs --line-pattern" in out
@@ -405,3 +405,26 @@ def test_a_caddy_log_s_constant_flag_is_no_reward_and_its_lists_are_shown(tmp_pa
     assert re.search(r"request\.headers\.User-Agent +100\.0% +list 100% +lists +\[\"curl/8\.0\"\]\n", out), out
     commands = _suggested(out)
     assert [c[6] for c in commands] == ["status", "duration"], commands
+
+
+def test_an_application_s_text_log_with_stack_traces(tmp_path, capsys):
+    """A Java service's log (logback's layout, ``host=`` in its messages, a stack trace after each error): inspect
+    found no format ("needs --line-pattern"), and with a pattern each trace's line was a dead letter."""
+    rng = random.Random(4)
+    p = tmp_path / "service.log"
+    with open(p, "w") as f:
+        for i, (t, host, failed) in enumerate(_requests(rng, 20_000, [f"web-{i}" for i in range(10)], "web-4", 30)):
+            f.write(f"{t:%Y-%m-%d %H:%M:%S}.{t.microsecond // 1000:03d} {'ERROR' if failed else 'INFO '} "
+                    f"[exec-{i % 8}] c.e.Cart host={host} - {'request failed' if failed else 'ok'}\n")
+            if failed:
+                f.write("java.lang.IllegalStateException: closed\n\tat com.example.Cart.add(Cart.java:42)\n"
+                        "Caused by: java.io.EOFException\n\t... 12 more\n")
+    assert main(["inspect", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("the lines are an application's text log (a time, then a level"), out
+    assert "keys (values that repeat): host (10)\n" in out and "refused (" not in out, out
+    first = _suggested(out)[0]
+    assert first == ["run", "--rewards-file", str(p), "--line-pattern", "app", "--key-field", "host", "--reward-field",
+                     "level", "--reward-in", "ERROR", "--timestamp-field", "time"], first
+    got = _run_suggested(tmp_path, first, "--policy", "cs", "--max-episodes", "1")
+    assert got["flagged"] == ["web-4"] and got["invalid"] == {}, got

@@ -1,7 +1,8 @@
 """``--key-from-file``: each host writes its own log and its lines do not name it (a plain-text application log, a
 folder of logs fetched from each machine, rsyslog's per-host folders). The host was nowhere in the records: no key,
 no run. Now the file is the key (a part of its path with ``--key-match``), ``inspect`` suggests it when no field is a
-key, and a followed host keeps its key across its log's rotations."""
+key (and reads the lines of log4j's layout itself, ``--line-pattern app``), and a followed host keeps its key across
+its log's rotations."""
 
 from __future__ import annotations
 
@@ -52,6 +53,16 @@ def test_inspect_suggests_the_file_as_the_key_and_the_run_finds_the_host(tmp_pat
            f"--key-match {shlex.quote(match)}\n" in out, out
     first = _suggested(out)[0]
     assert first == ["run", "--rewards-file", files, "--line-pattern", PATTERN, "--key-from-file", "--key-match", match,
+                     "--reward-field", "level", "--reward-in", "ERROR", "--timestamp-field", "time"], first
+    got = _run_suggested(tmp_path, first, "--policy", "cs", "--k", "1.5", "--max-episodes", "1")
+    assert got["flagged"] == ["web-5"] and got["invalid"] == {}, got
+    # without a pattern: the lines are an application's (--line-pattern app), the traces' lines part of them
+    assert main(["inspect", files]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("the lines are an application's text log (a time, then a level: log4j's, logback's, Spring "
+                          "Boot's, Python logging's), not JSON: read with --line-pattern app\n"), out
+    first = _suggested(out)[0]
+    assert first == ["run", "--rewards-file", files, "--line-pattern", "app", "--key-from-file", "--key-match", match,
                      "--reward-field", "level", "--reward-in", "ERROR", "--timestamp-field", "time"], first
     got = _run_suggested(tmp_path, first, "--policy", "cs", "--k", "1.5", "--max-episodes", "1")
     assert got["flagged"] == ["web-5"] and got["invalid"] == {}, got

@@ -321,3 +321,27 @@ def test_a_trace_line_in_a_field_or_a_kafka_value_is_refused_saying_so():
     record = namedtuple("R", "topic partition offset timestamp key value headers")
     got = ValueLines("logfmt")([record("t", 0, 5, 1, b"k", b"Caused by: java.io.EOFException", [])])
     assert got[0].key.detail == "the value is a line of a stack trace, no record of its own"
+
+
+@pytest.mark.parametrize("line, fields", [
+    ("2026-11-30 10:00:00.001 ERROR [exec-3] c.e.Cart host=web-4 - request failed",  # logback, a pair in the message
+     {"time": "2026-11-30 10:00:00.001", "level": "ERROR", "host": "web-4",
+      "message": "[exec-3] c.e.Cart host=web-4 - request failed"}),
+    ("2026-11-30 10:00:00.123 [main] WARN  c.e.Cart - slow", {"time": "2026-11-30 10:00:00.123", "level": "WARN",
+                                                            "message": "c.e.Cart - slow"}),  # log4j2's
+    ("2026-11-30T10:00:00.123+01:00  INFO 12345 --- [main] c.e.Application : Started",  # Spring Boot's
+     {"time": "2026-11-30T10:00:00.123+01:00", "level": "INFO", "message": "12345 --- [main] c.e.Application : Started"}),
+    ("2026-11-30 10:00:00,123 - app.jobs - ERROR - job 7 failed",  # Python logging's asctime - name - levelname
+     {"time": "2026-11-30 10:00:00,123", "level": "ERROR", "message": "job 7 failed"}),
+    ("CRITICAL:app.jobs:disk full", {"level": "CRITICAL", "message": "app.jobs:disk full"}),  # its basicConfig default
+    ("[2026-11-30 10:00:00,123] ERROR in app: boom", {"time": "2026-11-30 10:00:00,123", "level": "ERROR",
+                                                     "message": "in app: boom"}),  # Flask's
+    ("10:00:00.123 [main] DEBUG c.e.Cart - x", {"level": "DEBUG", "message": "c.e.Cart - x"}),  # a time of day: no time
+    ("2026/11/30 10:00:00 INFO starting", {"time": "2026/11/30 10:00:00", "level": "INFO", "message": "starting"}),
+    ("just a line INFO x", None), ("INFORMATION: x", None), ("ERRORS: 3", None),  # (a level after no time, a word)
+])
+def test_the_app_pattern_reads_application_logs_layouts(line, fields):
+    got = PatternLines("app", LineTime("time")).records("app.log", [line + "\n"], 0)[0]
+    assert (got.parsed or None) == fields
+    if fields and "time" in fields:
+        assert got.timestamp is not None and got.timestamp > 1_700_000_000_000  # (every time read as it is written)
