@@ -194,15 +194,25 @@ def test_a_compressed_stream_on_standard_input_is_decompressed(tmp_path, ext):
     """``cat app.log.2.gz | streamarms run --rewards-file -`` (or ``aws s3 cp s3://b/x.gz -``): every line was a
     ``not_json`` dead letter. The stream is decompressed as it comes, in pieces of any size, a gzip of several
     members too."""
+    lines = _lines(3_000)
+    data = b"".join(lines)
+    blob = PACKS[ext](data) if ext != "gz" else gzip.compress(data[:5000]) + gzip.compress(data[5000:])
+    got, reader = piped(blob)
+    assert reader.kind is not None and reader.damage is None
+    assert [g.encode() + b"\n" for g in got] == lines
+
+
+def piped(blob: bytes, prepare=None) -> tuple[list[str], object]:
+    """The lines a :class:`PipeLineReader` reads of ``blob`` written to its pipe in pieces of 1 to 4,000 bytes (a
+    compressed member, a line, a character cut anywhere), and the reader (closed); ``prepare(reader)`` first."""
     import os
 
     from streamarms.connectors.pipe_lines import PipeLineReader
 
-    lines = _lines(3_000)
-    data = b"".join(lines)
-    blob = PACKS[ext](data) if ext != "gz" else gzip.compress(data[:5000]) + gzip.compress(data[5000:])
     r_fd, w_fd = os.pipe()
     reader = PipeLineReader(os.fdopen(r_fd, "rb"))
+    if prepare is not None:
+        prepare(reader)
     got: list[str] = []
     rng = random.Random(2)
     at = 0
@@ -215,8 +225,7 @@ def test_a_compressed_stream_on_standard_input_is_decompressed(tmp_path, ext):
     while not reader.eof:
         got += reader.read(10_000)
     reader.close()
-    assert reader.kind is not None and reader.damage is None
-    assert [g.encode() + b"\n" for g in got] == lines
+    return got, reader
 
 
 @pytest.mark.parametrize("cut", [False, True], ids=["whole", "cut-short"])

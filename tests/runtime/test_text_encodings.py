@@ -129,26 +129,15 @@ def test_a_followed_utf16_file_and_one_without_its_mark_are_refused_naming_the_c
 
 def test_a_utf16_stream_on_standard_input_is_read_as_its_text(tmp_path):
     """PowerShell 5 pipes UTF-16 text: read in pieces of any size (a code unit cut between two reads)."""
-    from streamarms.connectors.pipe_lines import PipeLineReader
+    from test_compressed_files import piped
 
     lines = [json.dumps({"arm": random.Random(i).choice(NAMES), "reward": i % 2}, ensure_ascii=False)
              for i in range(500)]
-    blob = "\r\n".join(lines).encode("utf-16")
-    r_fd, w_fd = os.pipe()
-    reader = PipeLineReader(os.fdopen(r_fd, "rb"))
-    reader.encoding = "cp1252"  # (--encoding given: the mark says what the text is)
-    got: list[str] = []
-    rng = random.Random(2)
-    at = 0
-    while at < len(blob):
-        n = rng.choice([1, 3, 7, 100, 4000])
-        os.write(w_fd, blob[at:at + n])
-        at += n
-        got += reader.read(10_000)
-    os.close(w_fd)
-    while not reader.eof:
-        got += reader.read(10_000)
-    reader.close()
+
+    def given_cp1252(reader):  # (--encoding given: the mark says what the text is)
+        reader.encoding = "cp1252"
+
+    got, reader = piped("\r\n".join(lines).encode("utf-16"), given_cp1252)
     assert reader.kind == "utf-16" and got == lines
 
 
