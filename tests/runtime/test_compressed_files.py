@@ -81,10 +81,16 @@ def test_the_reader_resumes_at_every_line_of_a_file_of_several_members(tmp_path)
     assert isinstance(r, CompressedLineReader)
     got = r.read(1000)
     assert got == [t.decode() for t in text]
+    resumes_at_every_line(r, got, lambda i, pos, digest: open_lines(str(p), line=i, pos=pos, digest=digest), 7)
+
+
+def resumes_at_every_line(r, got: list[str], reopen, step: int) -> None:
+    """Each ``step``-th line's mark of the reader ``r`` (which read ``got``; closed here), reopened by ``reopen(line,
+    pos, digest)``, reads exactly the lines after it."""
     marks = [r.mark(i) for i in range(len(got) + 1)]
     r.close()
-    for i in range(0, len(got) + 1, 7):
-        r2 = open_lines(str(p), line=i, pos=marks[i][0], digest=marks[i][1])
+    for i in range(0, len(got) + 1, step):
+        r2 = reopen(i, *marks[i])
         assert r2.read(1000) == got[i:], i
         r2.close()
 

@@ -10,6 +10,7 @@ import os
 import random
 
 import pytest
+from test_compressed_files import piped, resumes_at_every_line
 
 from streamarms.connectors.compressed_lines import CompressedLineReader, open_lines
 from streamarms.connectors.files import JsonlSource
@@ -64,13 +65,13 @@ def test_a_code_page_reader_resumes_at_every_line(tmp_path, encoding):
     r.encoding = check_encoding(encoding)
     got = r.read(1000)
     assert got == text
-    marks = [r.mark(i) for i in range(len(got) + 1)]
-    r.close()
-    for i in range(0, len(got) + 1, 11):
-        r2 = LineReader(str(p), line=i, pos=marks[i][0], digest=marks[i][1])
+
+    def reopen(i: int, pos: int, digest: str) -> LineReader:
+        r2 = LineReader(str(p), line=i, pos=pos, digest=digest)
         r2.encoding = check_encoding(encoding)
-        assert r2.read(1000) == got[i:], i
-        r2.close()
+        return r2
+
+    resumes_at_every_line(r, got, reopen, 11)
 
 
 def _encodes(text: str, encoding: str) -> bool:
@@ -93,13 +94,8 @@ def test_a_utf16_file_with_its_mark_is_read_and_resumed_at_every_line(tmp_path, 
     got = r.read(1000)
     r.read(1)
     assert got == text[:-1] and r.incomplete  # (a tab-separated last row without its line end: no JSON object)
-    marks = [r.mark(i) for i in range(len(got) + 1)]
     assert r.tell() == p.stat().st_size  # (a replay's progress: against the size on disk)
-    r.close()
-    for i in range(0, len(got) + 1, 13):
-        r2 = open_lines(str(p), line=i, pos=marks[i][0], digest=marks[i][1])
-        assert r2.read(1000) == got[i:], i
-        r2.close()
+    resumes_at_every_line(r, got, lambda i, pos, digest: open_lines(str(p), line=i, pos=pos, digest=digest), 13)
 
 
 def test_a_utf16_table_replays_through_the_source_as_its_utf8_copy(tmp_path):
@@ -129,8 +125,6 @@ def test_a_followed_utf16_file_and_one_without_its_mark_are_refused_naming_the_c
 
 def test_a_utf16_stream_on_standard_input_is_read_as_its_text(tmp_path):
     """PowerShell 5 pipes UTF-16 text: read in pieces of any size (a code unit cut between two reads)."""
-    from test_compressed_files import piped
-
     lines = [json.dumps({"arm": random.Random(i).choice(NAMES), "reward": i % 2}, ensure_ascii=False)
              for i in range(500)]
 
