@@ -60,10 +60,10 @@ def _kind(path: str) -> str | None:
     """The compressed format of the regular file at ``path``, or ``utf-16`` for UTF-16 text with its byte-order mark
     (``None``: neither, or not a regular file: the plain reader says what is wrong with it)."""
     packed = compressed_file(path)
-    return packed[0] if packed is not None else "utf-16" if packed_text(path) else None
+    return packed[0] if packed is not None else "utf-16" if _utf16_file(path) else None
 
 
-def packed_text(path: str) -> bool:
+def _utf16_file(path: str) -> bool:
     """Whether the regular file at ``path`` is UTF-16 text with its byte-order mark (read through
     :class:`~streamarms.connectors.text_encoding.Utf16Stream`)."""
     try:

@@ -1,6 +1,7 @@
 """The lines of a JSONL file with their byte positions, for :class:`~streamarms.connectors.files.JsonlSource`.
 
-:class:`LineReader` gives the lines ``open(path, encoding="utf-8", errors="surrogateescape")`` gives
+:class:`LineReader` gives the lines ``open(path, encoding="utf-8", errors="surrogateescape")`` gives (another
+:attr:`~LineReader.encoding`: ``--encoding``, :mod:`~streamarms.connectors.text_encoding`)
 (universal newlines: ``\\n``, ``\\r\\n`` and a lone ``\\r`` end a line; invalid UTF-8 kept as surrogate
 escapes), without their line ends, read a block of bytes at a time (decoded and split in C), and it
 knows where each line starts in the file (a UTF-8 byte order mark at the start of the file is no part of
@@ -130,7 +131,9 @@ _BINARY = ((b"PK\x03\x04", "a zip archive (an Excel workbook, .xlsx, is one)",
 
 def binary_format(path: str, head: bytes) -> str | None:
     """What the file at ``path`` is when its first bytes ``head`` are those of a format of records that is not lines
-    of text (a workbook, a Parquet or Avro file, an archive), with what makes lines of it; else ``None``.
+    of text (a workbook, a Parquet or Avro file, an archive) or of text this reader cannot read as lines (UTF-16:
+    with its mark, read by :mod:`~streamarms.connectors.compressed_lines` when replayed, never followed), with what
+    makes lines of it; else ``None``.
 
     >>> print(binary_format("book.xlsx", b"PK\\x03\\x04\\x14\\x00")[:68])
     book.xlsx is a zip archive (an Excel workbook, .xlsx, is one), not l

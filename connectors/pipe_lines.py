@@ -48,7 +48,7 @@ from typing import IO, Any
 from streamarms.errors import ConfigError
 
 from .jsonl_lines import BLOCK, MAGICS, LineReader, compressed
-from .text_encoding import utf16_marked
+from .text_encoding import UTF8, utf16_marked
 
 __all__ = ["PipeLineReader", "STDIN"]
 
@@ -103,7 +103,7 @@ class PipeLineReader(LineReader):
                 self.kind, self._dec = packed[0], _STREAMS[packed[0]]()
             elif utf16_marked(data):  # (PowerShell 5 pipes and Out-File: UTF-16 text, read as its UTF-8 bytes)
                 self.kind, self._text = "utf-16", codecs.getincrementaldecoder("utf-16")("replace")
-                self.encoding = "utf-8"  # (whatever --encoding said: the mark says what the text is)
+                self.encoding = UTF8  # (whatever --encoding said: the mark says what the text is)
         if self._text is not None:
             return self._text.decode(data, final=not raw).encode("utf-8") or (None if raw else b"")
         return data if self._dec is None else self._inflate(data)
