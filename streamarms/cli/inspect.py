@@ -72,10 +72,11 @@ _ID_NAME = re.compile(r"(?:^|[._])(?:pid|ppid|tid|uid|gid|id|port)$")
 #: durations in a fine unit (Traefik's ``Duration`` in ns), not ids
 _DURATION_NAME = re.compile(r"duration|latency|elapsed|took|taken|ttfb|(?:^|[._-])(?:time|ms|us|ns)(?:[._-]|$)|"
                             r"^u?[rchu]t$")
-#: the plain names of a record's outcome (a log line's level, a response's status) and of its free text (a log line's
-#: message): a reward, or nothing to compare, never a key
+#: the plain names of a record's free text (a log line's message): its failures' words a reward, however few its texts
+_TEXT_NAMES = ("message", "msg", "text_payload", "body")
+#: ... and those of its outcome (a log line's level, a response's status): a reward, like a text never a key
 _OUTCOME_NAMES = ("level", "levelname", "log_level", "loglevel", "lvl", "severity", "severity_text", "priority",
-                  "status", "status_code", "outcome", "result", "message", "msg", "text_payload", "body")
+                  "status", "status_code", "outcome", "result") + _TEXT_NAMES
 _ERRORISH = re.compile(r"(?i)err|fail|fatal|crit|timeout|timed.?out|refused|denied|reject|5\d\d")
 #: the rule a free text's failures are suggested with (a syslog's messages: ``Failed password``, ``Connection refused``)
 FAILURE_WORDS = "(?i)error|fail|fatal|denied|refused|timed? ?out"
@@ -495,8 +496,8 @@ def _unwrapped(opts: argparse.Namespace, fields: dict[str, FieldProfile], read: 
 def lines_format(texts: Sequence[str]) -> str | None:
     """The named ``--line-pattern`` that reads most of the log lines ``texts`` (at least 80%): an access log's format
     (``ingress-nginx``, ``combined``, ``common``, ``alb``, ``haproxy``, ``envoy``), a syslog file's (``syslog``: after
-    HAProxy's, which it sends through syslog), an application's (``app``: a time, then a level), else ``logfmt`` (two ``key=value``
-    pairs a line or more); else ``None``.
+    HAProxy's, which it sends through syslog), an application's (``app``: a time, then a level), else ``logfmt``
+    (two ``key=value`` pairs a line or more); else ``None``. A stack trace's lines are left out.
 
     >>> lines_format(['10.0.0.7 - - [14/Nov/2023:22:13:20 +0000] "GET / HTTP/1.1" 503 12 "-" "curl/8.0"'])
     'combined'
@@ -591,7 +592,7 @@ def _reward_flags(f: FieldProfile, table: bool = False) -> str | None:
             return None  # (a process's, a user's id: no reward however many its values)
     if f.digits() and all(100 <= int(v) <= 599 for v in values) and 2 <= f.distinct <= 64 and not f.more:
         return name + " --reward-at-least 500"  # (a status code: HTTP registers about 60; more are lengths, sizes)
-    free = plain(f.name).rsplit(".", 1)[-1] in ("message", "msg", "text_payload", "body")  # (a text, however few)
+    free = plain(f.name).rsplit(".", 1)[-1] in _TEXT_NAMES  # (a log line's message, however few its texts)
     if f.share("str") > 0.99 and not f.numeric and 2 <= f.distinct <= 20 and not f.more and not free:
         rare = [str(v) for v, _ in sorted(f.values.items(), key=lambda kv: kv[1]) if _ERRORISH.search(str(v))]
         return f"{name} --reward-in {shlex.quote(','.join(rare[:3]))}" if rare else None
