@@ -624,7 +624,8 @@ def resolve_settings(opts: argparse.Namespace) -> RunSettings:
 
         if not s.rewards_file:
             raise ConfigError("--encoding is the --rewards-file files' encoding (a Kafka record's value is UTF-8)")
-        s = replace(s, encoding=check_encoding(s.encoding))
+        named = check_encoding(s.encoding)
+        s = replace(s, encoding=None if named == "utf-8" else named)  # (UTF-8 is the default: the same setting)
     if s.line_pattern == "json" and s.line_field is None:
         raise ConfigError("--line-pattern json reads a field's text as a JSON line (--line-field log): JSON lines and "
                           "Kafka records of JSON are read as JSON without a pattern")

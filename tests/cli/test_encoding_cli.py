@@ -89,6 +89,8 @@ def test_a_restart_with_another_encoding_is_refused(tmp_path, capsys):
     assert main([*flags, "--encoding", "latin-1"]) == 2
     assert "--encoding 'cp1252' (this run: 'iso8859-1')" in capsys.readouterr().err
     assert main([*flags, "--encoding", "cp1252"]) == 0  # (the same codec by another name: the same setting)
+    utf8 = [*flags[:-4], "--checkpoint", str(tmp_path / "ck8"), *flags[-2:]]
+    assert main(utf8) == 0 and main([*utf8, "--encoding", "UTF8"]) == 0  # (UTF-8 named: the default, unchanged)
 
 
 @pytest.mark.parametrize("flags, said", [
