@@ -39,7 +39,7 @@ compared on those only.
 >>> st["--k"], st["--arms"], st["--reward-range"], st["--passive-feed"]
 (3.0, ['a', 'b'], [0.0, 1.0], 'planned')
 >>> sorted(statistics_settings(RunSettings(), continuous=True, passive_feed=None, clock="event"))[:4]
-['--arms', '--change-alpha', '--clip', '--group-by']
+['--arms', '--change-alpha', '--clip', '--encoding']
 """
 
 from __future__ import annotations
