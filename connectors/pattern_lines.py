@@ -50,8 +50,9 @@ Load Balancer's access log (``time``, ``client``, ``target``, ``request_processi
 seconds (none when no target answered: ``-1``), ``elb_status_code``, ``target_status_code``, ``received_bytes``,
 ``sent_bytes``, ``method``, ``host``, ``path``, ``query``, ``protocol``, ``user_agent``), and ``app``, an application's
 text log line -- a date and time, then (after at most three words: a thread, a pid, a logger) a level, or a level
-first: log4j's and logback's layouts, Spring Boot's, Python logging's, Flask's -- read as ``time``, ``level``
-(``TRACE`` .. ``ERROR``, ``FATAL``, ``CRITICAL``) and ``message``, with each ``key=value`` pair of the message a field
+first: log4j's and logback's layouts, Spring Boot's, Python logging's, Flask's; in lower case before a colon,
+winston's and .NET's ``fail:`` -- read as ``time``, ``level`` (``TRACE`` .. ``ERROR``, ``FATAL``, ``CRITICAL``, as
+written) and ``message``, with each ``key=value`` pair of the message a field
 of its own (``host=web-4``: the line's own fields first). ``logfmt`` is no fixed pattern: it reads every ``key=value`` pair
 of a line as a field (:data:`LOGFMT`: Heroku's and Go's logfmt, logrus' text lines, klog's structured pairs --
 ``time=2023-11-14T22:13:20Z level=error host=web-1 msg="upstream timed out" latency=1.2ms``), a double-quoted
@@ -149,8 +150,10 @@ _SYSLOG = (r'^(?:<(?P<pri>\d{1,3})>)?(?P<time>[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:
 #: taken: no date), up to three words (a thread ``[main]``, a pid and ``---``, a logger and `` - ``), then a level (or
 #: a level first) --
 #: log4j's and logback's layouts, Spring Boot's, Python logging's (``%(asctime)s - %(name)s - %(levelname)s``, its
-#: default ``ERROR:name:message``), Flask's, Rails' -- and the rest is the message
-_APP_LEVELS = "TRACE|DEBUG|FINE|CONFIG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|SEVERE|FATAL|CRITICAL|CRIT|ALERT|EMERG"
+#: default ``ERROR:name:message``), Flask's, winston's, .NET's console -- and the rest is the message
+_APP_LEVELS = ("TRACE|DEBUG|FINE|CONFIG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|SEVERE|FATAL|CRITICAL|CRIT|ALERT|EMERG|"
+               # (in lower case before a colon: winston's "error: ..", .NET's console "fail: Microsoft..")
+               "(?:trace|debug|info|notice|warn|warning|error|fatal|critical|dbug|trce|fail|crit)(?=:)")
 _APP = (r'^(?:[\[(]?(?:(?P<time>\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})?|'
         r'\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?)|\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?)[\])]?\s+'
         r'(?:\S+\s+){0,3}?)?[\[<(]?(?P<level>' + _APP_LEVELS + r')[\]>)]?(?:[\s:|-]+|$)(?P<message>.*)$')

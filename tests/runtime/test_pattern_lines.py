@@ -338,7 +338,12 @@ def test_a_trace_line_in_a_field_or_a_kafka_value_is_refused_saying_so():
                                                      "message": "in app: boom"}),  # Flask's
     ("10:00:00.123 [main] DEBUG c.e.Cart - x", {"level": "DEBUG", "message": "c.e.Cart - x"}),  # a time of day: no time
     ("2026/11/30 10:00:00 INFO starting", {"time": "2026/11/30 10:00:00", "level": "INFO", "message": "starting"}),
+    ("2026-11-30T10:00:00.000Z error: db down", {"time": "2026-11-30T10:00:00.000Z", "level": "error",
+                                                 "message": "db down"}),  # winston's
+    ("fail: Microsoft.AspNetCore.Server.Kestrel[13]", {"level": "fail",
+                                                       "message": "Microsoft.AspNetCore.Server.Kestrel[13]"}),  # .NET's
     ("just a line INFO x", None), ("INFORMATION: x", None), ("ERRORS: 3", None),  # (a level after no time, a word)
+    ("info about the run", None), ("errors: 3", None),  # (lower case: a level only before its colon)
 ])
 def test_the_app_pattern_reads_application_logs_layouts(line, fields):
     got = PatternLines("app", LineTime("time")).records("app.log", [line + "\n"], 0)[0]
