@@ -33,6 +33,7 @@ LINES = {
     "envoy": '[2016-04-15T20:17:00.310Z] "POST /api/v1/locations HTTP/2" 204 - 154 0 226 100 "10.0.35.28" '
              '"nsq2http" "cc21d9b0" "locations" "tcp://10.0.2.1:80"',
     "syslog": "Nov 14 22:13:20 web-1 sshd[812]: Failed password for root from 10.0.0.1 port 22 ssh2",
+    "app": "2026-11-30 10:00:00.123 ERROR [exec-3] c.e.Cart host=web-4 - request failed",
 }
 #: the poison lines, by kind, of ``n`` bytes
 POISON = {"one word": lambda n: "x" * n, "brackets": lambda n: "[" * n, "host:port words": lambda n: "a:1 " * (n // 4)}

@@ -201,7 +201,7 @@ def is_continuation(text: str) -> bool:
     >>> [is_continuation(t) for t in ("garbage", "Error handling request", "2026-11-30 10:00:00 ERROR x", "")]
     [False, False, False, False]
     """
-    return _CONTINUATION.match(text) is not None
+    return _CONTINUATION.match(text[:512]) is not None  # (its start says: a poison line of a MB is not read again)
 
 
 #: a ``key=value`` pair of a logfmt line (``--line-pattern logfmt``): a key of no space, ``=`` or quote, at the
