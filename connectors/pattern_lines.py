@@ -200,8 +200,11 @@ def is_continuation(text: str) -> bool:
     [True, True, True, True, True]
     >>> [is_continuation(t) for t in ("garbage", "Error handling request", "2026-11-30 10:00:00 ERROR x", "")]
     [False, False, False, False]
+    >>> is_continuation(" " * 20_000 + "x"), is_continuation("\t\x00\x00\x00")  # (poison lines: dead letters)
+    (False, False)
     """
-    return _CONTINUATION.match(text[:512]) is not None  # (its start says: a poison line of a MB is not read again)
+    # (its start says, read once; a line of more than 16 KiB or with a NUL byte is no trace's: a poison line, refused)
+    return len(text) <= 16384 and _CONTINUATION.match(text[:512]) is not None and "\x00" not in text
 
 
 #: a ``key=value`` pair of a logfmt line (``--line-pattern logfmt``): a key of no space, ``=`` or quote, at the
