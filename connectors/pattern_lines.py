@@ -195,12 +195,12 @@ def is_continuation(text: str) -> bool:
     """Whether a line that a pattern does not read continues the record before it (:data:`_CONTINUATION`): a line of
     a stack trace is no record of its own, and no dead letter.
 
-    >>> [is_continuation(t) for t in ("\tat com.example.Cart.add(Cart.java:42)", "Caused by: java.io.EOFException",
+    >>> [is_continuation(t) for t in ("\\tat com.example.Cart.add(Cart.java:42)", "Caused by: java.io.EOFException",
     ...  "java.lang.IllegalStateException: closed", "ValueError: bad input", "Traceback (most recent call last):")]
     [True, True, True, True, True]
     >>> [is_continuation(t) for t in ("garbage", "Error handling request", "2026-11-30 10:00:00 ERROR x", "")]
     [False, False, False, False]
-    >>> is_continuation(" " * 20_000 + "x"), is_continuation("\t\x00\x00\x00")  # (poison lines: dead letters)
+    >>> is_continuation(" " * 20_000 + "x"), is_continuation("\\t" + chr(0) * 3)  # (poison lines: dead letters)
     (False, False)
     """
     # (its start says, read once; a line of more than 16 KiB or with a NUL byte is no trace's: a poison line, refused)
