@@ -54,13 +54,16 @@ def check_encoding(name: str) -> str:
     except LookupError:
         raise ConfigError(f"--encoding {name}: no such encoding (e.g. cp1252 for Windows' Western European text, "
                           "latin-1, cp1251, shift_jis, gb18030; Python's codec names)") from None
-    try:
-        ascii_alike = _ASCII.encode(info.name) == _ASCII.encode("ascii")
-    except (UnicodeError, LookupError, TypeError):
+    plain = _ASCII.encode("ascii")
+    try:  # (and its decoder keeps the bytes it cannot read, as UTF-8's does: surrogate escapes, refused downstream)
+        ascii_alike = _ASCII.encode(info.name) == plain and \
+            (plain + b"\x80\xff").decode(info.name, "surrogateescape").startswith(_ASCII)
+    except (UnicodeError, LookupError, TypeError, ValueError):
         ascii_alike = False
     if not ascii_alike:
-        raise ConfigError(f"--encoding {name}: its line ends and ASCII letters are not ASCII's bytes, so its lines "
-                          "cannot be read as they are written; a UTF-16 file with its byte-order mark (Excel's "
+        raise ConfigError(f"--encoding {name}: its line ends and ASCII letters are not ASCII's bytes (or its decoder "
+                          "cannot keep the bytes it does not read), so its lines cannot be read as they are written; "
+                          "a UTF-16 file with its byte-order mark (Excel's "
                           "Unicode Text, PowerShell's Out-File) is read without --encoding; convert any other to "
                           f"UTF-8 first: {_ICONV.format(enc=info.name.upper(), path='FILE')}")
     return info.name

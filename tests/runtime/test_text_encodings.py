@@ -154,7 +154,7 @@ def test_check_encoding_takes_the_codecs_whose_lines_are_ascii_s(name, ok):
 
 @pytest.mark.parametrize("name, says", [("utf-16", "read without --encoding"), ("utf-32-le", "not ASCII's bytes"),
                                         ("cp037", "not ASCII's bytes"), ("klingon", "no such encoding"),
-                                        ("rot13", "not ASCII's bytes")])
+                                        ("rot13", "not ASCII's bytes"), ("idna", "not ASCII's bytes")])
 def test_check_encoding_refuses_what_cannot_be_split_into_lines(name, says):
     with pytest.raises(ConfigError, match=says):
         check_encoding(name)
