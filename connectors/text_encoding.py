@@ -33,7 +33,8 @@ from typing import IO
 
 from streamarms.errors import ConfigError
 
-__all__ = ["check_encoding", "guess", "advice", "utf16_marked", "utf16_unmarked", "Utf16Stream", "UTF8"]
+__all__ = ["check_encoding", "guess", "advice", "utf16_marked", "utf16_unmarked", "refuse_followed_utf16", "Utf16Stream",
+           "UTF8"]
 
 #: the encoding lines are read in unless ``--encoding`` says otherwise
 UTF8 = "utf-8"
