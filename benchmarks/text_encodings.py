@@ -1,7 +1,8 @@
 """How fast files that are not UTF-8 are read (``connectors/text_encoding.py``): the same table of a labelling team's
-rows (names with accented letters) written in UTF-8, in Windows-1252 (read with ``--encoding cp1252``) and in UTF-16
-with its byte-order mark (Excel's Unicode Text: read through its UTF-8 text), each replayed by the source a run reads
-(``JsonlSource``: lines, rows, records). This prints rows per second on one core (process time, best of
+rows (names with accented letters) written in UTF-8, in Windows-1252 (read with ``--encoding cp1252``), in UTF-16
+with its byte-order mark (Excel's Unicode Text: read through its UTF-8 text) and as an Excel workbook's sheet
+(``connectors/workbook_lines.py``, openpyxl), each replayed by the source a run reads (``JsonlSource``: lines, rows,
+records). This prints rows per second on one core (process time, best of
 ``--repeat``) and each against UTF-8.
 
 Usage::
@@ -33,8 +34,19 @@ def _table(rows: int, seed: int = 1) -> str:
     return "\r\n".join(out) + "\r\n"
 
 
+def _workbook(path: str, text: str) -> None:
+    """The table ``text`` saved as the first sheet of an Excel workbook (openpyxl: the ``excel`` extra)."""
+    import openpyxl
+
+    book = openpyxl.Workbook(write_only=True)
+    sheet = book.create_sheet()
+    for line in text.splitlines():
+        sheet.append(line.split(";"))
+    book.save(path)
+
+
 def _replay(path: str, encoding: str) -> int:
-    src = JsonlSource([path], tables={path: ","}, encoding=encoding, max_records=5000)
+    src = JsonlSource([path], tables={path: ","}, encoding=encoding, max_records=5000)  # (";" found by the header)
     n = 0
     try:
         while not src.exhausted:
@@ -54,10 +66,13 @@ def main() -> None:
     cases = (("UTF-8", "utf-8", "utf-8"), ("Windows-1252, --encoding cp1252", "cp1252", "cp1252"),
              ("UTF-16 with its mark (no flag)", "utf-16", "utf-8"))
     rates = []
-    for name, written, read in cases:
-        path = os.path.join(folder, f"{written}.csv")
-        with open(path, "wb") as f:
-            f.write(text.encode(written))
+    for name, written, read in cases + (("Excel workbook (.xlsx)", "xlsx", "utf-8"),):
+        path = os.path.join(folder, f"{written}.csv" if written != "xlsx" else "table.xlsx")
+        if written == "xlsx":
+            _workbook(path, text)
+        else:
+            with open(path, "wb") as f:
+                f.write(text.encode(written))
         assert _replay(path, read) == opts.rows, name
         rates.append((name, os.path.getsize(path), opts.rows / _best(lambda p=path, e=read: _replay(p, e), opts.repeat)))
     print(f"{'file':<34} {'bytes':>12} {'rows/s':>12} {'vs UTF-8':>9}")

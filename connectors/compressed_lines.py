@@ -42,14 +42,16 @@ from streamarms.errors import ConfigError
 from .jsonl_lines import _HOW, BLOCK, WINDOW, LineReader, compressed_file, rotations_of
 from .jsonl_lines import digest as _digest_bytes
 from .text_encoding import Utf16Stream, utf16_marked
+from .workbook_lines import WorkbookStream, is_workbook
 
 __all__ = ["CompressedLineReader", "open_lines", "compressed_rotation", "compressed_head", "file_head", "DECOMPRESSORS"]
 
 #: the compressed formats read as they are (:func:`compressed`'s names), and what opens them for reading; and
-#: UTF-16 text with its byte-order mark, read as its UTF-8 bytes (:mod:`~streamarms.connectors.text_encoding`)
+#: UTF-16 text with its byte-order mark, read as its UTF-8 bytes (:mod:`~streamarms.connectors.text_encoding`), and an
+#: Excel workbook, read as its first sheet's CSV lines (:mod:`~streamarms.connectors.workbook_lines`)
 DECOMPRESSORS: dict[str, Callable[[IO[bytes]], Any]] = {
     "gzip": lambda raw: gzip.GzipFile(fileobj=raw, mode="rb"), "bzip2": bz2.BZ2File, "xz": lzma.LZMAFile,
-    "utf-16": Utf16Stream}
+    "utf-16": Utf16Stream, "xlsx": WorkbookStream}
 
 
 #: what a decompressor raises on a damaged or cut file
@@ -57,10 +59,12 @@ _ERRORS = (OSError, EOFError, lzma.LZMAError)
 
 
 def _kind(path: str) -> str | None:
-    """The compressed format of the regular file at ``path``, or ``utf-16`` for UTF-16 text with its byte-order mark
-    (``None``: neither, or not a regular file: the plain reader says what is wrong with it)."""
+    """The compressed format of the regular file at ``path``, ``utf-16`` for UTF-16 text with its byte-order mark, or
+    ``xlsx`` for an Excel workbook (``None``: none of them, or not a regular file: the plain reader says what is wrong
+    with it)."""
     packed = compressed_file(path)
-    return packed[0] if packed is not None else "utf-16" if _utf16_file(path) else None
+    return packed[0] if packed is not None else "utf-16" if _utf16_file(path) else "xlsx" if is_workbook(path) \
+        else None
 
 
 def _utf16_file(path: str) -> bool:

@@ -75,7 +75,8 @@ _COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz", ".zst", ".lz4")
 def table_format(path: str, given: str = "auto") -> str | None:
     """The table format (``"csv"``/``"tsv"``) a ``--rewards-file`` is read in, or ``None`` for JSON lines:
     ``given`` (``--rewards-format``), or, ``"auto"``, by the file's name (``.csv``, ``.tsv``, ``.tab``; also
-    before a compression suffix: standard input is JSON lines unless given).
+    before a compression suffix; an Excel workbook, ``.xlsx``, is read as CSV: standard input is JSON lines unless
+    given).
 
     >>> table_format("labels.csv"), table_format("x.TSV"), table_format("r.jsonl"), table_format("-", "csv")
     ('csv', 'tsv', None, 'csv')
@@ -85,7 +86,7 @@ def table_format(path: str, given: str = "auto") -> str | None:
     name = path.lower()
     for suffix in _COMPRESSED_SUFFIXES:
         name = name.removesuffix(suffix)
-    if name.endswith(".csv"):
+    if name.endswith((".csv", ".xlsx", ".xlsm")):  # (a workbook: its sheet's CSV lines, connectors/workbook_lines.py)
         return "csv"
     if name.endswith((".tsv", ".tab")):
         return "tsv"

@@ -115,9 +115,9 @@ def compressed(head: bytes) -> tuple[str, str] | None:
 
 #: the first bytes of files of records that are not lines of text, what each is, and how to make lines of it: a
 #: workbook or a Parquet file given by mistake was one long incomplete line, and the run said its input was empty
-_BINARY = ((b"PK\x03\x04", "a zip archive (an Excel workbook, .xlsx, is one)",
-            "save the sheet as CSV, or give a zipped log's lines on standard input: unzip -p {path} | "
-            "streamarms run --rewards-file - ..."),
+_BINARY = ((b"PK\x03\x04", "a zip archive (an Excel workbook, .xlsx, is one: replayed, not followed, a workbook is "
+                           "read as its first sheet's table)",
+            "give a zipped log's lines on standard input: unzip -p {path} | streamarms run --rewards-file - ..."),
            (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an Excel 97-2003 workbook (.xls)", "save the sheet as CSV"),
            (b"PAR1", "a Parquet file", "write its rows as CSV first, e.g. duckdb -c \"COPY (FROM '{path}') TO "
             "'{path}.csv'\""),
@@ -131,12 +131,12 @@ _BINARY = ((b"PK\x03\x04", "a zip archive (an Excel workbook, .xlsx, is one)",
 
 def binary_format(path: str, head: bytes) -> str | None:
     """What the file at ``path`` is when its first bytes ``head`` are those of a format of records that is not lines
-    of text (a workbook, a Parquet or Avro file, an archive) or of text this reader cannot read as lines (UTF-16:
-    with its mark, read by :mod:`~streamarms.connectors.compressed_lines` when replayed, never followed), with what
-    makes lines of it; else ``None``.
+    of text (a workbook, a Parquet or Avro file, an archive) or of text this reader cannot read as lines (UTF-16), with
+    what makes lines of it; else ``None``. A workbook and UTF-16 text with its mark are read when replayed
+    (:mod:`~streamarms.connectors.compressed_lines`), never followed.
 
-    >>> print(binary_format("book.xlsx", b"PK\\x03\\x04\\x14\\x00")[:68])
-    book.xlsx is a zip archive (an Excel workbook, .xlsx, is one), not l
+    >>> print(binary_format("book.xlsx", b"PK\\x03\\x04\\x14\\x00")[:60])
+    book.xlsx is a zip archive (an Excel workbook, .xlsx, is one
     >>> binary_format("a.jsonl", b'{"arm": "a"}') is None
     True
     """

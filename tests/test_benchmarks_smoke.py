@@ -103,4 +103,4 @@ def test_the_text_encodings_benchmark_reads_every_encoding() -> None:
                          capture_output=True, text=True, timeout=300, cwd=BENCH.parent)
     assert out.returncode == 0, out.stderr
     assert [line.split("  ")[0] for line in out.stdout.splitlines()[1:]] == [
-        "UTF-8", "Windows-1252, --encoding cp1252", "UTF-16 with its mark (no flag)"]
+        "UTF-8", "Windows-1252, --encoding cp1252", "UTF-16 with its mark (no flag)", "Excel workbook (.xlsx)"]

@@ -308,8 +308,8 @@ def _places(path: str, read: int, spread: int) -> list[int]:
         return []
     out: list[int] = []
     with open(path, "rb") as f:
-        if compressed(head := f.read(6)) is not None or utf16_marked(head):
-            return []  # (no place to seek to in a compressed stream, or a UTF-16 file's text, but by reading it)
+        if compressed(head := f.read(6)) is not None or utf16_marked(head) or head.startswith(b"PK\x03\x04"):
+            return []  # (no place to seek to in a compressed stream, a UTF-16 file's text or a workbook's rows)
         for j in range(1, spread + 1):
             f.seek(read + (size - read) * j // (spread + 1))
             f.readline()  # (to the next line's start)

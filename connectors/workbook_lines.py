@@ -1,0 +1,141 @@
+"""Excel workbooks as tables: an ``.xlsx`` (``.xlsm``) given as ``--rewards-file`` is read as the CSV of its sheet.
+
+Labelling tools, survey and QA exports, and people's own spreadsheets are workbooks far more often than CSV files;
+a workbook was refused ("save the sheet as CSV"). :class:`WorkbookStream` gives the first sheet's rows (the sheet
+open when the workbook was saved) as the lines of a CSV table, UTF-8 bytes, to
+:class:`~streamarms.connectors.compressed_lines.CompressedLineReader`, which reads them as it reads a decompressed
+file: its first row is the header (:class:`~streamarms.connectors.csv_lines.CsvTable`), a checkpoint's position is
+in those bytes, and a restart reads the sheet again up to it. A cell is written as ``run`` reads a table's cell: a
+number as its digits (``0.25``; a whole number without ``.0``), ``true``/``false``, a date and time in ISO 8601
+(``2026-11-30T10:00:00``: read as UTC by ``--timestamp-field``), empty for none; a line break inside a cell is a
+space (a table is read a line a row). A formula's value is the one Excel saved with the workbook. A wholly empty
+row is a blank line (no record).
+
+openpyxl reads the workbook (``pip install 'streamarms[excel]'``; read-only, row by row: a sheet of a million rows
+is not held whole); without it a workbook is refused naming that command. A workbook is final: ``--follow`` refuses
+it, as it does a compressed file.
+
+>>> import io, openpyxl
+>>> book = openpyxl.Workbook(); sheet = book.active
+>>> for row in (["worker", "wrong", "note"], ["w1", 1, "late\\nagain"], [None, None, None], ["w2", 0.5, None]):
+...     sheet.append(row)
+>>> raw = io.BytesIO(); book.save(raw); _ = raw.seek(0)
+>>> WorkbookStream(raw).read(100)
+b'worker,wrong,note\\nw1,1,late again\\n\\nw2,0.5,\\n'
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import zipfile
+from typing import IO, Any
+
+from streamarms.errors import ConfigError
+
+__all__ = ["WorkbookStream", "is_workbook", "WORKBOOK_SUFFIXES"]
+
+#: the names of the workbooks read as tables (by their content: a zip holding ``xl/workbook.xml``)
+WORKBOOK_SUFFIXES = (".xlsx", ".xlsm")
+
+
+def is_workbook(path: str) -> bool:
+    """Whether the file at ``path`` is an Office Open XML workbook (a zip holding ``xl/workbook.xml``)."""
+    try:
+        with open(path, "rb") as f:
+            if f.read(4) != b"PK\x03\x04":
+                return False
+        with zipfile.ZipFile(path) as z:
+            return "xl/workbook.xml" in z.namelist()
+    except (OSError, zipfile.BadZipFile):
+        return False
+
+
+def _cell(v: Any) -> str:
+    """A cell's text as a table's cell (module docstring)."""
+    if v is None:
+        return ""
+    if v is True or v is False:
+        return "true" if v else "false"
+    if isinstance(v, float) and v.is_integer() and abs(v) < 1e15:
+        return str(int(v))
+    if isinstance(v, (dt.datetime, dt.date, dt.time)):
+        return v.isoformat()
+    if isinstance(v, dt.timedelta):
+        return str(v.total_seconds())
+    text = str(v)
+    return text.replace("\r\n", " ").replace("\n", " ").replace("\r", " ") if "\n" in text or "\r" in text else text
+
+
+class WorkbookStream:
+    """The first sheet of the workbook ``raw`` (open for reading in binary) as CSV lines in UTF-8: a read-only stream
+    with the ``read``, ``seek``, ``tell`` and ``fileno`` a
+    :class:`~streamarms.connectors.compressed_lines.CompressedLineReader` reads a decompressed file by (module
+    docstring). A seek backwards reads the sheet again from its first row."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        try:
+            import openpyxl
+        except ImportError:
+            raise ConfigError(f"{getattr(raw, 'name', 'the file')} is an Excel workbook, read with openpyxl: pip "
+                              "install 'streamarms[excel]' (or save its sheet as CSV)") from None
+        self._openpyxl = openpyxl
+        self._raw = raw
+        self.name = getattr(raw, "name", None)
+        self._start()
+
+    def _start(self) -> None:
+        self._raw.seek(0)
+        try:
+            book = self._openpyxl.load_workbook(self._raw, read_only=True, data_only=True)
+        except Exception as e:  # (a damaged or encrypted workbook: zipfile's, openpyxl's own errors)
+            raise ConfigError(f"{self.name or 'the workbook'} cannot be read as an Excel workbook ({e}): a damaged or "
+                              "password-protected file; save its sheet as CSV") from e
+        sheet = book.active if book.active is not None else book.worksheets[0]
+        self._rows = sheet.iter_rows(values_only=True)
+        self._buf = b""
+        self._pos = 0   # the position of the first byte of _buf
+        self._end = False
+        self._out = io.StringIO()
+        self._csv = csv.writer(self._out, lineterminator="\n")
+
+    def read(self, n: int = -1) -> bytes:
+        """The next ``n`` bytes of the sheet's CSV lines (all that are left: ``n`` < 0), fewer only at the end."""
+        while (n < 0 or len(self._buf) < n) and not self._end:
+            out = self._out
+            out.seek(0)
+            out.truncate()
+            for row in self._rows:
+                cells = [_cell(v) for v in row]
+                if any(cells):
+                    self._csv.writerow(cells)
+                else:
+                    out.write("\n")  # (an empty row: a blank line, no record)
+                if out.tell() >= 1 << 16:
+                    break
+            else:
+                self._end = True
+            self._buf += out.getvalue().encode("utf-8", "surrogatepass")
+        data, self._buf = (self._buf, b"") if n < 0 else (self._buf[:n], self._buf[n:])
+        self._pos += len(data)
+        return data
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        """To the position ``pos`` of the CSV bytes (from the start only)."""
+        if whence != 0:
+            raise ValueError("a workbook's rows are sought from their start only")
+        if pos < self._pos:
+            self._start()
+        while self._pos < pos and self.read(min(pos - self._pos, 1 << 20)):
+            pass
+        return self._pos
+
+    def tell(self) -> int:
+        return self._pos
+
+    def fileno(self) -> int:
+        return self._raw.fileno()
+
+    def close(self) -> None:
+        self._raw.close()

@@ -1,0 +1,102 @@
+"""An Excel workbook given as ``--rewards-file`` (``connectors/workbook_lines.py``): read as the CSV table of its first
+sheet -- the same run as the sheet saved as CSV, resumable at a checkpoint, suggested by ``inspect`` -- where it was
+refused ("save the sheet as CSV"). Labelling and QA tools export workbooks far more often than CSV files."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+import shlex
+import sys
+
+import pytest
+from test_inspect_cli import _run_suggested
+
+from streamarms.cli import main
+
+openpyxl = pytest.importorskip("openpyxl")
+
+T0 = dt.datetime(2026, 11, 30, 10)
+
+
+def _rows(n: int, seed: int = 3) -> list[list]:
+    """A QA team's rows: the time (a date cell), the reviewer, wrong (0/1; 40% for Müller3, 5% for the others), and a
+    note written on two lines in the cell when wrong."""
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        w = f"Müller{rng.randrange(15)}"
+        bad = rng.random() < (0.4 if w == "Müller3" else 0.05)
+        rows.append([T0 + dt.timedelta(seconds=i), w, int(bad), "zu spät\nnochmal" if bad else None])
+    return rows
+
+
+def _book(path, rows: list[list]) -> None:
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.title = "Export"
+    sheet.append(["Zeit", "Bearbeiter", "Fehler", "Bemerkung"])
+    for i, row in enumerate(rows):
+        sheet.append(row)
+        if i == 100:
+            sheet.append([None, None, None, None])  # (an empty row: no record)
+    book.create_sheet("Notes").append(["not read"])  # (the first sheet only)
+    book.save(path)
+
+
+def _summary(tmp_path, path, *flags: str) -> dict:
+    out = tmp_path / "s.json"
+    assert main(["run", "--rewards-file", str(path), "--key-field", "Bearbeiter", "--reward-field", "Fehler",
+                 "--timestamp-field", "Zeit", "--policy", "cs", "--quiet", "--summary-json", str(out), *flags]) == 0
+    return json.loads(out.read_text())
+
+
+def _key(s: dict) -> tuple:
+    return ({k: s.get(k) for k in ("records", "samples", "invalid", "flagged", "alerts")},
+            [(e["episode"], e["samples"], e["records"], e["outliers"], e["threshold"]) for e in s["episodes"]])
+
+
+def test_a_workbook_is_the_same_run_as_its_sheet_saved_as_csv_and_resumes(tmp_path, capsys):
+    rows = _rows(20_000)
+    book, table = tmp_path / "qa.xlsx", tmp_path / "qa.csv"
+    _book(book, rows)
+    with open(table, "w", encoding="utf-8") as f:
+        f.write("Zeit,Bearbeiter,Fehler,Bemerkung\n")
+        for i, (t, w, bad, note) in enumerate(rows):
+            f.write(f"{t.isoformat()},{w},{bad},{(note or '').replace(chr(10), ' ')}\n")
+            if i == 100:
+                f.write("\n")
+    want = _summary(tmp_path, table, "--checkpoint", "none")
+    assert want["flagged"] == ["Müller3"] and len(want["episodes"]) >= 2
+    assert _key(_summary(tmp_path, book, "--checkpoint", "none")) == _key(want)
+    ck = tmp_path / "ck"  # (stopped after its first episode, then resumed: the same run, no row twice or lost)
+    first = _summary(tmp_path, book, "--checkpoint", str(ck), "--max-episodes", "1")
+    assert len(first["episodes"]) == 1 and first["records"] < want["records"]
+    assert _key(_summary(tmp_path, book, "--checkpoint", str(ck))) == _key(want)
+    # inspect reads it as run does, and suggests the command
+    capsys.readouterr()
+    assert main(["inspect", str(book)]) == 0
+    out = capsys.readouterr().out
+    assert "'Müller0' (" in out and "'zu spät nochmal' (" in out, out
+    first_command = next(shlex.split(line)[1:] for line in out.splitlines() if line.startswith("  streamarms run "))
+    assert first_command == ["run", "--rewards-file", str(book), "--key-field", "Bearbeiter", "--reward-field", "Fehler",
+                             "--timestamp-field", "Zeit"], first_command
+    assert _run_suggested(tmp_path, first_command, "--policy", "cs", "--max-episodes", "1")["flagged"] == ["Müller3"]
+
+
+def test_a_followed_damaged_or_unreadable_workbook_is_one_clear_error(tmp_path, capsys, monkeypatch):
+    book = tmp_path / "qa.xlsx"
+    _book(book, _rows(50))
+    flags = ["run", "--key-field", "Bearbeiter", "--reward-field", "Fehler", "--quiet"]
+    assert main([*flags, "--rewards-file", str(book), "--follow"]) == 2
+    assert "is a zip archive (an Excel workbook, .xlsx, is one: replayed, not followed" in capsys.readouterr().err
+    import zipfile
+    damaged = tmp_path / "damaged.xlsx"
+    with zipfile.ZipFile(damaged, "w") as z:
+        z.writestr("xl/workbook.xml", "<not a workbook")
+    assert main([*flags, "--rewards-file", str(damaged)]) == 2
+    assert f"{damaged} cannot be read as an Excel workbook (" in capsys.readouterr().err
+    monkeypatch.setitem(sys.modules, "openpyxl", None)  # (without the extra)
+    assert main([*flags, "--rewards-file", str(book)]) == 2
+    assert "is an Excel workbook, read with openpyxl: pip install 'streamarms[excel]'" in capsys.readouterr().err
