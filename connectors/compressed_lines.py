@@ -39,7 +39,7 @@ from typing import IO, Any
 from streamarms.checkpoint import CheckpointError
 from streamarms.errors import ConfigError
 
-from .jsonl_lines import _HOW, BLOCK, WINDOW, LineReader, compressed_file, rotations_of
+from .jsonl_lines import _HOW, BLOCK, WINDOW, LineReader, compressed, rotations_of
 from .jsonl_lines import digest as _digest_bytes
 from .text_encoding import Utf16Stream, utf16_marked
 from .workbook_lines import WorkbookStream, is_workbook
@@ -61,22 +61,17 @@ _ERRORS = (OSError, EOFError, lzma.LZMAError)
 def _kind(path: str) -> str | None:
     """The compressed format of the regular file at ``path``, ``utf-16`` for UTF-16 text with its byte-order mark, or
     ``xlsx`` for an Excel workbook (``None``: none of them, or not a regular file: the plain reader says what is wrong
-    with it)."""
-    packed = compressed_file(path)
-    return packed[0] if packed is not None else "utf-16" if _utf16_file(path) else "xlsx" if is_workbook(path) \
-        else None
-
-
-def _utf16_file(path: str) -> bool:
-    """Whether the regular file at ``path`` is UTF-16 text with its byte-order mark (read through
-    :class:`~streamarms.connectors.text_encoding.Utf16Stream`)."""
+    with it). Its first bytes are read once."""
     try:
         if not os.path.isfile(path):
-            return False  # (a named pipe is not opened: that would wait for a writer)
+            return None  # (a named pipe is not opened: that would wait for a writer)
         with open(path, "rb") as f:
-            return utf16_marked(f.read(4))
+            head = f.read(6)
     except OSError:
-        return False
+        return None
+    packed = compressed(head)
+    return packed[0] if packed is not None else "utf-16" if utf16_marked(head) else \
+        "xlsx" if head.startswith(b"PK\x03\x04") and is_workbook(path) else None
 
 
 def compressed_head(path: str, n: int = WINDOW) -> bytes | None:
