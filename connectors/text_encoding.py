@@ -29,9 +29,10 @@ streamarms reads lines as UTF-8. Three kinds of file are not, and each was misre
 from __future__ import annotations
 
 import codecs
-from typing import IO
 
 from streamarms.errors import ConfigError
+
+from .made_stream import MadeStream
 
 __all__ = ["check_encoding", "guess", "advice", "utf16_marked", "utf16_unmarked", "refuse_followed_utf16", "Utf16Stream",
            "UTF8"]
@@ -151,12 +152,10 @@ def refuse_followed_utf16(path: str) -> ConfigError:
                        f"text it is), or convert it to UTF-8 first ({_ICONV.format(enc='UTF-16', path=path)})")
 
 
-class Utf16Stream:
-    """The text of a UTF-16 file with its byte-order mark (``raw``, open for reading in binary) as UTF-8 bytes: a
-    read-only stream with the ``read``, ``seek``, ``tell`` and ``fileno`` a
-    :class:`~streamarms.connectors.compressed_lines.CompressedLineReader` reads a decompressed file by. Its
-    positions are in the UTF-8 bytes; a seek backwards reads the file again from its start (as a gzip file is).
-    A code unit that is no character (a lone surrogate) is read as U+FFFD.
+class Utf16Stream(MadeStream):
+    """The text of a UTF-16 file with its byte-order mark (``raw``, open for reading in binary) as UTF-8 bytes
+    (:class:`~streamarms.connectors.made_stream.MadeStream`: read as a decompressed file is). A code unit that is no
+    character (a lone surrogate) is read as U+FFFD.
 
     >>> import io
     >>> s = Utf16Stream(io.BytesIO("\\ufeffDatum\\tM\\u00fcller\\r\\n".encode("utf-16-le")))
@@ -169,43 +168,13 @@ class Utf16Stream:
     #: the file's bytes decoded at a time
     BLOCK = 1 << 16
 
-    def __init__(self, raw: IO[bytes]) -> None:
-        self._raw = raw
-        self.name = getattr(raw, "name", None)
-        self._start()
-
     def _start(self) -> None:
-        self._raw.seek(0)
         self._dec = codecs.getincrementaldecoder("utf-16")("replace")
-        self._buf = b""
-        self._pos = 0   # the UTF-8 position of the first byte of _buf
-        self._end = False
+        self._done = False
 
-    def read(self, n: int = -1) -> bytes:
-        """The next ``n`` UTF-8 bytes (all that are left: ``n`` < 0), fewer only at the end."""
-        while (n < 0 or len(self._buf) < n) and not self._end:
-            data = self._raw.read(self.BLOCK)
-            self._end = not data
-            self._buf += self._dec.decode(data, final=self._end).encode("utf-8")
-        out, self._buf = (self._buf, b"") if n < 0 else (self._buf[:n], self._buf[n:])
-        self._pos += len(out)
-        return out
-
-    def seek(self, pos: int, whence: int = 0) -> int:
-        """To the UTF-8 position ``pos`` (from the start only)."""
-        if whence != 0:
-            raise ValueError("a UTF-16 file's text is sought from its start only")
-        if pos < self._pos:
-            self._start()
-        while self._pos < pos and self.read(min(pos - self._pos, 1 << 20)):
-            pass
-        return self._pos
-
-    def tell(self) -> int:
-        return self._pos
-
-    def fileno(self) -> int:
-        return self._raw.fileno()
-
-    def close(self) -> None:
-        self._raw.close()
+    def _more(self) -> bytes | None:
+        if self._done:
+            return None
+        data = self._raw.read(self.BLOCK)
+        self._done = not data
+        return self._dec.decode(data, final=self._done).encode("utf-8")

@@ -34,6 +34,8 @@ from typing import IO, Any
 
 from streamarms.errors import ConfigError
 
+from .made_stream import MadeStream
+
 __all__ = ["WorkbookStream", "is_workbook", "WORKBOOK_SUFFIXES"]
 
 #: the names of the workbooks read as tables (by their content: a zip holding ``xl/workbook.xml``)
@@ -68,11 +70,9 @@ def _cell(v: Any) -> str:
     return text.replace("\r\n", " ").replace("\n", " ").replace("\r", " ") if "\n" in text or "\r" in text else text
 
 
-class WorkbookStream:
-    """The first sheet of the workbook ``raw`` (open for reading in binary) as CSV lines in UTF-8: a read-only stream
-    with the ``read``, ``seek``, ``tell`` and ``fileno`` a
-    :class:`~streamarms.connectors.compressed_lines.CompressedLineReader` reads a decompressed file by (module
-    docstring). A seek backwards reads the sheet again from its first row."""
+class WorkbookStream(MadeStream):
+    """The first sheet of the workbook ``raw`` (open for reading in binary) as CSV lines in UTF-8
+    (:class:`~streamarms.connectors.made_stream.MadeStream`: read as a decompressed file is; module docstring)."""
 
     def __init__(self, raw: IO[bytes]) -> None:
         try:
@@ -81,12 +81,9 @@ class WorkbookStream:
             raise ConfigError(f"{getattr(raw, 'name', 'the file')} is an Excel workbook, read with openpyxl: pip "
                               "install 'streamarms[excel]' (or save its sheet as CSV)") from None
         self._openpyxl = openpyxl
-        self._raw = raw
-        self.name = getattr(raw, "name", None)
-        self._start()
+        super().__init__(raw)
 
     def _start(self) -> None:
-        self._raw.seek(0)
         try:
             book = self._openpyxl.load_workbook(self._raw, read_only=True, data_only=True)
         except Exception as e:  # (a damaged or encrypted workbook: zipfile's, openpyxl's own errors)
@@ -94,48 +91,25 @@ class WorkbookStream:
                               "password-protected file; save its sheet as CSV") from e
         sheet = book.active if book.active is not None else book.worksheets[0]
         self._rows = sheet.iter_rows(values_only=True)
-        self._buf = b""
-        self._pos = 0   # the position of the first byte of _buf
-        self._end = False
+        self._done = False
         self._out = io.StringIO()
         self._csv = csv.writer(self._out, lineterminator="\n")
 
-    def read(self, n: int = -1) -> bytes:
-        """The next ``n`` bytes of the sheet's CSV lines (all that are left: ``n`` < 0), fewer only at the end."""
-        while (n < 0 or len(self._buf) < n) and not self._end:
-            out = self._out
-            out.seek(0)
-            out.truncate()
-            for row in self._rows:
-                cells = [_cell(v) for v in row]
-                if any(cells):
-                    self._csv.writerow(cells)
-                else:
-                    out.write("\n")  # (an empty row: a blank line, no record)
-                if out.tell() >= 1 << 16:
-                    break
+    def _more(self) -> bytes | None:
+        """The CSV lines of the next rows, about 64 KiB of them (``None`` after the last row)."""
+        if self._done:
+            return None
+        out = self._out
+        out.seek(0)
+        out.truncate()
+        for row in self._rows:
+            cells = [_cell(v) for v in row]
+            if any(cells):
+                self._csv.writerow(cells)
             else:
-                self._end = True
-            self._buf += out.getvalue().encode("utf-8", "surrogatepass")
-        data, self._buf = (self._buf, b"") if n < 0 else (self._buf[:n], self._buf[n:])
-        self._pos += len(data)
-        return data
-
-    def seek(self, pos: int, whence: int = 0) -> int:
-        """To the position ``pos`` of the CSV bytes (from the start only)."""
-        if whence != 0:
-            raise ValueError("a workbook's rows are sought from their start only")
-        if pos < self._pos:
-            self._start()
-        while self._pos < pos and self.read(min(pos - self._pos, 1 << 20)):
-            pass
-        return self._pos
-
-    def tell(self) -> int:
-        return self._pos
-
-    def fileno(self) -> int:
-        return self._raw.fileno()
-
-    def close(self) -> None:
-        self._raw.close()
+                out.write("\n")  # (an empty row: a blank line, no record)
+            if out.tell() >= 1 << 16:
+                break
+        else:
+            self._done = True
+        return out.getvalue().encode("utf-8", "surrogatepass")
