@@ -54,6 +54,9 @@ DECOMPRESSORS: dict[str, Callable[[IO[bytes]], Any]] = {
     "utf-16": Utf16Stream, "xlsx": WorkbookStream}
 
 
+#: the kinds whose bytes are UTF-8 text made from the file (``--encoding`` is not theirs)
+MADE_UTF8 = frozenset({"utf-16", "xlsx"})
+
 #: what a decompressor raises on a damaged or cut file
 _ERRORS = (OSError, EOFError, lzma.LZMAError)
 

@@ -66,7 +66,14 @@ from streamarms.errors import ConfigError
 from streamarms.runtime.decoder import _SHORT
 from streamarms.runtime.records import RefusedKey, record_key
 
-from .compressed_lines import DECOMPRESSORS, CompressedLineReader, compressed_head, compressed_rotation, open_lines
+from .compressed_lines import (
+    DECOMPRESSORS,
+    MADE_UTF8,
+    CompressedLineReader,
+    compressed_head,
+    compressed_rotation,
+    open_lines,
+)
 from .csv_lines import CsvTable
 from .file_ids import FileIds
 from .file_watch import PatternWatch, ReadFiles, open_ids
@@ -447,14 +454,14 @@ ARRAY_HEAD = 1 << 20
 
 class Readers(dict[str, LineReader]):
     """The reader of each path, each given the files' ``encoding`` (``--encoding``) as it joins: a reader replaced
-    (a rotation, a copy) reads in the same encoding as the first. A UTF-16 file's reader gives UTF-8 bytes."""
+    (a rotation, a copy) reads in the same encoding as the first. A UTF-16 file's or a workbook's reader gives UTF-8."""
 
     def __init__(self, encoding: str) -> None:
         super().__init__()
         self.encoding = encoding
 
     def __setitem__(self, path: str, reader: LineReader) -> None:
-        reader.encoding = UTF8 if getattr(reader, "kind", None) == "utf-16" else self.encoding
+        reader.encoding = UTF8 if getattr(reader, "kind", None) in MADE_UTF8 else self.encoding
         super().__setitem__(path, reader)
 
 

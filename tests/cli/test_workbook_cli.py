@@ -70,6 +70,8 @@ def test_a_workbook_is_the_same_run_as_its_sheet_saved_as_csv_and_resumes(tmp_pa
     want = _summary(tmp_path, table, "--checkpoint", "none")
     assert want["flagged"] == ["Müller3"] and len(want["episodes"]) >= 2
     assert _key(_summary(tmp_path, book, "--checkpoint", "none")) == _key(want)
+    # (--encoding is the text files' : a workbook's cells are read as they are, whatever it says)
+    assert _key(_summary(tmp_path, book, "--checkpoint", "none", "--encoding", "cp1252")) == _key(want)
     ck = tmp_path / "ck"  # (stopped after its first episode, then resumed: the same run, no row twice or lost)
     first = _summary(tmp_path, book, "--checkpoint", str(ck), "--max-episodes", "1")
     assert len(first["episodes"]) == 1 and first["records"] < want["records"]
