@@ -29,6 +29,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
+import os
 import zipfile
 from typing import IO, Any
 
@@ -43,8 +44,11 @@ WORKBOOK_SUFFIXES = (".xlsx", ".xlsm")
 
 
 def is_workbook(path: str) -> bool:
-    """Whether the file at ``path`` is an Office Open XML workbook (a zip holding ``xl/workbook.xml``)."""
+    """Whether the file at ``path`` is an Office Open XML workbook (a zip holding ``xl/workbook.xml``); not a named
+    pipe or a device (opening a pipe would wait for its writer)."""
     try:
+        if not os.path.isfile(path):
+            return False
         with open(path, "rb") as f:
             if f.read(4) != b"PK\x03\x04":
                 return False
