@@ -52,9 +52,9 @@ seconds (none when no target answered: ``-1``), ``elb_status_code``, ``target_st
 text log line -- a date and time, then (after at most three words: a thread, a pid, a logger) a level, or a level
 first: log4j's and logback's layouts, Spring Boot's, Python logging's, Flask's; in lower case before a colon,
 winston's and .NET's ``fail:`` -- read as ``time``, ``level`` (``TRACE`` .. ``ERROR``, ``FATAL``, ``CRITICAL``, as
-written) and ``message``, with each ``key=value`` pair of the message a field
-of its own (``host=web-4``: the line's own fields first). ``logfmt`` is no fixed pattern: it reads every ``key=value`` pair
-of a line as a field (:data:`LOGFMT`: Heroku's and Go's logfmt, logrus' text lines, klog's structured pairs --
+written) and ``message``, with each ``key=value`` pair of the message a field of its own (``host=web-4``: the line's
+own fields first). ``logfmt`` is no fixed pattern: it reads every ``key=value`` pair of a line as a field
+(:data:`LOGFMT`: Heroku's and Go's logfmt, logrus' text lines, klog's structured pairs --
 ``time=2023-11-14T22:13:20Z level=error host=web-1 msg="upstream timed out" latency=1.2ms``), a double-quoted
 value unquoted; a line without a pair is refused as ``bad_row``. Its fields differ from line to line, so a field
 flag is not checked against them before the run (a line without the key's field is refused as ``key_missing``).
@@ -182,13 +182,13 @@ PATTERNS = {
     "app": _APP,
 }
 
-#: a line that continues the record before it: a stack trace's (Java's ``\tat ..``, ``Caused by: ..``, ``\t... 12 more``;
-#: Python's ``Traceback (most recent call last):``, its indented lines and chained causes; Node's ``    at ..``; Go's
-#: ``goroutine 7 [running]:``), an exception's own line (``java.io.IOException: ..``, ``ValueError: ..``), or any line
-#: that starts with a space or a tab (a message's further lines)
-_CONTINUATION = re.compile(r"[ \t]|Caused by: |Suppressed: |Traceback \(most recent call last\):|During handling of the "
-                           r"above exception|The above exception was the direct cause|goroutine \d+ \[|"
-                           r"(?:[A-Za-z_$][\w$]*\.)*[\w$]*(?:Exception|Error|Throwable)\b(?:$|:)")
+#: a line that continues the record before it: a stack trace's (Java's ``\tat ..``, ``Caused by: ..``,
+#: ``\t... 12 more``; Python's ``Traceback (most recent call last):``, its indented lines and chained causes; Node's
+#: ``    at ..``; Go's ``goroutine 7 [running]:``), an exception's own line (``java.io.IOException: ..``,
+#: ``ValueError: ..``), or any line that starts with a space or a tab (a message's further lines)
+_CONTINUATION = re.compile(r"[ \t]|Caused by: |Suppressed: |Traceback \(most recent call last\):|"
+                           r"During handling of the above exception|The above exception was the direct cause|"
+                           r"goroutine \d+ \[|(?:[A-Za-z_$][\w$]*\.)*[\w$]*(?:Exception|Error|Throwable)\b(?:$|:)")
 
 
 def is_continuation(text: str) -> bool:

@@ -22,7 +22,8 @@ streamarms reads lines as UTF-8. Three kinds of file are not, and each was misre
 
 >>> check_encoding("Windows-1252"), check_encoding("latin_1")
 ('cp1252', 'iso8859-1')
->>> guess("Datum;Arbeiter\\n30.11.2026;M\\xfcller\\n".encode("cp1252")), guess(b"plain ascii"), guess("\\u00fc".encode())
+>>> western = "Datum;Arbeiter\\n30.11.2026;M\\xfcller\\n".encode("cp1252")
+>>> guess(western), guess(b"plain ascii"), guess("\\u00fc".encode())
 ('cp1252', None, None)
 """
 
@@ -34,8 +35,8 @@ from streamarms.errors import ConfigError
 
 from .made_stream import MadeStream
 
-__all__ = ["check_encoding", "guess", "advice", "utf16_marked", "utf16_unmarked", "refuse_followed_utf16", "Utf16Stream",
-           "UTF8"]
+__all__ = ["check_encoding", "guess", "advice", "utf16_marked", "utf16_unmarked", "refuse_followed_utf16",
+           "Utf16Stream", "UTF8"]
 
 #: the encoding lines are read in unless ``--encoding`` says otherwise
 UTF8 = "utf-8"

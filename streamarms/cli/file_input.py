@@ -10,8 +10,6 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from streamarms.connectors.text_encoding import UTF8
-
 from ..errors import ConfigError
 from .settings import RunSettings
 
@@ -86,7 +84,7 @@ def file_source(s: RunSettings, resume: dict[str, Any] | None) -> Any:
                          tables=tables_of(s.rewards_file or [], s.rewards_format, s.line_pattern, line_time,
                                           reward_field=s.reward_field, line_field=s.line_field),
                          patterns=patterns_of(s.rewards_file_given or []), table_of=table_of,
-                         max_timestamp_ahead=s.max_timestamp_ahead, encoding=s.encoding or UTF8)
+                         max_timestamp_ahead=s.max_timestamp_ahead, encoding=s.encoding or "utf-8")
     try:
         check_columns(source.tables, s, own_keys=s.key_from_file)
         _check_line_field(source.tables)

@@ -10,7 +10,8 @@ a run with other settings starts with a fresh checkpoint (another ``--checkpoint
 
 * **Refused** in both modes: ``--k``, the reward model (``--reward-model``, ``--reward-range``, ``--clip``,
   ``--model-param``), ``--arms`` (which keys are fed), ``--reward-field``, ``--numeric-strings``,
-  ``--reward-at-least``, ``--reward-in``, ``--reward-match``, ``--reward-missing`` and ``--reward-unit`` (what a reward is), ``--key-field`` and ``--key-from-file`` (what a key is),
+  ``--reward-at-least``, ``--reward-in``, ``--reward-match``, ``--reward-missing`` and ``--reward-unit`` (what a
+  reward is), ``--key-field`` and ``--key-from-file`` (what a key is),
   ``--timestamp-field`` and ``--timestamp-unit`` (what a line's time is: the stream clock the checkpoint's
   times are on), ``--rewards-format``, ``--line-pattern``, ``--line-field`` and ``--encoding`` (how a line is read).
 * **Refused** in the episode modes: ``--policy`` and every policy parameter (``--delta``, ``--two-sided``,
@@ -55,7 +56,8 @@ __all__ = ["statistics_settings"]
 #: flag -> the setting, of the settings that define the statistics (module docstring): both modes
 _COMMON = {"--k": "k", "--reward-model": "reward_model", "--reward-range": "reward_bounds", "--clip": "clip",
            "--model-param": "model_params", "--arms": "arms", "--reward-field": "reward_field",
-           "--key-field": "key_field", "--key-from-file": "key_from_file", "--key-match": "key_match", "--key-ids": "key_ids",
+           "--key-field": "key_field", "--key-from-file": "key_from_file", "--key-match": "key_match",
+           "--key-ids": "key_ids",
            "--numeric-strings": "numeric_strings", "--reward-at-least": "reward_at_least",
            "--reward-in": "reward_in", "--reward-match": "reward_match", "--reward-missing": "reward_missing",
            "--reward-unit": "reward_unit",

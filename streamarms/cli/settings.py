@@ -388,13 +388,14 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                         "part the pattern finds: --key-match '([^/]+)\\.log$' keys logs/web-1.log by web-1), when "
                         "each host writes its own log and its lines do not name it")
     g.add_argument("--key-ids", action="store_true", default=None,
-                   help="--key-field (--key-from-file): each /-separated segment of the key that is an id (a number, a UUID, a hex hash, "
-                        "a long token with digits) reads as :id -- /users/8812/orders and /users/17/orders are one key")
+                   help="--key-field (--key-from-file): each /-separated segment of the key that is an id (a "
+                        "number, a UUID, a hex hash, a long token with digits) reads as :id -- /users/8812/orders and "
+                        "/users/17/orders are one key")
     g.add_argument("--key-match", type=match_pattern, metavar="REGEX",
-                   help="--key-field (--key-from-file): the key is the part of the field's text (the path) the regular "
-                        "expression finds (its group "
-                        "'key', else its first group, else the whole match): --key-match '^/[^/]+' keys by a path's first "
-                        "segment. A text it does not find is refused (key_missing)")
+                   help="--key-field (--key-from-file): the key is the part of the field's text (the path) the "
+                        "regular expression finds (its group 'key', else its first group, else the whole match): "
+                        "--key-match '^/[^/]+' keys by a path's first segment. A text it does not find is refused "
+                        "(key_missing)")
     g.add_argument("--timestamp-field", metavar="NAME",
                    help="--rewards-file: the field of a line holding its time (default timestamp; @timestamp, time, "
                         "ts; dotted: nested): a number in --timestamp-unit (also written as text: journald's "

@@ -66,7 +66,10 @@ class FileKeySource:
             k = keys.get(r.topic)
             if k is None:
                 k = keys[r.topic] = self._made(r.topic)
-            key = raw if type(raw) is RefusedKey else k if isinstance(k, bytes) else RefusedKey.of("key_missing", k, raw)
+            if type(raw) is RefusedKey:  # (the source refused it: its reason stays)
+                key = raw
+            else:
+                key = k if isinstance(k, bytes) else RefusedKey.of("key_missing", k, raw)
             out.append(new(FieldRecord, (r.topic, r.partition, r.offset, r.timestamp, key, r.value,
                                          r.headers if has_headers else None, r.parsed if has_parsed else None, raw)))
         return out
