@@ -66,6 +66,7 @@ class FileKeySource:
             k = keys.get(r.topic)
             if k is None:
                 k = keys[r.topic] = self._made(r.topic)
+            key: bytes | RefusedKey
             if type(raw) is RefusedKey:  # (the source refused it: its reason stays)
                 key = raw
             else:
