@@ -48,7 +48,7 @@ __all__ = ["CompressedLineReader", "open_lines", "compressed_rotation", "compres
 
 #: the compressed formats read as they are (:func:`compressed`'s names), and what opens them for reading; and
 #: UTF-16 text with its byte-order mark, read as its UTF-8 bytes (:mod:`~streamarms.connectors.text_encoding`), and an
-#: Excel workbook, read as its first sheet's CSV lines (:mod:`~streamarms.connectors.workbook_lines`)
+#: Excel workbook, read as its sheet's CSV lines (:mod:`~streamarms.connectors.workbook_lines`)
 DECOMPRESSORS: dict[str, Callable[[IO[bytes]], Any]] = {
     "gzip": lambda raw: gzip.GzipFile(fileobj=raw, mode="rb"), "bzip2": bz2.BZ2File, "xz": lzma.LZMAFile,
     "utf-16": Utf16Stream, "xlsx": WorkbookStream}

@@ -45,6 +45,7 @@ from streamarms.runtime.records import RefusedKey
 
 from .line_record import JsonlRecord
 from .line_time import MAX_TIMESTAMP_MS, LineTime, stamp
+from .workbook_lines import WORKBOOK_SUFFIXES
 
 __all__ = ["CsvTable", "table_format", "text_record", "refused_line"]
 
@@ -86,7 +87,7 @@ def table_format(path: str, given: str = "auto") -> str | None:
     name = path.lower()
     for suffix in _COMPRESSED_SUFFIXES:
         name = name.removesuffix(suffix)
-    if name.endswith((".csv", ".xlsx", ".xlsm")):  # (a workbook: its sheet's CSV lines, connectors/workbook_lines.py)
+    if name.endswith((".csv", *WORKBOOK_SUFFIXES)):  # (a workbook: its sheet's CSV lines, connectors/workbook_lines.py)
         return "csv"
     if name.endswith((".tsv", ".tab")):
         return "tsv"

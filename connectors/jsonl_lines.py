@@ -116,7 +116,7 @@ def compressed(head: bytes) -> tuple[str, str] | None:
 #: the first bytes of files of records that are not lines of text, what each is, and how to make lines of it: a
 #: workbook or a Parquet file given by mistake was one long incomplete line, and the run said its input was empty
 _BINARY = ((b"PK\x03\x04", "a zip archive (an Excel workbook, .xlsx, is one: replayed, not followed, a workbook is "
-                           "read as its first sheet's table)",
+                           "read as its sheet's table)",
             "give a zipped log's lines on standard input: unzip -p {path} | streamarms run --rewards-file - ..."),
            (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an Excel 97-2003 workbook (.xls)", "save the sheet as CSV"),
            (b"PAR1", "a Parquet file", "write its rows as CSV first, e.g. duckdb -c \"COPY (FROM '{path}') TO "

@@ -1,7 +1,7 @@
 """Bytes made from a file as they are read: the base of the streams a
 :class:`~streamarms.connectors.compressed_lines.CompressedLineReader` reads as it reads a decompressed file.
 
-A UTF-16 file's text as UTF-8 (:class:`~streamarms.connectors.text_encoding.Utf16Stream`), a workbook's first sheet
+A UTF-16 file's text as UTF-8 (:class:`~streamarms.connectors.text_encoding.Utf16Stream`), a workbook's sheet
 as CSV lines (:class:`~streamarms.connectors.workbook_lines.WorkbookStream`): each makes its bytes in pieces
 (:meth:`MadeStream._more`) from the file's start. :class:`MadeStream` gives them the ``read``, ``seek``, ``tell`` and
 ``fileno`` the reader needs; its positions are in the bytes made, and a seek backwards makes them again from the

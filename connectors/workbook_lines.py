@@ -1,8 +1,8 @@
 """Excel workbooks as tables: an ``.xlsx`` (``.xlsm``) given as ``--rewards-file`` is read as the CSV of its sheet.
 
 Labelling tools, survey and QA exports, and people's own spreadsheets are workbooks far more often than CSV files;
-a workbook was refused ("save the sheet as CSV"). :class:`WorkbookStream` gives the first sheet's rows (the sheet
-open when the workbook was saved) as the lines of a CSV table, UTF-8 bytes, to
+a workbook was refused ("save the sheet as CSV"). :class:`WorkbookStream` gives the rows of its active sheet (the one
+open when the workbook was saved: the first, unless another was) as the lines of a CSV table, UTF-8 bytes, to
 :class:`~streamarms.connectors.compressed_lines.CompressedLineReader`, which reads them as it reads a decompressed
 file: its first row is the header (:class:`~streamarms.connectors.csv_lines.CsvTable`), a checkpoint's position is
 in those bytes, and a restart reads the sheet again up to it. A cell is written as ``run`` reads a table's cell: a
@@ -75,7 +75,7 @@ def _cell(v: Any) -> str:
 
 
 class WorkbookStream(MadeStream):
-    """The first sheet of the workbook ``raw`` (open for reading in binary) as CSV lines in UTF-8
+    """The active sheet of the workbook ``raw`` (open for reading in binary) as CSV lines in UTF-8
     (:class:`~streamarms.connectors.made_stream.MadeStream`: read as a decompressed file is; module docstring)."""
 
     def __init__(self, raw: IO[bytes]) -> None:

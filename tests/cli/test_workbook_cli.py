@@ -41,7 +41,7 @@ def _book(path, rows: list[list]) -> None:
         sheet.append(row)
         if i == 100:
             sheet.append([None, None, None, None])  # (an empty row: no record)
-    book.create_sheet("Notes").append(["not read"])  # (the first sheet only)
+    book.create_sheet("Notes").append(["not read"])  # (the sheet open when it was saved only)
     book.save(path)
 
 

@@ -165,7 +165,7 @@ def test_zstd_and_follow_are_refused_with_the_command_that_reads_them(tmp_path, 
 
 @pytest.mark.parametrize("name, head, said", [
     ("logs.zip", b"PK\x03\x04\x14\x00", "is a zip archive (an Excel workbook, .xlsx, is one: replayed, not followed, "
-                                         "a workbook is read as its first sheet's table), not lines of text: give a "
+                                         "a workbook is read as its sheet's table), not lines of text: give a "
                                          "zipped log's lines on standard input"),
     ("data.parquet", b"PAR1\x15\x04", "is a Parquet file, not lines of text: write its rows as CSV first"),
     ("old.xls", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "is an Excel 97-2003 workbook (.xls)"),
