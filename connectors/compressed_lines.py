@@ -39,6 +39,7 @@ from typing import IO, Any
 from streamarms.checkpoint import CheckpointError
 from streamarms.errors import ConfigError
 
+from .file_ids import Listed, Renamed, open_listed
 from .jsonl_lines import _HOW, BLOCK, WINDOW, LineReader, compressed, rotations_of
 from .jsonl_lines import digest as _digest_bytes
 from .text_encoding import Utf16Stream, utf16_marked
@@ -77,21 +78,42 @@ def _kind(path: str) -> str | None:
         "xlsx" if head.startswith(b"PK\x03\x04") and is_workbook(path) else None
 
 
-def compressed_head(path: str, n: int = WINDOW) -> bytes | None:
+def compressed_head(path: str | Listed, n: int = WINDOW) -> bytes | None:
     """The first ``n`` decompressed bytes of the gzip, bzip2 or xz file at ``path`` (``None``: not such a file, or
     unreadable). A follower compares them with the first bytes of the files it read: logrotate's ``compress``
-    makes ``F.1.gz`` of the ``F.1`` the follower read, a new file that holds no line it has not read."""
-    kind = _kind(path)
+    makes ``F.1.gz`` of the ``F.1`` the follower read, a new file that holds no line it has not read. A file
+    :class:`~.file_ids.Listed` is read only while it is the file listed (:class:`~.file_ids.Renamed` if not)."""
+    try:
+        raw = open_listed(path) if isinstance(path, Listed) else None
+    except Renamed:
+        raise
+    except OSError:
+        return None
+    name = path.name if isinstance(path, Listed) else path
+    kind = _kind(name) if raw is None else _packed_kind(raw)
     if kind not in DECOMPRESSORS:
+        if raw is not None:
+            raw.close()
         return None
     try:
-        r = CompressedLineReader(path, kind)
+        r = CompressedLineReader(name, kind, raw=raw)
     except (ConfigError, OSError):
         return None
     try:
         return r.head(n)
     finally:
         r.close()
+
+
+def _packed_kind(raw: IO[bytes]) -> str | None:
+    """The compressed format of the file open as ``raw`` (its first bytes; ``raw`` left at its start)."""
+    try:
+        head = raw.read(6)
+        raw.seek(0)
+    except OSError:
+        return None
+    packed = compressed(head)
+    return packed[0] if packed is not None else None
 
 
 def file_head(path: str, n: int) -> bytes:
@@ -144,9 +166,9 @@ class CompressedLineReader(LineReader):
     """
 
     def __init__(self, path: str, kind: str, *, line: int = 0, pos: int | None = None,
-                 digest: str | None = None, name: str | None = None) -> None:
+                 digest: str | None = None, name: str | None = None, raw: IO[bytes] | None = None) -> None:
         self.kind = kind
-        self._raw: IO[bytes] = open(name or path, "rb")
+        self._raw: IO[bytes] = raw if raw is not None else open(name or path, "rb")  # (raw: opened, its own now)
         self._dec: IO[bytes] = DECOMPRESSORS[kind](self._raw)
         #: the first decompressed bytes (a table's header, :meth:`head`): served without reading the file again
         self._first = b""

@@ -26,10 +26,12 @@ False
 
 from __future__ import annotations
 
+import errno
 import os
 from collections import OrderedDict
+from typing import IO, NamedTuple
 
-__all__ = ["FileIds", "HEAD"]
+__all__ = ["FileIds", "HEAD", "Listed", "Renamed", "open_listed"]
 
 #: a file is known by this many of its first bytes (a log's first line or two: its time, its first record)
 HEAD = 256
@@ -88,3 +90,50 @@ class FileIds:
         except OSError:
             return False
         return (st.st_dev, st.st_ino) == (dev, ino) and now[:len(head)] == head and (len(head) > 0 or not now)
+
+
+class Listed(NamedTuple):
+    """A file as a folder listing found it: its name then, and its device and inode (which file it was). A rotation
+    renames files on (``F.1`` to ``F.2``, the path's file to ``F.1``): opened later by its name, it may be another file
+    (:func:`open_listed`).
+
+    >>> Listed("app.log.1", 2049, 131).name
+    'app.log.1'
+    """
+
+    name: str
+    dev: int
+    ino: int
+
+
+class Renamed(FileNotFoundError):
+    """The file listed at a name is not there now (a rotation renamed it on since the listing): list again."""
+
+
+def open_listed(listed: Listed) -> IO[bytes]:
+    """``listed`` opened for reading by its name, when that is still the file listed (its device and inode);
+    :class:`Renamed` when another file has the name now, ``FileNotFoundError`` when none has. The rotation drill lost a
+    whole file so in one run of ten: the follower listed ``app.log.2.gz`` as the next file to read, a rotation renamed
+    it ``.3.gz`` before it was opened, and the newer file then at ``.2.gz`` was read in its place
+    (``tests/runtime/test_rotation_renames.py``).
+
+    >>> import tempfile
+    >>> d = tempfile.mkdtemp(); a, b = os.path.join(d, "a.1"), os.path.join(d, "a")
+    >>> _ = open(a, "w").write("old\\n"); _ = open(b, "w").write("new\\n")
+    >>> st = os.stat(a); listed = Listed(a, st.st_dev, st.st_ino)
+    >>> with open_listed(listed) as f:
+    ...     f.read()
+    b'old\\n'
+    >>> os.replace(a, a + ".2"); os.replace(b, a)      # (rotated on: the name is the newer file's now)
+    >>> try:
+    ...     open_listed(listed)
+    ... except Renamed as e:
+    ...     print(e.strerror)
+    renamed since it was listed
+    """
+    f = open(listed.name, "rb")
+    st = os.fstat(f.fileno())
+    if (st.st_dev, st.st_ino) != (listed.dev, listed.ino):
+        f.close()
+        raise Renamed(errno.ENOENT, "renamed since it was listed", listed.name)
+    return f

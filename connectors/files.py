@@ -75,14 +75,15 @@ from .compressed_lines import (
     open_lines,
 )
 from .csv_lines import CsvTable
-from .file_ids import FileIds
+from .file_ids import FileIds, Listed, Renamed, open_listed
 from .file_watch import PatternWatch, ReadFiles, open_ids
 from .jsonl_lines import (
     LONG_KEPT,
     WINDOW,
     FolderListings,
     LineReader,
-    compressed_file,
+    _pread,
+    compressed,
     next_rotation,
     rotated_reader,
     rotation_ids,
@@ -334,33 +335,78 @@ def unread_bytes(readers: dict[str, LineReader]) -> int:
     return lag
 
 
-def rotation_reader(p: str, q: str, line: int) -> LineReader | str:
-    """A reader of ``q``, a rotation of ``p`` not read yet, from its first line (numbered from ``line``): its
-    decompressed lines when it is gzip, bzip2 or xz; why it cannot be read when it is compressed otherwise (zstd)."""
-    packed = compressed_file(q)
-    if packed is not None:
+def rotation_reader(p: str, listed: Listed, line: int) -> LineReader | str:
+    """A reader of ``listed``, a rotation of ``p`` not read yet, from its first line (numbered from ``line``): its
+    decompressed lines when it is gzip, bzip2 or xz; why it cannot be read when it is compressed otherwise (zstd).
+    :class:`~.file_ids.Renamed` when a rotation gave its name to another file since it was listed."""
+    f, q = open_listed(listed), listed.name
+    try:
+        packed = compressed(_pread(f.fileno(), 6, 0))
+        if packed is None:
+            return LineReader(p, line=line, pos=0, follow=True, file=f)
         if packed[0] in DECOMPRESSORS:  # (logrotate's compress without delaycompress: read decompressed)
-            return CompressedLineReader(p, packed[0], line=line, pos=0, name=q)
-        return (f"{p} was rotated to {q} before the run read it, and {q} is {packed[0]}-compressed, which streamarms "
-                "cannot decompress: its lines cannot be read (compress rotations with gzip, or one rotation later: "
-                "logrotate's delaycompress)")
-    return LineReader(p, line=line, pos=0, follow=True, file=open(q, "rb"))
+            return CompressedLineReader(p, packed[0], line=line, pos=0, name=q, raw=f)
+    except BaseException:
+        f.close()
+        raise
+    f.close()
+    return (f"{p} was rotated to {q} before the run read it, and {q} is {packed[0]}-compressed, which streamarms "
+            "cannot decompress: its lines cannot be read (compress rotations with gzip, or one rotation later: "
+            "logrotate's delaycompress)")
+
+
+def next_file(p: str, after: int, seen: FileIds, heads: Sequence[bytes], line: int) -> tuple[Listed | None,
+                                                                                            LineReader | str]:
+    """What a follower of ``p`` reads after the file it read to its end (its mtime ``after``; ``seen``: the files
+    read, ``heads``: their first bytes): the oldest rotation written after it and not read (:func:`next_rotation`; a
+    compressed copy of a file read joins ``seen``, :func:`packed_read`), else the file at ``p``; with its reader
+    (:func:`rotation_reader`), numbered from ``line``. A rotation that renames the files on between the listing and
+    the opening has the folder listed again. ``FileNotFoundError``: no file at ``p``, or the rotation removed."""
+    for _ in range(50):
+        try:
+            while (nxt := next_rotation(p, after, seen)) is not None and packed_read(nxt, heads, seen):
+                pass
+            return nxt, (LineReader(p, line=line, pos=0, follow=True) if nxt is None else
+                         rotation_reader(p, nxt, line))
+        except Renamed:
+            time.sleep(0.002)
+    raise FileNotFoundError(f"{p}'s rotations were renamed on at each of 50 listings")
+
+
+def packed_read(listed: Listed, heads: Sequence[bytes], ids: FileIds) -> bool:
+    """Whether ``listed`` is a compressed rotation that starts with the first bytes of a file read to its end
+    (``heads``; logrotate's ``compress`` of the ``F.1`` just read: ``F.1.gz``, a new file of lines read); if so it
+    joins ``ids`` (it is not looked at again). :class:`~.file_ids.Renamed`: renamed on since it was listed."""
+    if not heads or (head := compressed_head(listed)) is None or head not in heads:
+        return False
+    try:
+        with open_listed(listed) as f:
+            return ids.add_fd(f.fileno())
+    except Renamed:
+        raise
+    except OSError:
+        return False
 
 
 def resumed_at_start(p: str, mark: Any, line: int, listing: Sequence[str] | None) -> LineReader | None:
     """Following, a restart at the first byte of the file ``mark`` names (:mod:`~streamarms.connectors.start_mark`):
     a reader of the rotation to read first, from its first line (numbered from ``line``), or ``None`` (the file at
     ``p``). ``CheckpointError`` when that rotation cannot be read (zstd). ``listing``: ``p``'s folder's names."""
-    q = first_to_read(p, mark, listing)
-    try:
-        found = rotation_reader(p, q, line) if q is not None else None
-    except FileNotFoundError:  # (rotated on since it was listed: the path's, then)
+    for _ in range(50):
+        try:
+            q = first_to_read(p, mark, listing)
+            found = rotation_reader(p, q, line) if q is not None else None
+            break
+        except FileNotFoundError:  # (renamed on or removed -- compressed -- since it was listed: list again)
+            listing = None
+            time.sleep(0.002)
+    else:
         return None
     if isinstance(found, str):
         raise CheckpointError(found)
-    if found is not None:
+    if found is not None and q is not None:
         log.info("%s: the file the checkpoint was at the start of was rotated while the run was stopped; reading "
-                 "from %s on, then the file at %s", p, q, p)
+                 "from %s on, then the file at %s", p, q.name, p)
     return found
 
 
@@ -509,7 +555,7 @@ class JsonlSource:
         self._read_files: dict[str, FileIds] = {}
         #: following: the rotations of each path there when its reader started at its first byte (:meth:`_unread_copied`)
         self._known: dict[str, FileIds] = {}
-        #: following: the first bytes of the last files of each path read to their end (:meth:`_packed_read`)
+        #: following: the first bytes of the last files of each path read to their end (:func:`packed_read`)
         self._heads: dict[str, deque[bytes]] = {}
         #: following: the files with nothing new when last looked at (looked at by one stat)
         self._quiet = QuietFiles()
@@ -704,12 +750,11 @@ class JsonlSource:
         seen.add_fd(old.fileno())
         if (head := old.head(WINDOW)) not in (heads := self._heads.setdefault(p, deque(maxlen=8))):
             heads.append(head)  # (once: a follower waiting for the path comes here at every look)
-        while (nxt := next_rotation(p, st.st_mtime_ns, seen)) is not None and self._packed_read(p, nxt, seen):
-            pass
         try:  # (the path renamed, the new file not created yet, or the rotation gone: wait)
-            new = LineReader(p, line=old.line, pos=0, follow=True) if nxt is None else self._rotation(p, nxt, old.line)
-        except FileNotFoundError:
-            if nxt is None and self.watch is not None and self.watch.matches(p):
+            nxt, got = next_file(p, st.st_mtime_ns, seen, heads, old.line)
+            new = self._taken(got)
+        except FileNotFoundError as e:
+            if e.filename == p and self.watch is not None and self.watch.matches(p):  # (no rotation, no file at p)
                 self._retire(p)
             else:
                 self._quiet.gone(p)  # (until a file comes to its path: one stat, not a folder listing, a look)
@@ -720,7 +765,7 @@ class JsonlSource:
             log.warning("%s was rotated with an incomplete last line of %d bytes (no line end, not a whole JSON "
                         "object or row): not read", p, len(old.incomplete))
         log.info("%s was rotated after line %d: following %s", p, old.line,
-                 "the new file at its path" if nxt is None else f"{nxt}, rotated before it was read, then the path")
+                 "the new file at its path" if nxt is None else f"{nxt.name}, rotated before it was read, then the path")
         self._done.add(old)  # (read: a pattern that matches it under another name does not read it again)
         old.close()
         if nxt is None:
@@ -741,20 +786,12 @@ class JsonlSource:
         log.info("%s was removed or renamed away after its last line was read: following it no more (a file that "
                  "comes to its path is read as a new one)", p)
 
-    def _rotation(self, p: str, q: str, line: int) -> LineReader | None:
-        """:func:`rotation_reader`; ``None`` and the source fails (its reason) when ``q`` cannot be read."""
-        got = rotation_reader(p, q, line)
+    def _taken(self, got: LineReader | str) -> LineReader | None:
+        """A reader :func:`rotation_reader` gave; ``None`` and the source fails (its reason) when it gave why not."""
         if isinstance(got, str):
             self.failure = got
             return None
         return got
-
-    def _packed_read(self, p: str, q: str, ids: FileIds) -> bool:
-        """Whether ``q`` is a compressed rotation of ``p`` that starts with the first bytes of a file of ``p`` read to
-        its end (logrotate's ``compress`` of the ``F.1`` just read: ``F.1.gz``, a new file of lines read); if so it
-        joins ``ids`` (it is not looked at again)."""
-        head = compressed_head(q) if self._heads.get(p) else None
-        return head is not None and head in self._heads[p] and ids.add(q)
 
     def _unread_copied(self, p: str) -> bool:
         """A follower of ``p``'s own file that has read none of it yet cannot see it truncated: a ``copytruncate`` then
@@ -766,20 +803,17 @@ class JsonlSource:
             return False  # (moved: renamed away, its lines not read yet -- the rotations after it are no copies)
         st = os.fstat(r.fileno())
         listing = self._listings.of(p) if not st.st_size else None  # (a file with lines to lose: listed afresh)
-        new = [(d, i, q) for _, d, i, q in rotations_of(p, listing) if not known.holds(q, d, i)
-               and (d, i) != (st.st_dev, st.st_ino) and not self._packed_read(p, q, known)]
-        if not new:
-            return False
-        d, i, q = new[0]  # (the oldest)
-        try:
-            copy = self._rotation(p, q, r.line)
+        try:  # (renamed on or removed since listed: looked at again next time)
+            listed = [Listed(q, d, i) for _, d, i, q in rotations_of(p, listing)
+                      if not known.holds(q, d, i) and (d, i) != (st.st_dev, st.st_ino)]
+            new = [e for e in listed if not packed_read(e, self._heads.get(p, ()), known)]
+            if not new or (copy := self._taken(rotation_reader(p, new[0], r.line))) is None:  # (the oldest)
+                return False
         except FileNotFoundError:
             return False
-        if copy is None:
-            return False
-        known.add(q)
+        known.add_fd(copy.fileno())
         log.info("%s was copied to %s and truncated before any of it was read (copytruncate): reading the copy, "
-                 "then the file at its path from its start", p, q)
+                 "then the file at its path from its start", p, new[0].name)
         r.close()
         self._readers[p] = copy
         self.rotations += 1

@@ -62,7 +62,7 @@ from typing import IO, Any, NoReturn
 from streamarms.checkpoint import CheckpointError
 from streamarms.errors import ConfigError
 
-from .file_ids import FileIds
+from .file_ids import FileIds, Listed
 from .text_encoding import UTF8, refuse_followed_utf16, utf16_marked, utf16_unmarked
 
 _fast_loads: Callable[[str], Any]
@@ -783,7 +783,10 @@ def rotated_reader(path: str, line: int, pos: int | None, digest: str | None,
     so it is :meth:`moved <LineReader.moved>`, read to its end, and then followed to the next rotation
     (:func:`next_rotation`) or the file at ``path``. ``None`` when no rotation holds them."""
     for _, _, _, q in reversed(rotations_of(path)):  # (the newest first: a checkpoint's file was rotated last)
-        f = open(q, "rb")
+        try:
+            f = open(q, "rb")
+        except FileNotFoundError:  # (removed since listed: compressed -- compressed_rotation's -- or past retention)
+            continue
         try:
             if holds is not None and not holds(f.fileno()):
                 raise CheckpointError("not this one")
@@ -793,17 +796,18 @@ def rotated_reader(path: str, line: int, pos: int | None, digest: str | None,
     return None
 
 
-def next_rotation(path: str, after: int, seen: FileIds) -> str | None:
+def next_rotation(path: str, after: int, seen: FileIds) -> Listed | None:
     """The rotation of ``path`` written after the file read (``after``: its mtime in ns) and not read yet
     (``seen``: the files read): a file rotated away before the follower came to it
     (rotated twice while it was behind, or stopped). ``None``: go on with the file at ``path``.
 
     A rotation renames a file and leaves its mtime (its last write), and ``copytruncate``'s copy is made when
-    it is taken, so the rotations' mtimes are in the order their lines were written.
+    it is taken, so the rotations' mtimes are in the order their lines were written. The file is named as listed:
+    opened, it is that file only while no rotation has renamed it on (:func:`~.file_ids.open_listed`).
     """
     for mtime, dev, ino, q in rotations_of(path):
         if mtime > after and not seen.holds(q, dev, ino):
-            return q
+            return Listed(q, dev, ino)
     return None
 
 

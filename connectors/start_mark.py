@@ -24,7 +24,7 @@ compressed since: by its decompressed first bytes) --, then on through the later
 >>> first_to_read(p, mark) is None   # the file at the path is the checkpoint's, no rotation since
 True
 >>> os.rename(p, p + ".1"); _ = open(p, "w").write("new\\n")
->>> os.path.basename(first_to_read(p, mark))
+>>> os.path.basename(first_to_read(p, mark).name)
 'app.log.1'
 """
 
@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .compressed_lines import compressed_head
+from .file_ids import Listed
 from .jsonl_lines import WINDOW, _pread, digest, rotations_of
 
 __all__ = ["start_mark", "first_to_read"]
@@ -53,9 +54,10 @@ def _starts(head: bytes | None, n: int, hexdigest: str) -> bool:
     return head is not None and len(head) >= n and digest(head[:n]) == hexdigest
 
 
-def first_to_read(path: str, mark: Sequence[Any], listing: Sequence[str] | None = None) -> str | None:
+def first_to_read(path: str, mark: Sequence[Any], listing: Sequence[str] | None = None) -> Listed | None:
     """The rotation of ``path`` a restart at byte 0 of the file ``mark`` names (:func:`start_mark`) reads first
-    (module docstring); ``None``: the file at ``path`` from its first byte. ``listing``: its folder's sorted names
+    (module docstring), as listed (:func:`~.file_ids.open_listed` opens it, or says it was renamed on since);
+    ``None``: the file at ``path`` from its first byte. ``listing``: its folder's sorted names
     (:func:`~streamarms.connectors.jsonl_lines.rotations_of`)."""
     ino, since, n, hexdigest = int(mark[0]), int(mark[1]), int(mark[2]), str(mark[3])
     there = False  # the checkpoint's file is still at the path
@@ -64,7 +66,7 @@ def first_to_read(path: str, mark: Sequence[Any], listing: Sequence[str] | None 
             there = os.fstat(f.fileno()).st_ino == ino and _starts(f.read(n), n, hexdigest)
     except FileNotFoundError:
         pass
-    for mt, _, i, q in rotations_of(path, listing):  # (oldest first)
-        if mt > since or not there and (i == ino or (n and _starts(compressed_head(q, n), n, hexdigest))):
-            return q
+    for mt, d, i, q in rotations_of(path, listing):  # (oldest first)
+        if mt > since or not there and (i == ino or (n and _starts(compressed_head(Listed(q, d, i), n), n, hexdigest))):
+            return Listed(q, d, i)
     return None
