@@ -95,6 +95,7 @@ from .line_record import JsonlRecord
 from .line_time import JSON_NAMES, MAX_TIMESTAMP_MS, LineTime
 from .open_files import room_for
 from .ordering import PartitionMerger, tp_name
+from .owed_rotations import OwedRotations
 from .pattern_lines import PatternLines
 from .pipe_lines import STDIN, PipeLineReader
 from .quiet_files import QuietFiles
@@ -551,6 +552,8 @@ class JsonlSource:
         self.failure: str | None = None
         #: following: the files renamed away and followed to the new file at their path
         self.rotations = 0
+        #: following: the rotations a follower behind has yet to read, and those removed before it did (``lost``)
+        self.owed = OwedRotations()
         #: following: the rotated files of each path read since the path's own file
         self._read_files: dict[str, FileIds] = {}
         #: following: the rotations of each path there when its reader started at its first byte (:meth:`_unread_copied`)
@@ -675,6 +678,8 @@ class JsonlSource:
     def _read(self, p: str, per: int) -> int:
         """Read up to ``per`` lines of ``p`` into the merger; how many were read."""
         checked = False
+        if self.follow and not self._eof[p] and self.owed.due(p) and self._readers[p].moved():  # (behind a rotation)
+            self.owed.note(p, os.fstat(self._readers[p].fileno()).st_mtime_ns)
         if self._eof[p] and self._live(p):
             if self._quiet.skip(p):
                 return 0  # (unchanged since it was looked at: one stat, not the checks below)
@@ -761,6 +766,7 @@ class JsonlSource:
             return False
         if new is None:
             return False
+        self.owed.settle(p, head)
         if old.incomplete.strip():
             log.warning("%s was rotated with an incomplete last line of %d bytes (no line end, not a whole JSON "
                         "object or row): not read", p, len(old.incomplete))

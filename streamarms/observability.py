@@ -12,6 +12,9 @@ partition}``                                             end of each assigned pa
                                                          to them and not read yet -- growing: the daemon
                                                          falls behind, and logrotate may remove a rotation
                                                          before it is read
+``streamarms_follow_files_lost_total``         counter  following files: rotations removed (logrotate's
+                                                         ``rotate N``) before the daemon read them -- their
+                                                         lines lost (each said in a warning)
 ``streamarms_threshold``                        gauge    the current episode's outlier-threshold estimate
 ``streamarms_threshold_lower_bound`` /          gauge    its confidence interval (the interval every
 ``streamarms_threshold_upper_bound``                     arm's interval is compared with)
@@ -160,6 +163,8 @@ class OperatorMetrics:
         snap["offset_resets"] = int(getattr(self.source, "out_of_range_resets", 0))
         lag_bytes = getattr(self.source, "lag_bytes", None) if getattr(self.source, "follow", False) else None
         snap["follow_lag_bytes"] = lag_bytes() if callable(lag_bytes) else None
+        owed = getattr(self.source, "owed", None) if lag_bytes is not None else None
+        snap["follow_files_lost"] = int(owed.lost) if owed is not None else None
         d = s.decision() if s.policy is not None else None
         if d is not None and d.threshold is not None:
             snap["threshold"] = float(d.threshold)
@@ -239,6 +244,10 @@ class OperatorMetrics:
             yield GaugeMetricFamily("streamarms_follow_lag_bytes",
                                     "Following files: bytes written to them and not read yet.",
                                     value=float(snap["follow_lag_bytes"]))
+        if snap.get("follow_files_lost") is not None:
+            yield CounterMetricFamily("streamarms_follow_files_lost",
+                                      "Following files: rotations removed before they were read (lines lost).",
+                                      value=float(snap["follow_files_lost"]))
         if snap["lag"] is not None:
             lag = GaugeMetricFamily("streamarms_consumer_lag_records",
                                     "Records between the consumer position and the end of the partition.",

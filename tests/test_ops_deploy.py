@@ -352,7 +352,7 @@ def test_every_metric_of_the_dashboard_and_rules_is_served_live(tmp_path):
 
 def test_a_daemon_following_files_serves_the_follow_series_of_the_dashboard_and_rules(tmp_path):
     used = {n for n in _used_names() if n.startswith(FOLLOW_ONLY)}
-    assert used == {"streamarms_follow_lag_bytes"}
+    assert used == {"streamarms_follow_lag_bytes", "streamarms_follow_files_lost_total"}
     log = tmp_path / "app.jsonl"
     log.write_text("".join(json.dumps({"arm": f"k{i % 7}", "reward": i % 3 == 0}) + "\n" for i in range(5_000)))
     proc, port = _start("--follow", "--rewards-file", str(log), "--checkpoint", "none", cwd=tmp_path)

@@ -1,0 +1,111 @@
+"""The rotations a follower that is behind has yet to read, and those removed before it read them (:class:`OwedRotations`).
+
+A follower behind -- still reading a file a rotation renamed away -- reads the rotations written after it in turn
+(:func:`~streamarms.connectors.files.next_file`). A log kept by logrotate's ``rotate N`` loses its oldest rotation at
+each rotation: a follower N rotations behind found the next file it had to read removed before it came to it, went on
+with the one after, and said nothing -- the lines of that file lost. No reader can prevent that (the writer's
+retention removes the file); it can say it. So while it is behind, the follower lists the path's rotations at most
+every :data:`LOOK` seconds and keeps the first bytes of each written after the file it reads: the files it owes (a
+compressed one by its decompressed bytes, so the ``F.1.gz`` logrotate makes of an owed ``F.1`` is the same file). When
+it goes on to the next file, an owed file that it has not read and that is no rotation there now was removed unread: a
+warning names it, and :attr:`OwedRotations.lost` counts it (``streamarms_follow_files_lost_total``). A file rotated
+and removed between two looks is not seen, nor one removed while the run was stopped.
+
+>>> import os, tempfile
+>>> d = tempfile.mkdtemp(); p = os.path.join(d, "app.log")
+>>> for i, text in ((2, "G's lines\\n"), (1, "H's lines\\n")):
+...     _ = open(f"{p}.{i}", "w").write(text); os.utime(f"{p}.{i}", ns=(10**9 * (3 - i), 10**9 * (3 - i)))
+>>> owed = OwedRotations(look=0)
+>>> owed.note(p, after=0)            # (behind a file written before both: G and H owed)
+>>> os.remove(f"{p}.2")              # (retention removes G before the follower came to it)
+>>> owed.settle(p, read=b"")
+['app.log.2']
+>>> owed.lost
+1
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable
+
+from .compressed_lines import compressed_head
+from .file_ids import Listed, open_listed
+from .jsonl_lines import PACKED_SUFFIXES, WINDOW, rotations_of
+
+__all__ = ["OwedRotations", "LOOK"]
+
+log = logging.getLogger("streamarms.files")
+
+#: seconds between two listings of a path's rotations while its follower is behind
+LOOK = 0.5
+
+
+def _first_bytes(listed: Listed) -> bytes | None:
+    """The first :data:`WINDOW` bytes of a rotation as listed (decompressed, if compressed); ``None``: renamed on or
+    removed since it was listed (a rotation while the folder was looked at)."""
+    try:
+        if listed.name.endswith(PACKED_SUFFIXES):
+            return compressed_head(listed) or b""
+        with open_listed(listed) as f:
+            return f.read(WINDOW)
+    except OSError:
+        return None
+
+
+def _rotation_heads(p: str) -> set[bytes]:
+    """The first bytes of each rotation of ``p`` there now (listed again while a rotation renames them on)."""
+    for _ in range(20):
+        heads = [_first_bytes(Listed(q, dev, ino)) for _, dev, ino, q in rotations_of(p)]
+        if None not in heads:
+            break
+        time.sleep(0.002)
+    return {h for h in heads if h is not None}
+
+
+class OwedRotations:
+    """The rotations each followed path's follower owes (module docstring). ``look``: seconds between listings.
+
+    >>> OwedRotations().lost
+    0
+    """
+
+    def __init__(self, look: float = LOOK, clock: Callable[[], float] = time.monotonic) -> None:
+        self.look = look
+        self._clock = clock
+        self._due: dict[str, float] = {}
+        #: per path: the first bytes of each owed rotation, and its name when last listed
+        self._owed: dict[str, dict[bytes, str]] = {}
+        #: owed rotations found removed before they were read (each said in a warning)
+        self.lost = 0
+
+    def due(self, p: str) -> bool:
+        """Whether ``p``'s rotations are to be listed now (at most every :attr:`look` seconds)."""
+        return self._clock() >= self._due.get(p, 0.0)
+
+    def note(self, p: str, after: int) -> None:
+        """The follower of ``p`` reads a file renamed away, written last at ``after`` (ns): the rotations written since
+        are owed."""
+        self._due[p] = self._clock() + self.look
+        owed = self._owed.setdefault(p, {})
+        for mtime, dev, ino, q in rotations_of(p):
+            if mtime > after and (head := _first_bytes(Listed(q, dev, ino))):
+                owed[head] = q
+
+    def settle(self, p: str, read: bytes) -> list[str]:
+        """The follower of ``p`` read a file to its end (its first bytes ``read``) and goes on: the names of the owed
+        rotations removed unread since they were listed (each said in a warning, counted in :attr:`lost`)."""
+        owed = self._owed.get(p)
+        if not owed:
+            return []
+        owed.pop(read, None)
+        there = _rotation_heads(p)
+        lost = [owed.pop(head) for head in [h for h in owed if h not in there]]
+        for name in lost:
+            log.warning("%s: a rotation of it (%s when last listed) was removed before the run read it -- the run "
+                        "was behind by as many rotations as are kept (logrotate's rotate N): its lines are lost. Keep "
+                        "more rotations, rotate less often, or follow fewer files per run", p, os.path.basename(name))
+        self.lost += len(lost)
+        return [os.path.basename(n) for n in lost]
