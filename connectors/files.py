@@ -95,6 +95,7 @@ from .line_record import JsonlRecord
 from .line_time import JSON_NAMES, MAX_TIMESTAMP_MS, LineTime
 from .open_files import room_for
 from .ordering import PartitionMerger, tp_name
+from .owed_rotations import HEAD as OWED_HEAD
 from .owed_rotations import OwedRotations
 from .pattern_lines import PatternLines
 from .pipe_lines import STDIN, PipeLineReader
@@ -748,9 +749,11 @@ class JsonlSource:
         if old.follow:  # the rotation just seen: the old file's last lines first
             old.follow = False
             return True
+        st = os.fstat(old.fileno())
+        if self.owed.due(p):  # (also while its lines wait in the merger: rotations go on)
+            self.owed.note(p, st.st_mtime_ns)
         if self.merger.buffered((p, 0)):
             return False
-        st = os.fstat(old.fileno())
         seen = self._read_files.setdefault(p, FileIds())
         seen.add_fd(old.fileno())
         if (head := old.head(WINDOW)) not in (heads := self._heads.setdefault(p, deque(maxlen=8))):
@@ -766,7 +769,7 @@ class JsonlSource:
             return False
         if new is None:
             return False
-        self.owed.settle(p, head)
+        self.owed.settle(p, old.head(OWED_HEAD))
         if old.incomplete.strip():
             log.warning("%s was rotated with an incomplete last line of %d bytes (no line end, not a whole JSON "
                         "object or row): not read", p, len(old.incomplete))

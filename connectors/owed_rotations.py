@@ -33,24 +33,26 @@ from collections.abc import Callable
 
 from .compressed_lines import compressed_head
 from .file_ids import Listed, open_listed
-from .jsonl_lines import PACKED_SUFFIXES, WINDOW, rotations_of
+from .jsonl_lines import PACKED_SUFFIXES, rotations_of
 
-__all__ = ["OwedRotations", "LOOK"]
+__all__ = ["OwedRotations", "LOOK", "HEAD"]
 
 log = logging.getLogger("streamarms.files")
 
 #: seconds between two listings of a path's rotations while its follower is behind
 LOOK = 0.5
+#: a rotation is known by this many of its first bytes (a wide table's header line alone may be 256 bytes long)
+HEAD = 4096
 
 
 def _first_bytes(listed: Listed) -> bytes | None:
-    """The first :data:`WINDOW` bytes of a rotation as listed (decompressed, if compressed); ``None``: renamed on or
+    """The first :data:`HEAD` bytes of a rotation as listed (decompressed, if compressed); ``None``: renamed on or
     removed since it was listed (a rotation while the folder was looked at)."""
     try:
         if listed.name.endswith(PACKED_SUFFIXES):
-            return compressed_head(listed) or b""
+            return compressed_head(listed, HEAD) or b""
         with open_listed(listed) as f:
-            return f.read(WINDOW)
+            return f.read(HEAD)
     except OSError:
         return None
 
@@ -95,7 +97,7 @@ class OwedRotations:
                 owed[head] = q
 
     def settle(self, p: str, read: bytes) -> list[str]:
-        """The follower of ``p`` read a file to its end (its first bytes ``read``) and goes on: the names of the owed
+        """The follower of ``p`` read a file to its end (its first :data:`HEAD` bytes ``read``) and goes on: the names of the owed
         rotations removed unread since they were listed (each said in a warning, counted in :attr:`lost`)."""
         owed = self._owed.get(p)
         if not owed:
