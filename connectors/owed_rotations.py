@@ -97,17 +97,20 @@ class OwedRotations:
                 owed[head] = q
 
     def settle(self, p: str, read: bytes) -> list[str]:
-        """The follower of ``p`` read a file to its end (its first :data:`HEAD` bytes ``read``) and goes on: the names of the owed
-        rotations removed unread since they were listed (each said in a warning, counted in :attr:`lost`)."""
+        """The follower of ``p`` read a file to its end (its first :data:`HEAD` bytes ``read``) and goes on: the names
+        of the owed rotations removed unread since they were listed (each said in a warning with its first line,
+        counted in :attr:`lost`)."""
         owed = self._owed.get(p)
         if not owed:
             return []
         owed.pop(read, None)
         there = _rotation_heads(p)
-        lost = [owed.pop(head) for head in [h for h in owed if h not in there]]
-        for name in lost:
-            log.warning("%s: a rotation of it (%s when last listed) was removed before the run read it -- the run "
-                        "was behind by as many rotations as are kept (logrotate's rotate N): its lines are lost. Keep "
-                        "more rotations, rotate less often, or follow fewer files per run", p, os.path.basename(name))
+        lost = [(os.path.basename(owed.pop(head)), head) for head in [h for h in owed if h not in there]]
+        for name, head in lost:
+            first = head.split(b"\n", 1)[0][:200].decode("utf-8", "replace")
+            log.warning("%s: a rotation of it (%s when last listed, its first line: %s) was removed before the run "
+                        "read it -- the run was behind by as many rotations as are kept (logrotate's rotate N): its "
+                        "lines are lost. Keep more rotations, rotate less often, or follow fewer files per run",
+                        p, name, first)
         self.lost += len(lost)
-        return [os.path.basename(n) for n in lost]
+        return [name for name, _ in lost]

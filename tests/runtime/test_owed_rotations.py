@@ -39,6 +39,7 @@ def test_a_rotation_removed_before_the_follower_read_it_is_said_and_counted(tmp_
     assert src.owed.lost == 1
     said = [r.getMessage() for r in caplog.records if "removed before the run read it" in r.getMessage()]
     assert len(said) == 1 and ("app.log.1.gz" if gz else "app.log.1 ") in said[0] and "lines are lost" in said[0]
+    assert 'its first line: {"arm": "k2", "reward": 0, "n": 100}' in said[0]  # (G's: which file it was)
 
 
 def test_a_follower_behind_that_reads_every_rotation_says_nothing_lost(tmp_path, caplog):
