@@ -84,13 +84,17 @@ class OwedRotations:
         self.lost = 0
 
     def due(self, p: str) -> bool:
-        """Whether ``p``'s rotations are to be listed now (at most every :attr:`look` seconds)."""
-        return self._clock() >= self._due.get(p, 0.0)
+        """Whether ``p``'s follower is to be looked at now: true at most once every :attr:`look` seconds (a follower
+        not behind is looked at no more often than one behind)."""
+        now = self._clock()
+        if now < self._due.get(p, 0.0):
+            return False
+        self._due[p] = now + self.look
+        return True
 
     def note(self, p: str, after: int) -> None:
         """The follower of ``p`` reads a file renamed away, written last at ``after`` (ns): the rotations written since
         are owed."""
-        self._due[p] = self._clock() + self.look
         owed = self._owed.setdefault(p, {})
         for mtime, dev, ino, q in rotations_of(p):
             if mtime > after and (head := _first_bytes(Listed(q, dev, ino))):
