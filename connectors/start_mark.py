@@ -34,8 +34,10 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from streamarms.checkpoint import CheckpointError
+
 from .compressed_lines import compressed_head
-from .file_ids import Listed
+from .file_ids import Listed, Renamed, open_listed
 from .jsonl_lines import WINDOW, _pread, digest, rotations_of
 
 __all__ = ["start_mark", "first_to_read"]
@@ -50,6 +52,18 @@ def start_mark(fd: int, since: int | None) -> list[Any]:
     return [st.st_ino, st.st_mtime_ns if since is None else int(since), len(head), digest(head)]
 
 
+def _plain_head(listed: Listed, n: int) -> bytes | None:
+    """The first ``n`` bytes of a rotation as listed, as stored (a ``copytruncate`` copy of the checkpoint's file
+    holds its bytes under another number); ``Renamed`` when another file has its name now."""
+    try:
+        with open_listed(listed) as f:
+            return f.read(n)
+    except Renamed:
+        raise
+    except OSError:
+        return None
+
+
 def _starts(head: bytes | None, n: int, hexdigest: str) -> bool:
     return head is not None and len(head) >= n and digest(head[:n]) == hexdigest
 
@@ -58,7 +72,9 @@ def first_to_read(path: str, mark: Sequence[Any], listing: Sequence[str] | None 
     """The rotation of ``path`` a restart at byte 0 of the file ``mark`` names (:func:`start_mark`) reads first
     (module docstring), as listed (:func:`~.file_ids.open_listed` opens it, or says it was renamed on since);
     ``None``: the file at ``path`` from its first byte. ``listing``: its folder's sorted names
-    (:func:`~streamarms.connectors.jsonl_lines.rotations_of`)."""
+    (:func:`~streamarms.connectors.jsonl_lines.rotations_of`). ``CheckpointError`` when that file had lines at the
+    checkpoint and is neither at the path nor among the rotations now: removed unread while the run was stopped
+    (logrotate's ``rotate N``), where the restart went on with the next file and said nothing."""
     ino, since, n, hexdigest = int(mark[0]), int(mark[1]), int(mark[2]), str(mark[3])
     there = False  # the checkpoint's file is still at the path
     try:
@@ -66,7 +82,20 @@ def first_to_read(path: str, mark: Sequence[Any], listing: Sequence[str] | None 
             there = os.fstat(f.fileno()).st_ino == ino and _starts(f.read(n), n, hexdigest)
     except FileNotFoundError:
         pass
-    for mt, d, i, q in rotations_of(path, listing):  # (oldest first)
-        if mt > since or not there and (i == ino or (n and _starts(compressed_head(Listed(q, d, i), n), n, hexdigest))):
-            return Listed(q, d, i)
-    return None
+    rotations = rotations_of(path, listing)
+
+    def named(d: int, i: int, q: str) -> bool:  # (the checkpoint's file, plain by its number, compressed by its bytes)
+        return i == ino or bool(n and _starts(compressed_head(Listed(q, d, i), n), n, hexdigest))
+
+    def held(d: int, i: int, q: str) -> bool:  # (its first bytes in a rotation: itself, a copy, compressed)
+        return _starts(compressed_head(Listed(q, d, i), n) or _plain_head(Listed(q, d, i), n), n, hexdigest)
+
+    first = next((Listed(q, d, i) for mt, d, i, q in rotations if mt > since or not there and named(d, i, q)), None)
+    # held by its bytes, not its number: a file removed gives its number to the next file made (the path's, a .gz)
+    if n and not there and first is not None and not any(held(d, i, q) for _, d, i, q in rotations):
+        raise CheckpointError(
+            f"{path}: the file the checkpoint was at the start of (none of its lines read yet) is no longer there, "
+            "neither at its path nor among its rotations: it was rotated and then removed while the run was stopped "
+            "(logrotate keeps `rotate N` files), and its lines cannot be read. To go on with the file at the path "
+            "from its first line, use another --checkpoint (or remove this checkpoint).")
+    return first

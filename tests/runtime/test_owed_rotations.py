@@ -10,6 +10,7 @@ import logging
 import pytest
 from test_rotation_renames import _numbers, _rotate, _written
 
+from streamarms.checkpoint import CheckpointError
 from streamarms.connectors.files import JsonlSource
 
 
@@ -58,3 +59,30 @@ def test_a_follower_behind_that_reads_every_rotation_says_nothing_lost(tmp_path,
     src.close()
     assert _numbers(got) == list(range(500)) and src.owed.lost == 0
     assert not [r for r in caplog.records if "removed before" in r.getMessage()]
+
+
+@pytest.mark.parametrize("gz", [False, True], ids=["rename", "compress"])
+def test_a_restart_at_the_first_byte_of_a_file_removed_while_stopped_says_so(tmp_path, gz):
+    """The checkpoint was at the first byte of F (the follower had come to it, none of its lines read); while the run
+    was stopped F was rotated and removed (``rotate 1``). The restart took the oldest rotation after F and said
+    nothing of F's lines; it now stops as a restart whose file was removed mid-way does."""
+    p = str(tmp_path / "app.log")
+    _written(p, 0, 100, 10**9)
+    src = JsonlSource([p], follow=True)
+    got = src.poll(0.0) + src.poll(0.0)
+    _rotate(p, 10**9, gz)  # E (0-99) rotated; the follower comes to F, empty, at the path
+    for _ in range(4):
+        got += src.poll(0.0)
+    _written(p, 100, 200, 2 * 10**9)  # F's lines, not read: the checkpoint at its first byte
+    state = src.state()
+    src.close()
+    assert len(got) == 100
+    _rotate(p, 2 * 10**9, gz)  # stopped: F and G rotated, then both E and F removed (rotate 1)
+    _written(p, 200, 300, 3 * 10**9)
+    _rotate(p, 3 * 10**9, gz)
+    for q in (f"{p}.2", f"{p}.3", f"{p}.2.gz", f"{p}.3.gz"):
+        if q.endswith(".gz") == gz:
+            (tmp_path / q).unlink()
+    _written(p, 300, 400, 4 * 10**9)
+    with pytest.raises(CheckpointError, match="none of its lines read yet.*removed while the run was stopped"):
+        JsonlSource([p], follow=True, resume=state).poll(0.0)
