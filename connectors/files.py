@@ -773,8 +773,8 @@ class JsonlSource:
         if old.incomplete.strip():
             log.warning("%s was rotated with an incomplete last line of %d bytes (no line end, not a whole JSON "
                         "object or row): not read", p, len(old.incomplete))
-        log.info("%s was rotated after line %d: following %s", p, old.line,
-                 "the new file at its path" if nxt is None else f"{nxt.name}, rotated before it was read, then the path")
+        log.info("%s was rotated after line %d: following %s", p, old.line, "the new file at its path"
+                 if nxt is None else f"{nxt.name}, rotated before it was read, then the path")
         self._done.add(old)  # (read: a pattern that matches it under another name does not read it again)
         old.close()
         if nxt is None:

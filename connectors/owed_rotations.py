@@ -1,4 +1,4 @@
-"""The rotations a follower that is behind has yet to read, and those removed before it read them (:class:`OwedRotations`).
+"""The rotations a follower behind has yet to read, and those removed before it read them (:class:`OwedRotations`).
 
 A follower behind -- still reading a file a rotation renamed away -- reads the rotations written after it in turn
 (:func:`~streamarms.connectors.files.next_file`). A log kept by logrotate's ``rotate N`` loses its oldest rotation at
@@ -9,7 +9,8 @@ every :data:`LOOK` seconds and keeps the first bytes of each written after the f
 compressed one by its decompressed bytes, so the ``F.1.gz`` logrotate makes of an owed ``F.1`` is the same file). When
 it goes on to the next file, an owed file that it has not read and that is no rotation there now was removed unread: a
 warning names it, and :attr:`OwedRotations.lost` counts it (``streamarms_follow_files_lost_total``). A file rotated
-and removed between two looks is not seen, nor one removed while the run was stopped.
+and removed between two looks is not seen. (A run stopped for that long finds its checkpoint's file removed -- the
+oldest go first -- and stops saying so: :func:`~.files._rotated_and_removed`, :func:`~.start_mark.first_to_read`.)
 
 >>> import os, tempfile
 >>> d = tempfile.mkdtemp(); p = os.path.join(d, "app.log")
