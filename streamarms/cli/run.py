@@ -64,6 +64,7 @@ from .group import check_group_settings, member_name, wire_group_member
 from .restart import statistics_settings
 from .run_report import (
     episode_text,
+    files_summary,
     frozen_clock_text,
     grouped_keys,
     grouped_keys_text,
@@ -706,8 +707,7 @@ class _App:
         rule = self.scheduler.codec.rule
         if rule is not None and (unmatched := rule.unmatched()):
             out["reward_rule_unmatched"] = unmatched
-        if hasattr(self.source, "incomplete"):  # a JSONL replay: files ending in a line not read yet
-            out["incomplete_last_lines"] = self.source.incomplete
+        out.update(files_summary(self.source))  # (files ending in a line not read yet; rotations removed unread)
         if isinstance(self.scheduler, ContinuousRunner):
             out.update(continuous_summary(self.scheduler.monitor, self.s.group_by))
         else:

@@ -18,7 +18,7 @@ from ..runtime.key_rule import KeyRule
 from .continuous import no_threshold_text
 from .settings import RunSettings
 
-__all__ = ["stop_lines", "unfinished", "not_examined", "not_started_text", "frozen_clock_text", "incomplete_text", "episode_text", "waiting_keys",
+__all__ = ["stop_lines", "files_summary", "lost_files_text", "unfinished", "not_examined", "not_started_text", "frozen_clock_text", "incomplete_text", "episode_text", "waiting_keys",
            "not_examined_text", "unfinished_text", "clipped_text", "refusals_text", "refusals_hint", "key_field_hint", "grouped_keys", "grouped_keys_text", "stop_table", "stop_plot",
            "time_unit_text"]
 
@@ -33,6 +33,8 @@ def stop_lines(out: dict[str, Any], sched: Any, s: RunSettings, cfg: SchedulerCo
     lines = [f"stopped ({out['stop_reason']}) after {out['elapsed_seconds']:.1f} s: {what}, {st['used']:,} rewards "
              f"used of {st['records']:,} seen ({100 * share:.1f}%), {refusals_text(st['invalid'])}"
              f"{clipped_text(sched.codec)}; flagged now: {', '.join(sorted(sched.alerts.flagged)) or 'none'}"]
+    if out.get("follow_files_lost"):
+        lines.append(lost_files_text(out["follow_files_lost"]))
     if out.get("unfinished_episode"):
         lines.append(unfinished_text(out["unfinished_episode"]))
     if out.get("not_examined"):
@@ -124,6 +126,34 @@ def frozen_clock_text(clock: EventClock | None, s: RunSettings, episodes: int) -
             "never starts (nor do --want-timeout and --episode-timeout elapse); give the records a timestamp "
             "(--timestamp-field NAME reads one of their fields or columns as it), run with --clock wall (a live "
             "stream), or with --episode-interval 0 (each episode right after the last)")
+
+
+def files_summary(source: Any) -> dict[str, Any]:
+    """What a files' source adds to the run's summary: the files ending in a line not read yet, and (following) the
+    rotations removed before they were read (:mod:`~streamarms.connectors.owed_rotations`; their lines lost).
+
+    >>> class Followed: incomplete = {}; owed = type("Owed", (), {"lost": 2})()
+    >>> files_summary(Followed())
+    {'incomplete_last_lines': {}, 'follow_files_lost': 2}
+    """
+    out: dict[str, Any] = {}
+    if hasattr(source, "incomplete"):  # a JSONL replay: files ending in a line not read yet
+        out["incomplete_last_lines"] = source.incomplete
+    if (lost := getattr(getattr(source, "owed", None), "lost", 0)) > 0:
+        out["follow_files_lost"] = lost
+    return out
+
+
+def lost_files_text(n: int) -> str:
+    """The stop line of a follower that found rotations removed before it read them.
+
+    >>> print(lost_files_text(1))
+    1 rotated file of the followed logs was removed before the run read it (logrotate's rotate N, the run that many rotations behind): its lines are lost; the warnings above name it
+    """
+    one = n == 1
+    return (f"{n:,} rotated file{'' if one else 's'} of the followed logs {'was' if one else 'were'} removed before the "
+            f"run read {'it' if one else 'them'} (logrotate's rotate N, the run that many rotations behind): "
+            f"{'its' if one else 'their'} lines are lost; the warnings above name {'it' if one else 'them'}")
 
 
 def incomplete_text(path: str, n: int, checkpoint: bool, follow: bool = False) -> str:
