@@ -24,19 +24,19 @@ def test_a_rotation_removed_before_the_follower_read_it_is_said_and_counted(tmp_
     _rotate(p, 10**9, gz)
     _written(p, 100, 200, 2 * 10**9)  # G, rotated while the follower reads F
     _rotate(p, 2 * 10**9, gz)
-    _written(p, 300, 400, 3 * 10**9)  # H (its numbers after a gap: G's)
+    _written(p, 200, 300, 3 * 10**9)  # H, at the path
     got += src.poll(0.0)  # (behind: F renamed away, G owed)
     _rotate(p, 3 * 10**9, gz)  # H rotated; retention (rotate 1) removes F, which is open, and G, never read
     for q in (f"{p}.2", f"{p}.3", f"{p}.2.gz", f"{p}.3.gz"):
         if q.endswith(".gz") == gz:
             (tmp_path / q).unlink()
-    _written(p, 400, 500, 4 * 10**9)
+    _written(p, 300, 400, 4 * 10**9)  # I, at the path
     with caplog.at_level(logging.WARNING, "streamarms.files"):
         for _ in range(40):
             got += src.poll(0.0)
     src.close()
     assert src.failure is None
-    assert _numbers(got) == list(range(100)) + list(range(300, 500))
+    assert _numbers(got) == list(range(100)) + list(range(200, 400))  # (F, H, I: G's lines lost)
     assert src.owed.lost == 1
     said = [r.getMessage() for r in caplog.records if "removed before the run read it" in r.getMessage()]
     assert len(said) == 1 and ("app.log.1.gz" if gz else "app.log.1 ") in said[0] and "lines are lost" in said[0]
@@ -49,7 +49,7 @@ def test_a_follower_behind_that_reads_every_rotation_says_nothing_lost(tmp_path,
     src = JsonlSource([p], follow=True, max_records=20)
     src.owed.look = 0
     got = src.poll(0.0)
-    for i in range(1, 5):  # four rotations while it reads the first file; the oldest removed once read past
+    for i in range(1, 5):  # four rotations (compressed) while it reads the first file, none removed
         _rotate(p, i * 10**9, True)
         _written(p, 100 * i, 100 * i + 100, (i + 1) * 10**9)
         got += src.poll(0.0)
