@@ -403,7 +403,8 @@ def resumed_at_start(p: str, mark: Any, line: int, listing: Sequence[str] | None
             listing = None
             time.sleep(0.002)
     else:
-        return None
+        raise CheckpointError(f"{p}: its rotations were renamed or removed at each of 50 looks for the file the "
+                              "checkpoint was at the start of; start the run again")
     if isinstance(found, str):
         raise CheckpointError(found)
     if found is not None and q is not None:
