@@ -583,6 +583,7 @@ class JsonlSource:
                 if self._open(p, start, (resume or {}).get(tp_name((p, 0))) or []):
                     unread.append(p)
             self._known.update(rotations_known(unread))  # (after every file was opened)
+            self.owed.resumed(resume, self.paths, self.watch)  # (a pattern's file removed while stopped: said)
         except BaseException:
             self.close()
             raise
@@ -901,6 +902,8 @@ class JsonlSource:
                 if self.follow and not pos[2] and not r.pipe:  # (at a file's first byte: which file, by more)
                     known = self._known.get(p) if r.file_name == p else None
                     pos.append(start_mark(r.fileno(), None if known is None else known.newest))
+                if self.follow and r.file_name == p and not r.pipe:  # (its size: a restart that finds it removed
+                    pos.extend([None] * (5 - len(pos)) + [os.fstat(r.fileno()).st_size])  # says what was unread)
         return st
 
     def commit(self, state: dict[str, Any] | None = None) -> None:

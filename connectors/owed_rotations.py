@@ -30,11 +30,16 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .compressed_lines import compressed_head
 from .file_ids import Listed, open_listed
 from .jsonl_lines import PACKED_SUFFIXES, rotations_of
+from .ordering import tp_name
+
+if TYPE_CHECKING:
+    from .file_watch import PatternWatch
 
 __all__ = ["OwedRotations", "LOOK", "HEAD"]
 
@@ -100,6 +105,36 @@ class OwedRotations:
         for mtime, dev, ino, q in rotations_of(p):
             if mtime > after and (head := _first_bytes(Listed(q, dev, ino))):
                 owed[head] = q
+
+    def resumed(self, resume: dict[str, Any] | None, paths: Sequence[str], watch: PatternWatch | None) -> int:
+        """A restart of a follower of patterns: each file of a pattern in the checkpoint (``resume``) that is no longer
+        there, removed while the run was stopped (a log past its retention), with bytes after the checkpoint's
+        position in it when that was taken (its size: the entry's 6th element), is said and counted (its lines are
+        lost); how many. A file read to its end and removed is no loss, and says nothing.
+
+        >>> import os, tempfile
+        >>> gone = os.path.join(tempfile.mkdtemp(), "app-1.log")
+        >>> from streamarms.connectors.file_watch import PatternWatch
+        >>> owed, watch = OwedRotations(), PatternWatch([os.path.join(os.path.dirname(gone), "app-*.log")])
+        >>> owed.resumed({gone + ":0": [17, None, 1190, "d", None, 70000]}, [], watch), owed.lost
+        (1, 1)
+        >>> owed.resumed({gone + ":0": [1000, None, 70000, "d", None, 70000]}, [], watch)
+        0
+        """
+        if not resume or watch is None:
+            return 0
+        now, lost = {tp_name((p, 0)) for p in paths}, 0
+        for name, st in resume.items():
+            path = name.rsplit(":", 1)[0]
+            if name in now or not isinstance(st, list) or len(st) < 6 or not isinstance(st[5], int) \
+                    or not isinstance(st[2], int) or st[5] <= st[2] or os.path.exists(path) or not watch.matches(path):
+                continue
+            log.warning("%s is no longer there: it was removed while the run was stopped (a log past its retention), "
+                        "and the %s bytes written to it after the checkpoint's position (its line %s) are lost",
+                        path, f"{st[5] - st[2]:,}", f"{st[0]:,}")
+            lost += 1
+        self.lost += lost
+        return lost
 
     def settle(self, p: str, read: bytes) -> list[str]:
         """The follower of ``p`` read a file to its end (its first :data:`HEAD` bytes ``read``) and goes on: the names

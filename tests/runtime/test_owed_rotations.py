@@ -86,3 +86,33 @@ def test_a_restart_at_the_first_byte_of_a_file_removed_while_stopped_says_so(tmp
     _written(p, 300, 400, 4 * 10**9)
     with pytest.raises(CheckpointError, match="none of its lines read yet.*removed while the run was stopped"):
         JsonlSource([p], follow=True, resume=state).poll(0.0)
+
+
+def test_a_patterns_file_removed_while_stopped_with_lines_unread_is_said_and_counted(tmp_path, caplog):
+    """A day's log read part-way, the run stopped, the log removed (retention) before the restart: the restart is given
+    the pattern's matches now and dropped that file in silence. Its checkpoint entry now holds its size then: the
+    bytes after the position are said lost. A day read to its end and removed says nothing (the common case)."""
+    days = [str(tmp_path / f"app-{d}.log") for d in range(3)]
+    for d, q in enumerate(days):
+        _written(q, 100 * d, 100 * d + 100, (d + 1) * 10**9)
+    pattern = [str(tmp_path / "app-*.log")]
+    src = JsonlSource(days, follow=True, patterns=pattern, max_records=20)
+    got = src.poll(0.0)  # (in time order: the first day's first lines)
+    state, first = src.state(), len(got)
+    src.close()
+    assert 0 < first < 100 and _numbers(got) == list(range(first))
+    (tmp_path / "app-0.log").unlink()
+    with caplog.at_level(logging.WARNING, "streamarms.files"):
+        src = JsonlSource(days[1:], follow=True, patterns=pattern, resume=state)
+        got = src.poll(0.0) + src.poll(0.0)
+    state = src.state()  # (app-1 and app-2 read to their ends)
+    src.close()
+    assert _numbers(got) == list(range(100, 300)) and src.owed.lost == 1
+    said = [r.getMessage() for r in caplog.records if "removed while the run was stopped" in r.getMessage()]
+    assert len(said) == 1 and "app-0.log" in said[0] and f"(its line {first}) are lost" in said[0]
+    (tmp_path / "app-1.log").unlink()
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, "streamarms.files"):
+        src = JsonlSource(days[2:], follow=True, patterns=pattern, resume=state)
+    src.close()
+    assert src.owed.lost == 0 and not [r for r in caplog.records if "removed while" in r.getMessage()]
