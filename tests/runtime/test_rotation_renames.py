@@ -45,6 +45,19 @@ def _written(p: str, first: int, last: int, t: int) -> None:
     os.utime(p, ns=(t, t))
 
 
+def _at_the_next_files_first_byte(p: str, gz: bool) -> JsonlSource:
+    """A follower of ``p`` that read E (lines 0-99), rotated, and came to the file after it, F, empty at the path: at
+    its first byte."""
+    _written(p, 0, 100, 10**9)
+    src = JsonlSource([p], follow=True)
+    got = src.poll(0.0) + src.poll(0.0)
+    _rotate(p, 10**9, gz)
+    for _ in range(4):
+        got += src.poll(0.0)
+    assert len(got) == 100
+    return src
+
+
 def _numbers(records) -> list[int]:
     return [int(r.value.rsplit(b":", 1)[1].rstrip(b"}")) for r in records]
 
@@ -84,15 +97,9 @@ def test_a_restart_at_a_files_first_byte_loses_no_file_to_a_rotation_while_it_st
     (:mod:`~streamarms.connectors.start_mark`): the restart lists the rotations and opens F's; a rotation between
     the two gave F's name to the next file, which was read in F's place."""
     p = str(tmp_path / "app.log")
-    _written(p, 0, 100, 10**9)
-    src = JsonlSource([p], follow=True)
-    got = src.poll(0.0) + src.poll(0.0)
-    _rotate(p, 10**9, gz)  # E (0-99) rotated; the follower comes to F, empty, at the path
-    for _ in range(4):
-        got += src.poll(0.0)
+    src = _at_the_next_files_first_byte(p, gz)
     state = src.state()
     src.close()
-    assert len(got) == 100
     _written(p, 100, 200, 2 * 10**9)  # stopped: F (100-199) and G (200-299) rotated, H at the path
     _rotate(p, 2 * 10**9, gz)
     _written(p, 200, 300, 3 * 10**9)
