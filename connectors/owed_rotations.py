@@ -129,9 +129,10 @@ class OwedRotations:
             if name in now or not isinstance(st, list) or len(st) < 6 or not isinstance(st[5], int) \
                     or not isinstance(st[2], int) or st[5] <= st[2] or os.path.exists(path) or not watch.matches(path):
                 continue
-            log.warning("%s is no longer there: it was removed while the run was stopped (a log past its retention), "
-                        "and the %s bytes written to it after the checkpoint's position (its line %s) are lost",
-                        path, f"{st[5] - st[2]:,}", f"{st[0]:,}")
+            log.warning("%s is no longer there: it was removed (a log past its retention) or renamed away to a name "
+                        "the pattern does not match while the run was stopped, and the %s bytes written to it after "
+                        "the checkpoint's position (its line %s) are not read: lost", path, f"{st[5] - st[2]:,}",
+                        f"{st[0]:,}")
             lost += 1
         self.lost += lost
         return lost

@@ -102,11 +102,11 @@ def test_a_patterns_file_removed_while_stopped_with_lines_unread_is_said_and_cou
     state = src.state()  # (app-1 and app-2 read to their ends)
     src.close()
     assert _numbers(got) == list(range(100, 300)) and src.owed.lost == 1
-    said = [r.getMessage() for r in caplog.records if "removed while the run was stopped" in r.getMessage()]
-    assert len(said) == 1 and "app-0.log" in said[0] and f"(its line {first}) are lost" in said[0]
+    said = [r.getMessage() for r in caplog.records if "no longer there: it was removed" in r.getMessage()]
+    assert len(said) == 1 and "app-0.log" in said[0] and f"(its line {first}) are not read: lost" in said[0]
     (tmp_path / "app-1.log").unlink()
     caplog.clear()
     with caplog.at_level(logging.WARNING, "streamarms.files"):
         src = JsonlSource(days[2:], follow=True, patterns=pattern, resume=state)
     src.close()
-    assert src.owed.lost == 0 and not [r for r in caplog.records if "removed while" in r.getMessage()]
+    assert src.owed.lost == 0 and not [r for r in caplog.records if "no longer there" in r.getMessage()]
