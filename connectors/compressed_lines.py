@@ -45,7 +45,8 @@ from .jsonl_lines import digest as _digest_bytes
 from .text_encoding import Utf16Stream, utf16_marked
 from .workbook_lines import WorkbookStream, is_workbook
 
-__all__ = ["CompressedLineReader", "open_lines", "compressed_rotation", "compressed_head", "file_head", "DECOMPRESSORS"]
+__all__ = ["CompressedLineReader", "open_lines", "compressed_rotation", "compressed_head", "file_head", "packed_kind",
+           "DECOMPRESSORS"]
 
 #: the compressed formats read as they are (:func:`compressed`'s names), and what opens them for reading; and
 #: UTF-16 text with its byte-order mark, read as its UTF-8 bytes (:mod:`~streamarms.connectors.text_encoding`), and an
@@ -90,7 +91,7 @@ def compressed_head(path: str | Listed, n: int = WINDOW) -> bytes | None:
     except OSError:
         return None
     name = path.name if isinstance(path, Listed) else path
-    kind = _kind(name) if raw is None else _packed_kind(raw)
+    kind = _kind(name) if raw is None else packed_kind(raw)
     if kind not in DECOMPRESSORS:
         if raw is not None:
             raw.close()
@@ -105,7 +106,7 @@ def compressed_head(path: str | Listed, n: int = WINDOW) -> bytes | None:
         r.close()
 
 
-def _packed_kind(raw: IO[bytes]) -> str | None:
+def packed_kind(raw: IO[bytes]) -> str | None:
     """The compressed format of the file open as ``raw`` (its first bytes; ``raw`` left at its start)."""
     try:
         head = raw.read(6)
@@ -116,12 +117,13 @@ def _packed_kind(raw: IO[bytes]) -> str | None:
     return packed[0] if packed is not None else None
 
 
-def file_head(path: str, n: int) -> bytes:
+def file_head(path: str | Listed, n: int) -> bytes:
     """The first ``n`` bytes of the file at ``path``, decompressed when it is a gzip, bzip2 or xz file (a format
-    sniffed from them); ``OSError`` when it cannot be read."""
+    sniffed from them); ``OSError`` when it cannot be read (a file :class:`~.file_ids.Listed`: also when another
+    file has its name now, :class:`~.file_ids.Renamed`)."""
     head = compressed_head(path, n)
     if head is None:
-        with open(path, "rb") as f:
+        with open_listed(path) if isinstance(path, Listed) else open(path, "rb") as f:
             head = f.read(n)
     return head
 

@@ -73,6 +73,7 @@ from .compressed_lines import (
     compressed_head,
     compressed_rotation,
     open_lines,
+    packed_kind,
 )
 from .csv_lines import CsvTable
 from .file_ids import FileIds, Listed, Renamed, open_listed
@@ -82,8 +83,6 @@ from .jsonl_lines import (
     WINDOW,
     FolderListings,
     LineReader,
-    _pread,
-    compressed,
     next_rotation,
     rotated_reader,
     rotation_ids,
@@ -343,16 +342,16 @@ def rotation_reader(p: str, listed: Listed, line: int) -> LineReader | str:
     :class:`~.file_ids.Renamed` when a rotation gave its name to another file since it was listed."""
     f, q = open_listed(listed), listed.name
     try:
-        packed = compressed(_pread(f.fileno(), 6, 0))
-        if packed is None:
+        kind = packed_kind(f)
+        if kind is None:
             return LineReader(p, line=line, pos=0, follow=True, file=f)
-        if packed[0] in DECOMPRESSORS:  # (logrotate's compress without delaycompress: read decompressed)
-            return CompressedLineReader(p, packed[0], line=line, pos=0, name=q, raw=f)
+        if kind in DECOMPRESSORS:  # (logrotate's compress without delaycompress: read decompressed)
+            return CompressedLineReader(p, kind, line=line, pos=0, name=q, raw=f)
     except BaseException:
         f.close()
         raise
     f.close()
-    return (f"{p} was rotated to {q} before the run read it, and {q} is {packed[0]}-compressed, which streamarms "
+    return (f"{p} was rotated to {q} before the run read it, and {q} is {kind}-compressed, which streamarms "
             "cannot decompress: its lines cannot be read (compress rotations with gzip, or one rotation later: "
             "logrotate's delaycompress)")
 

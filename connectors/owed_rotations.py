@@ -33,9 +33,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .compressed_lines import compressed_head
-from .file_ids import Listed, open_listed
-from .jsonl_lines import PACKED_SUFFIXES, rotations_of
+from .compressed_lines import file_head
+from .file_ids import Listed
+from .jsonl_lines import rotations_of
 from .ordering import tp_name
 
 if TYPE_CHECKING:
@@ -52,13 +52,10 @@ HEAD = 4096
 
 
 def _first_bytes(listed: Listed) -> bytes | None:
-    """The first :data:`HEAD` bytes of a rotation as listed (decompressed, if compressed); ``None``: renamed on or
-    removed since it was listed (a rotation while the folder was looked at)."""
+    """The first :data:`HEAD` bytes of a rotation as listed (decompressed, if compressed: :func:`~.compressed_lines.
+    file_head`); ``None``: renamed on or removed since it was listed (a rotation while the folder was looked at)."""
     try:
-        if listed.name.endswith(PACKED_SUFFIXES):
-            return compressed_head(listed, HEAD) or b""
-        with open_listed(listed) as f:
-            return f.read(HEAD)
+        return file_head(listed, HEAD)
     except OSError:
         return None
 
