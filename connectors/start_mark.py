@@ -52,18 +52,6 @@ def start_mark(fd: int, since: int | None) -> list[Any]:
     return [st.st_ino, st.st_mtime_ns if since is None else int(since), len(head), digest(head)]
 
 
-def _plain_head(listed: Listed, n: int) -> bytes | None:
-    """The first ``n`` bytes of a rotation as listed, as stored (a ``copytruncate`` copy of the checkpoint's file
-    holds its bytes under another number); ``Renamed`` when another file has its name now."""
-    try:
-        with open_listed(listed) as f:
-            return f.read(n)
-    except Renamed:
-        raise
-    except OSError:
-        return None
-
-
 def _starts(head: bytes | None, n: int, hexdigest: str) -> bool:
     return head is not None and len(head) >= n and digest(head[:n]) == hexdigest
 
@@ -87,8 +75,16 @@ def first_to_read(path: str, mark: Sequence[Any], listing: Sequence[str] | None 
     def named(d: int, i: int, q: str) -> bool:  # (the checkpoint's file, plain by its number, compressed by its bytes)
         return i == ino or bool(n and _starts(compressed_head(Listed(q, d, i), n), n, hexdigest))
 
-    def held(d: int, i: int, q: str) -> bool:  # (its first bytes in a rotation: itself, a copy, compressed)
-        return _starts(compressed_head(Listed(q, d, i), n) or _plain_head(Listed(q, d, i), n), n, hexdigest)
+    def held(d: int, i: int, q: str) -> bool:  # (its first bytes in a rotation as stored -- itself, a copy, a
+        listed = Listed(q, d, i)  # compressed rotation read at its first byte -- or decompressed: compressed since)
+        try:
+            with open_listed(listed) as f:
+                stored = f.read(n)
+            return _starts(stored, n, hexdigest) or _starts(compressed_head(listed, n), n, hexdigest)
+        except Renamed:
+            raise  # (the rotations renamed on: listed again)
+        except OSError:
+            return False
 
     first = next((Listed(q, d, i) for mt, d, i, q in rotations if mt > since or not there and named(d, i, q)), None)
     # held by its bytes, not its number: a file removed gives its number to the next file made (the path's, a .gz)
