@@ -209,6 +209,10 @@ class CompressedLineReader(LineReader):
     def changed(self) -> str | None:
         return None
 
+    def size_now(self) -> int:
+        """The decompressed size once read to its end, else -1 (:meth:`LineReader.size_now`)."""
+        return self._end_pos if self.eof and self.damage is None else -1
+
     def _read_block(self) -> bytes | None:
         if self.damage is not None:
             return b""

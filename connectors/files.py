@@ -520,9 +520,10 @@ class JsonlSource:
     ``follow``: the files still grow (``tail -F``); a :meth:`poll` that finds nothing new waits up to its
     ``timeout`` for more, a file renamed away (or copied and truncated) is followed to the file at its path
     (:attr:`rotations`), and the source is exhausted only when a file was truncated or rewritten under it with
-    no copy beside it (:attr:`failure`). ``patterns``, following: the ``--rewards-file`` patterns the paths
-    were expanded from; a file that comes to match one joins the files read (``table_of(path)``: what ``tables``
-    would say of it; :mod:`~streamarms.connectors.file_watch`).
+    no copy beside it (:attr:`failure`). ``patterns``: the ``--rewards-file`` patterns the paths were
+    expanded from; a checkpoint's file of one that is gone, its lines not all read, is said lost
+    (:meth:`~.owed_rotations.OwedRotations.resumed`); following, a file that comes to match one joins the files
+    read (``table_of(path)``: what ``tables`` would say of it; :mod:`~streamarms.connectors.file_watch`).
     The path ``-`` is standard input (:mod:`~streamarms.connectors.pipe_lines`): read until its writer
     closes it, with or without ``follow``; it cannot be resumed. ``tables``: the paths that are CSV or TSV
     tables, with their delimiters (:mod:`~streamarms.connectors.csv_lines`: a row is the record of its JSON
@@ -582,7 +583,7 @@ class JsonlSource:
                 if self._open(p, start, (resume or {}).get(tp_name((p, 0))) or []):
                     unread.append(p)
             self._known.update(rotations_known(unread))  # (after every file was opened)
-            self.owed.resumed(resume, self.paths, self.watch)  # (a pattern's file removed while stopped: said)
+            self.owed.resumed(resume, self.paths, patterns or [])  # (a pattern's file removed while stopped: said)
         except BaseException:
             self.close()
             raise
@@ -901,8 +902,8 @@ class JsonlSource:
                 if self.follow and not pos[2] and not r.pipe:  # (at a file's first byte: which file, by more)
                     known = self._known.get(p) if r.file_name == p else None
                     pos.append(start_mark(r.fileno(), None if known is None else known.newest))
-                if self.follow and r.file_name == p and not r.pipe:  # (its size: a restart that finds it removed
-                    pos.extend([None] * (5 - len(pos)) + [os.fstat(r.fileno()).st_size])  # says what was unread)
+                if r.file_name == p and not r.pipe:  # (its size: a restart that finds it removed says what was unread)
+                    pos.extend([None] * (5 - len(pos)) + [r.size_now()])
         return st
 
     def commit(self, state: dict[str, Any] | None = None) -> None:

@@ -602,6 +602,12 @@ class LineReader:
         w = min(WINDOW, pos)
         return digest(self._pread(w, 0) + self._pread(w, pos - w))
 
+    def size_now(self) -> int:
+        """The file's bytes as line positions count them, for a checkpoint (a restart that finds the file removed
+        says how much of it was unread): its size now; -1 for a compressed file not decompressed to its end yet
+        (:class:`~.compressed_lines.CompressedLineReader`: more than its position, how much more unknown)."""
+        return os.fstat(self._f.fileno()).st_size
+
     # -- resuming ----------------------------------------------------------------------------
     def _size(self) -> int:
         return os.fstat(self._f.fileno()).st_size

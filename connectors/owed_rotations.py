@@ -27,19 +27,17 @@ oldest go first -- and stops saying so: :func:`~.files._rotated_and_removed`, :f
 
 from __future__ import annotations
 
+import fnmatch
 import logging
 import os
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .compressed_lines import file_head
 from .file_ids import Listed
 from .jsonl_lines import rotations_of
 from .ordering import tp_name
-
-if TYPE_CHECKING:
-    from .file_watch import PatternWatch
 
 __all__ = ["OwedRotations", "LOOK", "HEAD"]
 
@@ -103,33 +101,34 @@ class OwedRotations:
             if mtime > after and (head := _first_bytes(Listed(q, dev, ino))):
                 owed[head] = q
 
-    def resumed(self, resume: dict[str, Any] | None, paths: Sequence[str], watch: PatternWatch | None) -> int:
-        """A restart of a follower of patterns: each file of a pattern in the checkpoint (``resume``) that is no longer
-        there, removed while the run was stopped (a log past its retention), with bytes after the checkpoint's
-        position in it when that was taken (its size: the entry's 6th element), is said and counted (its lines are
-        lost); how many. A file read to its end and removed is no loss, and says nothing.
+    def resumed(self, resume: dict[str, Any] | None, paths: Sequence[str], patterns: Sequence[str]) -> int:
+        """A restart of a run of ``patterns`` (following or replaying them): each file of a pattern in the checkpoint
+        (``resume``) that is no longer there, removed while the run was stopped (a log past its retention), with
+        bytes after the checkpoint's position in it when that was taken (its size: the entry's 6th element; -1, a
+        compressed file not decompressed to its end: some), is said and counted (its lines are lost); how many. A
+        file read to its end and removed is no loss, and says nothing.
 
         >>> import os, tempfile
         >>> gone = os.path.join(tempfile.mkdtemp(), "app-1.log")
-        >>> from streamarms.connectors.file_watch import PatternWatch
-        >>> owed, watch = OwedRotations(), PatternWatch([os.path.join(os.path.dirname(gone), "app-*.log")])
-        >>> owed.resumed({gone + ":0": [17, None, 1190, "d", None, 70000]}, [], watch), owed.lost
+        >>> owed, patterns = OwedRotations(), [os.path.join(os.path.dirname(gone), "app-*.log")]
+        >>> owed.resumed({gone + ":0": [17, None, 1190, "d", None, 70000]}, [], patterns), owed.lost
         (1, 1)
-        >>> owed.resumed({gone + ":0": [1000, None, 70000, "d", None, 70000]}, [], watch)
+        >>> owed.resumed({gone + ":0": [1000, None, 70000, "d", None, 70000]}, [], patterns)
         0
         """
-        if not resume or watch is None:
+        if not resume or not patterns:
             return 0
         now, lost = {tp_name((p, 0)) for p in paths}, 0
         for name, st in resume.items():
             path = name.rsplit(":", 1)[0]
             if name in now or not isinstance(st, list) or len(st) < 6 or not isinstance(st[5], int) \
-                    or not isinstance(st[2], int) or st[5] <= st[2] or os.path.exists(path) or not watch.matches(path):
+                    or not isinstance(st[2], int) or 0 <= st[5] <= st[2] or os.path.exists(path) \
+                    or not any(fnmatch.fnmatch(path, pattern) for pattern in patterns):
                 continue
+            unread = "the bytes of it" if st[5] < 0 else f"the {st[5] - st[2]:,} bytes written to it"
             log.warning("%s is no longer there: it was removed (a log past its retention) or renamed away to a name "
-                        "the pattern does not match while the run was stopped, and the %s bytes written to it after "
-                        "the checkpoint's position (its line %s) are not read: lost", path, f"{st[5] - st[2]:,}",
-                        f"{st[0]:,}")
+                        "the pattern does not match while the run was stopped, and %s after the checkpoint's "
+                        "position (its line %s) are not read: lost", path, unread, f"{st[0]:,}")
             lost += 1
         self.lost += lost
         return lost

@@ -129,8 +129,9 @@ def frozen_clock_text(clock: EventClock | None, s: RunSettings, episodes: int) -
 
 
 def files_summary(source: Any) -> dict[str, Any]:
-    """What a files' source adds to the run's summary: the files ending in a line not read yet, and (following) the
-    rotations removed before they were read (:mod:`~streamarms.connectors.owed_rotations`; their lines lost).
+    """What a files' source adds to the run's summary: the files ending in a line not read yet, and the files removed
+    before they were read to their end (``follow_files_lost``: rotations a follower behind owed, a pattern's files
+    gone while the run was stopped; :mod:`~streamarms.connectors.owed_rotations`; their lines lost).
 
     >>> class Followed: incomplete = {}; owed = type("Owed", (), {"lost": 2})()
     >>> files_summary(Followed())
@@ -145,15 +146,17 @@ def files_summary(source: Any) -> dict[str, Any]:
 
 
 def lost_files_text(n: int) -> str:
-    """The stop line of a follower that found rotations removed before it read them.
+    """The stop line of a run that found files of its logs removed before it read them to their end: rotations a
+    follower behind had yet to read, or a pattern's files gone while the run was stopped.
 
     >>> print(lost_files_text(1))
-    1 rotated file of the followed logs was removed before the run read it (logrotate's rotate N, the run that many rotations behind): its lines are lost; the warnings above name it
+    1 file of the logs read was removed before the run read all of it (logrotate's rotate N with the run that many rotations behind, or retention while the run was stopped): its unread lines are lost; the warnings above name it
     """
     one = n == 1
-    return (f"{n:,} rotated file{'' if one else 's'} of the followed logs {'was' if one else 'were'} removed before the "
-            f"run read {'it' if one else 'them'} (logrotate's rotate N, the run that many rotations behind): "
-            f"{'its' if one else 'their'} lines are lost; the warnings above name {'it' if one else 'them'}")
+    return (f"{n:,} file{'' if one else 's'} of the logs read {'was' if one else 'were'} removed before the run read "
+            f"all of {'it' if one else 'them'} (logrotate's rotate N with the run that many rotations behind, or "
+            f"retention while the run was stopped): {'its' if one else 'their'} unread lines are lost; the warnings "
+            f"above name {'it' if one else 'them'}")
 
 
 def incomplete_text(path: str, n: int, checkpoint: bool, follow: bool = False) -> str:

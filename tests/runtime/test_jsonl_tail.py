@@ -128,7 +128,8 @@ def test_a_checkpoint_of_the_previous_version_resumes_by_line(tmp_path):
     src = JsonlSource([str(p)], resume={f"{p}:0": [25, 1_700_000_000_024]})
     got = _drain(src)
     assert [r.offset for r in got] == list(range(25, 40))
-    assert len(src.state()[f"{p}:0"]) == 4  # its next checkpoint has the byte position
+    entry = src.state()[f"{p}:0"]  # its next checkpoint has the byte position (and the file's size)
+    assert entry[2] == p.stat().st_size and entry[4:] == [None, p.stat().st_size]
     src.close()
 
 

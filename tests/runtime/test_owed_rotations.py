@@ -5,10 +5,12 @@ with the next file and said nothing (:mod:`~streamarms.connectors.owed_rotations
 
 from __future__ import annotations
 
+import gzip
 import logging
+import os
 
 import pytest
-from test_rotation_renames import _at_the_next_files_first_byte, _numbers, _rotate, _written
+from test_rotation_renames import _at_the_next_files_first_byte, _lines, _numbers, _rotate, _written
 
 from streamarms.checkpoint import CheckpointError
 from streamarms.connectors.files import JsonlSource
@@ -82,22 +84,24 @@ def test_a_restart_at_the_first_byte_of_a_file_removed_while_stopped_says_so(tmp
         JsonlSource([p], follow=True, resume=state).poll(0.0)
 
 
-def test_a_patterns_file_removed_while_stopped_with_lines_unread_is_said_and_counted(tmp_path, caplog):
+@pytest.mark.parametrize("follow", [True, False], ids=["follow", "replay"])
+def test_a_patterns_file_removed_while_stopped_with_lines_unread_is_said_and_counted(tmp_path, caplog, follow):
     """A day's log read part-way, the run stopped, the log removed (retention) before the restart: the restart is given
-    the pattern's matches now and dropped that file in silence. Its checkpoint entry now holds its size then: the
-    bytes after the position are said lost. A day read to its end and removed says nothing (the common case)."""
+    the pattern's matches now and dropped that file in silence (a replay too). Its checkpoint entry now holds its size
+    then: the bytes after the position are said lost. A day read to its end and removed says nothing (the common
+    case)."""
     days = [str(tmp_path / f"app-{d}.log") for d in range(3)]
     for d, q in enumerate(days):
         _written(q, 100 * d, 100 * d + 100, (d + 1) * 10**9)
     pattern = [str(tmp_path / "app-*.log")]
-    src = JsonlSource(days, follow=True, patterns=pattern, max_records=20)
+    src = JsonlSource(days, follow=follow, patterns=pattern, max_records=20)
     got = src.poll(0.0)  # (in time order: the first day's first lines)
     state, first = src.state(), len(got)
     src.close()
     assert 0 < first < 100 and _numbers(got) == list(range(first))
     (tmp_path / "app-0.log").unlink()
     with caplog.at_level(logging.WARNING, "streamarms.files"):
-        src = JsonlSource(days[1:], follow=True, patterns=pattern, resume=state)
+        src = JsonlSource(days[1:], follow=follow, patterns=pattern, resume=state)
         got = src.poll(0.0) + src.poll(0.0)
     state = src.state()  # (app-1 and app-2 read to their ends)
     src.close()
@@ -107,6 +111,39 @@ def test_a_patterns_file_removed_while_stopped_with_lines_unread_is_said_and_cou
     (tmp_path / "app-1.log").unlink()
     caplog.clear()
     with caplog.at_level(logging.WARNING, "streamarms.files"):
-        src = JsonlSource(days[2:], follow=True, patterns=pattern, resume=state)
+        src = JsonlSource(days[2:], follow=follow, patterns=pattern, resume=state)
     src.close()
     assert src.owed.lost == 0 and not [r for r in caplog.records if "no longer there" in r.getMessage()]
+
+
+def test_a_compressed_patterns_file_removed_while_stopped_part_read_is_said(tmp_path, caplog):
+    """A replay of compressed days (``app-*.jsonl.gz``) stopped part-way through one, removed before the restart. Its
+    position counts decompressed bytes, so the size kept is the decompressed one -- known once the reader came to the
+    file's end, else -1 (some bytes left, how many unknown); the compressed size would say nothing of a file read
+    part-way past it (logs compress tenfold). Read to its end and removed: nothing said."""
+    lines = 50_000
+    days = [str(tmp_path / f"app-{d}.jsonl.gz") for d in range(2)]
+    for d, q in enumerate(days):
+        with gzip.open(q, "wb") as f:
+            f.write(_lines(lines * d, lines * d + lines))
+    pattern = [str(tmp_path / "app-*.jsonl.gz")]
+    src = JsonlSource(days, patterns=pattern, max_records=20)
+    got = src.poll(0.0)
+    state = src.state()
+    src.close()
+    assert 0 < len([n for n in _numbers(got) if n < lines]) < lines  # (day 0 read part-way)
+    os.remove(days[0])
+    with caplog.at_level(logging.WARNING, "streamarms.files"):
+        src = JsonlSource(days[1:], patterns=pattern, resume=state)
+        while src.poll(0.0):
+            pass
+    state = src.state()
+    src.close()
+    said = [r.getMessage() for r in caplog.records if "no longer there" in r.getMessage()]
+    assert src.owed.lost == 1 and len(said) == 1 and "app-0.jsonl.gz" in said[0]
+    assert "and the bytes of it after the checkpoint's position (its line 10) are not read: lost" in said[0]
+    os.remove(days[1])
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, "streamarms.files"):
+        JsonlSource([], patterns=pattern, resume=state).close()
+    assert not [r for r in caplog.records if "no longer there" in r.getMessage()]
