@@ -468,8 +468,7 @@ class LineReader:
         self.incomplete = tail
 
     def more(self) -> None:
-        """At the end of the file: look again for bytes appended since (the next :meth:`read` returns
-        the lines they complete; the incomplete line left unread is continued)."""
+        """At the end of the file: look again for bytes appended since (the incomplete line left unread continued)."""
         self.eof = False
 
     def fileno(self) -> int:
@@ -506,17 +505,14 @@ class LineReader:
         return self._holds_read(self._f.fileno())
 
     def copied(self) -> LineReader | None:
-        """For a file :meth:`changed` (truncated or rewritten): a reader of the copy that ``logrotate``'s
-        ``copytruncate`` left beside it (:func:`rotated_reader`: the sibling holding every byte read -- its first
-        and last ones read, as :meth:`changed` compares them), after the last line read -- read to its end, then
-        the file at the path from its first line, as after a rename. ``None`` when no sibling holds them; a
-        :class:`~streamarms.checkpoint.CheckpointError` as :func:`rotated_reader`'s."""
+        """For a file :meth:`changed` (truncated or rewritten): a reader, after the last line read, of the copy
+        ``copytruncate`` left beside it (:func:`rotated_reader`: the sibling holding the first and last bytes read),
+        then the file at the path, as after a rename; ``None``: no sibling holds them (or :func:`rotated_reader`'s error)."""
         return rotated_reader(self.path, self._end_line, self._end_pos, None, self._holds_read)
 
     def end_mark(self) -> tuple[int, int, str]:
-        """``(line, byte position, digest)`` after the last line decoded, as a checkpoint there would save them (a
-        copy compressed by ``copytruncate`` is found by them:
-        :func:`~streamarms.connectors.compressed_lines.compressed_rotation`)."""
+        """``(line, byte position, digest)`` after the last line decoded, as a checkpoint there would save them (a copy
+        compressed by ``copytruncate`` is found by them: :func:`~.compressed_lines.compressed_rotation`)."""
         return (self._end_line, *self.mark(self._end_line))
 
     def changed(self) -> str | None:
@@ -603,9 +599,8 @@ class LineReader:
         return digest(self._pread(w, 0) + self._pread(w, pos - w))
 
     def size_now(self) -> int:
-        """The file's bytes as line positions count them, for a checkpoint (a restart that finds the file removed
-        says how much of it was unread): its size now; -1 for a compressed file not decompressed to its end yet
-        (:class:`~.compressed_lines.CompressedLineReader`: more than its position, how much more unknown)."""
+        """The file's bytes as positions count them (a checkpoint's: a restart that finds it removed says what was
+        unread): its size now; -1, a compressed file before its end (:class:`~.compressed_lines.CompressedLineReader`)."""
         return os.fstat(self._f.fileno()).st_size
 
     # -- resuming ----------------------------------------------------------------------------
