@@ -28,10 +28,16 @@ from __future__ import annotations
 
 import errno
 import os
+import time
 from collections import OrderedDict
-from typing import IO, NamedTuple
+from collections.abc import Callable
+from typing import IO, NamedTuple, TypeVar
 
-__all__ = ["FileIds", "HEAD", "Listed", "Renamed", "open_listed"]
+__all__ = ["FileIds", "HEAD", "Listed", "Renamed", "open_listed", "relisting", "TRIES"]
+
+T = TypeVar("T")
+#: listings of a folder tried while a rotation renames its files on between each listing and an opening
+TRIES = 50
 
 #: a file is known by this many of its first bytes (a log's first line or two: its time, its first record)
 HEAD = 256
@@ -137,3 +143,28 @@ def open_listed(listed: Listed) -> IO[bytes]:
         f.close()
         raise Renamed(errno.ENOENT, "renamed since it was listed", listed.name)
     return f
+
+
+def relisting(attempt: Callable[[bool], T], catch: type[OSError] = Renamed) -> T:
+    """``attempt(first)`` -- a listing of a folder and the openings of files it listed -- tried again while it raises
+    ``catch`` (:class:`Renamed` by default: a file renamed on between the listing and the opening), at most
+    :data:`TRIES` times, then that error. ``first``: the first try (a listing the caller already holds is good for it
+    only).
+
+    >>> tries = []
+    >>> def attempt(first):
+    ...     tries.append(first)
+    ...     if len(tries) < 3:
+    ...         raise Renamed(errno.ENOENT, "renamed since it was listed", "app.log.2")
+    ...     return "read"
+    >>> relisting(attempt), tries
+    ('read', [True, False, False])
+    """
+    for i in range(TRIES):
+        try:
+            return attempt(i == 0)
+        except catch:
+            if i == TRIES - 1:
+                raise
+            time.sleep(0.002)
+    raise AssertionError("unreachable")

@@ -76,7 +76,7 @@ from .compressed_lines import (
     packed_kind,
 )
 from .csv_lines import CsvTable
-from .file_ids import FileIds, Listed, Renamed, open_listed
+from .file_ids import TRIES, FileIds, Listed, Renamed, open_listed, relisting
 from .file_watch import PatternWatch, ReadFiles, open_ids
 from .jsonl_lines import (
     LONG_KEPT,
@@ -363,15 +363,11 @@ def next_file(p: str, after: int, seen: FileIds, heads: Sequence[bytes], line: i
     compressed copy of a file read joins ``seen``, :func:`packed_read`), else the file at ``p``; with its reader
     (:func:`rotation_reader`), numbered from ``line``. A rotation that renames the files on between the listing and
     the opening has the folder listed again. ``FileNotFoundError``: no file at ``p``, or the rotation removed."""
-    for _ in range(50):
-        try:
-            while (nxt := next_rotation(p, after, seen)) is not None and packed_read(nxt, heads, seen):
-                pass
-            return nxt, (LineReader(p, line=line, pos=0, follow=True) if nxt is None else
-                         rotation_reader(p, nxt, line))
-        except Renamed:
-            time.sleep(0.002)
-    raise FileNotFoundError(f"{p}'s rotations were renamed on at each of 50 listings")
+    def attempt(_: bool) -> tuple[Listed | None, LineReader | str]:
+        while (nxt := next_rotation(p, after, seen)) is not None and packed_read(nxt, heads, seen):
+            pass
+        return nxt, LineReader(p, line=line, pos=0, follow=True) if nxt is None else rotation_reader(p, nxt, line)
+    return relisting(attempt)
 
 
 def packed_read(listed: Listed, heads: Sequence[bytes], ids: FileIds) -> bool:
@@ -393,17 +389,14 @@ def resumed_at_start(p: str, mark: Any, line: int, listing: Sequence[str] | None
     """Following, a restart at the first byte of the file ``mark`` names (:mod:`~streamarms.connectors.start_mark`):
     a reader of the rotation to read first, from its first line (numbered from ``line``), or ``None`` (the file at
     ``p``). ``CheckpointError`` when that rotation cannot be read (zstd). ``listing``: ``p``'s folder's names."""
-    for _ in range(50):
-        try:
-            q = first_to_read(p, mark, listing)
-            found = rotation_reader(p, q, line) if q is not None else None
-            break
-        except FileNotFoundError:  # (renamed on or removed -- compressed -- since it was listed: list again)
-            listing = None
-            time.sleep(0.002)
-    else:
-        raise CheckpointError(f"{p}: its rotations were renamed or removed at each of 50 looks for the file the "
-                              "checkpoint was at the start of; start the run again")
+    def attempt(first: bool) -> tuple[Listed | None, LineReader | str | None]:
+        q = first_to_read(p, mark, listing if first else None)
+        return q, rotation_reader(p, q, line) if q is not None else None
+    try:  # (a file renamed on or removed -- compressed -- between the listing and its opening: listed again)
+        q, found = relisting(attempt, catch=FileNotFoundError)
+    except FileNotFoundError:
+        raise CheckpointError(f"{p}: its rotations were renamed or removed at each of {TRIES} looks for the file the "
+                              "checkpoint was at the start of; start the run again") from None
     if isinstance(found, str):
         raise CheckpointError(found)
     if found is not None and q is not None:

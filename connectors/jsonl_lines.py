@@ -62,7 +62,7 @@ from typing import IO, Any, NoReturn
 from streamarms.checkpoint import CheckpointError
 from streamarms.errors import ConfigError
 
-from .file_ids import FileIds, Listed, Renamed, open_listed
+from .file_ids import FileIds, Listed, Renamed, open_listed, relisting
 from .text_encoding import UTF8, refuse_followed_utf16, utf16_marked, utf16_unmarked
 
 _fast_loads: Callable[[str], Any]
@@ -763,22 +763,21 @@ def rotation_ids(path: str, listing: Sequence[str] | None = None) -> FileIds:
     bytes (:class:`~streamarms.connectors.file_ids.FileIds`: a number freed by a file removed is given to new ones).
     Each file as listed (:func:`~.file_ids.open_listed`): a rotation that renames them on meanwhile has them listed
     again, so a newer file that took a listed name is not known in its place (nor read as a copy that was there)."""
-    ids = FileIds()
-    for _ in range(50):
+    def attempt(first: bool) -> FileIds:
         ids = FileIds()
-        try:
-            for _, dev, ino, q in rotations_of(path, listing):
-                try:
-                    with open_listed(Listed(q, dev, ino)) as f:
-                        ids.add_fd(f.fileno())
-                except Renamed:
-                    raise
-                except OSError:  # (removed since listed: compressed, or past retention; not there to be known)
-                    pass
-            break
-        except Renamed:
-            listing = None
-    return ids
+        for _, dev, ino, q in rotations_of(path, listing if first else None):
+            try:
+                with open_listed(Listed(q, dev, ino)) as f:
+                    ids.add_fd(f.fileno())
+            except Renamed:
+                raise
+            except OSError:  # (removed since listed: compressed, or past retention; not there to be known)
+                pass
+        return ids
+    try:
+        return relisting(attempt)
+    except Renamed:  # (renamed on at every listing: none known, as a file that starts with none)
+        return FileIds()
 
 
 def rotations_known(paths: Sequence[str]) -> dict[str, FileIds]:
