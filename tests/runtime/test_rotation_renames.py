@@ -123,3 +123,27 @@ def test_a_restart_at_a_files_first_byte_loses_no_file_to_a_rotation_while_it_st
     src.close()
     assert raced and src.failure is None
     assert _numbers(got) == list(range(100, 500)) and [r.offset for r in got] == list(range(100, 500))
+
+
+@pytest.mark.parametrize("gz", [False, True], ids=["rename", "compress"])
+def test_a_restart_at_the_first_byte_of_a_file_with_lines_rotated_while_stopped_reads_it(tmp_path, gz):
+    """The checkpoint at the first byte of F, which had lines then (none read: the run stopped as it came to F); while
+    stopped F was rotated (and compressed) and so was G after it. F is found by its first bytes as stored or, once
+    compressed, decompressed (:func:`~streamarms.connectors.start_mark.first_to_read`): every line from F's first on
+    is read once, in order."""
+    p = str(tmp_path / "app.log")
+    src = _at_the_next_files_first_byte(p, gz)
+    _written(p, 100, 200, 2 * 10**9)  # F's lines, none read
+    state = src.state()
+    src.close()
+    _rotate(p, 2 * 10**9, gz)  # stopped: F and G rotated, H at the path
+    _written(p, 200, 300, 3 * 10**9)
+    _rotate(p, 3 * 10**9, gz)
+    _written(p, 300, 400, 4 * 10**9)
+    src = JsonlSource([p], follow=True, resume=state)
+    got = []
+    for _ in range(12):
+        got += src.poll(0.0)
+    src.close()
+    assert src.failure is None and src.owed.lost == 0
+    assert _numbers(got) == list(range(100, 400)) and [r.offset for r in got] == list(range(100, 400))
