@@ -64,10 +64,11 @@ def first_to_read(path: str, mark: Sequence[Any], listing: Sequence[str] | None 
     checkpoint and is neither at the path nor among the rotations now: removed unread while the run was stopped
     (logrotate's ``rotate N``), where the restart went on with the next file and said nothing."""
     ino, since, n, hexdigest = int(mark[0]), int(mark[1]), int(mark[2]), str(mark[3])
-    there = False  # the checkpoint's file is still at the path
+    there = copy = False  # the checkpoint's file is still at the path; or a file that starts with its bytes is
     try:
         with open(path, "rb") as f:
-            there = os.fstat(f.fileno()).st_ino == ino and _starts(f.read(n), n, hexdigest)
+            copy = _starts(f.read(n), n, hexdigest)
+            there = os.fstat(f.fileno()).st_ino == ino and copy
     except FileNotFoundError:
         pass
     rotations = rotations_of(path, listing)
@@ -87,11 +88,13 @@ def first_to_read(path: str, mark: Sequence[Any], listing: Sequence[str] | None 
             return False
 
     first = next((Listed(q, d, i) for mt, d, i, q in rotations if mt > since or not there and named(d, i, q)), None)
-    # held by its bytes, not its number: a file removed gives its number to the next file made (the path's, a .gz)
-    if n and not there and first is not None and not any(held(d, i, q) for _, d, i, q in rotations):
+    # held by its bytes, not its number: a file removed gives its number to the next file made (the path's, a .gz);
+    # with no rotation to read first, the file at the path must hold them (logrotate's rotate 0 keeps none)
+    if n and not there and (first is not None or not copy) and not any(held(d, i, q) for _, d, i, q in rotations):
         raise CheckpointError(
             f"{path}: the file the checkpoint was at the start of (none of its lines read yet) is no longer there, "
             "neither at its path nor among its rotations: it was rotated and then removed while the run was stopped "
-            "(logrotate keeps `rotate N` files), and its lines cannot be read. To go on with the file at the path "
+            "(logrotate keeps `rotate N` files; none with rotate 0), or truncated or replaced, and its lines cannot "
+            "be read. To go on with the file at the path "
             "from its first line, use another --checkpoint (or remove this checkpoint).")
     return first

@@ -147,3 +147,37 @@ def test_a_compressed_patterns_file_removed_while_stopped_part_read_is_said(tmp_
     with caplog.at_level(logging.WARNING, "streamarms.files"):
         JsonlSource([], patterns=pattern, resume=state).close()
     assert not [r for r in caplog.records if "no longer there" in r.getMessage()]
+
+
+@pytest.mark.parametrize("how", ["rotate-0", "truncated", "copy-at-the-path"])
+def test_a_restart_at_the_first_byte_of_a_file_with_lines_gone_and_no_rotation_says_so(tmp_path, how):
+    """The checkpoint at the first byte of F, which had lines; while stopped F was rotated and removed with no rotation
+    kept (logrotate's ``rotate 0``), or truncated: the restart read the file at the path from its first byte and said
+    nothing of F's lines. It now stops as a restart whose file was removed mid-way does. A file at the path that starts
+    with F's bytes (F copied back) is F's lines: read, nothing said."""
+    p = str(tmp_path / "app.log")
+    src = _at_the_next_files_first_byte(p, False)
+    _written(p, 100, 200, 2 * 10**9)  # F's lines, none read
+    state = src.state()
+    src.close()
+    for q in tmp_path.iterdir():  # (E's rotation: past retention too)
+        if q.name != "app.log":
+            q.unlink()
+    if how == "rotate-0":
+        os.remove(p)
+        _written(p, 200, 300, 3 * 10**9)
+    elif how == "truncated":
+        open(p, "wb").close()
+        _written(p, 200, 300, 3 * 10**9)
+    else:
+        data = open(p, "rb").read()
+        os.remove(p)
+        open(p, "wb").write(data)
+    if how != "copy-at-the-path":
+        with pytest.raises(CheckpointError, match="none of its lines read yet.*rotate 0.*truncated or replaced"):
+            JsonlSource([p], follow=True, resume=state).poll(0.0)
+        return
+    src = JsonlSource([p], follow=True, resume=state)
+    got = src.poll(0.0) + src.poll(0.0)
+    src.close()
+    assert _numbers(got) == list(range(100, 200))
