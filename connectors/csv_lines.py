@@ -112,7 +112,8 @@ class CsvTable:
     (7, b'a', b'{"arm":"a","ms":"3"}')
     """
 
-    def __init__(self, delimiter: str = ",", line_time: LineTime | None = None, number_column: str | None = None) -> None:
+    def __init__(self, delimiter: str = ",", line_time: LineTime | None = None, number_column: str | None = None,
+                 decimal_comma: bool = False) -> None:
         #: the delimiter of the file being read: ``given``, or ``;`` for a CSV file whose header has semicolons
         #: and no comma (:meth:`set_header`)
         self.delimiter = self.given = delimiter
@@ -120,6 +121,9 @@ class CsvTable:
         #: the column whose decimal commas (``0,25``) are read as points in a file separated by ``;`` (the
         #: reward's: ``--reward-field``); its other cells are left as they are
         self.number_column = number_column
+        #: read that column's decimal commas whatever the delimiter (``--decimal-comma``: a tab-separated export of a
+        #: spreadsheet in a locale that writes them, Excel's "Unicode Text"; a quoted ``"0,25"`` in a CSV file)
+        self.decimal_comma = decimal_comma
         #: the column names of the file being read (``None`` until its header line is read)
         self.header: list[str] | None = None
         self._decimal_at: int | None = None  # (the index of number_column in a ";" file's header)
@@ -162,8 +166,8 @@ class CsvTable:
                 raise ConfigError(f"the header of {where} names the column {n!r} twice")
             seen.add(n)
         self.header = names
-        self._decimal_at = (names.index(self.number_column) if self.delimiter == ";" and self.number_column in names
-                            else None)
+        self._decimal_at = (names.index(self.number_column) if (self.delimiter == ";" or self.decimal_comma)
+                            and self.number_column in names else None)
 
     def resume_header(self, reader: Any, position: int) -> None:
         """The header of the file ``reader`` reads from byte ``position`` (past its first line): its first line."""

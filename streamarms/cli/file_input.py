@@ -19,12 +19,13 @@ __all__ = ["file_source", "tables_of", "check_columns"]
 
 
 def tables_of(files: Sequence[str], given: str, pattern: str | None = None, line_time: Any = None,
-              reward_field: str | None = None, line_field: str | None = None) -> dict[str, Any]:
+              reward_field: str | None = None, line_field: str | None = None,
+              decimal_comma: bool = False) -> dict[str, Any]:
     """The files read as tables, with their delimiters (``given``: ``--rewards-format``), or, with ``pattern``
     (``--line-pattern``), every file with the :class:`~streamarms.connectors.pattern_lines.PatternLines` that
     reads its lines (a :class:`ConfigError` for a pattern that names no field). With ``reward_field``, each
     table's :class:`~streamarms.connectors.csv_lines.CsvTable`, which reads that column's decimal commas in a
-    file separated by semicolons. With ``line_field`` (``--line-field``), every file is JSON lines whose field the
+    file separated by semicolons (in every table: ``decimal_comma``, ``--decimal-comma``). With ``line_field`` (``--line-field``), every file is JSON lines whose field the
     pattern reads (:class:`~streamarms.connectors.field_lines.FieldLines`).
 
     >>> tables_of(["a.csv", "b.jsonl", "c.tsv"], "auto")
@@ -59,7 +60,8 @@ def tables_of(files: Sequence[str], given: str, pattern: str | None = None, line
     delimiters = {p: DELIMITERS[f] for p in files if (f := table_format(p, given))}
     if reward_field is None:
         return delimiters
-    return {p: CsvTable(d, line_time, number_column=reward_field) for p, d in delimiters.items()}
+    return {p: CsvTable(d, line_time, number_column=reward_field, decimal_comma=decimal_comma)
+            for p, d in delimiters.items()}
 
 
 def file_source(s: RunSettings, resume: dict[str, Any] | None) -> Any:
@@ -77,12 +79,13 @@ def file_source(s: RunSettings, resume: dict[str, Any] | None) -> Any:
 
     def table_of(path: str) -> Any:  # (a file that comes to match a followed pattern: what tables_of says of it)
         return tables_of([path], s.rewards_format, s.line_pattern, line_time, reward_field=s.reward_field,
-                         line_field=s.line_field).get(path)
+                         line_field=s.line_field, decimal_comma=s.decimal_comma).get(path)
 
     source = JsonlSource(s.rewards_file or [], resume=resume, ordered=s.order == "timestamp", follow=bool(s.follow),
                          line_time=line_time,
                          tables=tables_of(s.rewards_file or [], s.rewards_format, s.line_pattern, line_time,
-                                          reward_field=s.reward_field, line_field=s.line_field),
+                                          reward_field=s.reward_field, line_field=s.line_field,
+                                          decimal_comma=s.decimal_comma),
                          patterns=patterns_of(s.rewards_file_given or []), table_of=table_of,
                          max_timestamp_ahead=s.max_timestamp_ahead, encoding=s.encoding or "utf-8")
     try:

@@ -10,8 +10,8 @@ a run with other settings starts with a fresh checkpoint (another ``--checkpoint
 
 * **Refused** in both modes: ``--k``, the reward model (``--reward-model``, ``--reward-range``, ``--clip``,
   ``--model-param``), ``--arms`` (which keys are fed), ``--reward-field``, ``--numeric-strings``,
-  ``--reward-at-least``, ``--reward-in``, ``--reward-match``, ``--reward-missing`` and ``--reward-unit`` (what a
-  reward is), ``--key-field`` and ``--key-from-file`` (what a key is),
+  ``--reward-at-least``, ``--reward-in``, ``--reward-match``, ``--reward-missing``, ``--reward-unit`` and
+  ``--decimal-comma`` (what a reward is), ``--key-field`` and ``--key-from-file`` (what a key is),
   ``--timestamp-field`` and ``--timestamp-unit`` (what a line's time is: the stream clock the checkpoint's
   times are on), ``--rewards-format``, ``--line-pattern``, ``--line-field`` and ``--encoding`` (how a line is read).
 * **Refused** in the episode modes: ``--policy`` and every policy parameter (``--delta``, ``--two-sided``,
@@ -40,7 +40,7 @@ compared on those only.
 >>> st["--k"], st["--arms"], st["--reward-range"], st["--passive-feed"]
 (3.0, ['a', 'b'], [0.0, 1.0], 'planned')
 >>> sorted(statistics_settings(RunSettings(), continuous=True, passive_feed=None, clock="event"))[:4]
-['--arms', '--change-alpha', '--clip', '--encoding']
+['--arms', '--change-alpha', '--clip', '--decimal-comma']
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ _COMMON = {"--k": "k", "--reward-model": "reward_model", "--reward-range": "rewa
            "--key-ids": "key_ids",
            "--numeric-strings": "numeric_strings", "--reward-at-least": "reward_at_least",
            "--reward-in": "reward_in", "--reward-match": "reward_match", "--reward-missing": "reward_missing",
-           "--reward-unit": "reward_unit",
+           "--reward-unit": "reward_unit", "--decimal-comma": "decimal_comma",
            "--timestamp-field": "timestamp_field", "--timestamp-unit": "timestamp_unit",
            "--timestamp-format": "timestamp_format",
            "--rewards-format": "rewards_format", "--line-pattern": "line_pattern", "--line-field": "line_field",

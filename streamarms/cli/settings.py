@@ -106,6 +106,7 @@ class RunSettings:
     # records
     reward_field: str = "reward"
     numeric_strings: bool = False
+    decimal_comma: bool = False
     reward_at_least: float | None = None
     reward_in: list[str] | None = None
     reward_match: str | None = None
@@ -357,6 +358,10 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--numeric-strings", action="store_true", default=None,
                    help="read a reward written as a string holding a JSON number (\"0.005\", \"503\": logs that "
                         "quote every value, as nginx's escape=json) as that number; else such a value is refused")
+    g.add_argument("--decimal-comma", action="store_true", default=None,
+                   help="read the reward column's decimal commas (0,25) in any table: a tab-separated export of a "
+                        "spreadsheet in a locale that writes them (Excel's Unicode Text), a quoted \"0,25\" in a "
+                        "CSV file (a file separated by semicolons reads them without it)")
     g.add_argument("--reward-at-least", type=float, metavar="X",
                    help="the reward is 1 when the field's number is at least X, else 0: a rate from a value (an "
                         "error rate from status codes: --reward-field status --reward-at-least 500; slow requests: "
@@ -642,6 +647,9 @@ def resolve_settings(opts: argparse.Namespace) -> RunSettings:
             raise ConfigError(f"--line-pattern reads every --rewards-file line with a pattern; --rewards-format "
                               f"{s.rewards_format} reads them otherwise: give one")
         formats = {"pattern"} if s.rewards_file or s.bootstrap_servers else set()  # (a topic's values: its lines)
+    if s.decimal_comma and not formats & {"csv", "tsv"}:
+        raise ConfigError("--decimal-comma reads the reward column's decimal commas (0,25) in a table: give "
+                          "--rewards-file CSV or TSV files (--rewards-format csv or tsv for another name)")
     return replace(s, explicit=explicit, embedded=embedded, reward_bounds=bounds,
                    model_params=dict(_kv(x) for x in (s.model_param or [])),
                    # a table's cells (a pattern's groups) are text: the reward's is read as the number it writes

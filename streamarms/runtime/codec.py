@@ -443,7 +443,7 @@ def _hint(v: str, unit: str | None, numeric_strings: bool, at_least: float | Non
             if unit is not None and not number else
             " (--numeric-strings reads a number written as a string)"
             if not numeric_strings and number else
-            " (a decimal comma is read only in a CSV file separated by semicolons, in the reward's column)"
+            " (a decimal comma is read only in a table's reward column: one separated by semicolons, or --decimal-comma)"
             if DECIMAL_COMMA.fullmatch(v) else
             " (--numeric-strings reads true and false written as strings as 1 and 0)"
             if not numeric_strings and v.lower() in _BOOLEAN_TEXT else

@@ -128,7 +128,8 @@ def test_a_semicolon_export_reads_the_rewards_decimal_commas(tmp_path, capsys):
     assert main(["run", "--rewards-file", str(tmp_path / "r.jsonl"), "--numeric-strings", "--reward-model",
                  "bounded", "--reward-range", "0,1", "--dead-letter-file", str(dead), "--checkpoint", "none",
                  "--quiet"]) == 0
-    assert "a decimal comma is read only in a CSV file separated by semicolons" in dead.read_text()
+    assert "a decimal comma is read only in a table's reward column: one separated by semicolons, or --decimal-comma" \
+        in dead.read_text()
 
 
 def test_a_database_s_export_separated_by_vertical_bars_is_a_table(tmp_path, capsys):
