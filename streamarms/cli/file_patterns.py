@@ -93,7 +93,8 @@ def _rotation(name: str) -> bool:
 def expand_files(paths: Sequence[str], waiting: bool = False) -> list[str]:
     """``--rewards-file`` as given, its patterns expanded: a path that is no file but holds ``*``, ``?`` or ``[``
     is a glob pattern (quoted on the command line, or in the TOML file, which no shell expands), every match read
-    (sorted by name; a match already named is not added again). A pattern that matches nothing, or a directory, is a
+    (sorted by name; a match already named is not added again). A file that is not there, a pattern that matches
+    nothing, or a directory, is a
     :class:`ConfigError` that says what to give -- unless ``waiting`` (``--follow``: the files a pattern names are
     read as they appear), when it is a warning.
 
@@ -109,6 +110,10 @@ def expand_files(paths: Sequence[str], waiting: bool = False) -> list[str]:
     Traceback (most recent call last):
     ...
     streamarms.errors.ConfigError: ... is a directory: name its files, e.g. '.../*.jsonl' (quoted, the pattern is expanded by streamarms: every match is read)
+    >>> expand_files(["no-such.jsonl"])
+    Traceback (most recent call last):
+    ...
+    streamarms.errors.ConfigError: --rewards-file no-such.jsonl: no such file (a --follow run waits for a file given by name)
     """
     import glob
     import os
@@ -119,6 +124,8 @@ def expand_files(paths: Sequence[str], waiting: bool = False) -> list[str]:
             raise ConfigError(f"{p} is a directory: name its files, e.g. '{files_within(p)}' (quoted, "
                               "the pattern is expanded by streamarms: every match is read)")
         if not _is_pattern(p):
+            if p != "-" and not waiting and not os.path.lexists(p):
+                raise ConfigError(f"--rewards-file {p}: no such file (a --follow run waits for a file given by name)")
             out.append(p)  # (as given: a path given twice is for the run's own checks to refuse)
             continue
         matches = sorted(m for m in glob.glob(p) if not os.path.isdir(m))

@@ -80,7 +80,7 @@ def test_a_missing_config_file(tmp_path, capsys):
     (["--k", "1e308"], "k must be a finite number > 0 and at most 1000, got 1e+308"),
     (["--k", "1e308", "--policy", "roai"], "and at most 1000, got 1e+308"),
     (["--k", "1e308", "--policy", "ade"], "and at most 1000, got 1e+308"),
-    (["--mode", "active", "--rewards-file", "x.jsonl"], "--mode active needs --requests-topic"),
+    (["--mode", "active", "--rewards-file", "-"], "--mode active needs --requests-topic"),
     (["--passive-feed", "all", "--policy", "apt", "--threshold", "0.5", "--budget", "1000"],
      "--passive-feed all needs a policy whose guarantee holds for any sampling order"),
     (["--passive-feed", "all", "--mode", "active"], "passive_feed 'all' applies to passive mode only"),

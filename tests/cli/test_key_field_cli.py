@@ -73,7 +73,7 @@ def test_a_kafka_form_line_reads_the_key_field_in_its_value(tmp_path, capsys):
     ([], "the embedded demo's records have keys of their own"),
     (["--bootstrap-servers", "localhost:1", "--rewards-topic", "t", "--group-threshold", "--policy", "cs"],
      "--key-field does not apply to --group-threshold"),
-    (["--rewards-file", "x.jsonl", "--key-field", " "], "--key-field needs a field name"),
+    (["--rewards-file", "-", "--key-field", " "], "--key-field needs a field name"),
 ])
 def test_key_field_where_it_cannot_apply_is_refused_before_anything_runs(tmp_path, capsys, extra, needle):
     args = ["run", "--checkpoint", "none", *extra]
