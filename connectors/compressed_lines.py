@@ -43,7 +43,7 @@ from .file_ids import Listed, Renamed, open_listed
 from .jsonl_lines import _HOW, BLOCK, WINDOW, LineReader, compressed, rotations_of
 from .jsonl_lines import digest as _digest_bytes
 from .text_encoding import Utf16Stream, utf16_marked
-from .workbook_lines import WorkbookStream, is_workbook
+from .workbook_lines import WORKBOOK_SUFFIXES, WorkbookStream, is_workbook
 
 __all__ = ["CompressedLineReader", "open_lines", "compressed_rotation", "compressed_head", "file_head", "packed_kind",
            "DECOMPRESSORS"]
@@ -153,6 +153,10 @@ def open_lines(path: str, *, line: int = 0, pos: int | None = None, digest: str 
     kind = _kind(path) if not follow else None
     if kind in DECOMPRESSORS:
         return CompressedLineReader(path, kind, line=line, pos=pos, digest=digest)
+    if kind is None and not follow and path.lower().endswith(WORKBOOK_SUFFIXES) and os.path.isfile(path):
+        raise ConfigError(f"{path} is named as an Excel workbook but is none Excel can open (not a zip holding "
+                          "xl/workbook.xml): damaged, cut short, or another format under that name (an .xls: save it "
+                          "as .xlsx or CSV)")  # (read as text, its bytes were a header of one odd column)
     return LineReader(path, line=line, pos=pos, digest=digest, follow=follow)
 
 

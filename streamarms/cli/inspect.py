@@ -114,6 +114,9 @@ class FieldProfile:
     unit: str | None = None
     #: a few of its lists (Caddy's headers, ``["curl/8.0"]``), as JSON: shown where a list has no distinct values
     lists: list[str] = field(default_factory=list)
+    #: its cells read as numbers with a decimal comma (``4,62``) in a table not separated by ``;``: ``run`` reads
+    #: them with ``--decimal-comma`` (:func:`_decimal_comma`)
+    decimal_commas: int = 0
 
     def add(self, v: Any) -> None:
         t = type(v)
@@ -235,6 +238,8 @@ def profile(path: str | Sequence[str], records: int = 10_000, rewards_format: st
     try:
         n = _read(source, records, fields, refused)
         read = {p: source.bytes_read(p) for p in paths}
+        if source.failure is not None:  # (a compressed file cut short: its lines before were read; run stops there)
+            print(source.failure)
     finally:
         source.close()
     for p in paths:
@@ -329,8 +334,9 @@ def _read(source: Any, records: int, fields: dict[str, FieldProfile], refused: C
         if not batch:
             break
         # a table separated by ";" (a spreadsheet's export where the decimal mark is a comma): run reads a reward
-        # column's 0,25 as 0.25, and so its numbers are profiled as numbers
+        # column's 0,25 as 0.25, and so its numbers are profiled as numbers; in another table with --decimal-comma
         comma = any(getattr(t, "delimiter", None) == ";" for t in source.tables.values())
+        tabled = not comma and any(isinstance(getattr(t, "delimiter", None), str) for t in source.tables.values())
         for r in batch[:records - n]:
             n += 1
             reason = getattr(r.key, "reason", None)
@@ -348,10 +354,26 @@ def _read(source: Any, records: int, fields: dict[str, FieldProfile], refused: C
                 flat["key"] = r.key.decode("utf-8", "replace")  # (a Kafka-form line's key)
             _fields(obj, flat)
             for k, v in flat.items():
+                f = fields.setdefault(k, FieldProfile(k))
                 if comma and type(v) is str and DECIMAL_COMMA.fullmatch(v):
                     v = v.replace(",", ".")
-                fields.setdefault(k, FieldProfile(k)).add(v)
+                elif tabled and type(v) is str and _decimal_comma(v):
+                    v, f.decimal_commas = v.replace(",", "."), f.decimal_commas + 1
+                f.add(v)
     return n
+
+
+def _decimal_comma(v: str) -> bool:
+    """Whether ``v`` is a number with a decimal comma beyond doubt: digits, one comma, digits -- not three of them
+    after a whole part other than 0, which a locale with a decimal point writes for thousands (``1,234``).
+
+    >>> [_decimal_comma(v) for v in ("4,62", "0,125", "-3,5", "1,234", "1.234,5", "abc")]
+    [True, True, True, False, False, False]
+    """
+    if not DECIMAL_COMMA.fullmatch(v):
+        return False
+    whole, frac = v.lstrip("-").split(",")
+    return len(frac) != 3 or whole == "0"
 
 
 #: what each named ``--line-pattern`` reads, for inspect's line saying it found one
@@ -579,7 +601,8 @@ def _reward_flags(f: FieldProfile, table: bool = False) -> str | None:
     texts = {v.lower() if type(v) is str else v for v in values}
     quoted = f.share("str") > 0 and not table and (f.numeric or bool(texts & {"true", "false"}))
     name = f"--reward-field {shlex.quote(f.name)}" + (f" --reward-unit {f.unit}" if f.unit else
-                                                      " --numeric-strings" if quoted else "")
+                                                      " --numeric-strings" if quoted else "") + \
+        (" --decimal-comma" if f.decimal_commas else "")
     if f.share("bool") > 0.99 or (texts <= {0, 1, "0", "1", "true", "false"} and len(values) == 2):
         return name if len(values) == 2 else None  # (the same value in every record: nothing to compare)
     if f.digits() and f.distinct >= 2:  # (a severity: journald's PRIORITY "3", pino's level 50)

@@ -160,6 +160,47 @@ def test_a_spreadsheet_export_with_decimal_commas_reads_them_as_numbers(tmp_path
     assert _run_suggested(tmp_path, command, "--policy", "cs")["flagged"] == ["w03"]
 
 
+def test_a_tab_separated_export_with_decimal_commas_is_read_with_decimal_comma(tmp_path, capsys):
+    """Excel's "Unicode Text" in a locale whose decimal mark is a comma: UTF-16, tabs between the cells, ``4,62``.
+    Every reward was refused (a decimal comma was read only between semicolons). ``inspect`` now profiles the
+    column as those numbers and suggests ``--decimal-comma``, which reads them: the suggested command finds the slow
+    worker, as the same table with points does. Without the flag each is refused naming it; the flag with no table
+    to read is a usage error; ``1,234`` (thousands, in a locale with points) is not taken for a decimal comma."""
+    rng = random.Random(8)
+    rows = [(f"w{w:02d}", i, f"{rng.uniform(1, 9) + (5 if w == 3 else 0):.2f}")
+            for i in range(8000) for w in [rng.randrange(20)]]
+    p = tmp_path / "Export.txt"
+    p.write_bytes(("\ufeffworker_id\titem\tduration\r\n" + "".join(
+        f"{w}\t{i}\t{d.replace('.', ',')}\r\n" for w, i, d in rows)).encode("utf-16-le"))
+    assert main(["inspect", str(p), "--rewards-format", "tsv"]) == 0
+    out = capsys.readouterr().out
+    duration = next(line for line in out.splitlines() if line.startswith("  duration"))
+    assert duration.endswith(" 1 .. 13.98"), duration  # (numbers, not text)
+    command = next(c for c in _suggested(out) if "duration" in c)
+    assert command[command.index("--reward-field"):] == ["--reward-field", "duration", "--decimal-comma",
+                                                         "--reward-model", "bounded", "--reward-range", "0,14",
+                                                         "--clip"], command
+    with_points = tmp_path / "points.tsv"
+    with_points.write_text("worker_id\titem\tduration\n" + "".join(f"{w}\t{i}\t{d}\n" for w, i, d in rows))
+    got = _run_suggested(tmp_path, command, "--policy", "cs")
+    points = _run_suggested(tmp_path, [str(with_points) if c == str(p) else c for c in command
+                                       if c not in ("--decimal-comma", "--rewards-format", "tsv")], "--policy", "cs")
+    assert got["flagged"] == ["w03"] and not got["invalid"]
+    assert {k: got[k] for k in ("flagged", "records")} == {k: points[k] for k in ("flagged", "records")}
+    dead = tmp_path / "dead.jsonl"
+    without = [c for c in command if c != "--decimal-comma"]
+    assert main([*without, "--checkpoint", "none", "--quiet", "--max-episodes", "1", "--dead-letter-file",
+                 str(dead)]) == 0
+    assert "or --decimal-comma)" in dead.read_text().splitlines()[0]
+    (tmp_path / "r.jsonl").write_text('{"arm": "a", "reward": 1}\n')
+    assert main(["run", "--rewards-file", str(tmp_path / "r.jsonl"), "--decimal-comma", "--checkpoint", "none"]) == 2
+    assert "--decimal-comma reads the reward column's decimal commas (0,25) in a table" in capsys.readouterr().err
+    thousands = tmp_path / "us.tsv"
+    thousands.write_text("host\tbytes\n" + "".join(f"h{i % 9}\t{1000 + 37 * i:,}\n" for i in range(3000)))
+    assert main(["inspect", str(thousands)]) == 0
+    assert "--decimal-comma" not in capsys.readouterr().out
+
+
 def test_a_spreadsheet_s_true_false_and_a_column_name_with_spaces(tmp_path, capsys):
     """A spreadsheet writes booleans as ``TRUE``/``FALSE`` and names columns with spaces: the column is suggested as
     the reward (it was not: only ``True``/``true`` were booleans), every name is quoted for the shell, and a JSON
@@ -428,3 +469,26 @@ def test_an_application_s_text_log_with_stack_traces(tmp_path, capsys):
                      "level", "--reward-in", "ERROR", "--timestamp-field", "time"], first
     got = _run_suggested(tmp_path, first, "--policy", "cs", "--max-episodes", "1")
     assert got["flagged"] == ["web-4"] and got["invalid"] == {}, got
+
+
+def test_a_compressed_file_cut_short_is_said_so_not_taken_for_text_in_a_code_page(tmp_path, capsys):
+    """A ``.jsonl.bz2`` cut short: ``inspect`` said "0 records read" and nothing of the damage, or took the compressed
+    bytes for text in Windows-1252 ("is not UTF-8: read as cp1252"). It now names the damage, as ``run`` does, and
+    gives no advice on the encoding of bytes that are no text. A zip (a workbook) is no text either."""
+    import bz2
+
+    from streamarms.connectors.jsonl_lines import MAGICS
+    from streamarms.connectors.text_encoding import BINARY_MAGICS, advice
+
+    assert set(MAGICS) <= set(BINARY_MAGICS)
+    rng = random.Random(4)
+    whole = bz2.compress(b"".join(b'{"arm": "h%d", "ms": %.3f}\n' % (rng.randrange(9), rng.random()) for _ in range(5000)))
+    assert len(whole) > 3000
+    for cut in (300, len(whole) // 2):
+        p = tmp_path / f"cut{cut}.jsonl.bz2"
+        p.write_bytes(whole[:cut])
+        code = main(["inspect", str(p)])
+        out, err = capsys.readouterr()
+        assert "not UTF-8" not in out + err and "cannot be decompressed" in out + err, (code, out, err)
+        assert code in (1, 2)
+    assert advice("x.xlsx", b"PK\x03\x04\x14\x00\x06\x00\x08\x00\x00\x00!\x00\xff\xfe\x9a") is None

@@ -99,6 +99,10 @@ def test_a_followed_damaged_or_unreadable_workbook_is_one_clear_error(tmp_path, 
         z.writestr("xl/workbook.xml", "<not a workbook")
     assert main([*flags, "--rewards-file", str(damaged)]) == 2
     assert f"{damaged} cannot be read as an Excel workbook (" in capsys.readouterr().err
+    cut = tmp_path / "cut.xlsx"  # (cut short: no zip directory, so no workbook by its content; read as text, its
+    cut.write_bytes(book.read_bytes()[:3000])  # bytes were a header of one odd column, "has no column 'Fehler'")
+    assert main([*flags, "--rewards-file", str(cut)]) == 2
+    assert f"{cut} is named as an Excel workbook but is none Excel can open" in capsys.readouterr().err
     monkeypatch.setitem(sys.modules, "openpyxl", None)  # (without the extra)
     assert main([*flags, "--rewards-file", str(book)]) == 2
     assert "is an Excel workbook, read with openpyxl: pip install 'streamarms[excel]'" in capsys.readouterr().err
