@@ -48,7 +48,7 @@ from .errors import StreamarmsError
 from .json_lazy import NotAscii, OpenFile, load_lazy
 from .json_stream import iter_json, lazy_default
 
-__all__ = ["CheckpointStore", "FileCheckpointStore", "CheckpointError", "encode", "decode", "decode_parts",
+__all__ = ["CheckpointStore", "FileCheckpointStore", "CheckpointError", "check_blocks", "encode", "decode", "decode_parts",
            "write_encoded", "checkpoint_key", "atomic_write", "file_mark", "check_writable_directory", "KEY_ENV", "KEY_FILE_ENV"]
 
 #: environment variables that hold the HMAC key (or the path of a file holding it)
@@ -176,6 +176,30 @@ def decode_parts(head: bytes, body: bytes, where: str = "checkpoint", key: bytes
     if not isinstance(doc, dict):
         raise CheckpointError(f"{where} is damaged: body is not an object")
     return doc
+
+
+#: the blocks of a daemon's checkpoint (:func:`~streamarms.daemon.checkpoint_document`), each a JSON object when there
+BLOCKS = ("run", "scheduler", "source", "sinks")
+
+
+def check_blocks(doc: Any, where: str) -> None:
+    """:class:`CheckpointError` unless ``doc`` is a JSON object whose blocks (:data:`BLOCKS`) are objects: a document
+    with the right checksum but another shape (written by another program, or edited and its checksum made again)
+    is refused by name, never met later as an attribute that is not there.
+
+    >>> check_blocks({"run": {}, "scheduler": [1, 2]}, "c.ckpt")
+    Traceback (most recent call last):
+    ...
+    streamarms.checkpoint.CheckpointError: the checkpoint in c.ckpt is not one a streamarms daemon wrote: its 'scheduler' is a JSON list, not an object
+    """
+    if not isinstance(doc, dict):
+        raise CheckpointError(f"the checkpoint in {where} is not one a streamarms daemon wrote: a JSON "
+                              f"{type(doc).__name__}, not an object")
+    for name in BLOCKS:
+        if name in doc and not isinstance(doc[name], dict):
+            kind = "null" if doc[name] is None else type(doc[name]).__name__
+            raise CheckpointError(f"the checkpoint in {where} is not one a streamarms daemon wrote: its {name!r} is a "
+                                  f"JSON {kind}, not an object")
 
 
 class CheckpointStore(ABC):

@@ -74,7 +74,7 @@ from collections.abc import Callable
 from time import perf_counter
 from typing import Any
 
-from .checkpoint import CheckpointError, CheckpointStore
+from .checkpoint import CheckpointError, CheckpointStore, check_blocks
 from .errors import SinkUnavailable
 from .last_save import LastSave
 from .loop_calls import LoopCalls
@@ -149,6 +149,7 @@ def restore_checkpoint(store: CheckpointStore, run: dict[str, Any],
     doc = store.load_streamed()  # a file store: big arrays parsed as the restore iterates them (issue 13)
     if doc is None:
         return None
+    check_blocks(doc, store.describe())
     prev = doc.get("run", {})
     if prev.get("cluster_id") and run.get("cluster_id") and prev["cluster_id"] != run["cluster_id"]:
         raise CheckpointError(

@@ -374,3 +374,37 @@ def test_a_boolean_key_ttl_is_refused():
     from streamarms.monitor import ContinuousMonitor
     with pytest.raises(ValueError, match="key_ttl"):
         ContinuousMonitor(key_ttl=True)
+
+
+def test_a_checkpoint_of_the_right_checksum_and_another_shape_is_refused_by_name(tmp_path, capsys):
+    """Found by mutating checkpoints and writing their checksums again (a forger, an edit, another program): a
+    ``scheduler`` or ``run`` block that is no object crashed ``explain`` (a traceback) and stopped ``run`` with
+    ``cannot start: AttributeError`` (exit 1); a monitor's threshold interval that is no pair of numbers crashed
+    ``explain --table`` after the restore. Each is now refused naming what is wrong (exit 2)."""
+    from streamarms.checkpoint import FileCheckpointStore
+    from streamarms.cli import main
+
+    rows = tmp_path / "r.csv"
+    rows.write_text("host,err\n" + "".join(f"h{i % 7},{int(i % 11 == 0 or (i % 7 == 3 and i % 3 == 0))}\n"
+                                           for i in range(6000)))
+    for forever, block, value, said in (
+            (False, ("scheduler",), [1, 2], "its 'scheduler' is a JSON list, not an object"),
+            (False, ("run",), None, "its 'run' is a JSON null, not an object"),
+            (True, ("scheduler", "monitor", "groups", "default", "track", "result", "upper"), None,
+             "the threshold track's 'upper' in the snapshot is None: two numbers, low to high expected")):
+        ck = tmp_path / f"c-{block[-1]}.ckpt"
+        flags = ["run", "--rewards-file", str(rows), "--key-field", "host", "--reward-field", "err", "--checkpoint",
+                 str(ck), "--quiet", *(["--forever"] if forever else ["--max-episodes", "1"])]
+        assert main(flags) == 0
+        store = FileCheckpointStore(ck)
+        doc = store.load()
+        at = doc
+        for name in block[:-1]:
+            at = at[name]
+        at[block[-1]] = value
+        store.save(doc)  # (its checksum made again)
+        capsys.readouterr()
+        for argv in (flags, ["explain", str(ck)], ["explain", str(ck), "--table"]):
+            assert main(argv) == 2, argv
+            err = capsys.readouterr().err
+            assert said in err and "Traceback" not in err, err

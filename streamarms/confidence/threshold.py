@@ -408,6 +408,23 @@ def threshold_bounds(g: Any, n: int, k: float, alpha_lin: float, *, sum_y: Any, 
     return out
 
 
+def _result_entry(name: str, v: Any) -> Any:
+    """A snapshot's interval (``upper``, ``upper_box``, ...: two numbers, the first at most the second) or estimate
+    (``upper_estimate``: a number) as the track holds it; ``ValueError`` naming it when it is neither.
+
+    >>> _result_entry("upper", [0.1, 0.3]), _result_entry("upper_estimate", 0.2)
+    ((0.1, 0.3), 0.2)
+    """
+    number = (int, float)
+    if name.endswith("_estimate") and isinstance(v, number) and not isinstance(v, bool):
+        return float(v)
+    if not name.endswith("_estimate") and isinstance(v, list) and len(v) == 2 and \
+            all(isinstance(x, number) and not isinstance(x, bool) for x in v) and not v[0] > v[1]:
+        return (float(v[0]), float(v[1]))
+    raise ValueError(f"the threshold track's {name!r} in the snapshot is {str(v)[:60]}: "
+                     f"{'a number' if name.endswith('_estimate') else 'two numbers, low to high'} expected")
+
+
 def _unbounded_if_nan(t_lo: Any, t_hi: Any, b_lo: Any, b_hi: Any) -> tuple[Any, Any, Any, Any]:
     """Lower ends that are nan as ``-inf``, upper ends as ``+inf``: totals with infinite terms (arms whose
     intervals are still unbounded: heavy tails) give ``inf - inf`` in places; such a bound says nothing,
@@ -674,8 +691,12 @@ class ThresholdTrack:
     def restore(cls, state: dict[str, Any]) -> ThresholdTrack:
         obj = cls.__new__(cls)
         d = dict(state)
+        for part in ("totals", "result"):
+            if not isinstance(d.get(part), dict):
+                raise ValueError(f"the threshold track's {part!r} in the snapshot is {str(d.get(part))[:60]}: an "
+                                 "object expected")
         d["totals"] = {kk: list(v) for kk, v in d["totals"].items()}
-        d["result"] = {kk: (tuple(v) if isinstance(v, list) else v) for kk, v in d["result"].items()}
+        d["result"] = {kk: _result_entry(kk, v) for kk, v in d["result"].items()}
         obj.__dict__.update(d)
         obj._after_restore()
         return obj
