@@ -33,6 +33,7 @@ import bz2
 import gzip
 import lzma
 import os
+import zlib
 from collections.abc import Callable
 from typing import IO, Any
 
@@ -60,7 +61,7 @@ DECOMPRESSORS: dict[str, Callable[[IO[bytes]], Any]] = {
 MADE_UTF8 = frozenset({"utf-16", "xlsx"})
 
 #: what a decompressor raises on a damaged or cut file
-_ERRORS = (OSError, EOFError, lzma.LZMAError)
+_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error)  # (gzip's damaged data is a zlib.error: no OSError)
 
 
 def _kind(path: str) -> str | None:
@@ -184,8 +185,9 @@ class CompressedLineReader(LineReader):
         except _ERRORS as e:
             if not self._first:
                 self._raw.close()
-                raise ConfigError(f"{path} cannot be decompressed as {kind} ({e}): a damaged file, or another "
-                                  "format that starts with the same bytes") from e
+                raise ConfigError(f"{path} cannot be read as an Excel workbook ({e}): a damaged file; save its sheet "
+                                  "as CSV" if kind == "xlsx" else f"{path} cannot be decompressed as {kind} ({e}): a "
+                                  "damaged file, or another format that starts with the same bytes") from e
         self._dec.seek(0)
         #: why the file could not be decompressed to its end (a file cut short or damaged), once met: the lines
         #: before it are read, the bytes after the last whole line are not (the source fails with this reason)
@@ -223,8 +225,9 @@ class CompressedLineReader(LineReader):
         try:
             return self._dec.read(self._block)
         except _ERRORS as e:  # a file cut short (still being compressed) or corrupt
-            self.damage = (f"{self.path} cannot be decompressed after its line {self._end_line:,} ({e}): a {self.kind} "
-                           "file cut short or damaged; the lines before were read, nothing after")
+            self.damage = (f"{self.path} cannot be {'read' if self.kind == 'xlsx' else 'decompressed'} after its line "
+                           f"{self._end_line:,} ({e}): a {self.kind} file cut short or damaged; the lines before were "
+                           "read, nothing after")
             return b""
 
     def _at_end(self) -> None:

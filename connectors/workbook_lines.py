@@ -106,14 +106,17 @@ class WorkbookStream(MadeStream):
         out = self._out
         out.seek(0)
         out.truncate()
-        for row in self._rows:
-            cells = [_cell(v) for v in row]
-            if any(cells):
-                self._csv.writerow(cells)
+        try:
+            for row in self._rows:
+                cells = [_cell(v) for v in row]
+                if any(cells):
+                    self._csv.writerow(cells)
+                else:
+                    out.write("\n")  # (an empty row: a blank line, no record)
+                if out.tell() >= 1 << 16:
+                    break
             else:
-                out.write("\n")  # (an empty row: a blank line, no record)
-            if out.tell() >= 1 << 16:
-                break
-        else:
-            self._done = True
+                self._done = True
+        except Exception as e:  # (its sheet's XML damaged, or the zip member under it: the parser's, zipfile's errors)
+            raise OSError(f"its sheet is damaged ({type(e).__name__}: {e})") from e  # (read as a compressed file cut)
         return out.getvalue().encode("utf-8", "surrogatepass")

@@ -103,6 +103,14 @@ def test_a_followed_damaged_or_unreadable_workbook_is_one_clear_error(tmp_path, 
     cut.write_bytes(book.read_bytes()[:3000])  # bytes were a header of one odd column, "has no column 'Fehler'")
     assert main([*flags, "--rewards-file", str(cut)]) == 2
     assert f"{cut} is named as an Excel workbook but is none Excel can open" in capsys.readouterr().err
+    sheet_cut = tmp_path / "sheet-cut.xlsx"  # (its sheet's XML cut in the middle: the parser fails on a row, after
+    with zipfile.ZipFile(book) as src, zipfile.ZipFile(sheet_cut, "w") as dst:  # the workbook opened; a crash)
+        for item in src.infolist():
+            data = src.read(item)
+            dst.writestr(item, data[:len(data) // 2] if item.filename.startswith("xl/worksheets/") else data)
+    assert main([*flags, "--rewards-file", str(sheet_cut)]) == 2
+    assert f"{sheet_cut} cannot be read as an Excel workbook (its sheet is damaged (ParseError" in \
+        capsys.readouterr().err
     monkeypatch.setitem(sys.modules, "openpyxl", None)  # (without the extra)
     assert main([*flags, "--rewards-file", str(book)]) == 2
     assert "is an Excel workbook, read with openpyxl: pip install 'streamarms[excel]'" in capsys.readouterr().err

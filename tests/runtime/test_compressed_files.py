@@ -124,6 +124,26 @@ def test_a_file_cut_short_reads_its_lines_then_fails_the_run_naming_it(tmp_path,
     assert "cut short or damaged; the lines before were read, nothing after" in capsys.readouterr().err
 
 
+def test_gzip_data_damaged_inside_is_said_as_a_cut_file_is(tmp_path, capsys):
+    """Found by fuzzing: damaged deflate data raises ``zlib.error``, which is no ``OSError``, so a ``.gz`` damaged
+    inside crashed ``inspect`` (a traceback) and stopped ``run`` with ``cannot start: error`` (exit 1). Damaged at
+    its start it is a clear error (exit 2); damaged after whole lines, those are read and the run fails naming it."""
+    garbage = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff" + b"\xff" * 64  # (a member with an invalid block type)
+    start, later = tmp_path / "start.jsonl.gz", tmp_path / "later.jsonl.gz"
+    start.write_bytes(garbage)
+    later.write_bytes(gzip.compress(b"".join(_lines(20_000))) + garbage)
+    assert run_main(["--rewards-file", str(start), "--quiet"]) == 2
+    assert "cannot be decompressed as gzip (Error -3 while decompressing data" in capsys.readouterr().err
+    assert main(["inspect", str(start)]) == 2
+    assert "cannot be decompressed as gzip" in capsys.readouterr().err
+    src = JsonlSource([str(later)])
+    n = len(_drain(src))  # (the lines of the blocks decompressed before the damage: gzip reads ahead)
+    assert 0 < n <= 20_000 and f"cannot be decompressed after its line {n:,}" in src.failure
+    src.close()
+    assert run_main(["--rewards-file", str(later), "--quiet"]) == 1
+    assert "cut short or damaged; the lines before were read, nothing after" in capsys.readouterr().err
+
+
 def test_a_replaced_compressed_file_is_refused_at_restart(tmp_path):
     p = tmp_path / "r.jsonl.gz"
     p.write_bytes(gzip.compress(b"".join(_lines(70))))
