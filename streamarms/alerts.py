@@ -153,7 +153,10 @@ class AlertManager:
         self.flagged = {str(k): int(v) for k, v in state.get("flagged", {}).items()}
         self.counts = {k: 0 for k in ALERT_KINDS} | {k: int(v) for k, v in state.get("counts", {}).items()}
         self.episode = int(state.get("episode", 0))
-        self._seen = set(state.get("seen", []))
+        seen = state.get("seen", [])
+        if not isinstance(seen, list) or not all(isinstance(x, str) for x in seen):
+            raise ValueError(f"the alerts' 'seen' in the checkpoint is {str(seen)[:60]}: a list of texts expected")
+        self._seen = set(seen)
 
 
 class AlertDeduplicator:

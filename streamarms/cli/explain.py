@@ -229,7 +229,7 @@ def explain_main(opts: argparse.Namespace) -> int:
         if sched.get("mode") in ("passive", "active"):
             try:
                 return _explain_episode(opts, sched)
-            except (CheckpointError, ValueError, KeyError, TypeError, AttributeError, OSError):
+            except (CheckpointError, ValueError, KeyError, IndexError, TypeError, AttributeError, OSError):
                 raise
             except Exception as e:  # a policy that cannot be read back outside its daemon: say so, no traceback
                 raise CheckpointError(f"cannot read the episode's policy from {store.describe()}: "
@@ -240,7 +240,7 @@ def explain_main(opts: argparse.Namespace) -> int:
         mon = ContinuousMonitor.restore(sched["monitor"])
     except BrokenPipeError:  # (`explain ... | head`: main's rule, not a checkpoint error)
         raise
-    except (CheckpointError, ValueError, KeyError, TypeError, AttributeError, OSError) as e:
+    except (CheckpointError, ValueError, KeyError, IndexError, TypeError, AttributeError, OSError) as e:
         # (a document with a valid hash and another shape: not ours -- say which part, never a traceback)
         shown = e if isinstance(e, (CheckpointError, ValueError, OSError)) else \
             f"the checkpoint is malformed: {type(e).__name__}: {e}"

@@ -488,7 +488,7 @@ class _App:
                 self.scheduler.restore(doc["scheduler"])
             except ValueError as e:  # another mode, a policy class that is not loaded (nothing imported)
                 raise CheckpointError(f"the checkpoint in {self.store.describe()}: {e}") from None
-            except (KeyError, TypeError, AttributeError) as e:  # a document with a valid hash but not our shape
+            except (KeyError, IndexError, TypeError, AttributeError) as e:  # a valid hash, not our shape
                 raise CheckpointError(f"the checkpoint in {self.store.describe()} is malformed: "
                                       f"{type(e).__name__}: {e}") from None
             log.info("resumed from %s: episode %d, %d records, %d samples", self.store.describe(),
