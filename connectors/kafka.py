@@ -94,7 +94,7 @@ from . import kafka_records
 from .backfill import StartFrom
 from .kafka_positions import OUT_OF_RANGE_RULES, OffsetsOutOfRange, record_fingerprint
 from .kafka_positions import transient as _transient
-from .ordering import PartitionMerger, parse_tp, tp_name
+from .ordering import PartitionMerger, checked_positions, parse_tp, tp_name
 from .record_time import TimestampScreen
 
 __all__ = ["client_config", "crc_implementation", "ensure_topics", "record_fingerprint", "probe_cluster", "BrokerUnreachable", "KafkaRewardSource", "OffsetsOutOfRange", "GroupJoinTimeout", "OUT_OF_RANGE_RULES", "KafkaProducerPool", "KafkaAlertSink",
@@ -319,7 +319,7 @@ class KafkaRewardSource:
         self.topics = list(topics)
         self.group_id = group_id
         self.merger = PartitionMerger(ordered=ordered, max_buffer=max_buffer)
-        self._resume: dict[str, Any] = dict(resume or {})
+        self._resume: dict[str, Any] = checked_positions(resume)  # (an edited one refused now, not mid-rebalance)
         self.max_poll_records = max_poll_records
         self.before_revoke: Callable[[], None] | None = None
         #: a detecting group's member (issue 13): start positions of partitions it takes over / those going

@@ -41,6 +41,8 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from streamarms.checkpoint import CheckpointError
+
 __all__ = ["PartitionMerger", "tp_name", "parse_tp"]
 
 TP = tuple[str, int]
@@ -78,6 +80,39 @@ class _Buffer:
         self.last: Any = None
 
 
+def _resumed(name: str, st: Any) -> tuple[int, int | None]:
+    """A checkpoint's ``[next offset, running max]`` of ``name`` (more may follow: a file's byte position...);
+    a :class:`~streamarms.checkpoint.CheckpointError` naming it when it is not that (an edited checkpoint, its
+    checksum made again: an ``int()`` of a text stopped the run with ``cannot start``).
+
+    >>> _resumed("a.jsonl:0", [70, None, 1190, "d"]), _resumed("t:1", [5, 1700000000000])
+    ((70, None), (5, 1700000000000))
+    """
+    def whole(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    if isinstance(st, (str, bytes, dict)) or not hasattr(st, "__getitem__") or len(st) < 2 or not whole(st[0]) \
+            or st[0] < 0 or not (st[1] is None or whole(st[1])):
+        raise CheckpointError(f"the checkpoint's position in {name} is malformed: {str(st)[:80]} ([next line or "
+                              "offset, the latest time read or null] expected)")
+    return st[0], st[1]
+
+
+def checked_positions(resume: dict[str, Any] | None) -> dict[str, Any]:
+    """A copy of ``resume`` (a checkpoint's positions by ``"topic:partition"``), each checked as :func:`_resumed`
+    does: a Kafka source checks them when it starts, not in a rebalance callback, whose errors kafka-python logs
+    and passes over.
+
+    >>> checked_positions({"t:0": [5, None, "fp"]})
+    {'t:0': [5, None, 'fp']}
+    """
+    out = dict(resume or {})
+    for name, st in out.items():
+        if st:
+            _resumed(name, st)
+    return out
+
+
 class PartitionMerger:
     """Merges the records of several partitions into one reproducible order (module docstring).
 
@@ -109,7 +144,7 @@ class PartitionMerger:
                 new[tp] = b
             else:
                 st = resume.get(tp_name(tp))
-                new[tp] = _Buffer(int(st[0]), None if st[1] is None else int(st[1])) if st else _Buffer(None, None)
+                new[tp] = _Buffer(*_resumed(tp_name(tp), st)) if st else _Buffer(None, None)
         self._bufs = new
         self._rerank()
         self._last = []

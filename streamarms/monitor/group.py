@@ -36,6 +36,37 @@ from ..confidence.threshold import ThresholdTrack
 __all__ = ["ThresholdGroup"]
 
 
+def _check_fields(d: dict[str, Any]) -> None:
+    """``ValueError`` naming the first field of a group's snapshot that is missing or of another type than
+    :meth:`ThresholdGroup.snapshot` writes (a checkpoint edited, its checksum made again): met later, it was an
+    ``AttributeError`` in the middle of a run.
+
+    >>> _check_fields({"name": "g", "k": 2.0, "alpha_theta": 0.01, "low": 0.0, "high": 1.0, "ttl": None,
+    ...                "records": 3, "since": None, "track": None})
+    Traceback (most recent call last):
+    ...
+    ValueError: group 'g': snapshot field 'epoch' is missing; a whole number expected
+    """
+    def number(v: Any) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+    def count(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+    for name, ok, what in (("name", lambda v: isinstance(v, str), "a text"), ("k", number, "a number"),
+                           ("alpha_theta", number, "a number"), ("low", number, "a number"),
+                           ("high", number, "a number"), ("records", count, "a whole number"),
+                           ("epoch", count, "a whole number"),
+                           ("ttl", lambda v: v is None or (count(v) and v >= 1), "none or a whole number"),
+                           ("since", lambda v: v is None or number(v), "none or a number"),
+                           ("track", lambda v: v is None or isinstance(v, dict), "none or an object")):
+        if name not in d:
+            raise ValueError(f"group {d.get('name')!r}: snapshot field {name!r} is missing; {what} expected")
+        if not ok(d[name]):
+            raise ValueError(f"group {d.get('name')!r}: snapshot field {name!r} is {str(d[name])[:40]}; {what} "
+                             "expected")
+
+
 class ThresholdGroup:
     """The members of one group and the threshold track of their current epoch (module docstring)."""
 
@@ -173,6 +204,8 @@ class ThresholdGroup:
         """From :meth:`snapshot`; ``last_seen``: the members, when the snapshot has only their number."""
         obj = cls.__new__(cls)
         d = dict(state)
+        d.setdefault("ttl", None)  # (a snapshot from before the members' time to live)
+        _check_fields(d)
         if "members_in_rows" in d:
             n = d.pop("members_in_rows")
             if last_seen is None or len(last_seen) != n:
