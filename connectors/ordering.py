@@ -43,7 +43,7 @@ from typing import Any
 
 from streamarms.checkpoint import CheckpointError
 
-__all__ = ["PartitionMerger", "tp_name", "parse_tp"]
+__all__ = ["PartitionMerger", "tp_name", "parse_tp", "checked_positions"]
 
 TP = tuple[str, int]
 

@@ -25,8 +25,9 @@ def tables_of(files: Sequence[str], given: str, pattern: str | None = None, line
     (``--line-pattern``), every file with the :class:`~streamarms.connectors.pattern_lines.PatternLines` that
     reads its lines (a :class:`ConfigError` for a pattern that names no field). With ``reward_field``, each
     table's :class:`~streamarms.connectors.csv_lines.CsvTable`, which reads that column's decimal commas in a
-    file separated by semicolons (in every table: ``decimal_comma``, ``--decimal-comma``). With ``line_field`` (``--line-field``), every file is JSON lines whose field the
-    pattern reads (:class:`~streamarms.connectors.field_lines.FieldLines`).
+    file separated by semicolons (in every table: ``decimal_comma``, ``--decimal-comma``). With ``line_field``
+    (``--line-field``), every file is JSON lines whose field the pattern reads
+    (:class:`~streamarms.connectors.field_lines.FieldLines`).
 
     >>> tables_of(["a.csv", "b.jsonl", "c.tsv"], "auto")
     {'a.csv': ',', 'c.tsv': '\\t'}
