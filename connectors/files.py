@@ -362,11 +362,27 @@ def next_file(p: str, after: int, seen: FileIds, heads: Sequence[bytes], line: i
     read, ``heads``: their first bytes): the oldest rotation written after it and not read (:func:`next_rotation`; a
     compressed copy of a file read joins ``seen``, :func:`packed_read`), else the file at ``p``; with its reader
     (:func:`rotation_reader`), numbered from ``line``. A rotation that renames the files on between the listing and
-    the opening has the folder listed again. ``FileNotFoundError``: no file at ``p``, or the rotation removed."""
+    the opening has the folder listed again; the path's file is opened before the listing (opened by its name after
+    a listing with no rotation to read, it was the newer file a rotation had just made, and the one renamed away
+    was never read). ``FileNotFoundError``: no file at ``p``, or the rotation removed."""
     def attempt(_: bool) -> tuple[Listed | None, LineReader | str]:
-        while (nxt := next_rotation(p, after, seen)) is not None and packed_read(nxt, heads, seen):
-            pass
-        return nxt, LineReader(p, line=line, pos=0, follow=True) if nxt is None else rotation_reader(p, nxt, line)
+        try:  # (the path's file opened before the listing: the one to read when it has no rotation for us -- held
+            here: IO[bytes] | None = open(p, "rb")  # open, renamed on or not; its number not given to a newer file)
+        except FileNotFoundError:
+            here = None  # (renamed, the new file not made yet: the listing has it, or it was read)
+        try:
+            while (nxt := next_rotation(p, after, seen)) is not None and packed_read(nxt, heads, seen):
+                pass
+            if nxt is not None:
+                return nxt, rotation_reader(p, nxt, line)
+            if here is None:
+                return None, LineReader(p, line=line, pos=0, follow=True)
+            reader = LineReader(p, line=line, pos=0, follow=True, file=here)
+            here = None  # (the reader's now)
+            return None, reader
+        finally:
+            if here is not None:
+                here.close()
     return relisting(attempt)
 
 
