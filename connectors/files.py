@@ -403,16 +403,27 @@ def packed_read(listed: Listed, heads: Sequence[bytes], ids: FileIds) -> bool:
 
 def resumed_at_start(p: str, mark: Any, line: int, listing: Sequence[str] | None) -> LineReader | None:
     """Following, a restart at the first byte of the file ``mark`` names (:mod:`~streamarms.connectors.start_mark`):
-    a reader of the rotation to read first, from its first line (numbered from ``line``), or ``None`` (the file at
-    ``p``). ``CheckpointError`` when that rotation cannot be read (zstd). ``listing``: ``p``'s folder's names."""
+    a reader of the rotation to read first, from its first line (numbered from ``line``), else of the file at ``p``
+    as it was before the listing (held: as :func:`next_file`), or ``None`` (no file at ``p``). ``CheckpointError``
+    when that rotation cannot be read (zstd). ``listing``: ``p``'s folder's names."""
     def attempt(first: bool) -> tuple[Listed | None, LineReader | str | None]:
         q = first_to_read(p, mark, listing if first else None)
         return q, rotation_reader(p, q, line) if q is not None else None
+    try:  # (the path's file, opened before the listing; renamed on since or not, it is the one to read if no rotation)
+        here: IO[bytes] | None = open(p, "rb")
+    except FileNotFoundError:
+        here = None
     try:  # (a file renamed on or removed -- compressed -- between the listing and its opening: listed again)
         q, found = relisting(attempt, catch=FileNotFoundError)
+        if found is None and here is not None:
+            found = LineReader(p, line=line, pos=0, follow=True, file=here)
+            here = None  # (the reader's now)
     except FileNotFoundError:
         raise CheckpointError(f"{p}: its rotations were renamed or removed at each of {TRIES} looks for the file the "
                               "checkpoint was at the start of; start the run again") from None
+    finally:
+        if here is not None:
+            here.close()
     if isinstance(found, str):
         raise CheckpointError(found)
     if found is not None and q is not None:

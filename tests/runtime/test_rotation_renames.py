@@ -177,3 +177,33 @@ def test_a_rotation_between_listing_no_rotation_and_opening_the_path_loses_no_fi
     src.close()
     assert raced and src.failure is None
     assert _numbers(got) == list(range(300)) and [r.offset for r in got] == list(range(300))
+
+
+@pytest.mark.parametrize("gz", [False, True], ids=["rename", "compress"])
+def test_a_restart_at_a_files_first_byte_loses_no_file_to_a_rotation_after_its_listing(tmp_path, monkeypatch, gz):
+    """The checkpoint at the first byte of F, which is still at the path at the restart: no rotation to read first,
+    so the restart opened the path by its name -- after a rotation between the listing and that opening had renamed
+    F away and made a newer file, F's lines were lost. The path's file is opened before the listing and held."""
+    p = str(tmp_path / "app.log")
+    src = _at_the_next_files_first_byte(p, gz)
+    _written(p, 100, 200, 2 * 10**9)  # F's lines, none read
+    state = src.state()
+    src.close()
+    real, raced = files.first_to_read, []
+
+    def racing(*args):
+        found = real(*args)
+        if found is None and not raced:  # (F at the path: none to read first -- the rotation comes now)
+            raced.append(True)
+            _rotate(p, 2 * 10**9, gz)
+            _written(p, 200, 300, 3 * 10**9)
+        return found
+
+    monkeypatch.setattr(files, "first_to_read", racing)
+    src = JsonlSource([p], follow=True, resume=state)
+    got = []
+    for _ in range(12):
+        got += src.poll(0.0)
+    src.close()
+    assert raced and src.failure is None
+    assert _numbers(got) == list(range(100, 300)) and [r.offset for r in got] == list(range(100, 300))
