@@ -121,8 +121,9 @@ class OwedRotations:
         now, lost = {tp_name((p, 0)) for p in paths}, 0
         for name, st in resume.items():
             path = name.rsplit(":", 1)[0]
-            if name in now or not isinstance(st, list) or len(st) < 6 or not isinstance(st[5], int) \
-                    or not isinstance(st[2], int) or 0 <= st[5] <= st[2] or os.path.exists(path) \
+            if name in now or isinstance(st, (str, bytes, dict)) or not isinstance(st, Sequence) or len(st) < 6 \
+                    or not isinstance(st[5], int) or not isinstance(st[2], int) or 0 <= st[5] <= st[2] \
+                    or os.path.exists(path) \
                     or not any(fnmatch.fnmatch(path, pattern) for pattern in patterns):
                 continue
             unread = "the bytes of it" if st[5] < 0 else f"the {st[5] - st[2]:,} bytes written to it"

@@ -31,7 +31,7 @@ consumer can drop the duplicates that at-least-once delivery after a crash may p
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from .policies.base import Decision, Event
@@ -153,8 +153,9 @@ class AlertManager:
         self.flagged = {str(k): int(v) for k, v in state.get("flagged", {}).items()}
         self.counts = {k: 0 for k in ALERT_KINDS} | {k: int(v) for k, v in state.get("counts", {}).items()}
         self.episode = int(state.get("episode", 0))
-        seen = state.get("seen", [])
-        if not isinstance(seen, list) or not all(isinstance(x, str) for x in seen):
+        seen = state.get("seen", [])  # (a list, or a LazyArray of a large checkpoint: streamarms.json_lazy)
+        if isinstance(seen, (str, bytes, dict)) or not isinstance(seen, Sequence) or \
+                not all(isinstance(x, str) for x in seen):
             raise ValueError(f"the alerts' 'seen' in the checkpoint is {str(seen)[:60]}: a list of texts expected")
         self._seen = set(seen)
 
