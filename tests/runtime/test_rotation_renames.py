@@ -62,6 +62,37 @@ def _numbers(records) -> list[int]:
     return [int(r.value.rsplit(b":", 1)[1].rstrip(b"}")) for r in records]
 
 
+def _race(monkeypatch, name: str, listed: bool, rotation) -> list:
+    """``files.<name>`` (a listing) patched: the first time it finds a file (``listed``) or none, ``rotation()`` runs
+    just after it -- a rotation between the listing and the opening. The list returned holds what it found then."""
+    real, raced = getattr(files, name), []
+
+    def racing(*args):
+        found = real(*args)
+        if (found is not None) == listed and not raced:
+            raced.append(found)
+            rotation()
+        return found
+
+    monkeypatch.setattr(files, name, racing)
+    return raced
+
+
+def _read_once(got: list, src: JsonlSource, raced: list, lines: range) -> None:
+    """The race came (``raced``), the source did not fail, and ``got`` holds each of ``lines`` once, in order."""
+    assert raced and src.failure is None
+    assert _numbers(got) == list(lines) and [r.offset for r in got] == list(lines)
+
+
+def _polled(src: JsonlSource, got: list | None = None) -> list:
+    """``got`` and the records of 12 polls of ``src``, which is closed then."""
+    got = list(got or [])
+    for _ in range(12):
+        got += src.poll(0.0)
+    src.close()
+    return got
+
+
 @pytest.mark.parametrize("gz", [False, True], ids=["rename", "compress"])
 def test_a_rotation_between_listing_the_next_file_and_opening_it_loses_no_file(tmp_path, monkeypatch, gz):
     p = str(tmp_path / "app.log")
@@ -73,22 +104,10 @@ def test_a_rotation_between_listing_the_next_file_and_opening_it_loses_no_file(t
     _written(p, 200, 300, 3 * 10**9)  # G: 200-299, rotated before the follower looks
     _rotate(p, 3 * 10**9, gz)
     _written(p, 300, 400, 4 * 10**9)  # H: 300-399, at the path
-    real, raced = files.next_rotation, []
-
-    def racing(*args):
-        found = real(*args)
-        if found is not None and not raced:  # (G listed as the next to read: the next rotation comes now)
-            raced.append(found)
-            _rotate(p, 4 * 10**9, gz)
-            _written(p, 400, 500, 5 * 10**9)
-        return found
-
-    monkeypatch.setattr(files, "next_rotation", racing)
-    for _ in range(12):
-        got += src.poll(0.0)
-    src.close()
-    assert raced and src.failure is None
-    assert _numbers(got) == list(range(500)) and [r.offset for r in got] == list(range(500))
+    raced = _race(monkeypatch, "next_rotation", True,  # (G listed as the next to read: the next rotation comes now)
+                  lambda: (_rotate(p, 4 * 10**9, gz), _written(p, 400, 500, 5 * 10**9)))
+    got = _polled(src, got)
+    _read_once(got, src, raced, range(500))
 
 
 @pytest.mark.parametrize("gz", [False, True], ids=["rename", "compress"])
@@ -105,24 +124,11 @@ def test_a_restart_at_a_files_first_byte_loses_no_file_to_a_rotation_while_it_st
     _written(p, 200, 300, 3 * 10**9)
     _rotate(p, 3 * 10**9, gz)
     _written(p, 300, 400, 4 * 10**9)
-    real, raced = files.first_to_read, []
-
-    def racing(*args):
-        found = real(*args)
-        if found is not None and not raced:  # (F listed as the file to read first: the next rotation comes now)
-            raced.append(found)
-            _rotate(p, 4 * 10**9, gz)
-            _written(p, 400, 500, 5 * 10**9)
-        return found
-
-    monkeypatch.setattr(files, "first_to_read", racing)
+    raced = _race(monkeypatch, "first_to_read", True,  # (F listed as the file to read first: the rotation comes now)
+                  lambda: (_rotate(p, 4 * 10**9, gz), _written(p, 400, 500, 5 * 10**9)))
     src = JsonlSource([p], follow=True, resume=state)
-    got = []
-    for _ in range(12):
-        got += src.poll(0.0)
-    src.close()
-    assert raced and src.failure is None
-    assert _numbers(got) == list(range(100, 500)) and [r.offset for r in got] == list(range(100, 500))
+    got = _polled(src)
+    _read_once(got, src, raced, range(100, 500))
 
 
 @pytest.mark.parametrize("gz", [False, True], ids=["rename", "compress"])
@@ -141,10 +147,7 @@ def test_a_restart_at_the_first_byte_of_a_file_with_lines_rotated_while_stopped_
     _rotate(p, 3 * 10**9, gz)
     _written(p, 300, 400, 4 * 10**9)
     src = JsonlSource([p], follow=True, resume=state)
-    got = []
-    for _ in range(12):
-        got += src.poll(0.0)
-    src.close()
+    got = _polled(src)
     assert src.failure is None and src.owed.lost == 0
     assert _numbers(got) == list(range(100, 400)) and [r.offset for r in got] == list(range(100, 400))
 
@@ -154,29 +157,17 @@ def test_a_rotation_between_listing_no_rotation_and_opening_the_path_loses_no_fi
     """The follower read F (renamed away) to its end and listed the rotations: none after F, so the file at the path,
     G, is next. A rotation between that listing and the opening of the path by its name renamed G away (and
     compressed it), and the follower opened the newer H in G's place: G's lines were lost (found in the compress
-    drill, 1,200 lines in a run of ~37). The path's file is now taken only if it is the one there at the listing."""
+    drill, 1,200 lines in a run of ~37). The path's file is now opened before the listing and held."""
     p = str(tmp_path / "app.log")
     _written(p, 0, 100, 10**9)
     src = JsonlSource([p], follow=True)
     got = src.poll(0.0) + src.poll(0.0)
     _rotate(p, 10**9, gz)  # F (0-99) rotated; G at the path
     _written(p, 100, 200, 2 * 10**9)
-    real, raced = files.next_rotation, []
-
-    def racing(*args):
-        found = real(*args)
-        if found is None and not raced:  # (no rotation after F: the path's file, G, next -- the rotation comes now)
-            raced.append(True)
-            _rotate(p, 2 * 10**9, gz)
-            _written(p, 200, 300, 3 * 10**9)
-        return found
-
-    monkeypatch.setattr(files, "next_rotation", racing)
-    for _ in range(12):
-        got += src.poll(0.0)
-    src.close()
-    assert raced and src.failure is None
-    assert _numbers(got) == list(range(300)) and [r.offset for r in got] == list(range(300))
+    raced = _race(monkeypatch, "next_rotation", False,  # (none after F: the path's G next -- the rotation comes now)
+                  lambda: (_rotate(p, 2 * 10**9, gz), _written(p, 200, 300, 3 * 10**9)))
+    got = _polled(src, got)
+    _read_once(got, src, raced, range(300))
 
 
 @pytest.mark.parametrize("gz", [False, True], ids=["rename", "compress"])
@@ -189,21 +180,8 @@ def test_a_restart_at_a_files_first_byte_loses_no_file_to_a_rotation_after_its_l
     _written(p, 100, 200, 2 * 10**9)  # F's lines, none read
     state = src.state()
     src.close()
-    real, raced = files.first_to_read, []
-
-    def racing(*args):
-        found = real(*args)
-        if found is None and not raced:  # (F at the path: none to read first -- the rotation comes now)
-            raced.append(True)
-            _rotate(p, 2 * 10**9, gz)
-            _written(p, 200, 300, 3 * 10**9)
-        return found
-
-    monkeypatch.setattr(files, "first_to_read", racing)
+    raced = _race(monkeypatch, "first_to_read", False,  # (F at the path: none to read first -- the rotation comes now)
+                  lambda: (_rotate(p, 2 * 10**9, gz), _written(p, 200, 300, 3 * 10**9)))
     src = JsonlSource([p], follow=True, resume=state)
-    got = []
-    for _ in range(12):
-        got += src.poll(0.0)
-    src.close()
-    assert raced and src.failure is None
-    assert _numbers(got) == list(range(100, 300)) and [r.offset for r in got] == list(range(100, 300))
+    got = _polled(src)
+    _read_once(got, src, raced, range(100, 300))
