@@ -482,7 +482,8 @@ def test_a_compressed_file_cut_short_is_said_so_not_taken_for_text_in_a_code_pag
 
     assert set(MAGICS) <= set(BINARY_MAGICS)
     rng = random.Random(4)
-    whole = bz2.compress(b"".join(b'{"arm": "h%d", "ms": %.3f}\n' % (rng.randrange(9), rng.random()) for _ in range(5000)))
+    whole = bz2.compress(b"".join(b'{"arm": "h%d", "ms": %.3f}\n' % (rng.randrange(9), rng.random())
+                                  for _ in range(5000)))
     assert len(whole) > 3000
     for cut in (300, len(whole) // 2):
         p = tmp_path / f"cut{cut}.jsonl.bz2"

@@ -170,9 +170,9 @@ def test_a_restart_at_the_first_byte_of_a_file_with_lines_gone_and_no_rotation_s
         open(p, "wb").close()
         _written(p, 200, 300, 3 * 10**9)
     else:
-        data = open(p, "rb").read()
+        data = (tmp_path / "app.log").read_bytes()
         os.remove(p)
-        open(p, "wb").write(data)
+        (tmp_path / "app.log").write_bytes(data)
     if how != "copy-at-the-path":
         with pytest.raises(CheckpointError, match="none of its lines read yet.*rotate 0.*truncated or replaced"):
             JsonlSource([p], follow=True, resume=state).poll(0.0)
