@@ -21,6 +21,7 @@ import json
 import os
 import random
 import traceback
+from collections.abc import Iterator
 
 import pytest
 
@@ -132,6 +133,7 @@ def _fine(command: str, code: object, said: str) -> bool:
 
 @pytest.mark.parametrize("fmt", ["csv", "tsv-utf16", "combined", "logfmt", "w3c", "container", "jsonl-gz", "xlsx"])
 def test_a_mutated_file_of_every_format_is_read_or_refused_never_a_crash(tmp_path, fmt):
+    """The clean file runs as usual; each mutant through ``run`` (dead letters to a file) and ``inspect``."""
     data, flags, ext = _clean(fmt)
     format_flags = flags[:2] if flags[:1] == ["--rewards-format"] else []
     bad = []
@@ -146,7 +148,8 @@ def test_a_mutated_file_of_every_format_is_read_or_refused_never_a_crash(tmp_pat
     assert not bad, "\n".join(bad)
 
 
-def _leaves(o: object, path: tuple = ()):
+def _leaves(o: object, path: tuple = ()) -> Iterator[tuple]:
+    """The path of every part of ``o`` (a checkpoint's state), leaves and the objects and lists above them."""
     if isinstance(o, dict):
         for k, v in o.items():
             yield from _leaves(v, (*path, k))
@@ -163,6 +166,8 @@ SWAPS = [None, -1, 0, 1, 2 ** 70, 1e308, -1e308, 0.5, "x", "", [], {}, True, [1,
 
 @pytest.mark.parametrize("kind", ["wrr", "cs", "continuous"])
 def test_a_checkpoint_mutated_with_its_checksum_made_again_is_resumed_or_refused_never_a_crash(tmp_path, kind):
+    """Parts of a real checkpoint replaced by another type or value, or removed; each mutant through a restart,
+    ``explain`` and ``explain --table``."""
     rows = tmp_path / "r.csv"
     r = random.Random(3)
     rows.write_text("host,err\n" + "".join(f"h{i % 7},{int(r.random() < (0.4 if i % 7 == 3 else 0.1))}\n"
