@@ -32,39 +32,10 @@ from collections import OrderedDict
 from typing import Any
 
 from ..confidence.threshold import ThresholdTrack
+from ..policies.snapshot_fields import Fields
+from ..validation import short_repr
 
 __all__ = ["ThresholdGroup"]
-
-
-def _check_fields(d: dict[str, Any]) -> None:
-    """``ValueError`` naming the first field of a group's snapshot that is missing or of another type than
-    :meth:`ThresholdGroup.snapshot` writes (a checkpoint edited, its checksum made again): met later, it was an
-    ``AttributeError`` in the middle of a run.
-
-    >>> _check_fields({"name": "g", "k": 2.0, "alpha_theta": 0.01, "low": 0.0, "high": 1.0, "ttl": None,
-    ...                "records": 3, "since": None, "track": None})
-    Traceback (most recent call last):
-    ...
-    ValueError: group 'g': snapshot field 'epoch' is missing; a whole number expected
-    """
-    def number(v: Any) -> bool:
-        return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-    def count(v: Any) -> bool:
-        return isinstance(v, int) and not isinstance(v, bool) and v >= 0
-
-    for name, ok, what in (("name", lambda v: isinstance(v, str), "a text"), ("k", number, "a number"),
-                           ("alpha_theta", number, "a number"), ("low", number, "a number"),
-                           ("high", number, "a number"), ("records", count, "a whole number"),
-                           ("epoch", count, "a whole number"),
-                           ("ttl", lambda v: v is None or (count(v) and v >= 1), "none or a whole number"),
-                           ("since", lambda v: v is None or number(v), "none or a number"),
-                           ("track", lambda v: v is None or isinstance(v, dict), "none or an object")):
-        if name not in d:
-            raise ValueError(f"group {d.get('name')!r}: snapshot field {name!r} is missing; {what} expected")
-        if not ok(d[name]):
-            raise ValueError(f"group {d.get('name')!r}: snapshot field {name!r} is {str(d[name])[:40]}; {what} "
-                             "expected")
 
 
 class ThresholdGroup:
@@ -203,9 +174,7 @@ class ThresholdGroup:
     def restore(cls, state: dict[str, Any], last_seen: OrderedDict[str, int] | None = None) -> ThresholdGroup:
         """From :meth:`snapshot`; ``last_seen``: the members, when the snapshot has only their number."""
         obj = cls.__new__(cls)
-        d = dict(state)
-        d.setdefault("ttl", None)  # (a snapshot from before the members' time to live)
-        _check_fields(d)
+        d = _checked(state)
         if "members_in_rows" in d:
             n = d.pop("members_in_rows")
             if last_seen is None or len(last_seen) != n:
@@ -221,6 +190,37 @@ class ThresholdGroup:
                 raise ValueError(f"group {d.get('name')!r}: a member appears twice")
         else:
             d["last_seen"] = OrderedDict((kk, v) for kk, v in d["last_seen"])
-        d["track"] = ThresholdTrack.restore(d["track"]) if d["track"] is not None else None
+        if d["track"] is not None:
+            with Fields(state, 0, where=_where(state)).part("track"):
+                d["track"] = ThresholdTrack.restore(d["track"])
         obj.__dict__.update(d)
         return obj
+
+
+def _where(state: Any) -> str:
+    return f"groups.{state.get('name')}." if isinstance(state, dict) else "groups."
+
+
+def _checked(state: Any) -> dict[str, Any]:
+    """The fields of a group's snapshot, each checked to be what :meth:`ThresholdGroup.snapshot` writes (a
+    checkpoint edited, its checksum made again: met later, a wrong one was an ``AttributeError`` in the middle
+    of a run); ``ValueError`` naming the first that is not.
+
+    >>> _checked({"name": "g", "k": 2.0, "alpha_theta": 0.01, "low": 0.0, "high": 1.0, "ttl": None,
+    ...           "records": 3, "since": None, "track": None})
+    Traceback (most recent call last):
+    ...
+    ValueError: snapshot field 'groups.g.epoch' is missing
+    """
+    f = Fields(state, 0, where=_where(state))
+    d = dict(state)
+    if not isinstance(f.raw("name"), str):
+        raise f.fail("name", f"must be a text, got {short_repr(f.raw('name'))}")
+    for name in ("k", "alpha_theta", "low", "high"):
+        d[name] = f.number(name)
+    d["records"], d["epoch"] = f.integer("records"), f.integer("epoch")
+    d["ttl"] = None if f.raw("ttl", None) is None else f.integer("ttl", 1)  # (None: a snapshot from before it)
+    d["since"] = None if f.raw("since") is None else f.number("since", finite=False)
+    if f.raw("track") is not None and not isinstance(f.raw("track"), dict):
+        raise f.fail("track", f"must be an object or null, got {short_repr(f.raw('track'))}")
+    return d
