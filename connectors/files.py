@@ -356,33 +356,62 @@ def rotation_reader(p: str, listed: Listed, line: int) -> LineReader | str:
             "logrotate's delaycompress)")
 
 
+class HeldPath:
+    """The file at a followed path, opened *before* its folder is listed for rotations and held open: if the listing
+    has no rotation to read, this file is the one to read next, renamed on since or not. Opened by its name after
+    the listing instead, it could be the newer file a rotation had just made, and the file renamed away would never
+    be read; held, its inode number cannot be given to a newer file meanwhile (logrotate's ``compress``). A context
+    manager: the file is closed on leaving unless :meth:`reader` took it.
+
+    >>> import os, tempfile
+    >>> d = tempfile.mkdtemp(); p = os.path.join(d, "app.log"); _ = open(p, "w").write("{}\\n")
+    >>> with HeldPath(p) as here:
+    ...     os.rename(p, p + ".1"); _ = open(p, "w").write("[]\\n")  # (a rotation after the opening)
+    ...     r = here.reader(line=0)
+    >>> r.read(1), r.close()
+    (['{}'], None)
+    >>> with HeldPath(os.path.join(d, "none.log")) as gone:
+    ...     gone.reader(line=0) is None
+    True
+    """
+
+    def __init__(self, p: str) -> None:
+        self.p = p
+        try:
+            self.file: IO[bytes] | None = open(p, "rb")
+        except FileNotFoundError:  # (renamed, the new file not made yet: the listing has it, or it was read)
+            self.file = None
+
+    def reader(self, line: int) -> LineReader | None:
+        """A reader of the held file from its first line (numbered from ``line``), which then owns it; ``None``: no
+        file was at the path."""
+        f, self.file = self.file, None
+        return None if f is None else LineReader(self.p, line=line, pos=0, follow=True, file=f)
+
+    def __enter__(self) -> HeldPath:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.file is not None:
+            self.file.close()
+            self.file = None
+
+
 def next_file(p: str, after: int, seen: FileIds, heads: Sequence[bytes], line: int) -> tuple[Listed | None,
                                                                                             LineReader | str]:
     """What a follower of ``p`` reads after the file it read to its end (its mtime ``after``; ``seen``: the files
     read, ``heads``: their first bytes): the oldest rotation written after it and not read (:func:`next_rotation`; a
     compressed copy of a file read joins ``seen``, :func:`packed_read`), else the file at ``p``; with its reader
     (:func:`rotation_reader`), numbered from ``line``. A rotation that renames the files on between the listing and
-    the opening has the folder listed again; the path's file is opened before the listing (opened by its name after
-    a listing with no rotation to read, it was the newer file a rotation had just made, and the one renamed away
-    was never read). ``FileNotFoundError``: no file at ``p``, or the rotation removed."""
+    the opening has the folder listed again; the path's file is held across the listing (:class:`HeldPath`).
+    ``FileNotFoundError``: no file at ``p``, or the rotation removed."""
     def attempt(_: bool) -> tuple[Listed | None, LineReader | str]:
-        try:  # (the path's file opened before the listing: the one to read when it has no rotation for us -- held
-            here: IO[bytes] | None = open(p, "rb")  # open, renamed on or not; its number not given to a newer file)
-        except FileNotFoundError:
-            here = None  # (renamed, the new file not made yet: the listing has it, or it was read)
-        try:
+        with HeldPath(p) as here:
             while (nxt := next_rotation(p, after, seen)) is not None and packed_read(nxt, heads, seen):
                 pass
             if nxt is not None:
                 return nxt, rotation_reader(p, nxt, line)
-            if here is None:
-                return None, LineReader(p, line=line, pos=0, follow=True)
-            reader = LineReader(p, line=line, pos=0, follow=True, file=here)
-            here = None  # (the reader's now)
-            return None, reader
-        finally:
-            if here is not None:
-                here.close()
+            return None, here.reader(line) or LineReader(p, line=line, pos=0, follow=True)
     return relisting(attempt)
 
 
@@ -404,26 +433,19 @@ def packed_read(listed: Listed, heads: Sequence[bytes], ids: FileIds) -> bool:
 def resumed_at_start(p: str, mark: Any, line: int, listing: Sequence[str] | None) -> LineReader | None:
     """Following, a restart at the first byte of the file ``mark`` names (:mod:`~streamarms.connectors.start_mark`):
     a reader of the rotation to read first, from its first line (numbered from ``line``), else of the file at ``p``
-    as it was before the listing (held: as :func:`next_file`), or ``None`` (no file at ``p``). ``CheckpointError``
+    as it was before the listing (:class:`HeldPath`), or ``None`` (no file at ``p``). ``CheckpointError``
     when that rotation cannot be read (zstd). ``listing``: ``p``'s folder's names."""
     def attempt(first: bool) -> tuple[Listed | None, LineReader | str | None]:
         q = first_to_read(p, mark, listing if first else None)
         return q, rotation_reader(p, q, line) if q is not None else None
-    try:  # (the path's file, opened before the listing; renamed on since or not, it is the one to read if no rotation)
-        here: IO[bytes] | None = open(p, "rb")
-    except FileNotFoundError:
-        here = None
     try:  # (a file renamed on or removed -- compressed -- between the listing and its opening: listed again)
-        q, found = relisting(attempt, catch=FileNotFoundError)
-        if found is None and here is not None:
-            found = LineReader(p, line=line, pos=0, follow=True, file=here)
-            here = None  # (the reader's now)
+        with HeldPath(p) as here:
+            q, found = relisting(attempt, catch=FileNotFoundError)
+            if found is None:
+                found = here.reader(line)
     except FileNotFoundError:
         raise CheckpointError(f"{p}: its rotations were renamed or removed at each of {TRIES} looks for the file the "
                               "checkpoint was at the start of; start the run again") from None
-    finally:
-        if here is not None:
-            here.close()
     if isinstance(found, str):
         raise CheckpointError(found)
     if found is not None and q is not None:
