@@ -45,7 +45,7 @@ from typing import Any
 from .file_ids import FileIds
 from .jsonl_lines import compressed_file, rotation_name
 
-__all__ = ["PatternWatch", "ReadFiles", "INTERVAL", "one_name_per_file", "open_ids"]
+__all__ = ["PatternWatch", "ReadFiles", "INTERVAL", "one_name_per_file", "open_ids", "matches"]
 
 log = logging.getLogger("streamarms.files")
 
@@ -56,6 +56,15 @@ INTERVAL = 1.0
 RACY = 2.0
 #: every this many looks a pattern's folder is listed whatever its modification time says
 RELIST = 30
+
+
+def matches(path: str, patterns: Iterable[str]) -> bool:
+    """Whether ``path`` matches one of the ``patterns`` (as :func:`fnmatch.fnmatch` reads them).
+
+    >>> matches("/var/log/app-2.log", ["/var/log/app-*.log"]), matches("/var/log/app.1", ["/var/log/app-*.log"])
+    (True, False)
+    """
+    return any(fnmatch.fnmatch(path, pattern) for pattern in patterns)
 
 
 def open_ids(readers: Iterable[Any]) -> set[tuple[int, int]]:
@@ -179,8 +188,8 @@ class PatternWatch:
         return True
 
     def matches(self, path: str) -> bool:
-        """Whether ``path`` matches one of the patterns (as :func:`fnmatch.fnmatch` reads it)."""
-        return any(fnmatch.fnmatch(path, pattern) for pattern in self.patterns)
+        """Whether ``path`` matches one of the patterns (:func:`matches`)."""
+        return matches(path, self.patterns)
 
     def refuse(self, path: str, error: Exception) -> None:
         """The source could not take ``path``, for ``error``: said once. An ``OSError`` (no permission yet: a

@@ -27,7 +27,6 @@ oldest go first -- and stops saying so: :func:`~.files._rotated_and_removed`, :f
 
 from __future__ import annotations
 
-import fnmatch
 import logging
 import os
 import time
@@ -36,6 +35,7 @@ from typing import Any
 
 from .compressed_lines import file_head
 from .file_ids import Listed
+from .file_watch import matches
 from .jsonl_lines import rotations_of
 from .ordering import tp_name
 
@@ -124,7 +124,7 @@ class OwedRotations:
             if name in now or isinstance(st, (str, bytes, dict)) or not isinstance(st, Sequence) or len(st) < 6 \
                     or not isinstance(st[5], int) or not isinstance(st[2], int) or 0 <= st[5] <= st[2] \
                     or os.path.exists(path) \
-                    or not any(fnmatch.fnmatch(path, pattern) for pattern in patterns):
+                    or not matches(path, patterns):
                 continue
             unread = "the bytes of it" if st[5] < 0 else f"the {st[5] - st[2]:,} bytes written to it"
             log.warning("%s is no longer there: it was removed (a log past its retention) or renamed away to a name "
