@@ -601,7 +601,7 @@ class LineReader:
     def size_now(self) -> int:
         """The file's bytes as positions count them (a checkpoint's: a restart that finds it removed says what was
         unread): its size now; -1, a compressed file before its end (:class:`~.compressed_lines.CompressedLineReader`)."""
-        return os.fstat(self._f.fileno()).st_size
+        return self._size()
 
     # -- resuming ----------------------------------------------------------------------------
     def _size(self) -> int:
