@@ -43,6 +43,7 @@ from streamarms.errors import ConfigError
 from .file_ids import Listed, Renamed, open_listed
 from .jsonl_lines import _HOW, BLOCK, WINDOW, LineReader, compressed, rotations_of
 from .jsonl_lines import digest as _digest_bytes
+from .magics import ZIP
 from .text_encoding import Utf16Stream, utf16_marked
 from .workbook_lines import WORKBOOK_SUFFIXES, WorkbookStream, is_workbook
 
@@ -77,7 +78,7 @@ def _kind(path: str) -> str | None:
         return None
     packed = compressed(head)
     return packed[0] if packed is not None else "utf-16" if utf16_marked(head) else \
-        "xlsx" if head.startswith(b"PK\x03\x04") and is_workbook(path) else None
+        "xlsx" if head.startswith(ZIP) and is_workbook(path) else None
 
 
 def compressed_head(path: str | Listed, n: int = WINDOW) -> bytes | None:

@@ -63,6 +63,7 @@ from streamarms.checkpoint import CheckpointError
 from streamarms.errors import ConfigError
 
 from .file_ids import FileIds, Listed, Renamed, open_listed, relisting
+from .magics import COMPRESSED, ZIP
 from .text_encoding import UTF8, refuse_followed_utf16, utf16_marked, utf16_unmarked
 
 _fast_loads: Callable[[str], Any]
@@ -89,14 +90,6 @@ _EOL = re.compile(rb"\r\n|\r|\n")
 #: what a path that is not a regular file is, for the error
 _KINDS = {stat.S_IFIFO: "a named pipe", stat.S_IFCHR: "a character device", stat.S_IFSOCK: "a socket",
           stat.S_IFDIR: "a directory", stat.S_IFBLK: "a block device"}
-#: the magic bytes of compressed files, and what decompresses them to standard output (a compressed log
-#: read as text would be one long run of not_json dead letters)
-_COMPRESSED = ((b"\x1f\x8b", "gzip", "zcat"), (b"BZh", "bzip2", "bzcat"), (b"\xfd7zXZ\x00", "xz", "xzcat"),
-               (b"\x28\xb5\x2f\xfd", "zstd", "zstdcat"))
-
-
-#: the magic bytes of every compressed format :func:`compressed` knows
-MAGICS = tuple(magic for magic, _, _ in _COMPRESSED)
 #: the names of compressed files (a rotation ``F.1.gz`` while ``F.1`` is still there is being compressed)
 PACKED_SUFFIXES = (".gz", ".bz2", ".xz", ".zst")
 
@@ -107,7 +100,7 @@ def compressed(head: bytes) -> tuple[str, str] | None:
     >>> compressed(b"\\x1f\\x8b\\x08\\x00"), compressed(b'{"arm": "a"}')
     (('gzip', 'zcat'), None)
     """
-    for magic, kind, cat in _COMPRESSED:
+    for magic, kind, cat in COMPRESSED:
         if head.startswith(magic):
             return kind, cat
     return None
@@ -115,7 +108,7 @@ def compressed(head: bytes) -> tuple[str, str] | None:
 
 #: the first bytes of files of records that are not lines of text, what each is, and how to make lines of it: a
 #: workbook or a Parquet file given by mistake was one long incomplete line, and the run said its input was empty
-_BINARY = ((b"PK\x03\x04", "a zip archive (an Excel workbook, .xlsx, is one: replayed, not followed, a workbook is "
+_BINARY = ((ZIP, "a zip archive (an Excel workbook, .xlsx, is one: replayed, not followed, a workbook is "
                            "read as its sheet's table)",
             "give a zipped log's lines on standard input: unzip -p {path} | streamarms run --rewards-file - ..."),
            (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an Excel 97-2003 workbook (.xls)", "save the sheet as CSV"),

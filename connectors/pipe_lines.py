@@ -47,7 +47,8 @@ from typing import IO, Any
 
 from streamarms.errors import ConfigError
 
-from .jsonl_lines import BLOCK, MAGICS, LineReader, compressed
+from .jsonl_lines import BLOCK, LineReader, compressed
+from .magics import MAGICS
 from .text_encoding import UTF8, utf16_marked
 
 __all__ = ["PipeLineReader", "STDIN"]

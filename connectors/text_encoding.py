@@ -34,6 +34,7 @@ import codecs
 from streamarms.errors import ConfigError
 
 from .made_stream import MadeStream
+from .magics import BINARY
 
 __all__ = ["check_encoding", "guess", "advice", "utf16_marked", "utf16_unmarked", "refuse_followed_utf16",
            "Utf16Stream", "UTF8"]
@@ -106,15 +107,10 @@ def advice(path: str, head: bytes) -> str | None:
             f"refused (key_not_utf8) or misread; {how}")
 
 
-#: the first bytes of files that are no text to name an encoding of: compressed (those of
-#: :data:`~.jsonl_lines.MAGICS`, a file cut short or damaged, which no decompressor read) and zip archives (a workbook)
-BINARY_MAGICS = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd", b"PK\x03\x04")
-
-
 def _first_not_utf8(head: bytes) -> int | None:
     """Where ``head`` stops being UTF-8 (``None``: it is, but maybe for a sequence cut at its end: a file's first
-    bytes end anywhere; or it is no text, :data:`BINARY_MAGICS`: its reader says what is wrong with it)."""
-    if head.startswith(BINARY_MAGICS):
+    bytes end anywhere; or it is no text, :data:`.magics.BINARY`: its reader says what is wrong with it)."""
+    if head.startswith(BINARY):
         return None
     try:
         head.decode("utf-8")

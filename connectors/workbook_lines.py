@@ -36,6 +36,7 @@ from typing import IO, Any
 from streamarms.errors import ConfigError
 
 from .made_stream import MadeStream
+from .magics import ZIP
 
 __all__ = ["WorkbookStream", "is_workbook", "WORKBOOK_SUFFIXES"]
 
@@ -50,7 +51,7 @@ def is_workbook(path: str) -> bool:
         if not os.path.isfile(path):
             return False
         with open(path, "rb") as f:
-            if f.read(4) != b"PK\x03\x04":
+            if f.read(4) != ZIP:
                 return False
         with zipfile.ZipFile(path) as z:
             return "xl/workbook.xml" in z.namelist()
