@@ -41,7 +41,7 @@ import json
 import os
 import tempfile
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, BinaryIO
 
 from .errors import StreamarmsError
@@ -182,19 +182,26 @@ def decode_parts(head: bytes, body: bytes, where: str = "checkpoint", key: bytes
 BLOCKS = ("run", "scheduler", "source", "sinks")
 
 
-def check_blocks(doc: Any, where: str) -> None:
-    """:class:`CheckpointError` unless ``doc`` is a JSON object whose blocks (:data:`BLOCKS`) are objects: a document
-    with the right checksum but another shape (written by another program, or edited and its checksum made again)
-    is refused by name, never met later as an attribute that is not there.
+def check_blocks(doc: Any, where: str, required: Sequence[str] = ()) -> None:
+    """:class:`CheckpointError` unless ``doc`` is a JSON object whose blocks (:data:`BLOCKS`) are objects and has the
+    ``required`` ones: a document with the right checksum but another shape (written by another program, or edited
+    and its checksum made again) is refused by name, never met later as an attribute or a key that is not there.
 
     >>> check_blocks({"run": {}, "scheduler": [1, 2]}, "c.ckpt")
     Traceback (most recent call last):
     ...
     streamarms.checkpoint.CheckpointError: the checkpoint in c.ckpt is not one a streamarms daemon wrote: its 'scheduler' is a JSON list, not an object
+    >>> check_blocks({"run": {}, "scheduler": {}}, "c.ckpt", required=("scheduler", "source"))
+    Traceback (most recent call last):
+    ...
+    streamarms.checkpoint.CheckpointError: the checkpoint in c.ckpt is not one a streamarms daemon wrote: it has no 'source'
     """
     if not isinstance(doc, dict):
         raise CheckpointError(f"the checkpoint in {where} is not one a streamarms daemon wrote: a JSON "
                               f"{type(doc).__name__}, not an object")
+    for name in required:
+        if name not in doc:
+            raise CheckpointError(f"the checkpoint in {where} is not one a streamarms daemon wrote: it has no {name!r}")
     for name in BLOCKS:
         if name in doc and not isinstance(doc[name], dict):
             kind = "null" if doc[name] is None else type(doc[name]).__name__

@@ -149,7 +149,7 @@ def restore_checkpoint(store: CheckpointStore, run: dict[str, Any],
     doc = store.load_streamed()  # a file store: big arrays parsed as the restore iterates them (issue 13)
     if doc is None:
         return None
-    check_blocks(doc, store.describe())
+    check_blocks(doc, store.describe(), required=("scheduler", "source"))
     prev = doc.get("run", {})
     if prev.get("cluster_id") and run.get("cluster_id") and prev["cluster_id"] != run["cluster_id"]:
         raise CheckpointError(

@@ -380,18 +380,24 @@ def test_a_checkpoint_of_the_right_checksum_and_another_shape_is_refused_by_name
     """Found by mutating checkpoints and writing their checksums again (a forger, an edit, another program): a
     ``scheduler`` or ``run`` block that is no object crashed ``explain`` (a traceback) and stopped ``run`` with
     ``cannot start: AttributeError`` (exit 1); a monitor's threshold interval that is no pair of numbers crashed
-    ``explain --table`` after the restore. Each is now refused naming what is wrong (exit 2)."""
+    ``explain --table`` after the restore; a checkpoint without its ``source`` block, or with an integer too large for
+    a float, stopped ``run`` with ``cannot start`` (exit 1). Each is now refused naming what is wrong (exit 2)."""
     from streamarms.checkpoint import FileCheckpointStore
     from streamarms.cli import main
 
     rows = tmp_path / "r.csv"
     rows.write_text("host,err\n" + "".join(f"h{i % 7},{int(i % 11 == 0 or (i % 7 == 3 and i % 3 == 0))}\n"
                                            for i in range(6000)))
+    gone = object()
     for forever, block, value, said in (
             (False, ("scheduler",), [1, 2], "its 'scheduler' is a JSON list, not an object"),
             (False, ("run",), None, "its 'run' is a JSON null, not an object"),
             (True, ("scheduler", "monitor", "groups", "default", "track", "result", "upper"), None,
-             "the threshold track's 'upper' in the snapshot is None: two numbers, low to high expected")):
+             "the threshold track's 'upper' in the snapshot is None: two numbers, low to high expected"),
+            # (an integer too large for a float was an OverflowError: exit 1, "cannot start")
+            (True, ("scheduler", "monitor", "groups", "default", "k"), 10 ** 400,
+             "'groups.default.k' must be a finite number"),
+            (False, ("source",), gone, "it has no 'source'")):  # (was a KeyError: exit 1, "cannot start")
         ck = tmp_path / f"c-{block[-1]}.ckpt"
         flags = ["run", "--rewards-file", str(rows), "--key-field", "host", "--reward-field", "err", "--checkpoint",
                  str(ck), "--quiet", *(["--forever"] if forever else ["--max-episodes", "1"])]
@@ -401,10 +407,13 @@ def test_a_checkpoint_of_the_right_checksum_and_another_shape_is_refused_by_name
         at = doc
         for name in block[:-1]:
             at = at[name]
-        at[block[-1]] = value
+        if value is gone:
+            del at[block[-1]]
+        else:
+            at[block[-1]] = value
         store.save(doc)  # (its checksum made again)
         capsys.readouterr()
-        for argv in (flags, ["explain", str(ck)], ["explain", str(ck), "--table"]):
+        for argv in (flags, *([] if block == ("source",) else [["explain", str(ck)], ["explain", str(ck), "--table"]])):
             assert main(argv) == 2, argv
             err = capsys.readouterr().err
             assert said in err and "Traceback" not in err, err

@@ -27,6 +27,7 @@ from typing import Any
 from ..checkpoint import CheckpointError, CheckpointStore, FileCheckpointStore, check_blocks, checkpoint_key
 from ..monitor import ContinuousMonitor
 from ..monitor.monitor import waiting_for
+from ..policies.snapshot_fields import MALFORMED
 from ..runtime.evidence import episode_evidence, episode_summary, finite_pair, key_evidence
 from .explain_plot import TOP, Panel, draw, plot_problem
 from .explain_table import interval_text, table
@@ -224,12 +225,12 @@ def explain_main(opts: argparse.Namespace) -> int:
         doc = store.load_streamed()  # (as a restore reads it: its memory, not the whole document's)
         if doc is None:
             raise CheckpointError(f"no checkpoint in {store.describe()}")
-        check_blocks(doc, store.describe())
+        check_blocks(doc, store.describe(), required=("scheduler",))
         sched = doc.get("scheduler", {})
         if sched.get("mode") in ("passive", "active"):
             try:
                 return _explain_episode(opts, sched)
-            except (CheckpointError, ValueError, KeyError, IndexError, TypeError, AttributeError, OSError):
+            except (CheckpointError, ValueError, *MALFORMED, OSError):
                 raise
             except Exception as e:  # a policy that cannot be read back outside its daemon: say so, no traceback
                 raise CheckpointError(f"cannot read the episode's policy from {store.describe()}: "
@@ -240,7 +241,7 @@ def explain_main(opts: argparse.Namespace) -> int:
         mon = ContinuousMonitor.restore(sched["monitor"])
     except BrokenPipeError:  # (`explain ... | head`: main's rule, not a checkpoint error)
         raise
-    except (CheckpointError, ValueError, KeyError, IndexError, TypeError, AttributeError, OSError) as e:
+    except (CheckpointError, ValueError, *MALFORMED, OSError) as e:
         # (a document with a valid hash and another shape: not ours -- say which part, never a traceback)
         shown = e if isinstance(e, (CheckpointError, ValueError, OSError)) else \
             f"the checkpoint is malformed: {type(e).__name__}: {e}"

@@ -46,6 +46,7 @@ from ..daemon import Daemon, restore_checkpoint, rewind_sinks
 from ..errors import ConfigError, operational
 from ..metrics import Metrics
 from ..policies.base import Policy
+from ..policies.snapshot_fields import MALFORMED
 from ..progress import ReplayProgress
 from ..progress import wanted as progress_wanted
 from ..registry import POLICIES, PolicyParams, reward_model_of
@@ -488,7 +489,7 @@ class _App:
                 self.scheduler.restore(doc["scheduler"])
             except ValueError as e:  # another mode, a policy class that is not loaded (nothing imported)
                 raise CheckpointError(f"the checkpoint in {self.store.describe()}: {e}") from None
-            except (KeyError, IndexError, TypeError, AttributeError) as e:  # a valid hash, not our shape
+            except MALFORMED as e:  # a valid hash, not our shape
                 raise CheckpointError(f"the checkpoint in {self.store.describe()} is malformed: "
                                       f"{type(e).__name__}: {e}") from None
             log.info("resumed from %s: episode %d, %d records, %d samples", self.store.describe(),

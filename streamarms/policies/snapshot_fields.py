@@ -40,13 +40,14 @@ import numpy as np
 from ..confidence.base import ConfidenceSequence, sequence_from_snapshot
 from ..validation import short_repr as _shown
 
-__all__ = ["Fields", "guarded", "REQUIRED"]
+__all__ = ["Fields", "guarded", "REQUIRED", "MALFORMED"]
 
 #: the default of a field that must be present
 REQUIRED: Any = object()
 
-#: what a malformed snapshot may raise deep inside a restore (turned into ``ValueError`` by :func:`guarded`)
-_MALFORMED = (KeyError, TypeError, IndexError, AttributeError, OverflowError, ZeroDivisionError)
+#: what a malformed snapshot may raise deep inside a restore besides ``ValueError`` (turned into one by :func:`guarded`;
+#: what ``run`` and ``explain`` call a malformed checkpoint)
+MALFORMED = (KeyError, TypeError, IndexError, AttributeError, OverflowError, ZeroDivisionError)
 
 R = TypeVar("R")
 
@@ -112,7 +113,7 @@ class Fields:
         they are, become a ``ValueError`` naming ``field``."""
         try:
             yield
-        except (ValueError, *_MALFORMED) as e:
+        except (ValueError, *MALFORMED) as e:
             raise self.fail(field, f"is malformed: {_reason(e)}") from None
 
     # -- scalars -------------------------------------------------------------------------------
@@ -140,7 +141,10 @@ class Fields:
             return v
         if isinstance(v, bool) or not isinstance(v, numbers.Real):
             raise self.fail(field, f"must be a number, got {_shown(v)}")
-        x = float(v)
+        try:
+            x = float(v)
+        except OverflowError:  # (an integer of 309 digits or more)
+            x = math.inf if v > 0 else -math.inf
         if math.isnan(x) or (finite and not math.isfinite(x)):
             raise self.fail(field, f"must be a finite number, got {x!r}")
         if (low is not None and x < low) or (high is not None and x > high):
@@ -319,7 +323,7 @@ class Fields:
                     raise ValueError(f"its 'arm' must be a string, got {_shown(d.get('arm'))}")
                 vals.append((c.m, c.s, c.lo, c.hi))
                 out.append(c)
-        except (ValueError, *_MALFORMED) as e:  # (the one at len(out))
+        except (ValueError, *MALFORMED) as e:  # (the one at len(out))
             raise self.fail(f"{field}[{len(out)}]", f"is malformed: {_reason(e)}") from None
         m_, s_, lo_, hi_ = zip(*vals) if vals else ((), (), (), ())
         per = Fields({"m": list(m_), "s": list(s_), "lo": list(lo_), "hi": list(hi_)}, len(out),
@@ -364,7 +368,7 @@ def guarded(restore: Callable[..., R]) -> Callable[..., R]:
             raise ValueError(f"a snapshot must be a JSON object, got {_shown(state)}")
         try:
             return restore(cls, state, *args, **kwargs)
-        except _MALFORMED as e:
+        except MALFORMED as e:
             raise ValueError(f"snapshot of policy {getattr(cls, 'name', cls.__name__)!r} is malformed: "
                              f"{_reason(e)}") from None
 
