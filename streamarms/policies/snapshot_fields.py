@@ -144,7 +144,7 @@ class Fields:
         try:
             x = float(v)
         except OverflowError:  # (an integer of 309 digits or more)
-            x = math.inf if v > 0 else -math.inf
+            x = math.inf if v > 0 else -math.inf  # type: ignore[operator]  # (numbers.Real compares)
         if math.isnan(x) or (finite and not math.isfinite(x)):
             raise self.fail(field, f"must be a finite number, got {x!r}")
         if (low is not None and x < low) or (high is not None and x > high):
