@@ -147,14 +147,14 @@ def compressed_rotation(path: str, line: int, pos: int | None, digest: str | Non
 
 
 def open_lines(path: str, *, line: int = 0, pos: int | None = None, digest: str | None = None,
-               follow: bool = False) -> LineReader:
+               follow: bool = False, sheet: str | None = None) -> LineReader:
     """A reader of the lines of ``path`` from ``line`` (a checkpoint's ``pos`` and ``digest``, as
-    :meth:`LineReader.mark` gave them): a :class:`CompressedLineReader` for a gzip, bzip2 or xz file that is not
-    followed, else a :class:`LineReader` (which refuses any other compressed file with the command that reads
-    it)."""
+    :meth:`LineReader.mark` gave them): a :class:`CompressedLineReader` for a gzip, bzip2 or xz file, UTF-16 text or
+    a workbook (its sheet ``sheet``, ``None``: the active one) that is not followed, else a :class:`LineReader` (which
+    refuses any other compressed file with the command that reads it)."""
     kind = _kind(path) if not follow else None
     if kind in DECOMPRESSORS:
-        return CompressedLineReader(path, kind, line=line, pos=pos, digest=digest)
+        return CompressedLineReader(path, kind, line=line, pos=pos, digest=digest, sheet=sheet)
     if kind is None and not follow and path.lower().endswith(WORKBOOK_SUFFIXES) and os.path.isfile(path):
         raise ConfigError(f"{path} is named as an Excel workbook but is none Excel can open (not a zip holding "
                           "xl/workbook.xml): damaged, cut short, or another format under that name (an .xls: save it "
@@ -164,7 +164,8 @@ def open_lines(path: str, *, line: int = 0, pos: int | None = None, digest: str 
 
 class CompressedLineReader(LineReader):
     """The decompressed lines of the ``kind``-compressed file ``path`` (module docstring); ``line``, ``pos`` and
-    ``digest``: a checkpoint's position in the decompressed bytes, as for :class:`LineReader`.
+    ``digest``: a checkpoint's position in the decompressed bytes, as for :class:`LineReader`; ``sheet``: a workbook's
+    sheet to read (``None``: its active one).
 
     >>> import bz2, os, tempfile
     >>> p = os.path.join(tempfile.mkdtemp(), "r.csv.bz2")
@@ -174,10 +175,17 @@ class CompressedLineReader(LineReader):
     """
 
     def __init__(self, path: str, kind: str, *, line: int = 0, pos: int | None = None,
-                 digest: str | None = None, name: str | None = None, raw: IO[bytes] | None = None) -> None:
+                 digest: str | None = None, name: str | None = None, raw: IO[bytes] | None = None,
+                 sheet: str | None = None) -> None:
         self.kind = kind
         self._raw: IO[bytes] = raw if raw is not None else open(name or path, "rb")  # (raw: opened, its own now)
-        self._dec: IO[bytes] = DECOMPRESSORS[kind](self._raw)
+        try:
+            opener: Callable[[IO[bytes]], Any] = DECOMPRESSORS[kind] if kind != "xlsx" else \
+                lambda raw: WorkbookStream(raw, sheet)
+            self._dec: IO[bytes] = opener(self._raw)
+        except BaseException:
+            self._raw.close()
+            raise
         #: the first decompressed bytes (a table's header, :meth:`head`): served without reading the file again
         self._first = b""
         try:

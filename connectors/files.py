@@ -544,11 +544,13 @@ ARRAY_HEAD = 1 << 20
 
 class Readers(dict[str, LineReader]):
     """The reader of each path, each given the files' ``encoding`` (``--encoding``) as it joins: a reader replaced
-    (a rotation, a copy) reads in the same encoding as the first. A UTF-16 file's or a workbook's reader gives UTF-8."""
+    (a rotation, a copy) reads in the same encoding as the first. A UTF-16 file's or a workbook's reader gives UTF-8.
+    ``sheet``: the sheet of a workbook to read (``--sheet``; ``None``: its active one)."""
 
-    def __init__(self, encoding: str) -> None:
+    def __init__(self, encoding: str, sheet: str | None = None) -> None:
         super().__init__()
         self.encoding = encoding
+        self.sheet = sheet
 
     def __setitem__(self, path: str, reader: LineReader) -> None:
         reader.encoding = UTF8 if getattr(reader, "kind", None) in MADE_UTF8 else self.encoding
@@ -571,7 +573,7 @@ class JsonlSource:
     tables, with their delimiters (:mod:`~streamarms.connectors.csv_lines`: a row is the record of its JSON
     line), or plain-text logs, with the :class:`~streamarms.connectors.pattern_lines.PatternLines` that reads
     their lines. ``max_timestamp_ahead``: seconds a line may be stamped after this machine's clock (``None``: no
-    limit; later: ``bad_timestamp``, :mod:`.record_time`). ``encoding``: the files' (:mod:`.text_encoding`).
+    limit; later: ``bad_timestamp``, :mod:`.record_time`). ``encoding``, ``sheet``: the files' (:class:`Readers`).
     """
 
     decoded_values = True
@@ -580,7 +582,7 @@ class JsonlSource:
                  ordered: bool = True, follow: bool = False, line_time: LineTime = _TIMESTAMP,
                  tables: dict[str, str | Any] | None = None, patterns: Sequence[str] = (),
                  table_of: Callable[[str], str | Any | None] | None = None,
-                 max_timestamp_ahead: float | None = None, encoding: str = UTF8) -> None:
+                 max_timestamp_ahead: float | None = None, encoding: str = UTF8, sheet: str | None = None) -> None:
         self.paths = [os.fspath(p) for p in paths]
         self.timestamps = TimestampScreen(max_timestamp_ahead, "streamarms.files")
         #: where a line's time is (``--timestamp-field``, ``--timestamp-unit``)
@@ -611,7 +613,7 @@ class JsonlSource:
         self._done = ReadFiles()
         self.merger = PartitionMerger(ordered=ordered)
         self.merger.assign([(p, 0) for p in self.paths], resume or {})
-        self._readers = Readers(encoding)
+        self._readers = Readers(encoding, sheet)
         self._eof: dict[str, bool] = {}
         #: following patterns: the new matches that join the files read (:meth:`_join`)
         self.watch = PatternWatch(patterns) if follow and patterns else None
@@ -689,7 +691,7 @@ class JsonlSource:
                 (first := resumed_at_start(p, mark, line, self._listings.of(p))) is not None:
             return first
         try:
-            return open_lines(p, line=line, pos=pos, digest=digest, follow=self.follow)
+            return open_lines(p, line=line, pos=pos, digest=digest, follow=self.follow, sheet=self._readers.sheet)
         except (CheckpointError, FileNotFoundError):
             found = (rotated_reader(p, line, pos, digest) or compressed_rotation(p, line, pos, digest)) \
                 if self.follow and digest else None

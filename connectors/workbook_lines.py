@@ -1,8 +1,9 @@
 """Excel workbooks as tables: an ``.xlsx`` (``.xlsm``) given as ``--rewards-file`` is read as the CSV of its sheet.
 
 Labelling tools, survey and QA exports, and people's own spreadsheets are workbooks far more often than CSV files;
-a workbook was refused ("save the sheet as CSV"). :class:`WorkbookStream` gives the rows of its active sheet (the one
-open when the workbook was saved: the first, unless another was) as the lines of a CSV table, UTF-8 bytes, to
+a workbook was refused ("save the sheet as CSV"). :class:`WorkbookStream` gives the rows of one sheet -- the one
+``--sheet`` names, else the active one (open when the workbook was saved: the first, unless another was; a workbook
+of several sheets says which it reads, :func:`sheet_note`) -- as the lines of a CSV table, UTF-8 bytes, to
 :class:`~streamarms.connectors.compressed_lines.CompressedLineReader`, which reads them as it reads a decompressed
 file: its first row is the header (:class:`~streamarms.connectors.csv_lines.CsvTable`), a checkpoint's position is
 in those bytes, and a restart reads the sheet again up to it. A cell is written as ``run`` reads a table's cell: a
@@ -38,7 +39,7 @@ from streamarms.errors import ConfigError
 from .made_stream import MadeStream
 from .magics import ZIP
 
-__all__ = ["WorkbookStream", "is_workbook", "WORKBOOK_SUFFIXES"]
+__all__ = ["WorkbookStream", "is_workbook", "sheet_names", "sheet_note", "WORKBOOK_SUFFIXES"]
 
 #: the names of the workbooks read as tables (by their content: a zip holding ``xl/workbook.xml``)
 WORKBOOK_SUFFIXES = (".xlsx", ".xlsm")
@@ -59,6 +60,49 @@ def is_workbook(path: str) -> bool:
         return False
 
 
+def sheet_names(path: str) -> tuple[list[str], str | None]:
+    """The names of the sheets of the workbook at ``path`` in their tabs' order, and the active one's (``[], None``:
+    none there, or damaged), from its ``xl/workbook.xml`` alone (openpyxl would read its shared strings first).
+
+    >>> import openpyxl, os, tempfile
+    >>> book = openpyxl.Workbook(); book.active.title = "About"; _ = book.create_sheet("Results"); book.active = 1
+    >>> p = os.path.join(tempfile.mkdtemp(), "qa.xlsx"); book.save(p); sheet_names(p)
+    (['About', 'Results'], 'Results')
+    """
+    import xml.etree.ElementTree as ET
+
+    try:
+        with zipfile.ZipFile(path) as z:
+            root = ET.fromstring(z.read("xl/workbook.xml"))
+    except (OSError, KeyError, zipfile.BadZipFile, ET.ParseError, RuntimeError):  # (its reader says what is wrong)
+        return [], None
+    names = [e.get("name") or "" for e in root.iter() if e.tag.rpartition("}")[2] == "sheet"]
+    view = next((e for e in root.iter() if e.tag.rpartition("}")[2] == "workbookView"), None)
+    tab = view.get("activeTab", "0") if view is not None else "0"
+    active = int(tab) if tab.isdigit() and int(tab) < len(names) else 0
+    return names, names[active] if names else None
+
+
+def sheet_note(path: str, sheet: str | None) -> str:
+    """Which sheet of the workbook at ``path`` is read, when it has several (``sheet``: ``--sheet``'s, else the active
+    one); ``""`` for a workbook of one sheet or a file that is none.
+
+    >>> import openpyxl, os, tempfile
+    >>> book = openpyxl.Workbook(); book.active.title = "About"; _ = book.create_sheet("Results")
+    >>> p = os.path.join(tempfile.mkdtemp(), "qa.xlsx"); book.save(p); print(sheet_note(p, None))
+    it has 2 sheets (About, Results), and its active one, About, is read: --sheet NAME reads another
+    >>> print(sheet_note(p, "Results"))
+    it has 2 sheets (About, Results); Results is read (--sheet)
+    """
+    names, active = sheet_names(path) if path.lower().endswith(WORKBOOK_SUFFIXES) or is_workbook(path) else ([], None)
+    if len(names) < 2:
+        return ""
+    shown = ", ".join(names[:10]) + (f", ... ({len(names)} in all)" if len(names) > 10 else "")
+    if sheet is not None:
+        return f"it has {len(names)} sheets ({shown}); {sheet} is read (--sheet)"
+    return f"it has {len(names)} sheets ({shown}), and its active one, {active}, is read: --sheet NAME reads another"
+
+
 def _cell(v: Any) -> str:
     """A cell's text as a table's cell (module docstring)."""
     if v is None:
@@ -76,10 +120,12 @@ def _cell(v: Any) -> str:
 
 
 class WorkbookStream(MadeStream):
-    """The active sheet of the workbook ``raw`` (open for reading in binary) as CSV lines in UTF-8
-    (:class:`~streamarms.connectors.made_stream.MadeStream`: read as a decompressed file is; module docstring)."""
+    """The sheet ``sheet`` (``None``: the active one) of the workbook ``raw`` (open for reading in binary) as CSV
+    lines in UTF-8 (:class:`~streamarms.connectors.made_stream.MadeStream`: read as a decompressed file is; module
+    docstring). A sheet the workbook does not have is a ``ConfigError`` naming those it has."""
 
-    def __init__(self, raw: IO[bytes]) -> None:
+    def __init__(self, raw: IO[bytes], sheet: str | None = None) -> None:
+        self.sheet = sheet
         try:
             import openpyxl
         except ImportError:
@@ -94,11 +140,23 @@ class WorkbookStream(MadeStream):
         except Exception as e:  # (a damaged or encrypted workbook: zipfile's, openpyxl's own errors)
             raise ConfigError(f"{self.name or 'the workbook'} cannot be read as an Excel workbook ({e}): a damaged or "
                               "password-protected file; save its sheet as CSV") from e
-        sheet = book.active if book.active is not None else book.worksheets[0]
-        self._rows = sheet.iter_rows(values_only=True)
+        self._rows = self._sheet(book).iter_rows(values_only=True)
         self._done = False
         self._out = io.StringIO()
         self._csv = csv.writer(self._out, lineterminator="\n")
+
+    def _sheet(self, book: Any) -> Any:
+        """The sheet to read of ``book``: :attr:`sheet`, else the active one."""
+        if self.sheet is None:
+            return book.active if book.active is not None else book.worksheets[0]
+        if self.sheet not in book.sheetnames:
+            raise ConfigError(f"{self.name or 'the workbook'} has no sheet {self.sheet!r} (--sheet): its sheets are "
+                              f"{', '.join(book.sheetnames)}")
+        sheet = book[self.sheet]
+        if not hasattr(sheet, "iter_rows"):
+            raise ConfigError(f"{self.name or 'the workbook'}: its sheet {self.sheet!r} (--sheet) is a chart, not a "
+                              "sheet of cells")
+        return sheet
 
     def _more(self) -> bytes | None:
         """The CSV lines of the next rows, about 64 KiB of them (``None`` after the last row)."""

@@ -88,7 +88,8 @@ def file_source(s: RunSettings, resume: dict[str, Any] | None) -> Any:
                                           reward_field=s.reward_field, line_field=s.line_field,
                                           decimal_comma=s.decimal_comma),
                          patterns=patterns_of(s.rewards_file_given or []), table_of=table_of,
-                         max_timestamp_ahead=s.max_timestamp_ahead, encoding=s.encoding or "utf-8")
+                         max_timestamp_ahead=s.max_timestamp_ahead, encoding=s.encoding or "utf-8",
+                         sheet=s.sheet)
     try:
         check_columns(source.tables, s, own_keys=s.key_from_file)
         _check_line_field(source.tables)
@@ -97,7 +98,18 @@ def file_source(s: RunSettings, resume: dict[str, Any] | None) -> Any:
         raise
     if s.encoding is None:
         _say_not_utf8(s.rewards_file or [])
+    _say_sheet(s.rewards_file or [], s.sheet)
     return source
+
+
+def _say_sheet(paths: Sequence[str], sheet: str | None) -> None:
+    """Say which sheet is read of each of the first 5 workbooks of several sheets (a run that reads the wrong one
+    may well find its columns: the same export's sheet of last month)."""
+    from streamarms.connectors.workbook_lines import WORKBOOK_SUFFIXES, sheet_note
+
+    for p in [p for p in paths if p.lower().endswith(WORKBOOK_SUFFIXES)][:5]:
+        if note := sheet_note(p, sheet):
+            log.info("%s: %s", p, note)
 
 
 def _say_not_utf8(paths: Sequence[str]) -> None:
@@ -172,11 +184,18 @@ def _check_line_field(tables: dict[str, Any]) -> None:
         return
 
 
-def _inspect(path: str) -> str:
-    """The hint that ends a column error: the command that shows what the file holds and suggests the flags."""
+def _inspect(path: str, sheet: str | None = None) -> str:
+    """The hint that ends a column error: which sheet of a workbook of several was read (``sheet``: ``--sheet``), and
+    the command that shows what the file holds and suggests the flags."""
     import shlex
 
-    return "" if path == "-" else f"; streamarms inspect {shlex.quote(path)} suggests the flags that read it"
+    from streamarms.connectors.workbook_lines import sheet_note
+
+    if path == "-":
+        return ""
+    note = sheet_note(path, sheet)
+    given = f" --sheet {shlex.quote(sheet)}" if sheet is not None else ""
+    return f"{'; ' + note if note else ''}; streamarms inspect {shlex.quote(path)}{given} suggests the flags that read it"
 
 
 def check_columns(tables: dict[str, Any], s: RunSettings, own_keys: bool = False) -> None:
@@ -212,8 +231,8 @@ def check_columns(tables: dict[str, Any], s: RunSettings, own_keys: bool = False
             elif name not in seen:
                 after = f"; its first lines give {', '.join(sorted(seen)[:30])} after them" if seen else ""
                 raise ConfigError(f"{of} has no {what} {name!r} ({flag}): its {what}s are {shown}{after}" +
-                                  _inspect(path))
+                                  _inspect(path, s.sheet))
         if s.key_field is None and "arm" not in columns and "key" not in columns and not own_keys:
             unit = "line" if s.line_pattern else "row"
             raise ConfigError(f"{of} has no 'arm' or 'key' {what} naming each {unit}'s key: name the {what} with "
-                              f"--key-field (its {what}s are {shown})" + _inspect(path))
+                              f"--key-field (its {what}s are {shown})" + _inspect(path, s.sheet))

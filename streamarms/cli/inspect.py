@@ -193,6 +193,8 @@ def add_inspect_parser(subparsers: Any) -> argparse.ArgumentParser:
                                                         "JSON record")
     p.add_argument("--encoding", metavar="NAME", help="as for run: the files' encoding when it is not UTF-8 (without "
                                                       "it, a file that is not is read as the code page it looks like)")
+    p.add_argument("--sheet", metavar="NAME", help="as for run: the sheet of an Excel workbook to read (else its "
+                                                   "active one)")
     p.add_argument("--bootstrap-servers", metavar="HOST:PORT[,..]",
                    help="read the latest N records of the --rewards-topic topics instead of files (no consumer group: "
                         "nothing is committed); the record's key is the field '(record key)'")
@@ -220,11 +222,11 @@ SPREAD = 4
 
 def profile(path: str | Sequence[str], records: int = 10_000, rewards_format: str = "auto",
             line_pattern: str | None = None, spread: int = SPREAD, line_field: str | None = None,
-            encoding: str = "utf-8") -> tuple[dict[str, FieldProfile], int, Counter[str]]:
+            encoding: str = "utf-8", sheet: str | None = None) -> tuple[dict[str, FieldProfile], int, Counter[str]]:
     """Each field's :class:`FieldProfile` over the first ``records`` records of the files -- and, of a file larger
     than what they took, ``records / 2`` more from ``spread`` places across it (a field or a key that appears
     later, keys that come in blocks) --, the lines read (the refused ones too), and the lines refused by reason (a
-    line that is no JSON object, a row of the wrong width)."""
+    line that is no JSON object, a row of the wrong width). ``sheet``: a workbook's (``None``: its active one)."""
     from streamarms.connectors.files import JsonlSource
     from streamarms.connectors.line_time import LineTime
 
@@ -234,7 +236,7 @@ def profile(path: str | Sequence[str], records: int = 10_000, rewards_format: st
     tables = tables_of(paths, rewards_format, line_pattern, LineTime(), line_field=line_field)
     fields: dict[str, FieldProfile] = {}
     refused: Counter[str] = Counter()
-    source = JsonlSource(paths, tables=tables, max_records=1000, encoding=encoding)
+    source = JsonlSource(paths, tables=tables, max_records=1000, encoding=encoding, sheet=sheet)
     try:
         n = _read(source, records, fields, refused)
         read = {p: source.bytes_read(p) for p in paths}
@@ -245,7 +247,7 @@ def profile(path: str | Sequence[str], records: int = 10_000, rewards_format: st
     for p in paths:
         for at in _places(p, read.get(p, 0), spread):
             more = JsonlSource([p], tables={p: tables[p]} if p in tables else None, max_records=1000,
-                               resume={f"{p}:0": [0, 0, at, None]}, encoding=encoding)
+                               resume={f"{p}:0": [0, 0, at, None]}, encoding=encoding, sheet=sheet)
             try:
                 n += _read(more, records // (2 * spread * len(paths)) or 1, fields, refused)
             finally:
@@ -799,6 +801,15 @@ def grouped_text(key: FieldProfile, n: int) -> str:
             "keys whose records come interleaved: shuffle the records first, or sort them by their time (run says so too)")
 
 
+def _say_sheets(paths: Sequence[str], sheet: str | None) -> None:
+    """Which sheet was read of each of the first 5 workbooks of several sheets (:func:`sheet_note`)."""
+    from streamarms.connectors.workbook_lines import WORKBOOK_SUFFIXES, sheet_note
+
+    for p in [p for p in paths if p.lower().endswith(WORKBOOK_SUFFIXES)][:5]:
+        if note := sheet_note(p, sheet):
+            print(f"{p}: {note}")
+
+
 def inspect_main(opts: argparse.Namespace) -> int:
     from .file_patterns import expand_files
 
@@ -812,8 +823,8 @@ def inspect_main(opts: argparse.Namespace) -> int:
             from streamarms.connectors.kafka import BrokerUnreachable
             from streamarms.connectors.kafka_sample import latest_records
 
-            if opts.rewards_format != "auto" or opts.encoding:
-                raise ConfigError("--rewards-format and --encoding say what files hold; a Kafka record's value is "
+            if opts.rewards_format != "auto" or opts.encoding or opts.sheet:
+                raise ConfigError("--rewards-format, --encoding and --sheet say what files hold; a Kafka record's value is "
                                   "UTF-8 JSON, or a log line (--line-pattern)")
             try:
                 sample = latest_records(opts.bootstrap_servers, opts.rewards_topic, opts.records)
@@ -842,11 +853,12 @@ def inspect_main(opts: argparse.Namespace) -> int:
                 print(f"the lines are {_FORMAT_NAMES['container']}: read with --rewards-format container" +
                       (f" --line-pattern {opts.line_pattern}" if opts.line_pattern else ""))
             fields, n, refused = profile(opts.files, opts.records, opts.rewards_format, opts.line_pattern,
-                                         line_field=opts.line_field, encoding=opts.encoding or "utf-8")
+                                         line_field=opts.line_field, encoding=opts.encoding or "utf-8", sheet=opts.sheet)
             if opts.line_pattern is None and (opts.rewards_format in ("auto", "jsonl") or opts.line_field) and \
                     _unwrapped(opts, fields, n - sum(refused.values())):
                 fields, n, refused = profile(opts.files, opts.records, opts.rewards_format, opts.line_pattern,
-                                             line_field=opts.line_field, encoding=opts.encoding or "utf-8")
+                                             line_field=opts.line_field, encoding=opts.encoding or "utf-8",
+                                             sheet=opts.sheet)
         if (not fields and not source and opts.line_pattern is None and refused.get("not_json", 0) * 2 > n
                 and (known := _line_format(opts.files[0])) is not None):
             flag = "--rewards-format" if known in ("w3c", "csv", "tsv") else "--line-pattern"
@@ -856,7 +868,7 @@ def inspect_main(opts: argparse.Namespace) -> int:
             else:
                 opts.line_pattern = known
             fields, n, refused = profile(opts.files, opts.records, opts.rewards_format, opts.line_pattern,
-                                         encoding=opts.encoding or "utf-8")
+                                         encoding=opts.encoding or "utf-8", sheet=opts.sheet)
     except (ConfigError, OSError) as e:
         print(f"streamarms inspect: error: {e}", file=sys.stderr)
         return 2
@@ -866,6 +878,8 @@ def inspect_main(opts: argparse.Namespace) -> int:
     print(f"{n:,} records read from {', '.join(opts.files)}{across}" + (
         f"; {sum(refused.values()):,} refused ({', '.join(f'{k} {v:,}' for k, v in refused.most_common())})"
         if refused else ""))
+    if not source:
+        _say_sheets(opts.files, opts.sheet)
     if not fields:
         print("no field found: run reads a Kafka record's value as one JSON object, or as a log line with "
               "--line-pattern (Avro or Protobuf are refused record by record)" if source else
@@ -889,7 +903,8 @@ def inspect_main(opts: argparse.Namespace) -> int:
     extra = (f" --line-pattern {shlex.quote(opts.line_pattern)}" if opts.line_pattern else "") + (
         f" --line-field {shlex.quote(opts.line_field)}" if opts.line_field and not source else "") + (
         f" --rewards-format {opts.rewards_format}" if opts.rewards_format != "auto" else "") + (
-        f" --encoding {opts.encoding}" if opts.encoding and not source else "")
+        f" --encoding {opts.encoding}" if opts.encoding and not source else "") + (
+        f" --sheet {shlex.quote(opts.sheet)}" if opts.sheet and not source else "")
     from streamarms.connectors.csv_lines import table_format
 
     table = bool(opts.line_pattern) or (not source and opts.rewards_format != "container" and

@@ -13,7 +13,8 @@ a run with other settings starts with a fresh checkpoint (another ``--checkpoint
   ``--reward-at-least``, ``--reward-in``, ``--reward-match``, ``--reward-missing``, ``--reward-unit`` and
   ``--decimal-comma`` (what a reward is), ``--key-field`` and ``--key-from-file`` (what a key is),
   ``--timestamp-field`` and ``--timestamp-unit`` (what a line's time is: the stream clock the checkpoint's
-  times are on), ``--rewards-format``, ``--line-pattern``, ``--line-field`` and ``--encoding`` (how a line is read).
+  times are on), ``--rewards-format``, ``--line-pattern``, ``--line-field``, ``--encoding`` and ``--sheet`` (how a line
+  is read).
 * **Refused** in the episode modes: ``--policy`` and every policy parameter (``--delta``, ``--two-sided``,
   ``--rho``, ``--seed``, ``--epsilon``, ``--threshold``, ``--budget``, ``--b``, ``--alpha``, ``--estimator``,
   ``--moment-p``, ``--moment-bound``), ``--passive-feed`` (which rewards the policy is given: its sampling
@@ -64,7 +65,7 @@ _COMMON = {"--k": "k", "--reward-model": "reward_model", "--reward-range": "rewa
            "--timestamp-field": "timestamp_field", "--timestamp-unit": "timestamp_unit",
            "--timestamp-format": "timestamp_format",
            "--rewards-format": "rewards_format", "--line-pattern": "line_pattern", "--line-field": "line_field",
-           "--encoding": "encoding"}
+           "--encoding": "encoding", "--sheet": "sheet"}
 #: ... the episode modes
 _EPISODES = {"--policy": "policy", "--delta": "delta", "--two-sided": "two_sided", "--rho": "rho", "--seed": "seed",
              "--epsilon": "epsilon", "--threshold": "threshold", "--budget": "budget", "--b": "ucbe_b",

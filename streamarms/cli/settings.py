@@ -123,6 +123,7 @@ class RunSettings:
     line_pattern: str | None = None
     line_field: str | None = None
     encoding: str | None = None
+    sheet: str | None = None
     request_id_field: str = "request_id"
     max_key_bytes: int = 256
     validate: str = _SCHED.validate
@@ -286,6 +287,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="the --rewards-file files' text encoding when it is not UTF-8: cp1252 (what Excel and most "
                         "Windows programs write in Western Europe and the Americas), latin-1, cp1251, shift_jis, "
                         "gb18030, ...; UTF-16 with its byte-order mark (Excel's Unicode Text) is read without it")
+    g.add_argument("--sheet", metavar="NAME",
+                   help="the sheet of an Excel workbook (.xlsx) --rewards-file reads, by its name; else the active "
+                        "one (open when it was saved), and a workbook of several sheets says which is read")
     g.add_argument("--follow", action="store_true", default=None,
                    help="keep reading the --rewards-file files as they grow (tail -F): the run goes on at their end "
                         "until stopped (SIGTERM, Ctrl-C, --max-episodes); a line is read once its line end is "
@@ -647,6 +651,12 @@ def resolve_settings(opts: argparse.Namespace) -> RunSettings:
             raise ConfigError(f"--line-pattern reads every --rewards-file line with a pattern; --rewards-format "
                               f"{s.rewards_format} reads them otherwise: give one")
         formats = {"pattern"} if s.rewards_file or s.bootstrap_servers else set()  # (a topic's values: its lines)
+    if s.sheet is not None:
+        from streamarms.connectors.workbook_lines import WORKBOOK_SUFFIXES, is_workbook
+
+        if not any(p.lower().endswith(WORKBOOK_SUFFIXES) or is_workbook(p) for p in s.rewards_file or []):
+            raise ConfigError("--sheet names the sheet of an Excel workbook to read: give --rewards-file a workbook "
+                              "(.xlsx)")
     if s.decimal_comma and not formats & {"csv", "tsv"}:
         raise ConfigError("--decimal-comma reads the reward column's decimal commas (0,25) in a table: give "
                           "--rewards-file CSV or TSV files (--rewards-format csv or tsv for another name)")

@@ -176,7 +176,8 @@ def test_a_name_after_combined_s_groups_is_a_warning_where_no_line_can_be_read_b
     from streamarms.connectors.pattern_lines import PatternLines
     from streamarms.errors import ConfigError
 
-    s = SimpleNamespace(reward_field="rt", key_field="ua", group_by=None, explicit=set(), line_pattern="combined")
+    s = SimpleNamespace(reward_field="rt", key_field="ua", group_by=None, explicit=set(), line_pattern="combined",
+                        sheet=None)
     check_columns({"-": PatternLines("combined")}, s)
     check_columns({"-": ValueLines("combined")}, s, own_keys=True)
     assert [r.getMessage().split(":")[0] for r in caplog.records] == [

@@ -114,3 +114,53 @@ def test_a_followed_damaged_or_unreadable_workbook_is_one_clear_error(tmp_path, 
     monkeypatch.setitem(sys.modules, "openpyxl", None)  # (without the extra)
     assert main([*flags, "--rewards-file", str(book)]) == 2
     assert "is an Excel workbook, read with openpyxl: pip install 'streamarms[excel]'" in capsys.readouterr().err
+
+
+def test_sheet_reads_the_sheet_it_names_and_a_workbook_of_several_says_which_is_read(tmp_path, capsys):
+    """A workbook whose active sheet is a cover note and whose rows are on another: every column was missing and
+    nothing said that another sheet held them. Now the error and ``inspect`` name the sheets, ``--sheet`` reads the
+    one named (the same run as that sheet alone, resumed at a checkpoint; a restart may not change it)."""
+    rows = _rows(20_000)
+    alone, book = tmp_path / "alone.xlsx", tmp_path / "qa.xlsx"
+    _book(alone, rows)
+    _book(book, rows)
+    wb = openpyxl.load_workbook(book)
+    cover = wb.create_sheet("About", 0)
+    cover.append(["QA export of November; the rows are on the sheet Export"])
+    from openpyxl.chart import BarChart, Reference
+    chart = BarChart()
+    chart.add_data(Reference(wb["Export"], min_col=3, min_row=1, max_row=50))
+    wb.create_chartsheet("Chart").add_chart(chart)
+    wb.active = 0
+    wb.save(book)
+    flags = ["run", "--key-field", "Bearbeiter", "--reward-field", "Fehler", "--quiet", "--checkpoint", "none"]
+    capsys.readouterr()
+    assert main([*flags, "--rewards-file", str(book)]) == 2
+    err = capsys.readouterr().err
+    assert "has no column 'Fehler'" in err and ("it has 4 sheets (About, Export, Notes, Chart), and its active one, "
+                                                "About, is read: --sheet NAME reads another") in err, err
+    assert main(["inspect", str(book)]) == 1
+    assert "it has 4 sheets (About, Export, Notes, Chart), and its active one, About" in capsys.readouterr().out
+    assert _key(_summary(tmp_path, book, "--checkpoint", "none", "--sheet", "Export")) == \
+        _key(want := _summary(tmp_path, alone, "--checkpoint", "none"))
+    ck = tmp_path / "ck"
+    assert len(_summary(tmp_path, book, "--checkpoint", str(ck), "--sheet", "Export", "--max-episodes", "1")[
+        "episodes"]) == 1
+    assert _key(_summary(tmp_path, book, "--checkpoint", str(ck), "--sheet", "Export")) == _key(want)
+    capsys.readouterr()
+    assert main([*flags[:-2], "--checkpoint", str(ck), "--rewards-file", str(book), "--sheet", "Notes"]) == 2
+    assert "--sheet" in capsys.readouterr().err
+    for sheet, said in (("Nope", f"{book} has no sheet 'Nope' (--sheet): its sheets are About, Export, Notes, Chart"),
+                        ("Chart", "its sheet 'Chart' (--sheet) is a chart, not a sheet of cells")):
+        assert main([*flags, "--rewards-file", str(book), "--sheet", sheet]) == 2
+        assert said in capsys.readouterr().err
+    table = tmp_path / "t.csv"
+    table.write_text("Bearbeiter,Fehler\na,1\n")
+    assert main([*flags, "--rewards-file", str(table), "--sheet", "Export"]) == 2
+    assert "--sheet names the sheet of an Excel workbook to read" in capsys.readouterr().err
+    assert main(["inspect", str(book), "--sheet", "Export"]) == 0
+    out = capsys.readouterr().out
+    assert "it has 4 sheets (About, Export, Notes, Chart); Export is read (--sheet)" in out, out
+    command = next(shlex.split(line)[1:] for line in out.splitlines() if line.startswith("  streamarms run "))
+    assert command[:5] == ["run", "--rewards-file", str(book), "--sheet", "Export"], command
+    assert _run_suggested(tmp_path, command, "--policy", "cs", "--max-episodes", "1")["flagged"] == ["Müller3"]
