@@ -385,8 +385,11 @@ class HeldPath:
     def reader(self, line: int) -> LineReader | None:
         """A reader of the held file from its first line (numbered from ``line``), which then owns it; ``None``: no
         file was at the path."""
-        f, self.file = self.file, None
-        return None if f is None else LineReader(self.p, line=line, pos=0, follow=True, file=f)
+        if self.file is None:
+            return None
+        reader = LineReader(self.p, line=line, pos=0, follow=True, file=self.file)
+        self.file = None  # (the reader's now; had it failed, closed on leaving)
+        return reader
 
     def __enter__(self) -> HeldPath:
         return self
