@@ -27,6 +27,8 @@ oldest go first -- and stops saying so: :func:`~.files._rotated_and_removed`, :f
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import logging
 import os
 import time
@@ -34,7 +36,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .compressed_lines import file_head
-from .file_ids import Listed
+from .file_ids import Listed, Renamed, relisting
 from .file_watch import matches
 from .jsonl_lines import rotations_of
 from .ordering import tp_name
@@ -59,12 +61,17 @@ def _first_bytes(listed: Listed) -> bytes | None:
 
 
 def _rotation_heads(p: str) -> set[bytes]:
-    """The first bytes of each rotation of ``p`` there now (listed again while a rotation renames them on)."""
-    for _ in range(20):
-        heads = [_first_bytes(Listed(q, dev, ino)) for _, dev, ino, q in rotations_of(p)]
-        if None not in heads:
-            break
-        time.sleep(0.002)
+    """The first bytes of each rotation of ``p`` there now (listed again while a rotation renames them on:
+    :func:`~.file_ids.relisting`; after its last listing, those it read)."""
+    heads: list[bytes | None] = []
+
+    def attempt(_: bool) -> None:
+        heads[:] = [_first_bytes(Listed(q, dev, ino)) for _, dev, ino, q in rotations_of(p)]
+        if None in heads:
+            raise Renamed(errno.ENOENT, "renamed since it was listed", p)
+
+    with contextlib.suppress(Renamed):
+        relisting(attempt)
     return {h for h in heads if h is not None}
 
 
