@@ -810,6 +810,29 @@ def _say_sheets(paths: Sequence[str], sheet: str | None) -> None:
             print(f"{p}: {note}")
 
 
+def _sheet_with_keys(opts: argparse.Namespace, fields: dict[str, FieldProfile], read: int) -> bool:
+    """Whether one workbook was given whose active sheet holds no keys (a cover note, a chart's data) and another
+    of its sheets does (the first, of up to 10): then ``opts.sheet`` names it, said in one line, and the records
+    are to be read again."""
+    from streamarms.connectors.workbook_lines import WORKBOOK_SUFFIXES, sheet_names
+
+    if len(opts.files) != 1 or opts.sheet is not None or not opts.files[0].lower().endswith(WORKBOOK_SUFFIXES) or \
+            _key_candidates(fields, read):
+        return False
+    names, active = sheet_names(opts.files[0])
+    for name in [name for name in names if name != active][:10]:
+        try:
+            got, n, refused = profile(opts.files, opts.records, opts.rewards_format, sheet=name)
+        except (ConfigError, OSError):  # (a chart, a damaged sheet)
+            continue
+        if _key_candidates(got, n - sum(refused.values())):
+            print(f"its active sheet, {active}, has no column of keys; its sheet {name} has: read with --sheet "
+                  f"{shlex.quote(name)}")
+            opts.sheet = name
+            return True
+    return False
+
+
 def inspect_main(opts: argparse.Namespace) -> int:
     from .file_patterns import expand_files
 
@@ -859,6 +882,8 @@ def inspect_main(opts: argparse.Namespace) -> int:
                 fields, n, refused = profile(opts.files, opts.records, opts.rewards_format, opts.line_pattern,
                                              line_field=opts.line_field, encoding=opts.encoding or "utf-8",
                                              sheet=opts.sheet)
+            if _sheet_with_keys(opts, fields, n - sum(refused.values())):
+                fields, n, refused = profile(opts.files, opts.records, opts.rewards_format, sheet=opts.sheet)
         if (not fields and not source and opts.line_pattern is None and refused.get("not_json", 0) * 2 > n
                 and (known := _line_format(opts.files[0])) is not None):
             flag = "--rewards-format" if known in ("w3c", "csv", "tsv") else "--line-pattern"

@@ -118,8 +118,9 @@ def test_a_followed_damaged_or_unreadable_workbook_is_one_clear_error(tmp_path, 
 
 def test_sheet_reads_the_sheet_it_names_and_a_workbook_of_several_says_which_is_read(tmp_path, capsys):
     """A workbook whose active sheet is a cover note and whose rows are on another: every column was missing and
-    nothing said that another sheet held them. Now the error and ``inspect`` name the sheets, ``--sheet`` reads the
-    one named (the same run as that sheet alone, resumed at a checkpoint; a restart may not change it)."""
+    nothing said that another sheet held them. Now the error names the sheets, ``inspect`` finds the sheet with keys,
+    ``--sheet`` reads the one named (the same run as that sheet alone, resumed at a checkpoint; a restart may not
+    change it)."""
     rows = _rows(20_000)
     alone, book = tmp_path / "alone.xlsx", tmp_path / "qa.xlsx"
     _book(alone, rows)
@@ -139,8 +140,10 @@ def test_sheet_reads_the_sheet_it_names_and_a_workbook_of_several_says_which_is_
     err = capsys.readouterr().err
     assert "has no column 'Fehler'" in err and ("it has 4 sheets (About, Export, Notes, Chart), and its active one, "
                                                 "About, is read: --sheet NAME reads another") in err, err
-    assert main(["inspect", str(book)]) == 1
-    assert "it has 4 sheets (About, Export, Notes, Chart), and its active one, About" in capsys.readouterr().out
+    assert main(["inspect", str(book)]) == 0  # (the active sheet has no keys: inspect finds the sheet that has)
+    out = capsys.readouterr().out
+    assert "its active sheet, About, has no column of keys; its sheet Export has: read with --sheet Export" in out
+    assert "streamarms run --rewards-file " + str(book) + " --sheet Export --key-field Bearbeiter" in out, out
     assert _key(_summary(tmp_path, book, "--checkpoint", "none", "--sheet", "Export")) == \
         _key(want := _summary(tmp_path, alone, "--checkpoint", "none"))
     ck = tmp_path / "ck"
