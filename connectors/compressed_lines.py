@@ -44,7 +44,7 @@ from .file_ids import Listed, Renamed, open_listed
 from .jsonl_lines import _HOW, BLOCK, WINDOW, LineReader, compressed, rotations_of
 from .jsonl_lines import digest as _digest_bytes
 from .magics import ZIP
-from .text_encoding import Utf16Stream, utf16_marked
+from .text_encoding import Utf16Stream, Utf32Stream, marked
 from .workbook_lines import WORKBOOK_SUFFIXES, WorkbookStream, is_workbook
 
 __all__ = ["CompressedLineReader", "open_lines", "compressed_rotation", "compressed_head", "file_head", "packed_kind",
@@ -55,11 +55,11 @@ __all__ = ["CompressedLineReader", "open_lines", "compressed_rotation", "compres
 #: Excel workbook, read as its sheet's CSV lines (:mod:`~streamarms.connectors.workbook_lines`)
 DECOMPRESSORS: dict[str, Callable[[IO[bytes]], Any]] = {
     "gzip": lambda raw: gzip.GzipFile(fileobj=raw, mode="rb"), "bzip2": bz2.BZ2File, "xz": lzma.LZMAFile,
-    "utf-16": Utf16Stream, "xlsx": WorkbookStream}
+    "utf-16": Utf16Stream, "utf-32": Utf32Stream, "xlsx": WorkbookStream}
 
 
 #: the kinds whose bytes are UTF-8 text made from the file (``--encoding`` is not theirs)
-MADE_UTF8 = frozenset({"utf-16", "xlsx"})
+MADE_UTF8 = frozenset({"utf-16", "utf-32", "xlsx"})
 
 #: what a decompressor raises on a damaged or cut file
 _ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error)  # (gzip's damaged data is a zlib.error: no OSError)
@@ -77,8 +77,8 @@ def _kind(path: str) -> str | None:
     except OSError:
         return None
     packed = compressed(head)
-    return packed[0] if packed is not None else "utf-16" if utf16_marked(head) else \
-        "xlsx" if head.startswith(ZIP) and is_workbook(path) else None
+    return packed[0] if packed is not None else marked(head) or (
+        "xlsx" if head.startswith(ZIP) and is_workbook(path) else None)
 
 
 def compressed_head(path: str | Listed, n: int = WINDOW) -> bytes | None:

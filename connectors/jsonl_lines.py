@@ -64,7 +64,7 @@ from streamarms.errors import ConfigError
 
 from .file_ids import FileIds, Listed, Renamed, open_listed, relisting
 from .magics import COMPRESSED, ZIP
-from .text_encoding import UTF8, refuse_followed_utf16, utf16_marked, utf16_unmarked
+from .text_encoding import UTF8, marked, refuse_followed_marked, utf16_unmarked
 
 _fast_loads: Callable[[str], Any]
 try:
@@ -136,8 +136,8 @@ def binary_format(path: str, head: bytes) -> str | None:
     for magic, what, how in _BINARY:
         if head.startswith(magic):
             return f"{path} is {what}, not lines of text: {how.format(path=path)}"
-    if utf16_marked(head):  # (read as its text when replayed: compressed_lines.open_lines; never followed)
-        return str(refuse_followed_utf16(path))
+    if codec := marked(head):  # (read as its text when replayed: compressed_lines.open_lines; never followed)
+        return str(refuse_followed_marked(path, codec))
     return utf16_unmarked(path, head)
 
 

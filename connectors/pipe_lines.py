@@ -49,7 +49,7 @@ from streamarms.errors import ConfigError
 
 from .jsonl_lines import BLOCK, LineReader, compressed
 from .magics import MAGICS
-from .text_encoding import UTF8, utf16_marked
+from .text_encoding import MARKS, UTF8, marked
 
 __all__ = ["PipeLineReader", "STDIN"]
 
@@ -61,7 +61,7 @@ STDIN = "-"
 _STREAMS: dict[str, Callable[[], Any]] = {"gzip": lambda: zlib.decompressobj(31), "bzip2": bz2.BZ2Decompressor,
                                           "xz": lzma.LZMADecompressor}
 #: the byte-order marks of UTF-16 text, read as its text
-_MARKS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+_MARKS = tuple(mark for mark, _ in MARKS)
 #: the bytes looked at before the first line (the longest magic)
 _SNIFF = max(map(len, MAGICS))
 
@@ -102,8 +102,8 @@ class PipeLineReader(LineReader):
                                   "streamarms run --rewards-file - ...)")
             if packed is not None:
                 self.kind, self._dec = packed[0], _STREAMS[packed[0]]()
-            elif utf16_marked(data):  # (PowerShell 5 pipes and Out-File: UTF-16 text, read as its UTF-8 bytes)
-                self.kind, self._text = "utf-16", codecs.getincrementaldecoder("utf-16")("replace")
+            elif codec := marked(data):  # (PowerShell 5 pipes and Out-File: UTF-16 text, read as its UTF-8 bytes)
+                self.kind, self._text = codec, codecs.getincrementaldecoder(codec)("replace")
                 self.encoding = UTF8  # (whatever --encoding said: the mark says what the text is)
         if self._text is not None:
             return self._text.decode(data, final=not raw).encode("utf-8") or (None if raw else b"")

@@ -13,7 +13,8 @@ streamarms reads lines as UTF-8. Three kinds of file are not, and each was misre
   runs), and a run on such a file without ``--encoding`` warns at its start (:func:`advice`).
 * **UTF-16 with its byte-order mark** -- Excel's "Unicode Text" (tab-separated) and PowerShell 5's ``>`` and
   ``Out-File``. Every line was read as bytes with NULs between them (the header's column names spelt ``D a t u m``).
-  Its mark says what it is, so it is read without a flag: :class:`Utf16Stream` gives its text as UTF-8 bytes to
+  Its mark says what it is (:func:`marked`; UTF-32 with its mark too, rarer: .NET's ``Encoding.UTF32``), so it is
+  read without a flag: :class:`Utf16Stream` (:class:`Utf32Stream`) gives its text as UTF-8 bytes to
   :class:`~streamarms.connectors.compressed_lines.CompressedLineReader`, which reads it as it reads a
   decompressed file (a checkpoint's position is in those bytes; a restart reads the file again up to it). Such a
   file is final (an export): ``--follow`` refuses it, naming the command that converts it.
@@ -36,16 +37,18 @@ from streamarms.errors import ConfigError
 from .made_stream import MadeStream
 from .magics import BINARY
 
-__all__ = ["check_encoding", "guess", "advice", "utf16_marked", "utf16_unmarked", "refuse_followed_utf16",
-           "Utf16Stream", "UTF8"]
+__all__ = ["check_encoding", "guess", "advice", "marked", "utf16_unmarked", "refuse_followed_marked",
+           "Utf16Stream", "Utf32Stream", "UTF8"]
 
 #: the encoding lines are read in unless ``--encoding`` says otherwise
 UTF8 = "utf-8"
 #: what an encoding must write as ASCII does for lines to be split and read as they are (line ends, JSON's
 #: punctuation, the delimiters, digits and letters)
 _ASCII = "\n\r\t ,;|{}[]\":=-_.0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-#: the byte-order marks of UTF-16 (little- and big-endian; UTF-32's start as UTF-16 LE's does and are left out)
-_UTF16_MARKS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+#: the byte-order marks of UTF-32 and of UTF-16 (little- and big-endian), UTF-32's first: its little-endian mark
+#: starts as UTF-16's does
+MARKS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF16_LE, "utf-16"),
+         (codecs.BOM_UTF16_BE, "utf-16"))
 #: what converts a file to UTF-8
 _ICONV = "iconv -f {enc} -t UTF-8 {path} > {path}.utf8"
 
@@ -119,13 +122,14 @@ def _first_not_utf8(head: bytes) -> int | None:
     return None
 
 
-def utf16_marked(head: bytes) -> bool:
-    """Whether a file starting with ``head`` is UTF-16 text with its byte-order mark.
+def marked(head: bytes) -> str | None:
+    """``"utf-16"`` or ``"utf-32"`` when a file starting with ``head`` is text in it with its byte-order mark, else
+    ``None``.
 
-    >>> utf16_marked("\\ufeffa,b".encode("utf-16-le")), utf16_marked(b"a,b")
-    (True, False)
+    >>> marked("\\ufeffa,b".encode("utf-16-le")), marked("\\ufeffa,b".encode("utf-32-le")), marked(b"a,b")
+    ('utf-16', 'utf-32', None)
     """
-    return head.startswith(_UTF16_MARKS) and not head.startswith(codecs.BOM_UTF32_LE)
+    return next((codec for mark, codec in MARKS if head.startswith(mark)), None)
 
 
 def utf16_unmarked(path: str, head: bytes) -> str | None:
@@ -149,11 +153,13 @@ def utf16_unmarked(path: str, head: bytes) -> str | None:
     return None
 
 
-def refuse_followed_utf16(path: str) -> ConfigError:
-    """The error of a UTF-16 file given to ``--follow`` (or met among a followed file's rotations)."""
-    return ConfigError(f"{path} is UTF-16 text (its byte-order mark says so), and --follow reads files that a writer "
+def refuse_followed_marked(path: str, codec: str = "utf-16") -> ConfigError:
+    """The error of a UTF-16 (``codec``: UTF-32) file given to ``--follow`` (or met among a followed file's
+    rotations)."""
+    enc = codec.upper()
+    return ConfigError(f"{path} is {enc} text (its byte-order mark says so), and --follow reads files that a writer "
                        "appends lines to in UTF-8 or the --encoding given: replay it without --follow (read as the "
-                       f"text it is), or convert it to UTF-8 first ({_ICONV.format(enc='UTF-16', path=path)})")
+                       f"text it is), or convert it to UTF-8 first ({_ICONV.format(enc=enc, path=path)})")
 
 
 class Utf16Stream(MadeStream):
@@ -171,9 +177,11 @@ class Utf16Stream(MadeStream):
 
     #: the file's bytes decoded at a time
     BLOCK = 1 << 16
+    #: the codec that reads the file (by its mark)
+    CODEC = "utf-16"
 
     def _start(self) -> None:
-        self._dec = codecs.getincrementaldecoder("utf-16")("replace")
+        self._dec = codecs.getincrementaldecoder(self.CODEC)("replace")
         self._done = False
 
     def _more(self) -> bytes | None:
@@ -182,3 +190,14 @@ class Utf16Stream(MadeStream):
         data = self._raw.read(self.BLOCK)
         self._done = not data
         return self._dec.decode(data, final=self._done).encode("utf-8")
+
+
+class Utf32Stream(Utf16Stream):
+    """The text of a UTF-32 file with its byte-order mark as UTF-8 bytes (:class:`Utf16Stream`).
+
+    >>> import io
+    >>> Utf32Stream(io.BytesIO("\\ufeffM\\u00fcller\\n".encode("utf-32-le"))).read(100)
+    b'M\\xc3\\xbcller\\n'
+    """
+
+    CODEC = "utf-32"

@@ -56,14 +56,15 @@ def test_a_windows_1252_export_is_named_by_inspect_and_read_with_encoding(tmp_pa
     assert json.loads(summary.read_text())["invalid"].get("key_not_utf8", 0) > 0
 
 
-@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be-marked"])
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be-marked", "utf-32", "utf-32-be-marked"])
 def test_excel_s_unicode_text_is_read_as_it_is(tmp_path, capsys, encoding):
     p = tmp_path / "fehler.txt"
-    if encoding == "utf-16":
-        _export(p, "utf-16", sep="\t")  # (Excel: little-endian with its mark)
+    codec = encoding[:6]
+    if encoding in ("utf-16", "utf-32"):
+        _export(p, encoding, sep="\t")  # (Excel: little-endian with its mark; UTF-32: .NET's Encoding.UTF32)
     else:
         _export(p, "utf-8", sep="\t")
-        p.write_bytes(b"\xfe\xff" + p.read_text(encoding="utf-8").encode("utf-16-be"))
+        p.write_bytes("\ufeff".encode(f"{codec}-be") + p.read_text(encoding="utf-8").encode(f"{codec}-be"))
     assert main(["inspect", str(p)]) == 0  # (a .txt: the table is found in its lines)
     out = capsys.readouterr().out
     assert out.startswith("the lines are a table separated by tabs (its first line names the columns), not JSON: "
@@ -76,7 +77,7 @@ def test_excel_s_unicode_text_is_read_as_it_is(tmp_path, capsys, encoding):
     # followed: refused, naming the conversion (a writer does not append UTF-16 lines to a log followed)
     assert main(["run", "--rewards-file", str(p), "--rewards-format", "tsv", "--follow", "--key-field", "Arbeiter",
                  "--reward-field", "Fehler", "--quiet"]) == 2
-    assert "is UTF-16 text (its byte-order mark says so), and --follow" in capsys.readouterr().err
+    assert f"is {codec.upper()} text (its byte-order mark says so), and --follow" in capsys.readouterr().err
 
 
 def test_a_restart_with_another_encoding_is_refused(tmp_path, capsys):

@@ -82,14 +82,15 @@ def _encodes(text: str, encoding: str) -> bool:
     return True
 
 
-@pytest.mark.parametrize("codec", ["utf-16-le", "utf-16-be"])
+@pytest.mark.parametrize("codec", ["utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"])
 def test_a_utf16_file_with_its_mark_is_read_and_resumed_at_every_line(tmp_path, codec):
+    """UTF-32 too (it was read as bytes: a header of one column, ``\\udcff\\udcfe w o r k e r``)."""
     rng = random.Random(9)
     text = ["Datum\tArbeiter\tFehler"] + [f"30.11.2026\t{rng.choice(NAMES)}\t{rng.randrange(2)}" for _ in range(400)]
     p = tmp_path / "export.txt"
     p.write_bytes("\ufeff".encode(codec) + "\r\n".join(text).encode(codec))  # (Excel: CRLF, no last line end)
     r = open_lines(str(p))
-    assert isinstance(r, CompressedLineReader) and r.kind == "utf-16"
+    assert isinstance(r, CompressedLineReader) and r.kind == codec[:6]
     assert r.first_line() == text[0]
     got = r.read(1000)
     r.read(1)
@@ -133,6 +134,8 @@ def test_a_utf16_stream_on_standard_input_is_read_as_its_text(tmp_path):
 
     got, reader = piped("\r\n".join(lines).encode("utf-16"), given_cp1252)
     assert reader.kind == "utf-16" and got == lines
+    got, reader = piped("\r\n".join(lines).encode("utf-32"), given_cp1252)
+    assert reader.kind == "utf-32" and got == lines
 
 
 def test_the_utf16_stream_seeks_backwards_by_reading_again():
