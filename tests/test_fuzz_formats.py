@@ -41,6 +41,10 @@ def _clean(fmt: str, n: int = 1500) -> tuple[bytes, list[str], str]:
     if fmt == "csv":
         rows = ["host,ms,err"] + [f"{host[i]},{r.uniform(1, 900):.2f},{int(r.random() < 0.1)}" for i in range(n)]
         return ("\n".join(rows) + "\n").encode(), ["--key-field", "host", "--reward-field", "err"], ".csv"
+    if fmt == "csv-utf32":  # (.NET's Encoding.UTF32, with its mark)
+        rows = ["host,err"] + [f"{host[i]},{int(r.random() < 0.1)}" for i in range(n)]
+        return ("\ufeff" + "\n".join(rows) + "\n").encode("utf-32-le"), ["--key-field", "host", "--reward-field",
+                                                                          "err"], ".csv"
     if fmt == "tsv-utf16":  # (Excel's Unicode Text in a locale with decimal commas)
         rows = ["host\tms"] + [f"{host[i]}\t{r.uniform(1, 900):.2f}".replace(".", ",") for i in range(n)]
         return ("\ufeff" + "\r\n".join(rows) + "\r\n").encode("utf-16-le"), [
@@ -78,9 +82,11 @@ def _clean(fmt: str, n: int = 1500) -> tuple[bytes, list[str], str]:
         sheet.append(["host", "err"])
         for i in range(n):
             sheet.append([host[i], int(r.random() < 0.1)])
+        book.active.title = "Export"
+        book.create_sheet("About", 0).append(["a cover note"])  # (the rows on a sheet that is not the first)
         out = io.BytesIO()
         book.save(out)
-        return out.getvalue(), ["--key-field", "host", "--reward-field", "err"], ".xlsx"
+        return out.getvalue(), ["--sheet", "Export", "--key-field", "host", "--reward-field", "err"], ".xlsx"
     raise KeyError(fmt)
 
 
@@ -131,11 +137,12 @@ def _fine(command: str, code: object, said: str) -> bool:
     return code == 1 and ("cut short or damaged" in said or (command == "inspect" and "no field found" in said))
 
 
-@pytest.mark.parametrize("fmt", ["csv", "tsv-utf16", "combined", "logfmt", "w3c", "container", "jsonl-gz", "xlsx"])
+@pytest.mark.parametrize("fmt", ["csv", "tsv-utf16", "csv-utf32", "combined", "logfmt", "w3c", "container", "jsonl-gz",
+                                 "xlsx"])
 def test_a_mutated_file_of_every_format_is_read_or_refused_never_a_crash(tmp_path, fmt):
     """The clean file runs as usual; each mutant through ``run`` (dead letters to a file) and ``inspect``."""
     data, flags, ext = _clean(fmt)
-    format_flags = flags[:2] if flags[:1] == ["--rewards-format"] else []
+    format_flags = flags[:2] if flags[:1] in (["--rewards-format"], ["--sheet"]) else []
     bad = []
     for k in range(MUTANTS + 1):
         p = tmp_path / f"in{ext}"
