@@ -10,7 +10,8 @@ import json
 
 import pytest
 
-from streamarms.connectors.files import JsonlDeadLetterSink, JsonlSource
+from streamarms.connectors.file_sinks import JsonlDeadLetterSink
+from streamarms.connectors.files import JsonlSource
 from streamarms.runtime import EventClock, InvalidRecord, RewardCodec, Scheduler, SchedulerConfig
 from streamarms.runtime.scheduler import _ExamplePolicy
 

@@ -599,7 +599,7 @@ class _App:
         elif s.start_from is not None:
             raise ConfigError("--start-from needs Kafka (--bootstrap-servers): a file replays from its first line")
         elif s.rewards_file or s.rewards_file_given:  # (following a pattern that matches no file yet: [] and one)
-            from streamarms.connectors.files import JsonlDeadLetterSink, JsonlSink
+            from streamarms.connectors.file_sinks import JsonlDeadLetterSink, JsonlSink
             if s.mode == ACTIVE:
                 raise ConfigError("--mode active needs Kafka (--bootstrap-servers): a file cannot answer requests")
             self.source = file_source(s, resume)
@@ -625,7 +625,7 @@ class _App:
                 self.request_sink = EmbeddedResponder(broker, "answers", self.embedded_means, int(s.seed or 0), None)
                 self.embedded_arms = names
             if s.alerts_file:
-                from streamarms.connectors.files import JsonlSink
+                from streamarms.connectors.file_sinks import JsonlSink
                 self.alert_sink = JsonlSink(s.alerts_file)
         self.source = _keyed(self.source, s)  # (after KafkaTransaction, which commits the Kafka source's positions)
 

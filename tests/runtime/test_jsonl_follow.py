@@ -878,7 +878,7 @@ def test_a_path_that_is_not_a_regular_file_is_refused_with_what_to_do(tmp_path):
 def test_an_alert_reaches_the_alerts_file_when_it_is_sent(tmp_path):
     """A reader of the alerts file (tail -f) sees an alert at once, not at the next checkpoint (it lagged by
     up to --checkpoint-interval); dead letters stay buffered until the checkpoint's flush."""
-    from streamarms.connectors.files import JsonlDeadLetterSink, JsonlSink
+    from streamarms.connectors.file_sinks import JsonlDeadLetterSink, JsonlSink
     sink = JsonlSink(str(tmp_path / "a.jsonl"), fsync=False)
     sink.send({"arm": "k18", "kind": "outlier"})
     assert json.loads((tmp_path / "a.jsonl").read_text()) == {"arm": "k18", "kind": "outlier"}
@@ -972,7 +972,7 @@ def _checkpointed_at(tmp_path, ck: str) -> int:
 
 
 def test_a_sink_is_cut_back_only_to_a_mark_of_its_own_file(tmp_path):
-    from streamarms.connectors.files import JsonlSink
+    from streamarms.connectors.file_sinks import JsonlSink
     p = tmp_path / "a.jsonl"
     sink = JsonlSink(str(p), fsync=False)
     sink.send({"a": 1})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from streamarms.connectors import files, kafka, memory
+from streamarms.connectors import file_sinks, files, kafka, memory
 from streamarms.runtime.contracts import AlertSink, DeadLetterSink, RequestSink, RewardSource
 
 
@@ -15,9 +15,9 @@ def test_sources(cls):
 
 
 @pytest.mark.parametrize("cls, contract", [
-    (kafka.KafkaAlertSink, AlertSink), (files.JsonlSink, AlertSink), (memory.MemorySink, AlertSink),
+    (kafka.KafkaAlertSink, AlertSink), (file_sinks.JsonlSink, AlertSink), (memory.MemorySink, AlertSink),
     (kafka.KafkaRequestSink, RequestSink),
-    (kafka.KafkaDeadLetterSink, DeadLetterSink), (files.JsonlDeadLetterSink, DeadLetterSink),
+    (kafka.KafkaDeadLetterSink, DeadLetterSink), (file_sinks.JsonlDeadLetterSink, DeadLetterSink),
     (memory.MemoryDeadLetterSink, DeadLetterSink),
 ])
 def test_sinks(cls, contract):
@@ -25,7 +25,7 @@ def test_sinks(cls, contract):
 
 
 def test_a_sink_is_not_a_source():
-    assert not issubclass(files.JsonlSink, RewardSource) and not issubclass(files.JsonlSource, AlertSink)
+    assert not issubclass(file_sinks.JsonlSink, RewardSource) and not issubclass(files.JsonlSource, AlertSink)
 
 
 def test_sources_yield_records_with_the_fields_the_daemon_reads(tmp_path):

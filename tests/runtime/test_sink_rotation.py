@@ -15,7 +15,7 @@ import time
 import pytest
 from test_jsonl_follow import _append, _checkpointed_at, _lines, _wait_for
 
-from streamarms.connectors.files import JsonlDeadLetterSink, JsonlSink
+from streamarms.connectors.file_sinks import JsonlDeadLetterSink, JsonlSink
 
 
 def _values(p) -> list:
