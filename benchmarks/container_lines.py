@@ -21,7 +21,7 @@ import random
 import time
 
 from streamarms.connectors.container_lines import ContainerLines
-from streamarms.connectors.files import _line_by_line
+from streamarms.connectors.line_parse import line_by_line
 from streamarms.connectors.pattern_lines import PatternLines
 
 PATH = "/var/log/pods/shop_web-1_0c1e-11aa/app/0.log"
@@ -66,7 +66,7 @@ def main() -> None:
     opts = ap.parse_args()
     app, access = _lines(opts.entries)
     rows = [("JSON lines (the applications' own)", "-",
-             opts.entries / _best(lambda: _line_by_line(PATH, [t + "\n" for t in app], 0), opts.repeat))]
+             opts.entries / _best(lambda: line_by_line(PATH, [t + "\n" for t in app], 0), opts.repeat))]
     for content, lines, pattern in (("JSON", app, None), ("combined", access, "combined")):
         for form, entries in _forms(lines).items():
             table = ContainerLines(lines=PatternLines(pattern) if pattern else None)

@@ -53,7 +53,7 @@ from typing import Any
 
 from streamarms.runtime.clock import iso_ms
 
-from .csv_lines import refused_line
+from .line_parse import refused_line, to_record
 from .line_record import JsonlRecord, with_members
 from .line_time import LineTime
 
@@ -206,7 +206,6 @@ class ContainerLines:
 
     def records(self, path: str, lines: Sequence[str], first: int, header_line: bool = False) -> list[JsonlRecord]:
         """The records of ``lines`` (line numbers from ``first``); ``header_line`` is ignored (no header)."""
-        from .files import _to_record
 
         if path not in self._pods:
             self._pods[path] = _pod_json(kubernetes_fields(path))
@@ -233,7 +232,7 @@ class ContainerLines:
             if not log.strip():
                 continue  # (an empty line the application wrote)
             if self.lines is None:
-                r = _to_record(path, n, log, line_time=self.line_time)
+                r = to_record(path, n, log, line_time=self.line_time)
             else:
                 got = self.lines.records(path, [log], n)
                 if not got:

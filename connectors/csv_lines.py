@@ -41,13 +41,13 @@ from typing import Any
 from streamarms.errors import ConfigError
 from streamarms.runtime.codec import DECIMAL_COMMA
 from streamarms.runtime.decoder import _SHORT
-from streamarms.runtime.records import RefusedKey
 
+from .line_parse import refused_line, text_bytes
 from .line_record import JsonlRecord
 from .line_time import MAX_TIMESTAMP_MS, LineTime, stamp
 from .workbook_lines import WORKBOOK_SUFFIXES
 
-__all__ = ["CsvTable", "table_format", "text_record", "refused_line"]
+__all__ = ["CsvTable", "table_format", "text_record"]
 
 _fast_dumps: Callable[[Any], bytes] | None
 try:
@@ -92,13 +92,6 @@ def table_format(path: str, given: str = "auto") -> str | None:
     if name.endswith((".tsv", ".tab")):
         return "tsv"
     return None
-
-
-def _bytes(text: str) -> bytes:
-    try:
-        return text.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:  # pragma: no cover - a lone surrogate cannot come from a file's bytes
-        return text.encode("utf-8", "surrogatepass")
 
 
 class CsvTable:
@@ -297,12 +290,6 @@ def _point_decimals(rows: list[list[str] | str], at: int) -> None:
             row[at] = cell.replace(",", ".")
 
 
-def refused_line(path: str, n: int, line: str, detail: str, reason: str = "bad_row",
-                 key: bytes | None = None) -> JsonlRecord:
-    """The record of line ``n`` refused for ``reason`` (its dead letter keeps the line, without its line end)."""
-    return JsonlRecord(path, 0, n, None, RefusedKey.of(reason, detail, key), _bytes(line.rstrip("\r\n")), None, None)
-
-
 def text_record(path: str, n: int, line: str, obj: dict[str, str], time_field: str,
                 time_of: Callable[[str], int]) -> JsonlRecord:
     """The record of line ``n`` whose fields, as text, are ``obj`` (a table's row, a pattern's groups): its key
@@ -322,7 +309,7 @@ def text_record(path: str, n: int, line: str, obj: dict[str, str], time_field: s
 def _key(obj: dict[str, str]) -> bytes | None:
     """The row's key: its ``arm`` cell, else its ``key`` cell, else none (``--key-field`` names another)."""
     key = obj.get("arm", obj.get("key"))
-    return None if key is None else _bytes(key)
+    return None if key is None else text_bytes(key)
 
 
 def cell_ms(line_time: LineTime, cell: str) -> int:

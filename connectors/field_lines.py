@@ -33,7 +33,7 @@ from typing import Any
 from streamarms.runtime.field_path import FieldPath
 from streamarms.runtime.records import RefusedKey
 
-from .csv_lines import refused_line
+from .line_parse import key_bytes, refused_line, to_record
 from .line_record import JsonlRecord, with_fields
 from .line_time import JSON_NAMES, LineTime
 from .pattern_lines import PatternLines
@@ -89,9 +89,8 @@ class FieldLines:
             kind = JSON_NAMES.get(type(text), type(text).__name__)
             return "bad_row", f"the field {self.field!r} is {kind}, not a log line's text (--line-field)"
         if self.lines is None:  # (json: its fields, its time, its refusals -- not_json, not_object -- a JSON line's)
-            from .files import _to_record
 
-            got = [_to_record(where, 0, text.rstrip("\r\n"), line_time=self.line_time)] if text.strip() else []
+            got = [to_record(where, 0, text.rstrip("\r\n"), line_time=self.line_time)] if text.strip() else []
         else:
             got = self.lines.records(where, [text], 0)
         if not got:  # (blank, or a stack trace's line: no record of its own in a file, a record's whole text here)
@@ -107,13 +106,12 @@ class FieldLines:
 
     def records(self, path: str, lines: Sequence[str], first: int, header_line: bool = False) -> list[JsonlRecord]:
         """The records of ``lines`` (line numbers from ``first``); ``header_line`` is ignored (no header)."""
-        from .files import _key_bytes, _to_record
 
         out: list[JsonlRecord] = []
         for n, line in enumerate(lines, first):
             if not line.strip():
                 continue  # a blank line
-            r = _to_record(path, n, line, line_time=self.line_time)
+            r = to_record(path, n, line, line_time=self.line_time)
             if type(r.key) is RefusedKey:
                 out.append(r)
                 continue
@@ -127,7 +125,7 @@ class FieldLines:
                 continue
             added, ts = read
             assert isinstance(added, dict)
-            key = r.key if r.key is not None else _key_bytes(added.get("key", added.get("arm")))
+            key = r.key if r.key is not None else key_bytes(added.get("key", added.get("arm")))
             out.append(r._replace(value=with_fields(r.value, added), key=key,
                                   timestamp=r.timestamp if r.timestamp is not None else ts,
                                   parsed=None if r.parsed is None else {**obj, **added}))

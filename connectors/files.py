@@ -47,19 +47,15 @@ copy it ends the source with that reason (:attr:`JsonlSource.failure`).
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import os
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from itertools import repeat
 from typing import IO, Any
 
 from streamarms.checkpoint import CheckpointError
 from streamarms.errors import ConfigError
-from streamarms.runtime.decoder import _SHORT
-from streamarms.runtime.records import RefusedKey
 
 from .compressed_lines import (
     DECOMPRESSORS,
@@ -84,8 +80,9 @@ from .jsonl_lines import (
     rotations_known,
     rotations_of,
 )
+from .line_parse import DEFAULT_TIME, line_by_line, refused_line, shorthand_chunk
 from .line_record import JsonlRecord
-from .line_time import JSON_NAMES, MAX_TIMESTAMP_MS, LineTime
+from .line_time import MAX_TIMESTAMP_MS, LineTime
 from .open_files import room_for
 from .ordering import PartitionMerger, tp_name
 from .owed_rotations import HEAD as OWED_HEAD
@@ -100,165 +97,7 @@ from .text_encoding import UTF8
 log = logging.getLogger("streamarms.files")
 
 
-_fast_loads: Callable[[bytes | str], Any]
-_fast_dumps: Callable[[Any], bytes]
-try:
-    import orjson
-
-    _fast_loads, _fast_dumps = orjson.loads, orjson.dumps
-except ImportError:  # pragma: no cover - orjson is a dependency of streamarms
-    _fast_loads, _fast_dumps = json.loads, lambda v: json.dumps(v).encode("utf-8")
-
 __all__ = ["JsonlRecord", "JsonlSource", "MAX_TIMESTAMP_MS"]
-
-_ABSENT = object()
-_JSON_NAMES = JSON_NAMES
-#: a line's time where it is by default: ``timestamp``, in ms
-_TIMESTAMP = LineTime()
-
-
-def _bytes(text: str) -> bytes:
-    """Text read with ``surrogateescape`` back to the file's bytes (invalid UTF-8 stays invalid, so the
-    codec refuses such a key as ``key_not_utf8`` instead of seeing replacement characters)."""
-    try:
-        return text.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:  # a JSON escape of a lone surrogate: keep it as (invalid) UTF-8 bytes
-        return text.encode("utf-8", "surrogatepass")
-
-
-def _key_bytes(key: Any) -> bytes | None:
-    """A line's key as the record's key bytes: a string (its UTF-8, see :func:`_bytes`) or an integer (its
-    digits); anything else -- a bool, a float, a list, an object -- is no key (the codec refuses the record
-    as ``key_missing``): an arm named ``True`` or ``['a']`` would be a silent guess at what was meant. An
-    integer has at most 64 bits, whichever parser read it.
-
-    >>> _key_bytes("eu"), _key_bytes(7), _key_bytes(True), _key_bytes(1.5), _key_bytes(["a"])
-    (b'eu', b'7', None, None, None)
-    """
-    if isinstance(key, str):
-        return _bytes(key)
-    if type(key) is int and -(1 << 63) <= key < (1 << 64):  # (orjson reads a longer one as a float)
-        return str(key).encode()
-    return None
-
-
-def _refused(path: str, offset: int, line: str, reason: str, detail: str, key: bytes | None = None) -> JsonlRecord:
-    """A line the source refuses: its key says why (:class:`~streamarms.runtime.records.RefusedKey`)."""
-    return JsonlRecord(path, 0, offset, None, RefusedKey.of(reason, detail, key), _bytes(line.rstrip("\n")), None, None)
-
-
-def _to_record(path: str, offset: int, line: str, fast: bool = True, line_time: LineTime = _TIMESTAMP,
-               obj: Any = None) -> JsonlRecord:
-    """One line as a record. ``fast``: parse with orjson (~4x the standard library on these small
-    lines); whatever orjson refuses or cannot write back (NaN, huge ints, lone surrogates, deep
-    nesting) takes the standard library's path, so a line becomes the same record either way (only
-    ``parsed`` is left ``None`` on that path). A line that is not JSON, not an object or has a bad
-    timestamp is a refused record (module docstring). ``obj``: the line as orjson parsed it already, if it did.
-
-    >>> [_to_record("f", 0, line).key.reason for line in ('{"arm": "a"} x', '[1]', '{"arm": "a", "timestamp": "soon"}')]
-    ['not_json', 'not_object', 'bad_timestamp']
-    """
-    try:
-        if obj is None or not fast:
-            obj = _fast_loads(line) if fast else json.loads(line)
-    except (ValueError, TypeError, RecursionError) as e:  # a poison line (even nested 100,000 deep) is one bad record
-        if fast:
-            return _to_record(path, offset, line, fast=False, line_time=line_time)
-        return _refused(path, offset, line, "not_json", f"the line is not JSON ({type(e).__name__}: {str(e)[:120]})")
-    if type(obj) is not dict:
-        return _refused(path, offset, line, "not_object", "the line is JSON but not an object: "
-                                                          f"{_JSON_NAMES.get(type(obj), type(obj).__name__)}")
-    try:
-        ts = line_time.of(obj)
-    except ValueError as e:
-        return _refused(path, offset, line, "bad_timestamp", str(e), _key_bytes(obj.get("key", obj.get("arm"))))
-    parsed: dict[str, Any] | None = None
-    if "key" in obj:
-        key = obj["key"]
-        value = obj.get("value")
-        if isinstance(value, str):
-            vb: bytes | None = _bytes(value)
-        elif value is None:
-            vb = None
-        else:
-            try:
-                vb = _fast_dumps(value) if fast else json.dumps(value).encode("utf-8")
-            except (ValueError, TypeError, RecursionError):
-                if fast:
-                    return _to_record(path, offset, line, fast=False, line_time=line_time)
-                vb = _bytes(line.rstrip("\n"))
-            if fast and type(value) is dict and len(vb) <= _SHORT:
-                parsed = value  # orjson writes back what it read: parsing vb gives this object
-    else:
-        key = obj.get("arm")
-        vb = _bytes(line.rstrip("\n"))
-        if fast and len(vb) <= _SHORT:
-            parsed = obj  # the shorthand line, parsed by orjson: the value
-    kb = _key_bytes(key)
-    if kb is None and key is not None:  # say what the key was, not that there was none
-        what = ("a number that is not an integer of at most 64 bits" if type(key) in (int, float)
-                else _JSON_NAMES.get(type(key), type(key).__name__))
-        return _refused(path, offset, line, "key_missing", f"the key is {what}, not a string or an integer")
-    return JsonlRecord(path, 0, offset, ts, kb, vb, None, parsed)
-
-
-def _shorthand_chunk(path: str, lines: list[str], first: int) -> list[JsonlRecord] | None:
-    """The records of ``lines`` (line numbers from ``first``) when every one is the common shorthand line
-    (a JSON object without ``key``, a string ``arm``, an integer ``timestamp`` in range, at most ``_SHORT`` bytes,
-    plain UTF-8), built in C-level passes (``map``, ``set``) -- the records :func:`_line_by_line` makes
-    of them; else ``None``, at the first line that is not (any exception, a type out of place), and
-    :func:`_line_by_line` reads the lines. Why: the line loop's per-line calls were ~20% of a detecting
-    replay (cProfile, 20 keys)."""
-    if not lines:
-        return []
-    try:
-        head = _fast_loads(lines[0])  # a file of other lines (a log's own fields) is not parsed twice over
-        if type(head) is not dict or "key" in head or type(head.get("arm")) is not str:
-            return None
-        objs = list(map(_fast_loads, lines))
-        if set(map(type, objs)) != _DICT or any(map(dict.__contains__, objs, repeat("key"))):
-            return None
-        keys: list[Any] = list(map(dict.get, objs, repeat("arm")))
-        stamps: list[Any] = list(map(dict.get, objs, repeat("timestamp")))
-        if set(map(type, keys)) != _STR or set(map(type, stamps)) != _INT \
-                or min(stamps) < 0 or max(stamps) > MAX_TIMESTAMP_MS:
-            return None
-        values = list(map(str.encode, map(str.rstrip, lines, repeat("\n"))))
-        if max(map(len, values)) > _SHORT:
-            return None
-        kbs = list(map(str.encode, keys))
-    except Exception:  # whatever it is, the line loop says which line and what
-        return None
-    return list(map(tuple.__new__, repeat(JsonlRecord), zip(repeat(path), repeat(0), range(first, first + len(lines)),
-                                                          stamps, kbs, values, repeat(None), objs)))
-
-
-def _line_by_line(path: str, lines: list[str], first: int, line_time: LineTime = _TIMESTAMP) -> list[JsonlRecord]:
-    """The records of ``lines`` (line numbers from ``first``; a blank line is none, but counts), their times
-    where ``line_time`` says."""
-    if not line_time.default:
-        return [_to_record(path, n, line, line_time=line_time) for n, line in enumerate(lines, first) if line.strip()]
-    chunk: list[JsonlRecord] = []
-    loads, add, new = _fast_loads, chunk.append, tuple.__new__
-    for n, line in enumerate(lines, first):
-        obj = None
-        try:  # the common line, inline: _to_record's shorthand branch (the same record)
-            obj = loads(line)
-            if type(obj) is dict and "key" not in obj:
-                key, ts = obj.get("arm"), obj.get("timestamp")
-                if type(key) is str and type(ts) is int and 0 <= ts <= MAX_TIMESTAMP_MS:
-                    vb = line.rstrip("\n").encode()  # (orjson refuses lone surrogates: plain UTF-8)
-                    add(new(JsonlRecord, (path, 0, n, ts, key.encode(), vb, None,
-                                          obj if len(vb) <= _SHORT else None)))
-                    continue
-        except Exception:  # anything else: _to_record says what the line is
-            pass
-        if line.strip():
-            add(_to_record(path, n, line, obj=obj))  # (parsed above, if it was)
-    return chunk
-
-
-_DICT, _STR, _INT = frozenset((dict,)), frozenset((str,)), frozenset((int,))
 
 
 def unread_ends(readers: dict[str, Any], tables: dict[str, Any]) -> dict[str, int]:
@@ -505,10 +344,9 @@ def _refuse_long(p: str, chunk: list[JsonlRecord], reader: LineReader, n: int, l
         size = reader.too_long.pop(line, None)
         if size is None:
             continue
-        refused = _refused(p, line, lines[line - n], "line_too_long",
-                           f"a line of {size:,} bytes, longer than {reader.max_line:,}: not read (its first "
-                           f"{LONG_KEPT:,} bytes are this dead letter's); a file of NUL bytes left by a crash, or no "
-                           "text file, is one such line")
+        refused = refused_line(p, line, lines[line - n], f"a line of {size:,} bytes, longer than {reader.max_line:,}: "
+                               f"not read (its first {LONG_KEPT:,} bytes are this dead letter's); a file of NUL bytes "
+                               "left by a crash, or no text file, is one such line", "line_too_long")
         if line in at:
             chunk[at[line]] = refused
         else:
@@ -576,7 +414,7 @@ class JsonlSource:
     decoded_values = True
 
     def __init__(self, paths: Sequence[str], *, resume: dict[str, Any] | None = None, max_records: int = 1000,
-                 ordered: bool = True, follow: bool = False, line_time: LineTime = _TIMESTAMP,
+                 ordered: bool = True, follow: bool = False, line_time: LineTime = DEFAULT_TIME,
                  tables: dict[str, str | Any] | None = None, patterns: Sequence[str] = (),
                  table_of: Callable[[str], str | Any | None] | None = None,
                  max_timestamp_ahead: float | None = None, encoding: str = UTF8, sheet: str | None = None) -> None:
@@ -761,9 +599,9 @@ class JsonlSource:
         if table is not None:
             chunk = _table_rows(p, table, reader, lines, n, self._headed)
         else:
-            chunk = _shorthand_chunk(p, lines, n) if self.line_time.default else None
+            chunk = shorthand_chunk(p, lines, n) if self.line_time.default else None
             if chunk is None:
-                chunk = _line_by_line(p, lines, n, self.line_time)
+                chunk = line_by_line(p, lines, n, self.line_time)
         if reader.too_long:
             chunk = _refuse_long(p, chunk, reader, n, lines)
         self.merger.add((p, 0), chunk)

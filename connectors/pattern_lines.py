@@ -83,7 +83,8 @@ from typing import Any
 from streamarms.errors import ConfigError
 from streamarms.runtime.clock import iso_ms
 
-from .csv_lines import refused_line, text_record
+from .csv_lines import text_record
+from .line_parse import refused_line
 from .line_record import JsonlRecord
 from .line_time import LineTime, stamp
 

@@ -34,7 +34,8 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
-from .csv_lines import cell_ms, refused_line, text_record
+from .csv_lines import cell_ms, text_record
+from .line_parse import refused_line
 from .line_record import JsonlRecord
 from .line_time import LineTime
 

@@ -11,7 +11,8 @@ import random
 import pytest
 
 from streamarms.cli.run import main as run_main
-from streamarms.connectors.files import MAX_TIMESTAMP_MS, JsonlSource, _line_by_line, _shorthand_chunk, _to_record
+from streamarms.connectors.files import MAX_TIMESTAMP_MS, JsonlSource
+from streamarms.connectors.line_parse import line_by_line, shorthand_chunk, to_record
 from streamarms.connectors.memory import MemoryBroker, MemoryDeadLetterSink
 from streamarms.sim import zww17_example
 
@@ -91,13 +92,13 @@ def test_a_line_stamped_years_ahead_is_refused_and_later_episodes_still_start(tm
 
 def test_timestamps_from_0_to_the_year_9999_are_times_and_the_fast_paths_agree():
     for ts, want in [(0, 0), (MAX_TIMESTAMP_MS, MAX_TIMESTAMP_MS), (1.5, 1), (T0 + 0.9, T0)]:
-        r = _to_record("f", 0, json.dumps({"arm": "a", "reward": 1, "timestamp": ts}))
+        r = to_record("f", 0, json.dumps({"arm": "a", "reward": 1, "timestamp": ts}))
         assert (r.key, r.timestamp) == (b"a", want)
     clean = [json.dumps({"arm": "a", "reward": 1, "timestamp": T0 + i}) + "\n" for i in range(20)]
     for ts in (-1, MAX_TIMESTAMP_MS + 1):  # an integer out of range spoils the C-level chunk; the line loop refuses it
         lines = clean[:7] + [json.dumps({"arm": "b", "reward": 1, "timestamp": ts}) + "\n"] + clean[7:]
-        assert _shorthand_chunk("f", lines, 0) is None
-        recs = _line_by_line("f", lines, 0)
+        assert shorthand_chunk("f", lines, 0) is None
+        recs = line_by_line("f", lines, 0)
         assert [r.offset for r in recs if isinstance(r.key, bytes)] == [i for i in range(21) if i != 7]
         assert recs[7].key.reason == "bad_timestamp" and recs[7].key.raw == b"b" and recs[7].timestamp is None
 
@@ -123,7 +124,7 @@ def test_iso_8601_timestamps_are_times_and_the_run_equals_the_run_with_milliseco
     ref, none = run(tmp_path, "ms", ("\n".join(as_ms) + "\n").encode())
     got, dead = run(tmp_path, "iso", ("\n".join(as_iso) + "\n").encode())
     assert none == [] and dead == [] and decisions(got) == decisions(ref)
-    assert _to_record("f", 0, '{"arm": "a", "timestamp": "2023-11-14T22:13:20.123Z"}').timestamp == T0 + 123
+    assert to_record("f", 0, '{"arm": "a", "timestamp": "2023-11-14T22:13:20.123Z"}').timestamp == T0 + 123
 
 
 def test_lines_that_are_not_json_objects_get_their_own_reasons(tmp_path):

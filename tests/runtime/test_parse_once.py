@@ -10,7 +10,8 @@ import random
 import pytest
 
 from streamarms.cli.run import main as run_main_argv
-from streamarms.connectors.files import JsonlSource, _to_record
+from streamarms.connectors.files import JsonlSource
+from streamarms.connectors.line_parse import to_record
 from streamarms.models import BernoulliModel
 from streamarms.runtime import RewardCodec
 
@@ -55,7 +56,7 @@ def test_parsed_values_are_what_the_codec_would_parse(tmp_path):
 
 
 def test_a_huge_timestamp_is_a_refused_record_not_a_crash():
-    r = _to_record("f", 0, '{"arm": "a", "reward": 1, "timestamp": 1' + "0" * 400 + "}\n")
+    r = to_record("f", 0, '{"arm": "a", "reward": 1, "timestamp": 1' + "0" * 400 + "}\n")
     assert r.timestamp is None and r.key.reason == "bad_timestamp" and r.key.raw == b"a"
     assert "an integer of 401 digits" in r.key.detail
 
@@ -85,15 +86,15 @@ def test_run_parsing_once_equals_parsing_twice(tmp_path, monkeypatch, feed):
 
 
 def test_a_clean_chunk_in_c_level_passes_equals_the_line_loop():
-    """``_shorthand_chunk`` (a poll's lines in C-level passes) gives the records ``_line_by_line`` gives, or
+    """``shorthand_chunk`` (a poll's lines in C-level passes) gives the records ``line_by_line`` gives, or
     ``None`` -- whichever line spoils the chunk and wherever it sits; the source then reads line by line."""
-    from streamarms.connectors.files import _line_by_line, _shorthand_chunk
+    from streamarms.connectors.line_parse import line_by_line, shorthand_chunk
 
     clean = [json.dumps({"arm": f"k{i % 7:03d}", "reward": i % 2, "timestamp": 1_700_000_000_000 + i}) + "\n"
              for i in range(50)]
     clean[-1] = clean[-1].rstrip("\n")  # a last line without its newline
-    assert _shorthand_chunk("f", clean, 10) == _line_by_line("f", clean, 10)
-    assert _shorthand_chunk("f", [], 3) == []
+    assert shorthand_chunk("f", clean, 10) == line_by_line("f", clean, 10)
+    assert shorthand_chunk("f", [], 3) == []
     rng = random.Random(4)
     spoilers = [line + "\n" for line in _lines(400, seed=9) if '"key"' in line or "arm" not in line] + [
         "\n", "   \n", '{"arm": 5, "reward": 1, "timestamp": 1}\n', '{"arm": "a", "reward": 1, "timestamp": 1.5}\n',
@@ -102,6 +103,6 @@ def test_a_clean_chunk_in_c_level_passes_equals_the_line_loop():
     for bad in spoilers:
         lines = list(clean)
         lines.insert(rng.randrange(len(lines) + 1), bad)
-        fast = _shorthand_chunk("f", lines, 10)
-        assert fast is None or fast == _line_by_line("f", lines, 10), bad
-    assert all(_shorthand_chunk("f", [bad], 0) is None for bad in spoilers[-8:])
+        fast = shorthand_chunk("f", lines, 10)
+        assert fast is None or fast == line_by_line("f", lines, 10), bad
+    assert all(shorthand_chunk("f", [bad], 0) is None for bad in spoilers[-8:])
