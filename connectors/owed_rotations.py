@@ -1,7 +1,7 @@
 """The rotations a follower behind has yet to read, and those removed before it read them (:class:`OwedRotations`).
 
 A follower behind -- still reading a file a rotation renamed away -- reads the rotations written after it in turn
-(:func:`~streamarms.connectors.files.next_file`). A log kept by logrotate's ``rotate N`` loses its oldest rotation at
+(:func:`~streamarms.connectors.follow_rotations.next_file`). A log kept by logrotate's ``rotate N`` loses its oldest rotation at
 each rotation: a follower N rotations behind found the next file it had to read removed before it came to it, went on
 with the one after, and said nothing -- the lines of that file lost. No reader can prevent that (the writer's
 retention removes the file); it can say it. So while it is behind, the follower lists the path's rotations at most
@@ -10,7 +10,7 @@ compressed one by its decompressed bytes, so the ``F.1.gz`` logrotate makes of a
 it goes on to the next file, an owed file that it has not read and that is no rotation there now was removed unread: a
 warning names it, and :attr:`OwedRotations.lost` counts it (``streamarms_follow_files_lost_total``). A file rotated
 and removed between two looks is not seen. (A run stopped for that long finds its checkpoint's file removed -- the
-oldest go first -- and stops saying so: :func:`~.files._rotated_and_removed`, :func:`~.start_mark.first_to_read`.)
+oldest go first -- and stops saying so: :func:`~.follow_rotations.rotated_and_removed`, :func:`~.start_mark.first_to_read`.)
 
 >>> import os, tempfile
 >>> d = tempfile.mkdtemp(); p = os.path.join(d, "app.log")

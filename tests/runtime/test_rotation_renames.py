@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from streamarms.connectors import files
+from streamarms.connectors import follow_rotations
 from streamarms.connectors.files import JsonlSource
 
 
@@ -63,9 +63,9 @@ def _numbers(records) -> list[int]:
 
 
 def _race(monkeypatch, name: str, listed: bool, rotation) -> list:
-    """``files.<name>`` (a listing) patched: the first time it finds a file (``listed``) or none, ``rotation()`` runs
+    """``follow_rotations.<name>`` (a listing) patched: the first time it finds a file (``listed``) or none, ``rotation()`` runs
     just after it -- a rotation between the listing and the opening. The list returned holds what it found then."""
-    real, raced = getattr(files, name), []
+    real, raced = getattr(follow_rotations, name), []
 
     def racing(*args):
         found = real(*args)
@@ -74,7 +74,7 @@ def _race(monkeypatch, name: str, listed: bool, rotation) -> list:
             rotation()
         return found
 
-    monkeypatch.setattr(files, name, racing)
+    monkeypatch.setattr(follow_rotations, name, racing)
     return raced
 
 
