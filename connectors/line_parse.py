@@ -165,7 +165,7 @@ def line_by_line(path: str, lines: list[str], first: int, line_time: LineTime = 
     loads, add, new = _fast_loads, chunk.append, tuple.__new__
     for n, line in enumerate(lines, first):
         obj = None
-        try:  # the common line, inline: _to_record's shorthand branch (the same record)
+        try:  # the common line, inline: to_record's shorthand branch (the same record)
             obj = loads(line)
             if type(obj) is dict and "key" not in obj:
                 key, ts = obj.get("arm"), obj.get("timestamp")
@@ -174,7 +174,7 @@ def line_by_line(path: str, lines: list[str], first: int, line_time: LineTime = 
                     add(new(JsonlRecord, (path, 0, n, ts, key.encode(), vb, None,
                                           obj if len(vb) <= _SHORT else None)))
                     continue
-        except Exception:  # anything else: _to_record says what the line is
+        except Exception:  # anything else: to_record says what the line is
             pass
         if line.strip():
             add(to_record(path, n, line, obj=obj))  # (parsed above, if it was)
