@@ -36,7 +36,8 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from streamarms.group_chunks import CHUNK_KEYS, ChunkAssembler, ChunkWriter, Named, ValueTooLarge, View
 from streamarms.group_threshold import merge_totals, staleness, stats_key
 
-from .kafka import SinkError, ensure_topics
+from .kafka import ensure_topics
+from .kafka_sinks import SinkError
 
 __all__ = ["KafkaStatsPublisher", "KafkaStatsReader", "MAX_VALUE_BYTES", "CHUNK_KEYS"]
 

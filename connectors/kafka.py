@@ -1,4 +1,6 @@
-"""Kafka connector (kafka-python): reward source, alert / request / dead-letter sinks, checkpoint store.
+"""Kafka connector (kafka-python): the reward source and the clients' shared configuration. (The sinks:
+:mod:`~streamarms.connectors.kafka_sinks`; the checkpoint store and exactly-once transactions:
+:mod:`~streamarms.connectors.kafka_checkpoint`.)
 
 * :class:`KafkaRewardSource` -- a consumer-group member reading the reward topics with manual commits
   only (``enable_auto_commit=False``): positions are committed by the daemon after the checkpoint that
@@ -56,38 +58,24 @@
   seconds (default 120; a join normally takes seconds, the broker's initial rebalance delay) while the
   broker answers stops the daemon with :class:`GroupJoinTimeout` naming the group (exit 1) instead of
   a silent wait.
-* :class:`KafkaAlertSink`, :class:`KafkaRequestSink` -- JSON values keyed by arm.
-* :class:`KafkaDeadLetterSink` -- the refused record's key and value unchanged, with headers
-  ``reason`` (one of ``streamarms.runtime.INVALID_REASONS``), ``detail``, ``source`` (topic:partition:offset).
-* :class:`KafkaCheckpointStore` -- checkpoints as the latest value of a key in a compacted topic.
-
 All clients share one configuration dict (``bootstrap_servers`` plus security settings: SASL/SSL are
-passed through unchanged, see :func:`client_config`). A failed send raises :class:`SinkError` at the
-next ``flush`` -- that is, before the checkpoint that would otherwise skip it -- so an alert is never
-silently lost.
+passed through unchanged, see :func:`client_config`).
 
 Integration tests against a real broker: ``tests/kafka/``.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import kafka.errors as kafka_errors
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.admin import NewTopic
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.errors import KafkaError, TopicAlreadyExistsError
 from kafka.structs import OffsetAndMetadata
-
-from streamarms.checkpoint import CheckpointStore, decode, encode
-from streamarms.errors import SinkUnavailable
-from streamarms.runtime.records import record_key
 
 from . import kafka_positions as positions
 from . import kafka_records
@@ -97,8 +85,8 @@ from .kafka_positions import transient as _transient
 from .ordering import PartitionMerger, checked_positions, parse_tp, tp_name
 from .record_time import TimestampScreen
 
-__all__ = ["client_config", "crc_implementation", "ensure_topics", "record_fingerprint", "probe_cluster", "BrokerUnreachable", "KafkaRewardSource", "OffsetsOutOfRange", "GroupJoinTimeout", "OUT_OF_RANGE_RULES", "KafkaProducerPool", "KafkaAlertSink",
-           "KafkaRequestSink", "KafkaDeadLetterSink", "KafkaCheckpointStore", "KafkaTransaction", "SinkError"]
+__all__ = ["client_config", "crc_implementation", "ensure_topics", "record_fingerprint", "probe_cluster",
+           "BrokerUnreachable", "KafkaRewardSource", "OffsetsOutOfRange", "GroupJoinTimeout", "OUT_OF_RANGE_RULES"]
 
 log = logging.getLogger("streamarms.kafka")
 
@@ -107,10 +95,6 @@ SECURITY_KEYS = ("security_protocol", "sasl_mechanism", "sasl_plain_username", "
                  "sasl_kerberos_service_name", "sasl_kerberos_domain_name", "sasl_oauth_token_provider",
                  "ssl_cafile", "ssl_certfile", "ssl_keyfile", "ssl_password", "ssl_crlfile", "ssl_ciphers",
                  "ssl_check_hostname", "client_id", "request_timeout_ms", "api_version")
-
-
-class SinkError(RuntimeError):
-    """A record could not be delivered to a sink topic."""
 
 
 class GroupJoinTimeout(RuntimeError):
@@ -670,339 +654,3 @@ class KafkaRewardSource:
             if not self.joined:
                 log.warning("leaving group %s with its join still pending (after %.0f s)", self.group_id, self.leave_grace)
         self.consumer.close(autocommit=False)
-
-
-# ----------------------------------------------------------------------------------------------
-# sinks
-# ----------------------------------------------------------------------------------------------
-#: producer settings of the non-transactional sinks and the checkpoint store: no idempotence. Their
-#: delivery is at-least-once anyway (a crash re-sends; alerts carry a stable ``alert_id``), and an
-#: idempotent kafka-python (3.0.x) producer never recovers from a broker that lost its producer id (a
-#: restarted broker without that state): it takes UNKNOWN_PRODUCER_ID for retention (KAFKA-5793), resets
-#: the sequence and retries forever (``test_broker_process_restart_mid_run_is_ridden_out``). Order is
-#: not at stake: alerts of different episodes are never in flight together (a checkpoint, which
-#: flushes, follows every episode end), and a checkpoint is saved only once the previous one is acked.
-NON_IDEMPOTENT = {"enable_idempotence": False}
-
-
-class KafkaProducerPool:
-    """One :class:`KafkaProducer` shared by the sinks of a daemon; tracks failed sends."""
-
-    def __init__(self, config: dict[str, Any], producer_options: dict[str, Any] | None = None,
-                 topics: Sequence[str] = (), *, transactional_id: str | None = None) -> None:
-        opts: dict[str, Any] = {"acks": "all", "linger_ms": 5, "reconnect_backoff_max_ms": 5_000,
-                                # a send survives a broker outage of up to 10 minutes (then SinkError at the
-                                # next checkpoint: exit 1, and the restart re-sends from the checkpoint)
-                                "delivery_timeout_ms": 600_000}
-        if transactional_id:
-            # a transaction stays open one checkpoint interval; the broker's coordinator aborts it after
-            # this long without a commit (Kafka's default, 60 s); delivery_timeout_ms must not exceed it
-            opts.update(transactional_id=transactional_id, transaction_timeout_ms=60_000, delivery_timeout_ms=60_000)
-        else:
-            opts.update(NON_IDEMPOTENT)
-        opts.update(config)
-        opts.update(producer_options or {})
-        self.producer = KafkaProducer(**opts)
-        #: every send belongs to a transaction that :meth:`commit_transaction` ends (``transactional_id``)
-        self.transactional = bool(transactional_id)
-        self._in_txn = False
-        if self.transactional:
-            # fences a previous producer with this id (a zombie of a killed run) and ends its open transaction
-            self.producer.init_transactions()
-        # Track every sink topic in the producer's metadata from the start. kafka-python only adds a
-        # topic to its tracked set when its partitions are unknown at the first send; a broker that
-        # answers the bootstrap metadata request with all topics (Tansu does) makes them "known", and
-        # the next metadata refresh for a new topic then drops them: sends to them would wait forever.
-        md = getattr(self.producer, "_metadata", None)
-        if md is not None and hasattr(md, "add_topic"):
-            for t in topics:
-                if t:
-                    md.add_topic(t)
-        self._lock = threading.Lock()
-        self._errors: list[str] = []
-        self._closed = False
-        self.sent = 0
-
-    def send(self, topic: str, key: bytes | None, value: bytes | None,
-             headers: list[tuple[str, bytes]] | None = None) -> None:
-        if self.transactional and not self._in_txn:
-            self.producer.begin_transaction()
-            self._in_txn = True
-        fut = self.producer.send(topic, key=key, value=value, headers=headers)
-        fut.add_errback(self._failed, topic)
-        self.sent += 1
-
-    def _failed(self, exc: BaseException, topic: str) -> None:
-        with self._lock:
-            self._errors.append(f"{topic}: {exc!r}")
-
-    def flush(self, timeout: float | None = 5.0) -> None:
-        """Wait for every pending send; :class:`SinkUnavailable` if the broker has not acknowledged them
-        within ``timeout`` s (an outage: they stay pending, up to ``delivery_timeout_ms``), :class:`SinkError`
-        for sends that failed. The timeout is short on purpose: the daemon's loop, which also keeps the
-        consumer in its group, waits here (a wait longer than the session timeout loses the group)."""
-        try:
-            self.producer.flush(timeout=timeout)
-        except kafka_errors.KafkaTimeoutError:
-            raise SinkUnavailable(f"the broker has not acknowledged the pending records within {timeout:g} s "
-                                  "(unreachable?); they stay pending") from None
-        with self._lock:
-            errors, self._errors = self._errors, []
-        if errors:
-            raise SinkError(f"{len(errors)} record(s) could not be delivered, first: {errors[0]}")
-
-    def commit_transaction(self, offsets: dict[TopicPartition, OffsetAndMetadata], group_metadata: Any) -> None:
-        """End the open transaction: everything sent since the last one, plus the consumed ``offsets``
-        of the group, become visible to read_committed readers at once, or none of it (exactly-once).
-
-        A failed send aborts the transaction and raises :class:`SinkError` (the daemon exits; the
-        restart resumes from the last committed checkpoint, whose alerts are all published)."""
-        try:
-            self.flush()
-        except SinkError:
-            self.abort_transaction()
-            raise
-        if offsets:
-            if not self._in_txn:
-                self.producer.begin_transaction()
-                self._in_txn = True
-            self.producer.send_offsets_to_transaction(offsets, group_metadata)
-        if self._in_txn:
-            self.producer.commit_transaction()
-            self._in_txn = False
-
-    def abort_transaction(self) -> None:
-        """Abort the open transaction, if any (its records stay invisible to read_committed readers)."""
-        if self._in_txn:
-            self._in_txn = False
-            try:
-                self.producer.abort_transaction()
-            except KafkaError as e:  # the broker's coordinator aborts it at its timeout anyway
-                log.warning("aborting the transaction failed: %s", e)
-
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self.producer.close(timeout=10)
-
-
-class _Sink:
-    def __init__(self, pool: KafkaProducerPool, topic: str) -> None:
-        self.pool = pool
-        self.topic = topic
-
-    def flush(self) -> None:
-        self.pool.flush()
-
-    def close(self) -> None:
-        self.pool.close()
-
-
-class KafkaAlertSink(_Sink):
-    """Alert records: key = arm, value = the alert JSON."""
-
-    def send(self, alert: dict[str, Any]) -> None:
-        self.pool.send(self.topic, str(alert["arm"]).encode("utf-8"),
-                       json.dumps(alert, separators=(",", ":")).encode("utf-8"))
-
-
-class KafkaRequestSink(_Sink):
-    """Sample requests (active mode): key = arm, value = ``{"arm", "request_id", "episode", "kind", "time"}``."""
-
-    def send(self, arm: str, payload: dict[str, Any]) -> None:
-        self.pool.send(self.topic, arm.encode("utf-8"), json.dumps(payload, separators=(",", ":")).encode("utf-8"))
-
-
-class KafkaDeadLetterSink(_Sink):
-    """Refused records, unchanged, with ``reason`` / ``detail`` / ``source`` headers (original headers kept).
-
-    A dead letter is always deliverable: a record larger than ``max_bytes`` (default: the producer's
-    ``max_request_size`` and the broker's default ``message.max.bytes``, 1 MB, whichever is smaller,
-    less 8 KiB for the record's framing) is cut to fit -- its key to 1 KiB, its original headers dropped
-    if they alone take a quarter of the budget, the value to what is left -- and carries a header
-    ``truncated`` = ``key=<bytes>,value=<bytes>,headers=<n>`` giving the original sizes (else a sink
-    failure at the next flush would stop the daemon, and a restart would fail on the same record).
-    """
-
-    #: the broker's default ``message.max.bytes`` (1 MB + 12): the smallest limit a topic is likely to have
-    BROKER_DEFAULT = 1_048_588
-    FRAMING = 8192
-    MAX_KEY = 1024
-
-    def __init__(self, pool: KafkaProducerPool, topic: str, max_bytes: int | None = None) -> None:
-        super().__init__(pool, topic)
-        if max_bytes is None:
-            cfg = getattr(pool.producer, "config", {}) or {}
-            max_bytes = min(int(cfg.get("max_request_size", 1_048_576)), self.BROKER_DEFAULT) - self.FRAMING
-        if max_bytes < 4 * self.MAX_KEY:
-            raise ValueError(f"dead-letter max_bytes must be >= {4 * self.MAX_KEY}, got {max_bytes}")
-        self.max_bytes = max_bytes
-        self.truncated = 0
-
-    def send(self, record: Any, reason: str, detail: str) -> None:
-        key, value = record_key(record), record.value  # (a key a source refused: the key it read)
-        headers = list(getattr(record, "headers", None) or [])
-        ours = [("reason", reason.encode()), ("detail", detail[:1000].encode("utf-8", "replace")),
-                ("source", f"{record.topic}:{record.partition}:{record.offset}".encode())]
-
-        def size(hs: list[tuple[str, bytes]]) -> int:
-            return sum(len(h) + len(v or b"") + 8 for h, v in hs)
-
-        total = len(key or b"") + len(value or b"") + size(headers) + size(ours)
-        if total > self.max_bytes:
-            cut = f"key={len(key or b'')},value={len(value or b'')},headers={len(headers)}"
-            if size(headers) > self.max_bytes // 4:
-                headers = []
-            if key is not None and len(key) > self.MAX_KEY:
-                key = bytes(key[:self.MAX_KEY])
-            ours.append(("truncated", cut.encode()))
-            room = self.max_bytes - len(key or b"") - size(headers) - size(ours)
-            if value is not None and len(value) > room:
-                value = bytes(value[:max(0, room)])
-            self.truncated += 1
-        self.pool.send(self.topic, key, value, headers + ours)
-
-
-# ----------------------------------------------------------------------------------------------
-# checkpoint store
-# ----------------------------------------------------------------------------------------------
-class KafkaCheckpointStore(CheckpointStore):
-    """The checkpoint as the latest value of ``key`` in a compacted single-partition ``topic``.
-
-    ``save`` returns once the broker acknowledged the record with ``acks=all`` (durable on the
-    in-sync replicas). ``load`` reads the topic from the beginning to its end and keeps the last value
-    of ``key``. :meth:`saved_mark` says where the last save's record is while the topic still holds it,
-    so an idle daemon does not write the same checkpoint again (:mod:`streamarms.last_save`).
-    """
-
-    #: seconds the probe of :meth:`saved_mark` waits for the broker (then the checkpoint is written)
-    probe_timeout = 5.0
-
-    def __init__(self, config: dict[str, Any], topic: str, key: str, *, create: bool = True,
-                 max_bytes: int = 16 * 1024 * 1024, secret: bytes | None = None,
-                 pool: KafkaProducerPool | None = None) -> None:
-        self.config = config
-        self.secret = secret or None
-        self.topic = topic
-        self.key = key.encode("utf-8")
-        self.max_bytes = max_bytes
-        if create:
-            ensure_topics(config, {topic: 1}, {topic: {"cleanup.policy": "compact"}})
-        #: a transactional pool (exactly-once): ``save`` joins its open transaction, durable at its commit
-        self.pool = pool if pool is not None and pool.transactional else None
-        self.producer = None if self.pool is not None else KafkaProducer(
-            acks="all", compression_type="gzip", max_request_size=max_bytes, linger_ms=0, **NON_IDEMPOTENT, **config)
-        self._written: TopicPartition | None = None  # where the last save's record went, and its offset
-        self._offset = -1
-        self._probe: KafkaConsumer | None = None
-
-    def describe(self) -> str:
-        return f"kafka topic {self.topic} (key {self.key.decode()})"
-
-    def save(self, state: dict[str, Any]) -> None:
-        data = encode(state, self.secret)
-        if len(data) > self.max_bytes:
-            raise SinkError(f"checkpoint of {len(data)} bytes exceeds {self.max_bytes}; use a file checkpoint")
-        if self.pool is not None:
-            self.pool.send(self.topic, self.key, data)
-            return
-        assert self.producer is not None  # built in __init__ whenever no transactional pool is given
-        self._written = None
-        try:
-            md = self.producer.send(self.topic, key=self.key, value=data).get(timeout=15)
-        except kafka_errors.KafkaTimeoutError:
-            raise SinkUnavailable(f"the checkpoint was not acknowledged by {self.topic} within 15 s (broker "
-                                  "unreachable?)") from None
-        self._written, self._offset = TopicPartition(md.topic, md.partition), md.offset
-
-    def saved_mark(self) -> tuple[Any, ...] | None:
-        """``(partition, offset)`` of the last save's record while the topic still holds it (its first offset
-        at or before the record, its end after it: retention has not removed it, the topic was not emptied);
-        anything else otherwise; ``None`` when it cannot tell (no save yet, a transaction's save, the broker
-        not answering within :attr:`probe_timeout`). Compaction keeps the last record of a key, so only
-        another writer of this key could replace it unseen: one key belongs to one daemon (``group_id``)."""
-        tp = self._written
-        if tp is None:
-            return None
-        try:
-            if self._probe is None:
-                self._probe = KafkaConsumer(enable_auto_commit=False, group_id=None, **self.config)
-            wait = int(self.probe_timeout * 1000)
-            first = self._probe.beginning_offsets([tp], timeout_ms=wait)[tp]
-            end = self._probe.end_offsets([tp], timeout_ms=wait)[tp]
-        except KafkaError:
-            return None
-        if first is None or end is None:
-            return None
-        return (tp.partition, self._offset) if first <= self._offset < end else ("gone", first, end)
-
-    def load(self) -> dict[str, Any] | None:
-        # read_committed: a checkpoint of an unfinished (or aborted) exactly-once transaction is not one
-        consumer = KafkaConsumer(enable_auto_commit=False, group_id=None, fetch_max_bytes=self.max_bytes,
-                                 isolation_level="read_committed",
-                                 max_partition_fetch_bytes=self.max_bytes, **self.config)
-        try:
-            parts = consumer.partitions_for_topic(self.topic) or {0}
-            tps = [TopicPartition(self.topic, p) for p in sorted(parts)]
-            consumer.assign(tps)
-            consumer.seek_to_beginning(*tps)
-            end = consumer.end_offsets(tps)
-            last: bytes | None = None
-            found = False
-            while any(consumer.position(tp) < end[tp] for tp in tps):
-                for recs in consumer.poll(timeout_ms=1000).values():
-                    for r in recs:
-                        if r.key == self.key:
-                            last, found = r.value, True
-            if not found or last is None:
-                return None
-            return decode(last, self.describe(), self.secret)
-        finally:
-            consumer.close(autocommit=False)
-
-    def close(self) -> None:
-        if self.producer is not None:
-            self.producer.close(timeout=10)
-        if self._probe is not None:
-            self._probe.close(autocommit=False)
-            self._probe = None
-
-
-# ----------------------------------------------------------------------------------------------
-# exactly-once
-# ----------------------------------------------------------------------------------------------
-class KafkaTransaction:
-    """Exactly-once checkpoints: the alerts, requests and dead letters of a checkpoint interval, the
-    checkpoint record and the consumed offsets are one Kafka transaction (the consume-transform-produce
-    pattern of Kafka Streams' ``exactly_once_v2``).
-
-    ``pool`` is a transactional :class:`KafkaProducerPool` (``transactional_id`` derived from the group,
-    stable across restarts: the restarted member's ``init_transactions`` fences its zombie and ends the
-    unfinished transaction); the checkpoint store writes through the same pool. :meth:`commit` is the
-    daemon's checkpoint: the consumed offsets of ``source`` join the transaction, which commits. A
-    read_committed reader of the alert topic then sees each alert of a committed checkpoint once, and
-    none of a run killed before its commit -- the restart re-emits those from the checkpoint.
-
-    >>> KafkaTransaction.transactional_id("fraud-detector")
-    'streamarms-fraud-detector'
-    """
-
-    def __init__(self, pool: KafkaProducerPool, source: KafkaRewardSource) -> None:
-        if not pool.transactional:
-            raise ValueError("KafkaTransaction needs a KafkaProducerPool with a transactional_id")
-        self.pool = pool
-        self.source = source
-        self.commits = 0
-
-    @staticmethod
-    def transactional_id(group_id: str) -> str:
-        """The transactional id of a daemon of ``group_id`` (the same after a restart)."""
-        return f"streamarms-{group_id}"
-
-    def commit(self, source_state: dict[str, Any]) -> None:
-        consumer = self.source.consumer
-        self.pool.commit_transaction(self.source.offsets(source_state), consumer.group_metadata())
-        self.commits += 1
-
-    def abort(self) -> None:
-        self.pool.abort_transaction()

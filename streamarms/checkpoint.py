@@ -11,7 +11,7 @@ Stores:
 * :class:`FileCheckpointStore`: a JSON file replaced atomically (write a temporary file,
   ``fsync`` it, ``rename`` it over the old one, ``fsync`` the directory), with a SHA-256 of the body so
   that a torn or edited file is refused rather than half-loaded.
-* ``streamarms.connectors.kafka.KafkaCheckpointStore``: the same document as the latest value of a
+* ``streamarms.connectors.kafka_checkpoint.KafkaCheckpointStore``: the same document as the latest value of a
   key in a compacted Kafka topic (durable once the broker acknowledged it with ``acks=all``).
 
 **Integrity vs authenticity.** The SHA-256 in the header detects damage (a torn write, a stray

@@ -24,7 +24,7 @@ The loop, per batch of records from ``source.poll``:
    already holds that very document, :mod:`streamarms.last_save`), then commit the positions to the
    consumer group. A crash at any point therefore resumes from a state and positions that belong
    together: no record is lost, none counted twice. With a ``transaction`` (exactly-once, e.g.
-   ``streamarms.connectors.kafka.KafkaTransaction``) the sinks' records, the checkpoint and the
+   ``streamarms.connectors.kafka_checkpoint.KafkaTransaction``) the sinks' records, the checkpoint and the
    positions are one transaction instead: a crash also publishes no alert twice. A sink that cannot
    deliver in time (:class:`~streamarms.errors.SinkUnavailable`: its broker went away, and the source
    has not noticed yet) postpones the checkpoint, with a warning; at exit it fails the run (exit 1:

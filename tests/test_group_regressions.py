@@ -40,7 +40,7 @@ def test_an_arm_without_samples_taken_over_mid_episode_is_sampled_not_a_division
 
 def test_an_unexpected_error_is_told_from_an_operational_one():
     """``streamarms run`` logs a bug's traceback at ERROR level (not only with --log-level debug)."""
-    from streamarms.connectors.kafka import SinkError
+    from streamarms.connectors.kafka_sinks import SinkError
 
     assert operational(ConfigError("x")) and operational(ConnectionError()) and operational(SinkError("x"))
     assert not operational(ZeroDivisionError("float division by zero")) and not operational(KeyError("k"))

@@ -147,7 +147,8 @@ def _store(opts: argparse.Namespace) -> CheckpointStore:
     if spec.startswith("kafka:"):
         if not opts.bootstrap_servers:
             raise CheckpointError("--checkpoint kafka:TOPIC needs --bootstrap-servers")
-        from streamarms.connectors.kafka import KafkaCheckpointStore, client_config
+        from streamarms.connectors.kafka import client_config
+        from streamarms.connectors.kafka_checkpoint import KafkaCheckpointStore
         return KafkaCheckpointStore(client_config(opts.bootstrap_servers), spec[len("kafka:"):], key=opts.group_id,
                                     create=False, secret=secret)
     if spec.startswith("dir:"):  # (read only: a load takes no lock and writes nothing)

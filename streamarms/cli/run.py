@@ -310,7 +310,7 @@ def _checkpoint_store(s: RunSettings, kafka_cfg: dict[str, Any] | None, pool: An
     if isinstance(spec, str) and spec.startswith("kafka:"):
         if kafka_cfg is None:
             raise ConfigError("--checkpoint kafka:TOPIC needs --bootstrap-servers")
-        from streamarms.connectors.kafka import KafkaCheckpointStore
+        from streamarms.connectors.kafka_checkpoint import KafkaCheckpointStore
         key = f"{s.group_id}/{member_name(s)}" if s.group_threshold else s.group_id  # a member's own state
         return KafkaCheckpointStore(kafka_cfg, spec[len("kafka:"):], key=key, secret=secret, pool=pool)
     if pool is not None:
@@ -543,7 +543,8 @@ class _App:
         s = self.s
         if self.kafka_cfg is None:
             raise ConfigError("--exactly-once needs Kafka (--bootstrap-servers)")
-        from streamarms.connectors.kafka import KafkaProducerPool, KafkaTransaction
+        from streamarms.connectors.kafka_checkpoint import KafkaTransaction
+        from streamarms.connectors.kafka_sinks import KafkaProducerPool
         if s.create_topics:
             self._create_topics()
         opts = {"max_request_size": 16 * 1024 * 1024, "compression_type": "gzip"}  # the checkpoint rides along
@@ -569,12 +570,12 @@ class _App:
         self.embedded_arms: list[str] | None = None
         self.transaction: Any = None
         if s.bootstrap_servers:
-            from streamarms.connectors.kafka import (
+            from streamarms.connectors.kafka import KafkaRewardSource
+            from streamarms.connectors.kafka_sinks import (
                 KafkaAlertSink,
                 KafkaDeadLetterSink,
                 KafkaProducerPool,
                 KafkaRequestSink,
-                KafkaRewardSource,
             )
             cfg = self.kafka_cfg
             assert cfg is not None
@@ -594,7 +595,7 @@ class _App:
                                             on_out_of_range=s.on_out_of_range, start_from=s.start_from,
                                             max_timestamp_ahead=s.max_timestamp_ahead, values=_value_lines(s))
             if self.pool is not None:
-                from streamarms.connectors.kafka import KafkaTransaction
+                from streamarms.connectors.kafka_checkpoint import KafkaTransaction
                 self.transaction = KafkaTransaction(self.pool, self.source)
         elif s.start_from is not None:
             raise ConfigError("--start-from needs Kafka (--bootstrap-servers): a file replays from its first line")

@@ -367,7 +367,7 @@ def test_kill_9_ten_times_with_the_checkpoint_in_a_compacted_topic(kafka_broker,
     common = ["--bootstrap-servers", kafka_broker.bootstrap, "--rewards-topic", "r-k9", "--group-id", "g-k9",
               "--alerts-topic", "alerts-k9", *POLICY, "--max-episodes", "1", "--create-topics",
               "--checkpoint", "kafka:ckpt-k9", "--checkpoint-interval", "0.2", "--max-poll-records", "300", *FAST_GROUP]
-    from streamarms.connectors.kafka import KafkaCheckpointStore
+    from streamarms.connectors.kafka_checkpoint import KafkaCheckpointStore
     cfg = {"bootstrap_servers": [kafka_broker.bootstrap]}
     store = KafkaCheckpointStore(cfg, "ckpt-k9", key="g-k9")
     watch = CheckpointWatch(kafka_broker.bootstrap, "ckpt-k9", "g-k9")

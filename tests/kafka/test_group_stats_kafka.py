@@ -106,7 +106,7 @@ def test_a_value_too_large_is_a_clear_error_and_a_large_one_arrives(kafka_broker
     one above Kafka's default 1 MB limit but within ours is delivered (the topic is created to take it).
     (The message changed with the chunks: a partition's keys no longer bound it, so the remedy is not
     "more partitions" any more.)"""
-    from streamarms.connectors.kafka import SinkError
+    from streamarms.connectors.kafka_sinks import SinkError
     topic, cfg = f"stats-big-{uuid.uuid4().hex[:6]}", _config(kafka_broker)
     pub = KafkaStatsPublisher(cfg, topic, "g", "m1", max_value_bytes=3_000_000)
     reader = KafkaStatsReader(cfg, topic, "g")
@@ -137,7 +137,7 @@ def test_a_partition_value_in_chunks_arrives_whole_resends_its_changes_shrinks_a
     50 keys do. Readers (one live, one that starts later) assemble the value with its key order; a change
     of one key re-sends one chunk and the head; a partition that shrinks tombstones its extra chunks; a
     retired one disappears; one key whose state alone exceeds the cap is a SinkError naming it."""
-    from streamarms.connectors.kafka import SinkError
+    from streamarms.connectors.kafka_sinks import SinkError
     topic, cfg = f"stats-chunks-{uuid.uuid4().hex[:6]}", _config(kafka_broker)
     pub = KafkaStatsPublisher(cfg, topic, "g", "m1", max_value_bytes=20_000, chunk_keys=50)
     reader = KafkaStatsReader(cfg, topic, "g")

@@ -10,13 +10,8 @@ import pytest
 from kafka import TopicPartition
 from test_runtime_kafka import produce, read_topic
 
-from streamarms.connectors.kafka import (
-    KafkaDeadLetterSink,
-    KafkaProducerPool,
-    KafkaRewardSource,
-    client_config,
-    ensure_topics,
-)
+from streamarms.connectors.kafka import KafkaRewardSource, client_config, ensure_topics
+from streamarms.connectors.kafka_sinks import KafkaDeadLetterSink, KafkaProducerPool
 from streamarms.connectors.tansu import TansuBroker
 
 pytestmark = pytest.mark.kafka

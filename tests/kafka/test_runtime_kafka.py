@@ -335,7 +335,7 @@ def test_active_mode_with_a_responder(kafka_broker, tmp_path):
 
 
 def test_checkpoint_in_a_compacted_topic(kafka_broker):
-    from streamarms.connectors.kafka import KafkaCheckpointStore
+    from streamarms.connectors.kafka_checkpoint import KafkaCheckpointStore
     cfg = {"bootstrap_servers": [kafka_broker.bootstrap]}
     store = KafkaCheckpointStore(cfg, "streamarms-checkpoints", key="group-a")
     other = KafkaCheckpointStore(cfg, "streamarms-checkpoints", key="group-b")
@@ -357,7 +357,7 @@ def test_an_unchanged_checkpoint_is_not_written_to_the_topic_again(kafka_broker)
     record, and a changed one is written."""
     from kafka import KafkaConsumer, TopicPartition
 
-    from streamarms.connectors.kafka import KafkaCheckpointStore
+    from streamarms.connectors.kafka_checkpoint import KafkaCheckpointStore
     from streamarms.last_save import LastSave
     cfg = {"bootstrap_servers": [kafka_broker.bootstrap]}
     store = KafkaCheckpointStore(cfg, "ckpt-idle", key="member-a")
@@ -396,7 +396,7 @@ def test_a_checkpoint_record_the_topic_no_longer_holds_is_written_again(kafka_br
     was emptied, or the broker does not answer: the mark differs (or cannot tell), so the checkpoint is written."""
     from kafka.errors import KafkaTimeoutError
 
-    from streamarms.connectors.kafka import KafkaCheckpointStore
+    from streamarms.connectors.kafka_checkpoint import KafkaCheckpointStore
     cfg = {"bootstrap_servers": [kafka_broker.bootstrap]}
     store = KafkaCheckpointStore(cfg, "ckpt-gone", key="member-a")
 

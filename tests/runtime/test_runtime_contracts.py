@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from streamarms.connectors import file_sinks, files, kafka, memory
+from streamarms.connectors import file_sinks, files, kafka, kafka_sinks, memory
 from streamarms.runtime.contracts import AlertSink, DeadLetterSink, RequestSink, RewardSource
 
 
@@ -15,9 +15,9 @@ def test_sources(cls):
 
 
 @pytest.mark.parametrize("cls, contract", [
-    (kafka.KafkaAlertSink, AlertSink), (file_sinks.JsonlSink, AlertSink), (memory.MemorySink, AlertSink),
-    (kafka.KafkaRequestSink, RequestSink),
-    (kafka.KafkaDeadLetterSink, DeadLetterSink), (file_sinks.JsonlDeadLetterSink, DeadLetterSink),
+    (kafka_sinks.KafkaAlertSink, AlertSink), (file_sinks.JsonlSink, AlertSink), (memory.MemorySink, AlertSink),
+    (kafka_sinks.KafkaRequestSink, RequestSink),
+    (kafka_sinks.KafkaDeadLetterSink, DeadLetterSink), (file_sinks.JsonlDeadLetterSink, DeadLetterSink),
     (memory.MemoryDeadLetterSink, DeadLetterSink),
 ])
 def test_sinks(cls, contract):
