@@ -43,7 +43,8 @@ from streamarms.errors import ConfigError
 from .file_ids import Listed, Renamed, open_listed
 from .jsonl_lines import _HOW, BLOCK, WINDOW, LineReader, compressed, rotations_of
 from .jsonl_lines import digest as _digest_bytes
-from .magics import ZIP
+from .magics import PARQUET, ZIP
+from .parquet_lines import ParquetStream
 from .text_encoding import Utf16Stream, Utf32Stream, marked
 from .workbook_lines import WORKBOOK_SUFFIXES, WorkbookStream, is_workbook
 
@@ -55,11 +56,13 @@ __all__ = ["CompressedLineReader", "open_lines", "compressed_rotation", "compres
 #: Excel workbook, read as its sheet's CSV lines (:mod:`~streamarms.connectors.workbook_lines`)
 DECOMPRESSORS: dict[str, Callable[[IO[bytes]], Any]] = {
     "gzip": lambda raw: gzip.GzipFile(fileobj=raw, mode="rb"), "bzip2": bz2.BZ2File, "xz": lzma.LZMAFile,
-    "utf-16": Utf16Stream, "utf-32": Utf32Stream, "xlsx": WorkbookStream}
+    "utf-16": Utf16Stream, "utf-32": Utf32Stream, "xlsx": WorkbookStream, "parquet": ParquetStream}
 
 
 #: the kinds whose bytes are UTF-8 text made from the file (``--encoding`` is not theirs)
-MADE_UTF8 = frozenset({"utf-16", "utf-32", "xlsx"})
+MADE_UTF8 = frozenset({"utf-16", "utf-32", "xlsx", "parquet"})
+#: the kinds that are tables made from a file of another format (read, not decompressed)
+TABLES = frozenset({"xlsx", "parquet"})
 
 #: what a decompressor raises on a damaged or cut file
 _ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error)  # (gzip's damaged data is a zlib.error: no OSError)
@@ -78,7 +81,7 @@ def _kind(path: str) -> str | None:
         return None
     packed = compressed(head)
     return packed[0] if packed is not None else marked(head) or (
-        "xlsx" if head.startswith(ZIP) and is_workbook(path) else None)
+        "xlsx" if head.startswith(ZIP) and is_workbook(path) else "parquet" if head.startswith(PARQUET) else None)
 
 
 def compressed_head(path: str | Listed, n: int = WINDOW) -> bytes | None:
@@ -195,8 +198,9 @@ class CompressedLineReader(LineReader):
             if not self._first:
                 self._raw.close()
                 raise ConfigError(f"{path} cannot be read as an Excel workbook ({e}): a damaged file; save its sheet "
-                                  "as CSV" if kind == "xlsx" else f"{path} cannot be decompressed as {kind} ({e}): a "
-                                  "damaged file, or another format that starts with the same bytes") from e
+                                  "as CSV" if kind == "xlsx" else f"{path} cannot be read as a Parquet file ({e}): a "
+                                  "damaged file" if kind == "parquet" else f"{path} cannot be decompressed as {kind} "
+                                  f"({e}): a damaged file, or another format that starts with the same bytes") from e
         self._dec.seek(0)
         #: why the file could not be decompressed to its end (a file cut short or damaged), once met: the lines
         #: before it are read, the bytes after the last whole line are not (the source fails with this reason)
@@ -234,7 +238,7 @@ class CompressedLineReader(LineReader):
         try:
             return self._dec.read(self._block)
         except _ERRORS as e:  # a file cut short (still being compressed) or corrupt
-            self.damage = (f"{self.path} cannot be {'read' if self.kind == 'xlsx' else 'decompressed'} after its line "
+            self.damage = (f"{self.path} cannot be {'read' if self.kind in TABLES else 'decompressed'} after its line "
                            f"{self._end_line:,} ({e}): a {self.kind} file cut short or damaged; the lines before were "
                            "read, nothing after")
             return b""

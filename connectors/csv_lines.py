@@ -45,6 +45,7 @@ from streamarms.runtime.decoder import _SHORT
 from .line_parse import refused_line, text_bytes
 from .line_record import JsonlRecord
 from .line_time import MAX_TIMESTAMP_MS, LineTime, stamp
+from .parquet_lines import PARQUET_SUFFIXES
 from .workbook_lines import WORKBOOK_SUFFIXES
 
 __all__ = ["CsvTable", "table_format", "text_record"]
@@ -76,7 +77,8 @@ _COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz", ".zst", ".lz4")
 def table_format(path: str, given: str = "auto") -> str | None:
     """The table format (``"csv"``/``"tsv"``) a ``--rewards-file`` is read in, or ``None`` for JSON lines:
     ``given`` (``--rewards-format``), or, ``"auto"``, by the file's name (``.csv``, ``.tsv``, ``.tab``; also
-    before a compression suffix; an Excel workbook, ``.xlsx``, is read as CSV: standard input is JSON lines unless
+    before a compression suffix; an Excel workbook, ``.xlsx``, and a Parquet file, ``.parquet``, are read as CSV:
+    standard input is JSON lines unless
     given).
 
     >>> table_format("labels.csv"), table_format("x.TSV"), table_format("r.jsonl"), table_format("-", "csv")
@@ -87,7 +89,8 @@ def table_format(path: str, given: str = "auto") -> str | None:
     name = path.lower()
     for suffix in _COMPRESSED_SUFFIXES:
         name = name.removesuffix(suffix)
-    if name.endswith((".csv", *WORKBOOK_SUFFIXES)):  # (a workbook: its sheet's CSV lines, connectors/workbook_lines.py)
+    if name.endswith((".csv", *WORKBOOK_SUFFIXES, *PARQUET_SUFFIXES)):  # (a workbook's sheet, a Parquet file's rows: CSV
+        # lines, connectors/workbook_lines.py, parquet_lines.py)
         return "csv"
     if name.endswith((".tsv", ".tab")):
         return "tsv"

@@ -63,7 +63,7 @@ from streamarms.checkpoint import CheckpointError
 from streamarms.errors import ConfigError
 
 from .file_ids import FileIds, Listed, Renamed, open_listed, relisting
-from .magics import COMPRESSED, ZIP
+from .magics import COMPRESSED, PARQUET, ZIP
 from .text_encoding import UTF8, marked, refuse_followed_marked, utf16_unmarked
 
 _fast_loads: Callable[[str], Any]
@@ -112,8 +112,8 @@ _BINARY = ((ZIP, "a zip archive (an Excel workbook, .xlsx, is one: replayed, not
                            "read as its sheet's table)",
             "give a zipped log's lines on standard input: unzip -p {path} | streamarms run --rewards-file - ..."),
            (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an Excel 97-2003 workbook (.xls)", "save the sheet as CSV"),
-           (b"PAR1", "a Parquet file", "write its rows as CSV first, e.g. duckdb -c \"COPY (FROM '{path}') TO "
-            "'{path}.csv'\""),
+           (PARQUET, "a Parquet file (replayed, not followed, it is read as a table of its rows)",
+            "write its rows as CSV lines first, e.g. duckdb -c \"COPY (FROM '{path}') TO '{path}.csv'\""),
            (b"Obj\x01", "an Avro container file", "write its records as JSON lines first: avro-tools tojson {path}"),
            (b"SQLite format 3\x00", "an SQLite database",
             "export a table as CSV: sqlite3 -header -csv {path} 'select * from TABLE' > TABLE.csv"),

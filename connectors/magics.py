@@ -1,14 +1,14 @@
 """The first bytes that say a file is no plain text: compressed (and which program decompresses it to standard
-output) or a zip archive (an Excel workbook is one). One table for the readers that open compressed files, the
+output), a zip archive (an Excel workbook is one) or a Parquet file. One table for the readers that open compressed files, the
 encoding advice that must not name a code page for such bytes, and ``inspect``.
 
->>> [kind for _, kind, _ in COMPRESSED], ZIP in BINARY, set(MAGICS) < set(BINARY)
-(['gzip', 'bzip2', 'xz', 'zstd'], True, True)
+>>> [kind for _, kind, _ in COMPRESSED], ZIP in BINARY, PARQUET in BINARY, set(MAGICS) < set(BINARY)
+(['gzip', 'bzip2', 'xz', 'zstd'], True, True, True)
 """
 
 from __future__ import annotations
 
-__all__ = ["COMPRESSED", "MAGICS", "ZIP", "BINARY"]
+__all__ = ["COMPRESSED", "MAGICS", "ZIP", "PARQUET", "BINARY"]
 
 #: the magic bytes of compressed files, their format, and what decompresses them to standard output (a compressed
 #: log read as text would be one long run of not_json dead letters)
@@ -18,6 +18,8 @@ COMPRESSED = ((b"\x1f\x8b", "gzip", "zcat"), (b"BZh", "bzip2", "bzcat"), (b"\xfd
 MAGICS = tuple(magic for magic, _, _ in COMPRESSED)
 #: the first bytes of a zip archive (a workbook, ``.xlsx``)
 ZIP = b"PK\x03\x04"
+#: the first bytes of a Parquet file (its last four too)
+PARQUET = b"PAR1"
 #: the first bytes of files that are no text to name an encoding of: compressed (a file cut short or damaged, which
-#: no decompressor read, is still no text) and zip archives
-BINARY = (*MAGICS, ZIP)
+#: no decompressor read, is still no text), zip archives and Parquet files
+BINARY = (*MAGICS, ZIP, PARQUET)

@@ -123,7 +123,7 @@ def _places(path: str, read: int, spread: int) -> list[int]:
     import os
 
     from streamarms.connectors.jsonl_lines import compressed
-    from streamarms.connectors.magics import ZIP
+    from streamarms.connectors.magics import PARQUET, ZIP
     from streamarms.connectors.text_encoding import marked
 
     try:
@@ -134,7 +134,7 @@ def _places(path: str, read: int, spread: int) -> list[int]:
         return []
     out: list[int] = []
     with open(path, "rb") as f:
-        if compressed(head := f.read(6)) is not None or marked(head) or head.startswith(ZIP):
+        if compressed(head := f.read(6)) is not None or marked(head) or head.startswith((ZIP, PARQUET)):
             return []  # (no place to seek to in a compressed stream, a UTF-16 file's text or a workbook's rows)
         for j in range(1, spread + 1):
             f.seek(read + (size - read) * j // (spread + 1))

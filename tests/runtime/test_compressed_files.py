@@ -187,7 +187,7 @@ def test_zstd_and_follow_are_refused_with_the_command_that_reads_them(tmp_path, 
     ("logs.zip", b"PK\x03\x04\x14\x00", "is a zip archive (an Excel workbook, .xlsx, is one: replayed, not followed, "
                                          "a workbook is read as its sheet's table), not lines of text: give a "
                                          "zipped log's lines on standard input"),
-    ("data.parquet", b"PAR1\x15\x04", "is a Parquet file, not lines of text: write its rows as CSV first"),
+    ("data.parquet", b"PAR1\x15\x04", "cannot be read as a Parquet file ("),  # (a real one is read: test_parquet_cli)
     ("old.xls", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "is an Excel 97-2003 workbook (.xls)"),
     ("e.avro", b"Obj\x01\x04\x14", "is an Avro container file"),
     ("app.db", b"SQLite format 3\x00", "is an SQLite database"),
@@ -195,7 +195,8 @@ def test_zstd_and_follow_are_refused_with_the_command_that_reads_them(tmp_path, 
 def test_a_workbook_a_parquet_file_or_an_archive_is_named_with_what_makes_lines_of_it(tmp_path, capsys, name, head,
                                                                                        said):
     """A spreadsheet or a Parquet file given by mistake (no line end in its bytes) was one incomplete line: the run
-    said its input was empty, and ``inspect`` found no field; a zip of JSON lines stored uncompressed was read as
+    said its input was empty, and ``inspect`` found no field (a Parquet file is read now; one that is none is
+    refused); a zip of JSON lines stored uncompressed was read as
     text, its archive's bytes around the lines dead letters."""
     p = tmp_path / name
     p.write_bytes(head + bytes(range(256)) * 20)
