@@ -141,6 +141,25 @@ def binary_format(path: str, head: bytes) -> str | None:
     return utf16_unmarked(path, head)
 
 
+#: the first bytes of every format :data:`_BINARY` names
+BINARY_HEADS = tuple(magic for magic, _, _ in _BINARY)
+
+
+def piped_binary(head: bytes) -> str | None:
+    """The error of standard input whose first bytes ``head`` are those of a format of records that is not lines of
+    text (:func:`binary_format`'s), else ``None``: its records were read as lines, every one a dead letter.
+
+    >>> print(piped_binary(b"PAR1\\x15\\x04")[:73])
+    standard input is a Parquet file, not lines of text: give the file itself
+    """
+    for magic, what, _ in _BINARY:
+        if head.startswith(magic):
+            return (f"standard input is {what.split(' (')[0]}, not lines of text: give the file itself as "
+                    "--rewards-file (a workbook's sheet and a Parquet file's rows are read as tables; a pipe cannot be "
+                    "read again, which they need), or write its records as lines into the run")
+    return None
+
+
 def compressed_file(path: str) -> tuple[str, str] | None:
     """:func:`compressed` of the regular file at ``path`` (its first bytes); ``None`` also for a path that is no
     regular file or cannot be read (its reader says what is wrong with it; a named pipe is not opened: that would

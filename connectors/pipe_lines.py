@@ -47,7 +47,7 @@ from typing import IO, Any
 
 from streamarms.errors import ConfigError
 
-from .jsonl_lines import BLOCK, LineReader, compressed
+from .jsonl_lines import BINARY_HEADS, BLOCK, LineReader, compressed, piped_binary
 from .magics import MAGICS
 from .text_encoding import MARKS, UTF8, marked
 
@@ -60,10 +60,12 @@ STDIN = "-"
 #: it comes: a new decompressor of each format (:func:`~streamarms.connectors.jsonl_lines.compressed`'s names)
 _STREAMS: dict[str, Callable[[], Any]] = {"gzip": lambda: zlib.decompressobj(31), "bzip2": bz2.BZ2Decompressor,
                                           "xz": lzma.LZMADecompressor}
-#: the byte-order marks of UTF-16 text, read as its text
+#: the byte-order marks of UTF-16 and UTF-32 text, read as its text
 _MARKS = tuple(mark for mark, _ in MARKS)
-#: the bytes looked at before the first line (the longest magic)
-_SNIFF = max(map(len, MAGICS))
+#: the first bytes that say what a stream is: compressed, marked text, or records that are no text (refused)
+_HEADS = MAGICS + _MARKS + BINARY_HEADS
+#: the bytes looked at before the first line (the longest of those)
+_SNIFF = max(map(len, _HEADS))
 
 
 class PipeLineReader(LineReader):
@@ -91,7 +93,7 @@ class PipeLineReader(LineReader):
         data = raw
         if self._first is not None:  # (the stream's first bytes: compressed?)
             data = self._first + raw
-            if raw and len(data) < _SNIFF and any(m.startswith(data) for m in MAGICS + _MARKS if len(data) < len(m)):
+            if raw and len(data) < _SNIFF and any(m.startswith(data) for m in _HEADS if len(data) < len(m)):
                 self._first = data
                 return None  # (too few bytes yet to tell)
             self._first = None
@@ -105,6 +107,8 @@ class PipeLineReader(LineReader):
             elif codec := marked(data):  # (PowerShell 5 pipes and Out-File: UTF-16 text, read as its UTF-8 bytes)
                 self.kind, self._text = codec, codecs.getincrementaldecoder(codec)("replace")
                 self.encoding = UTF8  # (whatever --encoding said: the mark says what the text is)
+            elif (binary := piped_binary(data)) is not None:  # (a workbook, a Parquet file: every line a dead letter)
+                raise ConfigError(binary)
         if self._text is not None:
             return self._text.decode(data, final=not raw).encode("utf-8") or (None if raw else b"")
         return data if self._dec is None else self._inflate(data)

@@ -277,3 +277,15 @@ def test_run_reads_a_gzip_stream_on_standard_input_and_names_one_cut_short(tmp_p
         return
     assert proc.returncode == 1 and 0 < summary["records"] < 20_000, proc.stderr
     assert "standard input (gzip) ended before its compressed stream did" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("head, what", [(b"PAR1\x15\x04", "a Parquet file"), (b"PK\x03\x04\x14\x00", "a zip archive"),
+                                        (b"SQLite format 3\x00", "an SQLite database")])
+def test_records_that_are_no_text_on_standard_input_are_refused_not_read_as_lines(head, what):
+    """A Parquet file or a workbook piped into the run was read as lines, every one a dead letter; its first bytes
+    now say what it is (however the pipe cuts them), and the run stops naming it."""
+    from streamarms.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=f"standard input is {what}, not lines of text: give the file itself as "
+                                          "--rewards-file"):
+        piped(head + bytes(range(256)) * 20)
