@@ -2,12 +2,14 @@
 checkpoint kind, its state mutated with its checksum made again, through a restart and ``streamarms explain``.
 
 The JSON-lines drill (``test_drills.py``) fuzzes records; the formats added since (tables, UTF-16, access and
-application logs, W3C, container logs, compressed files, workbooks) are read by parsers of their own, and a
+application logs, W3C, container logs, compressed files, workbooks, UTF-32, Parquet) are read by parsers of their
+own, and a
 checkpoint's shape was trusted once its checksum held. Mutating them found seven ways to crash or stop with
 ``cannot start`` (exit 1) where a clear error was due: a gzip file damaged inside (``zlib.error``), a workbook's
 damaged sheet XML or a ``.xlsx`` cut short, a checkpoint's ``run`` or ``scheduler`` block that is no object, a
 monitor's threshold totals or interval of another shape. Each mutated input must now end as a run does (exit 0),
-as a clear error (exit 2), or -- a compressed file or workbook damaged after whole lines -- with those lines read
+as a clear error (exit 2), or -- a compressed file, workbook or Parquet file damaged after whole lines -- with those
+lines read
 and the run failing naming the damage (exit 1); never with a traceback. Seeded: the same mutations every run.
 """
 
@@ -87,6 +89,13 @@ def _clean(fmt: str, n: int = 1500) -> tuple[bytes, list[str], str]:
         out = io.BytesIO()
         book.save(out)
         return out.getvalue(), ["--sheet", "Export", "--key-field", "host", "--reward-field", "err"], ".xlsx"
+    if fmt == "parquet":
+        pa, pq = pytest.importorskip("pyarrow"), pytest.importorskip("pyarrow.parquet")
+        table = pa.table({"host": host, "err": [int(r.random() < 0.1) for _ in range(n)],
+                          "ms": [r.uniform(1, 900) for _ in range(n)]})
+        out = io.BytesIO()
+        pq.write_table(table, out, row_group_size=300)  # (several row groups: damage after whole rows)
+        return out.getvalue(), ["--key-field", "host", "--reward-field", "err"], ".parquet"
     raise KeyError(fmt)
 
 
@@ -138,7 +147,7 @@ def _fine(command: str, code: object, said: str) -> bool:
 
 
 @pytest.mark.parametrize("fmt", ["csv", "tsv-utf16", "csv-utf32", "combined", "logfmt", "w3c", "container", "jsonl-gz",
-                                 "xlsx"])
+                                 "xlsx", "parquet"])
 def test_a_mutated_file_of_every_format_is_read_or_refused_never_a_crash(tmp_path, fmt):
     """The clean file runs as usual; each mutant through ``run`` (dead letters to a file) and ``inspect``."""
     data, flags, ext = _clean(fmt)
