@@ -1,16 +1,15 @@
 """Drill: every input format, its bytes mutated, through ``streamarms run`` and ``streamarms inspect`` -- and every
 checkpoint kind, its state mutated with its checksum made again, through a restart and ``streamarms explain``.
 
-The JSON-lines drill (``test_drills.py``) fuzzes records; the formats added since (tables, UTF-16, access and
-application logs, W3C, container logs, compressed files, workbooks, UTF-32, Parquet) are read by parsers of their
-own, and a
-checkpoint's shape was trusted once its checksum held. Mutating them found seven ways to crash or stop with
+The JSON-lines drill (``test_drills.py``) fuzzes records; the formats added since (tables, UTF-16 and UTF-32, access
+and application logs, W3C, container logs, compressed files, workbooks, Parquet) are read by parsers of their own,
+and a checkpoint's shape was trusted once its checksum held. Mutating them found seven ways to crash or stop with
 ``cannot start`` (exit 1) where a clear error was due: a gzip file damaged inside (``zlib.error``), a workbook's
 damaged sheet XML or a ``.xlsx`` cut short, a checkpoint's ``run`` or ``scheduler`` block that is no object, a
-monitor's threshold totals or interval of another shape. Each mutated input must now end as a run does (exit 0),
-as a clear error (exit 2), or -- a compressed file, workbook or Parquet file damaged after whole lines -- with those
-lines read
-and the run failing naming the damage (exit 1); never with a traceback. Seeded: the same mutations every run.
+monitor's threshold totals or interval of another shape; later, a checkpoint without its ``source`` block and one
+holding an integer too large for a float. Each mutated input must now end as a run does (exit 0), as a clear error
+(exit 2), or -- a compressed file, workbook or Parquet file damaged after whole lines -- with those lines read and
+the run failing naming the damage (exit 1); never with a traceback. Seeded: the same mutations every run.
 """
 
 from __future__ import annotations
