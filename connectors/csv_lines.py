@@ -78,8 +78,8 @@ def table_format(path: str, given: str = "auto") -> str | None:
     """The table format (``"csv"``/``"tsv"``) a ``--rewards-file`` is read in, or ``None`` for JSON lines:
     ``given`` (``--rewards-format``), or, ``"auto"``, by the file's name (``.csv``, ``.tsv``, ``.tab``; also
     before a compression suffix; an Excel workbook, ``.xlsx``, and a Parquet file, ``.parquet``, are read as CSV:
-    standard input is JSON lines unless
-    given).
+    their sheet's or rows' lines, :mod:`.workbook_lines`, :mod:`.parquet_lines`); standard input is JSON lines unless
+    given.
 
     >>> table_format("labels.csv"), table_format("x.TSV"), table_format("r.jsonl"), table_format("-", "csv")
     ('csv', 'tsv', None, 'csv')
@@ -89,8 +89,7 @@ def table_format(path: str, given: str = "auto") -> str | None:
     name = path.lower()
     for suffix in _COMPRESSED_SUFFIXES:
         name = name.removesuffix(suffix)
-    if name.endswith((".csv", *WORKBOOK_SUFFIXES, *PARQUET_SUFFIXES)):  # (a workbook's sheet, a Parquet file's rows: CSV
-        # lines, connectors/workbook_lines.py, parquet_lines.py)
+    if name.endswith((".csv", *WORKBOOK_SUFFIXES, *PARQUET_SUFFIXES)):
         return "csv"
     if name.endswith((".tsv", ".tab")):
         return "tsv"

@@ -1,6 +1,6 @@
 """The first bytes that say a file is no plain text: compressed (and which program decompresses it to standard
-output), a zip archive (an Excel workbook is one) or a Parquet file. One table for the readers that open compressed files, the
-encoding advice that must not name a code page for such bytes, and ``inspect``.
+output), a zip archive (an Excel workbook is one) or a Parquet file. One table for the readers that open such files,
+the encoding advice that must not name a code page for such bytes, and ``inspect``.
 
 >>> [kind for _, kind, _ in COMPRESSED], ZIP in BINARY, PARQUET in BINARY, set(MAGICS) < set(BINARY)
 (['gzip', 'bzip2', 'xz', 'zstd'], True, True, True)
