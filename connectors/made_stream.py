@@ -22,9 +22,29 @@ file's start, as a gzip file is decompressed again (a checkpoint's position is r
 
 from __future__ import annotations
 
-from typing import IO
+import importlib
+from typing import IO, Any
 
-__all__ = ["MadeStream"]
+from streamarms.errors import ConfigError
+
+__all__ = ["MadeStream", "reader_module"]
+
+
+def reader_module(name: str, raw: IO[bytes], what: str, extra: str, instead: str) -> Any:
+    """The module ``name`` that reads the file ``raw`` (``what`` it is), imported; without it a ``ConfigError`` naming
+    the extra that installs it and what to do ``instead``.
+
+    >>> reader_module("no_such_reader", open(__file__, "rb"), "a Thing file", "thing", "write it as CSV")
+    Traceback (most recent call last):
+    ...
+    streamarms.errors.ConfigError: ...made_stream.py is a Thing file, read with no_such_reader: pip install \
+'streamarms[thing]' (or write it as CSV)
+    """
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        raise ConfigError(f"{getattr(raw, 'name', 'the file')} is {what}, read with {name.split('.')[0]}: pip install "
+                          f"'streamarms[{extra}]' (or {instead})") from None
 
 
 class MadeStream:

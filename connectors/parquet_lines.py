@@ -34,7 +34,7 @@ from typing import IO, Any
 
 from streamarms.errors import ConfigError
 
-from .made_stream import MadeStream
+from .made_stream import MadeStream, reader_module
 
 __all__ = ["ParquetStream", "PARQUET_SUFFIXES"]
 
@@ -52,15 +52,9 @@ class ParquetStream(MadeStream):
     BATCH = 16_384
 
     def __init__(self, raw: IO[bytes]) -> None:
-        try:
-            import pyarrow
-            import pyarrow.compute
-            import pyarrow.csv
-            import pyarrow.parquet
-        except ImportError:
-            raise ConfigError(f"{getattr(raw, 'name', 'the file')} is a Parquet file, read with pyarrow: pip install "
-                              "'streamarms[parquet]' (or write its rows as CSV first)") from None
-        self._pa = pyarrow
+        for part in ("pyarrow.parquet", "pyarrow.csv", "pyarrow.compute"):
+            reader_module(part, raw, "a Parquet file", "parquet", "write its rows as CSV first")
+        self._pa = reader_module("pyarrow", raw, "a Parquet file", "parquet", "write its rows as CSV first")
         super().__init__(raw)
 
     def _start(self) -> None:

@@ -36,7 +36,7 @@ from typing import IO, Any
 
 from streamarms.errors import ConfigError
 
-from .made_stream import MadeStream
+from .made_stream import MadeStream, reader_module
 from .magics import ZIP
 
 __all__ = ["WorkbookStream", "is_workbook", "sheet_names", "sheet_note", "WORKBOOK_SUFFIXES"]
@@ -126,12 +126,7 @@ class WorkbookStream(MadeStream):
 
     def __init__(self, raw: IO[bytes], sheet: str | None = None) -> None:
         self.sheet = sheet
-        try:
-            import openpyxl
-        except ImportError:
-            raise ConfigError(f"{getattr(raw, 'name', 'the file')} is an Excel workbook, read with openpyxl: pip "
-                              "install 'streamarms[excel]' (or save its sheet as CSV)") from None
-        self._openpyxl = openpyxl
+        self._openpyxl = reader_module("openpyxl", raw, "an Excel workbook", "excel", "save its sheet as CSV")
         super().__init__(raw)
 
     def _start(self) -> None:

@@ -7,13 +7,13 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
-import json
 import random
 import shlex
 import sys
 
 import pytest
 from test_inspect_cli import _run_suggested
+from test_workbook_cli import _same_run_and_resumes, _summary
 
 from streamarms.cli import main
 
@@ -32,18 +32,6 @@ def _table(n: int, seed: int = 3):
     return pa.table({"Zeit": pa.array(at, pa.timestamp("ms")), "Bearbeiter": who, "Fehler": wrong})
 
 
-def _summary(tmp_path, path, *flags: str) -> dict:
-    out = tmp_path / "s.json"
-    assert main(["run", "--rewards-file", str(path), "--key-field", "Bearbeiter", "--reward-field", "Fehler",
-                 "--timestamp-field", "Zeit", "--policy", "cs", "--quiet", "--summary-json", str(out), *flags]) == 0
-    return json.loads(out.read_text())
-
-
-def _key(s: dict) -> tuple:
-    return ({k: s.get(k) for k in ("records", "samples", "invalid", "flagged", "alerts")},
-            [(e["episode"], e["samples"], e["records"], e["outliers"], e["threshold"]) for e in s["episodes"]])
-
-
 def test_a_parquet_file_is_the_same_run_as_its_rows_saved_as_csv_and_resumes(tmp_path, capsys):
     table = _table(20_000)
     rows, copy = tmp_path / "qa.parquet", tmp_path / "qa.csv"
@@ -55,11 +43,7 @@ def test_a_parquet_file_is_the_same_run_as_its_rows_saved_as_csv_and_resumes(tmp
             w.writerow([t.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3], who, wrong])
     want = _summary(tmp_path, copy, "--checkpoint", "none")
     assert want["flagged"] == ["Müller3"] and len(want["episodes"]) >= 2 and want["invalid"] == {}
-    assert _key(_summary(tmp_path, rows, "--checkpoint", "none")) == _key(want)
-    ck = tmp_path / "ck"  # (stopped after its first episode, then resumed: the same run, no row twice or lost)
-    first = _summary(tmp_path, rows, "--checkpoint", str(ck), "--max-episodes", "1")
-    assert len(first["episodes"]) == 1 and first["records"] < want["records"]
-    assert _key(_summary(tmp_path, rows, "--checkpoint", str(ck))) == _key(want)
+    _same_run_and_resumes(tmp_path, rows, want)
     capsys.readouterr()
     assert main(["inspect", str(rows)]) == 0
     out = capsys.readouterr().out

@@ -57,6 +57,16 @@ def _key(s: dict) -> tuple:
             [(e["episode"], e["samples"], e["records"], e["outliers"], e["threshold"]) for e in s["episodes"]])
 
 
+def _same_run_and_resumes(tmp_path, path, want: dict) -> None:
+    """``path`` replayed is ``want``'s run; stopped after its first episode and resumed, the same run again (no row
+    twice or lost)."""
+    assert _key(_summary(tmp_path, path, "--checkpoint", "none")) == _key(want)
+    ck = tmp_path / "ck"
+    first = _summary(tmp_path, path, "--checkpoint", str(ck), "--max-episodes", "1")
+    assert len(first["episodes"]) == 1 and first["records"] < want["records"]
+    assert _key(_summary(tmp_path, path, "--checkpoint", str(ck))) == _key(want)
+
+
 def test_a_workbook_is_the_same_run_as_its_sheet_saved_as_csv_and_resumes(tmp_path, capsys):
     rows = _rows(20_000)
     book, table = tmp_path / "qa.xlsx", tmp_path / "qa.csv"
@@ -69,13 +79,9 @@ def test_a_workbook_is_the_same_run_as_its_sheet_saved_as_csv_and_resumes(tmp_pa
                 f.write("\n")
     want = _summary(tmp_path, table, "--checkpoint", "none")
     assert want["flagged"] == ["Müller3"] and len(want["episodes"]) >= 2
-    assert _key(_summary(tmp_path, book, "--checkpoint", "none")) == _key(want)
+    _same_run_and_resumes(tmp_path, book, want)
     # (--encoding is the text files' : a workbook's cells are read as they are, whatever it says)
     assert _key(_summary(tmp_path, book, "--checkpoint", "none", "--encoding", "cp1252")) == _key(want)
-    ck = tmp_path / "ck"  # (stopped after its first episode, then resumed: the same run, no row twice or lost)
-    first = _summary(tmp_path, book, "--checkpoint", str(ck), "--max-episodes", "1")
-    assert len(first["episodes"]) == 1 and first["records"] < want["records"]
-    assert _key(_summary(tmp_path, book, "--checkpoint", str(ck))) == _key(want)
     # inspect reads it as run does, and suggests the command
     capsys.readouterr()
     assert main(["inspect", str(book)]) == 0
