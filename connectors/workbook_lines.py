@@ -32,6 +32,7 @@ import datetime as dt
 import io
 import os
 import zipfile
+from collections.abc import Sequence
 from typing import IO, Any
 
 from streamarms.errors import ConfigError
@@ -39,7 +40,8 @@ from streamarms.errors import ConfigError
 from .made_stream import MadeStream, reader_module
 from .magics import ZIP
 
-__all__ = ["WorkbookStream", "is_workbook", "sheet_names", "sheet_note", "WORKBOOK_SUFFIXES"]
+__all__ = ["WorkbookStream", "is_workbook", "workbook_given", "sheet_names", "sheet_note", "sheet_notes",
+           "WORKBOOK_SUFFIXES"]
 
 #: the names of the workbooks read as tables (by their content: a zip holding ``xl/workbook.xml``)
 WORKBOOK_SUFFIXES = (".xlsx", ".xlsm")
@@ -58,6 +60,11 @@ def is_workbook(path: str) -> bool:
             return "xl/workbook.xml" in z.namelist()
     except (OSError, zipfile.BadZipFile):
         return False
+
+
+def workbook_given(path: str) -> bool:
+    """Whether ``path`` is a workbook by its name (``.xlsx``, ``.xlsm``) or by its content (:func:`is_workbook`)."""
+    return path.lower().endswith(WORKBOOK_SUFFIXES) or is_workbook(path)
 
 
 def sheet_names(path: str) -> tuple[list[str], str | None]:
@@ -94,13 +101,21 @@ def sheet_note(path: str, sheet: str | None) -> str:
     >>> print(sheet_note(p, "Results"))
     it has 2 sheets (About, Results); Results is read (--sheet)
     """
-    names, active = sheet_names(path) if path.lower().endswith(WORKBOOK_SUFFIXES) or is_workbook(path) else ([], None)
+    names, active = sheet_names(path) if workbook_given(path) else ([], None)
     if len(names) < 2:
         return ""
     shown = ", ".join(names[:10]) + (f", ... ({len(names)} in all)" if len(names) > 10 else "")
     if sheet is not None:
         return f"it has {len(names)} sheets ({shown}); {sheet} is read (--sheet)"
     return f"it has {len(names)} sheets ({shown}), and its active one, {active}, is read: --sheet NAME reads another"
+
+
+def sheet_notes(paths: Sequence[str], sheet: str | None, most: int = 5) -> list[str]:
+    """``path: note`` (:func:`sheet_note`) for each of the first ``most`` workbooks (by their names) of several sheets
+    among ``paths``: a run that reads the wrong sheet may well find its columns (the same export's sheet of last
+    month)."""
+    books = [p for p in paths if p.lower().endswith(WORKBOOK_SUFFIXES)][:most]
+    return [f"{p}: {note}" for p in books if (note := sheet_note(p, sheet))]
 
 
 def _cell(v: Any) -> str:

@@ -98,18 +98,11 @@ def file_source(s: RunSettings, resume: dict[str, Any] | None) -> Any:
         raise
     if s.encoding is None:
         _say_not_utf8(s.rewards_file or [])
-    _say_sheet(s.rewards_file or [], s.sheet)
+    from streamarms.connectors.workbook_lines import sheet_notes
+
+    for note in sheet_notes(s.rewards_file or [], s.sheet):  # (which sheet of a workbook of several is read)
+        log.info("%s", note)
     return source
-
-
-def _say_sheet(paths: Sequence[str], sheet: str | None) -> None:
-    """Say which sheet is read of each of the first 5 workbooks of several sheets (a run that reads the wrong one
-    may well find its columns: the same export's sheet of last month)."""
-    from streamarms.connectors.workbook_lines import WORKBOOK_SUFFIXES, sheet_note
-
-    for p in [p for p in paths if p.lower().endswith(WORKBOOK_SUFFIXES)][:5]:
-        if note := sheet_note(p, sheet):
-            log.info("%s: %s", p, note)
 
 
 def _say_not_utf8(paths: Sequence[str]) -> None:

@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from collections.abc import Sequence
 from typing import Any
 
 from ..errors import ConfigError
@@ -86,15 +85,6 @@ def _unwrapped(opts: argparse.Namespace, fields: dict[str, FieldProfile], read: 
     print(f"the field {wrapped[0]} holds {FORMAT_NAMES[wrapped[1]]}: read with --line-field "
           f"{shlex.quote(wrapped[0])} --line-pattern {wrapped[1]}")
     return True
-
-
-def _say_sheets(paths: Sequence[str], sheet: str | None) -> None:
-    """Which sheet was read of each of the first 5 workbooks of several sheets (:func:`sheet_note`)."""
-    from streamarms.connectors.workbook_lines import WORKBOOK_SUFFIXES, sheet_note
-
-    for p in [p for p in paths if p.lower().endswith(WORKBOOK_SUFFIXES)][:5]:
-        if note := sheet_note(p, sheet):
-            print(f"{p}: {note}")
 
 
 def _sheet_with_keys(opts: argparse.Namespace, fields: dict[str, FieldProfile], read: int) -> bool:
@@ -191,7 +181,10 @@ def inspect_main(opts: argparse.Namespace) -> int:
         f"; {sum(refused.values()):,} refused ({', '.join(f'{k} {v:,}' for k, v in refused.most_common())})"
         if refused else ""))
     if not source:
-        _say_sheets(opts.files, opts.sheet)
+        from streamarms.connectors.workbook_lines import sheet_notes
+
+        for note in sheet_notes(opts.files, opts.sheet):  # (which sheet of a workbook of several was read)
+            print(note)
     if not fields:
         print("no field found: run reads a Kafka record's value as one JSON object, or as a log line with "
               "--line-pattern (Avro or Protobuf are refused record by record)" if source else

@@ -652,9 +652,9 @@ def resolve_settings(opts: argparse.Namespace) -> RunSettings:
                               f"{s.rewards_format} reads them otherwise: give one")
         formats = {"pattern"} if s.rewards_file or s.bootstrap_servers else set()  # (a topic's values: its lines)
     if s.sheet is not None:
-        from streamarms.connectors.workbook_lines import WORKBOOK_SUFFIXES, is_workbook
+        from streamarms.connectors.workbook_lines import workbook_given
 
-        if not any(p.lower().endswith(WORKBOOK_SUFFIXES) or is_workbook(p) for p in s.rewards_file or []):
+        if not any(workbook_given(p) for p in s.rewards_file or []):
             raise ConfigError("--sheet names the sheet of an Excel workbook to read: give --rewards-file a workbook "
                               "(.xlsx)")
     if s.decimal_comma and not formats & {"csv", "tsv"}:
