@@ -133,9 +133,9 @@ def binary_format(path: str, head: bytes) -> str | None:
     >>> binary_format("a.jsonl", b'{"arm": "a"}') is None
     True
     """
-    for magic, what, how in _BINARY:
-        if head.startswith(magic):
-            return f"{path} is {what}, not lines of text: {how.format(path=path)}"
+    if (found := _binary(head)) is not None:
+        what, how = found
+        return f"{path} is {what}, not lines of text: {how.format(path=path)}"
     if codec := marked(head):  # (read as its text when replayed: compressed_lines.open_lines; never followed)
         return str(refuse_followed_marked(path, codec))
     return utf16_unmarked(path, head)
@@ -152,12 +152,16 @@ def piped_binary(head: bytes) -> str | None:
     >>> print(piped_binary(b"PAR1\\x15\\x04")[:73])
     standard input is a Parquet file, not lines of text: give the file itself
     """
-    for magic, what, _ in _BINARY:
-        if head.startswith(magic):
-            return (f"standard input is {what.split(' (')[0]}, not lines of text: give the file itself as "
-                    "--rewards-file (a workbook's sheet and a Parquet file's rows are read as tables; a pipe cannot be "
-                    "read again, which they need), or write its records as lines into the run")
-    return None
+    if (found := _binary(head)) is None:
+        return None
+    return (f"standard input is {found[0].split(' (')[0]}, not lines of text: give the file itself as --rewards-file "
+            "(a workbook's sheet and a Parquet file's rows are read as tables; a pipe cannot be read again, which they "
+            "need), or write its records as lines into the run")
+
+
+def _binary(head: bytes) -> tuple[str, str] | None:
+    """What a file starting with ``head`` is and how to make lines of it, when :data:`_BINARY` names its format."""
+    return next(((what, how) for magic, what, how in _BINARY if head.startswith(magic)), None)
 
 
 def compressed_file(path: str) -> tuple[str, str] | None:

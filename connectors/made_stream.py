@@ -34,11 +34,12 @@ def reader_module(name: str, raw: IO[bytes], what: str, extra: str, instead: str
     """The module ``name`` that reads the file ``raw`` (``what`` it is), imported; without it a ``ConfigError`` naming
     the extra that installs it and what to do ``instead``.
 
-    >>> reader_module("no_such_reader", open(__file__, "rb"), "a Thing file", "thing", "write it as CSV")
+    >>> import io
+    >>> reader_module("no_such_reader", io.BytesIO(), "a Thing file", "thing", "write it as CSV")
     Traceback (most recent call last):
     ...
-    streamarms.errors.ConfigError: ...made_stream.py is a Thing file, read with no_such_reader: pip install \
-'streamarms[thing]' (or write it as CSV)
+    streamarms.errors.ConfigError: the file is a Thing file, read with no_such_reader: pip install 'streamarms[thing]' \
+(or write it as CSV)
     """
     try:
         return importlib.import_module(name)

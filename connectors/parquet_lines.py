@@ -52,9 +52,8 @@ class ParquetStream(MadeStream):
     BATCH = 16_384
 
     def __init__(self, raw: IO[bytes]) -> None:
-        for part in ("pyarrow.parquet", "pyarrow.csv", "pyarrow.compute"):
-            reader_module(part, raw, "a Parquet file", "parquet", "write its rows as CSV first")
-        self._pa = reader_module("pyarrow", raw, "a Parquet file", "parquet", "write its rows as CSV first")
+        for part in ("pyarrow.parquet", "pyarrow.csv", "pyarrow.compute", "pyarrow"):  # (the parts used: imported)
+            self._pa = reader_module(part, raw, "a Parquet file", "parquet", "write its rows as CSV first")
         super().__init__(raw)
 
     def _start(self) -> None:
