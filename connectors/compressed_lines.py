@@ -64,6 +64,9 @@ MADE_UTF8 = frozenset({"utf-16", "utf-32", "xlsx", "parquet"})
 #: the kinds that are tables made from a file of another format (read, not decompressed)
 TABLES = frozenset({"xlsx", "parquet"})
 
+#: how a file of a kind whose first bytes cannot be read is said, and what may be done (others: "decompressed as")
+_UNREADABLE = {"xlsx": ("read as an Excel workbook", "; save its sheet as CSV"), "parquet": ("read as a Parquet file", "")}
+
 #: what a decompressor raises on a damaged or cut file
 _ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error)  # (gzip's damaged data is a zlib.error: no OSError)
 
@@ -197,10 +200,9 @@ class CompressedLineReader(LineReader):
         except _ERRORS as e:
             if not self._first:
                 self._raw.close()
-                raise ConfigError(f"{path} cannot be read as an Excel workbook ({e}): a damaged file; save its sheet "
-                                  "as CSV" if kind == "xlsx" else f"{path} cannot be read as a Parquet file ({e}): a "
-                                  "damaged file" if kind == "parquet" else f"{path} cannot be decompressed as {kind} "
-                                  f"({e}): a damaged file, or another format that starts with the same bytes") from e
+                what, after = _UNREADABLE.get(kind, (f"decompressed as {kind}", ", or another format that starts "
+                                                                                  "with the same bytes"))
+                raise ConfigError(f"{path} cannot be {what} ({e}): a damaged file{after}") from e
         self._dec.seek(0)
         #: why the file could not be decompressed to its end (a file cut short or damaged), once met: the lines
         #: before it are read, the bytes after the last whole line are not (the source fails with this reason)
