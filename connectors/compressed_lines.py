@@ -41,9 +41,9 @@ from streamarms.checkpoint import CheckpointError
 from streamarms.errors import ConfigError
 
 from .file_ids import Listed, Renamed, open_listed
-from .jsonl_lines import _HOW, BLOCK, WINDOW, LineReader, compressed, rotations_of
+from .jsonl_lines import _HOW, BLOCK, WINDOW, LineReader, compressed, rotations_of, what_binary
 from .jsonl_lines import digest as _digest_bytes
-from .magics import PARQUET, ZIP
+from .magics import COMPRESSED, PARQUET, ZIP
 from .parquet_lines import ParquetStream
 from .text_encoding import Utf16Stream, Utf32Stream, marked
 from .workbook_lines import WORKBOOK_SUFFIXES, WorkbookStream, is_workbook
@@ -67,6 +67,8 @@ TABLES = frozenset({"xlsx", "parquet"})
 #: how a file of a kind whose first bytes cannot be read is said, and what may be done (others: "decompressed as")
 _UNREADABLE = {"xlsx": ("read as an Excel workbook", "; save its sheet as CSV"), "parquet": ("read as a Parquet file", "")}
 
+#: the compressed kinds, and the program that decompresses each to standard output
+_PACKERS = {kind: tool for _, kind, tool in COMPRESSED}
 #: what a decompressor raises on a damaged or cut file
 _ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error)  # (gzip's damaged data is a zlib.error: no OSError)
 
@@ -203,6 +205,8 @@ class CompressedLineReader(LineReader):
                 what, after = _UNREADABLE.get(kind, (f"decompressed as {kind}", ", or another format that starts "
                                                                                   "with the same bytes"))
                 raise ConfigError(f"{path} cannot be {what} ({e}): a damaged file{after}") from e
+        if kind in _PACKERS:
+            self._refuse_what_binary(path, kind)
         self._dec.seek(0)
         #: why the file could not be decompressed to its end (a file cut short or damaged), once met: the lines
         #: before it are read, the bytes after the last whole line are not (the source fails with this reason)
@@ -213,6 +217,19 @@ class CompressedLineReader(LineReader):
             self._raw.close()
             raise
         self.file_name = name or path
+
+    def _refuse_what_binary(self, path: str, kind: str) -> None:
+        """A ``ConfigError`` (the file closed) when the decompressed bytes are no text but a Parquet file, a zip
+        archive or another compressed file (a ``.parquet.gz``): read as lines they would be rows of garbage. It
+        names the command that decompresses the file, whose output ``run`` reads as it reads such a file."""
+        what = what_binary(self._first)
+        if what is None:
+            return
+        self._raw.close()
+        stem, ext = os.path.splitext(path)
+        out = stem if ext.lower() in (".gz", ".bz2", ".xz", ".zst") and stem else "FILE"
+        raise ConfigError(f"{path} is {what} compressed with {kind}, no text: decompress it first "
+                          f"({_PACKERS[kind]} {path} > {out}) and read {out}")
 
     def tell(self) -> int:
         """The *compressed* bytes read so far (a replay's progress against the file's size on disk)."""

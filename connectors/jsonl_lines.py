@@ -152,11 +152,24 @@ def piped_binary(head: bytes) -> str | None:
     >>> print(piped_binary(b"PAR1\\x15\\x04")[:73])
     standard input is a Parquet file, not lines of text: give the file itself
     """
-    if (found := _binary(head)) is None:
+    if _binary(head) is None:
         return None
-    return (f"standard input is {found[0].split(' (')[0]}, not lines of text: give the file itself as --rewards-file "
+    return (f"standard input is {what_binary(head)}, not lines of text: give the file itself as --rewards-file "
             "(a workbook's sheet and a Parquet file's rows are read as tables; a pipe cannot be read again, which they "
             "need), or write its records as lines into the run")
+
+
+def what_binary(head: bytes) -> str | None:
+    """What a file is whose first bytes ``head`` are no text: a format :data:`_BINARY` names or a compressed file
+    (inside a compressed file: a ``.parquet.gz``, a ``.gz.gz``), else ``None``. Read as lines, its bytes would be a
+    header of one odd column and rows of garbage.
+
+    >>> what_binary(b"PAR1\\x15\\x04"), what_binary(b"\\x1f\\x8b\\x08"), what_binary(b'{"arm": "a"}')
+    ('a Parquet file', 'a gzip file', None)
+    """
+    if (found := _binary(head)) is not None:
+        return found[0].split(" (")[0]
+    return None if (packed := compressed(head)) is None else f"a {packed[0]} file"
 
 
 def _binary(head: bytes) -> tuple[str, str] | None:

@@ -47,7 +47,7 @@ from typing import IO, Any
 
 from streamarms.errors import ConfigError
 
-from .jsonl_lines import BINARY_HEADS, BLOCK, LineReader, compressed, piped_binary
+from .jsonl_lines import BINARY_HEADS, BLOCK, LineReader, compressed, piped_binary, what_binary
 from .magics import MAGICS
 from .text_encoding import MARKS, UTF8, marked
 
@@ -79,6 +79,7 @@ class PipeLineReader(LineReader):
         self._first: bytes | None = b""  # the first bytes, until they say whether the stream is compressed
         self._dec: Any = None
         self._text: Any = None  # (UTF-16 text: its decoder)
+        self._inflated: bytes | None = b""  # the first decompressed bytes, until they say they are text
         #: the compressed format of the stream (``None``: plain text)
         self.kind: str | None = None
         #: why the compressed stream could not be decompressed to its end (a stream cut short or damaged)
@@ -111,7 +112,23 @@ class PipeLineReader(LineReader):
                 raise ConfigError(binary)
         if self._text is not None:
             return self._text.decode(data, final=not raw).encode("utf-8") or (None if raw else b"")
-        return data if self._dec is None else self._inflate(data)
+        return data if self._dec is None else self._inflated_text(self._inflate(data), more=bool(raw))
+
+    def _inflated_text(self, out: bytes | None, more: bool) -> bytes | None:
+        """``out``, the decompressed bytes, once the first of them say they are text (held until there are enough to
+        tell); a ``ConfigError`` when they are a Parquet file, a workbook, another compressed stream (a
+        ``.parquet.gz`` piped in): read as lines, every one would be a dead letter."""
+        if self._inflated is None or out is None:
+            return out
+        head = self._inflated + out
+        if more and len(head) < _SNIFF:
+            self._inflated = head
+            return None  # (too few bytes yet to tell)
+        self._inflated = None
+        if (what := what_binary(head)) is not None:
+            raise ConfigError(f"standard input is {what} compressed with {self.kind}, no text: decompress it into a "
+                              "file and give that file as --rewards-file")
+        return head
 
     def _inflate(self, data: bytes) -> bytes | None:
         """The decompressed bytes of ``data`` (the members of a stream of several, one after another); ``None``

@@ -289,3 +289,27 @@ def test_records_that_are_no_text_on_standard_input_are_refused_not_read_as_line
     with pytest.raises(ConfigError, match=f"standard input is {what}, not lines of text: give the file itself as "
                                           "--rewards-file"):
         piped(head + bytes(range(256)) * 20)
+
+
+@pytest.mark.parametrize("head, what", [(b"PAR1\x15\x04", "a Parquet file"), (b"PK\x03\x04\x14\x00", "a zip archive"),
+                                        (gzip.compress(b"x"), "a gzip file")])
+def test_a_compressed_file_that_holds_no_text_is_refused_with_the_command_that_decompresses_it(tmp_path, capsys, head,
+                                                                                              what):
+    """A ``.parquet.gz`` was decompressed and read as lines: ``inspect`` showed one column named ``PAR1<8L`` and rows
+    of garbage, ``run`` said the reward field was missing. The decompressed bytes now say what they are, in a file and
+    on standard input."""
+    from streamarms.errors import ConfigError
+
+    blob = gzip.compress(head + bytes(range(256)) * 20)
+    p = tmp_path / "e.parquet.gz"
+    p.write_bytes(blob)
+    said = f"{p} is {what} compressed with gzip, no text: decompress it first (zcat {p} > {tmp_path / 'e.parquet'})"
+    assert run_main(["--rewards-file", str(p), "--checkpoint", "none"]) == 2
+    assert said in capsys.readouterr().err
+    assert main(["inspect", str(p)]) == 2
+    assert said in capsys.readouterr().err
+    with pytest.raises(ConfigError, match=f"standard input is {what} compressed with gzip, no text: decompress it "
+                                          "into a file"):
+        piped(blob)
+    got, _ = piped(gzip.compress(b"PA\n" * 3))  # (text that starts as a format's bytes do is read)
+    assert got == ["PA"] * 3
