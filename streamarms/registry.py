@@ -27,14 +27,8 @@ from .policies.anytime import AnytimeKSigma
 from .policies.base import Policy
 from .policies.best_arm import SuccessiveElimination, SuccessiveRejects, best_arm_truth
 from .policies.gold import GenericOutlierDetection, true_outliers
-from .policies.ksigma import (
-    NaiveRoundRobin,
-    RoundRobin,
-    WeightedRoundRobin,
-    at_threshold,
-    ksigma_outliers,
-    ksigma_thresholds,
-)
+from .policies.ksigma import NaiveRoundRobin, RoundRobin, WeightedRoundRobin
+from .policies.ksigma_estimates import at_threshold, ksigma_outliers, ksigma_thresholds
 from .policies.robust import RobustOutlierArmIdentification, robust_threshold, robust_true_outliers
 from .policies.thresholding import APT, LSA, UCBE, Uniform, complexity_H, threshold_truth
 

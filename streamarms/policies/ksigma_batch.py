@@ -224,7 +224,7 @@ def _skip(pol: Any, a: np.ndarray, x: np.ndarray) -> tuple[int, bool]:
         w[1:, off + 2] = yn * rn2 - yo * ro2
         w[1:, off + 3] = yn * yn * rn2 - yo * yo * ro2
     bsq = np.cumsum(w, axis=0)[1:]
-    # the context of _check_stop at every T (ksigma._context / _bracket_value, same formulas)
+    # the context of _check_stop at every T (ksigma_confident._context / _bracket_value, same formulas)
     mu = sy / n
     var = syy / n - mu * mu
     sigma = np.where(var > 0.0, np.sqrt(np.maximum(var, 0.0)), 0.0)
