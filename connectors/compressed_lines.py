@@ -41,7 +41,8 @@ from streamarms.checkpoint import CheckpointError
 from streamarms.errors import ConfigError
 
 from .file_ids import Listed, Renamed, open_listed
-from .jsonl_lines import _HOW, BLOCK, WINDOW, LineReader, compressed, rotations_of, what_binary
+from .file_kinds import compressed, what_binary
+from .jsonl_lines import _HOW, BLOCK, WINDOW, LineReader, rotations_of
 from .jsonl_lines import digest as _digest_bytes
 from .magics import COMPRESSED, PARQUET, ZIP
 from .parquet_lines import ParquetStream

@@ -43,7 +43,8 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
 from .file_ids import FileIds
-from .jsonl_lines import compressed_file, rotation_name
+from .file_kinds import compressed_file
+from .jsonl_lines import rotation_name
 
 __all__ = ["PatternWatch", "ReadFiles", "INTERVAL", "one_name_per_file", "open_ids", "matches"]
 

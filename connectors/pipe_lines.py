@@ -47,7 +47,8 @@ from typing import IO, Any
 
 from streamarms.errors import ConfigError
 
-from .jsonl_lines import BINARY_HEADS, BLOCK, LineReader, compressed, piped_binary, what_binary
+from .file_kinds import BINARY_HEADS, compressed, piped_binary, what_binary
+from .jsonl_lines import BLOCK, LineReader
 from .magics import MAGICS
 from .text_encoding import MARKS, UTF8, marked
 
@@ -57,7 +58,7 @@ __all__ = ["PipeLineReader", "STDIN"]
 STDIN = "-"
 
 #: a compressed stream on the pipe (``cat app.log.2.gz | ...``, ``aws s3 cp s3://b/x.gz - | ...``) is decompressed as
-#: it comes: a new decompressor of each format (:func:`~streamarms.connectors.jsonl_lines.compressed`'s names)
+#: it comes: a new decompressor of each format (:func:`~streamarms.connectors.file_kinds.compressed`'s names)
 _STREAMS: dict[str, Callable[[], Any]] = {"gzip": lambda: zlib.decompressobj(31), "bzip2": bz2.BZ2Decompressor,
                                           "xz": lzma.LZMADecompressor}
 #: the byte-order marks of UTF-16 and UTF-32 text, read as its text

@@ -15,7 +15,7 @@ def _refuse_compressed(pattern: str, matches: Sequence[str]) -> None:
     """A pattern that matches files in a compressed format streamarms cannot read (zstd; gzip, bzip2 and xz are read
     as they are) is one error naming them and the pipe that reads them all, not the error of the first one read."""
     from streamarms.connectors.compressed_lines import DECOMPRESSORS
-    from streamarms.connectors.jsonl_lines import compressed_file
+    from streamarms.connectors.file_kinds import compressed_file
 
     packed = [(m, kind) for m in matches if (kind := compressed_file(m)) is not None and kind[0] not in DECOMPRESSORS]
     if packed:
@@ -62,7 +62,7 @@ def files_within(folder: str, most: int = 2000) -> str:
     import os
     from collections import Counter
 
-    from streamarms.connectors.jsonl_lines import PACKED_SUFFIXES
+    from streamarms.connectors.file_kinds import PACKED_SUFFIXES
 
     kinds: Counter[tuple[int, str]] = Counter()
     seen = 0

@@ -122,7 +122,7 @@ def _places(path: str, read: int, spread: int) -> list[int]:
     standard input, a compressed or small file: one that its first records covered or nearly)."""
     import os
 
-    from streamarms.connectors.jsonl_lines import compressed
+    from streamarms.connectors.file_kinds import compressed
     from streamarms.connectors.magics import PARQUET, ZIP
     from streamarms.connectors.text_encoding import marked
 
