@@ -32,7 +32,6 @@ import contextlib
 import json
 import logging
 import os
-import re
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -41,7 +40,7 @@ from typing import Any
 
 from tqdm.contrib.logging import logging_redirect_tqdm
 
-from ..checkpoint import CheckpointError, CheckpointStore, FileCheckpointStore, checkpoint_key
+from ..checkpoint import CheckpointError
 from ..daemon import Daemon, restore_checkpoint, rewind_sinks
 from ..errors import ConfigError, operational
 from ..metrics import Metrics
@@ -54,15 +53,15 @@ from ..runtime import ACTIVE, EventClock, RewardCodec, Scheduler, SchedulerConfi
 from ..runtime.continuous import CONTINUOUS, ContinuousRunner
 from ..runtime.contracts import AlertSink, DeadLetterSink, RequestSink
 from ..runtime.evidence import key_evidence
-from ..runtime.field_path import FieldPath
 from ..runtime.file_key import FileKeySource
 from ..runtime.key_field import KeyFieldSource
 from ..runtime.key_rule import KeyRule
 from .continuous import alert_line, build_runner, continuous_summary
 from .embedded import EmbeddedResponder, embedded_means, embedded_stream
 from .file_input import file_source
-from .group import check_group_settings, member_name, wire_group_member
+from .group import check_group_settings, wire_group_member
 from .restart import statistics_settings
+from .run_checks import check_mode_flags, check_outputs, check_sources, warn_untimed_episodes
 from .run_report import (
     episode_text,
     files_summary,
@@ -77,6 +76,7 @@ from .run_report import (
     time_unit_text,
     unfinished,
 )
+from .run_store import checkpoint_store, daemon_class
 from .settings import RunSettings, _kv, add_run_arguments, resolve_settings
 from .types import allow_negative_lists, key_names
 
@@ -141,9 +141,6 @@ _EPISODE_ONLY = frozenset({"policy", "delta", "max_episodes", "episode_interval"
                            "threshold", "budget", "epsilon", "ucbe_b", "alpha", "estimator", "moment_p", "moment_bound",
                            "max_in_flight", "request_timeout", "requests_topic", "request_id_field"})
 
-
-#: the compacted topic that holds the checkpoints (key: the group) when a broker is configured
-DEFAULT_CHECKPOINT_TOPIC = "streamarms-checkpoints"
 #: seconds /explain waits for the episode loop to answer (it turns at least every poll timeout)
 EXPLAIN_TIMEOUT = 5.0
 
@@ -164,174 +161,6 @@ def _keyed(source: Any, s: RunSettings) -> Any:
     if s.key_field is not None:
         return KeyFieldSource(source, s.key_field, rule)
     return FileKeySource(source, rule) if s.key_from_file else source
-
-
-def _check_writable_file(flag: str, path: str) -> None:
-    """``ConfigError`` unless ``path`` can be written (its directory exists and is writable; it is not a
-    directory, nor a file that cannot be written)."""
-    folder = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise ConfigError(f"{flag} {path}: is a directory")
-    if not os.path.isdir(folder):
-        raise ConfigError(f"{flag} {path}: the directory {folder} does not exist")
-    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
-        raise ConfigError(f"{flag} {path}: not writable")
-
-
-def _check_sources(s: RunSettings) -> None:
-    """``ConfigError`` unless the settings name one source: Kafka topics, files, or neither (the demo)."""
-    if s.bootstrap_servers and not s.rewards_topic:
-        raise ConfigError("--bootstrap-servers needs at least one --rewards-topic")
-    if s.bootstrap_servers and (s.rewards_file or s.rewards_file_given):
-        raise ConfigError("--rewards-file replays a file, --bootstrap-servers reads Kafka: give one of them")
-    if s.follow and not (s.rewards_file or s.rewards_file_given):
-        raise ConfigError("--follow follows --rewards-file files (a Kafka topic is always followed)")
-    files = s.rewards_file or []
-    if s.follow and files != (s.rewards_file_given or files):
-        given = set(files)  # (by name: a pattern of a year of hourly files is 8,760 of them, compared in one pass)
-        rotated = [(m[1], g) for g in files if (m := re.fullmatch(r"(.+)\.\d+(?:\.gz)?", g)) and m[1] in given]
-        if rotated:
-            raise ConfigError(f"--follow reads a file's rotations itself, and {' '.join(s.rewards_file_given or [])} matches "
-                              f"{rotated[0][1]}, a rotation of {rotated[0][0]}: give the file alone "
-                              f"(--rewards-file {rotated[0][0]}), or a pattern that matches no rotation")
-    if files.count("-") > 1:
-        raise ConfigError("--rewards-file - (standard input) can be given once")
-    if "-" in files and s.checkpoint not in (None, "none", "auto"):
-        raise ConfigError("--rewards-file - (standard input) cannot be resumed from a checkpoint: a pipe cannot be "
-                          "read again. Drop --checkpoint, or write the stream to a file and --follow it")
-    if ("timestamp_field" in s.explicit or "timestamp_unit" in s.explicit or s.timestamp_format) and not files:
-        raise ConfigError("--timestamp-field, --timestamp-unit and --timestamp-format say where and how a --rewards-file "
-                          "line's time is; a Kafka record's time is its own (the producer's or the broker's)")
-    if "rewards_format" in s.explicit and not files:
-        raise ConfigError("--rewards-format says what the --rewards-file files hold; a Kafka record's value is JSON")
-    if s.line_pattern is not None and not files and not s.bootstrap_servers:
-        raise ConfigError("--line-pattern reads the lines of --rewards-file files, or the values of Kafka records "
-                          "(--bootstrap-servers); the embedded demo's are JSON")
-    if s.line_pattern is not None and s.bootstrap_servers:  # (a field it has no group for: before connecting)
-        from streamarms.connectors.kafka_lines import ValueLines
-
-        from .file_input import check_columns
-
-        check_columns({"-": ValueLines(s.line_pattern, s.line_field)}, s, own_keys=True)
-    for flag, name in (("--reward-field", s.reward_field), ("--key-field", s.key_field), ("--group-by", s.group_by),
-                       ("--timestamp-field", s.timestamp_field)):
-        if name is not None and "." in name:
-            try:
-                FieldPath(name)
-            except ValueError as e:
-                raise ConfigError(f"{flag}: {e}") from None
-    if s.key_field is not None:
-        if not s.key_field.strip():
-            raise ConfigError("--key-field needs a field name")
-        if not (s.bootstrap_servers or files):
-            raise ConfigError("--key-field reads each key from the record's value, of Kafka records or --rewards-file "
-                              "lines; the embedded demo's records have keys of their own")
-        if s.group_threshold:
-            raise ConfigError("--key-field does not apply to --group-threshold: the members own keys by partition, "
-                              "and a key read from the value may arrive on every partition (have the producers key "
-                              "the records by that field instead)")
-
-
-#: settings only the continuous mode reads (an episodes run would ignore them)
-_CONTINUOUS_ONLY = ("group_by", "forget_silent", "silence_records", "monitor_alpha", "change_alpha", "max_groups")
-
-
-def _check_mode_flags(s: RunSettings, continuous: bool) -> None:
-    """``ConfigError`` for a setting this run would not read (a flag silently ignored reads as taken)."""
-    model = s.reward_model
-    if continuous and model not in ("bernoulli", "bounded"):
-        raise ConfigError(f"the continuous mode (the default of --forever) needs a bounded reward model (bernoulli or "
-                          f"bounded), got {model!r}: give --reward-model bounded --reward-range A,B with a range that "
-                          "holds the values (values outside it are dead letters; with --clip they count as its nearest "
-                          "end), or add --mode episodes to run episodes with the heavy_tailed model")
-    for opt in _CONTINUOUS_ONLY:
-        if not continuous and opt in s.explicit:
-            raise ConfigError(f"--{opt.replace('_', '-')} applies to the continuous mode (--forever, or --mode "
-                              "continuous)")
-    if (s.key_match is not None or s.key_ids) and s.key_field is None and not s.key_from_file:
-        raise ConfigError("--key-ids and --key-match read the key from --key-field's text: name the field (a JSON "
-                          "line's arm: --key-field arm), or --key-from-file (the file's path)")
-    rules = [(flag, rule) for flag, rule in (("--reward-at-least", s.reward_at_least), ("--reward-in", s.reward_in),
-                                             ("--reward-match", s.reward_match)) if rule is not None]
-    for flag, _ in rules:
-        if s.clip or model not in ("bernoulli", "bounded"):
-            raise ConfigError(f"{flag} makes every reward 0 or 1: it needs the bernoulli reward model (the "
-                              f"default), not {model!r}" + (", and nothing is left to --clip" if s.clip else ""))
-    if s.reward_unit is not None and (s.reward_in is not None or s.reward_match is not None):
-        raise ConfigError(f"--reward-unit reads durations as numbers, and {rules[0][0]} reads the field's text: give "
-                          "one (--reward-unit ms --reward-at-least 500 is the rate of durations of 500 ms or more)")
-    if len(rules) > 1:
-        raise ConfigError(f"{' and '.join(f for f, _ in rules)} are rules for one reward: give one (--reward-in "
-                          "matches texts, --reward-match finds a pattern in a text, --reward-at-least compares numbers)")
-    if s.clip and model != "bounded":
-        raise ConfigError(f"--clip clips to --reward-range, a setting of --reward-model bounded, but the reward model "
-                          f"is {model!r}: add --reward-model bounded --reward-range A,B")
-    if "reward_range" in s.explicit and model != "bounded":
-        raise ConfigError(f"--reward-range applies to --reward-model bounded, but the reward model is {model!r}"
-                          + (" (the default: 0/1 rewards)" if "reward_model" not in s.explicit else "")
-                          + ": add --reward-model bounded")
-    heavy = [f"--{o.replace('_', '-')}" for o in ("estimator", "moment_p", "moment_bound") if o in s.explicit]
-    if heavy and not continuous and model != "heavy_tailed" and POLICIES[s.policy].kind not in ("threshold", "best"):
-        raise ConfigError(f"{', '.join(heavy)}: settings of the heavy_tailed reward model, but the reward model is "
-                          f"{model!r}: add --reward-model heavy_tailed, or drop them")
-
-
-def _warn_untimed_episodes(s: RunSettings, continuous: bool) -> None:
-    """Said once the run has started (a run that cannot start says only why), for a source that does not end (Kafka,
-    ``--follow``, standard input): a replay of files ends, and its last lines say when an episode held the next ones
-    back (:func:`~streamarms.cli.run_report.unfinished_text`)."""
-    endless = bool(s.bootstrap_servers or s.follow or "-" in (s.rewards_file or []) or s.embedded)
-    if endless and not continuous and s.max_episodes != 1 and not s.episode_timeout:
-        log.warning("episodes without --episode-timeout: an episode with a key it cannot decide (a mean at the "
-                    "threshold) never ends, and no later episode starts; --episode-timeout SEC (stream time) "
-                    "ends it, reports the undecided keys and starts the next")
-
-
-def _checkpoint_store(s: RunSettings, kafka_cfg: dict[str, Any] | None, pool: Any = None) -> CheckpointStore | None:
-    """The store ``--checkpoint`` names (``None``: none); a file or a directory is checked writable now, before
-    a record is read (a run that cannot checkpoint would fail at its first save, or lose its work at exit)."""
-    spec = s.checkpoint
-    if spec in (None, "none", False):
-        return None
-    kind, _, where = spec.partition(":") if spec.startswith(("dir:", "kafka:")) else ("", "", spec)
-    if not where.strip():  # '' meant no checkpoint, 'dir:' failed at the first save
-        raise ConfigError(f"--checkpoint {spec!r} names no " + {"dir": "directory (dir:PATH)", "kafka": "topic (kafka:TOPIC)"}
-                          .get(kind, "checkpoint: give PATH, dir:PATH or kafka:TOPIC, or none to run without one"))
-    try:
-        secret = checkpoint_key()
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
-    if spec == "auto":
-        if kafka_cfg is None:
-            return None
-        # with a broker, the checkpoint lives next to the data: a container restart does not lose it, and
-        # (with the cluster id it records) another cluster cannot pick it up by sharing a group name
-        spec = f"kafka:{DEFAULT_CHECKPOINT_TOPIC}"
-    if isinstance(spec, str) and spec.startswith("kafka:"):
-        if kafka_cfg is None:
-            raise ConfigError("--checkpoint kafka:TOPIC needs --bootstrap-servers")
-        from streamarms.connectors.kafka_checkpoint import KafkaCheckpointStore
-        key = f"{s.group_id}/{member_name(s)}" if s.group_threshold else s.group_id  # a member's own state
-        return KafkaCheckpointStore(kafka_cfg, spec[len("kafka:"):], key=key, secret=secret, pool=pool)
-    if pool is not None:
-        raise ConfigError("--exactly-once needs the checkpoint in Kafka (--checkpoint kafka:TOPIC or auto): a file "
-                          "cannot join the transaction")
-    if isinstance(spec, str) and spec.startswith("dir:"):
-        from ..chunked_checkpoint import ChunkedCheckpointStore
-        store: CheckpointStore = ChunkedCheckpointStore(spec[len("dir:"):], fsync=bool(s.fsync), secret=secret)
-    else:
-        store = FileCheckpointStore(spec, fsync=bool(s.fsync), secret=secret)
-    store.check_writable()
-    return store
-
-
-def _daemon_class(store: CheckpointStore | None, transaction: Any) -> type[Daemon]:
-    """File stores (a file or ``dir:``) checkpoint from a forked child (issue 13: no loop stall with many keys;
-    a full file checkpoint of a million keys takes seconds to build and write)."""
-    if getattr(store, "fork_safe", False) and transaction is None and hasattr(os, "fork"):
-        from ..background_checkpoint import BackgroundCheckpointDaemon
-        return BackgroundCheckpointDaemon
-    return Daemon
 
 
 # ----------------------------------------------------------------------------------------------
@@ -362,18 +191,6 @@ def run_main(opts: argparse.Namespace) -> int:
     return app.run()
 
 
-def _check_outputs(s: RunSettings) -> None:
-    """``ConfigError`` for a file written at the stop that could not be (said now, not after the run)."""
-    if s.summary_json and s.summary_json != "-":
-        _check_writable_file("--summary-json", s.summary_json)
-    if s.plot:
-        _check_writable_file("--plot", s.plot)
-        from .explain_plot import plot_problem
-
-        if (problem := plot_problem(s.plot)) is not None:
-            raise ConfigError(problem)
-
-
 def _mode_text(s: RunSettings, cfg: SchedulerConfig | None) -> str:
     if cfg is None or cfg.mode == ACTIVE:
         return f"{s.mode} mode"
@@ -388,12 +205,12 @@ class _App:
         #: where the text for a person goes: stderr when a JSON stream (alerts, dead letters, the summary)
         #: is written to stdout (``-``), so that stdout stays one JSON value a line for ``jq`` and the like
         self.human = sys.stderr if "-" in (s.alerts_file, s.dead_letter_file, s.summary_json) else sys.stdout
-        _check_outputs(s)
+        check_outputs(s)
         if s.policy not in POLICIES:
             raise ConfigError(f"unknown policy {s.policy!r}: choose one of {', '.join(sorted(POLICIES))}")
         if s.mode == ACTIVE and not s.embedded and not s.requests_topic:
             raise ConfigError("--mode active needs --requests-topic (where sample requests are published)")
-        _check_sources(s)
+        check_sources(s)
         if s.passive_feed == "all" and POLICIES[s.policy].kind in ("threshold", "best"):
             raise ConfigError(f"--passive-feed all needs a policy whose guarantee holds for any sampling order; "
                               f"{s.policy!r} has a budget or rounds of its own (use --passive-feed planned)")
@@ -402,7 +219,7 @@ class _App:
         check_group_settings(s)
         if self.continuous and (s.group_by is not None and not s.group_by.strip()):
             raise ConfigError("--group-by needs a field name")
-        _check_mode_flags(s, self.continuous)
+        check_mode_flags(s, self.continuous)
         episodic = sorted(_EPISODE_ONLY & s.explicit)
         if self.continuous and episodic:
             raise ConfigError(f"{', '.join('--' + e.replace('_', '-') for e in episodic)}: the continuous mode "
@@ -451,7 +268,7 @@ class _App:
         # exactly-once: the transactional producer starts (fencing a killed run's zombie and ending its
         # transaction) before the checkpoint is read, so the read sees only committed checkpoints
         self.pool = self._transactional_pool() if s.exactly_once else None
-        self.store = _checkpoint_store(s, self.kafka_cfg, self.pool)
+        self.store = checkpoint_store(s, self.kafka_cfg, self.pool)
         if self.store is not None:
             log.info("checkpoint: %s, protected by %s", self.store.describe(), self.store.integrity())
         doc = restore_checkpoint(self.store, self.run_info) if self.store is not None else None
@@ -504,7 +321,7 @@ class _App:
                 cap=s.discovery_seconds)
         self.metrics = Metrics() if s.metrics_port is not None else None
         self.group = wire_group_member(self) if s.group_threshold else None
-        self.daemon = _daemon_class(self.store, self.transaction)(
+        self.daemon = daemon_class(self.store, self.transaction)(
                              self.scheduler, self.source, clock=self.event_clock, alert_sink=self.alert_sink,
                              request_sink=self.request_sink, dead_letter_sink=self.dead_letter_sink,
                              checkpoint=self.store, checkpoint_interval=s.checkpoint_interval, metrics=self.metrics,
@@ -723,7 +540,7 @@ class _App:
 
     def run(self) -> int:
         s = self.s
-        _warn_untimed_episodes(s, self.continuous)
+        warn_untimed_episodes(s, self.continuous)
         if s.embedded and not s.quiet:
             means = getattr(self, "embedded_means", {})
             self._say(f"streamarms run: embedded demo (no --bootstrap-servers): {len(means)} keys with Bernoulli "

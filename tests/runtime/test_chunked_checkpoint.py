@@ -155,10 +155,10 @@ def test_background_checkpoints_crash_then_restart_equals_uninterrupted(tmp_path
 def test_run_saves_file_and_directory_checkpoints_in_a_forked_child(tmp_path):
     """``streamarms run`` picks the background daemon for both file stores (a full file checkpoint of a
     million keys takes seconds: issue 13's "never stall the loop for more than 1 s")."""
-    from streamarms.cli.run import _daemon_class
-    assert _daemon_class(_file(tmp_path / "c.json"), None) is BackgroundCheckpointDaemon
-    assert _daemon_class(_chunked(tmp_path / "d"), None) is BackgroundCheckpointDaemon
-    assert _daemon_class(_file(tmp_path / "c.json"), object()) is not BackgroundCheckpointDaemon  # a transaction
+    from streamarms.cli.run_store import daemon_class
+    assert daemon_class(_file(tmp_path / "c.json"), None) is BackgroundCheckpointDaemon
+    assert daemon_class(_chunked(tmp_path / "d"), None) is BackgroundCheckpointDaemon
+    assert daemon_class(_file(tmp_path / "c.json"), object()) is not BackgroundCheckpointDaemon  # a transaction
 
 
 def test_background_checkpoints_refuse_a_store_that_cannot_fork():

@@ -1,0 +1,162 @@
+"""What ``streamarms run`` checks of its settings before it reads a record: one source named
+(:func:`check_sources`), no flag this run would not read (:func:`check_mode_flags`: a flag silently ignored reads as
+taken), the files written at the stop writable now (:func:`check_outputs`), and the warning for episodes with no
+timeout on a source that does not end (:func:`warn_untimed_episodes`). Each raises a ``ConfigError`` that names the
+flag and what to give instead (exit 2, nothing read).
+
+>>> import os, tempfile
+>>> check_writable_file("--summary-json", os.path.join(tempfile.mkdtemp(), "s.json"))
+>>> check_writable_file("--plot", "/nonexistent/p.png")
+Traceback (most recent call last):
+...
+streamarms.errors.ConfigError: --plot /nonexistent/p.png: the directory /nonexistent does not exist
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+
+from ..errors import ConfigError
+from ..registry import POLICIES
+from ..runtime.field_path import FieldPath
+from .settings import RunSettings
+
+__all__ = ["check_writable_file", "check_sources", "check_mode_flags", "check_outputs", "warn_untimed_episodes",
+           "CONTINUOUS_ONLY"]
+
+log = logging.getLogger("streamarms.run")
+
+
+def check_writable_file(flag: str, path: str) -> None:
+    """``ConfigError`` unless ``path`` can be written (its directory exists and is writable; it is not a
+    directory, nor a file that cannot be written)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise ConfigError(f"{flag} {path}: is a directory")
+    if not os.path.isdir(folder):
+        raise ConfigError(f"{flag} {path}: the directory {folder} does not exist")
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise ConfigError(f"{flag} {path}: not writable")
+
+
+def check_sources(s: RunSettings) -> None:
+    """``ConfigError`` unless the settings name one source: Kafka topics, files, or neither (the demo)."""
+    if s.bootstrap_servers and not s.rewards_topic:
+        raise ConfigError("--bootstrap-servers needs at least one --rewards-topic")
+    if s.bootstrap_servers and (s.rewards_file or s.rewards_file_given):
+        raise ConfigError("--rewards-file replays a file, --bootstrap-servers reads Kafka: give one of them")
+    if s.follow and not (s.rewards_file or s.rewards_file_given):
+        raise ConfigError("--follow follows --rewards-file files (a Kafka topic is always followed)")
+    files = s.rewards_file or []
+    if s.follow and files != (s.rewards_file_given or files):
+        given = set(files)  # (by name: a pattern of a year of hourly files is 8,760 of them, compared in one pass)
+        rotated = [(m[1], g) for g in files if (m := re.fullmatch(r"(.+)\.\d+(?:\.gz)?", g)) and m[1] in given]
+        if rotated:
+            raise ConfigError(f"--follow reads a file's rotations itself, and {' '.join(s.rewards_file_given or [])} matches "
+                              f"{rotated[0][1]}, a rotation of {rotated[0][0]}: give the file alone "
+                              f"(--rewards-file {rotated[0][0]}), or a pattern that matches no rotation")
+    if files.count("-") > 1:
+        raise ConfigError("--rewards-file - (standard input) can be given once")
+    if "-" in files and s.checkpoint not in (None, "none", "auto"):
+        raise ConfigError("--rewards-file - (standard input) cannot be resumed from a checkpoint: a pipe cannot be "
+                          "read again. Drop --checkpoint, or write the stream to a file and --follow it")
+    if ("timestamp_field" in s.explicit or "timestamp_unit" in s.explicit or s.timestamp_format) and not files:
+        raise ConfigError("--timestamp-field, --timestamp-unit and --timestamp-format say where and how a --rewards-file "
+                          "line's time is; a Kafka record's time is its own (the producer's or the broker's)")
+    if "rewards_format" in s.explicit and not files:
+        raise ConfigError("--rewards-format says what the --rewards-file files hold; a Kafka record's value is JSON")
+    if s.line_pattern is not None and not files and not s.bootstrap_servers:
+        raise ConfigError("--line-pattern reads the lines of --rewards-file files, or the values of Kafka records "
+                          "(--bootstrap-servers); the embedded demo's are JSON")
+    if s.line_pattern is not None and s.bootstrap_servers:  # (a field it has no group for: before connecting)
+        from streamarms.connectors.kafka_lines import ValueLines
+
+        from .file_input import check_columns
+
+        check_columns({"-": ValueLines(s.line_pattern, s.line_field)}, s, own_keys=True)
+    for flag, name in (("--reward-field", s.reward_field), ("--key-field", s.key_field), ("--group-by", s.group_by),
+                       ("--timestamp-field", s.timestamp_field)):
+        if name is not None and "." in name:
+            try:
+                FieldPath(name)
+            except ValueError as e:
+                raise ConfigError(f"{flag}: {e}") from None
+    if s.key_field is not None:
+        if not s.key_field.strip():
+            raise ConfigError("--key-field needs a field name")
+        if not (s.bootstrap_servers or files):
+            raise ConfigError("--key-field reads each key from the record's value, of Kafka records or --rewards-file "
+                              "lines; the embedded demo's records have keys of their own")
+        if s.group_threshold:
+            raise ConfigError("--key-field does not apply to --group-threshold: the members own keys by partition, "
+                              "and a key read from the value may arrive on every partition (have the producers key "
+                              "the records by that field instead)")
+
+
+def check_outputs(s: RunSettings) -> None:
+    """``ConfigError`` for a file written at the stop that could not be (said now, not after the run)."""
+    if s.summary_json and s.summary_json != "-":
+        check_writable_file("--summary-json", s.summary_json)
+    if s.plot:
+        check_writable_file("--plot", s.plot)
+        from .explain_plot import plot_problem
+
+        if (problem := plot_problem(s.plot)) is not None:
+            raise ConfigError(problem)
+
+
+#: settings only the continuous mode reads (an episodes run would ignore them)
+CONTINUOUS_ONLY = ("group_by", "forget_silent", "silence_records", "monitor_alpha", "change_alpha", "max_groups")
+
+
+def check_mode_flags(s: RunSettings, continuous: bool) -> None:
+    """``ConfigError`` for a setting this run would not read (a flag silently ignored reads as taken)."""
+    model = s.reward_model
+    if continuous and model not in ("bernoulli", "bounded"):
+        raise ConfigError(f"the continuous mode (the default of --forever) needs a bounded reward model (bernoulli or "
+                          f"bounded), got {model!r}: give --reward-model bounded --reward-range A,B with a range that "
+                          "holds the values (values outside it are dead letters; with --clip they count as its nearest "
+                          "end), or add --mode episodes to run episodes with the heavy_tailed model")
+    for opt in CONTINUOUS_ONLY:
+        if not continuous and opt in s.explicit:
+            raise ConfigError(f"--{opt.replace('_', '-')} applies to the continuous mode (--forever, or --mode "
+                              "continuous)")
+    if (s.key_match is not None or s.key_ids) and s.key_field is None and not s.key_from_file:
+        raise ConfigError("--key-ids and --key-match read the key from --key-field's text: name the field (a JSON "
+                          "line's arm: --key-field arm), or --key-from-file (the file's path)")
+    rules = [(flag, rule) for flag, rule in (("--reward-at-least", s.reward_at_least), ("--reward-in", s.reward_in),
+                                             ("--reward-match", s.reward_match)) if rule is not None]
+    for flag, _ in rules:
+        if s.clip or model not in ("bernoulli", "bounded"):
+            raise ConfigError(f"{flag} makes every reward 0 or 1: it needs the bernoulli reward model (the "
+                              f"default), not {model!r}" + (", and nothing is left to --clip" if s.clip else ""))
+    if s.reward_unit is not None and (s.reward_in is not None or s.reward_match is not None):
+        raise ConfigError(f"--reward-unit reads durations as numbers, and {rules[0][0]} reads the field's text: give "
+                          "one (--reward-unit ms --reward-at-least 500 is the rate of durations of 500 ms or more)")
+    if len(rules) > 1:
+        raise ConfigError(f"{' and '.join(f for f, _ in rules)} are rules for one reward: give one (--reward-in "
+                          "matches texts, --reward-match finds a pattern in a text, --reward-at-least compares numbers)")
+    if s.clip and model != "bounded":
+        raise ConfigError(f"--clip clips to --reward-range, a setting of --reward-model bounded, but the reward model "
+                          f"is {model!r}: add --reward-model bounded --reward-range A,B")
+    if "reward_range" in s.explicit and model != "bounded":
+        raise ConfigError(f"--reward-range applies to --reward-model bounded, but the reward model is {model!r}"
+                          + (" (the default: 0/1 rewards)" if "reward_model" not in s.explicit else "")
+                          + ": add --reward-model bounded")
+    heavy = [f"--{o.replace('_', '-')}" for o in ("estimator", "moment_p", "moment_bound") if o in s.explicit]
+    if heavy and not continuous and model != "heavy_tailed" and POLICIES[s.policy].kind not in ("threshold", "best"):
+        raise ConfigError(f"{', '.join(heavy)}: settings of the heavy_tailed reward model, but the reward model is "
+                          f"{model!r}: add --reward-model heavy_tailed, or drop them")
+
+
+def warn_untimed_episodes(s: RunSettings, continuous: bool) -> None:
+    """Said once the run has started (a run that cannot start says only why), for a source that does not end (Kafka,
+    ``--follow``, standard input): a replay of files ends, and its last lines say when an episode held the next ones
+    back (:func:`~streamarms.cli.run_report.unfinished_text`)."""
+    endless = bool(s.bootstrap_servers or s.follow or "-" in (s.rewards_file or []) or s.embedded)
+    if endless and not continuous and s.max_episodes != 1 and not s.episode_timeout:
+        log.warning("episodes without --episode-timeout: an episode with a key it cannot decide (a mean at the "
+                    "threshold) never ends, and no later episode starts; --episode-timeout SEC (stream time) "
+                    "ends it, reports the undecided keys and starts the next")
