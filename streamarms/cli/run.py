@@ -22,7 +22,8 @@ the file, the file over the defaults. SASL/SSL: ``--security-protocol``, ``--sas
 kafka-python client setting with ``--kafka-option KEY=VALUE``.
 
 Exit codes: 0 clean stop (episodes done, SIGTERM/SIGINT, input exhausted); 1 runtime failure (a sink
-could not deliver, the broker is unreachable); 2 bad configuration.
+could not deliver, the broker is unreachable); 2 bad configuration (also an input found, once read, to be no records
+the flags can read: a Parquet file on standard input).
 """
 
 from __future__ import annotations
@@ -562,7 +563,8 @@ class _App:
         except Exception as e:  # a sink could not deliver, the broker went away, ...
             log.error("stopping on error: %s", e, exc_info=log.isEnabledFor(logging.DEBUG) or not operational(e))
             print(f"streamarms run: error: {e}", file=sys.stderr)
-            code = 1
+            # (bad input found once read -- a Parquet file piped in -- is a bad configuration, as at the start)
+            code = 2 if isinstance(e, ConfigError) else 1
         finally:
             if self.progress is not None:
                 self.progress.close()

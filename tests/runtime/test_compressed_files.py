@@ -313,3 +313,18 @@ def test_a_compressed_file_that_holds_no_text_is_refused_with_the_command_that_d
         piped(blob)
     got, _ = piped(gzip.compress(b"PA\n" * 3))  # (text that starts as a format's bytes do is read)
     assert got == ["PA"] * 3
+
+
+def test_records_found_to_be_no_text_once_read_end_the_run_as_a_bad_configuration(tmp_path):
+    """A Parquet file piped in is known for what it is only once its bytes arrive: the run stopped with exit 1, a
+    runtime failure (a broker gone); it is exit 2 now, as the same file named by --rewards-file is."""
+    import subprocess
+    import sys
+
+    src = tmp_path / "e.parquet.gz"
+    src.write_bytes(gzip.compress(b"PAR1\x15\x04" + bytes(range(256)) * 20))
+    with src.open("rb") as stdin:
+        proc = subprocess.run([sys.executable, "-m", "streamarms.cli", "run", "--rewards-file", "-", "--quiet"],
+                              stdin=stdin, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    assert "standard input is a Parquet file compressed with gzip, no text" in proc.stderr
