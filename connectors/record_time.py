@@ -55,10 +55,19 @@ from typing import Any
 
 from streamarms.runtime.records import RefusedKey
 
-__all__ = ["NO_TIMESTAMP", "TimestampScreen", "screen_timestamps"]
+__all__ = ["NO_TIMESTAMP", "TimestampScreen", "screen_timestamps", "FILE_AHEAD"]
 
 #: Kafka's "this record has no timestamp" (``RecordBatch.NO_TIMESTAMP``)
 NO_TIMESTAMP = -1
+#: the furthest a zone is ahead of UTC (UTC+14, Kiribati), in ms: a time written without a zone is read as UTC, so
+#: a log of local times east of UTC reads as stamped up to this much ahead
+ZONE_AHEAD_MS = 14 * 3_600_000
+#: how far ahead of this machine's clock a file's line may be stamped unless ``--max-timestamp-ahead`` says (s): a
+#: zone's offset and an hour. A Kafka record's time is milliseconds since the epoch (its producer's clock, no zone):
+#: its limit stays Kafka's hour; a log's times are often local, written without their zone (syslog, a spreadsheet's
+#: dates, an application's ``2026-12-01 08:00:00``), and with an hour's limit every line of today's log written in
+#: Berlin or Tokyo was refused. A year typed wrong, a host's clock years off, is refused still.
+FILE_AHEAD = (ZONE_AHEAD_MS + 3_600_000) / 1000
 
 _stamp = operator.attrgetter("timestamp")
 
@@ -89,6 +98,9 @@ def screen_timestamps(records: list[Any], now_ms: float, ahead_ms: float | None)
         else:
             detail = (f"timestamp {ts} ms is {_hours(ts - now_ms)} after this machine's clock (records may be "
                       f"at most {_hours(ahead_ms or 0)} ahead: --max-timestamp-ahead)")
+            if ts - now_ms <= ZONE_AHEAD_MS + 3_600_000:  # (as a zone's offset: local times read as UTC?)
+                detail += ("; a time written without its zone is read as UTC, so local times east of UTC read as "
+                           "ahead: --max-timestamp-ahead 54000 lets any zone's through")
         key = r.key
         out[i] = r._replace(timestamp=None, key=RefusedKey.of("bad_timestamp", detail,
                                                                key.raw if type(key) is RefusedKey else key))

@@ -70,6 +70,7 @@ def file_source(s: RunSettings, resume: dict[str, Any] | None) -> Any:
     checkpoint's positions), its tables' columns checked (:func:`check_columns`)."""
     from streamarms.connectors.files import JsonlSource
     from streamarms.connectors.line_time import LineTime
+    from streamarms.connectors.record_time import FILE_AHEAD
 
     from .file_patterns import patterns_of
 
@@ -88,7 +89,8 @@ def file_source(s: RunSettings, resume: dict[str, Any] | None) -> Any:
                                           reward_field=s.reward_field, line_field=s.line_field,
                                           decimal_comma=s.decimal_comma),
                          patterns=patterns_of(s.rewards_file_given or []), table_of=table_of,
-                         max_timestamp_ahead=s.max_timestamp_ahead, encoding=s.encoding or "utf-8",
+                         max_timestamp_ahead=s.max_timestamp_ahead if "max_timestamp_ahead" in s.explicit else FILE_AHEAD,
+                         encoding=s.encoding or "utf-8",
                          sheet=s.sheet)
     try:
         check_columns(source.tables, s, own_keys=s.key_from_file)

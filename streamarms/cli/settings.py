@@ -356,7 +356,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="refuse (dead-letter, reason bad_timestamp) a record -- a Kafka record, a file's line -- "
                         "stamped more than SECONDS after this machine's clock (a Kafka record also before 1970): one "
                         "producer or host with a wrong clock would otherwise move the stream clock to its time for "
-                        "good (default 3600, Kafka 4.0's own limit; 0: no limit)")
+                        "good (default 3600 for Kafka, Kafka 4.0's own limit; 54000, 15 h, for a file's lines, whose "
+                        "local times written without a zone are read as UTC; 0: no limit)")
     g.add_argument("--reward-field", metavar="NAME", help="JSON field holding the reward (default reward); a "
                    "dotted name (http.latency_ms) reads a nested field, or the field of that very name if there is one")
     g.add_argument("--numeric-strings", action="store_true", default=None,

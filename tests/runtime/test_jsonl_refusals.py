@@ -70,7 +70,7 @@ def test_a_line_stamped_years_ahead_is_refused_and_later_episodes_still_start(tm
     """One line stamped ten years after this machine's clock (a host's wrong clock, a typo in the year) moved the
     stream clock there for good: a replay asked for two episodes stopped after the first, every record after it
     skipped (``--episode-interval`` after it never came). It is refused as ``bad_timestamp`` now, as a Kafka
-    record is (``--max-timestamp-ahead``, default an hour; 0: no limit)."""
+    record is (``--max-timestamp-ahead``, default 15 h for a file, an hour for Kafka; 0: no limit)."""
     import time
     t0 = int(time.time() * 1000) - 86_400_000  # yesterday, a record every 100 ms
     lines = [json.loads(x) | {"timestamp": t0 + 100 * i} for x, i in zip(good_lines(45_000), range(45_000))]
@@ -88,6 +88,31 @@ def test_a_line_stamped_years_ahead_is_refused_and_later_episodes_still_start(tm
     assert run_main([*flags, "--max-timestamp-ahead", "0"]) == 0  # (no limit: the line moves the clock, as before)
     got = json.loads(s.read_text())
     assert len(got["episodes"]) == 1 and not (dl.exists() and dl.read_text())
+
+
+def test_a_log_of_local_times_east_of_utc_is_read_and_an_hour_limit_says_why_it_refuses(tmp_path):
+    """A table whose times are local, written without their zone (``2026-12-01 08:00:00`` in Tokyo), is read as UTC:
+    today's lines read as stamped up to 14 h ahead, and with Kafka's hour every one was refused (``bad_timestamp``:
+    the run said no episode started). A file's lines may be 15 h ahead unless ``--max-timestamp-ahead`` says; a limit
+    given that refuses them says that a time without its zone is read as UTC."""
+    import datetime as dt
+
+    start = dt.datetime.now(dt.UTC).replace(tzinfo=None) + dt.timedelta(hours=9)  # (Tokyo's clock, written naive)
+    r = random.Random(5)
+    rows = ["time,host,err"] + [f"{(start + dt.timedelta(milliseconds=100 * i)).isoformat(' ', 'milliseconds')},"
+                                f"h{i % 7},{int(r.random() < (0.5 if i % 7 == 3 else 0.05))}" for i in range(20_000)]
+    p, dl, s = tmp_path / "tokyo.csv", tmp_path / "dl.jsonl", tmp_path / "s.json"
+    p.write_text("\n".join(rows) + "\n")
+    flags = ["--rewards-file", str(p), "--key-field", "host", "--reward-field", "err", "--timestamp-field", "time",
+             "--policy", "cs", "--quiet", "--checkpoint", "none", "--summary-json", str(s), "--dead-letter-file", str(dl)]
+    assert run_main(flags) == 0
+    got = json.loads(s.read_text())
+    assert got["invalid"] == {} and got["records"] == 20_000 and got["samples"] > 0, got["invalid"]
+    assert run_main([*flags, "--max-timestamp-ahead", "3600"]) == 0
+    got = json.loads(s.read_text())
+    assert got["invalid"] == {"bad_timestamp": 20_000}
+    detail = json.loads(dl.read_text().splitlines()[0])["detail"]
+    assert "9.0 h after this machine's clock" in detail and "a time written without its zone is read as UTC" in detail
 
 
 def test_timestamps_from_0_to_the_year_9999_are_times_and_the_fast_paths_agree():
