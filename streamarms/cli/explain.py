@@ -212,7 +212,9 @@ def _positionals(opts: argparse.Namespace) -> str | None:
         return f"{flag} shows every key: drop the key {args[0]!r}, or drop {flag} for its evidence as JSON"
     if opts.checkpoint is None:
         return ("the checkpoint `run` wrote is needed: streamarms explain CHECKPOINT [KEY], or "
-                f"streamarms explain {args[0] if args else '[KEY]'} --checkpoint PATH|dir:PATH|kafka:TOPIC")
+                f"streamarms explain {args[0] if args else '[KEY]'} --checkpoint PATH|dir:PATH|kafka:TOPIC (a run "
+                "of files or of the demo writes one only when given --checkpoint PATH; with Kafka it is "
+                "kafka:streamarms-checkpoints unless --checkpoint said otherwise)")
     opts.key = args[0] if args else None
     return None
 

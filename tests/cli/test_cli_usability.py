@@ -395,8 +395,9 @@ def test_explain_reads_an_episode_checkpoint(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["key"] == "k5"
     assert main(["explain", str(ck)]) == 0
     assert json.loads(capsys.readouterr().out)["keys"] == 6
-    assert main(["explain", "k5"]) == 2  # no checkpoint at all: say how to give one
-    assert "streamarms explain CHECKPOINT [KEY]" in capsys.readouterr().err
+    assert main(["explain", "k5"]) == 2  # no checkpoint at all: say how to give one, and when run wrote one
+    err = capsys.readouterr().err
+    assert "streamarms explain CHECKPOINT [KEY]" in err and "writes one only when given --checkpoint PATH" in err
     assert main(["explain", "k5", "k4", "--checkpoint", str(ck)]) == 2
     assert "one key at a time" in capsys.readouterr().err
 
