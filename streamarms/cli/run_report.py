@@ -44,6 +44,8 @@ def stop_lines(out: dict[str, Any], sched: Any, s: RunSettings, cfg: SchedulerCo
     lines.append(not_started_text(sched, cfg) or ("" if out.get("keys_grouped") else  # the grouping is the cause
                                                   frozen_clock_text(clock, s, sched.episodes_done)) or "")
     lines.append(out.get("reward_rule_unmatched") or "")
+    if not isinstance(sched, ContinuousRunner):
+        lines.append(beyond_reach_text(out, s.two_sided, s.reward_model, s.reward_bounds[1], s.k) or "")
     lines.append(refusals_hint(st["records"], st["invalid"], bool(s.rewards_file),
                                bool(s.dead_letter_file or s.dead_letter_topic), s.reward_model, s.key_field,
                                s.rewards_file_given or s.rewards_file or (),
@@ -278,6 +280,32 @@ def unfinished_text(u: dict[str, Any], show: int = 5) -> str:
         out += ("; --policy cs (streamarms' own engine, intervals valid at every count) decides on far fewer "
                 "records (README: 0.04-0.44x WRR's samples)")
     return out
+
+
+def beyond_reach_text(out: dict[str, Any], two_sided: bool, model: str, top: float, k: float) -> str | None:
+    """Said when a one-sided run could flag no key: in every episode (the unfinished one too) the threshold's interval
+    reached ``top``, the highest reward a key can have (a rate's 1), so no key could be confidently above it, and
+    nothing was flagged. The keys sit near the top (right answers, successes: ~0.9 with a spread of 0.05 puts
+    ``mu + 2 sigma`` at 1), and a key that stands out stands out *below*, which a one-sided run never flags. ``None``
+    otherwise (also for a model without a top).
+
+    >>> print(beyond_reach_text({"episodes": [{"threshold": 0.998, "threshold_interval": [0.96, 1.02],
+    ...                                        "outliers": []}], "flagged": []}, False, "bernoulli", 1.0, 2.0))
+    no key could be flagged: the threshold's interval reached 1.02 or more, past 1, the highest reward a key can have (a key is flagged once it is surely above the threshold; its keys sit near the top, and mu + 2 sigma is at or near 1); a key that stands out here stands out below: --two-sided flags those too, or make the other outcome the reward (--reward-in false for a true/false field)
+    >>> beyond_reach_text({"episodes": [{"threshold": 0.4, "outliers": []}], "flagged": []}, False, "bernoulli", 1.0, 2.0)
+    """
+    if two_sided or model not in ("bernoulli", "bounded") or out.get("flagged"):
+        return None
+    episodes = [*out.get("episodes", []), *([out["unfinished_episode"]] if out.get("unfinished_episode") else [])]
+    reach = [max((x for x in [e.get("threshold"), *(e.get("threshold_interval") or [])] if x is not None), default=None)
+             for e in episodes if not e.get("outliers")]
+    ends = [r for r in reach if r is not None and r >= top]
+    if not episodes or len(ends) < len(episodes):
+        return None
+    return (f"no key could be flagged: the threshold's interval reached {min(ends):.4g} or more, past {top:g}, the "
+            "highest reward a key can have (a key is flagged once it is surely above the threshold; its keys sit near "
+            f"the top, and mu + {k:g} sigma is at or near {top:g}); a key that stands out here stands out below: "
+            "--two-sided flags those too, or make the other outcome the reward (--reward-in false for a true/false field)")
 
 
 def clipped_text(codec: RewardCodec) -> str:

@@ -557,3 +557,25 @@ def test_run_with_a_file_as_an_argument_names_the_flag(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["run", "--no-such-flag"])
     assert capsys.readouterr().err.strip() == "streamarms: error: unrecognized arguments: --no-such-flag"
+
+
+def test_a_run_whose_threshold_reaches_past_every_rate_says_the_keys_stand_out_below(tmp_path, capsys):
+    """Crowd workers' right answers (~0.9, two at 0.65): the one-sided threshold ``mu + 2 sigma`` reached past 1, so
+    no worker could be flagged, and the run said only ``flagged now: none``. It says why now, and what finds them."""
+    import random
+
+    r = random.Random(9)
+    lines = [json.dumps({"worker": f"w{w}", "correct": r.random() > (0.35 if w in (13, 29) else 0.1),
+                         "timestamp": 1_700_000_000_000 + 500 * i}) for i, w in enumerate(r.randrange(40)
+                                                                                       for _ in range(60_000))]
+    p = tmp_path / "crowd.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    flags = ["run", "--rewards-file", str(p), "--key-field", "worker", "--reward-field", "correct", "--policy", "cs",
+             "--checkpoint", "none", "--max-episodes", "1"]
+    assert main(flags) == 0
+    out = capsys.readouterr().out
+    assert "flagged now: none" in out and "no key could be flagged: the threshold's interval reached" in out, out
+    assert "--two-sided flags those too" in out
+    assert main([*flags, "--two-sided"]) == 0
+    out = capsys.readouterr().out
+    assert "flagged now: w13, w29" in out and "no key could be flagged" not in out, out
