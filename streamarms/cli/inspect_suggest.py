@@ -121,7 +121,13 @@ def _reward_flags(f: FieldProfile, table: bool = False) -> str | None:
                                                       " --numeric-strings" if quoted else "") + \
         (" --decimal-comma" if f.decimal_commas else "")
     if f.share("bool") > 0.99 or (texts <= {0, 1, "0", "1", "true", "false"} and len(values) == 2):
-        return name if len(values) == 2 else None  # (the same value in every record: nothing to compare)
+        if len(values) != 2:
+            return None  # (the same value in every record: nothing to compare)
+        rare, seen = min(f.values.items(), key=lambda kv: kv[1])
+        if str(rare).lower() in ("0", "false") and seen < f.present / 2:  # (right answers, successes: ~0.9 true)
+            written = str(rare).lower() if type(rare) is bool else str(rare)
+            return f"--reward-field {shlex.quote(f.name)} --reward-in {written}"  # (the rarer outcome's rate)
+        return name
     if f.digits() and f.distinct >= 2:  # (a severity: journald's PRIORITY "3", pino's level 50)
         levels, last = {int(v) for v in values}, plain(f.name).rsplit(".", 1)[-1]
         for names, levels_of, flag in LEVEL_SCALES:

@@ -204,7 +204,8 @@ def test_a_tab_separated_export_with_decimal_commas_is_read_with_decimal_comma(t
 def test_a_spreadsheet_s_true_false_and_a_column_name_with_spaces(tmp_path, capsys):
     """A spreadsheet writes booleans as ``TRUE``/``FALSE`` and names columns with spaces: the column is suggested as
     the reward (it was not: only ``True``/``true`` were booleans), every name is quoted for the shell, and a JSON
-    line's ``"TRUE"`` text gets the ``--numeric-strings`` that reads it (without it, every line was refused)."""
+    line's ``"TRUE"`` text (the rarer outcome) gets the ``--numeric-strings`` that reads it (without it, every line was
+    refused)."""
     rng = random.Random(5)
     csv = tmp_path / "crowd.csv"
     csv.write_text("Worker ID,Task,Wrong Answer\n" + "".join(
@@ -215,11 +216,28 @@ def test_a_spreadsheet_s_true_false_and_a_column_name_with_spaces(tmp_path, caps
     assert command == ["run", "--rewards-file", str(csv), "--key-field", "Worker ID", "--reward-field", "Wrong Answer"]
     assert _run_suggested(tmp_path, command, "--policy", "cs")["flagged"] == ["W-4"]
     lines = tmp_path / "b.jsonl"
-    lines.write_text("".join(json.dumps({"host": f"h{i % 6}", "ok": "TRUE" if i % 5 else "FALSE"}) + "\n"
+    lines.write_text("".join(json.dumps({"host": f"h{i % 6}", "failed": "FALSE" if i % 5 else "TRUE"}) + "\n"
                              for i in range(600)))
     assert main(["inspect", str(lines)]) == 0
     assert _suggested(capsys.readouterr().out) == [["run", "--rewards-file", str(lines), "--key-field", "host",
-                                                    "--reward-field", "ok", "--numeric-strings"]]
+                                                    "--reward-field", "failed", "--numeric-strings"]]
+
+
+def test_a_true_false_field_mostly_true_is_suggested_as_the_rate_of_its_rarer_outcome(tmp_path, capsys):
+    """Right answers, successes: ~0.9 true, and the key that stands out stands out low. The field was suggested as
+    it is, and the run (one-sided: above ``mu + k sigma``, which reached past 1) could flag no key; the suggestion is
+    now the rate of the rarer outcome, as written (``false``, ``0``, a spreadsheet's ``FALSE``), which finds it."""
+    rng = random.Random(6)
+    for name, true, false, written in [("a.jsonl", True, False, "false"), ("b.jsonl", 1, 0, "0"),
+                                       ("c.jsonl", "TRUE", "FALSE", "FALSE")]:
+        p = tmp_path / name
+        p.write_text("".join(json.dumps({"worker": f"w{w}", "correct": false if rng.random() < (0.45 if w == 3 else 0.08)
+                                         else true}) + "\n" for w in (rng.randrange(12) for _ in range(30_000))))
+        assert main(["inspect", str(p)]) == 0
+        [command] = _suggested(capsys.readouterr().out)
+        assert command == ["run", "--rewards-file", str(p), "--key-field", "worker", "--reward-field", "correct",
+                           "--reward-in", written], command
+        assert _run_suggested(tmp_path, command, "--policy", "cs")["flagged"] == ["w3"]
 
 
 def _journald(path, n=24_000, seed=9):
