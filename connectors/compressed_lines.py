@@ -207,7 +207,7 @@ class CompressedLineReader(LineReader):
                                                                                   "with the same bytes"))
                 raise ConfigError(f"{path} cannot be {what} ({e}): a damaged file{after}") from e
         if kind in _PACKERS:
-            self._refuse_what_binary(path, kind)
+            self._refuse_no_text(path, kind)
         self._dec.seek(0)
         #: why the file could not be decompressed to its end (a file cut short or damaged), once met: the lines
         #: before it are read, the bytes after the last whole line are not (the source fails with this reason)
@@ -219,7 +219,7 @@ class CompressedLineReader(LineReader):
             raise
         self.file_name = name or path
 
-    def _refuse_what_binary(self, path: str, kind: str) -> None:
+    def _refuse_no_text(self, path: str, kind: str) -> None:
         """A ``ConfigError`` (the file closed) when the decompressed bytes are no text but a Parquet file, a zip
         archive or another compressed file (a ``.parquet.gz``): read as lines they would be rows of garbage. It
         names the command that decompresses the file, whose output ``run`` reads as it reads such a file."""

@@ -291,7 +291,7 @@ def beyond_reach_text(out: dict[str, Any], two_sided: bool, model: str, top: flo
 
     >>> print(beyond_reach_text({"episodes": [{"threshold": 0.998, "threshold_interval": [0.96, 1.02],
     ...                                        "outliers": []}], "flagged": []}, False, "bernoulli", 1.0, 2.0))
-    no key could be flagged: the threshold's interval reached 1.02 or more, past 1, the highest reward a key can have (a key is flagged once it is surely above the threshold; its keys sit near the top, and mu + 2 sigma is at or near 1); a key that stands out here stands out below: --two-sided flags those too, or make the other outcome the reward (--reward-in false for a true/false field)
+    no key could be flagged: the threshold's interval reached 1.02 or more, at or past 1, the highest reward a key can have (a key is flagged once it is surely above the threshold; its keys sit near the top, and mu + 2 sigma is at or near 1); a key that stands out here stands out below: --two-sided flags those too, or make the other outcome the reward (--reward-in false for a true/false field)
     >>> beyond_reach_text({"episodes": [{"threshold": 0.4, "outliers": []}], "flagged": []}, False, "bernoulli", 1.0, 2.0)
     """
     if two_sided or model not in ("bernoulli", "bounded") or out.get("flagged"):
@@ -302,10 +302,12 @@ def beyond_reach_text(out: dict[str, Any], two_sided: bool, model: str, top: flo
     ends = [r for r in reach if r is not None and r >= top]
     if not episodes or len(ends) < len(episodes):
         return None
-    return (f"no key could be flagged: the threshold's interval reached {min(ends):.4g} or more, past {top:g}, the "
-            "highest reward a key can have (a key is flagged once it is surely above the threshold; its keys sit near "
-            f"the top, and mu + {k:g} sigma is at or near {top:g}); a key that stands out here stands out below: "
-            "--two-sided flags those too, or make the other outcome the reward (--reward-in false for a true/false field)")
+    other = (", or make the other outcome the reward (--reward-in false for a true/false field)" if model == "bernoulli"
+             else "")
+    return (f"no key could be flagged: the threshold's interval reached {min(ends):.4g} or more, at or past {top:g}, "
+            "the highest reward a key can have (a key is flagged once it is surely above the threshold; its keys sit "
+            f"near the top, and mu + {k:g} sigma is at or near {top:g}); a key that stands out here stands out below: "
+            f"--two-sided flags those too{other}")
 
 
 def clipped_text(codec: RewardCodec) -> str:
