@@ -60,9 +60,9 @@ from ..runtime.key_rule import KeyRule
 from .continuous import alert_line, build_runner, continuous_summary
 from .embedded import EmbeddedResponder, embedded_means, embedded_stream
 from .file_input import file_source
-from .group import check_group_settings, wire_group_member
+from .group import wire_group_member
 from .restart import statistics_settings
-from .run_checks import check_mode_flags, check_outputs, check_sources, warn_untimed_episodes
+from .run_checks import check_run_settings, warn_untimed_episodes
 from .run_report import (
     episode_text,
     files_summary,
@@ -134,13 +134,6 @@ def _kafka_config(s: RunSettings) -> dict[str, Any]:
     return cfg
 
 
-#: settings that mean something in the episode modes only (an error in the continuous mode, not ignored)
-_EPISODE_ONLY = frozenset({"policy", "delta", "max_episodes", "episode_interval", "episode_timeout", "passive_feed",
-                           "window", "prefetch", "want_timeout", "discovery_records", "discovery_seconds",
-                           "min_arms", "key_ttl", "episode_silence_records", "two_sided", "rho", "emit_normal", "alert_repeat",
-                           # the other policy families' parameters, and active mode's
-                           "threshold", "budget", "epsilon", "ucbe_b", "alpha", "estimator", "moment_p", "moment_bound",
-                           "max_in_flight", "request_timeout", "requests_topic", "request_id_field"})
 
 #: seconds /explain waits for the episode loop to answer (it turns at least every poll timeout)
 EXPLAIN_TIMEOUT = 5.0
@@ -206,27 +199,9 @@ class _App:
         #: where the text for a person goes: stderr when a JSON stream (alerts, dead letters, the summary)
         #: is written to stdout (``-``), so that stdout stays one JSON value a line for ``jq`` and the like
         self.human = sys.stderr if "-" in (s.alerts_file, s.dead_letter_file, s.summary_json) else sys.stdout
-        check_outputs(s)
-        if s.policy not in POLICIES:
-            raise ConfigError(f"unknown policy {s.policy!r}: choose one of {', '.join(sorted(POLICIES))}")
-        if s.mode == ACTIVE and not s.embedded and not s.requests_topic:
-            raise ConfigError("--mode active needs --requests-topic (where sample requests are published)")
-        check_sources(s)
-        if s.passive_feed == "all" and POLICIES[s.policy].kind in ("threshold", "best"):
-            raise ConfigError(f"--passive-feed all needs a policy whose guarantee holds for any sampling order; "
-                              f"{s.policy!r} has a budget or rounds of its own (use --passive-feed planned)")
+        check_run_settings(s)
         #: the continuous mode (the default of --forever): a ContinuousRunner in place of the Scheduler
         self.continuous = s.mode == CONTINUOUS
-        check_group_settings(s)
-        if self.continuous and (s.group_by is not None and not s.group_by.strip()):
-            raise ConfigError("--group-by needs a field name")
-        check_mode_flags(s, self.continuous)
-        episodic = sorted(_EPISODE_ONLY & s.explicit)
-        if self.continuous and episodic:
-            raise ConfigError(f"{', '.join('--' + e.replace('_', '-') for e in episodic)}: the continuous mode "
-                              "(the default of --forever) has no episodes and no policy; add --mode episodes to run "
-                              "episodes, or drop them" + ("; its error level is --monitor-alpha (false alerts)"
-                                                          if "delta" in episodic else ""))
         build = _policy_builder(s)
         # bad parameters fail here, before anything connects (enough arms for every family's constraints)
         try:

@@ -1,8 +1,9 @@
-"""What ``streamarms run`` checks of its settings before it reads a record: one source named
-(:func:`check_sources`), no flag this run would not read (:func:`check_mode_flags`: a flag silently ignored reads as
-taken), the files written at the stop writable now (:func:`check_outputs`), and the warning for episodes with no
-timeout on a source that does not end (:func:`warn_untimed_episodes`). Each raises a ``ConfigError`` that names the
-flag and what to give instead (exit 2, nothing read).
+"""What ``streamarms run`` checks of its settings before it reads a record, all of it in
+:func:`check_run_settings`: one source named (:func:`check_sources`), no flag this run would not read
+(:func:`check_mode_flags`, :data:`EPISODE_ONLY`: a flag silently ignored reads as taken), the files written at the
+stop writable now (:func:`check_outputs`); and the warning for episodes with no timeout on a source that does not end
+(:func:`warn_untimed_episodes`). Each check raises a ``ConfigError`` that names the flag and what to give instead
+(exit 2, nothing read).
 
 >>> import os, tempfile
 >>> check_writable_file("--summary-json", os.path.join(tempfile.mkdtemp(), "s.json"))
@@ -20,13 +21,49 @@ import re
 
 from ..errors import ConfigError
 from ..registry import POLICIES
+from ..runtime import ACTIVE
+from ..runtime.continuous import CONTINUOUS
 from ..runtime.field_path import FieldPath
+from .group import check_group_settings
 from .settings import RunSettings
 
-__all__ = ["check_writable_file", "check_sources", "check_mode_flags", "check_outputs", "warn_untimed_episodes",
-           "CONTINUOUS_ONLY"]
+__all__ = ["check_run_settings", "check_writable_file", "check_sources", "check_mode_flags", "check_outputs",
+           "warn_untimed_episodes", "CONTINUOUS_ONLY", "EPISODE_ONLY"]
 
 log = logging.getLogger("streamarms.run")
+
+#: settings that mean something in the episode modes only (an error in the continuous mode, not ignored)
+EPISODE_ONLY = frozenset({"policy", "delta", "max_episodes", "episode_interval", "episode_timeout", "passive_feed",
+                           "window", "prefetch", "want_timeout", "discovery_records", "discovery_seconds",
+                           "min_arms", "key_ttl", "episode_silence_records", "two_sided", "rho", "emit_normal", "alert_repeat",
+                           # the other policy families' parameters, and active mode's
+                           "threshold", "budget", "epsilon", "ucbe_b", "alpha", "estimator", "moment_p", "moment_bound",
+                           "max_in_flight", "request_timeout", "requests_topic", "request_id_field"})
+
+
+def check_run_settings(s: RunSettings) -> None:
+    """Every check of ``s`` made before anything connects or a record is read (a ``ConfigError`` naming the flag):
+    the outputs writable, the policy known, one source, the group's settings, no flag of another mode."""
+    check_outputs(s)
+    if s.policy not in POLICIES:
+        raise ConfigError(f"unknown policy {s.policy!r}: choose one of {', '.join(sorted(POLICIES))}")
+    if s.mode == ACTIVE and not s.embedded and not s.requests_topic:
+        raise ConfigError("--mode active needs --requests-topic (where sample requests are published)")
+    check_sources(s)
+    if s.passive_feed == "all" and POLICIES[s.policy].kind in ("threshold", "best"):
+        raise ConfigError(f"--passive-feed all needs a policy whose guarantee holds for any sampling order; "
+                          f"{s.policy!r} has a budget or rounds of its own (use --passive-feed planned)")
+    continuous = s.mode == CONTINUOUS
+    check_group_settings(s)
+    if continuous and (s.group_by is not None and not s.group_by.strip()):
+        raise ConfigError("--group-by needs a field name")
+    check_mode_flags(s, continuous)
+    episodic = sorted(EPISODE_ONLY & s.explicit)
+    if continuous and episodic:
+        raise ConfigError(f"{', '.join('--' + e.replace('_', '-') for e in episodic)}: the continuous mode "
+                          "(the default of --forever) has no episodes and no policy; add --mode episodes to run "
+                          "episodes, or drop them" + ("; its error level is --monitor-alpha (false alerts)"
+                                                      if "delta" in episodic else ""))
 
 
 def check_writable_file(flag: str, path: str) -> None:
