@@ -50,7 +50,6 @@ import functools
 import logging
 import os
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -64,9 +63,16 @@ from .compressed_lines import (
     open_lines,
 )
 from .csv_lines import CsvTable
-from .file_ids import FileIds, Listed
+from .file_ids import FileIds
 from .file_watch import PatternWatch, ReadFiles, open_ids
-from .follow_rotations import copy_of, next_file, packed_read, resumed_at_start, rotated_and_removed, rotation_reader
+from .follow_rotations import (
+    ReadHeads,
+    copy_of,
+    next_file,
+    resumed_at_start,
+    rotated_and_removed,
+    unread_copy,
+)
 from .jsonl_lines import (
     LONG_KEPT,
     WINDOW,
@@ -75,7 +81,6 @@ from .jsonl_lines import (
     rotated_reader,
     rotation_ids,
     rotations_known,
-    rotations_of,
 )
 from .line_parse import DEFAULT_TIME, line_by_line, refused_line, shorthand_chunk
 from .line_record import JsonlRecord
@@ -290,7 +295,7 @@ class JsonlSource:
         #: following: the rotations of each path there when its reader started at its first byte (:meth:`_unread_copied`)
         self._known: dict[str, FileIds] = {}
         #: following: the first bytes of the last files of each path read to their end (:func:`packed_read`)
-        self._heads: dict[str, deque[bytes]] = {}
+        self._heads = ReadHeads()
         #: following: the files with nothing new when last looked at (looked at by one stat)
         self._quiet = QuietFiles()
         self._listings = FolderListings()  # (a poll's: cleared at each)
@@ -328,6 +333,7 @@ class JsonlSource:
                                       "cannot be read again: a pipe cannot be resumed")
             self._readers[p] = PipeLineReader()
         else:
+            self._heads.restore(p, st[6] if len(st) >= 7 else None)  # (before the reader: it may read on a rotation)
             self._readers[p] = self._reader(p, start, pos, digest, st[4] if len(st) >= 5 else None)
             if p in self.tables and self._readers[p].head(1):
                 # (a bad header is an error now, not a dead letter a row later)
@@ -487,10 +493,9 @@ class JsonlSource:
             return False
         seen = self._read_files.setdefault(p, FileIds())
         seen.add_fd(old.fileno())
-        if (head := old.head(WINDOW)) not in (heads := self._heads.setdefault(p, deque(maxlen=8))):
-            heads.append(head)  # (once: a follower waiting for the path comes here at every look)
+        self._heads.add(p, old.head(WINDOW))
         try:  # (the path renamed, the new file not created yet, or the rotation gone: wait)
-            nxt, got = next_file(p, st.st_mtime_ns, seen, heads, old.line)
+            nxt, got = next_file(p, st.st_mtime_ns, seen, self._heads.of(p), old.line)
             new = self._taken(got)
         except FileNotFoundError as e:
             if e.filename == p and self.watch is not None and self.watch.matches(p):  # (no rotation, no file at p)
@@ -541,19 +546,13 @@ class JsonlSource:
         known = self._known.get(p)
         if known is None or r.offset or r.file_name != p or self.merger.buffered((p, 0)) or r.moved():
             return False  # (moved: renamed away, its lines not read yet -- the rotations after it are no copies)
-        st = os.fstat(r.fileno())
-        listing = self._listings.of(p) if not st.st_size else None  # (a file with lines to lose: listed afresh)
-        try:  # (renamed on or removed since listed: looked at again next time)
-            listed = [Listed(q, d, i) for _, d, i, q in rotations_of(p, listing)
-                      if not known.holds(q, d, i) and (d, i) != (st.st_dev, st.st_ino)]
-            new = [e for e in listed if not packed_read(e, self._heads.get(p, ()), known)]
-            if not new or (copy := self._taken(rotation_reader(p, new[0], r.line))) is None:  # (the oldest)
-                return False
-        except FileNotFoundError:
+        listing = self._listings.of(p) if not os.fstat(r.fileno()).st_size else None  # (lines to lose: listed afresh)
+        found = unread_copy(p, r, known, self._heads.of(p), listing)
+        if found is None or (copy := self._taken(found[1])) is None:
             return False
         known.add_fd(copy.fileno())
         log.info("%s was copied to %s and truncated before any of it was read (copytruncate): reading the copy, "
-                 "then the file at its path from its start", p, new[0].name)
+                 "then the file at its path from its start", p, found[0].name)
         r.close()
         self._readers[p] = copy
         self.rotations += 1
@@ -633,6 +632,8 @@ class JsonlSource:
                     pos.append(start_mark(r.fileno(), None if known is None else known.newest))
                 if r.file_name == p and not r.pipe:  # (its size: a restart that finds it removed says what was unread)
                     pos.extend([None] * (5 - len(pos)) + [r.size_now()])
+                if heads := self._heads.saved(p):  # (the files read to their end: their compressed copies passed over)
+                    pos.extend([None] * (6 - len(pos)) + [heads])
         return st
 
     def commit(self, state: dict[str, Any] | None = None) -> None:

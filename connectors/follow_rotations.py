@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections import deque
 from collections.abc import Sequence
 from typing import IO, Any
 
@@ -25,11 +26,11 @@ from streamarms.checkpoint import CheckpointError
 
 from .compressed_lines import DECOMPRESSORS, CompressedLineReader, compressed_head, compressed_rotation, packed_kind
 from .file_ids import TRIES, FileIds, Listed, Renamed, open_listed, relisting
-from .jsonl_lines import LineReader, next_rotation, rotated_reader, rotations_of
+from .jsonl_lines import LineReader, digest, next_rotation, rotated_reader, rotations_of
 from .start_mark import first_to_read
 
 __all__ = ["HeldPath", "next_file", "packed_read", "resumed_at_start", "copy_of", "rotation_reader",
-           "rotated_and_removed"]
+           "rotated_and_removed", "ReadHeads", "unread_copy"]
 
 log = logging.getLogger("streamarms.files")
 
@@ -113,10 +114,10 @@ class HeldPath:
             self.file = None
 
 
-def next_file(p: str, after: int, seen: FileIds, heads: Sequence[bytes], line: int) -> tuple[Listed | None,
+def next_file(p: str, after: int, seen: FileIds, heads: Sequence[str], line: int) -> tuple[Listed | None,
                                                                                             LineReader | str]:
     """What a follower of ``p`` reads after the file it read to its end (its mtime ``after``; ``seen``: the files
-    read, ``heads``: their first bytes): the oldest rotation written after it and not read (:func:`next_rotation`; a
+    read, ``heads``: their first bytes' digests, :class:`ReadHeads`): the oldest rotation written after it and not read (:func:`next_rotation`; a
     compressed copy of a file read joins ``seen``, :func:`packed_read`), else the file at ``p``; with its reader
     (:func:`rotation_reader`), numbered from ``line``. A rotation that renames the files on between the listing and
     the opening has the folder listed again; the path's file is held across the listing (:class:`HeldPath`).
@@ -131,11 +132,12 @@ def next_file(p: str, after: int, seen: FileIds, heads: Sequence[bytes], line: i
     return relisting(attempt)
 
 
-def packed_read(listed: Listed, heads: Sequence[bytes], ids: FileIds) -> bool:
+def packed_read(listed: Listed, heads: Sequence[str], ids: FileIds) -> bool:
     """Whether ``listed`` is a compressed rotation that starts with the first bytes of a file read to its end
-    (``heads``; logrotate's ``compress`` of the ``F.1`` just read: ``F.1.gz``, a new file of lines read); if so it
-    joins ``ids`` (it is not looked at again). :class:`~.file_ids.Renamed`: renamed on since it was listed."""
-    if not heads or (head := compressed_head(listed)) is None or head not in heads:
+    (``heads``: their digests, :class:`ReadHeads`; logrotate's ``compress`` of the ``F.1`` just read: ``F.1.gz``, a
+    new file of lines read); if so it joins ``ids`` (it is not looked at again). :class:`~.file_ids.Renamed`: renamed
+    on since it was listed."""
+    if not heads or (head := compressed_head(listed)) is None or digest(head) not in heads:
         return False
     try:
         with open_listed(listed) as f:
@@ -144,6 +146,69 @@ def packed_read(listed: Listed, heads: Sequence[bytes], ids: FileIds) -> bool:
         raise
     except OSError:
         return False
+
+
+def unread_copy(p: str, reader: LineReader, known: FileIds, heads: Sequence[str],
+                listing: Sequence[str] | None) -> tuple[Listed, LineReader | str] | None:
+    """The oldest rotation of ``p`` new since ``reader`` (of ``p``'s own file, none of it read yet) started -- not in
+    ``known``, not its own file, no compressed copy of a file read (``heads``, :func:`packed_read`) -- with its reader
+    (:func:`rotation_reader`, or why not): a ``copytruncate`` that left the copy as the only trace of lines not read.
+    ``None``: none, or renamed on or removed since listed (looked at again next time). ``listing``: ``p``'s folder's
+    names (``None``: listed afresh)."""
+    st = os.fstat(reader.fileno())
+    try:
+        listed = [Listed(q, d, i) for _, d, i, q in rotations_of(p, listing)
+                  if not known.holds(q, d, i) and (d, i) != (st.st_dev, st.st_ino)]
+        new = [e for e in listed if not packed_read(e, heads, known)]
+        return (new[0], rotation_reader(p, new[0], reader.line)) if new else None
+    except FileNotFoundError:
+        return None
+
+
+class ReadHeads:
+    """The first bytes (their digests) of the last :attr:`KEEP` files of each followed path read to their end, which
+    :func:`packed_read` knows a compressed copy of a file read by: kept in the checkpoint (:meth:`saved`,
+    :meth:`restore`), so a restart passes over the copy too. Without them, logrotate's ``compress`` with
+    ``delaycompress`` while the run was stopped (``F.1``, read before the stop, compressed to a new ``F.2.gz``) had
+    ``F.2.gz`` taken for a rotation written after the checkpoint's file, and its lines counted twice.
+
+    >>> h = ReadHeads(); h.add("app.log", b'{"a": 1}\\n'); h.of("app.log") == h.saved("app.log") == [digest(b'{"a": 1}\\n')]
+    True
+    >>> h2 = ReadHeads(); h2.restore("app.log", h.saved("app.log")); h2.of("app.log") == h.of("app.log")
+    True
+    """
+
+    #: the files of a path remembered (the rotations a follower may meet compressed)
+    KEEP = 8
+
+    def __init__(self) -> None:
+        self._of: dict[str, deque[str]] = {}
+
+    def add(self, p: str, head: bytes) -> None:
+        """``p``'s file that starts with ``head`` was read to its end (once: a follower waiting comes here often)."""
+        if (d := digest(head)) not in (heads := self._of.setdefault(p, deque(maxlen=self.KEEP))):
+            heads.append(d)
+
+    def of(self, p: str) -> list[str]:
+        return list(self._of.get(p, ()))
+
+    def saved(self, p: str) -> list[str]:
+        """What a checkpoint keeps of ``p`` (the 7th element of its entry)."""
+        return self.of(p)
+
+    def restore(self, p: str, saved: Any) -> None:
+        """``p``'s heads from a checkpoint's entry (``None``: an older checkpoint, none); ``CheckpointError`` for what
+        no run wrote."""
+        if saved is None:
+            return
+        if not isinstance(saved, list) or len(saved) > self.KEEP or not all(
+                isinstance(d, str) and len(d) == 16 for d in saved):
+            raise CheckpointError(f"the checkpoint's entry of {p} is malformed: its 7th element is no list of at most "
+                                  f"{self.KEEP} digests of 16 hex digits")
+        self._of[p] = deque(saved, maxlen=self.KEEP)
+
+    def pop(self, p: str, default: Any = None) -> Any:
+        return self._of.pop(p, default)
 
 
 def resumed_at_start(p: str, mark: Any, line: int, listing: Sequence[str] | None) -> LineReader | None:

@@ -669,6 +669,30 @@ def test_a_restart_after_a_rotation_that_compressed_the_checkpoints_file_reads_i
     assert [r.value + b"\n" for r in got] == lines[300:450] and [r.offset for r in got] == list(range(300, 450))
 
 
+def test_a_restart_over_a_delaycompress_rotation_does_not_read_the_compressed_file_read_before_again(tmp_path):
+    """logrotate's ``compress`` with ``delaycompress`` while the run was stopped: ``r.jsonl.1`` -- read to its end
+    before the stop -- is compressed to a new ``r.jsonl.2.gz`` (its mtime now), the checkpoint's file becomes
+    ``r.jsonl.1``. The restart read ``r.jsonl.2.gz`` after it, taken for a rotation written later: its 100 lines counted
+    twice. The first bytes of the files read to their end are in the checkpoint now, and the copy is passed over."""
+    import gzip
+    p, lines, src, got = _following_the_first_100_of_300(tmp_path)
+    os.replace(p, f"{p}.1")
+    p.write_bytes(b"".join(lines[100:200]))
+    got += _poll_all(src, 6)
+    state = src.state()
+    src.close()
+    assert [r.offset for r in got] == list(range(200))
+    (tmp_path / "r.jsonl.2.gz").write_bytes(gzip.compress((tmp_path / "r.jsonl.1").read_bytes()))
+    os.remove(f"{p}.1")
+    os.replace(p, f"{p}.1")
+    p.write_bytes(b"".join(lines[200:]))
+    src = JsonlSource([str(p)], follow=True, resume=state)
+    got = _poll_all(src, 6)
+    src.close()
+    assert src.failure is None
+    assert [r.value + b"\n" for r in got] == lines[200:] and [r.offset for r in got] == list(range(200, 300))
+
+
 def test_without_follow_a_rotated_file_is_not_looked_for(tmp_path):
     p = tmp_path / "r.jsonl"
     _, state = _stopped_at_300(p)
