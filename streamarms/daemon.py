@@ -158,9 +158,11 @@ def restore_checkpoint(store: CheckpointStore, run: dict[str, Any],
             "(or --group-id) to start afresh")
     for k in sorted(compare, key=lambda k: k != "mode"):  # another mode's settings are not comparable
         if k in run and prev.get(k) != run.get(k):
+            was, now = ((f"reading {prev.get(k)!r} (--rewards-topic or --rewards-file, as given)", f"reads {run.get(k)!r}")
+                        if k == "topics" else (f"with {k}={prev.get(k)!r}", f"has {k}={run.get(k)!r}"))
             raise CheckpointError(
-                f"the checkpoint in {store.describe()} was written by a run with {k}={prev.get(k)!r}, this run "
-                f"has {k}={run.get(k)!r}; use the matching settings, or another --checkpoint to start afresh")
+                f"the checkpoint in {store.describe()} was written by a run {was}, this run {now}; use the "
+                "matching settings, or another --checkpoint to start afresh")
         if k == "mode":
             _refuse_other_settings(store, prev.get("settings"), run.get("settings"))
     return doc

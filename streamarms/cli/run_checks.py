@@ -15,6 +15,7 @@ streamarms.errors.ConfigError: --plot /nonexistent/p.png: the directory /nonexis
 
 from __future__ import annotations
 
+import fnmatch
 import logging
 import os
 import re
@@ -86,14 +87,17 @@ def check_sources(s: RunSettings) -> None:
         raise ConfigError("--rewards-file replays a file, --bootstrap-servers reads Kafka: give one of them")
     if s.follow and not (s.rewards_file or s.rewards_file_given):
         raise ConfigError("--follow follows --rewards-file files (a Kafka topic is always followed)")
-    files = s.rewards_file or []
+    files = s.rewards_file or s.rewards_file_given or []  # (a followed pattern may match no file yet)
     if s.follow and files != (s.rewards_file_given or files):
         given = set(files)  # (by name: a pattern of a year of hourly files is 8,760 of them, compared in one pass)
         rotated = [(m[1], g) for g in files if (m := re.fullmatch(r"(.+)\.\d+(?:\.gz)?", g)) and m[1] in given]
+        later = next(((f, f + ".1") for f in files for g in s.rewards_file_given or []  # (a restart would meet it)
+                      if fnmatch.fnmatchcase(f + ".1", g) and f != g), None)
+        rotated = rotated or ([later] if later else [])
         if rotated:
             raise ConfigError(f"--follow reads a file's rotations itself, and {' '.join(s.rewards_file_given or [])} matches "
-                              f"{rotated[0][1]}, a rotation of {rotated[0][0]}: give the file alone "
-                              f"(--rewards-file {rotated[0][0]}), or a pattern that matches no rotation")
+                              f"{rotated[0][1]}, a rotation of {rotated[0][0]}{' once it is rotated' if later else ''}: give "
+                              f"the file alone (--rewards-file {rotated[0][0]}), or a pattern that matches no rotation")
     if files.count("-") > 1:
         raise ConfigError("--rewards-file - (standard input) can be given once")
     if "-" in files and s.checkpoint not in (None, "none", "auto"):

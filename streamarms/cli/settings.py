@@ -625,15 +625,16 @@ def resolve_settings(opts: argparse.Namespace) -> RunSettings:
         from .file_patterns import expand_files
         s = replace(s, rewards_file=expand_files(s.rewards_file, waiting=bool(s.follow)), rewards_file_given=list(s.rewards_file))
     from streamarms.connectors.csv_lines import table_format
-    formats = {table_format(p, s.rewards_format) or "jsonl" for p in s.rewards_file or []}
-    if s.key_from_file and (s.key_field is not None or not s.rewards_file or "-" in s.rewards_file):
+    files = s.rewards_file or s.rewards_file_given or []  # (a followed pattern may match no file yet)
+    formats = {table_format(p, s.rewards_format) or "jsonl" for p in files}
+    if s.key_from_file and (s.key_field is not None or not files or "-" in files):
         raise ConfigError("--key-from-file keys each record by the file it came from: give --rewards-file files "
                           "(not standard input), and no --key-field" if s.key_field is None else
                           "--key-from-file and --key-field both name the key: give one")
     if s.encoding is not None:
         from streamarms.connectors.text_encoding import check_encoding
 
-        if not s.rewards_file:
+        if not files:
             raise ConfigError("--encoding is the --rewards-file files' encoding (a Kafka record's value is UTF-8)")
         named = check_encoding(s.encoding)
         s = replace(s, encoding=None if named == "utf-8" else named)  # (UTF-8 is the default: the same setting)
@@ -646,16 +647,16 @@ def resolve_settings(opts: argparse.Namespace) -> RunSettings:
                           "--line-field names the field of each JSON record that --line-pattern reads: give the "
                           "pattern (--line-pattern combined, logfmt, or your own)")
     if s.line_field is not None:
-        formats = {"jsonl"} if s.rewards_file else set()  # (JSON lines: a field of each read by the pattern)
+        formats = {"jsonl"} if files else set()  # (JSON lines: a field of each read by the pattern)
     elif s.line_pattern is not None and s.rewards_format != "container":  # every file is read by the pattern
         if s.rewards_format not in ("auto", "pattern"):
             raise ConfigError(f"--line-pattern reads every --rewards-file line with a pattern; --rewards-format "
                               f"{s.rewards_format} reads them otherwise: give one")
-        formats = {"pattern"} if s.rewards_file or s.bootstrap_servers else set()  # (a topic's values: its lines)
+        formats = {"pattern"} if files or s.bootstrap_servers else set()  # (a topic's values: its lines)
     if s.sheet is not None:
         from streamarms.connectors.workbook_lines import workbook_given
 
-        if not any(workbook_given(p) for p in s.rewards_file or []):
+        if not any(workbook_given(p) for p in files):
             raise ConfigError("--sheet names the sheet of an Excel workbook to read: give --rewards-file a workbook "
                               "(.xlsx)")
     if s.decimal_comma and not formats & {"csv", "tsv"}:

@@ -85,6 +85,27 @@ def test_follow_refuses_a_pattern_that_matches_a_rotation(tmp_path, capsys):
     assert main(["run", "--follow", "--rewards-file", str(tmp_path / "app.log*"), "--key-field", "host"]) == 2
     assert (f"--follow reads a file's rotations itself, and {tmp_path}/app.log* matches {tmp_path}/app.log.1, a "
             f"rotation of {tmp_path}/app.log") in capsys.readouterr().err
+    (tmp_path / "app.log.1").unlink()  # (app.log alone: accepted once, refused at the restart after a rotation)
+    assert main(["run", "--follow", "--rewards-file", str(tmp_path / "app.log*"), "--key-field", "host"]) == 2
+    assert (f"--follow reads a file's rotations itself, and {tmp_path}/app.log* matches {tmp_path}/app.log.1, a "
+            f"rotation of {tmp_path}/app.log once it is rotated") in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flags", [["--timestamp-field", "ts"], ["--line-pattern", "logfmt"], ["--encoding", "cp1252"]],
+                         ids=["timestamp-field", "line-pattern", "encoding"])
+def test_following_a_pattern_that_matches_no_file_yet_takes_the_files_flags(tmp_path, flags):
+    """A daily file's pattern on a fresh machine (``--follow --rewards-file 'logs/app-*.log'``, no file yet): the run
+    said it would wait for the first file, then stopped (exit 2) on the flags that read files -- ``--timestamp-field``
+    'is a Kafka record's', ``--key-field`` 'the embedded demo's' -- as if no file were given."""
+    from streamarms.cli.main import build_parser
+    from streamarms.cli.run_checks import check_run_settings
+    from streamarms.cli.settings import resolve_settings
+
+    s = resolve_settings(build_parser().parse_args([
+        "run", "--follow", "--forever", "--rewards-file", str(tmp_path / "app-*.log"), "--key-field", "host",
+        "--reward-field", "err", "--checkpoint", "none", *flags]))
+    assert s.rewards_file == [] and not s.embedded
+    check_run_settings(s)  # (no ConfigError)
 
 
 def test_inspect_of_a_pattern_suggests_the_pattern_quoted(tmp_path, capsys):
