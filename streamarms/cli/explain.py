@@ -25,6 +25,7 @@ import sys
 from typing import Any
 
 from ..checkpoint import CheckpointError, CheckpointStore, FileCheckpointStore, check_blocks, checkpoint_key
+from ..errors import ConfigError
 from ..monitor import ContinuousMonitor
 from ..monitor.monitor import waiting_for
 from ..policies.snapshot_fields import MALFORMED
@@ -207,6 +208,13 @@ def _positionals(opts: argparse.Namespace) -> str | None:
         return "--table prints every key and --plot draws them: give one"
     if opts.plot and (problem := plot_problem(opts.plot)) is not None:
         return problem
+    if opts.plot:  # (before the checkpoint is read, as run checks it: a drawing it could not save was a traceback)
+        from .run_checks import check_writable_file
+
+        try:
+            check_writable_file("--plot", opts.plot)
+        except ConfigError as e:
+            return str(e)
     if (opts.table or opts.plot) and args:
         flag = "--table" if opts.table else "--plot"
         return f"{flag} shows every key: drop the key {args[0]!r}, or drop {flag} for its evidence as JSON"

@@ -63,13 +63,16 @@ def test_a_continuous_checkpoint_draws_a_panel_a_group(tmp_path, capsys):
     [panel] = explain.monitor_panels(mon)
     assert panel.title.startswith("group default: 6 keys, 1 flagged; threshold ")
     assert panel.shown(40)[0]["key"] == "k5" and panel.shown(40)[0]["flagged"]
+    # (a drawing it cannot save: said before the checkpoint is read -- it was a traceback for a continuous one)
+    assert main(["explain", str(ck), "--plot", "/nonexistent/dir/k.png"]) == 2
+    assert "the directory /nonexistent/dir does not exist" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("args, needle", [
     (["--plot", "P.png", "--table"], "--table prints every key and --plot draws them: give one"),
     (["k5", "--plot", "P.png"], "--plot shows every key: drop the key 'k5'"),
     (["--top", "3"], "--top N (N >= 1) shows the first N rows of --table (the first N keys of --plot)"),
-    (["--plot", "/nonexistent/dir/k.png"], "No such file or directory"),
+    (["--plot", "/nonexistent/dir/k.png"], "--plot /nonexistent/dir/k.png: the directory /nonexistent/dir does not exist"),
     (["--plot", "P.xyz"], ".xyz is no file type matplotlib writes: name the file .png, .svg or .pdf")])
 def test_what_cannot_be_drawn_says_why(tmp_path, capsys, args, needle):
     ck = _episode_ck(tmp_path, capsys)
