@@ -95,7 +95,9 @@ __all__ = ["PatternLines", "PATTERNS", "NONE", "LOGFMT", "clf_ms", "syslog_ms", 
 #: first -- a search of every place in the line took time quadratic in a long word's length (a 40 KB line of one
 #: word: 5.7 s; a 4 MiB line, the longest held, days)
 _START = r'^(?:\S* ){0,12}?'
-_REQUEST = r'"(?:(?P<method>[A-Z]+) (?P<path>[^ "?]+)(?:\?(?P<query>[^ "]*))?(?: (?P<protocol>[^"]*))?|[^"]*)"'
+#: a double-quoted field's text: Apache writes a ``"`` in it as ``\"`` (nginx as ``\x22``), which does not end it
+_QUOTED = r'(?:[^"\\]|\\.)*'
+_REQUEST = r'"(?:(?P<method>[A-Z]+) (?P<path>[^ "?]+)(?:\?(?P<query>[^ "]*))?(?: (?P<protocol>[^"]*))?|' + _QUOTED + r')"'
 _COMMON = _START + r'(?P<remote_addr>\S+) \S+ (?P<remote_user>\S+) \[(?P<time_local>[^\]]+)\] ' + _REQUEST + \
     r' (?P<status>\d{3}) (?P<body_bytes_sent>\S+)'
 #: an AWS Application Load Balancer's access log entry (its documented fields, to the user agent; the rest of the
@@ -105,7 +107,7 @@ _ALB = (_START + r'(?P<type>\S+) (?P<time>\S+) (?P<elb>\S+) (?P<client>\S+) (?P<
         r'(?P<target_status_code>\S+) (?P<received_bytes>\S+) (?P<sent_bytes>\S+) '
         r'"(?P<method>\S+) (?:[a-z]+://(?P<host>[^/ "]+))?(?P<path>[^ ?"]*)(?:\?(?P<query>[^ "]*))? (?P<protocol>[^"]*?) ?" '
         r'"(?P<user_agent>[^"]*)"')
-_COMBINED = _COMMON + r' "(?P<http_referer>[^"]*)" "(?P<http_user_agent>[^"]*)"'
+_COMBINED = _COMMON + r' "(?P<http_referer>' + _QUOTED + r')" "(?P<http_user_agent>' + _QUOTED + r')"'
 #: an upstream field of nginx's: one value, or a list of them when a request was passed to several upstreams in
 #: turn (``10.0.0.1:80, 10.0.0.2:80``; `` : `` between those of an internal redirect): a value is never ``:`` alone,
 #: so where each field ends is never in doubt (a line of many `` : `` took time quadratic in their number)

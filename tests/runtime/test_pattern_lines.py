@@ -252,6 +252,17 @@ def test_the_values_after_a_common_or_combined_line_s_fields_are_fields_of_their
     assert own.records("a.log", ["h1 a=1 2"], 0)[0].parsed == {"host": "h1", "_tail": "a=1 2"}
 
 
+def test_apache_s_escaped_quotes_do_not_end_a_combined_field():
+    """Apache writes a ``"`` inside a logged text as ``\\"`` (a bot's user agent, ``"Mozilla/5.0 (compatible;
+    \\"Bot\\")"``): the user agent ended there, and the values after it (the request time, ``extra_1``) were lost --
+    8% of a log's lines refused as ``missing_reward``."""
+    line = ('1.2.3.4 - alice [31/Dec/2025:22:00:13 +0100] "GET /e HTTP/2.0" 503 13 "https://ex.com/?q=\\"a\\"" '
+            '"Mozilla/5.0 (compatible; \\"Bot\\")" 0.144')
+    got = PatternLines("combined").records("a.log", [line], 0)[0].parsed
+    assert got["extra_1"] == "0.144" and got["path"] == "/e" and got["status"] == "503", got
+    assert got["http_user_agent"] == 'Mozilla/5.0 (compatible; \\"Bot\\")' and got["http_referer"].endswith('\\"a\\"')
+
+
 LINE_0 = {"remote_addr", "time_local", "method", "path", "query", "protocol", "status", "body_bytes_sent",
           "http_user_agent"}
 
