@@ -313,8 +313,12 @@ def grouped_text(key: FieldProfile, n: int) -> str:
     the records are grouped by worker: its 3 values come one block each in the 9 records read (none comes back after another), as in a file sorted or concatenated by it; run compares keys whose records come interleaved: shuffle the records first, or sort them by their time (run says so too)
     >>> f.add("a"); grouped_text(f, 10)
     ''
+    >>> g = FieldProfile("path")  # (values that do not repeat -- paths with ids, before --key-ids -- are no blocks)
+    >>> for i in range(9): g.add(f"/cart/{i}")
+    >>> grouped_text(g, 9)
+    ''
     """
-    if key.changes < 2 or key.returns:
+    if key.changes < 2 or key.returns or 2 * key.distinct > key.present:
         return ""
     return (f"the records are grouped by {key.name}: its {key.distinct:,} values come one block each in the {n:,} "
             "records read (none comes back after another), as in a file sorted or concatenated by it; run compares "
