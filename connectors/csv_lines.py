@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Callable, Sequence
 from itertools import repeat
 from operator import itemgetter
@@ -199,7 +200,7 @@ class CsvTable:
             lines, first = lines[1:], first + 1
         rows = self._rows(lines)
         if self._decimal_at is not None:
-            _point_decimals(rows, self._decimal_at)
+            _point_decimals(rows, self._decimal_at, grouped=self.decimal_comma)
         fast = self._plain_chunk(path, rows, first)
         if fast is not None:
             return fast
@@ -280,16 +281,41 @@ class CsvTable:
         return out
 
 
-def _point_decimals(rows: list[list[str] | str], at: int) -> None:
-    """Write the decimal comma of each row's cell ``at`` as a point (``"0,25"`` -> ``"0.25"``): only a cell that
-    is digits, one comma, digits (``1,5e3``, ``1.234,5``, ``,5`` stay as they are, and are refused as numbers).
+#: a number whose thousands are grouped by points or (no-break) spaces, with a decimal comma or none: the separator
+#: (one for the whole number) and the decimals
+_GROUPED = re.compile("-?[0-9]{1,3}([. \u00a0\u202f])[0-9]{3}(?:\\1[0-9]{3})*(,[0-9]+)?")
 
-    >>> rows = [["a", "0,25"], ["b", "-3,5"], ["c", "1.234,5"], "an error", ["d"]]; _point_decimals(rows, 1); rows
-    [['a', '0.25'], ['b', '-3.5'], ['c', '1.234,5'], 'an error', ['d']]
+
+def _point_decimals(rows: list[list[str] | str], at: int, grouped: bool = False) -> None:
+    """Write the decimal comma of each row's cell ``at`` as a point (``"0,25"`` -> ``"0.25"``): a cell that is digits,
+    one comma, digits, or such a number with its thousands grouped by points or spaces (``1.234,5``, ``1 234,5``,
+    ``1.234.567``: a locale's amounts, Excel's "CSV" in Germany); ``grouped`` (``--decimal-comma`` given: a point is
+    no decimal point) also ``1.234`` alone, else that stays 1.234 -- a file separated by ``;`` may write points.
+    Anything else (``1,5e3``, ``,5``, ``1.23,5``) stays as it is, and is refused as a number.
+
+    >>> rows = [["a", "0,25"], ["b", "-3,5"], ["c", "1.234,5"], ["d", "1.234"], "an error", ["e"], ["f", "1.23,5"]]
+    >>> _point_decimals(rows, 1); rows
+    [['a', '0.25'], ['b', '-3.5'], ['c', '1234.5'], ['d', '1.234'], 'an error', ['e'], ['f', '1.23,5']]
+    >>> rows = [["d", "1.234"], ["g", "2 500 000"]]; _point_decimals(rows, 1, grouped=True); rows
+    [['d', '1234'], ['g', '2500000']]
     """
     for row in rows:
-        if type(row) is list and len(row) > at and "," in (cell := row[at]) and DECIMAL_COMMA.fullmatch(cell):
-            row[at] = cell.replace(",", ".")
+        if type(row) is list and len(row) > at and (point := comma_number(row[at], grouped)) is not None:
+            row[at] = point
+
+
+def comma_number(cell: str, grouped: bool = False) -> str | None:
+    """``cell``, a number written with a decimal comma (:func:`_point_decimals`' rule), written with a point; else
+    ``None``.
+
+    >>> comma_number("1.234,5"), comma_number("0,25"), comma_number("1.234"), comma_number("1.234", True)
+    ('1234.5', '0.25', None, '1234')
+    """
+    if "," in cell and DECIMAL_COMMA.fullmatch(cell):
+        return cell.replace(",", ".")
+    if (m := _GROUPED.fullmatch(cell)) is not None and (grouped or m[2] is not None or m[0].count(m[1]) > 1):
+        return cell.replace(m[1], "").replace(",", ".")
+    return None
 
 
 def text_record(path: str, n: int, line: str, obj: dict[str, str], time_field: str,

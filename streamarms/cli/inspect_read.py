@@ -149,6 +149,8 @@ def _read(source: Any, records: int, fields: dict[str, FieldProfile], refused: C
     """Up to ``records`` records of ``source`` into ``fields`` (and ``refused``); the records read."""
     import orjson
 
+    from streamarms.connectors.csv_lines import comma_number
+
     n = 0
     while n < records:
         batch = source.poll()
@@ -176,25 +178,28 @@ def _read(source: Any, records: int, fields: dict[str, FieldProfile], refused: C
             _fields(obj, flat)
             for k, v in flat.items():
                 f = fields.setdefault(k, FieldProfile(k))
-                if comma and type(v) is str and DECIMAL_COMMA.fullmatch(v):
-                    v = v.replace(",", ".")
-                elif tabled and type(v) is str and _decimal_comma(v):
-                    v, f.decimal_commas = v.replace(",", "."), f.decimal_commas + 1
+                if comma and type(v) is str and (point := comma_number(v)) is not None:
+                    v = point
+                elif tabled and type(v) is str and (point := _decimal_comma(v)) is not None:
+                    v, f.decimal_commas = point, f.decimal_commas + 1
                 f.add(v)
     return n
 
 
-def _decimal_comma(v: str) -> bool:
-    """Whether ``v`` is a number with a decimal comma beyond doubt: digits, one comma, digits -- not three of them
-    after a whole part other than 0, which a locale with a decimal point writes for thousands (``1,234``).
+def _decimal_comma(v: str) -> str | None:
+    """``v`` written with a point when it is a number with a decimal comma beyond doubt: digits, one comma, digits --
+    not three of them after a whole part other than 0, which a locale with a decimal point writes for thousands
+    (``1,234``) -- or such a number with its thousands grouped (``1.234,5``); else ``None``.
 
-    >>> [_decimal_comma(v) for v in ("4,62", "0,125", "-3,5", "1,234", "1.234,5", "abc")]
-    [True, True, True, False, False, False]
+    >>> [_decimal_comma(v) for v in ("4,62", "0,125", "-3,5", "1,234", "1.234,5", "1.234", "abc")]
+    ['4.62', '0.125', '-3.5', None, '1234.5', None, None]
     """
+    from streamarms.connectors.csv_lines import comma_number
+
     if not DECIMAL_COMMA.fullmatch(v):
-        return False
+        return point if "," in v and (point := comma_number(v)) is not None else None
     whole, frac = v.lstrip("-").split(",")
-    return len(frac) != 3 or whole == "0"
+    return v.replace(",", ".") if len(frac) != 3 or whole == "0" else None
 
 
 #: what each named ``--line-pattern`` reads, for inspect's line saying it found one

@@ -132,6 +132,36 @@ def test_a_semicolon_export_reads_the_rewards_decimal_commas(tmp_path, capsys):
         in dead.read_text()
 
 
+def test_amounts_with_their_thousands_grouped_are_numbers_in_a_decimal_comma_table(tmp_path, capsys):
+    """Excel's "CSV" in Germany writes ``1.235,97`` (France ``1 235,97``): refused as ``not_numeric``, so the seller
+    whose every sale passed a thousand was left out of the run without a word. They are the numbers the locale
+    means, as in the file written with points; a lone ``1.234`` is 1234 only with ``--decimal-comma``."""
+    rng = random.Random(8)
+    rows = [(f"s{s}", round(rng.uniform(2500, 4000) if s == 3 else rng.uniform(200, 1500), 2))
+            for s in (rng.randrange(8) for _ in range(12_000))]
+
+    def de(x: float, sep: str) -> str:
+        whole, frac = f"{x:.2f}".split(".")
+        return (f"{int(whole):,}".replace(",", sep)) + "," + frac
+
+    (tmp_path / "de.csv").write_text("seller;amount\n" + "".join(f"{s};{de(x, '.')}\n" for s, x in rows))
+    (tmp_path / "fr.csv").write_text("seller;amount\n" + "".join(f"{s};{de(x, chr(0x202f))}\n" for s, x in rows))
+    (tmp_path / "us.csv").write_text("seller,amount\n" + "".join(f"{s},{x:.2f}\n" for s, x in rows))
+    got = {}
+    for name in ("de.csv", "fr.csv", "us.csv"):
+        summary = tmp_path / f"{name}.json"
+        assert main(["run", "--rewards-file", str(tmp_path / name), "--key-field", "seller", "--reward-field", "amount",
+                     "--reward-model", "bounded", "--reward-range", "0,5000", "--policy", "cs", "--checkpoint", "none",
+                     "--summary-json", str(summary), "--quiet"]) == 0
+        got[name] = json.loads(summary.read_text())
+    assert got["de.csv"]["flagged"] == ["s3"] and not got["de.csv"]["invalid"], got["de.csv"]["invalid"]
+    for name in ("de.csv", "fr.csv"):
+        assert {k: got[name][k] for k in ("flagged", "records", "samples", "episodes")} == \
+            {k: got["us.csv"][k] for k in ("flagged", "records", "samples", "episodes")}
+    assert main(["inspect", str(tmp_path / "de.csv")]) == 0
+    assert "--reward-field amount --reward-model bounded" in capsys.readouterr().out
+
+
 def test_a_database_s_export_separated_by_vertical_bars_is_a_table(tmp_path, capsys):
     """``psql -A`` (and Hive's, SAP's exports) separate cells by ``|``: the header was one column named
     ``worker|task|wrong|timestamp``. Its ``(N rows)`` footer is a bad row, a dead letter; ``inspect`` names the
