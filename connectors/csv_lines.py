@@ -132,7 +132,8 @@ class CsvTable:
         names no column or a column twice. A column without a name (the index ``pandas.DataFrame.to_csv``
         writes first) is kept under the name ``""``, which no flag names. A CSV header with semicolons and no
         comma makes ``;`` the file's delimiter (a spreadsheet's export where the decimal mark is a comma); one with
-        vertical bars and neither, ``|`` (a database's export).
+        vertical bars and neither, ``|`` (a database's export); one with tabs and none of them, a tab (a TSV export
+        named ``.csv``: it was one column named with its tabs).
 
         >>> t = CsvTable(","); t.set_header(",worker,wrong", "x.csv"); t.records("x.csv", ["0,w1,True"], 2)[0].value
         b'{"":"0","worker":"w1","wrong":"True"}'
@@ -140,11 +141,13 @@ class CsvTable:
         (b'{"worker":"w1","wrong":"1"}', ';')
         >>> t.set_header("worker|wrong", "z.csv"); t.records("z.csv", ["w1|1"], 2)[0].value, t.delimiter
         (b'{"worker":"w1","wrong":"1"}', '|')
+        >>> t.set_header("worker\\twrong", "t.csv"); t.records("t.csv", ["w1\\t1"], 2)[0].value, t.delimiter
+        (b'{"worker":"w1","wrong":"1"}', '\\t')
         """
         line = line.removeprefix("\ufeff")
         # a spreadsheet's CSV export where the decimal mark is a comma (much of Europe) separates by semicolons; a
         # database's export (psql -A, Hive, SAP) by a vertical bar
-        self.delimiter = next((d for d in ";|" if d in line), ",") if self.given == "," and "," not in line else \
+        self.delimiter = next((d for d in ";|\t" if d in line), ",") if self.given == "," and "," not in line else \
             self.given
         try:
             names = next(csv.reader([line], delimiter=self.delimiter, strict=True, skipinitialspace=True), [])
