@@ -107,6 +107,12 @@ def not_started_text(sched: Any, cfg: SchedulerConfig | None) -> str | None:
            f"the first starts after {cfg.discovery_records:,} record{'' if cfg.discovery_records == 1 else 's'} "
            f"without a new key (--discovery-records) "
            f"or {cfg.discovery_seconds:g} s (--discovery-seconds)")
+    ep = sched.episodes
+    gap = (ep.new_key_record - ep.first_key_record) // (n - 1) if n >= 3 and ep.first_record_at is not None else 0
+    if gap >= max(100, cfg.discovery_records // 4):  # (an interleaved stream's keys all come in its first records)
+        why += (f"; its keys came one at a time, a new one every {gap:,} records or so, as when a file is sorted or "
+                "concatenated by key (interleave the records first: shuffled, or sorted by their time; streamarms "
+                "inspect says how) or its keys are many and each rare")
     return f"no episode started: the run stopped while discovering keys ({n} so far); {why}"
 
 

@@ -107,3 +107,22 @@ def test_the_continuous_monitor_on_a_sorted_file_says_so_too(tmp_path, capsys):
     random.Random(0).shuffle(rows)
     _csv(p, rows)
     assert "keys_grouped" not in _run(p, tmp_path, "--forever")
+
+
+def test_a_file_sorted_by_keys_of_fewer_records_than_a_silence_says_why_no_episode_started(tmp_path, capsys):
+    """12 keys of 1,000 records each, sorted: discovery never ended (a new key every 1,000 records), no key went silent
+    for the grouping warning, and the run said only that it stopped while discovering keys. It says that the keys came
+    one at a time, and what to do."""
+    p = tmp_path / "sorted.csv"
+    _csv(p, sorted(_rows(keys=12, each=1000)))
+    assert main(["run", "--rewards-file", str(p), "--key-field", "worker", "--reward-field", "wrong",
+                 "--checkpoint", "none"]) == 0
+    out = capsys.readouterr().out
+    assert "no episode started: the run stopped while discovering keys (12 so far)" in out, out
+    assert "its keys came one at a time, a new one every 1,000 records or so, as when a file is sorted" in out, out
+    rows = _rows(keys=12, each=1000)
+    random.Random(1).shuffle(rows)
+    _csv(p, rows)
+    assert main(["run", "--rewards-file", str(p), "--key-field", "worker", "--reward-field", "wrong",
+                 "--checkpoint", "none", "--max-episodes", "1"]) == 0
+    assert "came one at a time" not in capsys.readouterr().out
