@@ -22,6 +22,7 @@ streamarms.errors.ConfigError: the continuous mode needs a bounded reward model 
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -67,8 +68,10 @@ def alert_line(a: dict[str, Any]) -> str:
     """One line per alert: the key, its group, its interval vs the threshold's, the margin, the samples.
 
     >>> alert_line({"kind": "outlier", "arm": "k0", "group": "default", "estimate": 0.8, "interval": [0.7, 0.9],
-    ...             "threshold_interval": [0.2, 0.3], "margin": 3.5, "samples": 420, "time": 12.0})
-    'ALERT outlier k0 (group default)  estimate 0.8 [0.7, 0.9]  threshold [0.2, 0.3]  margin 3.5 radii  420 samples  at 12'
+    ...             "threshold_interval": [0.2, 0.3], "margin": 3.5, "samples": 420, "time": 1700000000.5})
+    'ALERT outlier k0 (group default)  estimate 0.8 [0.7, 0.9]  threshold [0.2, 0.3]  margin 3.5 radii  420 samples  at 2023-11-14T22:13:20.500Z'
+
+    A stream time that is no date (records without timestamps: seconds from 0) is said in seconds (``at 12 s``).
     """
     ti = a.get("threshold_interval") or [None, None]
     th = f"[{ti[0]:.4g}, {ti[1]:.4g}]" if None not in ti else "unknown"
@@ -76,7 +79,14 @@ def alert_line(a: dict[str, Any]) -> str:
     return (f"ALERT {a['kind']} {a['arm']} (group {a['group']})  estimate {a['estimate']:.4g} "
             f"[{a['interval'][0]:.4g}, {a['interval'][1]:.4g}]  threshold {th}"
             + (f"  margin {margin:.3g} radii" if isinstance(margin, (int, float)) else "")
-            + f"  {a['samples']:,} samples  at {a['time']:.15g}")
+            + f"  {a['samples']:,} samples  at {_when(a['time'])}")
+
+
+def _when(t: float) -> str:
+    """A stream time (s) as a person reads it: a date in UTC (ms) from 2001 on, else the seconds it counts."""
+    if t >= 978_307_200:
+        return dt.datetime.fromtimestamp(t, dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return f"{t:.15g} s"
 
 
 def continuous_summary(mon: ContinuousMonitor, group_by: str | None) -> dict[str, Any]:
