@@ -19,8 +19,8 @@ module is the command.
 ...     for i in range(400):
 ...         _ = f.write(json.dumps({"host": f"h{i % 8}", "status": 500 if i % 13 == 0 else 200, "ms": i % 97 + 0.5}) + "\\n")
 >>> print("\\n".join(suggestions(profile(p, records=1000)[0], 400)))
-streamarms run --rewards-file FILE --key-field host --reward-field status --reward-at-least 500
-streamarms run --rewards-file FILE --key-field host --reward-field ms --reward-model bounded --reward-range 0,97 --clip
+streamarms run --rewards-file FILE --key-field host --reward-field status --reward-at-least 500 --policy cs
+streamarms run --rewards-file FILE --key-field host --reward-field ms --reward-model bounded --reward-range 0,97 --clip --policy cs
 """
 
 from __future__ import annotations

@@ -224,6 +224,12 @@ def _iso_times(values: Iterable[Any]) -> bool:
     return bool(texts) and all(iso_ms(t) is not None for t in texts)
 
 
+#: the policy a suggested command runs: streamarms' own engine (README, "streamarms' own engine"), which decides on
+#: a fraction of WRR's samples -- on the tens of thousands of records a first file holds, WRR (run's default until
+#: the engine meets its issue's whole bar) often decides nothing, and the command, run as printed, found no outlier
+ENGINE = " --policy cs"
+
+
 def suggestions(fields: dict[str, FieldProfile], n: int, files: str = "FILE", table: bool = False,
                 source: str | None = None, by_file: str | None = None) -> list[str]:
     """``streamarms run`` commands for the likeliest key and each likely reward field (none: an empty list);
@@ -254,7 +260,7 @@ def suggestions(fields: dict[str, FieldProfile], n: int, files: str = "FILE", ta
         reward = (f"--reward-field {shlex.quote(f.name)} --reward-match . --reward-missing 0" if f.present < 0.5 * n else
                   _reward_flags(f, table))
         if reward is not None:
-            out.append((_kind(f, reward), f"streamarms run {source}{flag} {reward}{time}"))
+            out.append((_kind(f, reward), f"streamarms run {source}{flag} {reward}{time}{ENGINE}"))
     return [command for _, command in sorted(out, key=lambda kc: kc[0])]
 
 

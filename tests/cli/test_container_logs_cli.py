@@ -56,7 +56,7 @@ def test_a_kubernetes_node_s_container_log_of_json_lines(tmp_path, capsys):
                           "not the applications' lines: read with --rewards-format container\n"), out
     assert "keys (values that repeat): host (12)\n" in out, out  # (not ms: a duration by its name)
     assert command == ["run", "--rewards-file", str(p), "--rewards-format", "container", "--key-field", "host",
-                       "--reward-field", "level", "--reward-in", "error"], command
+                       "--reward-field", "level", "--reward-in", "error", "--policy", "cs"], command
     got = _run_suggested(tmp_path, command, "--policy", "cs", "--max-episodes", "1")
     assert got["flagged"] == ["worker-3"] and not got["invalid"], got
     assert T0.timestamp() <= got["episodes"][0]["started"] < T0.timestamp() + 60  # (the runtime's times)

@@ -30,7 +30,9 @@ def _export(p, encoding: str, sep: str = ";", n: int = 12_000, seed: int = 5) ->
 
 
 def _suggested(out: str) -> list[list[str]]:
-    return [shlex.split(line)[1:] for line in out.splitlines() if line.startswith("  streamarms run ")]
+    commands = [shlex.split(line)[1:] for line in out.splitlines() if line.startswith("  streamarms run ")]
+    assert all(c[-2:] == ["--policy", "cs"] for c in commands), commands  # (the engine: a first file's records decide)
+    return [c[:-2] for c in commands]
 
 
 def test_a_windows_1252_export_is_named_by_inspect_and_read_with_encoding(tmp_path, capsys, caplog):

@@ -26,7 +26,9 @@ def _nginx(path, n=20_000, seed=2):
 
 def _suggested(out: str) -> list[list[str]]:
     lines = out.split("suggested (a start: which rate matters is yours to say):\n", 1)[1].splitlines()
-    return [shlex.split(line)[1:] for line in lines if line.startswith("  streamarms run ")]
+    commands = [shlex.split(line)[1:] for line in lines if line.startswith("  streamarms run ")]
+    assert all(c[-2:] == ["--policy", "cs"] for c in commands), commands  # (the engine: a first file's records decide)
+    return [c[:-2] for c in commands]
 
 
 def _inspected_as(capsys, path, pattern: str) -> list[list[str]]:

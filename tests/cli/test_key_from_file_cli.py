@@ -39,7 +39,9 @@ def _hosts(folder, n: int = 3_000, hosts: int = 8, slow: int = 5, nested: bool =
 
 
 def _suggested(out: str) -> list[list[str]]:
-    return [shlex.split(line)[1:] for line in out.splitlines() if line.startswith("  streamarms run ")]
+    commands = [shlex.split(line)[1:] for line in out.splitlines() if line.startswith("  streamarms run ")]
+    assert all(c[-2:] == ["--policy", "cs"] for c in commands), commands  # (the engine: a first file's records decide)
+    return [c[:-2] for c in commands]
 
 
 @pytest.mark.parametrize("nested", [False, True], ids=["logs/web-1.log", "remote/web-1/app.log"])

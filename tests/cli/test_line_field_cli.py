@@ -46,7 +46,7 @@ def test_a_shipper_s_json_records_of_an_access_log(tmp_path, capsys):
     first = next(shlex.split(line)[1:] for line in out.splitlines() if line.startswith("  streamarms run "))
     assert first == ["run", "--rewards-file", str(p), "--line-pattern", "combined", "--line-field", "message",
                      "--key-field", "path", "--reward-field", "status", "--reward-at-least", "500",
-                     "--timestamp-field", "@timestamp"], first
+                     "--timestamp-field", "@timestamp", "--policy", "cs"], first
     got = _run_suggested(tmp_path, first, "--policy", "cs", "--max-episodes", "1", "--dead-letter-file", str(dead))
     assert got["flagged"] == ["/api/c"] and got["invalid"] == {"bad_row": 2}, got
     details = sorted(json.loads(line)["detail"] for line in dead.read_text().splitlines())
@@ -95,7 +95,7 @@ def test_an_application_s_json_line_that_a_shipper_wrapped_as_text(tmp_path, cap
     commands = [shlex.split(line)[1:] for line in out.splitlines() if line.startswith("  streamarms run ")]
     assert commands[0] == ["run", "--rewards-file", str(p), "--line-pattern", "json", "--line-field", "log",
                            "--key-field", "kubernetes.pod_name", "--reward-field", "level", "--reward-in", "error",
-                           "--timestamp-field", "time"], commands
+                           "--timestamp-field", "time", "--policy", "cs"], commands
     assert not any("--reward-field log" in " ".join(c) for c in commands), commands  # (the line's fields, not it)
     got = _run_suggested(tmp_path, commands[0], "--policy", "cs", "--max-episodes", "1")
     assert got["flagged"] == ["worker-3"] and not got["invalid"], got

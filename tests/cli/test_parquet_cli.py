@@ -50,7 +50,7 @@ def test_a_parquet_file_is_the_same_run_as_its_rows_saved_as_csv_and_resumes(tmp
     assert any(line.split()[:1] == ["Bearbeiter"] and "15 distinct" in line for line in out.splitlines()), out
     command = next(shlex.split(line)[1:] for line in out.splitlines() if line.startswith("  streamarms run "))
     assert command == ["run", "--rewards-file", str(rows), "--key-field", "Bearbeiter", "--reward-field", "Fehler",
-                       "--timestamp-field", "Zeit"], command
+                       "--timestamp-field", "Zeit", "--policy", "cs"], command
     assert _run_suggested(tmp_path, command, "--policy", "cs", "--max-episodes", "1")["flagged"] == ["Müller3"]
 
 

@@ -74,7 +74,7 @@ def test_inspect_suggests_the_unit_and_a_time_in_another_unit_names_it(tmp_path,
     p, dead = tmp_path / "log.jsonl", tmp_path / "dead.jsonl"
     _log(p, form, n=500)
     assert main(["inspect", str(p)]) == 0
-    assert capsys.readouterr().out.rstrip().endswith(f"--timestamp-field ts --timestamp-unit {form}")
+    assert capsys.readouterr().out.rstrip().endswith(f"--timestamp-field ts --timestamp-unit {form} --policy cs")
     assert main(["run", "--rewards-file", str(p), "--key-field", "host", "--reward-field", "err", "--timestamp-field",
                  "ts", "--dead-letter-file", str(dead), "--checkpoint", "none"]) == 0
     err = caplog.text
@@ -92,4 +92,4 @@ def test_a_timestamp_field_in_seconds_is_suggested_with_its_unit(tmp_path, capsy
     p.write_text("".join(json.dumps({"host": f"h{i % 5}", "err": i % 7 == 0, "timestamp": 1_700_000_000 + i}) + "\n"
                          for i in range(300)))
     assert main(["inspect", str(p)]) == 0
-    assert capsys.readouterr().out.rstrip().endswith("--timestamp-field timestamp --timestamp-unit s")
+    assert capsys.readouterr().out.rstrip().endswith("--timestamp-field timestamp --timestamp-unit s --policy cs")

@@ -89,7 +89,7 @@ def test_a_workbook_is_the_same_run_as_its_sheet_saved_as_csv_and_resumes(tmp_pa
     assert "'Müller0' (" in out and "'zu spät nochmal' (" in out, out
     first_command = next(shlex.split(line)[1:] for line in out.splitlines() if line.startswith("  streamarms run "))
     assert first_command == ["run", "--rewards-file", str(book), "--key-field", "Bearbeiter", "--reward-field", "Fehler",
-                             "--timestamp-field", "Zeit"], first_command
+                             "--timestamp-field", "Zeit", "--policy", "cs"], first_command
     assert _run_suggested(tmp_path, first_command, "--policy", "cs", "--max-episodes", "1")["flagged"] == ["Müller3"]
 
 
