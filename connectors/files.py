@@ -156,20 +156,27 @@ def unread_bytes(readers: dict[str, LineReader]) -> int:
     return lag
 
 
-def _refuse_json_array(path: str, head: bytes) -> None:
+def _refuse_json_document(path: str, head: bytes) -> None:
     """A :class:`ConfigError` for a JSON-lines path whose file is one JSON array (an API's or a database's export),
     from its first bytes (``head``, up to :data:`ARRAY_HEAD`): indented (its first line is ``[``) or compact (one
-    line ``[{...}, ...]``, the file's only one). Read as lines, every line of it was refused as ``not_json`` (an
+    line ``[{...}, ...]``, the file's only one); or objects written over several lines (``json.dumps(.., indent=2)``,
+    ``jq .``: its first line is ``{`` alone, which no JSON-lines file has). Read as lines, every line of it was refused as ``not_json`` (an
     indented one) or it was one incomplete line (a compact one), with no word of what the file is. A JSON-lines
     file whose first line is a bad record (``[1]``, then more lines) is read as one: that line is a dead letter.
 
-    >>> _refuse_json_array("r.jsonl", b'[1]\\n{"arm": "a"}\\n'); _refuse_json_array("x.json", b"\\xef\\xbb\\xbf [\\n  {")
+    >>> _refuse_json_document("r.jsonl", b'[1]\\n{"arm": "a"}\\n'); _refuse_json_document("x.json", b"\\xef\\xbb\\xbf [\\n  {")
     Traceback (most recent call last):
     ...
     streamarms.errors.ConfigError: x.json is one JSON array, not JSON lines (one object a line): write its elements \
 a line each first (jq -c '.[]' x.json > x.jsonl), or pipe them into the run (jq -c '.[]' x.json | streamarms run \
 --rewards-file - ...)
-    >>> _refuse_json_array("y.json", b'[{"arm": "a"}, {"arm": "b"}]\\n')
+    >>> _refuse_json_document("p.json", b'{\\n  "arm": "a"\\n}\\n{\\n')
+    Traceback (most recent call last):
+    ...
+    streamarms.errors.ConfigError: p.json holds JSON objects written over several lines (pretty-printed: its first \
+line is { alone), not JSON lines (one object a line): write them a line each first (jq -c . p.json > p.lines.jsonl), \
+or pipe them into the run (jq -c . p.json | streamarms run --rewards-file - ...)
+    >>> _refuse_json_document("y.json", b'[{"arm": "a"}, {"arm": "b"}]\\n')
     Traceback (most recent call last):
     ...
     streamarms.errors.ConfigError: y.json is one JSON array, not JSON lines (one object a line): write its elements \
@@ -177,6 +184,12 @@ a line each first (jq -c '.[]' y.json > y.jsonl), or pipe them into the run (jq 
 --rewards-file - ...)
     """
     text = head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")
+    if text[:1] == b"{" and text[1:text.find(b"\n") if b"\n" in text else len(text)].strip() == b"":
+        stem = path.removesuffix(".json").removesuffix(".jsonl")
+        raise ConfigError(f"{path} holds JSON objects written over several lines (pretty-printed: its first line is "
+                          "{ alone), not JSON lines (one object a line): write them a line each first (jq -c . "
+                          f"{path} > {stem}.lines.jsonl), or pipe them into the run (jq -c . {path} | streamarms run "
+                          "--rewards-file - ...)")
     if text[:1] != b"[":
         return
     end = text.find(b"\n")
@@ -228,7 +241,7 @@ def _table_rows(p: str, table: CsvTable | PatternLines, reader: LineReader, line
     return table.records(p, lines, n, header_line=at_header)
 
 
-#: the first bytes of a JSON-lines file read to tell a JSON array document from it (:func:`_refuse_json_array`)
+#: the first bytes of a JSON-lines file read to tell a JSON array document from it (:func:`_refuse_json_document`)
 ARRAY_HEAD = 1 << 20
 
 
@@ -339,7 +352,7 @@ class JsonlSource:
                 # (a bad header is an error now, not a dead letter a row later)
                 self.tables[p].set_header(self._readers[p].first_line(), p)
             elif p not in self.tables:
-                _refuse_json_array(p, self._readers[p].head(ARRAY_HEAD))
+                _refuse_json_document(p, self._readers[p].head(ARRAY_HEAD))
         self._eof[p] = False
         return self.follow and p != STDIN and not pos and self._readers[p].file_name == p
 

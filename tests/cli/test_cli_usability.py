@@ -202,6 +202,19 @@ def test_a_json_array_file_is_one_error_naming_the_conversion(tmp_path, capsys, 
     assert json.loads(summary.read_text())["invalid"] == {"not_object": 1}
 
 
+def test_pretty_printed_json_objects_are_one_error_naming_the_conversion(tmp_path, capsys):
+    """Objects written over several lines (``json.dumps(.., indent=2)``, ``jq .``): every line was refused as
+    not_json, and inspect found no field. Now exit 2 before any record, from run and inspect, with the jq command."""
+    p = tmp_path / "events.json"
+    p.write_text("".join(json.dumps({"host": f"h{i % 6}", "err": i % 7 == 0}, indent=2) + "\n" for i in range(300)))
+    said = (f"{p} holds JSON objects written over several lines (pretty-printed: its first line is {{ alone), not JSON "
+            f"lines (one object a line): write them a line each first (jq -c . {p} > {tmp_path / 'events'}.lines.jsonl)")
+    assert main(["run", "--rewards-file", str(p), "--key-field", "host", "--reward-field", "err"]) == 2
+    assert said in capsys.readouterr().err
+    assert main(["inspect", str(p)]) == 2
+    assert said in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("line", [{"host": "h1", "reward": 1}, {"arm": ["h1"], "reward": 1}, {"arm": 1.5, "reward": 1}])
 def test_a_replay_whose_lines_have_no_usable_key_says_where_the_key_goes(tmp_path, capsys, line):
     """The key under another name, or a key that is not a string or an integer: refused as key_missing, and
