@@ -5,13 +5,14 @@ offsets one Kafka transaction (exactly-once). Integration tests against a real b
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 import kafka.errors as kafka_errors
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaError
 
-from streamarms.checkpoint import CheckpointStore, decode, encode
+from streamarms.checkpoint import CheckpointError, CheckpointStore, decode, encode
 from streamarms.errors import SinkUnavailable
 
 from .kafka import ensure_topics
@@ -34,6 +35,10 @@ class KafkaCheckpointStore(CheckpointStore):
 
     #: seconds the probe of :meth:`saved_mark` waits for the broker (then the checkpoint is written)
     probe_timeout = 5.0
+    #: seconds :meth:`load` waits for the next record before the broker's end offset before it gives up: a broker
+    #: whose end offset is past its records (its data lost and rebuilt), or a transaction left open by a run killed
+    #: during --exactly-once (its records unreadable until the broker aborts it), kept the start waiting forever
+    load_stall = 60.0
 
     def __init__(self, config: dict[str, Any], topic: str, key: str, *, create: bool = True,
                  max_bytes: int = 16 * 1024 * 1024, secret: bytes | None = None,
@@ -106,11 +111,22 @@ class KafkaCheckpointStore(CheckpointStore):
             end = consumer.end_offsets(tps)
             last: bytes | None = None
             found = False
-            while any(consumer.position(tp) < end[tp] for tp in tps):
+            at, moved = [consumer.position(tp) for tp in tps], time.monotonic()
+            while any(p < end[tp] for p, tp in zip(at, tps)):
                 for recs in consumer.poll(timeout_ms=1000).values():
                     for r in recs:
                         if r.key == self.key:
                             last, found = r.value, True
+                if (now := [consumer.position(tp) for tp in tps]) != at:
+                    at, moved = now, time.monotonic()
+                elif time.monotonic() - moved > self.load_stall:
+                    raise CheckpointError(
+                        f"the checkpoint in {self.describe()} cannot be read to its end: the broker says it ends at "
+                        f"offset {', '.join(str(end[tp]) for tp in tps)}, and no record came after offset "
+                        f"{', '.join(map(str, at))} for {self.load_stall:g} s -- a transaction left open by a run "
+                        "killed during --exactly-once (readable once the broker aborts it: transaction.timeout.ms), "
+                        "or a broker whose data was lost. Start again later, or use another --checkpoint to start "
+                        "afresh")
             if not found or last is None:
                 return None
             return decode(last, self.describe(), self.secret)

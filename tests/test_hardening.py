@@ -418,3 +418,30 @@ def test_a_checkpoint_of_the_right_checksum_and_another_shape_is_refused_by_name
             assert main(argv) == 2, argv
             err = capsys.readouterr().err
             assert said in err and "Traceback" not in err, err
+
+
+def test_a_kafka_checkpoint_that_cannot_be_read_to_its_end_is_an_error_not_a_hang(monkeypatch):
+    """The broker said the checkpoint topic ends at offset 1, and fetches found nothing after offset 0 (a broker whose
+    data was lost and rebuilt; a transaction left open by a run killed during --exactly-once): the start waited
+    forever, with no word and no health endpoint. After ``load_stall`` seconds without a record it is a
+    CheckpointError naming both offsets."""
+    import streamarms.connectors.kafka_checkpoint as kc
+    from streamarms.checkpoint import CheckpointError
+
+    class Stuck:  # (a consumer whose position never reaches the end the broker gave)
+        def __init__(self, **_): pass
+        def partitions_for_topic(self, _): return {0}
+        def assign(self, _): pass
+        def seek_to_beginning(self, *_): pass
+        def end_offsets(self, tps): return {tp: 1 for tp in tps}
+        def position(self, _): return 0
+        def poll(self, timeout_ms): return {}
+        def close(self, autocommit=False): pass
+
+    monkeypatch.setattr(kc, "KafkaConsumer", Stuck)
+    monkeypatch.setattr(kc, "KafkaProducer", lambda **_: None)
+    store = kc.KafkaCheckpointStore({"bootstrap_servers": "127.0.0.1:9"}, "ck", "g", create=False)
+    store.load_stall = 0.0
+    with pytest.raises(CheckpointError, match=r"cannot be read to its end: the broker says it ends at offset 1, and no "
+                                              r"record came after offset 0 for 0 s"):
+        store.load()
