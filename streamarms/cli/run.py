@@ -540,6 +540,8 @@ class _App:
             print(f"streamarms run: error: {e}", file=sys.stderr)
             # (bad input found once read -- a Parquet file piped in -- is a bad configuration, as at the start)
             code = 2 if isinstance(e, ConfigError) else 1
+            if self.daemon.stop_reason is None:  # (the summary's stop_reason: the error, not null)
+                self.daemon.stop_reason = f"error: {e}"
         finally:
             if self.progress is not None:
                 self.progress.close()

@@ -323,8 +323,11 @@ def test_records_found_to_be_no_text_once_read_end_the_run_as_a_bad_configuratio
 
     src = tmp_path / "e.parquet.gz"
     src.write_bytes(gzip.compress(b"PAR1\x15\x04" + bytes(range(256)) * 20))
+    summary = tmp_path / "s.json"
     with src.open("rb") as stdin:
-        proc = subprocess.run([sys.executable, "-m", "streamarms.cli", "run", "--rewards-file", "-", "--quiet"],
-                              stdin=stdin, capture_output=True, text=True, timeout=300)
+        proc = subprocess.run([sys.executable, "-m", "streamarms.cli", "run", "--rewards-file", "-", "--quiet",
+                               "--summary-json", str(summary)], stdin=stdin, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2, proc.stderr
     assert "standard input is a Parquet file compressed with gzip, no text" in proc.stderr
+    # (the summary's stop_reason is the error: it was null after every error)
+    assert json.loads(summary.read_text())["stop_reason"].startswith("error: standard input is a Parquet file")
