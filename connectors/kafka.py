@@ -86,7 +86,7 @@ from .ordering import PartitionMerger, checked_positions, parse_tp, tp_name
 from .record_time import TimestampScreen
 
 __all__ = ["client_config", "crc_implementation", "ensure_topics", "record_fingerprint", "probe_cluster",
-           "BrokerUnreachable", "KafkaRewardSource", "OffsetsOutOfRange", "GroupJoinTimeout", "OUT_OF_RANGE_RULES"]
+           "BrokerUnreachable", "KafkaRewardSource", "OffsetsOutOfRange", "GroupJoinTimeout", "OUT_OF_RANGE_RULES", "warn_missing_topics"]
 
 log = logging.getLogger("streamarms.kafka")
 
@@ -135,6 +135,29 @@ def client_config(bootstrap_servers: str | Sequence[str], **settings: Any) -> di
 
 class BrokerUnreachable(RuntimeError):
     """No bootstrap server answers (start-up): one clear line instead of a minute of client retries."""
+
+
+def warn_missing_topics(config: dict[str, Any], topics: Sequence[str], timeout: float = 5.0) -> list[str]:
+    """Warn of the ``topics`` the broker does not have (a typo of ``--rewards-topic``: the run waited for its records
+    without a word, and a broker that creates a topic on its first read made it); those topics. Nothing when the
+    broker does not say within ``timeout`` (the run's own waits say that)."""
+    consumer = None
+    try:
+        consumer = KafkaConsumer(enable_auto_commit=False, group_id=None, request_timeout_ms=int(timeout * 1000) + 5000,
+                                 **config)
+        known = consumer.topics()
+    except KafkaError:
+        return []
+    finally:
+        if consumer is not None:
+            consumer.close(autocommit=False)
+    missing = [t for t in topics if t not in known]
+    if missing:
+        shown = ", ".join(sorted(t for t in known if not t.startswith("__"))[:20]) or "none"
+        log.warning("no topic %s on the broker yet (its topics: %s): the run waits for its records -- a typo of "
+                    "--rewards-topic? (a broker that creates topics on their first read makes it now, empty)",
+                    ", ".join(missing), shown)
+    return missing
 
 
 def probe_cluster(config: dict[str, Any], timeout: float = 5.0) -> str | None:

@@ -363,7 +363,7 @@ class _App:
         self.embedded_arms: list[str] | None = None
         self.transaction: Any = None
         if s.bootstrap_servers:
-            from streamarms.connectors.kafka import KafkaRewardSource
+            from streamarms.connectors.kafka import KafkaRewardSource, warn_missing_topics
             from streamarms.connectors.kafka_sinks import (
                 KafkaAlertSink,
                 KafkaDeadLetterSink,
@@ -374,6 +374,8 @@ class _App:
             assert cfg is not None
             if s.create_topics and self.pool is None:
                 self._create_topics()
+            elif not s.create_topics:
+                warn_missing_topics(cfg, s.rewards_topic)
             pool = self.pool if self.pool is not None else \
                 KafkaProducerPool(cfg, dict(_kv(x) for x in (s.producer_option or [])), self._sink_topics())
             self.alert_sink = KafkaAlertSink(pool, s.alerts_topic) if s.alerts_topic else None

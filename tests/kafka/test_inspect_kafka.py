@@ -51,6 +51,11 @@ def test_a_missing_topic_or_broker_is_one_clear_line(kafka_broker, capsys):
     assert main(["inspect", "--bootstrap-servers", kafka_broker.bootstrap, "--rewards-topic", "inspect-nope"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("streamarms inspect: error: no topic inspect-nope on ") and "inspect-there" in err, err
+    # run warns of the same typo at its start (it waited for the topic's records without a word)
+    from streamarms.connectors.kafka import client_config, warn_missing_topics
+
+    assert warn_missing_topics(client_config(kafka_broker.bootstrap), ["inspect-there", "inspect-nope2"]) == \
+        ["inspect-nope2"]
     produce(kafka_broker.bootstrap, "inspect-binary", [("a", b"\x00\x01avro", T0), ("b", b"plain text", T0)])
     assert main(["inspect", "--bootstrap-servers", kafka_broker.bootstrap, "--rewards-topic", "inspect-binary"]) == 1
     out = capsys.readouterr().out
