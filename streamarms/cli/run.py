@@ -475,7 +475,8 @@ class _App:
         log.info("episode %d %s: %d arms, %d samples over %d records, outliers %s%s", summary["episode"],
                  "done" if summary["reason"] == "done" else f"ended ({summary['reason']})", summary["arms"],
                  summary["samples"], summary["records"], ", ".join(summary["outliers"]) or "none",
-                 f", undecided {len(summary['undecided'])}" if summary["undecided"] else "")
+                 f", undecided {len(und)} ({', '.join(und[:5])}{', ...' if len(und) > 5 else ''})"
+                 if (und := summary["undecided"]) else "")
         if self.s.embedded and not self.s.quiet:
             self._say(episode_text(summary, self.truth))
         frozen = frozen_clock_text(self.event_clock, self.s, summary["episode"])
