@@ -110,6 +110,10 @@ def _measured(f: FieldProfile) -> bool:
         bool(_DURATION_NAME.search(plain(f.name))) or any(not x.is_integer() for x in islice(f.numbers, 1000)))))
 
 
+#: the values of a field of two outcomes (a boolean's text in any case: a spreadsheet writes TRUE and FALSE)
+_OUTCOMES = frozenset({0, 1, "0", "1", "true", "false"})
+
+
 def _reward_flags(f: FieldProfile, table: bool = False) -> str | None:
     """The flags that read ``f`` as a reward (``table``: its numbers are text, read as numbers without a flag), or
     ``None`` when it is no likely reward."""
@@ -120,10 +124,13 @@ def _reward_flags(f: FieldProfile, table: bool = False) -> str | None:
     name = f"--reward-field {shlex.quote(f.name)}" + (f" --reward-unit {f.unit}" if f.unit else
                                                       " --numeric-strings" if quoted else "") + \
         (" --decimal-comma" if f.decimal_commas else "")
-    if f.share("bool") > 0.99 or (texts <= {0, 1, "0", "1", "true", "false"} and len(values) == 2):
-        if len(values) != 2:
+    # two outcomes, up to 1% of odd values beside them (a {"reward": 1e308} or a "yes" among 3,000 0/1 rewards: run
+    # refuses those as dead letters; they hid the field from the suggestions)
+    binary = {v: n for v, n in f.values.items() if (v.lower() if type(v) is str else v) in _OUTCOMES}
+    if f.share("bool") > 0.99 or (len(binary) == 2 and sum(binary.values()) >= 0.99 * f.present):
+        if len(binary) != 2:
             return None  # (the same value in every record: nothing to compare)
-        rare, seen = min(f.values.items(), key=lambda kv: kv[1])
+        rare, seen = min(binary.items(), key=lambda kv: kv[1])
         if str(rare).lower() in ("0", "false") and seen < f.present / 2:  # (right answers, successes: ~0.9 true)
             written = str(rare).lower() if type(rare) is bool else str(rare)
             return f"--reward-field {shlex.quote(f.name)} --reward-in {written}"  # (the rarer outcome's rate)

@@ -511,3 +511,20 @@ def test_a_compressed_file_cut_short_is_said_so_not_taken_for_text_in_a_code_pag
         assert "not UTF-8" not in out + err and "cannot be decompressed" in out + err, (code, out, err)
         assert code in (1, 2)
     assert advice("x.xlsx", b"PK\x03\x04\x14\x00\x06\x00\x08\x00\x00\x00!\x00\xff\xfe\x9a") is None
+
+
+def test_a_few_odd_values_in_a_field_of_two_outcomes_do_not_hide_it(tmp_path, capsys):
+    """One ``{"reward": 1e308}`` or ``"yes"`` among 3,000 0/1 rewards: inspect said 'no likely reward field'. Up to
+    1% of odd values beside two outcomes leave it a reward (run refuses those as dead letters), and the run finds the
+    outlier."""
+    rng = random.Random(4)
+    lines = [json.dumps({"host": f"h{h}", "reward": int(rng.random() < (0.5 if h == 2 else 0.05))})
+             for h in (rng.randrange(12) for _ in range(24_000))]
+    lines[100], lines[5000] = '{"host": "h1", "reward": 1e308}', '{"host": "h4", "reward": "yes"}'
+    p = tmp_path / "r.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    assert main(["inspect", str(p)]) == 0
+    [command] = _suggested(capsys.readouterr().out)
+    assert command[:7] == ["run", "--rewards-file", str(p), "--key-field", "host", "--reward-field", "reward"], command
+    got = _run_suggested(tmp_path, command, "--max-episodes", "1")
+    assert got["flagged"] == ["h2"] and sum(got["invalid"].values()) == 2, got
