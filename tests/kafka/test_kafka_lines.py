@@ -54,7 +54,7 @@ def test_a_topic_of_access_log_lines_is_inspected_and_run_with_its_pattern(kafka
                                       "--line-pattern combined")
     assert command == ["run", "--bootstrap-servers", kafka_broker.bootstrap, "--rewards-topic", "lines-access",
                        "--line-pattern", "combined", "--key-field", "path", "--reward-field", "status",
-                       "--reward-at-least", "500"], command
+                       "--reward-at-least", "500", "--policy", "cs"], command
     assert got["flagged"] == ["/api/pay"], got
     dead = read_topic(kafka_broker.bootstrap, "lines-access-dead")
     refused = [r for r in dead if dict(r.headers)["reason"] == b"bad_row"]
