@@ -160,9 +160,10 @@ def _refuse_json_document(path: str, head: bytes) -> None:
     """A :class:`ConfigError` for a JSON-lines path whose file is one JSON array (an API's or a database's export),
     from its first bytes (``head``, up to :data:`ARRAY_HEAD`): indented (its first line is ``[``) or compact (one
     line ``[{...}, ...]``, the file's only one); or objects written over several lines (``json.dumps(.., indent=2)``,
-    ``jq .``: its first line is ``{`` alone, which no JSON-lines file has). Read as lines, every line of it was refused as ``not_json`` (an
-    indented one) or it was one incomplete line (a compact one), with no word of what the file is. A JSON-lines
-    file whose first line is a bad record (``[1]``, then more lines) is read as one: that line is a dead letter.
+    ``jq .``: its first line is ``{`` alone, which no JSON-lines file has). Read as lines, every line of it was
+    refused as ``not_json`` (an indented one) or it was one incomplete line (a compact one), with no word of what the
+    file is. A JSON-lines file whose first line is a bad record (``[1]``, then more lines) is read as one: that line
+    is a dead letter.
 
     >>> _refuse_json_document("r.jsonl", b'[1]\\n{"arm": "a"}\\n'); _refuse_json_document("x.json", b"\\xef\\xbb\\xbf [\\n  {")
     Traceback (most recent call last):

@@ -117,8 +117,9 @@ class HeldPath:
 def next_file(p: str, after: int, seen: FileIds, heads: Sequence[str], line: int) -> tuple[Listed | None,
                                                                                             LineReader | str]:
     """What a follower of ``p`` reads after the file it read to its end (its mtime ``after``; ``seen``: the files
-    read, ``heads``: their first bytes' digests, :class:`ReadHeads`): the oldest rotation written after it and not read (:func:`next_rotation`; a
-    compressed copy of a file read joins ``seen``, :func:`packed_read`), else the file at ``p``; with its reader
+    read, ``heads``: their first bytes' digests, :class:`ReadHeads`): the oldest rotation written after it and not
+    read (:func:`next_rotation`; a compressed copy of a file read joins ``seen``, :func:`packed_read`), else the file
+    at ``p``; with its reader
     (:func:`rotation_reader`), numbered from ``line``. A rotation that renames the files on between the listing and
     the opening has the folder listed again; the path's file is held across the listing (:class:`HeldPath`).
     ``FileNotFoundError``: no file at ``p``, or the rotation removed."""

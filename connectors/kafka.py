@@ -86,7 +86,8 @@ from .ordering import PartitionMerger, checked_positions, parse_tp, tp_name
 from .record_time import TimestampScreen
 
 __all__ = ["client_config", "crc_implementation", "ensure_topics", "record_fingerprint", "probe_cluster",
-           "BrokerUnreachable", "KafkaRewardSource", "OffsetsOutOfRange", "GroupJoinTimeout", "OUT_OF_RANGE_RULES", "warn_missing_topics"]
+           "BrokerUnreachable", "KafkaRewardSource", "OffsetsOutOfRange", "GroupJoinTimeout", "OUT_OF_RANGE_RULES",
+           "warn_missing_topics"]
 
 log = logging.getLogger("streamarms.kafka")
 
