@@ -69,6 +69,11 @@ _HEADS = MAGICS + _MARKS + BINARY_HEADS
 _SNIFF = max(map(len, _HEADS))
 
 
+def _undecided(head: bytes) -> bool:
+    """Whether the first bytes ``head`` are too few yet to tell what the stream is (they may still be a magic's)."""
+    return len(head) < _SNIFF and any(m.startswith(head) for m in _HEADS if len(head) < len(m))
+
+
 class PipeLineReader(LineReader):
     """The lines of a pipe (module docstring); ``file`` defaults to standard input."""
 
@@ -95,7 +100,7 @@ class PipeLineReader(LineReader):
         data = raw
         if self._first is not None:  # (the stream's first bytes: compressed?)
             data = self._first + raw
-            if raw and len(data) < _SNIFF and any(m.startswith(data) for m in _HEADS if len(data) < len(m)):
+            if raw and _undecided(data):
                 self._first = data
                 return None  # (too few bytes yet to tell)
             self._first = None
@@ -116,13 +121,13 @@ class PipeLineReader(LineReader):
         return data if self._dec is None else self._inflated_text(self._inflate(data), more=bool(raw))
 
     def _inflated_text(self, out: bytes | None, more: bool) -> bytes | None:
-        """``out``, the decompressed bytes, once the first of them say they are text (held until there are enough to
-        tell); a ``ConfigError`` when they are a Parquet file, a workbook, another compressed stream (a
+        """``out``, the decompressed bytes, once the first of them say they are text (held while they may still be a
+        magic's, :func:`_undecided`); a ``ConfigError`` when they are a Parquet file, a workbook, another compressed stream (a
         ``.parquet.gz`` piped in): read as lines, every one would be a dead letter."""
         if self._inflated is None or out is None:
             return out
         head = self._inflated + out
-        if more and len(head) < _SNIFF:
+        if more and _undecided(head):
             self._inflated = head
             return None  # (too few bytes yet to tell)
         self._inflated = None
