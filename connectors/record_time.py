@@ -98,9 +98,9 @@ def screen_timestamps(records: list[Any], now_ms: float, ahead_ms: float | None)
         else:
             detail = (f"timestamp {ts} ms is {_hours(ts - now_ms)} after this machine's clock (records may be "
                       f"at most {_hours(ahead_ms or 0)} ahead: --max-timestamp-ahead)")
-            if ts - now_ms <= ZONE_AHEAD_MS + 3_600_000:  # (as a zone's offset: local times read as UTC?)
+            if ts - now_ms <= FILE_AHEAD * 1000:  # (as a zone's offset: local times read as UTC?)
                 detail += ("; a time written without its zone is read as UTC, so local times east of UTC read as "
-                           "ahead: --max-timestamp-ahead 54000 lets any zone's through")
+                           f"ahead: --max-timestamp-ahead {FILE_AHEAD:g} lets any zone's through")
         key = r.key
         out[i] = r._replace(timestamp=None, key=RefusedKey.of("bad_timestamp", detail,
                                                                key.raw if type(key) is RefusedKey else key))
