@@ -394,7 +394,7 @@ class _App:
                 self.transaction = KafkaTransaction(self.pool, self.source)
         elif s.start_from is not None:
             raise ConfigError("--start-from needs Kafka (--bootstrap-servers): a file replays from its first line")
-        elif s.rewards_file or s.rewards_file_given:  # (following a pattern that matches no file yet: [] and one)
+        elif s.files_named:  # (following a pattern that matches no file yet: [] and one)
             from streamarms.connectors.file_sinks import JsonlDeadLetterSink, JsonlSink
             if s.mode == ACTIVE:
                 raise ConfigError("--mode active needs Kafka (--bootstrap-servers): a file cannot answer requests")

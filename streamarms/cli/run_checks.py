@@ -83,11 +83,11 @@ def check_sources(s: RunSettings) -> None:
     """``ConfigError`` unless the settings name one source: Kafka topics, files, or neither (the demo)."""
     if s.bootstrap_servers and not s.rewards_topic:
         raise ConfigError("--bootstrap-servers needs at least one --rewards-topic")
-    if s.bootstrap_servers and (s.rewards_file or s.rewards_file_given):
+    files = s.files_named
+    if s.bootstrap_servers and files:
         raise ConfigError("--rewards-file replays a file, --bootstrap-servers reads Kafka: give one of them")
-    if s.follow and not (s.rewards_file or s.rewards_file_given):
+    if s.follow and not files:
         raise ConfigError("--follow follows --rewards-file files (a Kafka topic is always followed)")
-    files = s.rewards_file or s.rewards_file_given or []  # (a followed pattern may match no file yet)
     if s.follow and files != (s.rewards_file_given or files):
         given = set(files)  # (by name: a pattern of a year of hourly files is 8,760 of them, compared in one pass)
         rotated = [(m[1], g) for g in files if (m := re.fullmatch(r"(.+)\.\d+(?:\.gz)?", g)) and m[1] in given]

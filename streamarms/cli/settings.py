@@ -185,6 +185,12 @@ class RunSettings:
     #: matches, a log rotated in, do not make the checkpoint another run's)
     rewards_file_given: list[str] | None = field(default=None, metadata={"derived": True})
 
+    @property
+    def files_named(self) -> list[str]:
+        """The files the run reads: ``--rewards-file``'s matches, or the patterns given while a followed one matches
+        no file yet (it waits for them: the flags that read files apply)."""
+        return self.rewards_file or self.rewards_file_given or []
+
     def policy_params(self, *, seed: int | None = None) -> dict[str, Any]:
         """The :class:`~streamarms.registry.PolicyParams` these settings give (``seed``: this episode's)."""
         return {"k": self.k, "delta": self.delta, "two_sided": self.two_sided, "rho": self.rho,
@@ -625,7 +631,7 @@ def resolve_settings(opts: argparse.Namespace) -> RunSettings:
         from .file_patterns import expand_files
         s = replace(s, rewards_file=expand_files(s.rewards_file, waiting=bool(s.follow)), rewards_file_given=list(s.rewards_file))
     from streamarms.connectors.csv_lines import table_format
-    files = s.rewards_file or s.rewards_file_given or []  # (a followed pattern may match no file yet)
+    files = s.files_named
     formats = {table_format(p, s.rewards_format) or "jsonl" for p in files}
     if s.key_from_file and (s.key_field is not None or not files or "-" in files):
         raise ConfigError("--key-from-file keys each record by the file it came from: give --rewards-file files "
