@@ -87,7 +87,7 @@ from .record_time import TimestampScreen
 
 __all__ = ["client_config", "crc_implementation", "ensure_topics", "record_fingerprint", "probe_cluster",
            "BrokerUnreachable", "KafkaRewardSource", "OffsetsOutOfRange", "GroupJoinTimeout", "OUT_OF_RANGE_RULES",
-           "warn_missing_topics"]
+           "warn_missing_topics", "absent_topics"]
 
 log = logging.getLogger("streamarms.kafka")
 
@@ -138,6 +138,16 @@ class BrokerUnreachable(RuntimeError):
     """No bootstrap server answers (start-up): one clear line instead of a minute of client retries."""
 
 
+def absent_topics(known: set[str], topics: Sequence[str]) -> tuple[list[str], str]:
+    """The ``topics`` not among the broker's ``known`` ones, and those it has as a person reads them (the first 20,
+    its internal ``__`` topics left out) -- for the error or the warning that names a mistyped topic.
+
+    >>> absent_topics({"rewards", "__consumer_offsets"}, ["rewards", "rewrads"])
+    (['rewrads'], 'rewards')
+    """
+    return [t for t in topics if t not in known], ", ".join(sorted(t for t in known if not t.startswith("__"))[:20]) or "none"
+
+
 def warn_missing_topics(config: dict[str, Any], topics: Sequence[str], timeout: float = 5.0) -> list[str]:
     """Warn of the ``topics`` the broker does not have (a typo of ``--rewards-topic``: the run waited for its records
     without a word, and a broker that creates a topic on its first read made it); those topics. Nothing when the
@@ -152,9 +162,8 @@ def warn_missing_topics(config: dict[str, Any], topics: Sequence[str], timeout: 
     finally:
         if consumer is not None:
             consumer.close(autocommit=False)
-    missing = [t for t in topics if t not in known]
+    missing, shown = absent_topics(known, topics)
     if missing:
-        shown = ", ".join(sorted(t for t in known if not t.startswith("__"))[:20]) or "none"
         log.warning("no topic %s on the broker yet (its topics: %s): the run waits for its records -- a typo of "
                     "--rewards-topic? (a broker that creates topics on their first read makes it now, empty)",
                     ", ".join(missing), shown)

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from streamarms.errors import ConfigError
 
-from .kafka import client_config, probe_cluster
+from .kafka import absent_topics, client_config, probe_cluster
 
 __all__ = ["latest_records"]
 
@@ -34,10 +34,8 @@ def latest_records(servers: str, topics: Sequence[str], n: int, timeout: float =
     consumer = KafkaConsumer(enable_auto_commit=False, group_id=None, request_timeout_ms=int(timeout * 1000) + 5000,
                              **config)
     try:
-        known = consumer.topics()
-        missing = [t for t in topics if t not in known]
+        missing, shown = absent_topics(consumer.topics(), topics)
         if missing:
-            shown = ", ".join(sorted(t for t in known if not t.startswith("__"))[:20]) or "none"
             raise ConfigError(f"no topic {', '.join(missing)} on {servers} (its topics: {shown})")
         parts = [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or ())]
         consumer.assign(parts)
