@@ -41,7 +41,7 @@ from streamarms.checkpoint import CheckpointError
 from streamarms.errors import ConfigError
 
 from .file_ids import Listed, Renamed, open_listed
-from .file_kinds import compressed, what_binary
+from .file_kinds import PACKED_SUFFIXES, compressed, what_binary
 from .jsonl_lines import _HOW, BLOCK, WINDOW, LineReader, rotations_of
 from .jsonl_lines import digest as _digest_bytes
 from .magics import COMPRESSED, PARQUET, ZIP
@@ -228,7 +228,7 @@ class CompressedLineReader(LineReader):
             return
         self._raw.close()
         stem, ext = os.path.splitext(path)
-        out = stem if ext.lower() in (".gz", ".bz2", ".xz", ".zst") and stem else "FILE"
+        out = stem if ext.lower() in PACKED_SUFFIXES and stem else "FILE"
         raise ConfigError(f"{path} is {what} compressed with {kind}, no text: decompress it first "
                           f"({_PACKERS[kind]} {path} > {out}) and read {out}")
 

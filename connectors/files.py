@@ -646,7 +646,7 @@ class JsonlSource:
                     pos.append(start_mark(r.fileno(), None if known is None else known.newest))
                 if r.file_name == p and not r.pipe:  # (its size: a restart that finds it removed says what was unread)
                     pos.extend([None] * (5 - len(pos)) + [r.size_now()])
-                if heads := self._heads.saved(p):  # (the files read to their end: their compressed copies passed over)
+                if heads := self._heads.of(p):  # (the files read to their end: their compressed copies passed over)
                     pos.extend([None] * (6 - len(pos)) + [heads])
         return st
 

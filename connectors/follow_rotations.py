@@ -168,14 +168,14 @@ def unread_copy(p: str, reader: LineReader, known: FileIds, heads: Sequence[str]
 
 class ReadHeads:
     """The first bytes (their digests) of the last :attr:`KEEP` files of each followed path read to their end, which
-    :func:`packed_read` knows a compressed copy of a file read by: kept in the checkpoint (:meth:`saved`,
+    :func:`packed_read` knows a compressed copy of a file read by: kept in the checkpoint (:meth:`of`,
     :meth:`restore`), so a restart passes over the copy too. Without them, logrotate's ``compress`` with
     ``delaycompress`` while the run was stopped (``F.1``, read before the stop, compressed to a new ``F.2.gz``) had
     ``F.2.gz`` taken for a rotation written after the checkpoint's file, and its lines counted twice.
 
-    >>> h = ReadHeads(); h.add("app.log", b'{"a": 1}\\n'); h.of("app.log") == h.saved("app.log") == [digest(b'{"a": 1}\\n')]
+    >>> h = ReadHeads(); h.add("app.log", b'{"a": 1}\\n'); h.of("app.log") == [digest(b'{"a": 1}\\n')]
     True
-    >>> h2 = ReadHeads(); h2.restore("app.log", h.saved("app.log")); h2.of("app.log") == h.of("app.log")
+    >>> h2 = ReadHeads(); h2.restore("app.log", h.of("app.log")); h2.of("app.log") == h.of("app.log")
     True
     """
 
@@ -191,11 +191,8 @@ class ReadHeads:
             heads.append(d)
 
     def of(self, p: str) -> list[str]:
+        """``p``'s heads: what :func:`packed_read` compares, and what a checkpoint keeps (its entry's 7th element)."""
         return list(self._of.get(p, ()))
-
-    def saved(self, p: str) -> list[str]:
-        """What a checkpoint keeps of ``p`` (the 7th element of its entry)."""
-        return self.of(p)
 
     def restore(self, p: str, saved: Any) -> None:
         """``p``'s heads from a checkpoint's entry (``None``: an older checkpoint, none); ``CheckpointError`` for what
