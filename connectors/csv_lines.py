@@ -307,16 +307,22 @@ def _point_decimals(rows: list[list[str] | str], at: int, grouped: bool = False)
             row[at] = point
 
 
-def comma_number(cell: str, grouped: bool = False) -> str | None:
+def comma_number(cell: str, grouped: bool = False, sure: bool = False) -> str | None:
     """``cell``, a number written with a decimal comma (:func:`_point_decimals`' rule), written with a point; else
-    ``None``.
+    ``None``. ``sure``: only a decimal comma beyond doubt, where nothing says the table writes them (``inspect`` of a
+    comma-separated file) -- not three digits after a whole part other than 0, which a locale with a decimal point
+    writes for thousands (``1,234``).
 
     >>> comma_number("1.234,5"), comma_number("0,25"), comma_number("1.234"), comma_number("1.234", True)
     ('1234.5', '0.25', None, '1234')
+    >>> [comma_number(v, sure=True) for v in ("4,62", "0,125", "-3,5", "1,234", "1.234,5", "1.234", "1.234.567", "abc")]
+    ['4.62', '0.125', '-3.5', None, '1234.5', None, None, None]
     """
     if "," in cell and DECIMAL_COMMA.fullmatch(cell):
-        return cell.replace(",", ".")
-    if (m := _GROUPED.fullmatch(cell)) is not None and (grouped or m[2] is not None or m[0].count(m[1]) > 1):
+        whole, frac = cell.lstrip("-").split(",")
+        return cell.replace(",", ".") if not sure or len(frac) != 3 or whole == "0" else None
+    if (m := _GROUPED.fullmatch(cell)) is not None and (grouped or m[2] is not None or
+                                                         (m[0].count(m[1]) > 1 and not sure)):
         return cell.replace(m[1], "").replace(",", ".")
     return None
 

@@ -56,7 +56,7 @@ class FieldProfile:
     #: a few of its lists (Caddy's headers, ``["curl/8.0"]``), as JSON: shown where a list has no distinct values
     lists: list[str] = field(default_factory=list)
     #: its cells read as numbers with a decimal comma (``4,62``) in a table not separated by ``;``: ``run`` reads
-    #: them with ``--decimal-comma`` (:func:`_decimal_comma`)
+    #: them with ``--decimal-comma`` (``csv_lines.comma_number``, ``sure``)
     decimal_commas: int = 0
 
     def add(self, v: Any) -> None:

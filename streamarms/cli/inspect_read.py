@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from itertools import islice
 from typing import Any
 
-from ..runtime.codec import DECIMAL_COMMA
 from .inspect_fields import RECORD_KEY, FieldProfile
 
 __all__ = ["profile", "kafka_profile", "file_encoding", "line_format", "table_format_of", "container_format",
@@ -180,26 +179,10 @@ def _read(source: Any, records: int, fields: dict[str, FieldProfile], refused: C
                 f = fields.setdefault(k, FieldProfile(k))
                 if comma and type(v) is str and (point := comma_number(v)) is not None:
                     v = point
-                elif tabled and type(v) is str and (point := _decimal_comma(v)) is not None:
+                elif tabled and type(v) is str and (point := comma_number(v, sure=True)) is not None:
                     v, f.decimal_commas = point, f.decimal_commas + 1
                 f.add(v)
     return n
-
-
-def _decimal_comma(v: str) -> str | None:
-    """``v`` written with a point when it is a number with a decimal comma beyond doubt: digits, one comma, digits --
-    not three of them after a whole part other than 0, which a locale with a decimal point writes for thousands
-    (``1,234``) -- or such a number with its thousands grouped (``1.234,5``); else ``None``.
-
-    >>> [_decimal_comma(v) for v in ("4,62", "0,125", "-3,5", "1,234", "1.234,5", "1.234", "abc")]
-    ['4.62', '0.125', '-3.5', None, '1234.5', None, None]
-    """
-    from streamarms.connectors.csv_lines import comma_number
-
-    if not DECIMAL_COMMA.fullmatch(v):
-        return point if "," in v and (point := comma_number(v)) is not None else None
-    whole, frac = v.lstrip("-").split(",")
-    return v.replace(",", ".") if len(frac) != 3 or whole == "0" else None
 
 
 #: what each named ``--line-pattern`` reads, for inspect's line saying it found one
