@@ -57,7 +57,8 @@
   ``--exactly-once`` stop/restart hang). And a join that does not complete within ``join_timeout``
   seconds (default 120; a join normally takes seconds, the broker's initial rebalance delay) while the
   broker answers stops the daemon with :class:`GroupJoinTimeout` naming the group (exit 1) instead of
-  a silent wait.
+  a silent wait; until then a line every 10 s says how long the join has waited and what a long join
+  usually is (:mod:`.kafka_join`).
 All clients share one configuration dict (``bootstrap_servers`` plus security settings: SASL/SSL are
 passed through unchanged, see :func:`client_config`).
 
@@ -80,6 +81,7 @@ from kafka.structs import OffsetAndMetadata
 from . import kafka_positions as positions
 from . import kafka_records
 from .backfill import StartFrom
+from .kafka_join import GroupJoin
 from .kafka_positions import OUT_OF_RANGE_RULES, OffsetsOutOfRange, record_fingerprint
 from .kafka_positions import transient as _transient
 from .ordering import PartitionMerger, checked_positions, parse_tp, tp_name
@@ -359,9 +361,7 @@ class KafkaRewardSource:
         opts.update(consumer_options or {})
         self._opts = opts
         self.rebuild_after, self.join_timeout, self.leave_grace = rebuild_after, join_timeout, leave_grace
-        #: the group has assigned partitions (possibly none: a standby) since the last (re)join began
-        self.joined = False
-        self._unjoined_since = time.monotonic()
+        self.join = GroupJoin(group_id, self.topics, session_timeout=opts["session_timeout_ms"] / 1000)
         self.rebuilds = 0
         self._paused: set[Any] = set()
         self._resumed_any = False
@@ -373,8 +373,7 @@ class KafkaRewardSource:
         consumer = KafkaConsumer(**self._opts)
         kafka_records.install(consumer)  # its fetched records read in one pass a batch (issue 15)
         consumer.subscribe(self.topics, listener=_Listener(self))
-        self.joined = False
-        self._unjoined_since = time.monotonic()
+        self.join.begin()
         return consumer
 
     def _rebuild(self) -> None:
@@ -396,8 +395,13 @@ class KafkaRewardSource:
         log.warning("new Kafka consumer after %.0f s without the broker", time.monotonic() - (self.disconnected_since or 0))
 
     # -- rebalance ---------------------------------------------------------------------------
+    @property
+    def joined(self) -> bool:
+        """The group has assigned partitions (possibly none: a standby) since the last (re)join began."""
+        return self.join.joined
+
     def _assigned(self, assigned: list[TopicPartition]) -> None:
-        self.joined = True
+        self.join.done()
         resume = dict(self._resume)
         resume.update(self._positions())  # positions of partitions we keep win over older ones
         if self.on_assign is not None:
@@ -448,13 +452,12 @@ class KafkaRewardSource:
             return {}
 
     def _revoked(self, revoked: list[TopicPartition]) -> None:
-        self.joined = False  # a (re)join follows
+        self.join.begin()  # a (re)join follows
         if revoked and self.on_revoke is not None:
             try:
                 self.on_revoke([f"{tp.topic}:{tp.partition}" for tp in revoked])
             except Exception as e:  # never break the rebalance
                 log.error("handing partitions over failed: %s", e, exc_info=True)
-        self._unjoined_since = time.monotonic()
         if revoked and self.before_revoke is not None:
             try:
                 self.before_revoke()
@@ -512,7 +515,7 @@ class KafkaRewardSource:
             self.connected = True
             self.disconnected_since = None
 
-    def _join_timed_out(self, now: float) -> None:
+    def _join_timed_out(self) -> None:
         """No assignment for ``join_timeout`` s: an outage explains it (count again from the reconnection),
         else the group is stuck -- :class:`GroupJoinTimeout` (module docstring)."""
         try:
@@ -520,10 +523,10 @@ class KafkaRewardSource:
         except KafkaError as e:
             if _transient(e):
                 self._disconnected(e)
-                self._unjoined_since = now
+                self.join.restart_count()
                 return
         raise GroupJoinTimeout(
-            f"consumer group {self.group_id!r} has assigned no partitions for {now - self._unjoined_since:.0f} s "
+            f"consumer group {self.group_id!r} has assigned no partitions for {self.join.waited():.0f} s "
             "although the broker answers: its coordinator seems stuck (Tansu keeps a member that left during a "
             "join as the group's leader); use another --group-id, or restart the broker")
 
@@ -584,8 +587,10 @@ class KafkaRewardSource:
             self._last_check = now
             if not self.connected:
                 self._reconnected()
-        if not self.joined and now - self._unjoined_since >= self.join_timeout:
-            self._join_timed_out(now)
+        if not self.join.joined:
+            self.join.remind()
+            if self.join.waited() >= self.join_timeout:
+                self._join_timed_out()
         if not got and now - self._last_check >= (self.check_interval if self.connected else 1.0):
             self._last_check = now
             self._check()
@@ -676,14 +681,6 @@ class KafkaRewardSource:
 
     def close(self) -> None:
         """Leave the group -- after a pending join has finished (module docstring), at most ``leave_grace`` s."""
-        if not self.joined and self.connected and self.leave_grace > 0:
-            log.info("finishing the group join before leaving group %s", self.group_id)
-            deadline = time.monotonic() + self.leave_grace
-            try:
-                while not self.joined and time.monotonic() < deadline:
-                    self.consumer.poll(timeout_ms=100, max_records=1)  # records are dropped: the checkpoint is saved
-            except Exception as e:  # closing goes on whatever happens
-                log.debug("finishing the join failed: %s", e)
-            if not self.joined:
-                log.warning("leaving group %s with its join still pending (after %.0f s)", self.group_id, self.leave_grace)
+        if self.connected:
+            self.join.finish(self.consumer, self.leave_grace)
         self.consumer.close(autocommit=False)

@@ -3,6 +3,7 @@ checkpoints, transactions. The long drills (fuzz, kill -9, broker restart) are i
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import namedtuple
 
@@ -92,7 +93,7 @@ def _member(bootstrap, group, topic, life):
 
 
 @pytest.mark.drill
-def test_tansu_wedges_a_group_left_mid_join(kafka_broker):
+def test_tansu_wedges_a_group_left_mid_join(kafka_broker, caplog):
     """The cause of the ``--exactly-once`` SIGTERM stop/restart hang (issue 10 item 8): a member that
     leaves (LeaveGroup) while its JoinGroup is pending -- a daemon stopped in its first seconds -- stays
     the group's leader in Tansu, and no member of that group is assigned a partition again (a kill -9
@@ -108,14 +109,20 @@ def test_tansu_wedges_a_group_left_mid_join(kafka_broker):
         pytest.fail("Tansu now completes the join of a group whose member left mid-join: update the docs")
     src = KafkaRewardSource(["t-wedge"], "g-wedge", cfg, join_timeout=8.0, leave_grace=0,
                             consumer_options={"session_timeout_ms": 6000, "heartbeat_interval_ms": 500})
+    src.join.every = 3.0  # (10 s in a daemon)
     t0 = time.monotonic()
     try:
-        with pytest.raises(GroupJoinTimeout, match="consumer group 'g-wedge' has assigned no partitions"):
+        with caplog.at_level(logging.INFO, logger="streamarms.kafka"), \
+                pytest.raises(GroupJoinTimeout, match="consumer group 'g-wedge' has assigned no partitions"):
             while time.monotonic() - t0 < 60:
                 src.poll(0.2)
     finally:
         src.close()
     assert time.monotonic() - t0 < 30  # bounded: join_timeout plus one broker probe
+    # the wait was not silent: a line every 3 s said how long and why a join can take long
+    waits = [r.getMessage() for r in caplog.records if r.getMessage().startswith("waiting ")]
+    assert len(waits) >= 2 and "consumer group 'g-wedge' to assign partitions of t-wedge" in waits[0], waits
+    assert "session timeout (6 s here)" in waits[0], waits
 
 
 def test_the_source_finishes_a_pending_join_before_leaving(kafka_broker):
