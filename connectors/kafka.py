@@ -70,7 +70,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.admin import NewTopic
@@ -361,7 +361,7 @@ class KafkaRewardSource:
         opts.update(consumer_options or {})
         self._opts = opts
         self.rebuild_after, self.join_timeout, self.leave_grace = rebuild_after, join_timeout, leave_grace
-        self.join = GroupJoin(group_id, self.topics, session_timeout=opts["session_timeout_ms"] / 1000)
+        self.join = GroupJoin(group_id, self.topics, session_timeout=cast(int, opts["session_timeout_ms"]) / 1000)
         self.rebuilds = 0
         self._paused: set[Any] = set()
         self._resumed_any = False
