@@ -287,6 +287,9 @@ class _App:
                                       f"{type(e).__name__}: {e}") from None
             log.info("resumed from %s: episode %d, %d records, %d samples", self.store.describe(),
                      self.scheduler.episode, self.scheduler.records, self.scheduler.used)
+        #: records refused before this process (each one a dead letter then): the summary's ``dead_letters`` is a
+        #: running total, as its ``records`` and ``invalid`` are
+        self.refused_before = sum(self.scheduler.stats()["invalid"].values()) if doc is not None else 0
         if s.bootstrap_servers and isinstance(self.scheduler, Scheduler):
             # discovery ends only once every assigned partition has delivered a record (or after
             # --discovery-seconds of wall time): a partition fetched late still has its keys in episode 1
@@ -498,7 +501,7 @@ class _App:
                 **({"monitor_alpha": self.s.monitor_alpha, "change_alpha": self.s.change_alpha} if self.continuous
                    else {"delta": self.s.delta}),
                 "records": st["records"], "samples": st["used"], "skipped": st["skipped"],
-                "invalid": {k: v for k, v in st["invalid"].items() if v}, "dead_letters": self.daemon.dead_letters,
+                "invalid": {k: v for k, v in st["invalid"].items() if v}, "dead_letters": self.refused_before + self.daemon.dead_letters,
                 "clipped": self.scheduler.codec.clipped,
                 "episodes": self.scheduler.history, "alerts": st["alerts"], "flagged": sorted(self.scheduler.alerts.flagged),
                 "true_outliers": self.truth, "known_arms": st["known_arms"]}

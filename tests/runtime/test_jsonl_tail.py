@@ -210,3 +210,22 @@ def test_run_refuses_a_replaced_shorter_file(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "shorter than the checkpoint's position" in err and "(3,000 lines) now" in err and "(7,000 lines)" in err
     assert "another --checkpoint" in err
+
+
+def test_a_resumed_runs_summary_counts_dead_letters_from_the_first_start_as_its_records(tmp_path):
+    """``--summary-json`` after a restart: ``records`` and ``invalid`` are running totals (restored from the
+    checkpoint), and ``dead_letters`` was this process's alone -- 3 where ``invalid`` said 7."""
+    lines = _lines(12_000)
+    for i in (100, 2000, 3500, 5000):  # refused before the restart
+        lines[i] = b"not json\n"
+    for i in (7000, 9000, 11000):  # and after it
+        lines[i] = b'{"key": "region-01"}\n'
+    p = tmp_path / "r.jsonl"
+    ck = tmp_path / "ck"
+    p.write_bytes(b"".join(lines[:6000]))
+    first = _run(tmp_path, p, ck)
+    assert first["dead_letters"] == sum(first["invalid"].values()) == 4
+    p.write_bytes(b"".join(lines))
+    s = _run(tmp_path, p, ck)
+    assert s["records"] == 12_000 and sum(s["invalid"].values()) == 7
+    assert s["dead_letters"] == 7
