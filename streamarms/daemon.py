@@ -168,13 +168,19 @@ def restore_checkpoint(store: CheckpointStore, run: dict[str, Any],
     return doc
 
 
+#: a setting whose value follows another's unless given (each policy has its own passive feed): not named
+#: when that one differs too -- the run that changed ``--policy`` did not set ``--passive-feed``
+_FOLLOWS = {"--passive-feed": "--policy"}
+
+
 def _refuse_other_settings(store: CheckpointStore, prev: Any, now: Any) -> None:
     """:class:`CheckpointError` naming each setting of ``now`` whose value in ``prev`` differs (module
     docstring of :func:`restore_checkpoint`); nothing to compare when either records none."""
     if not isinstance(prev, dict) or not isinstance(now, dict):
         return
-    differ = [f"{name} {_shown(prev[name])} (this run: {_shown(v)})" for name, v in now.items()
-              if name in prev and prev[name] != v]
+    changed = {name for name, v in now.items() if name in prev and prev[name] != v}
+    differ = [f"{name} {_shown(prev[name])} (this run: {_shown(now[name])})" for name in now
+              if name in changed and _FOLLOWS.get(name) not in changed]
     if differ:
         raise CheckpointError(
             f"the checkpoint in {store.describe()} was written with {', '.join(differ)}: these define the statistics "

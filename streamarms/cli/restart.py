@@ -20,7 +20,8 @@ a run with other settings starts with a fresh checkpoint (another ``--checkpoint
   ``--moment-p``, ``--moment-bound``), ``--passive-feed`` (which rewards the policy is given: its sampling
   rule) and ``--clock`` (the checkpoint's times -- episode start, deadlines, waits -- are on its clock).
   The running episode's policy keeps its own parameters whatever the flags say, so a change would not
-  apply to it while the alerts, the summary and the next checkpoint claimed it did.
+  apply to it while the alerts, the summary and the next checkpoint claimed it did. A refusal for another ``--policy``
+  does not name the ``--passive-feed`` that comes with it (each policy has its own default feed).
 * **Refused** in the continuous mode: ``--monitor-alpha``, ``--change-alpha``, ``--group-by`` (the monitor
   also checks its own settings on restore).
 * **May change**: where records come from and results go (alert, dead-letter and request sinks), metrics,

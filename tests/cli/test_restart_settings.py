@@ -144,3 +144,12 @@ def test_a_run_stopped_by_max_episodes_goes_on_when_a_restart_allows_more(tmp_pa
     last = json.loads((tmp_path / "s.json").read_text())
     assert last["stop_reason"] == "max episodes reached (restored from checkpoint)"
     assert last["records"] == again["records"]
+
+
+def test_another_policy_is_named_without_the_passive_feed_that_follows_from_it(mid_episode, capsys):
+    """``--policy cs`` (whose own passive feed is ``all``) after WRR (``planned``): the run set no
+    ``--passive-feed``, so the refusal names the policy only."""
+    capsys.readouterr()
+    assert run(mid_episode, "--policy", "cs") == 2
+    err = capsys.readouterr().err
+    assert "--policy 'wrr' (this run: 'cs'): these define the statistics" in err and "--passive-feed" not in err, err
