@@ -27,15 +27,18 @@ rewards: a key is an outlier iff its mean reward exceeds ``mu + 2 sigma`` of the
 
 Which verdict counts: a confident verdict of the current episode, else the confident verdict of the
 last finished episode, else the current episode's graded score, else the last episode's graded score,
-else 0.5. The graded part is refreshed from the policy's decision every ``max(1, n_arms // 16)``
-samples (an O(n) vectorised call), confident verdicts the moment they are made.
+else 0.5. The graded part is refreshed from the policy's decision (an O(n) vectorised call) at the first
+``score_one`` after ``max(1, n_arms // 16)`` samples since the last refresh, confident verdicts the moment they
+are made: an undecided key's graded score may differ slightly with when keys were scored before (by the
+evidence of at most those samples), its 0 or 1 never.
 
 **Keys appearing over time: episodes.** A policy has a fixed set of arms. As in the daemon, the first
 episode starts once at least ``min_arms`` keys are known and no new key has been seen for
 ``discovery`` records; keys first seen later join the *next* episode. An episode ends when the policy
 stops, or after ``episode_timeout`` records (its undecided keys keep their graded score; the default,
-a million records, is generous because the policy uses only the records of the keys it wants -- on
-the README's 31-key example about one in six -- and a cut-short episode's samples are lost); the next one
+a million records, is generous because an episode's length is counted in all records, of keys it wants
+or not -- on the README's 31-key example WRR's first episode used 22.6k of its 30.5k records -- and a
+cut-short episode's samples are lost); the next one
 starts ``episode_interval`` records after the previous one started (0: at once). Each episode starts
 from scratch, so a key whose mean drifts is re-classified. Time is counted in ``learn_one`` calls:
 every timeout below is a number of records, which makes the detector a deterministic function of the
@@ -43,7 +46,8 @@ records it is given (river's convention), whatever the wall clock.
 
 **Records it ignores** (documented so it is safe in any pipeline, including river's own checks whose
 datasets have neither feature): a record without the key feature or without the reward feature is
-ignored by ``learn_one`` and scored by its key alone (0.5 when it has no key). A key beyond
+ignored by ``learn_one`` and scored by its key alone (0.5 when it has no key); when none of the first 1,000
+records has both, a ``RuntimeWarning`` names the feature (a misspelt name would ignore the stream in silence). A key beyond
 ``max_arms`` distinct keys is ignored (counted in ``n_refused``). Keys and rewards follow the daemon's
 record rules: a key is a string (UTF-8 bytes too, as a Kafka key) or an integer (``7`` is the arm
 ``"7"``); a key of any other type (a bool, a float, NaN, a dict), an empty one or one over 256 bytes
@@ -144,6 +148,8 @@ __all__ = ["OutlierArmDetector"]
 
 _UNKNOWN = 0.5
 _CLIP = 0.98
+#: records ignored from the first one on (no key or no reward feature) before the warning that names them
+_IGNORED_WARN = 1000
 
 
 class _PassThroughCodec(RewardCodec):
@@ -168,7 +174,8 @@ class OutlierArmDetector(base.AnomalyDetector):
         Name of the feature that holds the reward (a number; 0/1 for the default Bernoulli model).
     policy
         A name in ``streamarms.registry.POLICIES`` (default ``"wrr"``) or a policy class / callable
-        ``policy(arms, **policy_params) -> Policy``.
+        ``policy(arms, **policy_params) -> Policy``. It is built once at construction, on stand-in keys, so that
+        bad ``policy_params`` raise ``ValueError`` there.
     policy_params
         Options for the policy (default: the policy's defaults; for "wrr": k=2, delta=0.1, Bernoulli).
     window
@@ -226,6 +233,14 @@ class OutlierArmDetector(base.AnomalyDetector):
         self.seed = seed
         self.passive_feed = passive_feed
         self.clip = clip
+        for name, feature in (("key", key), ("reward", reward)):
+            try:
+                hash(feature)
+            except TypeError:
+                raise ValueError(f"{name} must be the name of a feature (a string), got {feature!r}") from None
+        if key == reward:
+            raise ValueError(f"key and reward name the same feature {key!r}: a record's key and its reward are two "
+                             "features")
         if not isinstance(policy, str) and not callable(policy):
             raise ValueError(f"policy must be a registered policy name or a callable, got {policy!r}")
         from .registry import POLICIES
@@ -244,12 +259,15 @@ class OutlierArmDetector(base.AnomalyDetector):
         if feed == "all" and isinstance(policy, str) and POLICIES[policy].kind in ("threshold", "best"):
             raise ValueError(f"passive_feed 'all' needs a policy whose guarantee holds for any sampling order; "
                              f"{policy!r} has a budget or rounds of its own")
-        self._config = SchedulerConfig(
-            mode="passive", passive_feed=feed, window=window, prefetch=prefetch, want_timeout=float(want_timeout),
-            discovery_records=discovery,
-            discovery_seconds=float("inf"), min_arms=min_arms, max_arms=max_arms,
-            episode_interval=float(episode_interval),
-            episode_timeout=None if episode_timeout is None else float(episode_timeout))
+        try:
+            self._config = SchedulerConfig(
+                mode="passive", passive_feed=feed, window=window, prefetch=prefetch, want_timeout=float(want_timeout),
+                discovery_records=discovery,
+                discovery_seconds=float("inf"), min_arms=min_arms, max_arms=max_arms,
+                episode_interval=float(episode_interval),
+                episode_timeout=None if episode_timeout is None else float(episode_timeout))
+        except ValueError as e:  # the scheduler's names and units; the detector's are these (time: records)
+            raise ValueError(str(e).replace("discovery_records", "discovery").replace(" seconds", " records")) from None
         self._model = self._reward_model()
         if not isinstance(clip, (bool, np.bool_)):
             raise ValueError(f"clip must be True or False, got {clip!r}")
@@ -307,17 +325,21 @@ class OutlierArmDetector(base.AnomalyDetector):
         return None
 
     def _check_params(self) -> None:
-        """Build a registered policy once on stand-in keys, so bad ``policy_params`` (``delta=2``, ``k=-1``,
-        ``lsa`` without a threshold) fail here, not as a warning at every episode start while the scores
-        stay 0.5. The registry speaks in CLI flags; the error names the ``policy_params`` key instead."""
-        if not isinstance(self.policy, str):
-            return
-        from .registry import build_policy
+        """Build the policy once on stand-in keys, so bad ``policy_params`` (``delta=2``, ``k=-1``, ``lsa``
+        without a threshold, a name a policy class does not take) fail here, not as a log line at every
+        episode start while the scores stay 0.5. The registry speaks in CLI flags; the error names the
+        ``policy_params`` key instead."""
+        stand_ins = [f"key-{i}" for i in range(max(self.min_arms, 20))]
         try:
-            build_policy(self.policy, [f"key-{i}" for i in range(max(self.min_arms, 20))], **self._params())
-        except ValueError as e:
+            if isinstance(self.policy, str):
+                from .registry import build_policy
+                build_policy(self.policy, stand_ins, **self._params())
+            else:  # a class or callable: its own errors (TypeError: a keyword it does not take)
+                self.policy(stand_ins, **self._params())
+        except (ValueError, TypeError) as e:
             said = re.sub(r"--([a-z][a-z0-9-]*)", lambda m: f"policy_params['{m.group(1).replace('-', '_')}']", str(e))
-            raise ValueError(f"policy {self.policy!r} with policy_params={self.policy_params!r}: {said}") from None
+            name = self.policy if isinstance(self.policy, str) else getattr(self.policy, "__name__", self.policy)
+            raise ValueError(f"policy {name!r} with policy_params={self.policy_params!r}: {said}") from None
 
     def _build(self, arms: list[str], episode: int) -> Policy:
         params = self._params()
@@ -400,8 +422,10 @@ class OutlierArmDetector(base.AnomalyDetector):
         if key is None or r is None:
             self.n_records += 1
             self.n_ignored += 1
+            if self.n_ignored == _IGNORED_WARN == self.n_records:
+                self._warn_ignored(x)
             return
-        arm = self._arm(key)
+        arm = river_key(key, self._scheduler.codec.max_key_bytes)
         reward, clipped = river_reward(arm, r, self._model, self.clip, self._default_model)
         self.n_clipped += clipped
         self.n_records += 1
@@ -415,6 +439,15 @@ class OutlierArmDetector(base.AnomalyDetector):
                               "keys: the records of keys beyond it are ignored (counted in n_refused); raise max_arms "
                               "to examine them", RuntimeWarning, stacklevel=2)
 
+    def _warn_ignored(self, x: dict) -> None:
+        """Every one of the first records lacked the key or the reward feature: a misspelt name (``"Host"``
+        for ``"host"``) ignores the whole stream without an error, which river's own checks (datasets with
+        neither feature) need. Said once, as a warning."""
+        lacks = " and ".join(f"{n}={f!r}" for n, f in (("key", self.key), ("reward", self.reward)) if x.get(f) is None)
+        warnings.warn(f"OutlierArmDetector: none of the first {_IGNORED_WARN} records had a value for {lacks} (the "
+                      f"last one's features: {sorted(map(str, x))[:12]}), so every one was ignored (counted "
+                      "in n_ignored): is the feature's name misspelt?", RuntimeWarning, stacklevel=3)
+
     def score_one(self, x: dict) -> float:
         try:
             key = x.get(self.key)
@@ -423,7 +456,7 @@ class OutlierArmDetector(base.AnomalyDetector):
         if key is None:
             return _UNKNOWN
         try:
-            arm = self._arm(key)
+            arm = river_key(key, self._scheduler.codec.max_key_bytes)
         except ValueError:  # a key learn_one refuses is no arm: nothing is known about it
             return _UNKNOWN
         v = self._verdict.get(arm)
@@ -438,34 +471,6 @@ class OutlierArmDetector(base.AnomalyDetector):
         return prev if prev is not None else _UNKNOWN
 
     # -- scores --------------------------------------------------------------------------------
-    def _arm(self, key: Any) -> str:
-        """The arm of a record's key, by the daemon's rule: a string (or UTF-8 bytes, as a Kafka key) or an
-        integer (its digits, as a JSONL line's integer key); ``ValueError`` for any other key -- a bool, a
-        float, NaN, a dict (the daemon refuses them as ``key_missing``: an arm named ``True`` would be a
-        silent guess) -- for an empty key, one that is not UTF-8, or one over ``max_key_bytes``."""
-        if isinstance(key, str):
-            arm = key
-        elif isinstance(key, (bytes, bytearray)):
-            try:
-                arm = bytes(key).decode("utf-8")
-            except UnicodeDecodeError:
-                raise ValueError(f"key {bytes(key[:64])!r} is not UTF-8") from None
-        elif isinstance(key, numbers.Integral) and not isinstance(key, (bool, np.bool_)):
-            arm = str(int(key))
-        else:
-            got = short_repr(key) + ("" if isinstance(key, (dict, list, tuple)) else f" (a {type(key).__name__})")
-            raise ValueError(f"a key must be a string or an integer, as for the daemon; got {got}")
-        if not arm:
-            raise ValueError("key is empty")
-        try:
-            size = len(arm.encode("utf-8"))
-        except UnicodeEncodeError:
-            raise ValueError(f"key {arm[:64]!r} is not valid text (a lone surrogate): it has no UTF-8") from None
-        limit = self._scheduler.codec.max_key_bytes
-        if size > limit:
-            raise ValueError(f"key {arm[:64]!r}... is longer than {limit} bytes")
-        return arm
-
     def _decision_cache(self, policy: Policy, force: bool = False) -> dict[str, Any]:
         c = self._cache
         step = max(1, len(policy.arms) // 16)
@@ -584,3 +589,31 @@ def river_reward(arm: str, r: Any, model: RewardModel | None, clip: bool,
                 raise ValueError(f"{e} (clip=True takes it as the range's end)") from None
             raise
     return x, clipped
+
+
+def river_key(key: Any, limit: int) -> str:
+    """The arm of a record's key, by the daemon's rule: a string (or UTF-8 bytes, as a Kafka key) or an
+    integer (its digits, as a JSONL line's integer key); ``ValueError`` for any other key -- a bool, a
+    float, NaN, a dict (the daemon refuses them as ``key_missing``: an arm named ``True`` would be a
+    silent guess) -- for an empty key, one that is not UTF-8, or one over ``limit`` bytes."""
+    if isinstance(key, str):
+        arm = key
+    elif isinstance(key, (bytes, bytearray)):
+        try:
+            arm = bytes(key).decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValueError(f"key {bytes(key[:64])!r} is not UTF-8") from None
+    elif isinstance(key, numbers.Integral) and not isinstance(key, (bool, np.bool_)):
+        arm = str(int(key))
+    else:
+        got = short_repr(key) + ("" if isinstance(key, (dict, list, tuple)) else f" (a {type(key).__name__})")
+        raise ValueError(f"a key must be a string or an integer, as for the daemon; got {got}")
+    if not arm:
+        raise ValueError("key is empty")
+    try:
+        size = len(arm.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise ValueError(f"key {arm[:64]!r} is not valid text (a lone surrogate): it has no UTF-8") from None
+    if size > limit:
+        raise ValueError(f"key {arm[:64]!r}... is longer than {limit} bytes")
+    return arm

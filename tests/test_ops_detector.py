@@ -6,12 +6,14 @@ import copy
 import itertools
 import pickle
 import random
+import warnings
 
 import numpy as np
 import pytest
 from river import checks, compose, datasets
 
 from streamarms import OutlierArmDetector
+from streamarms.policies.anytime import AnytimeKSigma
 from streamarms.policies.ksigma import RoundRobin, WeightedRoundRobin
 
 # -- river's check_estimator, offline ----------------------------------------------------------
@@ -191,7 +193,7 @@ def test_seed_varies_per_episode():
                              episode_timeout=200)
     for x in _stream(MEANS, 1500, seed=1):
         det.learn_one(x)
-    assert calls[:3] == [10, 11, 12]
+    assert calls[:4] == [10, 10, 11, 12]  # (the first: the check of its params at construction, on stand-in keys)
 
 
 def test_pickle_and_clone_resume_identically():
@@ -246,6 +248,38 @@ def test_bad_policy_params_fail_at_construction_not_at_every_episode(kw, said):
     OutlierArmDetector(policy="lsa", policy_params={"threshold": 0.5})  # what the error asks for is enough
 
 
+@pytest.mark.parametrize("kw,said", [
+    ({"policy": AnytimeKSigma, "policy_params": {"k": -1}}, r"policy 'AnytimeKSigma' .*k must be"),
+    ({"policy": AnytimeKSigma, "policy_params": {"kk": 3}}, r"policy 'AnytimeKSigma' .*'kk'"),
+    ({"discovery": -5}, r"^discovery must be >= 1"),
+    ({"episode_timeout": 0}, r"episode_timeout must be > 0 records"),
+    ({"want_timeout": -1}, r"want_timeout must be > 0 records"),
+    ({"key": "x", "reward": "x"}, "key and reward name the same feature 'x'"),
+    ({"reward": ["a"]}, r"reward must be the name of a feature \(a string\), got \['a'\]"),
+])
+def test_a_policy_class_and_the_schedulers_settings_are_checked_in_the_detectors_names(kw, said):
+    """A policy class with bad params used to construct, then log "cannot start episode ... next attempt in 1000 s"
+    60 times over 60k records while every score stayed 0.5 (an unknown keyword: a TypeError at every learn_one);
+    the scheduler's settings were named as the scheduler names them (``discovery_records``, "seconds")."""
+    with pytest.raises(ValueError, match=said):
+        OutlierArmDetector(**kw)
+
+
+def test_a_misspelt_feature_is_warned_of_once_not_ignored_in_silence():
+    det = OutlierArmDetector(key="host", reward="slow")
+    with pytest.warns(RuntimeWarning, match=r"none of the first 1000 records had a value for key='host' .*"
+                                            r"\['Host', 'slow'\].*misspelt") as caught:
+        for i in range(3000):
+            det.learn_one({"Host": f"h{i % 5}", "slow": i % 2})
+    assert len(caught) == 1 and det.n_ignored == 3000
+    ok = OutlierArmDetector(key="host", reward="slow")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ok.learn_one({"host": "h1", "slow": 1})
+        for _ in range(2000):  # one record with both features: a stream that has them, some records without
+            ok.learn_one({"host": "h1"})
+
+
 def test_islice_smoke():
     # learn on a long stream in constant memory: history is capped, tallies are per key
     det = OutlierArmDetector(discovery=20, episode_timeout=500)
@@ -292,7 +326,7 @@ def test_seed_parameter_seeds_each_episode_and_makes_runs_repeatable():
                              episode_timeout=200)
     for x in _stream(MEANS, 1500, seed=1):
         det.learn_one(x)
-    assert calls[:3] == [10, 11, 12]
+    assert calls[:4] == [10, 10, 11, 12]  # (the first: the check of its params at construction, on stand-in keys)
     # a policy with random draws (ADE's threshold pairs): same seed, same samples; the seed matters
     xs = list(_stream(MEANS, 6000, seed=2))
 
