@@ -268,7 +268,10 @@ class OutlierArmDetector(base.AnomalyDetector):
                 episode_timeout=None if episode_timeout is None else float(episode_timeout))
         except ValueError as e:  # the scheduler's names and units; the detector's are these (time: records)
             raise ValueError(str(e).replace("discovery_records", "discovery").replace(" seconds", " records")) from None
-        self._model = self._reward_model()
+        try:
+            self._model = self._reward_model()
+        except ValueError as e:  # (ConfigError too: an unknown name in policy_params)
+            raise self._bad_params(e) from None
         if not isinstance(clip, (bool, np.bool_)):
             raise ValueError(f"clip must be True or False, got {clip!r}")
         if clip and not isinstance(self._model, BoundedModel):
@@ -337,9 +340,17 @@ class OutlierArmDetector(base.AnomalyDetector):
             else:  # a class or callable: its own errors (TypeError: a keyword it does not take)
                 self.policy(stand_ins, **self._params())
         except (ValueError, TypeError) as e:
-            said = re.sub(r"--([a-z][a-z0-9-]*)", lambda m: f"policy_params['{m.group(1).replace('-', '_')}']", str(e))
-            name = self.policy if isinstance(self.policy, str) else getattr(self.policy, "__name__", self.policy)
-            raise ValueError(f"policy {name!r} with policy_params={self.policy_params!r}: {said}") from None
+            raise self._bad_params(e) from None
+
+    def _bad_params(self, e: Exception) -> ValueError:
+        """``e`` of the registry or the policy, in the detector's words: the registry speaks in CLI flags
+        (``--moment-bound B``, ``--model-param sigma=S``); the error names the ``policy_params`` key instead."""
+        said = re.sub(r"--model-param (\w+)=([^\s)]+)", r"policy_params['model_params']={'\1': \2}", str(e))
+        said = re.sub(r"--([a-z][a-z0-9-]*)", lambda m: f"policy_params['{m.group(1).replace('-', '_')}']", said)
+        if "unknown setting" in said:
+            said += " (policy_params takes streamarms simulate's options: k, delta, reward_model, model_params, ...)"
+        name = self.policy if isinstance(self.policy, str) else getattr(self.policy, "__name__", self.policy)
+        return ValueError(f"policy {name!r} with policy_params={self.policy_params!r}: {said}")
 
     def _build(self, arms: list[str], episode: int) -> Policy:
         params = self._params()

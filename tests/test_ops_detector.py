@@ -251,6 +251,12 @@ def test_bad_policy_params_fail_at_construction_not_at_every_episode(kw, said):
 @pytest.mark.parametrize("kw,said", [
     ({"policy": AnytimeKSigma, "policy_params": {"k": -1}}, r"policy 'AnytimeKSigma' .*k must be"),
     ({"policy": AnytimeKSigma, "policy_params": {"kk": 3}}, r"policy 'AnytimeKSigma' .*'kk'"),
+    ({"policy": "cs", "policy_params": {"reward_model": "subgaussian"}},
+     r"policy_params\['model_params'\]=\{'sigma': S\}"),
+    ({"policy": "cs", "policy_params": {"reward_model": "heavy_tailed"}},
+     r"policy_params\['moment_bound'\] B .*policy_params\['model_params'\]=\{'B': \.\.\.\}\)$"),
+    ({"policy": "cs", "policy_params": {"reward_model": "subgaussian", "sigma": 1}},
+     r"unknown setting 'sigma' \(policy_params takes .* model_params"),
     ({"discovery": -5}, r"^discovery must be >= 1"),
     ({"episode_timeout": 0}, r"episode_timeout must be > 0 records"),
     ({"want_timeout": -1}, r"want_timeout must be > 0 records"),
