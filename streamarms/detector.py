@@ -271,7 +271,7 @@ class OutlierArmDetector(base.AnomalyDetector):
         try:
             self._model = self._reward_model()
         except ValueError as e:  # (ConfigError too: an unknown name in policy_params)
-            raise self._bad_params(e) from None
+            raise params_error(e, self.policy, self.policy_params) from None
         if not isinstance(clip, (bool, np.bool_)):
             raise ValueError(f"clip must be True or False, got {clip!r}")
         if clip and not isinstance(self._model, BoundedModel):
@@ -340,17 +340,7 @@ class OutlierArmDetector(base.AnomalyDetector):
             else:  # a class or callable: its own errors (TypeError: a keyword it does not take)
                 self.policy(stand_ins, **self._params())
         except (ValueError, TypeError) as e:
-            raise self._bad_params(e) from None
-
-    def _bad_params(self, e: Exception) -> ValueError:
-        """``e`` of the registry or the policy, in the detector's words: the registry speaks in CLI flags
-        (``--moment-bound B``, ``--model-param sigma=S``); the error names the ``policy_params`` key instead."""
-        said = re.sub(r"--model-param (\w+)=([^\s)]+)", r"policy_params['model_params']={'\1': \2}", str(e))
-        said = re.sub(r"--([a-z][a-z0-9-]*)", lambda m: f"policy_params['{m.group(1).replace('-', '_')}']", said)
-        if "unknown setting" in said:
-            said += " (policy_params takes streamarms simulate's options: k, delta, reward_model, model_params, ...)"
-        name = self.policy if isinstance(self.policy, str) else getattr(self.policy, "__name__", self.policy)
-        return ValueError(f"policy {name!r} with policy_params={self.policy_params!r}: {said}")
+            raise params_error(e, self.policy, self.policy_params) from None
 
     def _build(self, arms: list[str], episode: int) -> Policy:
         params = self._params()
@@ -628,3 +618,14 @@ def river_key(key: Any, limit: int) -> str:
     if size > limit:
         raise ValueError(f"key {arm[:64]!r}... is longer than {limit} bytes")
     return arm
+
+
+def params_error(e: Exception, policy: Any, policy_params: Any) -> ValueError:
+    """``e`` of the registry or the policy, in the detector's words: the registry speaks in CLI flags
+    (``--moment-bound B``, ``--model-param sigma=S``); the error names the ``policy_params`` key instead."""
+    said = re.sub(r"--model-param (\w+)=([^\s)]+)", r"policy_params['model_params']={'\1': \2}", str(e))
+    said = re.sub(r"--([a-z][a-z0-9-]*)", lambda m: f"policy_params['{m.group(1).replace('-', '_')}']", said)
+    if "unknown setting" in said:
+        said += " (policy_params takes streamarms simulate's options: k, delta, reward_model, model_params, ...)"
+    name = policy if isinstance(policy, str) else getattr(policy, "__name__", policy)
+    return ValueError(f"policy {name!r} with policy_params={policy_params!r}: {said}")
