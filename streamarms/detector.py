@@ -141,6 +141,7 @@ from river import base
 
 from .models import BoundedModel, RewardModel, make_model
 from .policies.base import Decision, Policy
+from .policies.ksigma_estimates import ksigma_thresholds, too_few_for_k
 from .runtime import EventClock, InvalidRecord, RewardCodec, Scheduler, SchedulerConfig
 from .validation import short_repr
 
@@ -347,7 +348,10 @@ class OutlierArmDetector(base.AnomalyDetector):
         if params.get("seed") is not None:
             params["seed"] = int(params["seed"]) + episode - 1
         if isinstance(self.policy, str):
-            from .registry import build_policy
+            from .registry import POLICIES, build_policy
+            why = too_few_for_k(len(arms), float(params.get("k", 2.0)))
+            if why is not None and POLICIES[self.policy].thresholds is ksigma_thresholds and episode == 1:
+                warnings.warn(f"OutlierArmDetector: {why} (min_arms waits for them)", RuntimeWarning, stacklevel=2)
             policy = build_policy(self.policy, arms, **params)
         else:
             policy = self.policy(arms, **params)

@@ -555,3 +555,17 @@ def test_boolean_rewards_are_flags_as_in_the_daemon():
                                          r"bounded model"):
         det.learn_one({"key": "a", "reward": True})
     assert pickle.dumps(det) == before
+
+
+def test_too_few_keys_for_k_are_warned_of_once():
+    det = OutlierArmDetector(policy="cs", discovery=50)
+    rng = random.Random(4)
+    with pytest.warns(RuntimeWarning, match=r"with 5 keys no key can be an outlier at k = 2: .*Samuelson") as caught:
+        for i in range(3000):
+            det.learn_one({"key": f"k{i % 5}", "reward": int(rng.random() < 0.5)})
+    assert len([w for w in caught if "Samuelson" in str(w.message)]) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ok = OutlierArmDetector(policy="cs", discovery=50)
+        for i in range(3000):
+            ok.learn_one({"key": f"k{i % 6}", "reward": int(rng.random() < 0.5)})

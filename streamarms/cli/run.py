@@ -32,6 +32,7 @@ import argparse
 import contextlib
 import json
 import logging
+import math
 import os
 import sys
 import time
@@ -46,6 +47,7 @@ from ..daemon import Daemon, restore_checkpoint, rewind_sinks
 from ..errors import ConfigError, operational
 from ..metrics import Metrics
 from ..policies.base import Policy
+from ..policies.ksigma_estimates import ksigma_thresholds, too_few_for_k
 from ..policies.snapshot_fields import MALFORMED
 from ..progress import ReplayProgress
 from ..progress import wanted as progress_wanted
@@ -104,10 +106,15 @@ def add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
 # building the pieces
 # ----------------------------------------------------------------------------------------------
 def _policy_builder(s: RunSettings) -> Callable[[list[str], int], Policy]:
-    """Episode ``e``'s policy: the settings' parameters, seed ``seed + e - 1``."""
+    """Episode ``e``'s policy: the settings' parameters, seed ``seed + e - 1``. The first episode of a k-sigma
+    rule on too few keys for its k (none can be an outlier: :func:`too_few_for_k`) is warned of, once."""
     spec = POLICIES[s.policy]
+    said = [spec.thresholds is not ksigma_thresholds]
 
     def build(arms: list[str], episode: int) -> Policy:
+        if not said[0] and (why := too_few_for_k(len(arms), s.k)) is not None:
+            said[0] = True
+            log.warning("episode %d: %s (--min-arms %d waits for them)", episode, why, math.floor(s.k * s.k) + 2)
         return spec.build(arms, **s.policy_params(seed=None if s.seed is None else int(s.seed) + episode - 1))
 
     return build

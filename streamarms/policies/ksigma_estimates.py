@@ -23,7 +23,7 @@ from ..models import RewardModel, make_model
 from ..validation import check_ksigma_params
 from .base import Policy, Request
 
-__all__ = ["ksigma_outliers", "ksigma_thresholds", "at_threshold"]
+__all__ = ["ksigma_outliers", "ksigma_thresholds", "at_threshold", "too_few_for_k"]
 
 
 def ksigma_outliers(means: Sequence[float], k: float, two_sided: bool = False) -> list[int]:
@@ -45,6 +45,29 @@ def ksigma_thresholds(means: Sequence[float], k: float) -> tuple[float, float]:
     y = np.asarray(means, dtype=float)
     mu, sigma = float(y.mean()), float(y.std())
     return mu - k * sigma, mu + k * sigma
+
+
+def too_few_for_k(n: int, k: float) -> str | None:
+    """Why none of ``n`` keys can lie beyond ``mu +- k sigma`` (population sd), or ``None`` when one can.
+
+    Samuelson's inequality (P. A. Samuelson, *How deviant can you be?*, JASA 63, 1968): every one of ``n``
+    numbers has ``|y_i - mu| <= sigma sqrt(n - 1)``, with equality only when the other ``n - 1`` are equal. So
+    an outlier (``y_i > mu + k sigma``, strictly) needs ``k < sqrt(n - 1)``, i.e. ``n >= floor(k^2) + 2`` keys: 6
+    at ``k = 2``, 8 at ``k = 2.5``, 11 at ``k = 3``. Below that every key is normal whatever the data: a run
+    would spend its samples proving it.
+
+    >>> too_few_for_k(6, 2.0) is None, too_few_for_k(8, 2.5) is None
+    (True, True)
+    >>> print(too_few_for_k(5, 2.0))  # doctest: +NORMALIZE_WHITESPACE
+    with 5 keys no key can be an outlier at k = 2: a mean is at most sqrt(n - 1) = 2.00 standard deviations from
+    the keys' mean (Samuelson's inequality), so every key is normal whatever the data; it takes 6 keys at k = 2,
+    or a k below 2.00
+    """
+    if n < 2 or k < math.sqrt(n - 1):
+        return None
+    return (f"with {n} keys no key can be an outlier at k = {k:g}: a mean is at most sqrt(n - 1) = {math.sqrt(n - 1):.2f} "
+            "standard deviations from the keys' mean (Samuelson's inequality), so every key is normal whatever the "
+            f"data; it takes {math.floor(k * k) + 2} keys at k = {k:g}, or a k below {math.sqrt(n - 1):.2f}")
 
 
 def at_threshold(means: Sequence[float], lo: float, hi: float, two_sided: bool = False) -> list[int]:
