@@ -193,6 +193,15 @@ def _looks_like_checkpoint(arg: str) -> bool:
     return arg.startswith(("kafka:", "dir:")) or os.path.exists(arg)
 
 
+def _named_like_a_file(arg: str) -> bool:
+    """A missing path, not a key: a checkpoint's suffix, or a directory part that exists (a key may hold a ``/``).
+
+    >>> _named_like_a_file("nofile.ckpt"), _named_like_a_file("/tmp/x"), _named_like_a_file("host-7")
+    (True, True, False)
+    """
+    return arg.endswith((".ckpt", ".checkpoint", ".json")) or (os.sep in arg and os.path.isdir(os.path.dirname(arg)))
+
+
 def _positionals(opts: argparse.Namespace) -> str | None:
     """``opts.checkpoint`` and ``opts.key`` from ``explain [CHECKPOINT] [KEY]`` or ``explain [KEY]
     --checkpoint CHECKPOINT``; an error message when they cannot be told apart."""
@@ -218,6 +227,9 @@ def _positionals(opts: argparse.Namespace) -> str | None:
     if (opts.table or opts.plot) and args:
         flag = "--table" if opts.table else "--plot"
         return f"{flag} shows every key: drop the key {args[0]!r}, or drop {flag} for its evidence as JSON"
+    if opts.checkpoint is None and args and _named_like_a_file(args[0]):
+        return (f"no checkpoint file {args[0]} (no such file): give the path run's --checkpoint wrote, "
+                "streamarms explain CHECKPOINT [KEY]")
     if opts.checkpoint is None:
         return ("the checkpoint `run` wrote is needed: streamarms explain CHECKPOINT [KEY], or "
                 f"streamarms explain {args[0] if args else '[KEY]'} --checkpoint PATH|dir:PATH|kafka:TOPIC (a run "

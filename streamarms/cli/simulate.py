@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 from typing import Any
 
@@ -229,12 +230,29 @@ def print_table(out: dict[str, Any], opts: argparse.Namespace) -> None:
         print(f"note: {out['policy']} ({spec.description}): delta does not bound its error rate")
 
 
+def flagged(message: str, opts: argparse.Namespace) -> str:
+    """A policy's or an environment's error ("delta must be in (0, 1), got 0.0") led by the flag that set the value.
+
+    >>> import argparse
+    >>> flagged("delta must be in (0, 1), got 0.0", argparse.Namespace(delta=0.0))
+    '--delta: delta must be in (0, 1), got 0.0'
+    >>> flagged("Bernoulli mean must be in [0, 1], got 1.5", argparse.Namespace(means="0.2,1.5"))
+    '--means: Bernoulli mean must be in [0, 1], got 1.5'
+    """
+    m = re.match(r"(\w+) must ", message)
+    if m and m.group(1) in vars(opts):
+        return f"--{m.group(1).replace('_', '-')}: {message}"
+    if re.match(r"\w+ means? must ", message):
+        return f"--means: {message}"
+    return message
+
+
 def simulate_main(opts: argparse.Namespace) -> int:
     try:
         with RunProgress(opts.runs, f"simulate {opts.policy}", quiet=opts.quiet) as progress:
             out = simulate(opts, progress)
     except ValueError as e:
-        print(f"streamarms simulate: error: {e}", file=sys.stderr)
+        print(f"streamarms simulate: error: {flagged(str(e), opts)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("streamarms simulate: interrupted", file=sys.stderr)
