@@ -6,8 +6,11 @@ Input lines (one record each)::
     {"key": "eu-west", "value": {"reward": 1}, "timestamp": 1700000000123}
     {"key": "eu-west", "value": "{\\"reward\\": 1}"}          # value as the raw string of a record
     {"arm": "eu-west", "reward": 1, "timestamp": 1700000000123}  # shorthand: the line is the value
+    {"key": "eu-west", "reward": 1}                               # the same: "key" without "value"
 
-The key (``key`` or ``arm``) is a string or an integer; any other JSON value there (a bool, a float, a
+A line with ``key`` is the envelope only when it also has ``value`` (``null`` there: a record without a
+value); without ``value`` it is the shorthand, its key in ``key`` (such lines were all refused as having no
+value). The key (``key`` or ``arm``) is a string or an integer; any other JSON value there (a bool, a float, a
 list, an object) makes a record without a key, like a missing one. ``timestamp`` is in milliseconds since
 the epoch (as in Kafka), or an ISO 8601 date-time (``"2026-11-25T14:00:00.123Z"``; UTC unless it says
 otherwise: the logs of structlog and many JSON loggers), and optional; without it the stream clock does not

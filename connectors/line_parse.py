@@ -96,9 +96,9 @@ def to_record(path: str, offset: int, line: str, fast: bool = True, line_time: L
     except ValueError as e:
         return refused_line(path, offset, line, str(e), "bad_timestamp", key_bytes(obj.get("key", obj.get("arm"))))
     parsed: dict[str, Any] | None = None
-    if "key" in obj:
+    if "key" in obj and "value" in obj:  # the envelope of a Kafka record (``"value": null``: a record without one)
         key = obj["key"]
-        value = obj.get("value")
+        value = obj["value"]
         if isinstance(value, str):
             vb: bytes | None = text_bytes(value)
         elif value is None:
@@ -112,8 +112,8 @@ def to_record(path: str, offset: int, line: str, fast: bool = True, line_time: L
                 vb = text_bytes(line.rstrip("\n"))
             if fast and type(value) is dict and len(vb) <= _SHORT:
                 parsed = value  # orjson writes back what it read: parsing vb gives this object
-    else:
-        key = obj.get("arm")
+    else:  # the shorthand: the line is the value, its key in ``arm`` (or ``key``: ``{"key": "eu", "reward": 1}``)
+        key = obj["key"] if "key" in obj else obj.get("arm")
         vb = text_bytes(line.rstrip("\n"))
         if fast and len(vb) <= _SHORT:
             parsed = obj  # the shorthand line, parsed by orjson: the value

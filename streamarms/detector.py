@@ -38,17 +38,16 @@ episode starts once at least ``min_arms`` keys are known and no new key has been
 stops, or after ``episode_timeout`` records (its undecided keys keep their graded score; the default,
 a million records, is generous because an episode's length is counted in all records, of keys it wants
 or not -- on the README's 31-key example WRR's first episode used 22.6k of its 30.5k records -- and a
-cut-short episode's samples are lost); the next one
-starts ``episode_interval`` records after the previous one started (0: at once). Each episode starts
+cut-short episode's samples are lost); the next one starts ``episode_interval`` records after the previous one started (0: at once). Each episode starts
 from scratch, so a key whose mean drifts is re-classified. Time is counted in ``learn_one`` calls:
 every timeout below is a number of records, which makes the detector a deterministic function of the
 records it is given (river's convention), whatever the wall clock.
 
 **Records it ignores** (documented so it is safe in any pipeline, including river's own checks whose
 datasets have neither feature): a record without the key feature or without the reward feature is
-ignored by ``learn_one`` and scored by its key alone (0.5 when it has no key); when none of the first 1,000
-records has both, a ``RuntimeWarning`` names the feature (a misspelt name would ignore the stream in silence). A key beyond
-``max_arms`` distinct keys is ignored (counted in ``n_refused``). Keys and rewards follow the daemon's
+ignored by ``learn_one`` and scored by its key alone (0.5 when it has no key); when none of the first
+1,000 records has both, a ``RuntimeWarning`` names the feature (a misspelt name would ignore the stream in
+silence). A key beyond ``max_arms`` distinct keys is ignored (counted in ``n_refused``). Keys and rewards follow the daemon's
 record rules: a key is a string (UTF-8 bytes too, as a Kafka key) or an integer (``7`` is the arm
 ``"7"``); a key of any other type (a bool, a float, NaN, a dict), an empty one or one over 256 bytes
 raises ``ValueError``, and such a key scores 0.5. A boolean reward (``True`` or ``numpy.True_`` alike, as
@@ -349,7 +348,8 @@ class OutlierArmDetector(base.AnomalyDetector):
             params["seed"] = int(params["seed"]) + episode - 1
         if isinstance(self.policy, str):
             from .registry import POLICIES, build_policy
-            why = too_few_for_k(len(arms), float(params.get("k", 2.0)))
+            k = params.get("k")
+            why = too_few_for_k(len(arms), float(k) if isinstance(k, numbers.Real) else 2.0)
             if why is not None and POLICIES[self.policy].thresholds is ksigma_thresholds and episode == 1:
                 warnings.warn(f"OutlierArmDetector: {why} (min_arms waits for them)", RuntimeWarning, stacklevel=2)
             policy = build_policy(self.policy, arms, **params)

@@ -508,7 +508,8 @@ class _App:
                 **({"monitor_alpha": self.s.monitor_alpha, "change_alpha": self.s.change_alpha} if self.continuous
                    else {"delta": self.s.delta}),
                 "records": st["records"], "samples": st["used"], "skipped": st["skipped"],
-                "invalid": {k: v for k, v in st["invalid"].items() if v}, "dead_letters": self.refused_before + self.daemon.dead_letters,
+                "invalid": {k: v for k, v in st["invalid"].items() if v},
+                "dead_letters": self.refused_before + self.daemon.dead_letters,
                 "clipped": self.scheduler.codec.clipped,
                 "episodes": self.scheduler.history, "alerts": st["alerts"], "flagged": sorted(self.scheduler.alerts.flagged),
                 "true_outliers": self.truth, "known_arms": st["known_arms"]}

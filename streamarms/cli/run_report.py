@@ -356,9 +356,8 @@ def refusals_hint(records: int, invalid: dict[str, int], from_file: bool, dead_l
                   model: str = "bernoulli", key_field: str | None = None, files: Sequence[str] = (),
                   topics: str = "") -> str:
     """One line of advice when most of a run's records were refused (empty otherwise): where to see them,
-    and for JSONL replays the commonest mistakes (a line with ``"key"`` but the reward beside it instead of
-    in ``"value"``; a line whose key is under another name, or is not a string or an integer; lines that
-    are not JSON objects). ``key_field``: the field ``--key-field`` names, which most records lacking a key lack.
+    and for JSONL replays the commonest mistakes (an envelope line whose ``"value"`` is null; a line whose key
+    is under another name, or is not a string or an integer; lines that are not JSON objects). ``key_field``: the field ``--key-field`` names, which most records lacking a key lack.
     ``files``: the ``--rewards-file`` files as given, for the ``streamarms inspect`` command that shows what their
     records hold (when they lack a key or a reward, or are no JSON). ``topics``: the flags that name a run's Kafka topics
     read as JSON, for the ``inspect`` command that names the format of values that are log lines.
@@ -366,7 +365,7 @@ def refusals_hint(records: int, invalid: dict[str, int], from_file: bool, dead_l
     >>> refusals_hint(100, {"not_json": 10}, True, False)
     ''
     >>> print(refusals_hint(100, {"value_missing": 100}, True, True))
-    most records were refused (100 of 100): the dead letters name each one and why; a JSONL line with "key" carries its record in "value" ({"key": "eu", "value": {"reward": 1}}); a line without "key" is the record ({"arm": "eu", "reward": 1})
+    most records were refused (100 of 100): the dead letters name each one and why; their "value" is null: a JSONL line with "key" and "value" carries its record in "value" ({"key": "eu", "value": {"reward": 1}}); a line without "value" is the record ({"key": "eu", "reward": 1})
     >>> print(refusals_hint(100, {"key_missing": 100}, True, True, key_field="hots"))
     most records were refused (100 of 100): the dead letters name each one and why; most records have no field 'hots' (--key-field): streamarms inspect FILE lists the fields they have
     >>> print(refusals_hint(100, {"not_json": 100}, False, False, topics="--bootstrap-servers k:9092 --rewards-topic logs"))
@@ -381,14 +380,14 @@ def refusals_hint(records: int, invalid: dict[str, int], from_file: bool, dead_l
              else "the first are logged; --dead-letter-file/--dead-letter-topic keeps them all with the reason")
     out = f"most records were refused ({refused:,} of {records:,}): {where}"
     if from_file and invalid.get("value_missing", 0) * 2 > refused:
-        out += ('; a JSONL line with "key" carries its record in "value" ({"key": "eu", "value": {"reward": 1}}); '
-                'a line without "key" is the record ({"arm": "eu", "reward": 1})')
+        out += ('; their "value" is null: a JSONL line with "key" and "value" carries its record in "value" '
+                '({"key": "eu", "value": {"reward": 1}}); a line without "value" is the record ({"key": "eu", "reward": 1})')
     elif key_field is not None and invalid.get("key_missing", 0) * 2 > refused:
         out += f"; most records have no field {key_field!r} (--key-field)" + (
             "" if files else ": streamarms inspect FILE lists the fields they have" if from_file else
             ": name the field of the records' values that holds their key")  # (files: the inspect line below)
     elif from_file and invalid.get("key_missing", 0) * 2 > refused:
-        out += ('; a JSONL line is a JSON object naming its key in "arm" ({"arm": "eu", "reward": 1}) or in "key" '
+        out += ('; a JSONL line is a JSON object naming its key in "arm" or "key" ({"arm": "eu", "reward": 1}), or in "key" '
                 'with the record in "value" ({"key": "eu", "value": {"reward": 1}}), a string or an integer')
     elif invalid.get("missing_reward", 0) * 2 > refused:
         out += ("; most records have no reward field: --reward-missing X reads a record without it as the reward X "

@@ -63,7 +63,7 @@ def too_few_for_k(n: int, k: float) -> str | None:
     the keys' mean (Samuelson's inequality), so every key is normal whatever the data; it takes 6 keys at k = 2,
     or a k below 2.00
     """
-    if n < 2 or k < math.sqrt(n - 1):
+    if n < 2 or not 0 < k <= 1000 or k < math.sqrt(n - 1):  # (a k out of range: the policy's own check says so)
         return None
     return (f"with {n} keys no key can be an outlier at k = {k:g}: a mean is at most sqrt(n - 1) = {math.sqrt(n - 1):.2f} "
             "standard deviations from the keys' mean (Samuelson's inequality), so every key is normal whatever the "

@@ -143,16 +143,31 @@ def test_every_registered_policy_has_its_table_parameters():
 
 
 def test_a_replay_whose_records_are_all_refused_says_why_and_what_to_write(tmp_path, capsys):
-    """A JSONL line with "key" and the reward beside it (not in "value") is refused as value_missing:
-    the run's last line breaks the refusals down by reason and the next one says what a line must hold."""
+    """Envelope lines whose "value" is null are refused as value_missing: the run's last line breaks the refusals
+    down by reason and the next one says what a line must hold."""
     p = tmp_path / "keyed.jsonl"
-    p.write_text("".join(json.dumps({"key": f"k{i % 5}", "reward": 1}) + "\n" for i in range(40)))
+    p.write_text("".join(json.dumps({"key": f"k{i % 5}", "value": None, "reward": 1}) + "\n" for i in range(40)))
     rc = main(["run", "--rewards-file", str(p), "--policy", "cs", "--dead-letter-file", str(tmp_path / "dl.jsonl")])
     out = capsys.readouterr().out
     assert rc == 0
     assert "40 refused (value_missing 40)" in out
-    assert 'a JSONL line with "key" carries its record in "value"' in out
+    assert 'their "value" is null: a JSONL line with "key" and "value" carries its record in "value"' in out
     assert len((tmp_path / "dl.jsonl").read_text().splitlines()) == 40
+
+
+def test_a_line_with_key_and_no_value_is_the_record_itself(tmp_path, capsys):
+    """{"key": "host-2", "reward": 0, ...} (a newcomer's first file) was read as a Kafka envelope without a value:
+    60,000 of 60,000 records refused, exit 0. Without "value" the line is the record, its key in "key"."""
+    import random
+    rng = random.Random(5)
+    p = tmp_path / "keyed.jsonl"
+    p.write_text("".join(json.dumps({"key": f"host-{i % 10}", "reward": int(rng.random() < (0.9 if i % 10 == 3 else 0.1)),
+                                     "timestamp": 1_700_000_000_000 + i * 1000}) + "\n" for i in range(20_000)))
+    for extra in ([], ["--key-field", "key"]):  # (inspect suggests --key-field key: the same records)
+        out = tmp_path / "s.json"
+        assert main(["run", "--rewards-file", str(p), "--policy", "cs", "--quiet", "--summary-json", str(out), *extra]) == 0
+        s = json.loads(out.read_text())
+        assert s["invalid"] == {} and s["records"] == 20_000 and s["flagged"] == ["host-3"], (extra, s["invalid"])
 
 
 def test_status_codes_as_rewards_name_the_rule_that_reads_them(tmp_path, capsys):
@@ -609,3 +624,17 @@ def test_too_few_keys_for_k_are_warned_of_at_the_first_episode(tmp_path, caplog,
     said = f"with {keys} keys no key can be an outlier at k = {k}"
     assert (said in err and "Samuelson's inequality" in err and f"--min-arms {keys + 1} waits" in err) == warned, err
     assert "no key can be an outlier" in err if warned else "no key can be an outlier" not in err
+
+
+def test_explain_of_a_missing_checkpoint_file_says_so(tmp_path, capsys):
+    """It read the path as a KEY and asked for a checkpoint (a drill's `streamarms explain nofile.ckpt`)."""
+    assert main(["explain", str(tmp_path / "nofile.ckpt")]) == 2
+    assert f"no checkpoint file {tmp_path / 'nofile.ckpt'} (no such file)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flags, said", [(["--delta", "0"], "--delta: delta must be in (0, 1)"),
+                                         (["--k", "-1"], "--k: k must be a finite number"),
+                                         (["--means", "0.2,1.5,0.3"], "--means: Bernoulli mean must be in [0, 1]")])
+def test_simulates_errors_name_the_flag(capsys, flags, said):
+    assert main(["simulate", *flags]) == 2
+    assert f"streamarms simulate: error: {said}" in capsys.readouterr().err
