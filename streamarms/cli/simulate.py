@@ -27,6 +27,7 @@ from ..sim import (
     yslk18_instance,
     zww17_example,
 )
+from ..validation import check_k
 from .settings import RunSettings
 from .types import arm_means, budget, finite, positive_int
 
@@ -150,6 +151,8 @@ def simulate(opts: argparse.Namespace, progress: RunProgress | None = None) -> d
     env_model = opts.env = opts.env or DEFAULT_ENV.get(spec.kind, "bernoulli")
     if opts.bound is None and env_model in ("bernoulli", "bounded", "beta"):  # (bounded: two-point on {0, 1})
         opts.bound = "hoeffding" if env_model == "beta" else "bernoulli"  # else: reward_model_of picks by env
+    if "k" in spec.params and getattr(opts, "k", None) is not None:
+        check_k(opts.k)  # (before the ties below: --k inf put every mean "at the threshold")
     params = policy_params(opts, means, opts.seed)
     truth = spec.truth(means, **params)
     tied = spec.ties(list(means), **params)

@@ -634,6 +634,7 @@ def test_explain_of_a_missing_checkpoint_file_says_so(tmp_path, capsys):
 
 @pytest.mark.parametrize("flags, said", [(["--delta", "0"], "--delta: delta must be in (0, 1)"),
                                          (["--k", "-1"], "--k: k must be a finite number"),
+                                         (["--k", "inf"], "--k: k must be a finite number > 0 and at most 1000, got inf"),
                                          (["--means", "0.2,1.5,0.3"], "--means: Bernoulli mean must be in [0, 1]")])
 def test_simulates_errors_name_the_flag(capsys, flags, said):
     assert main(["simulate", *flags]) == 2
