@@ -32,7 +32,6 @@ import argparse
 import contextlib
 import json
 import logging
-import math
 import os
 import sys
 import time
@@ -47,7 +46,7 @@ from ..daemon import Daemon, restore_checkpoint, rewind_sinks
 from ..errors import ConfigError, operational
 from ..metrics import Metrics
 from ..policies.base import Policy
-from ..policies.ksigma_estimates import ksigma_thresholds, too_few_for_k
+from ..policies.ksigma_estimates import keys_for_k, ksigma_thresholds, too_few_for_k
 from ..policies.snapshot_fields import MALFORMED
 from ..progress import ReplayProgress
 from ..progress import wanted as progress_wanted
@@ -114,7 +113,7 @@ def _policy_builder(s: RunSettings) -> Callable[[list[str], int], Policy]:
     def build(arms: list[str], episode: int) -> Policy:
         if not said[0] and (why := too_few_for_k(len(arms), s.k)) is not None:
             said[0] = True
-            log.warning("episode %d: %s (--min-arms %d waits for them)", episode, why, math.floor(s.k * s.k) + 2)
+            log.warning("episode %d: %s (--min-arms %d waits for them)", episode, why, keys_for_k(s.k))
         return spec.build(arms, **s.policy_params(seed=None if s.seed is None else int(s.seed) + episode - 1))
 
     return build

@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 
 from ..models import RewardModel, make_model
-from ..validation import check_ksigma_params
+from ..validation import K_MAX, check_ksigma_params
 from .base import Policy, Request
 
-__all__ = ["ksigma_outliers", "ksigma_thresholds", "at_threshold", "too_few_for_k"]
+__all__ = ["ksigma_outliers", "ksigma_thresholds", "at_threshold", "too_few_for_k", "keys_for_k"]
 
 
 def ksigma_outliers(means: Sequence[float], k: float, two_sided: bool = False) -> list[int]:
@@ -63,11 +63,20 @@ def too_few_for_k(n: int, k: float) -> str | None:
     the keys' mean (Samuelson's inequality), so every key is normal whatever the data; it takes 6 keys at k = 2,
     or a k below 2.00
     """
-    if n < 2 or not 0 < k <= 1000 or k < math.sqrt(n - 1):  # (a k out of range: the policy's own check says so)
+    if n < 2 or not 0 < k <= K_MAX or k < math.sqrt(n - 1):  # (a k out of range: the policy's own check says so)
         return None
     return (f"with {n} keys no key can be an outlier at k = {k:g}: a mean is at most sqrt(n - 1) = {math.sqrt(n - 1):.2f} "
             "standard deviations from the keys' mean (Samuelson's inequality), so every key is normal whatever the "
-            f"data; it takes {math.floor(k * k) + 2} keys at k = {k:g}, or a k below {math.sqrt(n - 1):.2f}")
+            f"data; it takes {keys_for_k(k)} keys at k = {k:g}, or a k below {math.sqrt(n - 1):.2f}")
+
+
+def keys_for_k(k: float) -> int:
+    """The fewest keys among which one can lie beyond ``mu +- k sigma``: ``floor(k^2) + 2`` (:func:`too_few_for_k`).
+
+    >>> keys_for_k(2.0), keys_for_k(2.5), keys_for_k(3.0)
+    (6, 8, 11)
+    """
+    return math.floor(k * k) + 2
 
 
 def at_threshold(means: Sequence[float], lo: float, hi: float, two_sided: bool = False) -> list[int]:
