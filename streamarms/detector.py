@@ -624,11 +624,18 @@ def river_key(key: Any, limit: int) -> str:
     return arm
 
 
+#: the ``policy_params`` key of a flag whose name differs (UCBE's ``--b``)
+_DEST = {"b": "ucbe_b"}
+
+
 def params_error(e: Exception, policy: Any, policy_params: Any) -> ValueError:
     """``e`` of the registry or the policy, in the detector's words: the registry speaks in CLI flags
     (``--moment-bound B``, ``--model-param sigma=S``); the error names the ``policy_params`` key instead."""
     said = re.sub(r"--model-param (\w+)=([^\s)]+)", r"policy_params['model_params']={'\1': \2}", str(e))
-    said = re.sub(r"--([a-z][a-z0-9-]*)", lambda m: f"policy_params['{m.group(1).replace('-', '_')}']", said)
+    said = re.sub(r"--policy ([a-z][\w-]*)", r"policy='\1'", said)  # (the detector's own argument)
+    said = re.sub(r"--policy\b", "policy=", said)
+    said = re.sub(r"--([a-z][a-z0-9-]*)", lambda m: f"policy_params['{_DEST.get(m.group(1), m.group(1).replace('-', '_'))}']",
+                  said)
     if "unknown setting" in said:
         said += " (policy_params takes streamarms simulate's options: k, delta, reward_model, model_params, ...)"
     name = policy if isinstance(policy, str) else getattr(policy, "__name__", policy)

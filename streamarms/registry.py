@@ -32,8 +32,8 @@ from .policies.ksigma_estimates import at_threshold, ksigma_outliers, ksigma_thr
 from .policies.robust import RobustOutlierArmIdentification, robust_threshold, robust_true_outliers
 from .policies.thresholding import APT, LSA, UCBE, Uniform, complexity_H, threshold_truth
 
-__all__ = ["PolicyParams", "PolicySpec", "POLICIES", "register", "build_policy", "reward_model_of",
-           "heavy_model_of"]
+__all__ = ["PolicyParams", "PolicySpec", "POLICIES", "OPTIONS", "option_flag", "register", "build_policy",
+           "reward_model_of", "heavy_model_of"]
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,14 @@ _PARAM_NAMES = tuple(f.name for f in fields(PolicyParams))
 class PolicySpec:
     """A named policy: :meth:`build` ``(arms, **params) -> Policy``; :meth:`truth` ``(means, **params)``
     -> the true outlier names; ``kind``: ``"outlier"`` (fixed confidence), ``"threshold"`` (fixed
-    budget) or ``"best"``; ``params``: the :class:`PolicyParams` it reads (as ``simulate`` prints them)."""
+    budget) or ``"best"``; ``params``: the :class:`PolicyParams` it reads (as ``simulate`` prints them); an
+    :data:`OPTIONS` value for a policy that does not read it is refused by :meth:`build`, not ignored.
+
+    >>> POLICIES["wrr"].build(["a", "b", "c"], threshold=0.5)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    streamarms.errors.ConfigError: --threshold does not apply to policy 'wrr' (it is read by lsa, apt, ucbe, uniform): drop ...
+    """
 
     name: str
     factory: Callable[[list[str], PolicyParams], Policy]
@@ -145,7 +152,14 @@ class PolicySpec:
         return [min(abs(v - hi), abs(v - lo)) if p.two_sided else abs(v - hi) for v in means], (lo, hi)
 
     def build(self, arms: list[str], **params: Any) -> Policy:
-        """The policy on ``arms`` with ``params`` (fields of :class:`PolicyParams`, others refused)."""
+        """The policy on ``arms`` with ``params`` (fields of :class:`PolicyParams`, others refused, and an
+        :data:`OPTIONS` value this policy does not read)."""
+        unread = [o for o in OPTIONS if params.get(o) is not None and o not in self.params]
+        if unread:
+            readers = [name for name, spec in POLICIES.items() if unread[0] in spec.params]
+            choose = f"give --policy {readers[0]}" if len(readers) == 1 else "choose one of them with --policy"
+            raise ConfigError(f"{option_flag(unread[0])} does not apply to policy {self.name!r} (it is read by "
+                              f"{', '.join(readers)}): drop it, or {choose}")
         return self.factory(list(arms), PolicyParams.of(params))
 
     def truth(self, means: list[float], **params: Any) -> list[str] | None:
@@ -155,6 +169,13 @@ class PolicySpec:
 
 
 POLICIES: dict[str, PolicySpec] = {}
+#: the options only some policies read (each names its own in :attr:`PolicySpec.params`)
+OPTIONS = ("rho", "threshold", "budget", "epsilon", "ucbe_b", "alpha")
+
+
+def option_flag(name: str) -> str:
+    """The command-line flag of a :class:`PolicyParams` field: ``--moment-bound``, ``--b`` for ``ucbe_b``."""
+    return "--b" if name == "ucbe_b" else f"--{name.replace('_', '-')}"
 
 
 def register(spec: PolicySpec) -> PolicySpec:
@@ -334,6 +355,10 @@ def heavy_model_of(p: PolicyParams, n_arms: int, estimator_default: str = "tea")
     B, C = p.moment_bound, None
     if B is None:
         mom = _second_moments(p)
+        if mom is None and p.env == "student-t":  # (simulate: the arms' second moment is infinite)
+            raise ValueError(f"student-t arms with --df {p.df:g} have no finite variance, so no bound on E|X|^p can be "
+                             "computed from them: give --moment-bound B, a bound on E|X|^p with --moment-p p below "
+                             "--df (or --df above 2)")
         if mom is None:
             raise ValueError("the heavy-tailed estimators need --moment-bound (a bound B on E|X|^p; se and sr always "
                              "use the heavy-tailed model, whatever --reward-model says: for rewards in [a, b] "
@@ -369,12 +394,12 @@ def _ucbe(arms: list[str], p: PolicyParams) -> UCBE:
 
 _THRESHOLD = ("threshold", "budget")
 register(PolicySpec("lsa", lambda arms, p: LSA(arms, alpha=_or(p.alpha, 1.35), **_threshold_kw(arms, p, "lsa")),
-                    _threshold_truth("lsa"), kind="threshold", params=_THRESHOLD,
+                    _threshold_truth("lsa"), kind="threshold", params=(*_THRESHOLD, "alpha"),
                     description="Logarithmic-Sample Algorithm, Tao et al. NeurIPS'19 Alg. 1"))
 register(PolicySpec("apt", lambda arms, p: APT(arms, epsilon=_or(p.epsilon, 0.05), **_threshold_kw(arms, p, "apt")),
-                    _threshold_truth("apt"), kind="threshold", params=_THRESHOLD,
+                    _threshold_truth("apt"), kind="threshold", params=(*_THRESHOLD, "epsilon"),
                     description="APT(epsilon), Locatelli et al. ICML'16"))
-register(PolicySpec("ucbe", _ucbe, _threshold_truth("ucbe"), kind="threshold", params=_THRESHOLD,
+register(PolicySpec("ucbe", _ucbe, _threshold_truth("ucbe"), kind="threshold", params=(*_THRESHOLD, "ucbe_b"),
                     description="UCBE(b), Audibert & Bubeck COLT'10, a = 4^b (T-K)/H with the oracle H"))
 register(PolicySpec("uniform", lambda arms, p: Uniform(arms, **_threshold_kw(arms, p, "uniform")),
                     _threshold_truth("uniform"), kind="threshold", params=_THRESHOLD,
@@ -401,7 +426,7 @@ register(PolicySpec("se", lambda arms, p: SuccessiveElimination(arms, delta=p.de
                                                                  seed=p.seed),
                     _best_truth, kind="best", params=("delta", "estimator"),
                     description="SE-delta, Yu et al. UAI'18 Alg. 1 (EA/TEA/MoM)"))
-register(PolicySpec("sr", _sr, _best_truth, kind="best", params=("budget", "estimator"),
+register(PolicySpec("sr", _sr, _best_truth, kind="best", params=("budget", "estimator", "epsilon"),
                     description="SR-T, Yu et al. UAI'18 Alg. 2 (EA/TEA/MoM)"))
 
 # streamarms' own engine (issue 9): anytime-valid confidence sequences and the threshold track

@@ -15,6 +15,7 @@ import re
 import sys
 from typing import Any
 
+from ..models import HeavyTailedModel
 from ..policies.thresholding import misclassified
 from ..progress import RunProgress
 from ..registry import POLICIES
@@ -64,7 +65,7 @@ def _add_threshold_and_best_arm_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--estimator", choices=["ea", "tea", "mom"], default=None,
                    help="heavy-tailed mean estimate: empirical (ea), truncated (tea, default for se/sr) or "
                         "median of means (mom, se/sr only)")
-    g.add_argument("--df", type=finite, default=3.0, help="degrees of freedom of --env student-t (default 3)")
+    g.add_argument("--df", type=finite, default=None, help="degrees of freedom of --env student-t (default 3)")
     g.add_argument("--moment-p", type=finite, default=None,
                    help="moment order p in (1, 2] of the heavy-tailed model (default 2)")
     g.add_argument("--moment-bound", type=finite, default=None,
@@ -86,7 +87,8 @@ def add_simulate_arguments(p: argparse.ArgumentParser) -> None:
                         "a sub-Gaussian model for gaussian arms, a heavy-tailed one for student-t arms)")
     p.add_argument("--env", default=None, choices=ENVS, metavar="ENV",
                    help="reward distribution of the simulated arms: bernoulli (default; se/sr: student-t), "
-                        "bounded, beta, gaussian (sd 1) or student-t (--df degrees of freedom, scale 1)")
+                        "bounded (two-point on {0, 1}: bernoulli's draws), beta, gaussian (sd 1) or student-t (--df "
+                        "degrees of freedom, scale 1)")
     p.add_argument("--two-sided", action="store_true", help="also flag arms far below the mean")
     p.add_argument("--rho", type=float, default=None,
                    help="WRR: pulls per round of an active arm (default: rho* of Eq. 6); "
@@ -114,6 +116,45 @@ def _environment(opts: argparse.Namespace, means: list[float], seed: int) -> Env
     if opts.env == "student-t":
         return Environment([StudentTArm(mu, opts.df) for mu in means], seed=seed)
     return Environment(means, seed=seed, model=opts.env)
+
+
+#: the ``--env`` arms whose rewards each ``--bound`` holds (bernoulli: 0/1; hoeffding: [0, 1])
+BOUND_ENVS = {"bernoulli": ("bernoulli", "bounded"), "hoeffding": ("bernoulli", "bounded", "beta")}
+
+
+def _check_env_flags(opts: argparse.Namespace, params: tuple[str, ...]) -> None:
+    """``ValueError`` for ``--bound`` or ``--df`` that the run would not read or whose rewards ``--env`` would not
+    draw (found before the first run, not as a bad reward in it)."""
+    env = opts.env
+    if opts.df is not None and env != "student-t":
+        raise ValueError(f"--df is the degrees of freedom of --env student-t, but the arms are {env}: add "
+                         "--env student-t, or drop it")
+    if opts.bound is None:
+        return
+    if "bound" not in params:
+        model = ("always uses the heavy-tailed model (--estimator, --moment-p, --moment-bound)" if "estimator" in params
+                 else "takes its reward model from --env")
+        raise ValueError(f"--bound does not apply to policy {opts.policy!r}: it {model}; drop it")
+    if env not in BOUND_ENVS[opts.bound]:
+        drawn = "rewards anywhere in [0, 1]" if env == "beta" else "unbounded rewards"
+        fix = ("--bound hoeffding (the default for beta arms)" if env == "beta" else
+               f"no --bound (--env {env} gets {'a sub-Gaussian' if env == 'gaussian' else 'a heavy-tailed'} model)")
+        raise ValueError(f"--bound {opts.bound} is for {'0/1 rewards' if opts.bound == 'bernoulli' else 'rewards in [0, 1]'}, "
+                         f"but --env {env} draws {drawn}: give {fix}")
+
+
+def _check_heavy_flags(opts: argparse.Namespace, model: Any) -> None:
+    """``ValueError`` for a heavy-tailed setting (``--estimator``, ``--moment-p``, ``--moment-bound``) that the
+    run's reward model does not read: the model comes from ``--env`` and ``--bound``, and a Bernoulli or
+    Hoeffding policy would ignore it."""
+    given = [f"--{o.replace('_', '-')}" for o in ("estimator", "moment_p", "moment_bound")
+             if getattr(opts, o, None) is not None]
+    if given and not isinstance(model, HeavyTailedModel):
+        name = getattr(model, "name", type(model).__name__)
+        what = "a setting" if len(given) == 1 else "settings"
+        raise ValueError(f"{', '.join(given)}: {what} of the heavy-tailed reward model, but policy {opts.policy!r} "
+                         f"on --env {opts.env} uses the {name} model: add --env student-t (heavy tails), or drop "
+                         f"{'it' if len(given) == 1 else 'them'}")
 
 
 #: a run expected to need more pulls than this (by the lower bound below) gets a note before it starts
@@ -149,8 +190,10 @@ def simulate(opts: argparse.Namespace, progress: RunProgress | None = None) -> d
         means = {"threshold": tbpz19_setup(2), "best": yslk18_instance("S1")}.get(spec.kind) or zww17_example()
     names = [str(i) for i in range(len(means))]
     env_model = opts.env = opts.env or DEFAULT_ENV.get(spec.kind, "bernoulli")
+    _check_env_flags(opts, spec.params)
     if opts.bound is None and env_model in ("bernoulli", "bounded", "beta"):  # (bounded: two-point on {0, 1})
         opts.bound = "hoeffding" if env_model == "beta" else "bernoulli"  # else: reward_model_of picks by env
+    opts.df = 3.0 if opts.df is None else opts.df
     if "k" in spec.params and getattr(opts, "k", None) is not None:
         check_k(opts.k)  # (before the ties below: --k inf put every mean "at the threshold")
     params = policy_params(opts, means, opts.seed)
@@ -166,7 +209,8 @@ def simulate(opts: argparse.Namespace, progress: RunProgress | None = None) -> d
     if spec.kind == "threshold" and opts.budget is None and opts.max_pulls is None:
         raise ValueError(f"policy {opts.policy!r} runs until its sample budget is spent and never stops "
                          "without one: give --budget T (or --max-pulls N to cap an anytime run)")
-    spec.build(names, **params)  # a missing or bad option fails here, before any run
+    probe = spec.build(names, **params)  # a missing or bad option fails here, before any run
+    _check_heavy_flags(opts, getattr(probe, "model", None))
     if opts.max_pulls is None:
         _warn_if_long(spec.gaps(list(means), **params), _environment(opts, means, opts.seed), opts.delta)
     results = []
