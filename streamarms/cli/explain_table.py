@@ -14,6 +14,7 @@ threshold 0.0770 [0.0454, 0.0948]
 key  state    estimate  interval      samples  margin
 h9   outlier  0.13      [0.1, 0.16]     2,263  +0.4
 h2   normal   0.021     [0.01, 0.03]      800  +1.2
+margin: the gap between the key's interval and the threshold's over the sum of their half-widths (> 0: apart, the key classified; < 0: they overlap)
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ from typing import Any
 __all__ = ["table", "interval_text", "ordered"]
 
 _ORDER = {"outlier": 0, "undecided": 1, "normal": 2}
+#: the table's last line: what the margin column means
+MARGIN_LEGEND = ("margin: the gap between the key's interval and the threshold's over the sum of their half-widths "
+                 "(> 0: apart, the key classified; < 0: they overlap)")
 
 
 def interval_text(iv: Sequence[float | None] | None) -> str:
@@ -66,4 +70,6 @@ def table(rows: Iterable[dict[str, Any]], head: Sequence[str] = (), top: int | N
                                for i, (v, w) in enumerate(zip(row, widths))).rstrip())
     if len(shown) < len(rows):
         lines.append(f"... {len(rows) - len(shown):,} more keys (--top)")
+    if shown:
+        lines.append(MARGIN_LEGEND)
     return "\n".join(lines)

@@ -10,12 +10,14 @@ import sys
 from test_cli_usability import six_key_replay
 
 from streamarms.cli import main
+from streamarms.cli.explain_table import MARGIN_LEGEND
 
 
 def _rows(out: str) -> list[list[str]]:
     lines = out.splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("key "))
-    return [line.split() for line in lines[at + 1:]]
+    assert lines[-1] == MARGIN_LEGEND  # (the last line says what the margin is)
+    return [line.split() for line in lines[at + 1:-1]]
 
 
 def test_an_episode_checkpoint_as_a_table(tmp_path, capsys):
@@ -33,7 +35,7 @@ def test_an_episode_checkpoint_as_a_table(tmp_path, capsys):
     assert rows[0][1] == ev["state"] and float(rows[0][2]) == float(f"{ev['estimate']:.4g}")
     assert main(["explain", str(ck), "--table", "--top", "2"]) == 0
     out = capsys.readouterr().out
-    assert len(_rows(out)) == 3 and out.rstrip().endswith("... 4 more keys (--top)")
+    assert len(_rows(out)) == 3 and out.rstrip().endswith(f"... 4 more keys (--top)\n{MARGIN_LEGEND}")
     assert main(["explain", str(ck), "k5", "--table"]) == 2
     assert "--table shows every key" in capsys.readouterr().err
     assert main(["explain", str(ck), "--top", "2"]) == 2
