@@ -53,7 +53,7 @@ record rules: a key is a string (UTF-8 bytes too, as a Kafka key) or an integer 
 raises ``ValueError``, and such a key scores 0.5. A boolean reward (``True`` or ``numpy.True_`` alike, as
 river's binary targets are) is 1 and ``False`` 0 under a reward model of rates (the default Bernoulli,
 bounded on ``[0, 1]``), as the daemon reads JSON booleans. A reward that is present but not a number (nor
-such a boolean), not finite (an integer beyond the floats neither), or refused by the policy's reward
+such a boolean; an ``int``, ``float``, numpy number, ``Fraction`` or ``Decimal`` is), not finite (an integer beyond the floats neither), or refused by the policy's reward
 model (e.g. ``0.5`` under the default Bernoulli model) raises ``ValueError`` naming the key and value, with
 the detector unchanged.
 
@@ -127,6 +127,7 @@ instead of a ``ValueError``:
 
 from __future__ import annotations
 
+import decimal
 import inspect
 import math
 import numbers
@@ -571,11 +572,11 @@ def river_reward(arm: str, r: Any, model: RewardModel | None, clip: bool,
                              f"under a model of rates (the default, bernoulli, or bounded on [0, 1]), not the "
                              f"{model.name} model")
         return (1.0 if r else 0.0), False
-    if isinstance(r, str) or not isinstance(r, numbers.Real):
+    if isinstance(r, str) or not isinstance(r, (numbers.Real, decimal.Decimal)):  # (a database's NUMERIC: Decimal)
         raise ValueError(f"reward of key {arm!r} is not a number: {short_repr(r)}")
     try:
         x = float(r)
-    except OverflowError:  # an integer beyond the floats: not finite, as the daemon's decoder reads it
+    except (OverflowError, ValueError):  # an integer beyond the floats (as the daemon reads it), Decimal('sNaN')
         raise ValueError(f"reward of key {arm!r} is not finite: {short_repr(r)}") from None
     if not math.isfinite(x):
         raise ValueError(f"reward of key {arm!r} is not finite: {r!r}")

@@ -7,6 +7,7 @@ import itertools
 import pickle
 import random
 import warnings
+from decimal import Decimal
 
 import numpy as np
 import pytest
@@ -555,6 +556,23 @@ def test_boolean_rewards_are_flags_as_in_the_daemon():
                                          r"bounded model"):
         det.learn_one({"key": "a", "reward": True})
     assert pickle.dumps(det) == before
+
+
+def test_decimal_rewards_are_numbers_as_fractions_are():
+    """A database's NUMERIC column arrives as Decimal (river's ``stream.iter_sql``): it was refused as "not a
+    number" while a Fraction was read. The same detector as with floats; a Decimal NaN (quiet or signalling) or
+    one beyond the floats is refused as not finite, unchanged."""
+    decimals, floats = OutlierArmDetector(discovery=5), OutlierArmDetector(discovery=5)
+    for i in range(200):
+        hit = (i % 5 == 3) or i % 7 == 0
+        decimals.learn_one({"key": f"k{i % 5}", "reward": Decimal(int(hit))})
+        floats.learn_one({"key": f"k{i % 5}", "reward": float(hit)})
+    assert pickle.dumps(decimals) == pickle.dumps(floats)
+    before = pickle.dumps(decimals)
+    for bad in (Decimal("NaN"), Decimal("sNaN"), Decimal("1e999999")):
+        with pytest.raises(ValueError, match="reward of key 'k1' is not finite"):
+            decimals.learn_one({"key": "k1", "reward": bad})
+    assert pickle.dumps(decimals) == before
 
 
 def test_too_few_keys_for_k_are_warned_of_once():
