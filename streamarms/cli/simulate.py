@@ -77,8 +77,9 @@ def add_simulate_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"the policy to run (default {RunSettings.policy}, as `streamarms run`; cs is streamarms' own "
                         "engine)")
     p.add_argument("--means", type=arm_means, default=None,
-                   help="comma-separated arm means; arm i is named \"i\" (default: a built-in 20-arm "
-                        "instance with outliers 18 and 19 at k = 2)")
+                   help="comma-separated arm means, or @FILE: a text file of them (commas, blanks or line breaks "
+                        "between); arm i is named \"i\" (default: a built-in 20-arm instance with outliers 18 and 19 "
+                        "at k = 2)")
     p.add_argument("--k", type=float, default=2.0, help="k of the k-sigma rule (default 2)")
     p.add_argument("--delta", type=float, default=0.1, help="error probability (default 0.1)")
     p.add_argument("--bound", choices=["bernoulli", "hoeffding"], default=None,

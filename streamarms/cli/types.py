@@ -36,14 +36,39 @@ def allow_negative_lists(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
 
 
 def arm_means(text: str) -> list[float]:
-    try:
-        vals = [float(v) for v in text.split(",") if v.strip() != ""]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--means must be comma-separated numbers, got {text!r}") from None
+    """``--means 0.1,0.2,..``, or ``--means @FILE``: the numbers of a text file, separated by commas, blanks or
+    line breaks (a long instance: a command line holds at most 128 KiB in one argument on Linux, ~15k means).
+
+    >>> arm_means("0.1, 0.2,0.9")
+    [0.1, 0.2, 0.9]
+    >>> arm_means("@/nonexistent/means.txt")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: @/nonexistent/means.txt: cannot read /nonexistent/means.txt: No such file or directory
+    """
+    named = text
+    if text.startswith("@"):
+        try:
+            with open(text[1:], encoding="utf-8") as f:
+                text = f.read()
+        except OSError as e:
+            raise argparse.ArgumentTypeError(f"{named}: cannot read {text[1:]}: {e.strerror or e}") from None
+        except UnicodeDecodeError:
+            raise argparse.ArgumentTypeError(f"{named}: {text[1:]} is not a text file (UTF-8)") from None
+    fields = [v for v in re.split(r"[,\s]+", text) if v]
+    vals = []
+    for v in fields:
+        try:
+            vals.append(float(v))
+        except ValueError:
+            where = f"{named}: " if named != text else ""
+            raise argparse.ArgumentTypeError(f"{where}expected numbers separated by commas, got {v[:40]!r}"
+                                             + ("" if where else f" in {text[:80]!r}")) from None
     if len(vals) < 2:
-        raise argparse.ArgumentTypeError("--means needs at least 2 arms")
+        raise argparse.ArgumentTypeError(f"{named[:80] + ': ' if named != text else ''}needs at least 2 arms, got "
+                                         f"{len(vals)}")
     if not all(math.isfinite(v) for v in vals):
-        raise argparse.ArgumentTypeError("--means must be finite numbers")
+        raise argparse.ArgumentTypeError(f"{named[:80] + ': ' if named != text else ''}expected finite numbers")
     return vals
 
 

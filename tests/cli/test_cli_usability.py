@@ -639,3 +639,19 @@ def test_explain_of_a_missing_checkpoint_file_says_so(tmp_path, capsys):
 def test_simulates_errors_name_the_flag(capsys, flags, said):
     assert main(["simulate", *flags]) == 2
     assert f"streamarms simulate: error: {said}" in capsys.readouterr().err
+
+
+def test_means_from_a_file(tmp_path, capsys):
+    """A long instance does not fit one command-line argument (128 KiB on Linux): ``--means @FILE`` reads them."""
+    f = tmp_path / "means.txt"
+    f.write_text("0.1 0.12\n0.11,0.1\n\n0.13 0.9\n")
+    assert main(["simulate", "--k", "1.5", "--means", f"@{f}", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["n_arms"] == 6 and out["true_outliers"] == ["5"]
+    f.write_text("0.1 0.2 x\n")
+    with pytest.raises(SystemExit):
+        main(["simulate", "--means", f"@{f}"])
+    assert f"argument --means: @{f}: expected numbers separated by commas, got 'x'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["simulate", "--means", f"@{tmp_path / 'none.txt'}"])
+    assert "cannot read" in capsys.readouterr().err
