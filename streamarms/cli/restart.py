@@ -17,7 +17,8 @@ a run with other settings starts with a fresh checkpoint (another ``--checkpoint
   is read).
 * **Refused** in the episode modes: ``--policy`` and every policy parameter (``--delta``, ``--two-sided``,
   ``--rho``, ``--seed``, ``--epsilon``, ``--threshold``, ``--budget``, ``--b``, ``--alpha``, ``--estimator``,
-  ``--moment-p``, ``--moment-bound``), ``--passive-feed`` (which rewards the policy is given: its sampling
+  ``--moment-p``, ``--moment-bound``; of ``--rho``, ``--epsilon``, ``--threshold``, ``--budget``, ``--b`` and
+  ``--alpha`` only those the policy reads), ``--passive-feed`` (which rewards the policy is given: its sampling
   rule) and ``--clock`` (the checkpoint's times -- episode start, deadlines, waits -- are on its clock).
   The running episode's policy keeps its own parameters whatever the flags say, so a change would not
   apply to it while the alerts, the summary and the next checkpoint claimed it did. A refusal for another ``--policy``
@@ -50,6 +51,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..registry import OPTIONS, POLICIES, option_flag
 from .settings import RunSettings
 from .types import key_names
 
@@ -82,6 +84,11 @@ def statistics_settings(s: RunSettings, *, continuous: bool, passive_feed: str |
     ``clock``: the scheduler's (``event`` or ``wall``)."""
     flags = {**_COMMON, **(_CONTINUOUS if continuous else _EPISODES)}
     out = {flag: getattr(s, name) for flag, name in flags.items()}
+    spec = POLICIES.get(s.policy)
+    if not continuous and spec is not None:  # a policy's option only where the policy reads it: a checkpoint
+        for opt in OPTIONS:  # written when an unread option was ignored (not refused) does not bar the restart
+            if opt not in spec.params:
+                out.pop(option_flag(opt), None)
     if isinstance(s.arms, str):
         out["--arms"] = key_names(s.arms)
     if not continuous:

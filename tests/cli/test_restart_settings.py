@@ -101,6 +101,20 @@ def test_a_checkpoint_before_the_settings_were_recorded_still_resumes(mid_episod
     assert 4_000 < s["records"] < 15_000 and [e["episode"] for e in s["episodes"]] == [1]  # resumed, then done
 
 
+def test_a_checkpoint_with_an_option_its_policy_never_read_resumes_without_it(mid_episode, capsys):
+    """Before options a policy does not read were refused, ``--threshold 0.5`` with wrr ran (ignored) and was
+    recorded: a restart without it (the flag is refused now) was refused for "--threshold 0.5 (this run: unset)",
+    a dead end. Only the options the policy reads are recorded and compared."""
+    store = FileCheckpointStore(mid_episode / "ck")
+    doc = store.load()
+    assert "--threshold" not in doc["run"]["settings"] and doc["run"]["settings"]["--rho"] is None  # (wrr reads rho)
+    doc["run"]["settings"]["--threshold"] = 0.5
+    store.save(doc)
+    assert run(mid_episode, "--max-episodes", "1", "--threshold", "0.5") == 2
+    assert "--threshold does not apply to policy 'wrr'" in capsys.readouterr().err
+    assert run(mid_episode, "--max-episodes", "1") == 0
+
+
 def continuous(tmp_path, *extra: str) -> int:
     return run(tmp_path, "--forever", "--alerts-file", str(tmp_path / "al.jsonl"), *extra)
 
