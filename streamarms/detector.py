@@ -52,10 +52,10 @@ record rules: a key is a string (UTF-8 bytes too, as a Kafka key) or an integer 
 ``"7"``); a key of any other type (a bool, a float, NaN, a dict), an empty one or one over 256 bytes
 raises ``ValueError``, and such a key scores 0.5. A boolean reward (``True`` or ``numpy.True_`` alike, as
 river's binary targets are) is 1 and ``False`` 0 under a reward model of rates (the default Bernoulli,
-bounded on ``[0, 1]``), as the daemon reads JSON booleans. A reward that is present but not a number (nor
-such a boolean; an ``int``, ``float``, numpy number, ``Fraction`` or ``Decimal`` is), not finite (an integer beyond the floats neither), or refused by the policy's reward
-model (e.g. ``0.5`` under the default Bernoulli model) raises ``ValueError`` naming the key and value, with
-the detector unchanged.
+bounded on ``[0, 1]``), as the daemon reads JSON booleans. A number is an ``int``, ``float``, numpy number,
+``Fraction`` or ``Decimal``. A reward that is present but not a number (nor such a boolean), not finite (an
+integer beyond the floats neither), or refused by the policy's reward model (e.g. ``0.5`` under the default
+Bernoulli model) raises ``ValueError`` naming the key and value, with the detector unchanged.
 
 The policy is given as a name of :data:`streamarms.registry.POLICIES` (``policy_params`` are then the
 options of ``streamarms simulate``: ``k``, ``delta``, ``bound`` ("bernoulli" or "hoeffding"),
