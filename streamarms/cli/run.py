@@ -214,7 +214,8 @@ class _App:
             if self.continuous:  # the monitor's reward model (its other settings: build_runner)
                 self.model = reward_model_of(PolicyParams(**s.policy_params()))
             else:
-                probe = build([f"probe-{i}" for i in range(64)], 1)
+                probe = POLICIES[s.policy].build([f"probe-{i}" for i in range(64)], **s.policy_params(seed=s.seed))
+                # (not through build: its too-few-keys warning is for an episode's keys, not 64 stand-ins)
                 self.codec = RewardCodec(s.reward_field, getattr(probe, "model", None), clip=s.clip,
                                          request_id_field=s.request_id_field, max_key_bytes=s.max_key_bytes,
                                          numeric_strings=bool(s.numeric_strings), at_least=s.reward_at_least,
