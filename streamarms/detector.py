@@ -21,8 +21,10 @@ rewards: a key is an outlier iff its mean reward exceeds ``mu + 2 sigma`` of the
   units of the two confidence radii (for a two-sided rule, the distance beyond the nearer threshold).
   A policy declares a key decided exactly when ``|g| >= 1`` ([ZWW17] Eq. 2), so scores of undecided
   keys move continuously towards 0 or 1 as evidence accumulates; ``g`` is clipped to ``[-0.98,
-  0.98]`` so that only a real classification reaches 0 or 1. Policies that do not expose a threshold
-  and radii give ``0.75`` / ``0.25`` for keys currently estimated outlying / normal;
+  0.98]`` so that only a real classification reaches 0 or 1. For ``cs`` (asymmetric confidence
+  sequences) the radii are the distances from each estimate to the end of its interval facing the other
+  (:func:`evidence_margin`), so again ``|g| >= 1`` exactly when it classifies. Policies that expose
+  neither give ``0.75`` / ``0.25`` for keys currently estimated outlying / normal;
 * ``0.5`` -- nothing is known: the key has not been in an episode yet, or the record has no key.
 
 Which verdict counts: a confident verdict of the current episode, else the confident verdict of the
@@ -414,7 +416,7 @@ class OutlierArmDetector(base.AnomalyDetector):
         policy = self._scheduler.policy
         assert policy is not None
         cache = self._decision_cache(policy, force=True)
-        final = {a: self._graded(a, cache) for a in policy.arms}
+        final = {a: self._graded(a, cache, policy) for a in policy.arms}
         final.update(self._verdict)
         self._final = final
 
@@ -473,7 +475,7 @@ class OutlierArmDetector(base.AnomalyDetector):
             return prev
         policy = self._scheduler.policy
         if policy is not None and arm in policy.index and arm in self._tally:
-            return self._graded(arm, self._decision_cache(policy))
+            return self._graded(arm, self._decision_cache(policy), policy)
         return prev if prev is not None else _UNKNOWN
 
     # -- scores --------------------------------------------------------------------------------
@@ -489,19 +491,21 @@ class OutlierArmDetector(base.AnomalyDetector):
              "radius": None if d.threshold_interval is None or d.threshold is None else
              (d.threshold_interval[1] - d.threshold_interval[0]) / 2.0,
              "lower": extra.get("lower_threshold"), "significance": extra.get("significance"),
+             "interval": d.threshold_interval, "lower_interval": extra.get("lower_threshold_interval"),
              "model": model if isinstance(model, RewardModel) else None,
              "estimated": set(d.estimated_outliers)}
         self._cache = c
         return c
 
-    def _graded(self, arm: str, c: dict[str, Any]) -> float:
+    def _graded(self, arm: str, c: dict[str, Any], policy: Policy) -> float:
         t = self._tally.get(arm)
         if t is None or t[0] == 0:
             return _UNKNOWN
         m, s = t
         theta, rth, model, sig = c["threshold"], c["radius"], c["model"], c["significance"]
-        if theta is None or rth is None or model is None or sig is None:
-            return 0.75 if arm in c["estimated"] else 0.25
+        if theta is None or rth is None or model is None or sig is None:  # (cs: its keys' confidence sequences)
+            g = evidence_margin(policy.arm_evidence(arm), c)
+            return (0.75 if arm in c["estimated"] else 0.25) if g is None else (1.0 + g) / 2.0
         y = s / m
         width = model.radius(m, s, sig) + rth
         if not width > 0:
@@ -559,6 +563,37 @@ class OutlierArmDetector(base.AnomalyDetector):
             model = getattr(self._scheduler.policy, "model", None)
             self._cache = dict(cache, estimated=set(cache["estimated"]),
                                model=model if isinstance(model, RewardModel) else None)
+
+
+def evidence_margin(ev: dict[str, Any] | None, c: dict[str, Any]) -> float | None:
+    """A key's margin ``g`` from its interval (``ev``: a policy's ``arm_evidence``, e.g. cs's confidence sequence)
+    and the threshold's (``c``: the decision's ``threshold``, ``interval``, ``lower``, ``lower_interval``): its
+    estimate minus the threshold over the two distances from each estimate to its interval's end facing the other
+    (the radii of a symmetric interval), so ``|g| >= 1`` exactly when the intervals are apart (cs's rule); beyond the
+    lower threshold when that is larger (two-sided); clipped to ``[-_CLIP, _CLIP]``. ``None`` when an interval is
+    missing or not finite.
+
+    >>> c = {"threshold": 0.5, "interval": [0.4, 0.6], "lower": None, "lower_interval": None}
+    >>> round(evidence_margin({"estimate": 0.6, "interval": [0.55, 0.7]}, c), 3)  # 0.1 / (0.05 + 0.1)
+    0.667
+    >>> evidence_margin({"estimate": 0.7, "interval": [0.65, 0.8]}, c), evidence_margin(None, c)  # apart: clipped
+    (0.98, None)
+    """
+    iv, theta, th = (ev or {}).get("interval"), c.get("threshold"), c.get("interval")
+    if iv is None or theta is None or th is None or ev is None or ev.get("estimate") is None:
+        return None
+    y, lo, hi = ev["estimate"], iv[0], iv[1]
+
+    def above(t: float, t_lo: float, t_hi: float) -> float | None:
+        width = (y - lo) + (t_hi - t) if y >= t else (hi - y) + (t - t_lo)
+        return (y - t) / width if width > 0 and math.isfinite(width) else None
+
+    g = above(theta, th[0], th[1])
+    if c.get("lower") is not None and c.get("lower_interval") is not None:
+        g_low = above(c["lower"], *c["lower_interval"])
+        if g_low is not None:
+            g = -g_low if g is None else max(g, -g_low)
+    return None if g is None else min(_CLIP, max(-_CLIP, g))
 
 
 def river_reward(arm: str, r: Any, model: RewardModel | None, clip: bool,

@@ -558,6 +558,30 @@ def test_boolean_rewards_are_flags_as_in_the_daemon():
     assert pickle.dumps(det) == before
 
 
+@pytest.mark.parametrize("two_sided", [False, True])
+def test_cs_scores_undecided_keys_by_their_margin_not_a_flat_quarter(two_sided):
+    """cs exposes no significance: its undecided keys scored a flat 0.25 / 0.75 (a data-scientist drill: 50 regions,
+    two distinct scores). Their margin comes from the confidence sequences now: graded, strictly inside (0, 1), above
+    one half exactly for the keys above the threshold, and a classified key's verdict still reaches 0 or 1."""
+    rng = random.Random(1)
+    det = OutlierArmDetector(policy="cs", discovery=200, policy_params={"two_sided": two_sided})
+    rates = [0.05 + 0.002 * i for i in range(49)] + [0.2]
+    for _ in range(20_000):
+        k = rng.randrange(50)
+        det.learn_one({"key": f"r{k}", "reward": int(rng.random() < rates[k])})
+    pol = det._scheduler.policy
+    d = pol.decision()
+    undecided = {a: det.score_one({"key": a}) for a in d.undecided}
+    assert len(undecided) >= 20 and len(set(undecided.values())) >= 20
+    assert all(0.0 < v < 1.0 for v in undecided.values())
+    for a, v in undecided.items():
+        ev = pol.arm_evidence(a)
+        lower = d.extra.get("lower_threshold")
+        beyond = ev["estimate"] > d.threshold or (lower is not None and ev["estimate"] < lower)
+        assert (v > 0.5) == beyond, (a, v, ev, d.threshold, lower)
+    assert all(det.score_one({"key": a}) == 0.0 for a in d.normals)
+
+
 def test_decimal_rewards_are_numbers_as_fractions_are():
     """A database's NUMERIC column arrives as Decimal (river's ``stream.iter_sql``): it was refused as "not a
     number" while a Fraction was read. The same detector as with floats; a Decimal NaN (quiet or signalling) or

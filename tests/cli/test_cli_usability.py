@@ -615,8 +615,9 @@ def test_too_few_keys_for_k_are_warned_of_at_the_first_episode(tmp_path, caplog,
     """5 keys at k = 2 (a files drill): no key can be an outlier (Samuelson: |y - mu| <= sigma sqrt(n - 1)), and
     the clear one sat at the threshold undecided for the whole file, in silence. At k = 8 the warning named the 64
     stand-in keys the run's settings are checked on, not the episode's 3."""
-    from streamarms.policies.ksigma_estimates import keys_for_k
     import random
+
+    from streamarms.policies.ksigma_estimates import keys_for_k
     rng = random.Random(3)
     p = tmp_path / "few.jsonl"
     p.write_text("".join(json.dumps({"arm": f"k{i % keys}", "reward": int(rng.random() < (0.9 if i % keys == 0 else 0.1)),
