@@ -19,6 +19,7 @@ usable checkpoint.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
 import sys
@@ -199,7 +200,23 @@ def _named_like_a_file(arg: str) -> bool:
     >>> _named_like_a_file("nofile.ckpt"), _named_like_a_file("/tmp/x"), _named_like_a_file("host-7")
     (True, True, False)
     """
-    return arg.endswith((".ckpt", ".checkpoint", ".json")) or (os.sep in arg and os.path.isdir(os.path.dirname(arg)))
+    return arg.endswith(_CHECKPOINT_SUFFIXES) or (os.sep in arg and os.path.isdir(os.path.dirname(arg)))
+
+
+#: the names a checkpoint file is usually given
+_CHECKPOINT_SUFFIXES = (".ckpt", ".checkpoint", ".json")
+
+
+def _near_checkpoint(arg: str) -> str | None:
+    """A checkpoint file whose name is close to ``arg``'s in the folder it names (a typo: ``clicks.ckp`` for
+    ``clicks.ckpt``), or ``None``."""
+    folder = os.path.dirname(arg)
+    try:
+        names = [n for n in os.listdir(folder or ".") if n.endswith(_CHECKPOINT_SUFFIXES)]
+    except OSError:
+        return None
+    near = difflib.get_close_matches(os.path.basename(arg), names, n=1, cutoff=0.8)
+    return os.path.join(folder, near[0]) if near else None
 
 
 def _positionals(opts: argparse.Namespace) -> str | None:
@@ -224,12 +241,13 @@ def _positionals(opts: argparse.Namespace) -> str | None:
             check_writable_file("--plot", opts.plot)
         except ConfigError as e:
             return str(e)
+    near = _near_checkpoint(args[0]) if opts.checkpoint is None and args else None
+    if opts.checkpoint is None and args and (near or _named_like_a_file(args[0])):
+        return (f"no checkpoint file {args[0]} (no such file" + (f"; did you mean {near}?)" if near else ")")
+                + ": give the path run's --checkpoint wrote, streamarms explain CHECKPOINT [KEY]")
     if (opts.table or opts.plot) and args:
         flag = "--table" if opts.table else "--plot"
         return f"{flag} shows every key: drop the key {args[0]!r}, or drop {flag} for its evidence as JSON"
-    if opts.checkpoint is None and args and _named_like_a_file(args[0]):
-        return (f"no checkpoint file {args[0]} (no such file): give the path run's --checkpoint wrote, "
-                "streamarms explain CHECKPOINT [KEY]")
     if opts.checkpoint is None:
         return ("the checkpoint `run` wrote is needed: streamarms explain CHECKPOINT [KEY], or "
                 f"streamarms explain {args[0] if args else '[KEY]'} --checkpoint PATH|dir:PATH|kafka:TOPIC (a run "

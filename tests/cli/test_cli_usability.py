@@ -635,6 +635,12 @@ def test_explain_of_a_missing_checkpoint_file_says_so(tmp_path, capsys):
     """It read the path as a KEY and asked for a checkpoint (a drill's `streamarms explain nofile.ckpt`)."""
     assert main(["explain", str(tmp_path / "nofile.ckpt")]) == 2
     assert f"no checkpoint file {tmp_path / 'nofile.ckpt'} (no such file)" in capsys.readouterr().err
+    for extra in (["--table"], ["--plot", str(tmp_path / "p.png")]):  # (they said "drop the key 'nofile.ckpt'")
+        assert main(["explain", str(tmp_path / "nofile.ckpt"), *extra]) == 2
+        assert f"no checkpoint file {tmp_path / 'nofile.ckpt'} (no such file)" in capsys.readouterr().err
+    (tmp_path / "clicks.ckpt").write_text("{}")
+    assert main(["explain", str(tmp_path / "clicks.ckp"), "--table"]) == 2  # a typo of a checkpoint next to it
+    assert f"(no such file; did you mean {tmp_path / 'clicks.ckpt'}?)" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("flags, said", [(["--delta", "0"], "--delta: delta must be in (0, 1)"),
