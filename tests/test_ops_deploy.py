@@ -145,12 +145,13 @@ def test_compose_services_line_up():
     state_dir = os.path.dirname(cfg["checkpoint"])
     assert any(v.split(":")[1] == state_dir for v in sa["volumes"])
     prom = _yaml(DEPLOY / "prometheus" / "prometheus.yml")
-    targets = [t for sc in prom["scrape_configs"] for s in sc.get("static_configs", []) for t in s["targets"]]  # type: ignore
-    assert targets == [f"streamarms:{port}"]
+    targets = {sc["job_name"]: [(n, d["port"]) for d in sc.get("dns_sd_configs", []) for n in d["names"]]
+               for sc in prom["scrape_configs"]}  # type: ignore
+    # by DNS: a service scaled to 0 (the single daemon in docker-compose.group.yml) has no target, not a dead one
+    assert targets == {"streamarms": [("streamarms", port)], "streamarms-members": [("streamarms-member", port)]}
     # the scale-out members (docker-compose.group.yml's service), found by DNS on the same port
     group = _yaml(DEPLOY / "docker-compose.group.yml")["services"]  # type: ignore[index]
-    dns = [d for sc in prom["scrape_configs"] for d in sc.get("dns_sd_configs", [])]  # type: ignore
-    assert [(d["names"], d["port"]) for d in dns] == [(["streamarms-member"], port)] and "streamarms-member" in group
+    assert "streamarms-member" in group and group["streamarms"]["deploy"]["replicas"] == 0
     mounts = {v.split(":")[1]: v.split(":")[0] for v in services["prometheus"]["volumes"]}
     for rf in prom["rule_files"]:  # type: ignore[index]
         assert rf in mounts and (DEPLOY / mounts[rf]).is_file()
