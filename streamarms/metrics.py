@@ -207,7 +207,7 @@ class _Collector:
 
 class MetricsServer:
     """HTTP endpoint: ``/metrics`` (Prometheus text format), ``/healthz`` (readiness) and ``/livez``
-    (liveness), both JSON with status 200 or 503; with ``explain``, ``/explain?key=KEY``: ``explain(KEY)``
+    (liveness), both JSON with status 200 or 503 (``HEAD`` answers the same status and headers); with ``explain``, ``/explain?key=KEY``: ``explain(KEY)``
     as JSON (404 for an unknown key, 400 without one, 503 when it raises ``TimeoutError``: the episode
     modes' loop, which answers it, did not turn in time)."""
 
@@ -223,6 +223,12 @@ class MetricsServer:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802
+                self._answer(body_too=True)
+
+            def do_HEAD(self) -> None:  # noqa: N802  (load balancers and uptime checkers probe with HEAD)
+                self._answer(body_too=False)
+
+            def _answer(self, body_too: bool) -> None:
                 path = self.path.split("?", 1)[0]
                 if path == "/metrics":
                     body, ctype, code = outer.metrics.render(), CONTENT_TYPE_LATEST, 200
@@ -243,7 +249,8 @@ class MetricsServer:
                 self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(body)
+                if body_too:
+                    self.wfile.write(body)
 
             def log_message(self, *args: Any) -> None:
                 pass

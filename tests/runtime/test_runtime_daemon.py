@@ -336,6 +336,9 @@ def test_metrics_endpoint_serves_required_series():
         text = urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics").read().decode()
         health = urllib.request.urlopen(f"http://127.0.0.1:{server.port}/healthz")
         assert health.status == 200 and json.loads(health.read())["status"] == "ok"
+        for path in ("/healthz", "/livez", "/metrics"):  # HEAD (load balancers' probes): the status, no body
+            head = urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{server.port}{path}", method="HEAD"))
+            assert head.status == 200 and head.read() == b"" and int(head.headers["Content-Length"]) > 0
     finally:
         server.close()
     for name in ("streamarms_samples_total", "streamarms_rewards_skipped_total", "streamarms_records_total",
