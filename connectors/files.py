@@ -382,7 +382,7 @@ class JsonlSource:
             self.paths.append(q)
             self.merger.extend([(q, 0)])
             self.merger.set_position((q, 0), 0)
-            log.info("%s appeared while following (it matches a --rewards-file pattern): following it too, from its "
+            log.info("%s appeared while following (--rewards-file names it, or a pattern of it): following it too, from its "
                      "first line", q)
 
     def _forget(self, p: str) -> None:

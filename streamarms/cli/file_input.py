@@ -83,12 +83,14 @@ def file_source(s: RunSettings, resume: dict[str, Any] | None) -> Any:
         return tables_of([path], s.rewards_format, s.line_pattern, line_time, reward_field=s.reward_field,
                          line_field=s.line_field, decimal_comma=s.decimal_comma).get(path)
 
-    source = JsonlSource(s.rewards_file or [], resume=resume, ordered=s.order == "timestamp", follow=bool(s.follow),
+    waiting = _not_there_yet(s, resume)
+    files = [p for p in s.rewards_file or [] if p not in waiting]
+    source = JsonlSource(files, resume=resume, ordered=s.order == "timestamp", follow=bool(s.follow),
                          line_time=line_time,
-                         tables=tables_of(s.rewards_file or [], s.rewards_format, s.line_pattern, line_time,
+                         tables=tables_of(files, s.rewards_format, s.line_pattern, line_time,
                                           reward_field=s.reward_field, line_field=s.line_field,
                                           decimal_comma=s.decimal_comma),
-                         patterns=patterns_of(s.rewards_file_given or []), table_of=table_of,
+                         patterns=patterns_of(s.rewards_file_given or []) + waiting, table_of=table_of,
                          max_timestamp_ahead=s.max_timestamp_ahead if "max_timestamp_ahead" in s.explicit else FILE_AHEAD,
                          encoding=s.encoding or "utf-8",
                          sheet=s.sheet)
@@ -105,6 +107,24 @@ def file_source(s: RunSettings, resume: dict[str, Any] | None) -> Any:
     for note in sheet_notes(s.rewards_file or [], s.sheet):  # (which sheet of a workbook of several is read)
         log.info("%s", note)
     return source
+
+
+def _not_there_yet(s: RunSettings, resume: dict[str, Any] | None) -> list[str]:
+    """Following, the files named (not patterns) that are not there and that the checkpoint has not read: each is
+    watched for as a pattern naming one file is, and read from its first line when it appears (a service started
+    before the log it follows stopped with ``FileNotFoundError``). A file the checkpoint has read is left to the
+    source, which finds it where a rotation moved it."""
+    import os
+
+    from streamarms.connectors.ordering import tp_name
+
+    if not s.follow:
+        return []
+    waiting = [p for p in s.rewards_file or [] if p != "-" and not os.path.lexists(p) and
+               tp_name((p, 0)) not in (resume or {})]
+    for p in waiting:
+        log.warning("%s is not there yet: following, it is read from its first line when it appears", p)
+    return waiting
 
 
 def _say_not_utf8(paths: Sequence[str]) -> None:

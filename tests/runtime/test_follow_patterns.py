@@ -224,6 +224,23 @@ def test_following_a_pattern_that_matches_nothing_yet_waits_for_its_first_file(t
         src.close()
 
 
+def test_a_file_named_that_is_not_there_yet_is_read_when_it_appears_and_a_restart_counts_each_line_once(tmp_path):
+    """A service started before the log it follows stopped with "cannot start: FileNotFoundError" (exit 1, a crash
+    loop under a restart policy): the file is waited for, as a pattern's first file is."""
+    from tests.runtime.test_jsonl_follow import _start as start_named
+    p = tmp_path / "r.jsonl"
+
+    def appears():
+        p.write_bytes(b"".join(_lines(700)))
+    err = _run_until_checkpointed(tmp_path, 700, "a checkpoint of the file that appeared", (0, appears), start_named)
+    assert "r.jsonl is not there yet: following, it is read from its first line when it appears" in err
+    assert "r.jsonl appeared while following" in err and "FileNotFoundError" not in err
+    with open(p, "ab") as f:  # while the run is stopped
+        f.write(b"".join(_lines(300, first=700)))
+    _run_until_checkpointed(tmp_path, 1000, "a checkpoint of every line", start=start_named)
+    assert _summary(tmp_path)["records"] == 1000
+
+
 def test_a_file_followed_and_renamed_to_a_name_the_pattern_matches_is_not_read_again(tmp_path):
     # logrotate with `dateext` and `extension .jsonl`: app.jsonl is renamed app-20261129.jsonl, which 'app*.jsonl'
     # matches; the follower reads it to its end, then the new app.jsonl -- and the pattern takes neither again
