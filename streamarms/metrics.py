@@ -22,7 +22,7 @@ metric                                         type     meaning
 ``streamarms_episodes_total``                  counter  detection episodes completed
 ``streamarms_want_timeouts_total``             counter  wants / requests given up (arm deferred)
 ``streamarms_requests_total``                  counter  sample requests published (active mode)
-``streamarms_dead_letters_total``              counter  records written to the dead-letter sink
+``streamarms_dead_letters_total``              counter  records refused as dead letters (sink or not)
 ``streamarms_checkpoints_total``               counter  checkpoints made durable
 ``streamarms_checkpoints_unchanged_total``     counter  of these, not written again: the store held the
                                                         same state already (an idle daemon)
@@ -170,7 +170,7 @@ class Metrics:
         for kind in _ALERT_KINDS:
             al.add_metric([kind], d(st, "alerts", kind))
         yield al
-        dl = CounterMetricFamily("streamarms_dead_letters", "Records written to the dead-letter sink.")
+        dl = CounterMetricFamily("streamarms_dead_letters", "Records refused as dead letters: sent to the dead-letter sink when one is configured, counted either way.")
         dl.add_metric([], float(self.dead_letters))
         yield dl
         ck = CounterMetricFamily("streamarms_checkpoints", "Checkpoints made durable.")
