@@ -194,8 +194,10 @@ class OperatorMetrics:
         reasons = []
         if snap is None:
             reasons.append("main loop not started")
-        elif not snap["assigned"]:
-            reasons.append("no partitions assigned")
+        elif not snap["assigned"]:  # (a source of files -- it has paths -- has a partition a file)
+            files = getattr(self.source, "paths", None) is not None
+            reasons.append("no file to read yet: none that --rewards-file names is there" if files else
+                           "no partitions assigned")
         if snap is not None and not snap.get("connected", True):
             reasons.append("broker unreachable")
         if age is not None and age >= self.stall_seconds:

@@ -75,3 +75,20 @@ def test_a_replay_has_no_follow_lag_series(tmp_path):
         assert _gauge(m) is None
     finally:
         source.close()
+
+
+def test_a_follow_run_with_no_file_yet_is_not_ready_for_that_reason_not_a_kafka_one(tmp_path):
+    """/healthz said "no partitions assigned" (an operator drill, a pattern matching no file yet): it names the files."""
+    source = JsonlSource([], follow=True, patterns=[str(tmp_path / "app-*.log")])
+    m, ops = _ops(source)
+    try:
+        ops.refresh()
+        ready, info = ops.health()
+        assert not ready and info["reasons"] == ["no file to read yet: none that --rewards-file names is there"]
+        (tmp_path / "app-1.log").write_text(_lines(10))
+        source.watch.due = lambda: True  # (look now, not in a second)
+        _drain(source)
+        ops.refresh()
+        assert "reasons" not in ops.health()[1]
+    finally:
+        source.close()
