@@ -11,6 +11,8 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
+from ..policies.ksigma_estimates import ksigma_thresholds, too_few_for_k
+from ..registry import POLICIES
 from ..runtime import DISCOVERING, FINISHED, RUNNING, EventClock, RewardCodec, SchedulerConfig
 from ..runtime.continuous import ContinuousRunner
 from ..runtime.evidence import finite_or_none, finite_pair
@@ -45,7 +47,8 @@ def stop_lines(out: dict[str, Any], sched: Any, s: RunSettings, cfg: SchedulerCo
                                                   frozen_clock_text(clock, s, sched.episodes_done)) or "")
     lines.append(out.get("reward_rule_unmatched") or "")
     if not isinstance(sched, ContinuousRunner):
-        lines.append(beyond_reach_text(out, s.two_sided, s.reward_model, s.reward_bounds[1], s.k) or "")
+        few = too_few_keys_text(out, s.k, POLICIES[s.policy].thresholds is ksigma_thresholds)
+        lines.append(few or beyond_reach_text(out, s.two_sided, s.reward_model, s.reward_bounds[1], s.k) or "")
     lines.append(refusals_hint(st["records"], st["invalid"], bool(s.rewards_file),
                                bool(s.dead_letter_file or s.dead_letter_topic), s.reward_model, s.key_field,
                                s.rewards_file_given or s.rewards_file or (),
@@ -286,6 +289,24 @@ def unfinished_text(u: dict[str, Any], show: int = 5) -> str:
         out += ("; --policy cs (streamarms' own engine, intervals valid at every count) decides on far fewer "
                 "records (README: 0.04-0.44x WRR's samples)")
     return out
+
+
+def too_few_keys_text(out: dict[str, Any], k: float, ksigma: bool) -> str | None:
+    """Said when a k-sigma run flagged nothing and none of its episodes (the unfinished one too) had keys enough for
+    its ``k`` to hold an outlier (:func:`~streamarms.policies.ksigma_estimates.too_few_for_k`): the cause, where the
+    other closing lines would guess at another (a threshold near 1, an episode that cannot decide). ``None`` otherwise.
+
+    >>> print(too_few_keys_text({"episodes": [{"arms": 3, "outliers": []}], "flagged": []}, 2.0, True))
+    no key could be flagged: with 3 keys no key can be an outlier at k = 2: a mean is at most sqrt(n - 1) = 1.41 standard deviations from the keys' mean (Samuelson's inequality), so every key is normal whatever the data; it takes 6 keys at k = 2, or a k below 1.41
+    """
+    if not ksigma or out.get("flagged"):
+        return None
+    episodes = [*out.get("episodes", []), *([out["unfinished_episode"]] if out.get("unfinished_episode") else [])]
+    sizes = [e.get("arms", len(e.get("outliers", [])) + e.get("normals", 0) + len(e.get("undecided", [])))
+             for e in episodes]
+    if not sizes or any(too_few_for_k(n, k) is None for n in sizes):
+        return None
+    return f"no key could be flagged: {too_few_for_k(max(sizes), k)}"
 
 
 def beyond_reach_text(out: dict[str, Any], two_sided: bool, model: str, top: float, k: float) -> str | None:

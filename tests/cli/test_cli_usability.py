@@ -666,3 +666,19 @@ def test_means_from_a_file(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["simulate", "--means", f"@{tmp_path / 'none.txt'}"])
     assert "cannot read" in capsys.readouterr().err
+
+
+def test_a_run_on_too_few_keys_for_k_closes_with_that_cause(tmp_path, capsys):
+    """The last lines blamed a threshold near 1 (k = 100 on 50 keys: "its keys sit near the top") or an episode that
+    cannot decide (3 keys at k = 2), where the cause is k (a data-scientist drill)."""
+    import random
+    rng = random.Random(2)
+    p = tmp_path / "rates.jsonl"
+    p.write_text("".join(json.dumps({"key": f"k{i % 50}", "reward": int(rng.random() < 0.05), "ts": i}) + "\n"
+                         for i in range(20_000)))
+    assert main(["run", "--rewards-file", str(p), "--policy", "cs", "--k", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "no key could be flagged: with 50 keys no key can be an outlier at k = 100" in out
+    assert "sit near the top" not in out
+    assert main(["run", "--rewards-file", str(p), "--policy", "cs", "--k", "3", "--checkpoint", "none"]) == 0
+    assert "no key can be an outlier" not in capsys.readouterr().out
