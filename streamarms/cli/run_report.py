@@ -391,6 +391,8 @@ def refusals_hint(records: int, invalid: dict[str, int], from_file: bool, dead_l
     most records were refused (100 of 100): the dead letters name each one and why; most records have no field 'hots' (--key-field): streamarms inspect FILE lists the fields they have
     >>> print(refusals_hint(100, {"not_json": 100}, False, False, topics="--bootstrap-servers k:9092 --rewards-topic logs"))
     most records were refused (100 of 100): the first are logged; --dead-letter-file/--dead-letter-topic keeps them all with the reason; a Kafka record's value is read as one JSON object, or as a log line with --line-pattern (named formats: combined, ingress-nginx, haproxy, envoy, alb, logfmt): streamarms inspect --bootstrap-servers k:9092 --rewards-topic logs names the format of the latest values and suggests the flags
+    >>> print(refusals_hint(100, {"bad_timestamp": 100}, True, True))  # doctest: +ELLIPSIS
+    most records were refused (100 of 100): the dead letters name each one and why; their time field is not a time read without a format ...: --timestamp-format names its format ...
     >>> print(refusals_hint(100, {"out_of_model": 90}, True, True))
     most records were refused (90 of 100): the dead letters name each one and why; the rewards are numbers the bernoulli model (0 or 1) does not hold: --reward-at-least N makes each a flag (1 at or above N: a status >= 500, a latency >= 1000), or --reward-model bounded --reward-range LOW,HIGH compares the numbers themselves
     """
@@ -419,6 +421,10 @@ def refusals_hint(records: int, invalid: dict[str, int], from_file: bool, dead_l
                 "LOW,HIGH compares the numbers themselves" if model == "bernoulli" else
                 f"; the rewards lie outside the {model} model's range: widen --reward-range, or --clip counts a reward "
                 "beyond it as the range's end")
+    elif from_file and invalid.get("bad_timestamp", 0) * 2 > refused:
+        out += ("; their time field is not a time read without a format (a number since the epoch, ISO 8601): "
+                "--timestamp-format names its format (strptime: '%a, %d %b %Y %H:%M:%S %Z' reads 'Fri, 01 Mar 2024 "
+                "00:00:00 GMT'), --timestamp-unit a number's unit, or --timestamp-field another field")
     elif topics and invalid.get("not_json", 0) * 2 > refused:
         out += ("; a Kafka record's value is read as one JSON object, or as a log line with --line-pattern (named "
                 f"formats: combined, ingress-nginx, haproxy, envoy, alb, logfmt): streamarms inspect {topics} names the "
@@ -427,7 +433,7 @@ def refusals_hint(records: int, invalid: dict[str, int], from_file: bool, dead_l
         out += ('; a JSONL file holds one JSON object a line ({"arm": "eu", "reward": 1, "timestamp": 1700000000123}); '
                 'a table with a header line is read as one by its name (.csv, .tsv) or --rewards-format csv|tsv')
     shapeless = sum(invalid.get(r, 0) for r in ("key_missing", "not_json", "not_object", "missing_reward",
-                                                "value_missing", "not_numeric"))
+                                                "value_missing", "not_numeric", "bad_timestamp"))
     if files and shapeless * 2 > refused and "-" not in files:
         shown = " ".join(shlex.quote(f) for f in files[:2]) + (" ..." if len(files) > 2 else "")
         out += f"; streamarms inspect {shown} shows what the records hold and suggests the flags that read them"

@@ -200,7 +200,7 @@ class RewardCodec:
             return self._boolean(arm, v)
         if x is None:
             shown = repr(v[:80]) if isinstance(v, str) else f"a JSON {type(v).__name__}"  # never repr a deep value
-            hint = _hint(v, self.unit, self.numeric_strings, self.at_least) if isinstance(v, str) else ""
+            hint = _hint(v, self.unit, self.numeric_strings, self.at_least, self.model) if isinstance(v, str) else ""
             raise InvalidRecord("not_numeric", f"reward of arm {arm!r} is not a JSON number: {shown}{hint}")
         if not math.isfinite(x):
             raise InvalidRecord("not_finite", f"reward of arm {arm!r} is not finite: {x!r}")
@@ -434,8 +434,11 @@ class RewardCodec:
         return xs
 
 
-def _hint(v: str, unit: str | None, numeric_strings: bool, at_least: float | None) -> str:
-    """What a refused text reward says reads it (the refusal's end): a flag, or where a decimal comma is read."""
+def _hint(v: str, unit: str | None, numeric_strings: bool, at_least: float | None, model: Any = None) -> str:
+    """What a refused text reward says reads it (the refusal's end): a flag (``--reward-in``, not beside
+    ``--reward-at-least``, and only under the bernoulli model, which it needs: not for a word among a bounded model's
+    latencies), or where a decimal comma is read."""
+    flags = at_least is None and (model is None or model.name == "bernoulli")
     number = JSON_NUMBER.fullmatch(v)
     return (f" (--reward-unit {unit_of(v)} reads a duration with its unit as the number of {unit_of(v)} it lasts)"
             if unit is None and is_duration(v) else
@@ -448,4 +451,4 @@ def _hint(v: str, unit: str | None, numeric_strings: bool, at_least: float | Non
             " (--numeric-strings reads true and false written as strings as 1 and 0)"
             if not numeric_strings and v.lower() in _BOOLEAN_TEXT else
             f" (--reward-in {v[:40]},.. makes the reward 1 where the field is one of those texts, else 0)"
-            if at_least is None and _WORD.fullmatch(v) and v.lower() not in _NOT_WORDS else "")
+            if flags and _WORD.fullmatch(v) and v.lower() not in _NOT_WORDS else "")

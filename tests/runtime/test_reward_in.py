@@ -54,6 +54,9 @@ def test_what_cannot_go_with_the_rule_is_refused(kw, why):
 def test_a_refused_category_names_the_rule():
     with pytest.raises(InvalidRecord, match=r"'ERROR' \(--reward-in ERROR,.. makes the reward 1"):
         RewardCodec("level", BernoulliModel()).reward("h", b'{"level": "ERROR"}')
+    with pytest.raises(InvalidRecord) as e:  # (a word among a bounded model's latencies: --reward-in needs bernoulli)
+        RewardCodec("ms", BoundedModel(0, 1200)).reward("h", b'{"ms": "timeout"}')
+    assert str(e.value).endswith("is not a JSON number: 'timeout'")
 
 
 def test_reward_match_finds_a_pattern_in_the_text_on_every_path():
