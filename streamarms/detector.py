@@ -434,7 +434,7 @@ class OutlierArmDetector(base.AnomalyDetector):
                 self._warn_ignored(x)
             return
         arm = river_key(key, self._scheduler.codec.max_key_bytes)
-        reward, clipped = river_reward(arm, r, self._model, self.clip, self._default_model)
+        reward, clipped = river_reward(arm, r, self._model, self.clip, self._default_model, self.reward)
         self.n_clipped += clipped
         self.n_records += 1
         self._clock.now += 1.0
@@ -597,7 +597,7 @@ def evidence_margin(ev: dict[str, Any] | None, c: dict[str, Any]) -> float | Non
 
 
 def river_reward(arm: str, r: Any, model: RewardModel | None, clip: bool,
-                 default_model: Callable[[], bool]) -> tuple[float, bool]:
+                 default_model: Callable[[], bool], feature: str = "reward") -> tuple[float, bool]:
     """A record's reward by the daemon's rules (module docstring): the float, and whether ``clip`` took it as
     an end of the bounded ``model``'s range; ``ValueError`` naming the key and the value otherwise (a hint at
     the other models when ``default_model()`` says the model is the default: asked on that error only)."""
@@ -608,7 +608,9 @@ def river_reward(arm: str, r: Any, model: RewardModel | None, clip: bool,
                              f"{model.name} model")
         return (1.0 if r else 0.0), False
     if isinstance(r, str) or not isinstance(r, (numbers.Real, decimal.Decimal)):  # (a database's NUMERIC: Decimal)
-        raise ValueError(f"reward of key {arm!r} is not a number: {short_repr(r)}")
+        raise ValueError(f"reward of key {arm!r} is not a number: {short_repr(r)}" + (
+            f" (river.stream.iter_csv reads every field as text: converters={{{feature!r}: float}} reads it as a "
+            "number)" if isinstance(r, str) and _NUMBER_TEXT.fullmatch(r.strip()) else ""))
     try:
         x = float(r)
     except (OverflowError, ValueError):  # an integer beyond the floats (as the daemon reads it), Decimal('sNaN')
@@ -659,6 +661,9 @@ def river_key(key: Any, limit: int) -> str:
         raise ValueError(f"key {arm[:64]!r}... is longer than {limit} bytes")
     return arm
 
+
+#: a number written as text (a CSV cell river.stream.iter_csv gives as a string)
+_NUMBER_TEXT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 
 #: the ``policy_params`` key of a flag whose name differs (UCBE's ``--b``)
 _DEST = {"b": "ucbe_b"}

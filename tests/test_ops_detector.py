@@ -582,6 +582,17 @@ def test_cs_scores_undecided_keys_by_their_margin_not_a_flat_quarter(two_sided):
     assert all(det.score_one({"key": a}) == 0.0 for a in d.normals)
 
 
+def test_a_reward_read_as_text_names_the_converter_that_reads_it():
+    """river.stream.iter_csv without converters gives every field as a string: "is not a number: '0'" said nothing
+    of why a 0 is not a number."""
+    det = OutlierArmDetector(key="region", reward="clicked")
+    with pytest.raises(ValueError, match=r"is not a number: '0' \(river.stream.iter_csv reads every field as text: "
+                                         r"converters=\{'clicked': float\} reads it as a number\)"):
+        det.learn_one({"region": "eu", "clicked": "0"})
+    with pytest.raises(ValueError, match=r"is not a number: 'yes'$"):
+        det.learn_one({"region": "eu", "clicked": "yes"})
+
+
 def test_decimal_rewards_are_numbers_as_fractions_are():
     """A database's NUMERIC column arrives as Decimal (river's ``stream.iter_sql``): it was refused as "not a
     number" while a Fraction was read. The same detector as with floats; a Decimal NaN (quiet or signalling) or
