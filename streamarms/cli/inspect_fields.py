@@ -111,9 +111,28 @@ class FieldProfile:
                 ", ".join(self.lists)
         if self.low <= self.high and self.numeric >= 0.5 * self.present:
             shown = f"{_num(self.low)} .. {_num(self.high)}" + (f" {self.unit} (durations)" if self.unit else "")
+            if self.numeric < self.present:  # (a latency column's "timeout" cells: refused by a run, so said here)
+                odd = [(v, n) for v, n in self.values.most_common() if not _number(v)][:2]
+                shown += f"; {self.present - self.numeric:,} not numbers" + (
+                    f": {', '.join(f'{_short(v)} ({n:,})' for v, n in odd)}" if odd else "")
         else:
-            shown = ", ".join(f"{str(v)[:24]!r} ({n:,})" for v, n in self.values.most_common(4))
+            shown = ", ".join(f"{_short(v)} ({n:,})" for v, n in self.values.most_common(4))
         return f"  {self.name:<28} {100 * self.present / max(records, 1):5.1f}%  {kinds:<22} {distinct:<16} {shown}"
+
+
+def _number(v: Any) -> bool:
+    return type(v) in (int, float) or (type(v) is str and JSON_NUMBER.fullmatch(v) is not None)
+
+
+def _short(v: Any, most: int = 32) -> str:
+    """A value as an example: its text quoted, cut with an ellipsis past ``most`` characters (an ISO time's fraction,
+    an HTTP date: whole).
+
+    >>> _short("Fri, 01 Mar 2024 00:00:00 GMT"), _short("x" * 40)
+    ("'Fri, 01 Mar 2024 00:00:00 GMT'", "'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...'")
+    """
+    text = str(v)
+    return repr(text if len(text) <= most else text[:most - 1] + "...")
 
 
 def _num(x: float) -> str:

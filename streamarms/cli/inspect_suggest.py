@@ -154,7 +154,9 @@ def _reward_flags(f: FieldProfile, table: bool = False) -> str | None:
         return f"{name} --reward-match {shlex.quote(FAILURE_WORDS)}" if 0.001 <= said <= 0.5 else None
     if f.digits() and f.distinct >= 100 and max(f.values.values()) == 1 and not _DURATION_NAME.search(plain(f.name)):
         return None  # (whole numbers none of which repeats: an id or a counter -- an order number, a row -- no reward)
-    if f.numeric > 0.99 * f.present and f.low >= 0 and f.high > 0 and f.distinct > 20:
+    # (up to a tenth of texts among them -- a latency's "timeout" -- which run refuses as dead letters; the field's
+    # line above says how many)
+    if f.numeric >= 0.9 * f.present and f.low >= 0 and f.high > 0 and f.distinct > 20:
         top = f.quantile(0.999) or f.high  # (up to two digits: 2,300 ms rather than 2,287.5)
         scale = 10.0 ** (math.floor(math.log10(top)) - 1)
         return f"{name} --reward-model bounded --reward-range 0,{math.ceil(top / scale) * scale:g} --clip"
@@ -165,7 +167,8 @@ def _reward_flags(f: FieldProfile, table: bool = False) -> str | None:
 #: spreadsheet's default; a day first when a value rules the month out)
 TIME_FORMATS = ("%m/%d/%Y %I:%M %p", "%m/%d/%Y %I:%M:%S %p", "%m/%d/%Y %H:%M", "%m/%d/%Y %H:%M:%S", "%d/%m/%Y %H:%M",
                 "%d/%m/%Y %H:%M:%S", "%d.%m.%Y %H:%M", "%d.%m.%Y %H:%M:%S", "%m/%d/%y %H:%M", "%d-%b-%Y %H:%M:%S",
-                "%b %d, %Y %I:%M:%S %p", "%a %b %d %H:%M:%S %Y", "%Y%m%d%H%M%S", "%Y%m%d %H%M%S")
+                "%b %d, %Y %I:%M:%S %p", "%a %b %d %H:%M:%S %Y", "%Y%m%d%H%M%S", "%Y%m%d %H%M%S",
+                "%a, %d %b %Y %H:%M:%S %Z")  # (the last: an HTTP date, RFC 9110's IMF-fixdate)
 
 
 def time_format(values: Iterable[Any]) -> str | None:
@@ -209,13 +212,37 @@ def _time_flags(fields: dict[str, FieldProfile]) -> str:
             continue
         fmt = time_format(f.values) if f.share("str") > 0.99 else None
         return f" --timestamp-field {shlex.quote(name)}" + (f" --timestamp-format {shlex.quote(fmt)}" if fmt else "")
-    for f in fields.values():  # a time under another name: ISO 8601 (read as it is), or one of the formats
+    for f in fields.values():  # a time under another name: numbers since the epoch, ISO 8601, one of the formats
+        if (unit := epoch_times(f)) is not None:
+            return f" --timestamp-field {shlex.quote(f.name)}" + ("" if unit == "ms" else f" --timestamp-unit {unit}")
         if f.share("str") > 0.99 and f.distinct > 1:
             if _iso_times(f.values):
                 return f" --timestamp-field {shlex.quote(f.name)}"
             if (fmt := time_format(f.values)) is not None:
                 return f" --timestamp-field {shlex.quote(f.name)} --timestamp-format {shlex.quote(fmt)}"
     return ""
+
+
+#: a field's name that may hold a time (``event_time``, ``logged_at``, ``event_ts``, ``date``)
+_TIME_NAME = re.compile(r"time|date|stamp|(?:^|[._-])ts(?:$|[._-])|(?:^|[._-])at$")
+
+
+def epoch_times(f: FieldProfile) -> str | None:
+    """The unit of ``f``'s numbers when they are times since the epoch under a name that may hold a time (not in
+    :data:`TIME_NAMES`: ``event_time`` = 1709251200.0 is seconds), else ``None``: such a field is the records' time,
+    not a reward (it was suggested as a latency of up to 1.8e9).
+
+    >>> f = FieldProfile("event_time")
+    >>> for i in range(30): f.add(1709251200.0 + i)
+    >>> epoch_times(f), epoch_times(FieldProfile("bytes"))
+    ('s', None)
+    """
+    from streamarms.connectors.line_time import epoch_unit
+
+    if not (f.low <= f.high and f.numeric > 0.99 * f.present and _TIME_NAME.search(plain(f.name))):
+        return None
+    unit = epoch_unit(f.low)
+    return unit if unit is not None and epoch_unit(f.high) == unit else None
 
 
 def _iso_times(values: Iterable[Any]) -> bool:
@@ -261,7 +288,7 @@ def suggestions(fields: dict[str, FieldProfile], n: int, files: str = "FILE", ta
     source = source or f"--rewards-file {files}"
     out = []
     for f in fields.values():
-        if f is key or plain(f.name) in TIME_NAMES:
+        if f is key or plain(f.name) in TIME_NAMES or epoch_times(f) is not None:
             continue
         # a field most records lack, written only when set ({"error": ...} on failures): its share of records
         reward = (f"--reward-field {shlex.quote(f.name)} --reward-match . --reward-missing 0" if f.present < 0.5 * n else

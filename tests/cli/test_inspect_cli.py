@@ -528,3 +528,35 @@ def test_a_few_odd_values_in_a_field_of_two_outcomes_do_not_hide_it(tmp_path, ca
     assert command[:7] == ["run", "--rewards-file", str(p), "--key-field", "host", "--reward-field", "reward"], command
     got = _run_suggested(tmp_path, command, "--max-episodes", "1")
     assert got["flagged"] == ["h2"] and sum(got["invalid"].values()) == 2, got
+
+
+def test_a_time_under_another_name_a_http_date_and_texts_among_latencies(tmp_path, capsys):
+    """A data-scientist drill: ``event_time`` holding seconds since the epoch was suggested as a latency of up to
+    1.8e9 (and no time); an HTTP date (Fri, 01 Mar 2024 00:00:00 GMT) had no format; 5% of "timeout" cells among
+    latencies hid the field (no reward suggested) and its column showed only the numbers' range; examples were cut at
+    24 characters with no sign of it."""
+    import csv
+    rng = random.Random(0)
+    rows = [(f"r{i % 10}", int(rng.random() < (0.4 if i % 10 == 3 else 0.1)), 1_709_251_200.0 + i,
+             dt.datetime(2024, 3, 1, tzinfo=dt.UTC) + dt.timedelta(seconds=i),
+             "timeout" if rng.random() < 0.05 else rng.randint(20, 2000)) for i in range(3000)]
+    for column, want in (("event_time", ["--timestamp-field", "event_time", "--timestamp-unit", "s"]),
+                         ("http_date", ["--timestamp-field", "http_date", "--timestamp-format", "%a, %d %b %Y %H:%M:%S %Z"])):
+        p = tmp_path / f"{column}.csv"
+        with open(p, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["region", "clicked", column, "response_ms"])
+            for region, clicked, epoch, when, ms in rows:
+                w.writerow([region, clicked, epoch if column == "event_time" else when.strftime("%a, %d %b %Y %H:%M:%S GMT"), ms])
+        assert main(["inspect", str(p)]) == 0
+        out = capsys.readouterr().out
+        commands = _suggested(out)
+        assert all(c[-len(want):] == want for c in commands), commands
+        assert not any(c[c.index("--reward-field") + 1] == column for c in commands)
+        assert any("--reward-field response_ms" in " ".join(c) for c in commands)
+        assert re.search(r"response_ms .* 20 \.\. 2,000; \d+ not numbers: 'timeout' \(\d+\)", out), out
+        if column == "http_date":
+            assert "'Fri, 01 Mar 2024 00:00:00 GMT' (1)" in out
+        assert main([*commands[0], "--policy", "cs", "--quiet",
+                     "--checkpoint", "none"]) == 0  # (runs as printed)
+        capsys.readouterr()
