@@ -114,6 +114,23 @@ def _measured(f: FieldProfile) -> bool:
 _OUTCOMES = frozenset({0, 1, "0", "1", "true", "false"})
 
 
+#: two words that are a yes-or-no outcome (besides a word and its negation: click / no_click)
+_OUTCOME_PAIRS = frozenset(frozenset(p) for p in (("yes", "no"), ("y", "n"), ("pass", "fail"), ("passed", "failed"),
+                                                  ("success", "failure"), ("succeeded", "failed"), ("hit", "miss"),
+                                                  ("ok", "ko"), ("ok", "error"), ("ok", "failed")))
+
+
+def _two_outcomes(a: str, b: str) -> bool:
+    """Whether two texts are the outcomes of a yes-or-no event: a known pair, or a word and its negation.
+
+    >>> _two_outcomes("click", "no_click"), _two_outcomes("Yes", "No"), _two_outcomes("sshd", "CRON")
+    (True, True, False)
+    """
+    a, b = a.lower(), b.lower()
+    negated = {f"{p}{sep}{w}" for w in (a, b) for p in ("no", "not", "non", "un") for sep in ("", "_", "-", " ")}
+    return frozenset((a, b)) in _OUTCOME_PAIRS or a in negated or b in negated
+
+
 def _reward_flags(f: FieldProfile, table: bool = False) -> str | None:
     """The flags that read ``f`` as a reward (``table``: its numbers are text, read as numbers without a flag), or
     ``None`` when it is no likely reward."""
@@ -147,7 +164,10 @@ def _reward_flags(f: FieldProfile, table: bool = False) -> str | None:
         return name + " --reward-at-least 500"  # (a status code: HTTP registers about 60; more are lengths, sizes)
     free = plain(f.name).rsplit(".", 1)[-1] in _TEXT_NAMES  # (a log line's message, however few its texts)
     if f.share("str") > 0.99 and not f.numeric and 2 <= f.distinct <= 20 and not f.more and not free:
-        rare = [str(v) for v, _ in sorted(f.values.items(), key=lambda kv: kv[1]) if _ERRORISH.search(str(v))]
+        by_count = sorted(f.values.items(), key=lambda kv: kv[1])
+        rare = [str(v) for v, _ in by_count if _ERRORISH.search(str(v))]
+        if not rare and f.distinct == 2 and _two_outcomes(*map(str, f.values)):  # (the rarer outcome's rate)
+            rare = [str(by_count[0][0])]
         return f"{name} --reward-in {shlex.quote(','.join(rare[:3]))}" if rare else None
     if f.share("str") > 0.99 and not f.numeric and (f.distinct > 20 or f.more or free):  # (a free text: messages)
         said = sum(n for v, n in f.values.items() if _FAILURE.search(v)) / f.present

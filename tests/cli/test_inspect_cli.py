@@ -560,3 +560,17 @@ def test_a_time_under_another_name_a_http_date_and_texts_among_latencies(tmp_pat
         assert main([*commands[0], "--policy", "cs", "--quiet",
                      "--checkpoint", "none"]) == 0  # (runs as printed)
         capsys.readouterr()
+
+
+def test_two_outcomes_in_words_suggest_the_rarer_ones_rate(tmp_path, capsys):
+    """click / no_click: "no likely reward field", and run's refusals then suggested --reward-in no_click (the common
+    outcome, the first refused row's), whose threshold reached past 1."""
+    rng = random.Random(1)
+    p = tmp_path / "clicks.csv"
+    p.write_text("region,clicked\n" + "".join(
+        f"r{i % 10},{'click' if rng.random() < (0.6 if i % 10 == 3 else 0.1) else 'no_click'}\n" for i in range(10_000)))
+    assert main(["inspect", str(p)]) == 0
+    commands = _suggested(capsys.readouterr().out)
+    assert commands[0][-4:] == ["--reward-field", "clicked", "--reward-in", "click"], commands
+    assert main([*commands[0], "--policy", "cs", "--checkpoint", "none"]) == 0
+    assert "flagged now: r3" in capsys.readouterr().out
