@@ -183,21 +183,27 @@ def _append(path: str) -> IO[str]:
 
 
 class JsonlDeadLetterSink(JsonlSink):
-    """Refused records as lines ``{"reason", "detail", "source", "key", "value"}`` (key/value as text),
+    """Refused records as lines ``{"reason", "detail", "source", "key", "value"}`` (key/value as text; ``source``
+    is ``topic:partition:offset``, a file's ``path:0:index`` with the 0-based index of its line, and a file's line
+    also has ``"line"`` with :attr:`lines`: the number from 1 of its (first) line, a table's header counted),
     buffered until :meth:`flush` (a flood of bad records is written in blocks, not a system call each) -- or
     until :data:`BLOCK` characters wait, as a file buffer would -- into the file at the path then (a rotation
     in between: the new file)."""
 
     #: characters of lines held at most before they are written
     BLOCK = 8192
+    #: the records are files' lines (``streamarms run --rewards-file``): each letter also names its line's number
+    lines = False
 
     def send(self, record: Any, reason: str, detail: str = "") -> None:  # type: ignore[override]
         def text(b: Any) -> Any:
             return b.decode("utf-8", "backslashreplace") if isinstance(b, (bytes, bytearray)) else b
 
-        line = json.dumps({"reason": reason, "detail": detail,
-                           "source": f"{record.topic}:{record.partition}:{record.offset}",
-                           "key": text(record_key(record)), "value": text(record.value)}) + "\n"
+        doc = {"reason": reason, "detail": detail, "source": f"{record.topic}:{record.partition}:{record.offset}",
+               "key": text(record_key(record)), "value": text(record.value)}
+        if self.lines:  # a file's line: its number as an editor shows it (sed -n 103p)
+            doc["line"] = record.offset + 1
+        line = json.dumps(doc) + "\n"
         self._pending.append(line)
         self._held += len(line)
         if self._held >= self.BLOCK:

@@ -72,6 +72,10 @@ def test_a_missing_column_is_one_error_and_a_bad_row_a_dead_letter(tmp_path, cap
     assert [d["reason"] for d in letters] == ["bad_row", "not_numeric", "key_not_utf8"]
     assert got["invalid"] == {"bad_row": 1, "not_numeric": 1, "key_not_utf8": 1}
     assert "5 cells, the header 4 columns" in letters[0]["detail"]
+    lines = p.read_bytes().splitlines()  # each names its line from 1, the header counted (sed -n Np), as editors do
+    assert [lines[d["line"] - 1] for d in letters] == [b"w01,t9,1,1700000099999,extra", b"w02,t10,maybe,1700000099999",
+                                                       b"\xff\xfe,t11,1,1700000099999"]
+    assert [d["source"].rsplit(":", 1)[1] for d in letters] == [str(d["line"] - 1) for d in letters]  # (0-based there)
 
 
 def test_a_restart_reads_the_rows_added_since_and_no_row_twice(tmp_path):
