@@ -197,6 +197,10 @@ def simulate(opts: argparse.Namespace, progress: RunProgress | None = None) -> d
     opts.df = 3.0 if opts.df is None else opts.df
     if "k" in spec.params and getattr(opts, "k", None) is not None:
         check_k(opts.k)  # (before the ties below: --k inf put every mean "at the threshold")
+    if spec.kind == "threshold" and opts.threshold is None:  # (one line naming all it needs, not one flag a try)
+        raise ValueError(f"policy {opts.policy!r} needs --threshold (the known threshold theta)" + (
+            " and --budget T (or --max-pulls N to cap an anytime run)" if opts.budget is None and opts.max_pulls is None
+            else ""))
     params = policy_params(opts, means, opts.seed)
     truth = spec.truth(means, **params)
     tied = spec.ties(list(means), **params)

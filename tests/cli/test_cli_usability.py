@@ -436,6 +436,10 @@ def test_a_budget_policy_without_budget_or_cap_is_refused_not_run_forever(policy
     assert main(["simulate", "--policy", policy, "--threshold", "0.5"]) == 2
     err = capsys.readouterr().err
     assert "--budget" in err and "--max-pulls" in err and len(err.strip().splitlines()) == 1
+    assert main(["simulate", "--policy", policy]) == 2  # (one line naming both, not --threshold, then --budget)
+    err = capsys.readouterr().err
+    assert f"policy {policy!r} needs --threshold (the known threshold theta) and --budget T" in err
+    assert len(err.strip().splitlines()) == 1
 
 
 def test_capped_runs_are_counted_and_said(capsys):
