@@ -388,11 +388,14 @@ class _App:
                 warn_missing_topics(cfg, s.rewards_topic)
             pool = self.pool if self.pool is not None else \
                 KafkaProducerPool(cfg, dict(_kv(x) for x in (s.producer_option or [])), self._sink_topics())
-            self.alert_sink = KafkaAlertSink(pool, s.alerts_topic) if s.alerts_topic else None
+            from streamarms.connectors.file_sinks import JsonlDeadLetterSink, JsonlSink
+            self.alert_sink = JsonlSink(s.alerts_file) if s.alerts_file else \
+                KafkaAlertSink(pool, s.alerts_topic) if s.alerts_topic else None  # (a file: settings' _files_for_kafka)
             if s.mode == ACTIVE:
                 self.request_sink = KafkaRequestSink(pool, s.requests_topic)
-            if s.dead_letter_topic:
-                self.dead_letter_sink = KafkaDeadLetterSink(pool, s.dead_letter_topic)
+            if s.dead_letter_file or s.dead_letter_topic:
+                self.dead_letter_sink = JsonlDeadLetterSink(s.dead_letter_file) if s.dead_letter_file else \
+                    KafkaDeadLetterSink(pool, s.dead_letter_topic)
             self.source = KafkaRewardSource(s.rewards_topic, s.group_id, cfg, resume=resume,
                                             ordered=s.order == "timestamp", max_poll_records=s.max_poll_records,
                                             from_beginning=bool(s.from_beginning),

@@ -665,6 +665,8 @@ def resolve_settings(opts: argparse.Namespace) -> RunSettings:
         if not any(workbook_given(p) for p in files):
             raise ConfigError("--sheet names the sheet of an Excel workbook to read: give --rewards-file a workbook "
                               "(.xlsx)")
+    if s.bootstrap_servers and (s.alerts_file or s.dead_letter_file):
+        s = _files_for_kafka(s, explicit)
     if s.decimal_comma and not formats & {"csv", "tsv"}:
         raise ConfigError("--decimal-comma reads the reward column's decimal commas (0,25) in a table: give "
                           "--rewards-file CSV or TSV files (--rewards-format csv or tsv for another name)")
@@ -675,6 +677,21 @@ def resolve_settings(opts: argparse.Namespace) -> RunSettings:
                        s.line_pattern is not None),
                    # what the files are read as (a restart compares it): auto resolved where the files agree
                    rewards_format=formats.pop() if len(formats) == 1 else s.rewards_format)
+
+
+def _files_for_kafka(s: RunSettings, explicit: frozenset[str]) -> RunSettings:
+    """A Kafka run's ``--alerts-file`` (``--dead-letter-file``) takes the alerts (dead letters) in place of the topic
+    (they were ignored: the alerts went to the default topic, the refused records to no sink); naming both is an error,
+    and so is ``--exactly-once``, whose transaction holds Kafka's writes, not a file's."""
+    if s.exactly_once:
+        raise ConfigError("--exactly-once writes the alerts and dead letters in its Kafka transaction, which a file is "
+                          "not part of: drop --alerts-file/--dead-letter-file (the topics hold them), or --exactly-once")
+    for file, topic in (("alerts_file", "alerts_topic"), ("dead_letter_file", "dead_letter_topic")):
+        if getattr(s, file) and topic in explicit and getattr(s, topic):
+            raise ConfigError(f"--{file.replace('_', '-')} and --{topic.replace('_', '-')} both say where the "
+                              f"{'alerts' if file == 'alerts_file' else 'dead letters'} go: give one")
+    return replace(s, alerts_topic=None if s.alerts_file else s.alerts_topic,
+                   dead_letter_topic=None if s.dead_letter_file else s.dead_letter_topic)
 
 
 def _kv(text: str) -> tuple[str, Any]:

@@ -203,6 +203,27 @@ def test_arrival_order_holds_a_polls_worth_of_rewards_per_planned_key_unless_tol
     assert resolve_settings(build_parser().parse_args(["run", "--config", str(p)])).prefetch == 8
 
 
+def test_a_kafka_runs_alert_and_dead_letter_files_take_the_place_of_the_topics():
+    """They were ignored with --bootstrap-servers (tests/kafka: the files take them now); both a file and a topic
+    named, or a file with --exactly-once (its transaction holds Kafka's writes only), is an error."""
+    from streamarms.cli.main import build_parser
+
+    def settings(*flags: str):
+        return resolve_settings(build_parser().parse_args(["run", "--bootstrap-servers", "b:9092", *flags]))
+
+    s = settings("--alerts-file", "a.jsonl", "--dead-letter-file", "d.jsonl")
+    assert (s.alerts_topic, s.dead_letter_topic, s.alerts_file) == (None, None, "a.jsonl")
+    assert settings().alerts_topic == "streamarms-alerts"
+    assert settings("--dead-letter-file", "d.jsonl").alerts_topic == "streamarms-alerts"
+    for flags, says in ((["--alerts-file", "a", "--alerts-topic", "t"], "--alerts-file and --alerts-topic both say "
+                                                                         "where the alerts go: give one"),
+                        (["--dead-letter-file", "d", "--dead-letter-topic", "t"], "both say where the dead letters go"),
+                        (["--alerts-file", "a", "--exactly-once"], "--exactly-once writes the alerts and dead letters "
+                                                                   "in its Kafka transaction")):
+        with pytest.raises(ConfigError, match=says):
+            settings(*flags)
+
+
 def test_subgaussian_rewards_from_the_command_line(tmp_path, capsys):
     """The README's ``subgaussian`` model was not a --reward-model choice: Gaussian-noise rewards (any real
     number) with a known scale, one key 4 sd above the rest."""

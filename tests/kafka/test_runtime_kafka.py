@@ -110,6 +110,19 @@ def test_wrr_alerts_exactly_the_two_outliers(kafka_broker, twenty_keys, tmp_path
     assert 0 < s["samples"] < s["records"] <= 200_000
 
 
+def test_alerts_and_dead_letter_files_take_a_kafka_runs_alerts_and_refusals(kafka_broker, twenty_keys, tmp_path):
+    """--alerts-file and --dead-letter-file were ignored with --bootstrap-servers (a Kafka drill): the alerts went to
+    the default topic, the refused records to no sink, and neither file was made. Now the files take them, in place
+    of the topics."""
+    tag = "files"
+    args = [a for a in base_args(kafka_broker, twenty_keys, tag, tmp_path)
+            if a not in ("--alerts-topic", f"alerts-{tag}", "--dead-letter-topic", f"dlq-{tag}")]
+    run([*args, "--alerts-file", str(tmp_path / "alerts.jsonl"), "--dead-letter-file", str(tmp_path / "dead.jsonl")])
+    alerts = [json.loads(x) for x in (tmp_path / "alerts.jsonl").read_text().splitlines()]
+    assert {a["arm"] for a in alerts if a["kind"] == "outlier"} == OUTLIERS and len(alerts) == 2
+    assert (tmp_path / "dead.jsonl").read_text() == ""  # (made, empty: these records are all good)
+
+
 def test_key_field_reads_each_key_from_the_value_of_records_keyed_otherwise(kafka_broker, tmp_path):
     """Records keyed by request id (a key's records on every partition), the region in the value."""
     rng = random.Random(77)
