@@ -207,7 +207,10 @@ class OperatorMetrics:
             if idle >= self.stall_seconds:
                 reasons.append(f"no record handled for {idle:.0f} s while {self.daemon.lag_records} records wait")
         ready = not reasons
-        info: dict[str, Any] = {"status": "ready" if ready else "not ready", "checkpoint": self.checkpoint}
+        # (at start: the checkpoint restored or none found; since: how many this run has made durable)
+        info: dict[str, Any] = {"status": "ready" if ready else "not ready", "checkpoint_at_start": self.checkpoint}
+        if self.checkpoint != "disabled":
+            info["checkpoints_made"] = int(getattr(self.metrics, "checkpoints", 0))
         if reasons:
             info["reasons"] = reasons
         if snap is not None:

@@ -92,3 +92,18 @@ def test_a_follow_run_with_no_file_yet_is_not_ready_for_that_reason_not_a_kafka_
         assert "reasons" not in ops.health()[1]
     finally:
         source.close()
+
+
+def test_healthz_says_the_checkpoint_at_start_apart_from_those_made_since():
+    """It said "checkpoint": "none found" for the whole life of a fresh run that checkpointed every second."""
+    source = JsonlSource([], follow=True, patterns=["/nonexistent/app-*.log"])
+    m = Metrics()
+    s = Scheduler(lambda arms, ep: _ExamplePolicy(arms), clock=EventClock(), config=SchedulerConfig(discovery_records=5))
+    ops = OperatorMetrics(m, s, source, checkpoint="none found")
+    try:
+        m.checkpoints = 3
+        ops.refresh()
+        info = ops.health()[1]
+        assert info["checkpoint_at_start"] == "none found" and info["checkpoints_made"] == 3 and "checkpoint" not in info
+    finally:
+        source.close()
