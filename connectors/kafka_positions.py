@@ -65,10 +65,14 @@ def record_fingerprint(rec: Any) -> list[Any]:
     return [int(rec.offset), rec.timestamp, h.hexdigest()]
 
 
-def out_of_range(src: Any, tp: tuple[str, int], off: int, lo: int | None, why: str, hi: int | None = None) -> None:
+def out_of_range(src: Any, tp: tuple[str, int], off: int, lo: int | None, why: str, hi: int | None = None,
+                 what: str | None = None) -> None:
+    """``tp``'s position ``off`` cannot be resumed: read from the rule's offset, with a warning saying ``what`` (by
+    default: the position is outside the partition) and ``why``."""
     rule = src.on_out_of_range
-    msg = (f"{tp_name(tp)}: the position {off} is outside the partition ({why}) -- the topic was "
-           "recreated, its records expired, or the checkpoint comes from another cluster")
+    what = what or f"the position {off} is outside the partition"
+    msg = (f"{tp_name(tp)}: {what} ({why}) -- the topic was recreated, its records expired, or the checkpoint comes "
+           "from another cluster")
     if rule == "fail":
         src._fatal = OffsetsOutOfRange(f"{msg}; --on-out-of-range fail: stopping")
         return
@@ -150,9 +154,10 @@ def check_fingerprints(src: Any, got: dict[Any, list[Any]]) -> None:
         if now != list(fp):
             src.fingerprint_mismatches += 1
             got.pop(ktp, None)
-            src._out_of_range((ktp.topic, ktp.partition), fp[0] + 1, None,
-                               f"its record at offset {fp[0]} is not the one the checkpoint read: "
-                               f"timestamp {now[1]}, hash {now[2]}, checkpoint {fp[1]}, {fp[2]}")
+            differ = [f"{name} {a} here, {b} in the checkpoint" for name, a, b in
+                      (("timestamp", now[1], fp[1]), ("hash", now[2], fp[2])) if a != b]
+            src._out_of_range((ktp.topic, ktp.partition), fp[0] + 1, None, "; ".join(differ),
+                              what=f"the record at offset {fp[0]}, the last the checkpoint read, is another")
 
 
 def rewound(src: Any, got: dict[Any, list[Any]]) -> None:

@@ -227,7 +227,7 @@ def test_broker_process_restart_mid_run_is_ridden_out(tmp_path):
     err = err.decode()
     assert proc.returncode == 0, err[-3000:]
     assert err.count("assigned 1 partitions") >= 2, err[-3000:]  # joined the new broker's group
-    assert "outside the partition" not in err, err[-3000:]  # the same log: the position kept
+    assert "outside the partition" not in err and "the last the checkpoint read, is another" not in err, err[-3000:]
     got = json.loads((tmp_path / "r.json").read_text())
     same_decision(got, ref)
     assert (got["records"], got["samples"], got["skipped"]) == (ref["records"], ref["samples"], ref["skipped"])
@@ -442,6 +442,7 @@ def test_a_recreated_topic_grown_past_the_checkpoint_is_detected(kafka_broker, t
     produce(kafka_broker.bootstrap, "r-rec", clean_stream(2_000, seed=82))  # control: same log, grown
     got, err, resets = run_until(8_000)
     assert got["records"] == 8_000 and resets == 0 and "outside the partition" not in err, err[-3000:]
+    assert "the last the checkpoint read, is another" not in err, err[-3000:]
 
     admin = KafkaAdminClient(bootstrap_servers=kafka_broker.bootstrap)
     try:
@@ -452,8 +453,9 @@ def test_a_recreated_topic_grown_past_the_checkpoint_is_detected(kafka_broker, t
     recreated = clean_stream(12_000, seed=83)  # more than the checkpointed 8,000
     produce(kafka_broker.bootstrap, "r-rec", recreated)
     got, err, resets = run_until(8_000 + 12_000)
-    assert "r-rec:0: the position 8000 is outside the partition (its record at offset 7999 is not the one the " \
-           "checkpoint read" in err and "--on-out-of-range earliest: reading from offset 0" in err, err[-3000:]
+    # (the position 8000 lies inside the recreated partition: its record before it is another, not "outside")
+    assert "r-rec:0: the record at offset 7999, the last the checkpoint read, is another (" in err, err[-3000:]
+    assert "--on-out-of-range earliest: reading from offset 0" in err, err[-3000:]
     assert resets == 1 and got["records"] == 20_000  # the new log read whole, once
 
     # a checkpoint written before fingerprints existed: loaded, resumed unchecked
