@@ -514,6 +514,7 @@ class KafkaRewardSource:
                         time.monotonic() - (self.disconnected_since or 0))
             self.connected = True
             self.disconnected_since = None
+            self.join.outage_ended()
 
     def _join_timed_out(self) -> None:
         """No assignment for ``join_timeout`` s: an outage explains it (count again from the reconnection),

@@ -19,6 +19,10 @@ from typing import Any
 log = logging.getLogger("streamarms.kafka")
 
 
+#: seconds after the broker came back within which a join that begins is still the group forming anew on it
+AFTER_OUTAGE = 60.0
+
+
 class GroupJoin:
     """Whether (and since when) a consumer group's join is pending, with a log line every ``every`` s of it.
 
@@ -42,12 +46,20 @@ class GroupJoin:
         self.joined = False
         self.since = clock()
         self._next = self.since + every
+        #: when the broker last came back after an outage: a join begun before or soon after it is the group
+        #: forming anew on it (no killed member to blame)
+        self.outage_ended_at: float | None = None
 
     def begin(self) -> None:
         """A (re)join starts: a new consumer subscribed, or partitions revoked."""
         self.joined = False
         self.since = self.clock()
         self._next = self.since + self.every
+
+    def outage_ended(self) -> None:
+        """The broker answers again after an outage: a join pending now or begun within :data:`AFTER_OUTAGE` s
+        is the group forming anew on it."""
+        self.outage_ended_at = self.clock()
 
     def done(self) -> None:
         """The group assigned partitions; a wait that was reported says how long it took."""
@@ -70,10 +82,13 @@ class GroupJoin:
         if self.joined or now < self._next:
             return
         self._next = now + self.every
-        log.info("waiting %.0f s for consumer group %r to assign partitions of %s: a member that stopped without "
-                 "leaving (a killed daemon) stays in the group until its session timeout (%.0f s here) ends, and a "
-                 "rebalance waits for every live member to join again",
-                 now - self.since, self.group_id, ", ".join(self.topics), self.session_timeout)
+        why = ("the broker came back after an outage, and the group forms anew on it: a rebalance waits for every "
+               "live member to join again" if self.outage_ended_at is not None and
+               self.since <= self.outage_ended_at + AFTER_OUTAGE else
+               f"a member that stopped without leaving (a killed daemon) stays in the group until its session timeout "
+               f"({self.session_timeout:.0f} s here) ends, and a rebalance waits for every live member to join again")
+        log.info("waiting %.0f s for consumer group %r to assign partitions of %s: %s",
+                 now - self.since, self.group_id, ", ".join(self.topics), why)
 
     def finish(self, consumer: Any, grace: float) -> None:
         """Let a pending join finish before the consumer leaves, at most ``grace`` seconds (Tansu keeps a member

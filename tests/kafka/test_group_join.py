@@ -48,3 +48,24 @@ def test_a_short_join_ends_without_a_line_and_a_rejoin_counts_from_its_start(cap
         t[0] = 60.0
         j.remind()
         assert not caplog.records  # counted again from the outage's end (57 s), not from the rejoin (50 s)
+
+
+def test_a_join_pending_after_the_broker_came_back_does_not_blame_a_killed_member(caplog):
+    """A Kafka drill: after a broker restart the wait said a killed daemon stays in the group until its session
+    timeout -- on a new broker with no such member. A join pending at the outage's end, or begun within a minute of
+    it, is the group forming anew; a rejoin long after says the usual."""
+    t = [0.0]
+    j = GroupJoin("gC", ["r"], session_timeout=45.0, every=10.0, clock=lambda: t[0])
+    with caplog.at_level(logging.INFO, logger="streamarms.kafka"):
+        t[0] = 5.0
+        j.outage_ended()
+        t[0] = 12.0
+        j.remind()
+        assert "the broker came back after an outage, and the group forms anew" in caplog.records[-1].getMessage()
+        assert "killed daemon" not in caplog.records[-1].getMessage()
+        j.done()
+        t[0] = 1000.0
+        j.begin()
+        t[0] = 1011.0
+        j.remind()
+        assert "a killed daemon" in caplog.records[-1].getMessage()
