@@ -78,9 +78,15 @@ def loads(value: bytes | bytearray | memoryview | str) -> Any:
     except _ERRORS as e:
         if _loads is json.loads:
             raise ValueError(f"not JSON ({type(e).__name__}: {str(e)[:120]})") from None
+    raw = value if not isinstance(value, memoryview) else bytes(value)
     try:
-        return json.loads(value if not isinstance(value, memoryview) else bytes(value))
+        return json.loads(raw)
     except _ERRORS as e:
+        if isinstance(e, UnicodeDecodeError) and e.encoding != "utf-8" and not isinstance(raw, str):
+            try:  # (json guessed UTF-16 from the first bytes, FF FE: say what is wrong with them as UTF-8)
+                raw.decode("utf-8")
+            except UnicodeDecodeError as u:
+                e = u
         raise ValueError(f"not JSON ({type(e).__name__}: {str(e)[:120]})") from None
 
 

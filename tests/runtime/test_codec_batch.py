@@ -114,3 +114,12 @@ def test_a_batch_whose_columns_differ_in_length_is_refused_before_any_record():
         with pytest.raises(ValueError, match="has 2 stamps"):
             offer([b"a"], [b'{"reward": 1}'], [1, 2])
     assert s.records == 0 and r.records == 0
+
+
+def test_a_value_that_is_not_utf8_says_so_not_that_it_is_bad_utf16():
+    """A Kafka drill: b'\\xff\\xfe{"reward": 1}' was refused with "'utf-16-le' codec can't decode ...": json guessed
+    UTF-16 from its first bytes. A value's JSON is UTF-8 (a UTF-8 byte-order mark is read past)."""
+    with pytest.raises(ValueError, match=r"not JSON \(UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff in "
+                                         r"position 0"):
+        decoder.loads(b'\xff\xfe{"reward": 1}')
+    assert decoder.loads(b'\xef\xbb\xbf{"reward": 1}') == {"reward": 1}
