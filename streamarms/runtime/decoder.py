@@ -77,17 +77,22 @@ def loads(value: bytes | bytearray | memoryview | str) -> Any:
         return _loads(value)
     except _ERRORS as e:
         if _loads is json.loads:
-            raise ValueError(f"not JSON ({type(e).__name__}: {str(e)[:120]})") from None
-    raw = value if not isinstance(value, memoryview) else bytes(value)
+            raise _not_json(e, value) from None
     try:
-        return json.loads(raw)
+        return json.loads(value if not isinstance(value, memoryview) else bytes(value))
     except _ERRORS as e:
-        if isinstance(e, UnicodeDecodeError) and e.encoding != "utf-8" and not isinstance(raw, str):
-            try:  # (json guessed UTF-16 from the first bytes, FF FE: say what is wrong with them as UTF-8)
-                raw.decode("utf-8")
-            except UnicodeDecodeError as u:
-                e = u
-        raise ValueError(f"not JSON ({type(e).__name__}: {str(e)[:120]})") from None
+        raise _not_json(e, value) from None
+
+
+def _not_json(e: BaseException, value: bytes | bytearray | memoryview | str) -> ValueError:
+    """The refusal of ``value`` for ``e``; bytes that json took for UTF-16 (it guesses from the first bytes: FF FE)
+    are said to be what they are not, UTF-8."""
+    if isinstance(e, UnicodeDecodeError) and e.encoding != "utf-8" and not isinstance(value, str):
+        try:
+            bytes(value).decode("utf-8")
+        except UnicodeDecodeError as u:
+            e = u
+    return ValueError(f"not JSON ({type(e).__name__}: {str(e)[:120]})")
 
 
 def number(x: Any) -> float | None:
