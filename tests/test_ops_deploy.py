@@ -145,13 +145,17 @@ def test_compose_services_line_up():
     state_dir = os.path.dirname(cfg["checkpoint"])
     assert any(v.split(":")[1] == state_dir for v in sa["volumes"])
     prom = _yaml(DEPLOY / "prometheus" / "prometheus.yml")
-    targets = {sc["job_name"]: [(n, d["port"]) for d in sc.get("dns_sd_configs", []) for n in d["names"]]
-               for sc in prom["scrape_configs"]}  # type: ignore
-    # by DNS: a service scaled to 0 (the single daemon in docker-compose.group.yml) has no target, not a dead one
-    assert targets == {"streamarms": [("streamarms", port)], "streamarms-members": [("streamarms-member", port)]}
-    # the scale-out members (docker-compose.group.yml's service), found by DNS on the same port
+    targets = [t for sc in prom["scrape_configs"] for s in sc.get("static_configs", []) for t in s["targets"]]  # type: ignore
+    assert targets == [f"streamarms:{port}"]  # (static: a crashed daemon is a target that is down, StreamarmsDown)
+    # the scale-out variant: the members (its service) found by DNS on the same port, and its own Prometheus file,
+    # without the daemon it scales to 0 (a static target for it fired StreamarmsDown for good)
     group = _yaml(DEPLOY / "docker-compose.group.yml")["services"]  # type: ignore[index]
     assert "streamarms-member" in group and group["streamarms"]["deploy"]["replicas"] == 0
+    assert group["prometheus"]["volumes"] == ["./prometheus/prometheus.group.yml:/etc/prometheus/prometheus.yml:ro"]
+    gprom = _yaml(DEPLOY / "prometheus" / "prometheus.group.yml")
+    assert [(sc["job_name"], [(d["names"], d["port"]) for d in sc.get("dns_sd_configs", [])], sc.get("static_configs"))
+            for sc in gprom["scrape_configs"]] == [("streamarms-members", [(["streamarms-member"], port)], None)]  # type: ignore
+    assert gprom["rule_files"] == prom["rule_files"]  # type: ignore[index]
     mounts = {v.split(":")[1]: v.split(":")[0] for v in services["prometheus"]["volumes"]}
     for rf in prom["rule_files"]:  # type: ignore[index]
         assert rf in mounts and (DEPLOY / mounts[rf]).is_file()
@@ -220,10 +224,12 @@ def test_k8s_manifest_lines_up():
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed (apt-get install prometheus)")
 def test_promtool_checks_config_and_rules(tmp_path):
-    prom = (DEPLOY / "prometheus" / "prometheus.yml").read_text()
     rules = DEPLOY / "prometheus" / "streamarms-alerts.yml"
-    (tmp_path / "prometheus.yml").write_text(prom.replace("/etc/prometheus/rules/streamarms-alerts.yml", str(rules)))
-    for args in (["check", "config", str(tmp_path / "prometheus.yml")], ["check", "rules", str(rules)],
+    for name in ("prometheus.yml", "prometheus.group.yml"):
+        prom = (DEPLOY / "prometheus" / name).read_text()
+        (tmp_path / name).write_text(prom.replace("/etc/prometheus/rules/streamarms-alerts.yml", str(rules)))
+    for args in (["check", "config", str(tmp_path / "prometheus.yml")],
+                 ["check", "config", str(tmp_path / "prometheus.group.yml")], ["check", "rules", str(rules)],
                  ["test", "rules", "streamarms-alerts.test.yml"]):
         r = subprocess.run(["promtool", *args], capture_output=True, text=True, cwd=DEPLOY / "prometheus")
         assert r.returncode == 0, r.stdout + r.stderr
