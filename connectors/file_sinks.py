@@ -184,8 +184,9 @@ def _append(path: str) -> IO[str]:
 
 class JsonlDeadLetterSink(JsonlSink):
     """Refused records as lines ``{"reason", "detail", "source", "key", "value"}`` (key/value as text; ``source``
-    is ``topic:partition:offset``, a file's ``path:0:index`` with the 0-based index of its line, and a file's line
-    also has ``"line"`` with :attr:`lines`: the number from 1 of its (first) line, a table's header counted),
+    is ``topic:partition:offset``, a file's ``path:0:index`` with the 0-based index of its line -- counted on over a
+    followed file's rotations -- and with :attr:`lines` (a replay) also ``"line"``: the number from 1 of its (first)
+    line, a table's header counted),
     buffered until :meth:`flush` (a flood of bad records is written in blocks, not a system call each) -- or
     until :data:`BLOCK` characters wait, as a file buffer would -- into the file at the path then (a rotation
     in between: the new file)."""

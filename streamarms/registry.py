@@ -355,7 +355,7 @@ def heavy_model_of(p: PolicyParams, n_arms: int, estimator_default: str = "tea")
     B, C = p.moment_bound, None
     if B is None:
         mom = _second_moments(p)
-        if mom is None and p.env == "student-t":  # (simulate: the arms' second moment is infinite)
+        if mom is None and p.env == "student-t" and p.true_means is not None:  # (simulate: an infinite variance)
             raise ValueError(f"student-t arms with --df {p.df:g} have no finite variance, so no bound on E|X|^p can be "
                              "computed from them: give --moment-bound B, a bound on E|X|^p with --moment-p p below "
                              "--df (or --df above 2)")

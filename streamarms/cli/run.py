@@ -414,8 +414,9 @@ class _App:
             self.source = file_source(s, resume)
             self.alert_sink = JsonlSink(s.alerts_file) if s.alerts_file else None
             self.dead_letter_sink = JsonlDeadLetterSink(s.dead_letter_file) if s.dead_letter_file else None
-            if self.dead_letter_sink is not None:
-                self.dead_letter_sink.lines = "-" not in (s.rewards_file or [])  # (a pipe's lines are no file's)
+            if self.dead_letter_sink is not None:  # (a pipe's lines are no file's; a followed file's count runs on
+                # over its rotations, so its index is no line of the file at the path)
+                self.dead_letter_sink.lines = "-" not in (s.rewards_file or []) and not s.follow
         else:
             from streamarms.connectors.memory import GeneratedSource, MemoryBroker, MemorySource
             n = int(s.embedded_keys)

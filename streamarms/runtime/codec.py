@@ -436,8 +436,8 @@ class RewardCodec:
 
 def _hint(v: str, unit: str | None, numeric_strings: bool, at_least: float | None, model: Any = None) -> str:
     """What a refused text reward says reads it (the refusal's end): a flag (``--reward-in``, not beside
-    ``--reward-at-least``, and only under the bernoulli model, which it needs: not for a word among a bounded model's
-    latencies), or where a decimal comma is read."""
+    ``--reward-at-least``, and only under the bernoulli model: a word among a bounded model's latencies is no
+    category of them), or where a decimal comma is read."""
     flags = at_least is None and (model is None or model.name == "bernoulli")
     number = JSON_NUMBER.fullmatch(v)
     return (f" (--reward-unit {unit_of(v)} reads a duration with its unit as the number of {unit_of(v)} it lasts)"

@@ -574,3 +574,16 @@ def test_two_outcomes_in_words_suggest_the_rarer_ones_rate(tmp_path, capsys):
     assert commands[0][-4:] == ["--reward-field", "clicked", "--reward-in", "click"], commands
     assert main([*commands[0], "--policy", "cs", "--checkpoint", "none"]) == 0
     assert "flagged now: r3" in capsys.readouterr().out
+
+
+def test_an_id_column_with_a_few_texts_is_no_reward(tmp_path, capsys):
+    """Once up to a tenth of texts among numbers no longer hid a latency, a user id with 5% "anonymous" was suggested
+    as a bounded reward (a review): whole numbers none of which repeats stay an id, a few texts aside."""
+    rng = random.Random(0)
+    p = tmp_path / "uid.csv"
+    p.write_text("region,clicked,user_id\n" + "".join(
+        f"r{i % 10},{int(rng.random() < 0.1)},{'anonymous' if rng.random() < 0.05 else 100_000 + i}\n"
+        for i in range(3000)))
+    assert main(["inspect", str(p)]) == 0
+    commands = _suggested(capsys.readouterr().out)
+    assert [c[c.index("--reward-field") + 1] for c in commands] == ["clicked"], commands

@@ -88,3 +88,12 @@ def test_student_t_arms_without_a_variance_ask_for_the_moment_bound_in_simulates
     assert "student-t arms with --df 2 have no finite variance" in err and "--reward-model" not in err
     assert main(["simulate", "--policy", "se", "--df", "2", "--moment-p", "1.5", "--moment-bound", "3",
                  "--max-pulls", "100", "--json"]) == 0
+
+
+def test_the_student_t_note_is_for_simulated_arms_only():
+    """The registry built with env student-t but no simulated means (a direct caller) said "student-t arms with
+    --df 3 have no finite variance" -- false for df = 3; without the means it asks for --moment-bound as before."""
+    from streamarms.registry import build_policy
+    with pytest.raises(ValueError) as e:
+        build_policy("se", ["a", "b", "c"], env="student-t")
+    assert "no finite variance" not in str(e.value) and "need --moment-bound" in str(e.value)

@@ -232,13 +232,18 @@ def test_a_file_named_that_is_not_there_yet_is_read_when_it_appears_and_a_restar
 
     def appears():
         p.write_bytes(b"".join(_lines(700)))
-    err = _run_until_checkpointed(tmp_path, 700, "a checkpoint of the file that appeared", (0, appears), start_named)
+    err = _run_until_checkpointed(tmp_path, 700, "a checkpoint of the file that appeared", (0, appears),
+                                  lambda d: start_named(d, "--dead-letter-file", str(d / "dead.jsonl")))
     assert "r.jsonl is not there yet: following, it is read from its first line when it appears" in err
     assert "r.jsonl appeared while following" in err and "FileNotFoundError" not in err
     with open(p, "ab") as f:  # while the run is stopped
-        f.write(b"".join(_lines(300, first=700)))
-    _run_until_checkpointed(tmp_path, 1000, "a checkpoint of every line", start=start_named)
-    assert _summary(tmp_path)["records"] == 1000
+        f.write(b"".join(_lines(300, first=700)) + b"not json\n")
+    _run_until_checkpointed(tmp_path, 1001, "a checkpoint of every line", start=lambda d: start_named(
+        d, "--dead-letter-file", str(d / "dead.jsonl")))
+    assert _summary(tmp_path)["records"] == 1001
+    letter, = [json.loads(x) for x in (tmp_path / "dead.jsonl").read_text().splitlines()]
+    assert letter["source"].endswith(":0:1000") and "line" not in letter  # (following: an index counted on over
+    # rotations is no line of the file at the path; a replay's letters have "line")
 
 
 def test_a_file_followed_and_renamed_to_a_name_the_pattern_matches_is_not_read_again(tmp_path):
