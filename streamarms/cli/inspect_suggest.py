@@ -173,10 +173,10 @@ def _reward_flags(f: FieldProfile, table: bool = False) -> str | None:
         said = sum(n for v, n in f.values.items() if _FAILURE.search(v)) / f.present
         return f"{name} --reward-match {shlex.quote(FAILURE_WORDS)}" if 0.001 <= said <= 0.5 else None
     digits = [n for v, n in f.values.items() if type(v) is int or (type(v) is str and v.isdigit())]
-    if len(digits) >= 100 and sum(digits) >= 0.9 * f.present and max(digits) == 1 and \
+    if len(digits) >= 100 and sum(digits) >= 0.9 * sum(f.values.values()) and max(digits) == 1 and \
             not _DURATION_NAME.search(plain(f.name)):
         return None  # (whole numbers none of which repeats, a few texts aside -- "anonymous" --: an id or a counter,
-        # an order number, a row: no reward)
+        # an order number, a row: no reward; among the values counted, the first DISTINCT of a long column)
     # (up to a tenth of texts among them -- a latency's "timeout" -- which run refuses as dead letters; the field's
     # line above says how many)
     if f.numeric >= 0.9 * f.present and f.low >= 0 and f.high > 0 and f.distinct > 20:
