@@ -143,7 +143,7 @@ from river import base
 
 from .models import BoundedModel, RewardModel, make_model
 from .policies.base import Decision, Policy
-from .policies.ksigma_estimates import ksigma_thresholds, too_few_for_k
+from .policies.ksigma_estimates import too_few_for_k
 from .runtime import EventClock, InvalidRecord, RewardCodec, Scheduler, SchedulerConfig
 from .validation import short_repr
 
@@ -353,7 +353,7 @@ class OutlierArmDetector(base.AnomalyDetector):
             from .registry import POLICIES, build_policy
             k = params.get("k")
             why = too_few_for_k(len(arms), float(k) if isinstance(k, numbers.Real) else 2.0)
-            if why is not None and POLICIES[self.policy].thresholds is ksigma_thresholds and episode == 1:
+            if why is not None and POLICIES[self.policy].ksigma and episode == 1:
                 warnings.warn(f"OutlierArmDetector: {why} (min_arms waits for them)", RuntimeWarning, stacklevel=2)
             policy = build_policy(self.policy, arms, **params)
         else:

@@ -129,6 +129,16 @@ class PolicySpec:
     #: would never end and warns of one that runs very long
     thresholds: Callable[[list[float], float], tuple[float, float]] | None = None
 
+    @property
+    def ksigma(self) -> bool:
+        """Whether the rule's threshold is ``mean + k sd`` of the keys' means (the k-sigma family), so
+        that few keys cap the standard score any key can reach (:func:`too_few_for_k`).
+
+        >>> POLICIES["wrr"].ksigma, POLICIES["roai"].ksigma
+        (True, False)
+        """
+        return self.thresholds is ksigma_thresholds
+
     def ties(self, means: list[float], **params: Any) -> list[str]:
         """The arms no fixed-confidence run can classify: a mean exactly at the threshold (``[]`` for a
         rule without thresholds)."""

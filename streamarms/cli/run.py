@@ -46,7 +46,7 @@ from ..daemon import Daemon, restore_checkpoint, rewind_sinks
 from ..errors import ConfigError, operational
 from ..metrics import Metrics
 from ..policies.base import Policy
-from ..policies.ksigma_estimates import keys_for_k, ksigma_thresholds, too_few_for_k
+from ..policies.ksigma_estimates import keys_for_k, too_few_for_k
 from ..policies.snapshot_fields import MALFORMED
 from ..progress import ReplayProgress
 from ..progress import wanted as progress_wanted
@@ -108,7 +108,7 @@ def _policy_builder(s: RunSettings) -> Callable[[list[str], int], Policy]:
     """Episode ``e``'s policy: the settings' parameters, seed ``seed + e - 1``. The first episode of a k-sigma
     rule on too few keys for its k (none can be an outlier: :func:`too_few_for_k`) is warned of, once."""
     spec = POLICIES[s.policy]
-    said = [spec.thresholds is not ksigma_thresholds]
+    said = [not spec.ksigma]
 
     def build(arms: list[str], episode: int) -> Policy:
         if not said[0] and (why := too_few_for_k(len(arms), s.k)) is not None:

@@ -11,7 +11,7 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
-from ..policies.ksigma_estimates import ksigma_thresholds, too_few_for_k
+from ..policies.ksigma_estimates import too_few_for_k
 from ..registry import POLICIES
 from ..runtime import DISCOVERING, FINISHED, RUNNING, EventClock, RewardCodec, SchedulerConfig
 from ..runtime.continuous import ContinuousRunner
@@ -47,7 +47,7 @@ def stop_lines(out: dict[str, Any], sched: Any, s: RunSettings, cfg: SchedulerCo
                                                   frozen_clock_text(clock, s, sched.episodes_done)) or "")
     lines.append(out.get("reward_rule_unmatched") or "")
     if not isinstance(sched, ContinuousRunner):
-        few = too_few_keys_text(out, s.k, POLICIES[s.policy].thresholds is ksigma_thresholds)
+        few = too_few_keys_text(out, s.k, POLICIES[s.policy].ksigma)
         lines.append(few or beyond_reach_text(out, s.two_sided, s.reward_model, s.reward_bounds[1], s.k) or "")
     lines.append(refusals_hint(st["records"], st["invalid"], bool(s.rewards_file),
                                bool(s.dead_letter_file or s.dead_letter_topic), s.reward_model, s.key_field,
