@@ -39,6 +39,7 @@ import hashlib
 import hmac
 import json
 import os
+import stat
 import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -47,6 +48,10 @@ from typing import Any, BinaryIO
 from .errors import StreamarmsError
 from .json_lazy import NotAscii, OpenFile, load_lazy
 from .json_stream import iter_json, lazy_default
+
+#: what a checkpoint path that is no regular file is, for the error
+_KINDS = {stat.S_IFIFO: "a named pipe", stat.S_IFCHR: "a character device", stat.S_IFSOCK: "a socket",
+          stat.S_IFBLK: "a block device"}
 
 __all__ = ["CheckpointStore", "FileCheckpointStore", "CheckpointError", "check_blocks", "encode", "decode", "decode_parts",
            "write_encoded", "checkpoint_key", "atomic_write", "file_mark", "check_writable_directory", "KEY_ENV", "KEY_FILE_ENV"]
@@ -390,9 +395,24 @@ class FileCheckpointStore(CheckpointStore):
         if os.path.isdir(self.path):
             raise CheckpointError(f"cannot write the checkpoint file {self.path}: it is a directory (a directory of "
                                   "incremental checkpoints is dir:PATH)")
+        self._check_regular()
         check_writable_directory(os.path.dirname(os.path.abspath(self.path)), f"checkpoint file {self.path}")
 
+    def _check_regular(self) -> None:
+        """:class:`CheckpointError` for a path that is there but no regular file: reading ``/dev/zero`` or a named
+        pipe would never end (a checkpoint is read whole), and ``/dev/null`` is not "no checkpoint"."""
+        try:
+            mode = os.stat(self.path).st_mode
+        except OSError:
+            return  # not there (a first run), or unreadable: the open says so
+        if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+            return
+        what = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+        raise CheckpointError(f"checkpoint file {self.path} is {what}, not a regular file: a checkpoint is a file "
+                              "streamarms writes and reads back; to run without one, give --checkpoint none")
+
     def load(self) -> dict[str, Any] | None:
+        self._check_regular()
         try:
             with open(self.path, "rb") as f:
                 head = f.readline()
@@ -409,6 +429,7 @@ class FileCheckpointStore(CheckpointStore):
         Same document, same errors as :meth:`load`; a body that is not ASCII (no writer of ours makes
         one) is read by :meth:`load`.
         """
+        self._check_regular()
         try:
             src = OpenFile(self.path)
         except FileNotFoundError:

@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from .one_line import one_line
+
 __all__ = ["table", "interval_text", "ordered"]
 
 _ORDER = {"outlier": 0, "undecided": 1, "normal": 2}
@@ -58,7 +60,7 @@ def table(rows: Iterable[dict[str, Any]], head: Sequence[str] = (), top: int | N
     cols = ["key", *(["group"] if grouped else []), "state", "estimate", "interval", "samples", "margin",
             *(["flagged"] if flags else [])]
     shown = rows if top is None else rows[:top]
-    cells = [[str(r["key"]), *([str(r.get("group", ""))] if grouped else []), str(r.get("state", "")),
+    cells = [[one_line(str(r["key"])), *([one_line(str(r.get("group", "")))] if grouped else []), str(r.get("state", "")),
               _number(r.get("estimate"), ".4g"), interval_text(r.get("interval")), _number(r.get("samples"), ","),
               _number(r.get("margin"), "+.2g"), *(["yes" if r.get("flagged") else ""] if flags else [])]
              for r in shown]

@@ -62,6 +62,7 @@ from .continuous import alert_line, build_runner, continuous_summary
 from .embedded import EmbeddedResponder, embedded_means, embedded_stream
 from .file_input import file_source
 from .group import wire_group_member
+from .one_line import OneLineFormatter
 from .restart import statistics_settings
 from .run_checks import check_run_settings, warn_untimed_episodes
 from .run_report import (
@@ -173,7 +174,9 @@ def run_main(opts: argparse.Namespace) -> int:
         print(f"streamarms run: error: {e}", file=sys.stderr)
         return 2
     level = getattr(logging, str(s.log_level).upper(), logging.INFO)
-    logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler(sys.stderr)  # (a key's line break cannot forge a record of its own)
+    handler.setFormatter(OneLineFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler])
     if level > logging.DEBUG:  # kafka-python's own lines (dozens per outage) only with --log-level debug;
         logging.getLogger("kafka").setLevel(logging.CRITICAL)  # streamarms logs the outage in one line
     try:

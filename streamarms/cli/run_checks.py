@@ -137,7 +137,9 @@ def check_sources(s: RunSettings) -> None:
 
 
 def check_outputs(s: RunSettings) -> None:
-    """``ConfigError`` for a file written at the stop that could not be (said now, not after the run)."""
+    """``ConfigError`` for a file written at the stop that could not be (said now, not after the run), and for an
+    output that is one of the files read (:func:`check_not_an_input`)."""
+    check_not_an_input(s)
     if s.summary_json and s.summary_json != "-":
         check_writable_file("--summary-json", s.summary_json)
     if s.plot:
@@ -146,6 +148,39 @@ def check_outputs(s: RunSettings) -> None:
 
         if (problem := plot_problem(s.plot)) is not None:
             raise ConfigError(problem)
+
+
+def check_not_an_input(s: RunSettings) -> None:
+    """``ConfigError`` for an output file that is a ``--rewards-file`` file, or that its pattern matches: the run
+    would read its own alerts, dead letters or checkpoint back as records (a followed file without end)."""
+    files, patterns = s.files_named, s.rewards_file_given or []
+    if not files:
+        return
+    spec = s.checkpoint if isinstance(s.checkpoint, str) else None
+    ckpt = spec[len("dir:"):] if spec and spec.startswith("dir:") else spec
+    outputs = [("--alerts-file", s.alerts_file), ("--dead-letter-file", s.dead_letter_file),
+               ("--summary-json", s.summary_json), ("--plot", s.plot),
+               ("--checkpoint", None if ckpt in ("none", "auto") or (spec or "").startswith("kafka:") else ckpt)]
+    for flag, out in outputs:
+        if not out or out == "-":
+            continue
+        where = os.path.abspath(out)
+        same = next((f for f in files if f != "-" and (os.path.abspath(f) == where or _same_file(f, out))), None)
+        match = next((g for g in patterns if any(c in g for c in "*?[") and (
+            fnmatch.fnmatchcase(out, g) or fnmatch.fnmatchcase(where, os.path.abspath(g)))), None)
+        if same is not None or match is not None:
+            said = f"is the file --rewards-file reads ({same})" if same is not None else \
+                f"is matched by --rewards-file {match}"
+            raise ConfigError(f"{flag} {out} {said}: the run would read what it writes back as records. Write it "
+                              "elsewhere" + (" (another directory, or a name the pattern does not match)" if same is None
+                                             else ""))
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 #: settings only the continuous mode reads (an episodes run would ignore them)

@@ -18,11 +18,17 @@ from ..runtime.continuous import ContinuousRunner
 from ..runtime.evidence import finite_or_none, finite_pair
 from ..runtime.key_rule import KeyRule
 from .continuous import no_threshold_text
+from .one_line import one_line
 from .settings import RunSettings
 
 __all__ = ["stop_lines", "files_summary", "lost_files_text", "unfinished", "not_examined", "not_started_text", "frozen_clock_text", "incomplete_text", "episode_text", "waiting_keys",
            "not_examined_text", "unfinished_text", "clipped_text", "refusals_text", "refusals_hint", "key_field_hint", "grouped_keys", "grouped_keys_text", "stop_table", "stop_plot",
            "time_unit_text"]
+
+
+def _names(keys: Any) -> str:
+    """The keys as a list in a line (their line breaks escaped: a key cannot forge a line of the report)."""
+    return ", ".join(one_line(str(k)) for k in keys)
 
 
 def stop_lines(out: dict[str, Any], sched: Any, s: RunSettings, cfg: SchedulerConfig | None,
@@ -34,7 +40,7 @@ def stop_lines(out: dict[str, Any], sched: Any, s: RunSettings, cfg: SchedulerCo
     what = "continuous monitor" if isinstance(sched, ContinuousRunner) else f"{sched.episodes_done} episode(s)"
     lines = [f"stopped ({out['stop_reason']}) after {out['elapsed_seconds']:.1f} s: {what}, {st['used']:,} rewards "
              f"used of {st['records']:,} seen ({100 * share:.1f}%), {refusals_text(st['invalid'])}"
-             f"{clipped_text(sched.codec)}; flagged now: {', '.join(sorted(sched.alerts.flagged)) or 'none'}"]
+             f"{clipped_text(sched.codec)}; flagged now: {_names(sorted(sched.alerts.flagged)) or 'none'}"]
     if out.get("follow_files_lost"):
         lines.append(lost_files_text(out["follow_files_lost"]))
     if out.get("unfinished_episode"):
@@ -199,13 +205,13 @@ def episode_text(e: dict[str, Any], truth: list[str] | None) -> str:
     used_share = e["samples"] / e["records"] if e["records"] else 0.0
     out = [f"episode {e['episode']} {'done' if e['done'] else 'ended: ' + e['reason']}: "
            f"{e['samples']:,} rewards used of {e['records']:,} seen ({100 * used_share:.1f}%), {e['arms']} arms",
-           f"  outliers found: {', '.join(e['outliers']) or 'none'}"]
+           f"  outliers found: {_names(e['outliers']) or 'none'}"]
     if truth is not None:
         found, known = set(e["outliers"]), set(truth)
         missed, false = sorted(known - found), sorted(found - known)
         verdict = "all found, no false alarm" if not missed and not false else \
-            f"missed {', '.join(missed) or 'none'}; false alarms {', '.join(false) or 'none'}"
-        out.append(f"  true outliers:  {', '.join(truth) or 'none'}  -> {verdict}")
+            f"missed {_names(missed) or 'none'}; false alarms {_names(false) or 'none'}"
+        out.append(f"  true outliers:  {_names(truth) or 'none'}  -> {verdict}")
     if e["undecided"]:
         out.append(f"  undecided: {len(e['undecided'])} arms")
     return "\n".join(out)
@@ -233,7 +239,7 @@ def not_examined_text(w: dict[str, Any], cfg: SchedulerConfig | None, show: int 
 the next episode would (--max-episodes), and the first starts once 1,000 records bring no new key \
 (--discovery-records) or 10 s of stream time after the first record once the keys settle (--discovery-seconds)
     """
-    keys = ", ".join(w["keys"][:show]) + (f", +{w['count'] - show} more" if w["count"] > show else "")
+    keys = _names(w["keys"][:show]) + (f", +{w['count'] - show} more" if w["count"] > show else "")
     one = w["count"] == 1
     out = (f"{w['count']} key{'' if one else 's'} {'was' if one else 'were'} not in episode {w['episode']}, the last "
            f"(first seen after it started), and no episode classified {'it' if one else 'them'}: {keys}; the next "
@@ -266,9 +272,9 @@ def unfinished_text(u: dict[str, Any], show: int = 5) -> str:
     episode 1 unfinished at the stop (9 samples): 0 outliers, 1 normal, 1 undecided (a); it ran 7,200 s of stream time, past --episode-interval (300 s), so no later episode started: --episode-timeout SEC ends an episode that cannot decide
     """
     und = u["undecided"]
-    names = ", ".join(und[:show]) + (f", +{len(und) - show} more" if len(und) > show else "")
+    names = _names(und[:show]) + (f", +{len(und) - show} more" if len(und) > show else "")
     out = (f"episode {u['episode']} unfinished at the stop ({u['samples']:,} samples): {len(u['outliers'])} "
-           f"outlier{'' if len(u['outliers']) == 1 else 's'}" + (f" ({', '.join(u['outliers'])})" if u["outliers"] else "")
+           f"outlier{'' if len(u['outliers']) == 1 else 's'}" + (f" ({_names(u['outliers'])})" if u["outliers"] else "")
            + f", {u['normals']} normal, {len(und)} undecided" + (f" ({names})" if und else ""))
     if u.get("threshold") is not None:
         iv = u.get("threshold_interval")
@@ -276,11 +282,11 @@ def unfinished_text(u: dict[str, Any], show: int = 5) -> str:
     if u.get("no_record"):
         quiet = u["no_record"]
         out += (f"; no record since it started (the episode waits for {'it' if len(quiet) == 1 else 'them'}; "
-                f"--episode-silence-records): {', '.join(quiet[:show])}" + (f", +{len(quiet) - show} more" if len(quiet) > show else ""))
+                f"--episode-silence-records): {_names(quiet[:show])}" + (f", +{len(quiet) - show} more" if len(quiet) > show else ""))
     if u.get("waiting_count"):
         n, first = u["waiting_count"], u["waiting"]
         out += (f"; {n:,} key{' was' if n == 1 else 's were'} first seen after it started and wait{'s' if n == 1 else ''} "
-                f"for the next episode (--episode-timeout ends an episode that cannot decide): {', '.join(first[:show])}"
+                f"for the next episode (--episode-timeout ends an episode that cannot decide): {_names(first[:show])}"
                 + (f", +{n - show:,} more" if n > show else ""))
     if u.get("held_back"):
         out += (f"; it ran {u['duration']:,.0f} s of stream time, past --episode-interval ({u['held_back']:g} s), so no "

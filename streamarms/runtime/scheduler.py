@@ -385,7 +385,11 @@ class Scheduler:
         policy = restore_policy(state["policy"], self.codec.model if state["phase"] == RUNNING else None)
         self.keys.restore(state["arms"])
         self.counters.restore(state["counters"])
-        self.episodes.restore(state, policy, int(state["counters"]["ep_start_records"]))
+        start = state["counters"]["ep_start_records"]
+        if not isinstance(start, int) or not 0 <= start <= self.counters.records:
+            raise ValueError(f"checkpoint counter 'ep_start_records' is {start!r}: the record the episode started at "
+                             f"is a whole number from 0 to the {self.counters.records:,} records counted")
+        self.episodes.restore(state, policy, start)
         self.plan.restore(state, policy, self.episodes.episode)
         if self.requests is not None:
             self.requests.restore(state["in_flight"], state["request_seq"])

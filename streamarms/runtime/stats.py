@@ -6,12 +6,13 @@ at scrape time (never per record). ``records = used + refused + held + skipped``
 >>> c = SchedulerStats()
 >>> c.records, c.invalid["not_json"], c.refused
 (0, 0, 0)
->>> c.invalid["not_json"] += 1; d = SchedulerStats(); d.restore(c.snapshot()); d == c
+>>> c.records += 1; c.invalid["not_json"] += 1; d = SchedulerStats(); d.restore(c.snapshot()); d == c
 True
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
@@ -54,10 +55,33 @@ class SchedulerStats:
         return asdict(self)
 
     def restore(self, state: dict[str, Any]) -> None:
-        """Load :meth:`snapshot` output (in place: the parts that count hold this object)."""
-        for k in ("records", "used", "unmatched", "timeouts", "wasted", "requests_sent", "episodes_done"):
-            setattr(self, k, int(state[k]))
-        self.invalid = _no_invalid() | {k: int(v) for k, v in state["invalid"].items()}
+        """Load :meth:`snapshot` output (in place: the parts that count hold this object); ``ValueError`` naming the
+        counter for one that no run can have counted (negative, not a whole number, more used and refused records
+        than records): a hand-edited checkpoint, re-signed, said "189.7% of the records used".
+
+        >>> c = SchedulerStats(); c.restore({**SchedulerStats(records=5).snapshot(), "used": 9})
+        Traceback (most recent call last):
+        ...
+        ValueError: checkpoint counters: 9 records used and 0 refused of 5 records: no run counts that
+        """
+        got = {k: _count(state[k], k) for k in ("records", "used", "unmatched", "timeouts", "wasted", "requests_sent",
+                                                  "episodes_done")}
+        invalid = {str(k): _count(v, f"invalid.{k}") for k, v in state["invalid"].items()}
+        refused = sum(invalid.values())
+        if got["used"] + refused > got["records"] or max(got["wasted"], got["unmatched"]) > got["records"]:
+            raise ValueError(f"checkpoint counters: {got['used']:,} records used and {refused:,} refused of "
+                             f"{got['records']:,} records: no run counts that")
+        for k, v in got.items():
+            setattr(self, k, v)
+        self.invalid = _no_invalid() | invalid
+
+
+def _count(value: Any, name: str) -> int:
+    """``value`` as a count (a whole number >= 0), or ``ValueError`` naming the counter."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0 \
+            or value != int(value):
+        raise ValueError(f"checkpoint counter {name!r} is {value!r}: a count is a whole number >= 0")
+    return int(value)
 
 
 @dataclass(frozen=True)
