@@ -212,6 +212,7 @@ class CompressedLineReader(LineReader):
         #: why the file could not be decompressed to its end (a file cut short or damaged), once met: the lines
         #: before it are read, the bytes after the last whole line are not (the source fails with this reason)
         self.damage: str | None = None
+        self._error: BaseException | None = None  # (the decompressor's, once met)
         try:
             super().__init__(path, line=line, pos=pos, digest=digest, file=self._dec)
         except BaseException:
@@ -253,23 +254,44 @@ class CompressedLineReader(LineReader):
         return self._end_pos if self.eof and self.damage is None else -1
 
     def _read_block(self) -> bytes | None:
-        if self.damage is not None:
+        if self._error is not None:
             return b""
+        start = self._dec.tell()
         try:
             return self._dec.read(self._block)
         except _ERRORS as e:  # a file cut short (still being compressed) or corrupt
-            self.damage = (f"{self.path} cannot be {'read' if self.kind in TABLES else 'decompressed'} after its line "
-                           f"{self._end_line:,} ({e}): a {self.kind} file cut short or damaged; the lines before were "
-                           "read, nothing after")
+            self._error = e
+            return self._salvage(start)
+
+    def _salvage(self, start: int) -> bytes:
+        """The decompressed bytes from ``start`` up to the damage, decompressed again a piece at a time (a block read
+        that fails gives none of the bytes it decompressed: a file cut short lost up to a block of whole lines);
+        ``b""`` for a format read otherwise (a workbook, Parquet)."""
+        if self.kind not in ("gzip", "bzip2", "xz"):
             return b""
+        got = bytearray()
+        try:
+            self._raw.seek(0)
+            self._dec = DECOMPRESSORS[self.kind](self._raw)
+            self._dec.seek(start)  # (from the start again: once, for a damaged file)
+            while more := self._dec.read1(1 << 14):  # type: ignore[attr-defined]
+                got += more
+        except _ERRORS:
+            pass
+        return bytes(got)
 
     def _at_end(self) -> None:
-        if self.damage is None:
+        if self._error is None:
             super()._at_end()
             return
         self.eof = True  # (damaged: the bytes after the last line end may be half a line, never read as one)
-        self.incomplete = b"".join(self._carry)
+        cut = b"".join(self._carry)
         self._carry.clear()
+        self.incomplete = b""  # (no later run reads more of a damaged file: not an incomplete line to wait for)
+        left = f", nor the {len(cut):,} bytes of a line cut short there" if cut.strip() else ""
+        self.damage = (f"{self.path} cannot be {'read' if self.kind in TABLES else 'decompressed'} after its line "
+                       f"{self._end_line:,} ({self._error}): a {self.kind} file cut short or damaged; the lines before "
+                       f"were read, nothing after{left}")
 
     def _pread(self, n: int, at: int) -> bytes:
         """``n`` decompressed bytes from ``at``: the first ones from memory; elsewhere by seeking the decompressed

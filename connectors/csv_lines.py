@@ -97,6 +97,11 @@ def table_format(path: str, given: str = "auto") -> str | None:
     return None
 
 
+#: the most lines after a quoted cell left open that are refused as lines of that cell (a stray quote must not refuse
+#: the rest of a file; a cell of more lines is rare in data read as rewards)
+MAX_CELL_LINES = 64
+
+
 class CsvTable:
     """The rows of the tables of one ``--rewards-file`` path as records (module docstring): ``delimiter``
     ``","`` or ``"\\t"``, the time where ``line_time`` says. :meth:`records` turns a chunk of lines into
@@ -126,6 +131,9 @@ class CsvTable:
         #: why there is no header (the detail of the rows refused then)
         self.no_header = "the file has no header line"
         self._time_column = self.line_time.field
+        #: the line of a quoted cell left open at its line's end (a cell with a line break), while the lines after it
+        #: go on with that cell: they are refused too, not read as rows of their own (``None``: no cell open)
+        self._open_at: int | None = None
 
     def set_header(self, line: str, where: str) -> None:
         """Take ``line`` as the header (``where``: the file, for the error): a :class:`ConfigError` when it
@@ -145,6 +153,7 @@ class CsvTable:
         (b'{"worker":"w1","wrong":"1"}', '\\t')
         """
         line = line.removeprefix("\ufeff")
+        self._open_at = None
         # a spreadsheet's CSV export where the decimal mark is a comma (much of Europe) separates by semicolons; a
         # database's export (psql -A, Hive, SAP) by a vertical bar
         self.delimiter = next((d for d in ";|\t" if d in line), ",") if self.given == "," and "," not in line else \
@@ -204,13 +213,25 @@ class CsvTable:
         rows = self._rows(lines)
         if self._decimal_at is not None:
             _point_decimals(rows, self._decimal_at, grouped=self.decimal_comma)
-        fast = self._plain_chunk(path, rows, first)
+        fast = self._plain_chunk(path, rows, first) if self._open_at is None else None
         if fast is not None:
             return fast
         header, width, out = self.header, len(self.header or ()), []
         for n, (line, cells) in enumerate(zip(lines, rows), first):
+            if self._open_at is not None:  # (a line of a quoted cell: not a row, whatever it parses as)
+                opened, closes = self._open_at, line.count('"') % 2 == 1
+                if closes or n - opened >= MAX_CELL_LINES:
+                    self._open_at = None
+                out.append(refused_line(path, n, line, f"the line goes on with the quoted cell opened on line {opened + 1:,} "
+                                        "(a quoted cell with a line break: a table is read one line a row)"))
+                continue
             if isinstance(cells, str):  # the csv module's error for this line
-                out.append(refused_line(path, n, line, f"the line is not a {self._kind} row ({cells})"))
+                said = f"the line is not a {self._kind} row ({cells})"
+                if line.count('"') % 2 == 1:  # a quote left open at the line's end: the next lines go on with it
+                    self._open_at = n
+                    said = (f"the line is not a {self._kind} row: a quoted cell is left open at its end (a cell with a "
+                            "line break: a table is read one line a row; the lines that go on with it are refused too)")
+                out.append(refused_line(path, n, line, said))
                 continue
             if not cells:
                 continue  # a blank line

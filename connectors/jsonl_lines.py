@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import stat
@@ -65,6 +66,8 @@ from streamarms.errors import ConfigError
 from .file_ids import FileIds, Listed, Renamed, open_listed, relisting
 from .file_kinds import PACKED_SUFFIXES, binary_format, compressed
 from .text_encoding import UTF8
+
+log = logging.getLogger(__name__)
 
 _fast_loads: Callable[[str], Any]
 try:
@@ -555,6 +558,12 @@ class LineReader:
         if before not in (b"\n", b"\r") and after[:1] in (b"\n", b"\r") and after != b"\r":
             # the last line read had no line end then (a complete object at the end of the file): it has now
             pos += 2 if after == b"\r\n" else 1
+        elif before not in (b"\n", b"\r") and after:  # ... and the file now continues it: it was cut mid-write
+            log.warning("%s: its line %s had no line end when the checkpoint's run read it, and the file now goes on "
+                        "with that line: it was cut mid-write and read short (a CSV row's last cell, a pattern's "
+                        "last group; its record counted as it was), and the rest of it is read as a line of its own. "
+                        "A file still being written is read with --follow, which waits for each line's end",
+                        self.path, f"{line:,}")
         self._f.seek(pos)
         self.line = self._end_line = line
         self._end_pos = pos
