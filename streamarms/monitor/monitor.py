@@ -332,6 +332,11 @@ class ContinuousMonitor:
                "margin": margin, "k": self.k, "alpha": self.alpha, "alpha_theta": self.alpha_theta}
         if not (math.isfinite(th_lo) and math.isfinite(th_hi)):  # no band yet: whom it waits for
             out["threshold_waiting_for"] = waiting_for(g)
+        if seg.m and not lo <= seg.mean <= hi:  # (read as a bug where nothing says why)
+            out["note"] = ("the estimate lies outside the interval: the interval is the intersection of the key's "
+                           "intervals at every count since its segment began (all valid at once), and a run of records "
+                           "early in the segment left its " + ("lower" if seg.mean < lo else "upper") + " end where the "
+                           "mean has since moved away from; a change of the key's rate beyond it starts a new segment")
         return out
 
     def _alert(self, kind: str, key: str, time: float | None) -> dict[str, Any]:
