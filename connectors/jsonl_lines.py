@@ -68,6 +68,11 @@ from .file_kinds import PACKED_SUFFIXES, binary_format, compressed
 from .text_encoding import UTF8
 
 log = logging.getLogger(__name__)
+#: a restart's warning when the last line its checkpoint read had no line end and the file now goes on with it
+_CUT = ("%s: its line %s had no line end when the checkpoint's run read it, and the file now goes on with that line: it "
+        "was cut mid-write and read short (a CSV row's last cell, a pattern's last group; its record counted as it was), "
+        "and the rest of it is read as a line of its own. A file still being written is read with --follow, which "
+        "waits for each line's end")
 
 _fast_loads: Callable[[str], Any]
 try:
@@ -553,20 +558,13 @@ class LineReader:
                 f"{self.path} is not the file the checkpoint read: its bytes before the checkpoint's position "
                 f"(line {line:,}, byte {pos:,}) differ from those the checkpoint saw ({size:,} bytes now); the file "
                 f"was replaced or rewritten since. {_HOW}")
-        before = self._pread(1, pos - 1) if pos else b"\n"
-        after = self._pread(2, pos)
-        if before not in (b"\n", b"\r") and after[:1] in (b"\n", b"\r") and after != b"\r":
-            # the last line read had no line end then (a complete object at the end of the file): it has now
-            pos += 2 if after == b"\r\n" else 1
-        elif before not in (b"\n", b"\r") and after:  # ... and the file now continues it: it was cut mid-write
-            log.warning("%s: its line %s had no line end when the checkpoint's run read it, and the file now goes on "
-                        "with that line: it was cut mid-write and read short (a CSV row's last cell, a pattern's "
-                        "last group; its record counted as it was), and the rest of it is read as a line of its own. "
-                        "A file still being written is read with --follow, which waits for each line's end",
-                        self.path, f"{line:,}")
+        unended, after = pos and self._pread(1, pos - 1) not in (b"\n", b"\r"), self._pread(2, pos)
+        if unended and after[:1] in (b"\n", b"\r") and after != b"\r":
+            pos += 2 if after == b"\r\n" else 1  # the last line read had no line end then (a whole object): it has now
+        elif unended and after:  # ... and the file now goes on with it: it was cut mid-write
+            log.warning(_CUT, self.path, f"{line:,}")
         self._f.seek(pos)
-        self.line = self._end_line = line
-        self._end_pos = pos
+        self.line, self._end_line, self._end_pos = line, line, pos
         w = min(WINDOW, pos)
         self._head, self._last = self._pread(w, 0), self._pread(w, pos - w)
         self._tail = self._last

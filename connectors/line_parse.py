@@ -18,6 +18,7 @@ from typing import Any
 
 from streamarms.runtime.decoder import _SHORT
 from streamarms.runtime.records import RefusedKey
+from streamarms.validation import json_error_text
 
 from .line_record import JsonlRecord
 from .line_time import JSON_NAMES, MAX_TIMESTAMP_MS, LineTime
@@ -87,7 +88,7 @@ def to_record(path: str, offset: int, line: str, fast: bool = True, line_time: L
     except (ValueError, TypeError, RecursionError) as e:  # a poison line (even nested 100,000 deep) is one bad record
         if fast:
             return to_record(path, offset, line, fast=False, line_time=line_time)
-        return refused_line(path, offset, line, f"the line is not JSON ({type(e).__name__}: {str(e)[:120]})", "not_json")
+        return refused_line(path, offset, line, f"the line is not JSON ({json_error_text(e)})", "not_json")
     if type(obj) is not dict:
         return refused_line(path, offset, line, "the line is JSON but not an object: "
                             f"{JSON_NAMES.get(type(obj), type(obj).__name__)}", "not_object")

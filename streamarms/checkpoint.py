@@ -48,6 +48,7 @@ from typing import Any, BinaryIO
 from .errors import StreamarmsError
 from .json_lazy import NotAscii, OpenFile, load_lazy
 from .json_stream import iter_json, lazy_default
+from .validation import json_kind
 
 #: what a checkpoint path that is no regular file is, for the error
 _KINDS = {stat.S_IFIFO: "a named pipe", stat.S_IFCHR: "a character device", stat.S_IFSOCK: "a socket",
@@ -195,23 +196,22 @@ def check_blocks(doc: Any, where: str, required: Sequence[str] = ()) -> None:
     >>> check_blocks({"run": {}, "scheduler": [1, 2]}, "c.ckpt")
     Traceback (most recent call last):
     ...
-    streamarms.checkpoint.CheckpointError: the checkpoint in c.ckpt is not one a streamarms daemon wrote: its 'scheduler' is a JSON list, not an object
+    streamarms.checkpoint.CheckpointError: the checkpoint in c.ckpt is not one a streamarms daemon wrote: its 'scheduler' is a JSON array, not an object
     >>> check_blocks({"run": {}, "scheduler": {}}, "c.ckpt", required=("scheduler", "source"))
     Traceback (most recent call last):
     ...
     streamarms.checkpoint.CheckpointError: the checkpoint in c.ckpt is not one a streamarms daemon wrote: it has no 'source'
     """
     if not isinstance(doc, dict):
-        raise CheckpointError(f"the checkpoint in {where} is not one a streamarms daemon wrote: a JSON "
-                              f"{type(doc).__name__}, not an object")
+        raise CheckpointError(f"the checkpoint in {where} is not one a streamarms daemon wrote: {json_kind(doc)}, "
+                              "not an object")
     for name in required:
         if name not in doc:
             raise CheckpointError(f"the checkpoint in {where} is not one a streamarms daemon wrote: it has no {name!r}")
     for name in BLOCKS:
         if name in doc and not isinstance(doc[name], dict):
-            kind = "null" if doc[name] is None else type(doc[name]).__name__
-            raise CheckpointError(f"the checkpoint in {where} is not one a streamarms daemon wrote: its {name!r} is a "
-                                  f"JSON {kind}, not an object")
+            raise CheckpointError(f"the checkpoint in {where} is not one a streamarms daemon wrote: its {name!r} is "
+                                  f"{json_kind(doc[name])}, not an object")
 
 
 class CheckpointStore(ABC):

@@ -185,7 +185,9 @@ def _refuse_other_settings(store: CheckpointStore, prev: Any, now: Any) -> None:
         raise CheckpointError(
             f"the checkpoint in {store.describe()} was written with {', '.join(differ)}: these define the statistics "
             "(the state in the checkpoint was built under them, and the alerts state them); run with the checkpoint's "
-            "settings, or start with a fresh checkpoint (another --checkpoint, or --checkpoint none)")
+            "settings" + (f" (--policy {prev['--policy']} resumes it; without --policy a run takes the default)"
+                          if "--policy" in changed else "") +
+            ", or start with a fresh checkpoint (another --checkpoint, or --checkpoint none)")
 
 
 def _shown(value: Any, most: int = 8) -> str:

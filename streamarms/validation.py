@@ -20,9 +20,10 @@ ValueError: reward for arm 'a' is not finite: an integer of 1329 bits (too large
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
-__all__ = ["finite_reward", "check_k", "check_ksigma_params", "K_MAX", "short_repr"]
+__all__ = ["finite_reward", "check_k", "check_ksigma_params", "K_MAX", "short_repr", "json_kind", "json_error_text"]
 
 #: the largest k of a k-sigma rule: one of n keys is at most sqrt(n - 1) standard deviations from their
 #: mean, so a larger k flags no key of fewer than a million: a typo, whose squares overflow the intervals'
@@ -125,3 +126,35 @@ def check_ksigma_params(k: Any, delta: Any, n: int) -> None:
         raise ValueError(f"delta must be in (0, 1), got {delta!r}")
     if n < 2:
         raise ValueError(f"the k-sigma rule needs at least 2 arms, got {n}")
+
+
+_JSON_KINDS = {list: "array", dict: "object", bool: "boolean", str: "string", int: "number", float: "number"}
+
+
+def json_kind(value: Any) -> str:
+    """What a parsed JSON value is, in JSON's words (not Python's: ``NoneType``, ``list``, ``dict``).
+
+    >>> json_kind([1]), json_kind(None), json_kind({"a": 1}), json_kind(True)
+    ('a JSON array', 'null', 'a JSON object', 'a JSON boolean')
+    """
+    if value is None:
+        return "null"
+    kind = _JSON_KINDS.get(type(value))
+    return f"a JSON {kind}" if kind else f"a {type(value).__name__}"
+
+
+def json_error_text(e: BaseException) -> str:
+    """Why a text is not JSON, for a dead letter: the parser's error, or for an integer of more digits than Python
+    converts (valid JSON: ``sys.get_int_max_str_digits()``), that -- not its advice to raise the limit, cut short.
+
+    >>> import json
+    >>> try:
+    ...     json.loads("1" * 5000)
+    ... except ValueError as e:
+    ...     print(json_error_text(e))
+    a number of more than 4,300 digits (no reward or time has that many)
+    """
+    text = str(e)
+    if "integer string conversion" in text:
+        return f"a number of more than {sys.get_int_max_str_digits():,} digits (no reward or time has that many)"
+    return f"{type(e).__name__}: {text[:120]}"

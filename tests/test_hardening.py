@@ -391,8 +391,8 @@ def test_a_checkpoint_of_the_right_checksum_and_another_shape_is_refused_by_name
                                            for i in range(6000)))
     gone = object()
     for forever, block, value, said in (
-            (False, ("scheduler",), [1, 2], "its 'scheduler' is a JSON list, not an object"),
-            (False, ("run",), None, "its 'run' is a JSON null, not an object"),
+            (False, ("scheduler",), [1, 2], "its 'scheduler' is a JSON array, not an object"),
+            (False, ("run",), None, "its 'run' is null, not an object"),
             (True, ("scheduler", "monitor", "groups", "default", "track", "result", "upper"), None,
              "the threshold track's 'upper' in the snapshot is None: two numbers, low to high expected"),
             # (an integer too large for a float was an OverflowError: exit 1, "cannot start")

@@ -228,8 +228,10 @@ def _positionals(opts: argparse.Namespace) -> str | None:
     if len(args) > 1:
         return (f"one key at a time (given: {' '.join(args)})" if opts.checkpoint is not None else
                 f"{args[0]} is not a checkpoint (no such file): streamarms explain CHECKPOINT [KEY]")
-    if opts.top is not None and (not (opts.table or opts.plot) or opts.top < 1):
-        return "--top N (N >= 1) shows the first N rows of --table (the first N keys of --plot)"
+    if opts.top is not None and not (opts.table or opts.plot):
+        return "--top N shows the first N rows of --table (the first N keys of --plot): add --table or --plot"
+    if opts.top is not None and opts.top < 1:
+        return f"--top N shows the first N rows of --table (the first N keys of --plot): N >= 1, got {opts.top}"
     if opts.table and opts.plot:
         return "--table prints every key and --plot draws them: give one"
     if opts.plot and (problem := plot_problem(opts.plot)) is not None:

@@ -10,6 +10,7 @@ from operator import itemgetter
 from typing import Any
 
 from ..models import BoundedModel, RewardModel
+from ..validation import json_kind
 from . import decoder
 from .durations import UNITS, duration_in, is_duration, unit_of
 from .field_path import FieldPath
@@ -175,7 +176,7 @@ class RewardCodec:
             raise InvalidRecord("not_json", f"value of arm {arm!r} is {e}: {shown!r}") from None
         if not isinstance(obj, dict):
             raise InvalidRecord("not_object", f"value of arm {arm!r} is JSON but not an object: "
-                                              f"a JSON {type(obj).__name__}")
+                                              + json_kind(obj))
         return obj
 
     def reward_of(self, arm: str, obj: dict[str, Any], count: bool = True) -> float:
@@ -199,7 +200,7 @@ class RewardCodec:
         if v is True or v is False:
             return self._boolean(arm, v)
         if x is None:
-            shown = repr(v[:80]) if isinstance(v, str) else f"a JSON {type(v).__name__}"  # never repr a deep value
+            shown = repr(v[:80]) if isinstance(v, str) else json_kind(v)  # never repr a deep value
             hint = _hint(v, self.unit, self.numeric_strings, self.at_least, self.model) if isinstance(v, str) else ""
             raise InvalidRecord("not_numeric", f"reward of arm {arm!r} is not a JSON number: {shown}{hint}")
         if not math.isfinite(x):
@@ -229,7 +230,7 @@ class RewardCodec:
         elif t is int:
             text = str(v)
         else:
-            shown = "null" if v is None else f"a JSON {'number with a fraction' if t is float else t.__name__}"
+            shown = "a JSON number with a fraction" if t is float else json_kind(v)
             flag = self.rule.flag.split()[0] if self.rule is not None else ""
             raise InvalidRecord("not_numeric", f"reward of arm {arm!r} is {shown}: {flag} matches a text, an "
                                                "integer or a boolean")

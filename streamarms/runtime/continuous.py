@@ -46,6 +46,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..monitor import DEFAULT_GROUP, NORMAL, OUTLIER, ContinuousMonitor
+from ..validation import json_kind
 from . import decoder
 from .batch import check_lengths
 from .clock import EventClock
@@ -191,12 +192,11 @@ def _group_name(v: Any, gfield: str, arm: str, max_bytes: int) -> str:
         shown = (f"the number {v!r} (not an integer, or an integer beyond 64 bits)" if v == v and abs(v) >= 1 << 63
                  else f"the number {v!r} (not an integer)")
     else:
-        shown = f"a JSON {_JSON_TYPES.get(type(v), type(v).__name__)}"
+        shown = json_kind(v)
     raise InvalidRecord("bad_group", f"group {gfield!r} of key {arm!r} must be a non-empty string of at most "
                                      f"{max_bytes} bytes or an integer of at most 64 bits, got {shown}")
 
 
-_JSON_TYPES = {list: "array", dict: "object", bool: "boolean", type(None): "null"}
 
 
 class ContinuousRunner:

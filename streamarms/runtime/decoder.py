@@ -34,6 +34,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from ..validation import json_error_text
+
 __all__ = ["BACKEND", "loads", "number"]
 
 _loads: Callable[[Any], Any]
@@ -92,7 +94,7 @@ def _not_json(e: BaseException, value: bytes | bytearray | memoryview | str) -> 
             bytes(value).decode("utf-8")
         except UnicodeDecodeError as u:
             e = u
-    return ValueError(f"not JSON ({type(e).__name__}: {str(e)[:120]})")
+    return ValueError(f"not JSON ({json_error_text(e)})")
 
 
 def number(x: Any) -> float | None:

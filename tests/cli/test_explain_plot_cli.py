@@ -71,7 +71,8 @@ def test_a_continuous_checkpoint_draws_a_panel_a_group(tmp_path, capsys):
 @pytest.mark.parametrize("args, needle", [
     (["--plot", "P.png", "--table"], "--table prints every key and --plot draws them: give one"),
     (["k5", "--plot", "P.png"], "--plot shows every key: drop the key 'k5'"),
-    (["--top", "3"], "--top N (N >= 1) shows the first N rows of --table (the first N keys of --plot)"),
+    (["--top", "3"], "--top N shows the first N rows of --table (the first N keys of --plot): add --table or --plot"),
+    (["--top", "0", "--table"], "N >= 1, got 0"),
     (["--plot", "/nonexistent/dir/k.png"], "--plot /nonexistent/dir/k.png: the directory /nonexistent/dir does not exist"),
     (["--plot", "P.xyz"], ".xyz is no file type matplotlib writes: name the file .png, .svg or .pdf")])
 def test_what_cannot_be_drawn_says_why(tmp_path, capsys, args, needle):

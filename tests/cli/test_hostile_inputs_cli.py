@@ -174,3 +174,29 @@ def test_explain_says_why_a_continuous_keys_estimate_lies_outside_its_interval(t
         assert ("note" in ev) == (not lo <= ev["estimate"] <= hi)
         noted += "note" in ev
     assert noted >= 1
+
+
+def test_a_restart_without_the_checkpoints_policy_names_the_flag_that_resumes_it(tmp_path, capsys):
+    """Resuming a cs checkpoint without --policy said "(this run: 'wrr')", not that wrr is only the default."""
+    data = _log(tmp_path / "d.jsonl")
+    args = ["run", "--rewards-file", data, "--key-field", "k", "--reward-field", "r", "--checkpoint",
+            str(tmp_path / "c.ckpt"), "--episode-interval", "0"]
+    assert main([*args, "--policy", "cs"]) == 0
+    capsys.readouterr()
+    assert main(args) == 2
+    assert "(--policy cs resumes it; without --policy a run takes the default)" in capsys.readouterr().err
+
+
+def test_dead_letters_name_json_kinds_in_json_words_and_a_long_integer_whole(tmp_path):
+    """'a JSON NoneType / list / dict'; a 5,000-digit integer (valid JSON) was 'not_json' with Python's advice cut
+    mid-word ('use sys.set_int_max_str_digits() t')."""
+    p = tmp_path / "d.jsonl"
+    p.write_text("".join(json.dumps({"k": f"h{i % 10}", "r": i % 2}) + "\n" for i in range(300))
+                 + '{"k": "a", "r": null}\n{"k": "a", "r": [1]}\n{"k": "a", "r": {"x": 1}}\n'
+                 + '{"k": "a", "r": ' + "1" * 5000 + "}\n")
+    dl = tmp_path / "dl.jsonl"
+    assert main(["run", "--rewards-file", str(p), "--key-field", "k", "--reward-field", "r", "--episode-interval", "0",
+                 "--dead-letter-file", str(dl)]) == 0
+    details = [json.loads(x)["detail"] for x in dl.read_text().splitlines()]
+    assert [d.rsplit(": ", 1)[-1] for d in details[:3]] == ["null", "a JSON array", "a JSON object"]
+    assert "a number of more than 4,300 digits" in details[3] and "set_int_max_str_digits" not in details[3]

@@ -26,8 +26,8 @@ def test_every_path_reads_the_same_rate():
 
 
 @pytest.mark.parametrize("value, shown", [(b'{"level": 0.5}', "a JSON number with a fraction"),
-                                          (b'{"level": null}', "null"), (b'{"level": ["ERROR"]}', "a JSON list"),
-                                          (b'{"level": {"name": "ERROR"}}', "a JSON dict")])
+                                          (b'{"level": null}', "null"), (b'{"level": ["ERROR"]}', "a JSON array"),
+                                          (b'{"level": {"name": "ERROR"}}', "a JSON object")])
 def test_a_value_without_a_text_is_refused(value, shown):
     c = RewardCodec("level", BernoulliModel(), reward_in=["ERROR"])
     with pytest.raises(InvalidRecord, match=f"is {shown}: --reward-in matches a text, an integer or a boolean"):
