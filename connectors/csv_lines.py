@@ -233,8 +233,8 @@ class CsvTable:
                             "line break: a table is read one line a row; the lines that go on with it are refused too)")
                 out.append(refused_line(path, n, line, said))
                 continue
-            if not cells:
-                continue  # a blank line
+            if not cells or not line.strip():
+                continue  # a blank line (or one of spaces only: skipped, as in a JSON lines file)
             if header is None:  # (a table's first chunk always has its header: module docstring)
                 out.append(refused_line(path, n, line, self.no_header))
                 continue

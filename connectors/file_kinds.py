@@ -47,7 +47,10 @@ _BINARY = ((ZIP, "a zip archive (an Excel workbook, .xlsx, is one: replayed, not
             "export a table as CSV: sqlite3 -header -csv {path} 'select * from TABLE' > TABLE.csv"),
            (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive", "extract it first (7z x {path})"),
            (b"Rar!\x1a\x07", "a RAR archive", "extract it first"),
-           (b"%PDF-", "a PDF document", "export its table as CSV"))
+           (b"%PDF-", "a PDF document", "export its table as CSV"),
+           (b"\x7fELF", "a program (an ELF executable or library)", "give the file the events are written to"),
+           (b"\x89PNG\r\n\x1a\n", "a PNG image", "give the file the events are written to"),
+           (b"\xff\xd8\xff", "a JPEG image", "give the file the events are written to"))
 
 
 def binary_format(path: str, head: bytes) -> str | None:

@@ -200,3 +200,17 @@ def test_dead_letters_name_json_kinds_in_json_words_and_a_long_integer_whole(tmp
     details = [json.loads(x)["detail"] for x in dl.read_text().splitlines()]
     assert [d.rsplit(": ", 1)[-1] for d in details[:3]] == ["null", "a JSON array", "a JSON object"]
     assert "a number of more than 4,300 digits" in details[3] and "set_int_max_str_digits" not in details[3]
+
+
+def test_a_program_is_refused_as_no_text_and_a_tables_lines_of_spaces_are_blank(tmp_path, capsys):
+    """/bin/ls gave 705 not_json dead letters and advice to try --encoding cp1252; a CSV line of spaces was a bad_row
+    where a JSON lines file skips it."""
+    assert main(["run", "--rewards-file", "/bin/ls", "--key-field", "k", "--reward-field", "r"]) == 2
+    assert "/bin/ls is a program (an ELF executable or library), not lines of text" in capsys.readouterr().err
+    p = tmp_path / "ws.csv"
+    p.write_text("k,r\n" + "".join(f"h{i % 10},{int(i % 10 == 3)}\n   \n" for i in range(2000)))
+    s = tmp_path / "s.json"
+    assert main(["run", "--rewards-file", str(p), "--key-field", "k", "--reward-field", "r", "--episode-interval", "0",
+                 "--summary-json", str(s)]) == 0
+    out = json.loads(s.read_text())
+    assert out["records"] == 2000 and sum(out["invalid"].values()) == 0
