@@ -157,23 +157,33 @@ def check_not_an_input(s: RunSettings) -> None:
     if not files:
         return
     spec = s.checkpoint if isinstance(s.checkpoint, str) else None
-    ckpt = spec[len("dir:"):] if spec and spec.startswith("dir:") else spec
     outputs = [("--alerts-file", s.alerts_file), ("--dead-letter-file", s.dead_letter_file),
-               ("--summary-json", s.summary_json), ("--plot", s.plot),
-               ("--checkpoint", None if ckpt in ("none", "auto") or (spec or "").startswith("kafka:") else ckpt)]
+               ("--summary-json", s.summary_json), ("--plot", s.plot),  # (a dir: checkpoint is no file a glob lists)
+               ("--checkpoint", None if spec in ("none", "auto") or (spec or "").startswith(("kafka:", "dir:")) else spec)]
     for flag, out in outputs:
         if not out or out == "-":
             continue
         where = os.path.abspath(out)
         same = next((f for f in files if f != "-" and (os.path.abspath(f) == where or _same_file(f, out))), None)
-        match = next((g for g in patterns if any(c in g for c in "*?[") and (
-            fnmatch.fnmatchcase(out, g) or fnmatch.fnmatchcase(where, os.path.abspath(g)))), None)
+        match = next((g for g in patterns if any(c in g for c in "*?[") and _globbed(where, os.path.abspath(g))), None)
         if same is not None or match is not None:
             said = f"is the file --rewards-file reads ({same})" if same is not None else \
                 f"is matched by --rewards-file {match}"
             raise ConfigError(f"{flag} {out} {said}: the run would read what it writes back as records. Write it "
                               "elsewhere" + (" (another directory, or a name the pattern does not match)" if same is None
                                              else ""))
+
+
+def _globbed(path: str, pattern: str) -> bool:
+    """Whether :func:`glob.glob` ``pattern`` would list ``path`` (both absolute): name by name (a ``*`` crosses no
+    ``/``), a hidden name only by a pattern's name that starts with ``.``.
+
+    >>> _globbed("/l/dead.jsonl", "/l/*.jsonl"), _globbed("/l/x/dead.jsonl", "/l/*.jsonl"), _globbed("/l/.d.jsonl", "/l/*")
+    (True, False, False)
+    """
+    names, parts = path.split(os.sep), pattern.split(os.sep)
+    return len(names) == len(parts) and all(fnmatch.fnmatchcase(n, p) and (not n.startswith(".") or p.startswith("."))
+                                            for n, p in zip(names, parts))
 
 
 def _same_file(a: str, b: str) -> bool:
