@@ -214,3 +214,11 @@ def test_a_program_is_refused_as_no_text_and_a_tables_lines_of_spaces_are_blank(
                  "--summary-json", str(s)]) == 0
     out = json.loads(s.read_text())
     assert out["records"] == 2000 and sum(out["invalid"].values()) == 0
+
+
+def test_simulate_says_when_too_few_arms_for_k_can_hold_an_outlier(capsys):
+    """``--means 0.1,0.2,0.9 --k 2`` spent 928-1,553 pulls to return the empty set in silence (run warns of it)."""
+    assert main(["simulate", "--policy", "cs", "--means", "0.1,0.2,0.9", "--k", "2", "--runs", "1", "--quiet"]) == 0
+    assert "with 3 keys no key can be an outlier at k = 2" in capsys.readouterr().err
+    assert main(["simulate", "--policy", "cs", "--means", "0.1,0.2,0.9", "--k", "1.2", "--runs", "1", "--quiet"]) == 0
+    assert "no key can be an outlier" not in capsys.readouterr().err
