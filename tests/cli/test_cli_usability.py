@@ -372,7 +372,9 @@ def test_simulate_says_before_the_runs_when_an_arm_near_the_threshold_makes_them
     assert "about 2,200,000 pulls or more" in err and "--max-pulls" in err
     capped = ["simulate", "--policy", "cs", "--means", ",".join(map(str, near)), "--runs", "1"]
     assert main([*capped, "--max-pulls", "2000"]) == 0
-    assert "note:" not in capsys.readouterr().err  # capped: nothing to warn of
+    err = capsys.readouterr().err
+    assert "note: arm" not in err  # capped: no long run to warn of (5 arms at k = 2: no outlier, said)
+    assert "with 5 keys no key can be an outlier at k = 2" in err
     assert main(["simulate", "--policy", "cs", "--runs", "1"]) == 0  # the built-in instance: ~200 pulls bound
     assert "note:" not in capsys.readouterr().err
     monkeypatch.setattr(sim_cli, "LONG_RUN_PULLS", 100)
