@@ -261,21 +261,26 @@ class CompressedLineReader(LineReader):
             return self._dec.read(self._block)
         except _ERRORS as e:  # a file cut short (still being compressed) or corrupt
             self._error = e
-            return self._salvage(start)
+            return self._salvage(start, e)
 
-    def _salvage(self, start: int) -> bytes:
+    def _salvage(self, start: int, e: BaseException) -> bytes:
         """The decompressed bytes from ``start`` up to the damage, decompressed again a piece at a time (a block read
-        that fails gives none of the bytes it decompressed: a file cut short lost up to a block of whole lines);
-        ``b""`` for a format read otherwise (a workbook, Parquet)."""
-        if self.kind not in ("gzip", "bzip2", "xz"):
+        that fails gives none of the bytes it decompressed: a file cut short lost up to a block of whole lines), for
+        a file cut short or with bytes after its last gzip member -- bytes a checksum has vouched for, not those of a
+        corrupt stream; at most a block (the damage lies within it: a block read without one is a file that grew
+        meanwhile, read on as usual); ``b""`` otherwise."""
+        if self.kind not in ("gzip", "bzip2", "xz") or not (
+                isinstance(e, EOFError) or "Not a gzipped file" in str(e)):
             return b""
         got = bytearray()
         try:
             self._raw.seek(0)
             self._dec = DECOMPRESSORS[self.kind](self._raw)
             self._dec.seek(start)  # (from the start again: once, for a damaged file)
-            while more := self._dec.read1(1 << 14):  # type: ignore[attr-defined]
+            while len(got) < self._block and (more := self._dec.read1(  # type: ignore[attr-defined]
+                    min(1 << 14, self._block - len(got)))):
                 got += more
+            self._error = None  # (no damage met again: the file grew, or was completed, meanwhile: read on)
         except _ERRORS:
             pass
         return bytes(got)

@@ -97,8 +97,8 @@ def table_format(path: str, given: str = "auto") -> str | None:
     return None
 
 
-#: the most lines after a quoted cell left open that are refused as lines of that cell (a stray quote must not refuse
-#: the rest of a file; a cell of more lines is rare in data read as rewards)
+#: the most lines after a quoted cell left open that are read as lines of that cell when one of them closes it (a
+#: cell of more lines is rare in data read as rewards)
 MAX_CELL_LINES = 64
 
 
@@ -131,9 +131,6 @@ class CsvTable:
         #: why there is no header (the detail of the rows refused then)
         self.no_header = "the file has no header line"
         self._time_column = self.line_time.field
-        #: the line of a quoted cell left open at its line's end (a cell with a line break), while the lines after it
-        #: go on with that cell: they are refused too, not read as rows of their own (``None``: no cell open)
-        self._open_at: int | None = None
 
     def set_header(self, line: str, where: str) -> None:
         """Take ``line`` as the header (``where``: the file, for the error): a :class:`ConfigError` when it
@@ -153,7 +150,6 @@ class CsvTable:
         (b'{"worker":"w1","wrong":"1"}', '\\t')
         """
         line = line.removeprefix("\ufeff")
-        self._open_at = None
         # a spreadsheet's CSV export where the decimal mark is a comma (much of Europe) separates by semicolons; a
         # database's export (psql -A, Hive, SAP) by a vertical bar
         self.delimiter = next((d for d in ";|\t" if d in line), ",") if self.given == "," and "," not in line else \
@@ -213,24 +209,22 @@ class CsvTable:
         rows = self._rows(lines)
         if self._decimal_at is not None:
             _point_decimals(rows, self._decimal_at, grouped=self.decimal_comma)
-        fast = self._plain_chunk(path, rows, first) if self._open_at is None else None
+        fast = self._plain_chunk(path, rows, first) if all(map(str.strip, lines)) else None
         if fast is not None:
             return fast
-        header, width, out = self.header, len(self.header or ()), []
+        header, width, out, opened, cell_to = self.header, len(self.header or ()), [], -1, -1
         for n, (line, cells) in enumerate(zip(lines, rows), first):
-            if self._open_at is not None:  # (a line of a quoted cell: not a row, whatever it parses as)
-                opened, closes = self._open_at, line.count('"') % 2 == 1
-                if closes or n - opened >= MAX_CELL_LINES:
-                    self._open_at = None
-                out.append(refused_line(path, n, line, f"the line goes on with the quoted cell opened on line {opened + 1:,} "
-                                        "(a quoted cell with a line break: a table is read one line a row)"))
+            if n <= cell_to:  # (a line of a quoted cell: not a row, whatever it parses as)
+                out.append(refused_line(path, n, line, f"the line goes on with the quoted cell opened on line "
+                                        f"{opened + 1:,} (a quoted cell with a line break: a table is read one line a row)"))
                 continue
             if isinstance(cells, str):  # the csv module's error for this line
                 said = f"the line is not a {self._kind} row ({cells})"
-                if line.count('"') % 2 == 1:  # a quote left open at the line's end: the next lines go on with it
-                    self._open_at = n
-                    said = (f"the line is not a {self._kind} row: a quoted cell is left open at its end (a cell with a "
-                            "line break: a table is read one line a row; the lines that go on with it are refused too)")
+                if line.count('"') % 2 == 1 and (cell_to := _cell_end(lines, n - first)) >= 0:
+                    opened, cell_to = n, cell_to + first  # a quote left open, closed on a line below: one cell
+                    said = (f"the line is not a {self._kind} row: a quoted cell is left open at its end, and line "
+                            f"{cell_to + 1:,} closes it (a cell with a line break: a table is read one line a row; the "
+                            "lines of the cell are refused too)")
                 out.append(refused_line(path, n, line, said))
                 continue
             if not cells or not line.strip():
@@ -303,6 +297,16 @@ class CsvTable:
             except csv.Error as e:
                 out.append(str(e))
         return out
+
+
+def _cell_end(lines: Sequence[str], i: int) -> int:
+    """The index of the line that closes the quoted cell ``lines[i]`` leaves open (an odd number of quotes), among
+    the next :data:`MAX_CELL_LINES` lines of the chunk; ``-1`` for none: a stray quote, whose line alone is refused.
+
+    >>> _cell_end(['w1,1,"ok', 'still the comment', 'w9,0,fine"', 'w2,0,x'], 0), _cell_end(['a,1,"oops', 'b,0,x'], 0)
+    (2, -1)
+    """
+    return next((j for j in range(i + 1, min(len(lines), i + 1 + MAX_CELL_LINES)) if lines[j].count('"') % 2 == 1), -1)
 
 
 #: a number whose thousands are grouped by points or (no-break) spaces, with a decimal comma or none: the separator

@@ -561,7 +561,7 @@ class LineReader:
         unended, after = pos and self._pread(1, pos - 1) not in (b"\n", b"\r"), self._pread(2, pos)
         if unended and after[:1] in (b"\n", b"\r") and after != b"\r":
             pos += 2 if after == b"\r\n" else 1  # the last line read had no line end then (a whole object): it has now
-        elif unended and after:  # ... and the file now goes on with it: it was cut mid-write
+        elif unended and after[:1] not in (b"", b"\n", b"\r"):  # ... and the file now goes on with it: cut mid-write
             log.warning(_CUT, self.path, f"{line:,}")
         self._f.seek(pos)
         self.line, self._end_line, self._end_pos = line, line, pos

@@ -409,7 +409,7 @@ class FileCheckpointStore(CheckpointStore):
             return
         what = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
         raise CheckpointError(f"checkpoint file {self.path} is {what}, not a regular file: a checkpoint is a file "
-                              "streamarms writes and reads back; to run without one, give --checkpoint none")
+                              "streamarms writes and reads back (a run without one: --checkpoint none)")
 
     def load(self) -> dict[str, Any] | None:
         self._check_regular()

@@ -14,8 +14,8 @@ import logging
 
 __all__ = ["one_line", "OneLineFormatter"]
 
-_ESCAPES = {**{c: f"\\x{c:02x}" for c in (*range(32), 127)}, 9: "\\t", 10: "\\n", 13: "\\r",
-            0x85: "\\x85", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+_ESCAPES = {**{c: f"\\x{c:02x}" for c in (*range(32), *range(127, 160))}, 9: "\\t", 10: "\\n", 13: "\\r",
+            0x2028: "\\u2028", 0x2029: "\\u2029"}  # (C0, DEL and C1: 0x9b is a terminal's CSI)
 
 
 def one_line(text: str) -> str:

@@ -165,7 +165,10 @@ def check_not_an_input(s: RunSettings) -> None:
             continue
         where = os.path.abspath(out)
         same = next((f for f in files if f != "-" and (os.path.abspath(f) == where or _same_file(f, out))), None)
-        match = next((g for g in patterns if any(c in g for c in "*?[") and _globbed(where, os.path.abspath(g))), None)
+        real = os.path.realpath(out)  # (a pattern or an output through a symlinked directory)
+        match = next((g for g in patterns if any(c in g for c in "*?[") and not os.path.exists(g) and (
+            _globbed(where, os.path.abspath(g)) or _globbed(real, os.path.join(
+                os.path.realpath(os.path.dirname(os.path.abspath(g))), os.path.basename(g))))), None)
         if same is not None or match is not None:
             said = f"is the file --rewards-file reads ({same})" if same is not None else \
                 f"is matched by --rewards-file {match}"
@@ -187,8 +190,9 @@ def _globbed(path: str, pattern: str) -> bool:
 
 
 def _same_file(a: str, b: str) -> bool:
+    """Whether ``b`` is the regular file ``a`` (a terminal both stdin and stdout read and write is not)."""
     try:
-        return os.path.samefile(a, b)
+        return os.path.isfile(b) and os.path.samefile(a, b)
     except OSError:
         return False
 

@@ -78,7 +78,7 @@ from .plan import PlanFollower
 from .records import InvalidRecord
 from .requests import RequestTracker
 from .silence import SilenceWatch
-from .stats import SchedulerStats, StatsView
+from .stats import SchedulerStats, StatsView, count_field
 
 __all__ = ["DISCOVERING", "RUNNING", "IDLE", "FINISHED", "PHASES", "Scheduler", "restore_policy"]
 
@@ -385,8 +385,8 @@ class Scheduler:
         policy = restore_policy(state["policy"], self.codec.model if state["phase"] == RUNNING else None)
         self.keys.restore(state["arms"])
         self.counters.restore(state["counters"])
-        start = state["counters"]["ep_start_records"]
-        if not isinstance(start, int) or not 0 <= start <= self.counters.records:
+        start = count_field(state["counters"]["ep_start_records"], "ep_start_records")
+        if start > self.counters.records:
             raise ValueError(f"checkpoint counter 'ep_start_records' is {start!r}: the record the episode started at "
                              f"is a whole number from 0 to the {self.counters.records:,} records counted")
         self.episodes.restore(state, policy, start)

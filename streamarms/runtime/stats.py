@@ -19,7 +19,7 @@ from typing import Any
 
 from .records import INVALID_REASONS
 
-__all__ = ["SchedulerStats", "StatsView"]
+__all__ = ["SchedulerStats", "StatsView", "count_field"]
 
 
 def _no_invalid() -> dict[str, int]:
@@ -64,9 +64,9 @@ class SchedulerStats:
         ...
         ValueError: checkpoint counters: 9 records used and 0 refused of 5 records: no run counts that
         """
-        got = {k: _count(state[k], k) for k in ("records", "used", "unmatched", "timeouts", "wasted", "requests_sent",
+        got = {k: count_field(state[k], k) for k in ("records", "used", "unmatched", "timeouts", "wasted", "requests_sent",
                                                   "episodes_done")}
-        invalid = {str(k): _count(v, f"invalid.{k}") for k, v in state["invalid"].items()}
+        invalid = {str(k): count_field(v, f"invalid.{k}") for k, v in state["invalid"].items()}
         refused = sum(invalid.values())
         if got["used"] + refused > got["records"] or max(got["wasted"], got["unmatched"]) > got["records"]:
             raise ValueError(f"checkpoint counters: {got['used']:,} records used and {refused:,} refused of "
@@ -76,7 +76,7 @@ class SchedulerStats:
         self.invalid = _no_invalid() | invalid
 
 
-def _count(value: Any, name: str) -> int:
+def count_field(value: Any, name: str) -> int:
     """``value`` as a count (a whole number >= 0), or ``ValueError`` naming the counter."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0 \
             or value != int(value):

@@ -94,9 +94,7 @@ def test_a_re_signed_checkpoint_with_counters_no_run_counts_is_refused(tmp_path,
 
 def test_the_lines_of_a_quoted_cell_with_a_line_break_are_refused_not_read_as_rows(tmp_path, capsys):
     """``w1,1,"ok`` / ``w9,0,fine"`` (one row, its comment with a line break) counted a record of key w9, reward 0;
-    a stray quote refuses at most ``MAX_CELL_LINES`` lines after it, not the rest of the file."""
-    from connectors.csv_lines import MAX_CELL_LINES
-
+    a stray quote that no line below closes refuses its own line only."""
     rows = "".join(f"w{i % 10},{int(i % 10 == 3)},x\n" for i in range(3000))
     p = tmp_path / "c.csv"
     p.write_text('worker,wrong,comment\nw1,1,"ok\nw9,0,fine"\n' + rows)
@@ -106,12 +104,13 @@ def test_the_lines_of_a_quoted_cell_with_a_line_break_are_refused_not_read_as_ro
     assert main(args) == 0
     letters = [json.loads(x) for x in dl.read_text().splitlines()]
     assert [d["line"] for d in letters] == [2, 3]
-    assert "quoted cell is left open" in letters[0]["detail"] and "opened on line 2" in letters[1]["detail"]
+    assert "left open at its end, and line 3 closes it" in letters[0]["detail"]
+    assert "opened on line 2" in letters[1]["detail"]
     assert json.loads((tmp_path / "s.json").read_text())["records"] == 3002
     p.write_text('worker,wrong,comment\nw1,1,"stray quote\n' + rows)  # never closed
     dl.unlink()
     assert main(args) == 0
-    assert len(dl.read_text().splitlines()) == 1 + MAX_CELL_LINES
+    assert [json.loads(x)["line"] for x in dl.read_text().splitlines()] == [2]
 
 
 def test_a_restart_says_that_the_unterminated_row_its_last_run_read_was_cut_mid_write(tmp_path, caplog):
@@ -222,3 +221,24 @@ def test_simulate_says_when_too_few_arms_for_k_can_hold_an_outlier(capsys):
     assert "with 3 keys no key can be an outlier at k = 2" in capsys.readouterr().err
     assert main(["simulate", "--policy", "cs", "--means", "0.1,0.2,0.9", "--k", "1.2", "--runs", "1", "--quiet"]) == 0
     assert "no key can be an outlier" not in capsys.readouterr().err
+
+
+def test_a_tsv_line_of_tabs_only_is_blank_in_a_clean_chunk_too(tmp_path):
+    """``\\t\\t`` in an otherwise clean chunk was a record of an empty key (the fast path), skipped in another."""
+    p = tmp_path / "r.tsv"
+    p.write_text("arm\treward\tnote\n" + "".join(f"h{i % 10}\t{int(i % 10 == 3)}\tx\n\t\t\n" for i in range(2000)))
+    s = tmp_path / "s.json"
+    assert main(["run", "--rewards-file", str(p), "--episode-interval", "0", "--summary-json", str(s)]) == 0
+    out = json.loads(s.read_text())
+    assert out["records"] == 2000 and sum(out["invalid"].values()) == 0
+
+
+def test_an_output_through_a_symlinked_directory_that_the_pattern_lists_is_refused(tmp_path, capsys):
+    (tmp_path / "logs").mkdir()
+    _log(tmp_path / "logs" / "a.jsonl")
+    os.symlink(tmp_path / "logs", tmp_path / "linkdir")
+    pattern = str(tmp_path / "logs" / "*.jsonl")
+    dl = str(tmp_path / "linkdir" / "dead.jsonl")
+    assert main(["run", "--rewards-file", pattern, "--key-field", "k", "--reward-field", "r",
+                 "--dead-letter-file", dl]) == 2
+    assert "is matched by --rewards-file" in capsys.readouterr().err
