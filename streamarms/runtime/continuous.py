@@ -197,8 +197,6 @@ def _group_name(v: Any, gfield: str, arm: str, max_bytes: int) -> str:
                                      f"{max_bytes} bytes or an integer of at most 64 bits, got {shown}")
 
 
-
-
 class ContinuousRunner:
     """Feeds every valid record of a stream to a :class:`ContinuousMonitor` (module docstring).
 
