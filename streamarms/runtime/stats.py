@@ -78,8 +78,8 @@ class SchedulerStats:
 
 def count_field(value: Any, name: str) -> int:
     """``value`` as a count (a whole number >= 0), or ``ValueError`` naming the counter."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0 \
-            or value != int(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 \
+            or (isinstance(value, float) and not (math.isfinite(value) and value == int(value))):
         raise ValueError(f"checkpoint counter {name!r} is {value!r}: a count is a whole number >= 0")
     return int(value)
 
