@@ -217,10 +217,11 @@ def simulate(opts: argparse.Namespace, progress: RunProgress | None = None) -> d
                          "without one: give --budget T (or --max-pulls N to cap an anytime run)")
     probe = spec.build(names, **params)  # a missing or bad option fails here, before any run
     _check_heavy_flags(opts, getattr(probe, "model", None))
+    first = _environment(opts, means, opts.seed)  # (means the arms cannot have fail here, before any note)
     if spec.ksigma and (few := too_few_for_k(len(means), float(getattr(probe, "k", 0.0)))) is not None:
         print(f"streamarms simulate: note: {few}; every run returns no outlier", file=sys.stderr, flush=True)
     if opts.max_pulls is None:
-        _warn_if_long(spec.gaps(list(means), **params), _environment(opts, means, opts.seed), opts.delta)
+        _warn_if_long(spec.gaps(list(means), **params), first, opts.delta)
     results = []
     for r in range(opts.runs):
         seed = opts.seed + r

@@ -78,7 +78,7 @@ from .plan import PlanFollower
 from .records import InvalidRecord
 from .requests import RequestTracker
 from .silence import SilenceWatch
-from .stats import SchedulerStats, StatsView, count_field
+from .stats import SchedulerStats, StatsView
 
 __all__ = ["DISCOVERING", "RUNNING", "IDLE", "FINISHED", "PHASES", "Scheduler", "restore_policy"]
 
@@ -385,11 +385,7 @@ class Scheduler:
         policy = restore_policy(state["policy"], self.codec.model if state["phase"] == RUNNING else None)
         self.keys.restore(state["arms"])
         self.counters.restore(state["counters"])
-        start = count_field(state["counters"]["ep_start_records"], "ep_start_records")
-        if start > self.counters.records:
-            raise ValueError(f"checkpoint counter 'ep_start_records' is {start!r}: the record the episode started at "
-                             f"is a whole number from 0 to the {self.counters.records:,} records counted")
-        self.episodes.restore(state, policy, start)
+        self.episodes.restore(state, policy, int(state["counters"]["ep_start_records"]))  # (checked by the counters)
         self.plan.restore(state, policy, self.episodes.episode)
         if self.requests is not None:
             self.requests.restore(state["in_flight"], state["request_seq"])

@@ -19,7 +19,7 @@ from typing import Any
 
 from .records import INVALID_REASONS
 
-__all__ = ["SchedulerStats", "StatsView", "count_field"]
+__all__ = ["SchedulerStats", "StatsView"]
 
 
 def _no_invalid() -> dict[str, int]:
@@ -64,19 +64,22 @@ class SchedulerStats:
         ...
         ValueError: checkpoint counters: 9 records used and 0 refused of 5 records: no run counts that
         """
-        got = {k: count_field(state[k], k) for k in ("records", "used", "unmatched", "timeouts", "wasted", "requests_sent",
+        got = {k: _count(state[k], k) for k in ("records", "used", "unmatched", "timeouts", "wasted", "requests_sent",
                                                   "episodes_done")}
-        invalid = {str(k): count_field(v, f"invalid.{k}") for k, v in state["invalid"].items()}
+        invalid = {str(k): _count(v, f"invalid.{k}") for k, v in state["invalid"].items()}
         refused = sum(invalid.values())
         if got["used"] + refused > got["records"] or max(got["wasted"], got["unmatched"]) > got["records"]:
             raise ValueError(f"checkpoint counters: {got['used']:,} records used and {refused:,} refused of "
                              f"{got['records']:,} records: no run counts that")
+        if "ep_start_records" in state and _count(state["ep_start_records"], "ep_start_records") > got["records"]:
+            raise ValueError(f"checkpoint counter 'ep_start_records' is {state['ep_start_records']!r}: the record the "
+                             f"episode started at is one of the {got['records']:,} records counted")
         for k, v in got.items():
             setattr(self, k, v)
         self.invalid = _no_invalid() | invalid
 
 
-def count_field(value: Any, name: str) -> int:
+def _count(value: Any, name: str) -> int:
     """``value`` as a count (a whole number >= 0), or ``ValueError`` naming the counter."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 \
             or (isinstance(value, float) and not (math.isfinite(value) and value == int(value))):
