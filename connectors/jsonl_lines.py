@@ -60,7 +60,7 @@ from collections.abc import Callable, Sequence
 from itertools import islice
 from typing import IO, Any, NoReturn
 
-from streamarms.checkpoint import CheckpointError
+from streamarms.checkpoint import FILE_KINDS, CheckpointError
 from streamarms.errors import ConfigError
 
 from .file_ids import FileIds, Listed, Renamed, open_listed, relisting
@@ -95,9 +95,8 @@ MAX_LINE = 4 << 20
 LONG_KEPT = 1024
 
 _EOL = re.compile(rb"\r\n|\r|\n")
-#: what a path that is not a regular file is, for the error
-_KINDS = {stat.S_IFIFO: "a named pipe", stat.S_IFCHR: "a character device", stat.S_IFSOCK: "a socket",
-          stat.S_IFDIR: "a directory", stat.S_IFBLK: "a block device"}
+
+
 def _pread(fd: int, n: int, at: int) -> bytes:
     """``n`` bytes of the file open at ``fd`` from byte ``at``, its offset left as it was."""
     if hasattr(os, "pread"):
@@ -214,7 +213,7 @@ class LineReader:
         #: the file read: ``path``'s, or the file given (a rotated one read on, :func:`rotated_reader`)
         self.file_name = getattr(file, "name", path) if file is not None else path
         if file is None and not stat.S_ISREG(mode := os.stat(path).st_mode):
-            raise ConfigError(f"{path} is not a regular file ({_KINDS.get(stat.S_IFMT(mode), 'a special file')}): give "
+            raise ConfigError(f"{path} is not a regular file ({FILE_KINDS.get(stat.S_IFMT(mode), 'a special file')}): give "
                               f"its data on standard input instead (--rewards-file - < {path})")
         self._f: IO[bytes] = open(path, "rb") if file is None else file
         head = self._pread(16, 0) if file is None else b""  # (a compressed file's magic, or another format's)

@@ -34,15 +34,13 @@ from typing import Any
 
 from streamarms.runtime.clock import iso_ms
 from streamarms.runtime.field_path import FieldPath
+from streamarms.validation import JSON_NAMES
 
 __all__ = ["LineTime", "MAX_TIMESTAMP_MS", "UNIT_MS", "stamp", "epoch_unit", "as_time", "number_text"]
 
 #: the latest timestamp a line may carry, in ms: 9999-12-31T23:59:59.999Z (what an ISO date can say)
 MAX_TIMESTAMP_MS = 253_402_300_799_999
 
-#: what a JSON value is, for the dead letters' details
-JSON_NAMES = {str: "a string", bool: "a boolean", list: "an array", dict: "an object", type(None): "null",
-              int: "an integer", float: "a number"}
 
 #: each unit's length in ms
 UNIT_MS = {"ms": 1, "s": 1000, "us": 0.001, "ns": 0.000001}

@@ -50,9 +50,9 @@ from .json_lazy import NotAscii, OpenFile, load_lazy
 from .json_stream import iter_json, lazy_default
 from .validation import json_kind
 
-#: what a checkpoint path that is no regular file is, for the error
-_KINDS = {stat.S_IFIFO: "a named pipe", stat.S_IFCHR: "a character device", stat.S_IFSOCK: "a socket",
-          stat.S_IFBLK: "a block device"}
+#: what a path that is no regular file is, for the errors (a checkpoint's, an input file's)
+FILE_KINDS = {stat.S_IFIFO: "a named pipe", stat.S_IFCHR: "a character device", stat.S_IFSOCK: "a socket",
+              stat.S_IFDIR: "a directory", stat.S_IFBLK: "a block device"}
 
 __all__ = ["CheckpointStore", "FileCheckpointStore", "CheckpointError", "check_blocks", "encode", "decode", "decode_parts",
            "write_encoded", "checkpoint_key", "atomic_write", "file_mark", "check_writable_directory", "KEY_ENV", "KEY_FILE_ENV"]
@@ -407,7 +407,7 @@ class FileCheckpointStore(CheckpointStore):
             return  # not there (a first run), or unreadable: the open says so
         if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
             return
-        what = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+        what = FILE_KINDS.get(stat.S_IFMT(mode), "not a regular file")
         raise CheckpointError(f"checkpoint file {self.path} is {what}, not a regular file: a checkpoint is a file "
                               "streamarms writes and reads back (a run without one: --checkpoint none)")
 

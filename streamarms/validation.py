@@ -23,7 +23,7 @@ import math
 import sys
 from typing import Any
 
-__all__ = ["finite_reward", "check_k", "check_ksigma_params", "K_MAX", "short_repr", "json_kind", "json_error_text"]
+__all__ = ["finite_reward", "check_k", "check_ksigma_params", "K_MAX", "short_repr", "json_kind", "json_error_text", "JSON_NAMES"]
 
 #: the largest k of a k-sigma rule: one of n keys is at most sqrt(n - 1) standard deviations from their
 #: mean, so a larger k flags no key of fewer than a million: a typo, whose squares overflow the intervals'
@@ -128,19 +128,21 @@ def check_ksigma_params(k: Any, delta: Any, n: int) -> None:
         raise ValueError(f"the k-sigma rule needs at least 2 arms, got {n}")
 
 
-_JSON_KINDS = {list: "array", dict: "object", bool: "boolean", str: "string", int: "number", float: "number"}
+#: what a JSON value is, for the dead letters' details
+JSON_NAMES = {str: "a string", bool: "a boolean", list: "an array", dict: "an object", type(None): "null",
+              int: "an integer", float: "a number"}
 
 
 def json_kind(value: Any) -> str:
-    """What a parsed JSON value is, in JSON's words (not Python's: ``NoneType``, ``list``, ``dict``).
+    """What a parsed JSON value is, in JSON's words (not Python's: ``NoneType``, ``list``, ``dict``), named JSON's.
 
     >>> json_kind([1]), json_kind(None), json_kind({"a": 1}), json_kind(True)
     ('a JSON array', 'null', 'a JSON object', 'a JSON boolean')
     """
-    if value is None:
-        return "null"
-    kind = _JSON_KINDS.get(type(value))
-    return f"a JSON {kind}" if kind else f"a {type(value).__name__}"
+    name = JSON_NAMES.get(type(value))
+    if name is None or value is None:
+        return name or f"a {type(value).__name__}"
+    return "a JSON " + name.split(" ", 1)[1]
 
 
 def json_error_text(e: BaseException) -> str:

@@ -25,6 +25,7 @@ from ..registry import POLICIES
 from ..runtime import ACTIVE
 from ..runtime.continuous import CONTINUOUS
 from ..runtime.field_path import FieldPath
+from .file_patterns import patterns_of
 from .group import check_group_settings
 from .settings import RunSettings
 
@@ -166,9 +167,8 @@ def check_not_an_input(s: RunSettings) -> None:
         where = os.path.abspath(out)
         same = next((f for f in files if f != "-" and (os.path.abspath(f) == where or _same_file(f, out))), None)
         real = os.path.realpath(out)  # (a pattern or an output through a symlinked directory)
-        match = next((g for g in patterns if any(c in g for c in "*?[") and not os.path.exists(g) and (
-            _globbed(where, os.path.abspath(g)) or _globbed(real, os.path.join(
-                os.path.realpath(os.path.dirname(os.path.abspath(g))), os.path.basename(g))))), None)
+        match = next((g for g in patterns_of(patterns) if _globbed(where, os.path.abspath(g)) or _globbed(
+            real, os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(g))), os.path.basename(g)))), None)
         if same is not None or match is not None:
             said = f"is the file --rewards-file reads ({same})" if same is not None else \
                 f"is matched by --rewards-file {match}"
