@@ -66,6 +66,7 @@ from .one_line import OneLineFormatter
 from .restart import statistics_settings
 from .run_checks import check_run_settings, warn_untimed_episodes
 from .run_report import (
+    all_refused_text,
     episode_text,
     files_summary,
     frozen_clock_text,
@@ -200,6 +201,14 @@ def _mode_text(s: RunSettings, cfg: SchedulerConfig | None) -> str:
     return "passive mode, " + ("every reward of its keys fed" if cfg.passive_feed == "all" else "following its plan")
 
 
+def _demo_text(s: RunSettings, n: int, truth: list[str] | None, cfg: SchedulerConfig | None) -> str:
+    """The embedded demo's first line: its ``n`` keys, their known outliers and what runs on them."""
+    return (f"streamarms run: embedded demo (no --bootstrap-servers): {n} keys with Bernoulli rewards, known outliers "
+            f"{', '.join(truth or []) or 'none'}; "
+            + (f"continuous monitor k={s.k:g} alpha={s.monitor_alpha:g} (every record used, no episodes; Ctrl-C to "
+               f"stop)" if s.mode == CONTINUOUS else f"policy {s.policy} k={s.k:g} delta={s.delta:g}, {_mode_text(s, cfg)}"))
+
+
 class _App:
     """The wiring of one ``streamarms run``."""
 
@@ -300,6 +309,7 @@ class _App:
         #: records refused before this process (each one a dead letter then): the summary's ``dead_letters`` is a
         #: running total, as its ``records`` and ``invalid`` are
         self.refused_before = sum(self.scheduler.stats()["invalid"].values()) if doc is not None else 0
+        self.records_before = self.scheduler.stats()["records"] if doc is not None else 0  # (all_refused_text)
         if s.bootstrap_servers and isinstance(self.scheduler, Scheduler):
             # discovery ends only once every assigned partition has delivered a record (or after
             # --discovery-seconds of wall time): a partition fetched late still has its keys in episode 1
@@ -541,12 +551,8 @@ class _App:
         s = self.s
         warn_untimed_episodes(s, self.continuous)
         if s.embedded and not s.quiet:
-            means = getattr(self, "embedded_means", {})
-            self._say(f"streamarms run: embedded demo (no --bootstrap-servers): {len(means)} keys with Bernoulli "
-                  f"rewards, known outliers {', '.join(self.truth or []) or 'none'}; "
-                  + (f"continuous monitor k={s.k:g} alpha={s.monitor_alpha:g} (every record used, no episodes; "
-                     f"Ctrl-C to stop)" if self.continuous else f"policy {s.policy} k={s.k:g} delta={s.delta:g}, "
-                                                                 f"{_mode_text(s, getattr(self, 'sched_config', None))}"))
+            self._say(_demo_text(s, len(getattr(self, "embedded_means", {})), self.truth,
+                                 getattr(self, "sched_config", None)))
         t0 = time.monotonic()
         code = 0
         self.progress = replay_progress(self.source, s)
@@ -575,10 +581,13 @@ class _App:
             for c in self.closers:
                 c.close()
         elapsed = time.monotonic() - t0
+        nothing = None if code else all_refused_text(self.daemon.stop_reason, self.scheduler.stats(), self.records_before,
+                                                     quiet=bool(s.quiet))
+        code = 2 if nothing else code
         out = self.summary(code, elapsed)
         for path, n in out.get("incomplete_last_lines", {}).items():
             log.warning("%s", incomplete_text(path, n, self.store is not None, bool(s.follow)))
-        if code == 0 and not s.quiet:
+        if (code == 0 or nothing) and not s.quiet:
             for line in stop_lines(out, self.scheduler, s, getattr(self, "sched_config", None), self.event_clock):
                 self._say(line)
         if code == 0 and s.table:
@@ -596,6 +605,8 @@ class _App:
                 except OSError as e:  # (checked at start; the disk may be full or the directory gone now)
                     print(f"streamarms run: error: cannot write the summary: {e}", file=sys.stderr)
                     return code or 1
+        if nothing:
+            print(f"streamarms run: error: {nothing}", file=sys.stderr)
         return code
 
 

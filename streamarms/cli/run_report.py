@@ -379,6 +379,29 @@ def _topics(s: Any) -> str:
         f" --rewards-topic {shlex.quote(t)}" for t in s.rewards_topic or ())
 
 
+def all_refused_text(stop_reason: str | None, stats: dict[str, Any], records_before: int,
+                     quiet: bool = False) -> str | None:
+    """The error of a run that read its input to the end and refused every record (a field named wrong, another
+    format): exit 2, as a bad setting found before the first record is, so that a script sees it. ``None`` for any
+    other run, and for a restart (its checkpoint's ``records_before`` records counted in ``stats``) that read nothing
+    new or whose checkpoint has used records (one bad line appended to a file read well is a dead letter, not a bad
+    setting).
+
+    >>> print(all_refused_text("input exhausted", {"records": 2, "invalid": {"not_json": 2}}, 0))
+    every record read (2) was refused: nothing to detect outliers in (the lines above say why)
+    >>> print(all_refused_text("input exhausted", {"records": 2, "invalid": {"not_json": 2}}, 1, quiet=True))
+    every record read (2) was refused: nothing to detect outliers in (without --quiet the run says why)
+    >>> all_refused_text("input exhausted", {"records": 2, "invalid": {"not_json": 1}}, 0)  # (one used)
+    >>> all_refused_text("input exhausted", {"records": 2, "invalid": {"not_json": 2}}, 2)  # (nothing new)
+    >>> all_refused_text("signal", {"records": 2, "invalid": {"not_json": 2}}, 0)  # (not read to the end)
+    """
+    records, refused = stats["records"], sum(stats["invalid"].values())
+    if stop_reason != "input exhausted" or records == records_before or refused < records:
+        return None
+    why = "without --quiet the run says why" if quiet else "the lines above say why"
+    return f"every record read ({records:,}) was refused: nothing to detect outliers in ({why})"
+
+
 def refusals_hint(records: int, invalid: dict[str, int], from_file: bool, dead_letters: bool,
                   model: str = "bernoulli", key_field: str | None = None, files: Sequence[str] = (),
                   topics: str = "") -> str:

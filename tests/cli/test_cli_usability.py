@@ -144,15 +144,34 @@ def test_every_registered_policy_has_its_table_parameters():
 
 def test_a_replay_whose_records_are_all_refused_says_why_and_what_to_write(tmp_path, capsys):
     """Envelope lines whose "value" is null are refused as value_missing: the run's last line breaks the refusals
-    down by reason and the next one says what a line must hold."""
+    down by reason and the next one says what a line must hold. Nothing read is an error a script sees (exit 2; it
+    was exit 0), in the summary too."""
     p = tmp_path / "keyed.jsonl"
     p.write_text("".join(json.dumps({"key": f"k{i % 5}", "value": None, "reward": 1}) + "\n" for i in range(40)))
-    rc = main(["run", "--rewards-file", str(p), "--policy", "cs", "--dead-letter-file", str(tmp_path / "dl.jsonl")])
-    out = capsys.readouterr().out
-    assert rc == 0
+    summary = tmp_path / "s.json"
+    rc = main(["run", "--rewards-file", str(p), "--policy", "cs", "--dead-letter-file", str(tmp_path / "dl.jsonl"),
+               "--summary-json", str(summary)])
+    out, err = capsys.readouterr()
+    assert rc == 2 and json.loads(summary.read_text())["exit_code"] == 2
+    assert "error: every record read (40) was refused: nothing to detect outliers in (the lines above say why)" in err
     assert "40 refused (value_missing 40)" in out
     assert 'their "value" is null: a JSONL line with "key" and "value" carries its record in "value"' in out
     assert len((tmp_path / "dl.jsonl").read_text().splitlines()) == 40
+    # a restart: reading nothing new is no error; a bad line more is (nothing read yet), a good one ends it
+    ckpt = tmp_path / "c.json"
+    run = ["run", "--rewards-file", str(p), "--policy", "cs", "--quiet", "--checkpoint", str(ckpt)]
+    assert main(run) == 2 and main(run) == 0
+    with p.open("a") as f:
+        f.write(json.dumps({"key": "k1", "value": None}) + "\n")
+    assert main(run) == 2
+    assert "every record read (41) was refused: nothing to detect outliers in (without --quiet the run says why)" \
+        in capsys.readouterr().err
+    with p.open("a") as f:
+        f.write(json.dumps({"key": "k1", "reward": 1}) + "\n")
+    assert main(run) == 0
+    with p.open("a") as f:  # (a bad line after a good one: a dead letter, not a bad setting)
+        f.write(json.dumps({"key": "k1", "value": None}) + "\n")
+    assert main(run) == 0
 
 
 def test_a_line_with_key_and_no_value_is_the_record_itself(tmp_path, capsys):
@@ -177,7 +196,7 @@ def test_status_codes_as_rewards_name_the_rule_that_reads_them(tmp_path, capsys)
     p.write_text("".join(json.dumps({"host": f"h{i % 7}", "status": 500 if i % 17 == 0 else 200}) + "\n"
                          for i in range(2000)))
     assert main(["run", "--rewards-file", str(p), "--key-field", "host", "--reward-field", "status", "--checkpoint",
-                 "none"]) == 0
+                 "none"]) == 2  # (every record refused)
     assert ("the rewards are numbers the bernoulli model (0 or 1) does not hold: --reward-at-least N makes each a flag"
             in capsys.readouterr().out)
 
@@ -236,7 +255,7 @@ def test_a_replay_whose_lines_have_no_usable_key_says_where_the_key_goes(tmp_pat
     the last lines say where a JSONL line's key goes and what it may be."""
     p = tmp_path / "r.jsonl"
     p.write_text((json.dumps(line) + "\n") * 30)
-    assert main(["run", "--rewards-file", str(p), "--policy", "cs"]) == 0
+    assert main(["run", "--rewards-file", str(p), "--policy", "cs"]) == 2  # (every record refused)
     out = capsys.readouterr().out
     assert "30 refused (key_missing 30)" in out
     assert 'naming its key in "arm"' in out and "a string or an integer" in out

@@ -131,7 +131,7 @@ def test_a_semicolon_export_reads_the_rewards_decimal_commas(tmp_path, capsys):
     dead = tmp_path / "dead.jsonl"
     assert main(["run", "--rewards-file", str(tmp_path / "r.jsonl"), "--numeric-strings", "--reward-model",
                  "bounded", "--reward-range", "0,1", "--dead-letter-file", str(dead), "--checkpoint", "none",
-                 "--quiet"]) == 0
+                 "--quiet"]) == 2  # (every record refused)
     assert "a decimal comma is read only in a table's reward column: one separated by semicolons, or --decimal-comma" \
         in dead.read_text()
 

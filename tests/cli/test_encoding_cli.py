@@ -52,7 +52,7 @@ def test_a_windows_1252_export_is_named_by_inspect_and_read_with_encoding(tmp_pa
     summary = tmp_path / "s.json"
     with caplog.at_level("WARNING", logger="streamarms.cli"):
         assert main(["run", "--rewards-file", str(p), "--key-field", "Arbeiter", "--reward-field", "Fehler",
-                     "--quiet", "--summary-json", str(summary)]) == 0
+                     "--quiet", "--summary-json", str(summary)]) == 2  # (every record refused)
     said = [r.getMessage() for r in caplog.records if "is not UTF-8" in r.getMessage()]
     assert said and "(line 2: " in said[0] and "--encoding cp1252 reads it" in said[0], said
     assert json.loads(summary.read_text())["invalid"].get("key_not_utf8", 0) > 0
@@ -93,7 +93,8 @@ def test_a_restart_with_another_encoding_is_refused(tmp_path, capsys):
     assert "--encoding 'cp1252' (this run: 'iso8859-1')" in capsys.readouterr().err
     assert main([*flags, "--encoding", "cp1252"]) == 0  # (the same codec by another name: the same setting)
     utf8 = [*flags[:-4], "--checkpoint", str(tmp_path / "ck8"), *flags[-2:]]
-    assert main(utf8) == 0 and main([*utf8, "--encoding", "UTF8"]) == 0  # (UTF-8 named: the default, unchanged)
+    # (UTF-8 named: the default, unchanged; the first run refuses every row, the restart reads nothing new)
+    assert main(utf8) == 2 and main([*utf8, "--encoding", "UTF8"]) == 0
 
 
 @pytest.mark.parametrize("flags, said", [

@@ -192,7 +192,7 @@ def test_a_tab_separated_export_with_decimal_commas_is_read_with_decimal_comma(t
     dead = tmp_path / "dead.jsonl"
     without = [c for c in command if c != "--decimal-comma"]
     assert main([*without, "--checkpoint", "none", "--quiet", "--max-episodes", "1", "--dead-letter-file",
-                 str(dead)]) == 0
+                 str(dead)]) == 2  # (every record refused)
     assert "or --decimal-comma)" in dead.read_text().splitlines()[0]
     (tmp_path / "r.jsonl").write_text('{"arm": "a", "reward": 1}\n')
     assert main(["run", "--rewards-file", str(tmp_path / "r.jsonl"), "--decimal-comma", "--checkpoint", "none"]) == 2

@@ -52,7 +52,7 @@ def test_without_key_field_the_same_log_says_which_flag_reads_the_key(tmp_path, 
     _log(p, n=200)
     dlq = tmp_path / "dlq.jsonl"
     assert main(["run", "--rewards-file", str(p), "--checkpoint", "none", "--reward-field", "err", "--max-episodes", "1",
-                 "--dead-letter-file", str(dlq)]) == 0
+                 "--dead-letter-file", str(dlq)]) == 2  # (every record refused)
     first = json.loads(dlq.read_text().splitlines()[0])
     assert first["reason"] == "key_missing" and "--key-field NAME" in first["detail"], first
 

@@ -53,7 +53,7 @@ def test_a_line_without_a_pair_is_a_dead_letter_and_a_misspelt_key_field_is_name
     [letter] = [json.loads(line) for line in dead.read_text().splitlines()]
     assert letter["reason"] == "bad_row" and "has no key=value pair (--line-pattern logfmt)" in letter["detail"], letter
     capsys.readouterr()
-    assert main([*base, "--key-field", "hots"]) == 0
+    assert main([*base, "--key-field", "hots"]) == 2  # (every record refused)
     out = capsys.readouterr().out
     assert (f"most records have no field 'hots' (--key-field); streamarms inspect {p} shows what the records hold "
             "and suggests the flags that read them") in out, out

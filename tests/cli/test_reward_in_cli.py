@@ -48,7 +48,7 @@ def test_without_the_rule_a_level_is_refused_naming_it_and_a_restart_may_not_cha
     p, dead, ck = tmp_path / "app.jsonl", tmp_path / "dead.jsonl", str(tmp_path / "c.ckpt")
     _log(p, n=300)
     base = ["run", "--rewards-file", str(p), "--key-field", "host", "--reward-field", "level", "--max-episodes", "1"]
-    assert main([*base, "--checkpoint", "none", "--dead-letter-file", str(dead)]) == 0
+    assert main([*base, "--checkpoint", "none", "--dead-letter-file", str(dead)]) == 2  # (every record refused)
     first = json.loads(dead.read_text().splitlines()[0])
     assert first["reason"] == "not_numeric" and "--reward-in" in first["detail"], first
     assert main([*base, "--checkpoint", ck, "--reward-in", "ERROR"]) == 0

@@ -42,7 +42,7 @@ def test_without_the_flags_each_quoted_status_is_refused_naming_the_flag(tmp_pat
     p, dead = tmp_path / "access.jsonl", tmp_path / "dead.jsonl"
     _access_log(p, n=50)
     assert main(["run", "--rewards-file", str(p), "--checkpoint", "none", "--key-field", "upstream_addr",
-                 "--reward-field", "status", "--dead-letter-file", str(dead)]) == 0
+                 "--reward-field", "status", "--dead-letter-file", str(dead)]) == 2  # (every record refused)
     first = json.loads(dead.read_text().splitlines()[0])
     assert first["reason"] == "not_numeric" and "--numeric-strings" in first["detail"]
 

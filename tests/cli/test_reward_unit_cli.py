@@ -44,7 +44,7 @@ def test_without_the_flag_a_duration_is_refused_naming_it_and_a_restart_may_not_
     _go_log(p, n=300)
     base = ["run", "--rewards-file", str(p), "--key-field", "host", "--reward-field", "latency", "--max-episodes", "1",
             "--reward-model", "bounded", "--reward-range", "0,200", "--clip"]
-    assert main([*base, "--checkpoint", "none", "--dead-letter-file", str(dead)]) == 0
+    assert main([*base, "--checkpoint", "none", "--dead-letter-file", str(dead)]) == 2  # (every record refused)
     first = json.loads(dead.read_text().splitlines()[0])
     assert first["reason"] == "not_numeric" and "--reward-unit ms" in first["detail"], first
     assert main([*base, "--checkpoint", ck, "--reward-unit", "ms"]) == 0

@@ -12,9 +12,9 @@ import json
 from streamarms.cli import main
 
 
-def _summary(tmp_path, *argv: str) -> dict:
+def _summary(tmp_path, *argv: str, code: int = 0) -> dict:
     summary = tmp_path / "s.json"
-    assert main(["run", *argv, "--quiet", "--summary-json", str(summary)]) == 0
+    assert main(["run", *argv, "--quiet", "--summary-json", str(summary)]) == code
     return json.loads(summary.read_text())
 
 
@@ -28,7 +28,7 @@ def test_a_spreadsheets_times_are_read_by_the_format(tmp_path):
     p = tmp_path / "labels.csv"
     p.write_text("when,worker,wrong\n" + "".join(f"{t},{w},{r}\n" for t, w, r in _rows(3_000, "%m/%d/%Y %I:%M:%S %p")))
     got = _summary(tmp_path, "--rewards-file", str(p), "--key-field", "worker", "--reward-field", "wrong",
-                   "--timestamp-field", "when")
+                   "--timestamp-field", "when", code=2)
     assert got["invalid"] == {"bad_timestamp": 3_000}  # (before: the only way it was read)
     got = _summary(tmp_path, "--rewards-file", str(p), "--key-field", "worker", "--reward-field", "wrong",
                    "--timestamp-field", "when", "--timestamp-format", "%m/%d/%Y %I:%M:%S %p", "--episode-interval", "600",

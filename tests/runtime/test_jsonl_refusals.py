@@ -108,7 +108,7 @@ def test_a_log_of_local_times_east_of_utc_is_read_and_an_hour_limit_says_why_it_
     assert run_main(flags) == 0
     got = json.loads(s.read_text())
     assert got["invalid"] == {} and got["records"] == 20_000 and got["samples"] > 0, got["invalid"]
-    assert run_main([*flags, "--max-timestamp-ahead", "3600"]) == 0
+    assert run_main([*flags, "--max-timestamp-ahead", "3600"]) == 2  # (every record refused)
     got = json.loads(s.read_text())
     assert got["invalid"] == {"bad_timestamp": 20_000}
     detail = json.loads(dl.read_text().splitlines()[0])["detail"]
