@@ -52,6 +52,7 @@ __all__ = [
     "check_moment_params",
     "central_moment_bound",
     "ea_radius",
+    "moment_exceeds",
     "tea_truncation_level",
     "tea_radius",
     "tea_radius_fixed_truncation",
@@ -388,6 +389,19 @@ def ea_radius(m: ArrayOrFloat, p: float, C: float, delta: float) -> ArrayOrFloat
     1.0
     """
     return (2.0 * C / (m ** (p - 1.0) * delta)) ** (1.0 / p)
+
+
+def moment_exceeds(x: float, p: float, level: float) -> bool:
+    """``|x|^p > level``, the truncated mean's test (without the root, as the papers write it); a power past a
+    float's range (``1e155 ** 2``) exceeds every level, where Python's ``**`` raises ``OverflowError``.
+
+    >>> moment_exceeds(3.0, 2.0, 8.0), moment_exceeds(1e155, 2.0, 1e300), moment_exceeds(-2.0, 2.0, 4.0)
+    (True, True, False)
+    """
+    try:
+        return abs(x) ** p > level
+    except OverflowError:
+        return True
 
 
 @overload

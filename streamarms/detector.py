@@ -341,7 +341,10 @@ class OutlierArmDetector(base.AnomalyDetector):
                 from .registry import build_policy
                 build_policy(self.policy, stand_ins, **self._params())
             else:  # a class or callable: its own errors (TypeError: a keyword it does not take)
-                self.policy(stand_ins, **self._params())
+                built = self.policy(stand_ins, **self._params())
+                if not isinstance(built, Policy):  # (every record would fail on it, deep inside)
+                    raise TypeError(f"policy {getattr(self.policy, '__name__', self.policy)!r} returned "
+                                    f"{str(built)[:60]!r} ({type(built).__name__}), not a streamarms Policy")
         except (ValueError, TypeError) as e:
             raise params_error(e, self.policy, self.policy_params) from None
 
@@ -355,9 +358,13 @@ class OutlierArmDetector(base.AnomalyDetector):
             why = too_few_for_k(len(arms), float(k) if isinstance(k, numbers.Real) else 2.0)
             if why is not None and POLICIES[self.policy].ksigma and episode == 1:
                 warnings.warn(f"OutlierArmDetector: {why} (min_arms waits for them)", RuntimeWarning, stacklevel=2)
-            policy = build_policy(self.policy, arms, **params)
-        else:
-            policy = self.policy(arms, **params)
+        try:
+            policy = build_policy(self.policy, arms, **params) if isinstance(self.policy, str) else \
+                self.policy(arms, **params)
+        except ValueError as e:  # the keys refused (GOLD's rho leaves no room on 10): in the log only, before
+            warnings.warn(f"OutlierArmDetector: cannot start an episode on {len(arms)} keys: {e}",  # (once a text)
+                          RuntimeWarning, stacklevel=2)
+            raise
         # a new episode: its verdicts and sample tallies start empty
         self._verdict = {}
         self._tally = {}

@@ -85,7 +85,7 @@ class TruncatedMean(stats.base.Univariate):
     def update(self, x: float) -> None:
         x = finite_reward(None, x)
         i = self.n + 1
-        if abs(x) ** self.p <= self.B * i / self._L:  # |x| <= b_i, without the root
+        if not bounds.moment_exceeds(x, self.p, self.B * i / self._L):  # |x| <= b_i, without the root
             self.total += x
         else:
             self.n_truncated += 1

@@ -328,7 +328,7 @@ class HeavyTailedModel(RewardModel):
         return bounds.tea_truncation_level(j, self.p, self.B, self.delta0)
 
     def contribution(self, j: int, x: float) -> float:
-        if self.estimator != "tea" or abs(x) ** self.p <= self.B * j / self._L0:  # |x| <= b_j
+        if self.estimator != "tea" or not bounds.moment_exceeds(x, self.p, self.B * j / self._L0):  # |x| <= b_j
             return x
         return 0.0
 

@@ -26,6 +26,7 @@ from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 from ..validation import finite_reward
+from .restored import check_sequence
 
 __all__ = ["ConfidenceSequence", "sequence_from_snapshot", "register_sequence", "interval_margin"]
 
@@ -40,6 +41,8 @@ def register_sequence(cls: type[ConfidenceSequence]) -> type[ConfidenceSequence]
 
 def sequence_from_snapshot(state: dict[str, Any]) -> ConfidenceSequence:
     """Rebuild any registered confidence sequence from its :meth:`ConfidenceSequence.snapshot`."""
+    if not isinstance(state, dict):
+        raise ValueError(f"a confidence sequence's snapshot is {str(state)[:40]}: an object expected")
     kind = state.get("kind")
     if kind not in _KINDS:
         raise ValueError(f"unknown confidence sequence kind {kind!r}: one of {sorted(_KINDS)}")
@@ -150,6 +153,7 @@ class ConfidenceSequence(ABC):
                     setattr(obj, k, v)
                 except AttributeError:
                     raise ValueError(f"{cls.__name__} snapshot has an unknown field {k!r}") from None
+        check_sequence(obj)  # (a state no run reaches: refused here, not met as a crash or a wrong answer later)
         obj._after_restore()
         return obj
 

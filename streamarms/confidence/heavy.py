@@ -47,7 +47,7 @@ class TruncatedMeanCS(EagerConfidenceSequence):
 
     def _update(self, x: float) -> None:
         j = self.m + 1
-        if abs(x) ** self.p > self.B * j / self._L0:  # |x| > b_j: contributes 0, still counted
+        if bounds.moment_exceeds(x, self.p, self.B * j / self._L0):  # |x| > b_j: contributes 0, still counted
             x = 0.0
             self.n_truncated += 1
         self.m = j

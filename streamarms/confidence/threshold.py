@@ -159,6 +159,7 @@ from typing import Any
 import numpy as np
 
 from .mixture import mixture_boundary
+from .restored import check_track
 
 __all__ = ["ThresholdTrack", "grid_levels", "threshold_bounds", "min_sd_over_box", "quadratic_bound", "bilinear_bound"]
 
@@ -695,8 +696,11 @@ class ThresholdTrack:
             if not isinstance(d.get(part), dict):
                 raise ValueError(f"the threshold track's {part!r} in the snapshot is {str(d.get(part))[:60]}: an "
                                  "object expected")
-        d["totals"] = {kk: list(v) for kk, v in d["totals"].items()}
+        # (a list, or a streamed checkpoint's lazy array; anything else is refused by check_track, named)
+        d["totals"] = {kk: v if isinstance(v, (str, dict)) or not hasattr(v, "__iter__") else list(v)
+                       for kk, v in d["totals"].items()}
         d["result"] = {kk: _result_entry(kk, v) for kk, v in d["result"].items()}
         obj.__dict__.update(d)
+        check_track(obj, _FIELDS, INFINITE_TOTALS)
         obj._after_restore()
         return obj

@@ -62,6 +62,9 @@ class KeyState:
     def restore(cls, state: dict[str, Any]) -> KeyState:
         obj = cls.__new__(cls)
         d = dict(state)
+        for name in ("key", "group"):  # (a key of 5 was kept, and sorting the keys failed later)
+            if not isinstance(d.get(name), str):
+                raise ValueError(f"key state snapshot's {name!r} is {str(d.get(name))[:40]}: a string expected")
         d["segment"] = sequence_from_snapshot(d["segment"])
         d["rule"] = restart_from_snapshot(d["rule"]) if d["rule"] is not None else None
         d["base"] = tuple(d["base"])

@@ -61,6 +61,7 @@ from typing import Any
 
 from ..confidence import ConfidenceSequence
 from ..confidence.base import interval_margin
+from ..confidence.restored import whole
 from ..confidence.threshold import ThresholdTrack
 from ..json_stream import lazy_default
 from ..models import RewardModel, make_model, model_from_dict
@@ -420,11 +421,19 @@ class ContinuousMonitor:
         """From either format of :meth:`snapshot`; ``ValueError`` (or ``KeyError``/``TypeError`` for a
         document of another shape) if it does not fit: nothing is half restored."""
         obj = cls.__new__(cls)
+        try:  # the settings as the constructor checks them (a k of -1 or "x" was kept, and failed records later)
+            cls(**{f: state[f] for f in ("k", "alpha", "alpha_theta", "alpha_cd", "restart", "window", "key_ttl")},
+                forget_silent=state.get("forget_silent", False) is True)
+        except ValueError as e:
+            raise ValueError(f"the monitor's settings in the snapshot: {e}") from None
+        if not isinstance(state.get("forget_silent", False), bool):
+            raise ValueError(f"the monitor's 'forget_silent' is {state['forget_silent']!r}: true or false expected")
         obj.k, obj.alpha, obj.alpha_theta, obj.alpha_cd = state["k"], state["alpha"], state["alpha_theta"], state["alpha_cd"]
         obj.restart, obj.window, obj.key_ttl = state["restart"], state["window"], state["key_ttl"]
         obj.forget_silent = bool(state.get("forget_silent", False))
         obj._set_model(model_from_dict(state["model"]))
-        obj.records, obj.counts = state["records"], dict(state["counts"])
+        obj.records = whole("the monitor's snapshot", "records", state["records"])
+        obj.counts = {c: whole("the monitor's snapshot", f"counts {c}", n) for c, n in dict(state["counts"]).items()}
         obj._forgotten = 0
         obj.forgotten = []
         obj._new_table()

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from .. import bounds
+from ..confidence.restored import number, whole
 from ..models import BernoulliModel, BoundedModel, RewardModel
 
 __all__ = ["ThresholdEstimator", "ClassificationHeaps", "Found", "check_all", "scalar_radius_at"]
@@ -178,9 +179,11 @@ class ThresholdEstimator:
                 "est": [self.delta_t, self.mu_hat, self.sigma_hat, self.theta_hat, self.r_theta]}
 
     def load(self, state: dict[str, Any]) -> None:
-        self.m_theta = int(state["m_theta"])
+        self.m_theta = whole("ADE's threshold estimate", "m_theta", state["m_theta"])
         self.S1, self.S2, self.S12 = (float(v) for v in state["S"])
-        self.U_sigma = math.inf if state["U_sigma"] is None else float(state["U_sigma"])
+        # (a running minimum of sigma_hat^2 + eps_sigma, eps_sigma > 0: never 0, which r_theta divides by)
+        self.U_sigma = math.inf if state["U_sigma"] is None else number("ADE's threshold estimate", "U_sigma",
+                                                                           state["U_sigma"], positive=True)
         self.delta_t, self.mu_hat, self.sigma_hat, self.theta_hat, self.r_theta = state["est"]
 
 
