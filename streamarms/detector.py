@@ -166,6 +166,13 @@ class _PassThroughCodec(RewardCodec):
         return value
 
 
+def _check_built(policy: Any, built: Any) -> None:
+    """What a policy class or callable built is a :class:`Policy` (every record failed on an ``int``, deep inside)."""
+    if not isinstance(built, Policy):
+        raise TypeError(f"policy {getattr(policy, '__name__', policy)!r} returned {str(built)[:60]!r} "
+                        f"({type(built).__name__}), not a streamarms Policy")
+
+
 class OutlierArmDetector(base.AnomalyDetector):
     """A river anomaly detector that scores records by how outlying their *key* is (module docstring).
 
@@ -341,10 +348,7 @@ class OutlierArmDetector(base.AnomalyDetector):
                 from .registry import build_policy
                 build_policy(self.policy, stand_ins, **self._params())
             else:  # a class or callable: its own errors (TypeError: a keyword it does not take)
-                built = self.policy(stand_ins, **self._params())
-                if not isinstance(built, Policy):  # (every record would fail on it, deep inside)
-                    raise TypeError(f"policy {getattr(self.policy, '__name__', self.policy)!r} returned "
-                                    f"{str(built)[:60]!r} ({type(built).__name__}), not a streamarms Policy")
+                _check_built(self.policy, self.policy(stand_ins, **self._params()))
         except (ValueError, TypeError) as e:
             raise params_error(e, self.policy, self.policy_params) from None
 
@@ -358,12 +362,10 @@ class OutlierArmDetector(base.AnomalyDetector):
             why = too_few_for_k(len(arms), float(k) if isinstance(k, numbers.Real) else 2.0)
             if why is not None and POLICIES[self.policy].ksigma and episode == 1:
                 warnings.warn(f"OutlierArmDetector: {why} (min_arms waits for them)", RuntimeWarning, stacklevel=2)
-        try:
-            policy = build_policy(self.policy, arms, **params) if isinstance(self.policy, str) else \
-                self.policy(arms, **params)
-        except ValueError as e:  # the keys refused (GOLD's rho leaves no room on 10): in the log only, before
-            warnings.warn(f"OutlierArmDetector: cannot start an episode on {len(arms)} keys: {e}",  # (once a text)
-                          RuntimeWarning, stacklevel=2)
+        try:  # the keys refused (GOLD's rho leaves no room on 10) were said in the log only, before
+            policy = build_policy(self.policy, arms, **params) if isinstance(self.policy, str) else self.policy(arms, **params)
+        except ValueError as e:  # (warned once a text)
+            warnings.warn(f"OutlierArmDetector: cannot start an episode on {len(arms)} keys: {e}", RuntimeWarning, 2)
             raise
         # a new episode: its verdicts and sample tallies start empty
         self._verdict = {}
