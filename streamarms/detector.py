@@ -166,6 +166,16 @@ class _PassThroughCodec(RewardCodec):
         return value
 
 
+def _check_feature(name: str, feature: Any) -> None:
+    """A feature's name may be any hashable, as in river; ``None`` or ``""`` names none (every record ignored)."""
+    try:
+        ok = hash(feature) is not None and feature is not None and feature != ""
+    except TypeError:
+        ok = False
+    if not ok:
+        raise ValueError(f"{name} must be the name of a feature (a string), got {feature!r}")
+
+
 def _check_built(policy: Any, built: Any) -> None:
     """What a policy class or callable built is a :class:`Policy` (every record failed on an ``int``, deep inside)."""
     if not isinstance(built, Policy):
@@ -244,10 +254,7 @@ class OutlierArmDetector(base.AnomalyDetector):
         self.passive_feed = passive_feed
         self.clip = clip
         for name, feature in (("key", key), ("reward", reward)):
-            try:
-                hash(feature)
-            except TypeError:
-                raise ValueError(f"{name} must be the name of a feature (a string), got {feature!r}") from None
+            _check_feature(name, feature)
         if key == reward:
             raise ValueError(f"key and reward name the same feature {key!r}: a record's key and its reward are two "
                              "features")

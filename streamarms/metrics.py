@@ -65,6 +65,7 @@ from urllib.parse import parse_qs, urlsplit
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
+from .errors import ConfigError
 from .runtime.stats import StatsView
 
 __all__ = ["Metrics", "MetricsServer", "LATENCY_BUCKETS", "EPISODE_BUCKETS"]
@@ -137,8 +138,13 @@ class Metrics:
               live: Callable[[], tuple[bool, dict[str, Any]]] | None = None,
               explain: Callable[[str], dict[str, Any]] | None = None) -> MetricsServer:
         """Serve ``/metrics``, ``/healthz`` and ``/livez`` (and ``/explain?key=`` with ``explain``) on
-        ``addr:port`` from a daemon thread (port 0: any free port)."""
-        return MetricsServer(self, port, addr, health, live, explain)
+        ``addr:port`` from a daemon thread (port 0: any free port); a :class:`ConfigError` naming both when it
+        cannot listen there (a port in use, an address no interface has: ``[Errno 98]`` alone named neither)."""
+        try:
+            return MetricsServer(self, port, addr, health, live, explain)
+        except OSError as e:
+            raise ConfigError(f"cannot serve the metrics on {addr or '*'}:{port} (--metrics-addr, --metrics-port): "
+                              f"{e.strerror or e}") from None
 
     # -- collection --------------------------------------------------------------------------
     def _delta(self, st: StatsView, key: str, sub: str | None = None) -> float:

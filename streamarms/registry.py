@@ -20,11 +20,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from . import bounds
 from .errors import ConfigError
 from .models import HeavyTailedModel, RewardModel, make_model
 from .policies.ade import AdaptiveDoubleExploration, ade_outliers
 from .policies.anytime import AnytimeKSigma
-from .policies.base import Policy
+from .policies.base import Policy, arm_list
 from .policies.best_arm import SuccessiveElimination, SuccessiveRejects, best_arm_truth
 from .policies.gold import GenericOutlierDetection, true_outliers
 from .policies.ksigma import NaiveRoundRobin, RoundRobin, WeightedRoundRobin
@@ -170,7 +171,7 @@ class PolicySpec:
             choose = f"give --policy {readers[0]}" if len(readers) == 1 else "choose one of them with --policy"
             raise ConfigError(f"{option_flag(unread[0])} does not apply to policy {self.name!r} (it is read by "
                               f"{', '.join(readers)}): drop it, or {choose}")
-        return self.factory(list(arms), PolicyParams.of(params))
+        return self.factory(arm_list(arms), PolicyParams.of(params))
 
     def truth(self, means: list[float], **params: Any) -> list[str] | None:
         """The true outliers (arm ``i`` named ``str(i)``) under this policy's definition, ``None`` if it
@@ -373,6 +374,7 @@ def heavy_model_of(p: PolicyParams, n_arms: int, estimator_default: str = "tea")
             raise ValueError("the heavy-tailed estimators need --moment-bound (a bound B on E|X|^p; se and sr always "
                              "use the heavy-tailed model, whatever --reward-model says: for rewards in [a, b] "
                              "and p = 2, B = max(a^2, b^2), e.g. 1 for 0/1 rewards)")
+        bounds.check_moment_params(order, 1.0)  # (p first: a --moment-p of 1e308 overflowed the powers below)
         B, C = mom[0] ** (order / 2.0), mom[1] ** (order / 2.0)
     return HeavyTailedModel(p=order, B=float(B), estimator=_or(p.estimator, estimator_default), C=C,
                             delta0=p.delta / max(n_arms, 1))

@@ -20,6 +20,7 @@ ValueError: reward for arm 'a' is not finite: an integer of 1329 bits (too large
 from __future__ import annotations
 
 import math
+import numbers
 import sys
 from typing import Any
 
@@ -79,14 +80,16 @@ def check_k(k: Any, *, zero_ok: bool = False, rule: str = "") -> float:
     """``k`` of a k-sigma rule as a float: finite, > 0 (``zero_ok``: >= 0) and at most :data:`K_MAX`, else
     ``ValueError`` (``rule``: how the threshold uses k, for the message).
 
-    >>> check_k(3), check_k(0, zero_ok=True)
-    (3.0, 0.0)
+    >>> from fractions import Fraction
+    >>> check_k(3), check_k(0, zero_ok=True), check_k(Fraction(5, 2))
+    (3.0, 0.0, 2.5)
     >>> check_k(1e308)
     Traceback (most recent call last):
     ...
     ValueError: k must be a finite number > 0 and at most 1000, got 1e+308: one of n keys is at most sqrt(n - 1) standard deviations from their mean, so a larger k flags no key of fewer than a million
     """
-    finite = isinstance(k, (int, float)) and math.isfinite(k)
+    # (numpy's numbers are numbers -- np.float32(2.0) was "not a finite number"; True is not, k=True was 1)
+    finite = isinstance(k, numbers.Real) and not isinstance(k, bool) and math.isfinite(k)
     if finite and (0 < k <= K_MAX or (zero_ok and k == 0)):
         return float(k)
     why = "" if not (finite and k > K_MAX) else ": a larger k is taken for a typo" if rule else \

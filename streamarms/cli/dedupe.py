@@ -47,16 +47,24 @@ def dedupe_alerts(sources: Iterable[IO[str]], out: IO[str], keep_episodes: int |
     d = AlertDeduplicator(keep_episodes)
     for src in sources:
         name = getattr(src, "name", "<stdin>")
-        for n, line in enumerate(src, 1):
-            if not line.strip():
-                continue
-            try:
-                keep = d.accept(json.loads(line))
-            except ValueError as e:  # bad JSON, or JSON without an alert_id
-                print(f"streamarms dedupe-alerts: error: {name}:{n}: {e}", file=sys.stderr)
-                return 2
-            if keep:
-                out.write(line if line.endswith("\n") else line + "\n")
+        n = 0
+        try:
+            for n, line in enumerate(src, 1):  # noqa: B007 (n: the line an error names, after the loop)
+                if not line.strip():
+                    continue
+                try:
+                    keep = d.accept(json.loads(line))
+                except RecursionError:  # (json's own limit: arrays nested 100,000 deep)
+                    raise ValueError("JSON nested too deeply to read") from None
+                if keep:
+                    out.write(line if line.endswith("\n") else line + "\n")
+        except UnicodeDecodeError:  # (decoded a chunk at a time: the bad byte is on a line after the n read)
+            print(f"streamarms dedupe-alerts: error: {name}: not UTF-8 text after line {n:,} (streamarms writes its "
+                  "alerts in UTF-8)", file=sys.stderr)
+            return 2
+        except ValueError as e:  # bad JSON, or JSON without an alert_id
+            print(f"streamarms dedupe-alerts: error: {name}:{n}: {e}", file=sys.stderr)
+            return 2
     print(f"streamarms dedupe-alerts: {d.passed} alerts, {d.dropped} repeats dropped", file=sys.stderr)
     return 0
 
@@ -65,10 +73,10 @@ def _main(opts: argparse.Namespace) -> int:
     if opts.keep_episodes is not None and opts.keep_episodes < 1:
         print("streamarms dedupe-alerts: error: --keep-episodes must be >= 1", file=sys.stderr)
         return 2
-    if not opts.files:
+    if not opts.files or opts.files == ["-"]:
         return dedupe_alerts([sys.stdin], sys.stdout, opts.keep_episodes)
     try:
-        handles = [open(f, encoding="utf-8") for f in opts.files]
+        handles = [sys.stdin if f == "-" else open(f, encoding="utf-8") for f in opts.files]
     except OSError as e:
         print(f"streamarms dedupe-alerts: error: {e.filename}: {e.strerror}", file=sys.stderr)
         return 2
@@ -76,4 +84,5 @@ def _main(opts: argparse.Namespace) -> int:
         return dedupe_alerts(handles, sys.stdout, opts.keep_episodes)
     finally:
         for h in handles:
-            h.close()
+            if h is not sys.stdin:
+                h.close()

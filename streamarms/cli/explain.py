@@ -149,10 +149,14 @@ def _store(opts: argparse.Namespace) -> CheckpointStore:
     if spec.startswith("kafka:"):
         if not opts.bootstrap_servers:
             raise CheckpointError("--checkpoint kafka:TOPIC needs --bootstrap-servers")
-        from streamarms.connectors.kafka import client_config
+        from streamarms.connectors.kafka import BrokerUnreachable, client_config, probe_cluster
         from streamarms.connectors.kafka_checkpoint import KafkaCheckpointStore
-        return KafkaCheckpointStore(client_config(opts.bootstrap_servers), spec[len("kafka:"):], key=opts.group_id,
-                                    create=False, secret=secret)
+        try:  # (one line within seconds, as run says it, not kafka-python's traceback after its own timeout)
+            config = client_config(opts.bootstrap_servers)
+            probe_cluster(config)
+        except (BrokerUnreachable, ValueError) as e:
+            raise CheckpointError(f"--bootstrap-servers {opts.bootstrap_servers}: {e}") from None
+        return KafkaCheckpointStore(config, spec[len("kafka:"):], key=opts.group_id, create=False, secret=secret)
     if spec.startswith("dir:"):  # (read only: a load takes no lock and writes nothing)
         from ..chunked_checkpoint import ChunkedCheckpointStore
         return ChunkedCheckpointStore(spec[len("dir:"):], fsync=False, secret=secret)

@@ -8,6 +8,8 @@
 from __future__ import annotations
 
 import argparse
+import errno
+import io
 import os
 import shlex
 import sys
@@ -59,12 +61,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     if opts.command is None:  # bare `streamarms`: how to use it
         parser.print_help(sys.stderr)
         return 2
+    for stream in (sys.stdout, sys.stderr):  # a key no terminal's encoding writes (PYTHONIOENCODING=ascii, LANG=C):
+        if isinstance(stream, io.TextIOWrapper):  # an escape, not a UnicodeEncodeError that loses the last lines
+            stream.reconfigure(errors="backslashreplace")
     try:
         return int(opts.handler(opts) or 0)
     except BrokenPipeError:  # `streamarms explain ... | head`: the reader has what it wanted
         # (Python's own advice: point stdout at devnull so that the exit's flush does not fail again)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141  # 128 + SIGPIPE, as a shell reports a command a closed pipe stopped
+    except OSError as e:
+        if e.errno not in (errno.ENOSPC, errno.EIO, errno.EDQUOT):
+            raise
+        # stdout on a full disk (> /dev/full), a terminal gone: one line, not a traceback (nor a second one as the
+        # exit flushes what is left)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        print(f"streamarms {opts.command}: error: cannot write its output: {e.strerror or e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import fnmatch
 import logging
+import math
 import os
 import re
 
 from ..errors import ConfigError
+from ..observability import FLAGGED_ARMS_MAX
 from ..registry import POLICIES
 from ..runtime import ACTIVE
 from ..runtime.continuous import CONTINUOUS
@@ -52,6 +54,11 @@ def check_run_settings(s: RunSettings) -> None:
     if s.mode == ACTIVE and not s.embedded and not s.requests_topic:
         raise ConfigError("--mode active needs --requests-topic (where sample requests are published)")
     check_sources(s)
+    if not 0 <= (s.metrics_flagged_arms or 0) <= FLAGGED_ARMS_MAX:  # (was "cannot start: ValueError", exit 1)
+        raise ConfigError(f"--metrics-flagged-arms {s.metrics_flagged_arms}: at most how many flagged keys to export, "
+                          f"0 to {FLAGGED_ARMS_MAX}")
+    if s.embedded:
+        check_embedded(s)
     if s.passive_feed == "all" and POLICIES[s.policy].kind in ("threshold", "best"):
         raise ConfigError(f"--passive-feed all needs a policy whose guarantee holds for any sampling order; "
                           f"{s.policy!r} has a budget or rounds of its own (use --passive-feed planned)")
@@ -135,6 +142,23 @@ def check_sources(s: RunSettings) -> None:
             raise ConfigError("--key-field does not apply to --group-threshold: the members own keys by partition, "
                               "and a key read from the value may arrive on every partition (have the producers key "
                               "the records by that field instead)")
+
+
+def check_embedded(s: RunSettings) -> None:
+    """The embedded demo's settings: its records (``{"reward": 0 or 1}``, keyed) read by ``--reward-field
+    reward``, its keys and its rate (settings a TOML file may give), and enough keys for ``--min-arms`` -- a demo
+    whose every record was refused, or whose episode waited for keys it never has, ran until killed."""
+    if s.reward_field != "reward":
+        raise ConfigError(f"--reward-field {s.reward_field!r}: the embedded demo's records hold their reward in "
+                          "'reward' (give --rewards-file or --bootstrap-servers to read other records)")
+    if isinstance(s.embedded_keys, bool) or not isinstance(s.embedded_keys, int) or s.embedded_keys < 2:
+        raise ConfigError(f"embedded_keys = {s.embedded_keys!r}: the demo's number of keys, an integer >= 2")
+    rate = s.embedded_rate
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not (math.isfinite(rate) and rate > 0):
+        raise ConfigError(f"embedded_rate = {rate!r}: the demo's records per second of stream time, a number > 0")
+    if s.mode != CONTINUOUS and s.min_arms > s.embedded_keys:
+        raise ConfigError(f"--min-arms {s.min_arms}: the embedded demo has {s.embedded_keys} keys, so no episode "
+                          f"would start")
 
 
 def check_outputs(s: RunSettings) -> None:

@@ -536,6 +536,8 @@ def _toml_value(key: str, value: Any, flag: argparse.Action | None, where: str) 
             raise ConfigError(f"{bad}: expected a string or a list of strings")
         return [_toml_scalar(key, v, flag, where) for v in items]
     if isinstance(value, list) and "," in str(flag.metavar or ""):  # reward_range = [0, 5000], arms = ["a", "b"]
+        if not value:  # (reward_range = [] was the default range, in silence)
+            raise ConfigError(f"{bad}: expected {flag.metavar}, got an empty list")
         if not all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value):
             raise ConfigError(f"{bad}: expected {flag.metavar} as a string or a list of numbers or strings")
         value = ",".join(str(v) for v in value)
@@ -562,21 +564,46 @@ def _toml_scalar(key: str, value: Any, flag: argparse.Action, where: str) -> Any
     return out
 
 
+#: the settings that name an output, a topic, a group or a field, for which an empty text names nothing (those that
+#: read input say so in their own words: --key-field, --checkpoint, --line-pattern, --timestamp-format, ...)
+NAMES_NOT_EMPTY = frozenset({"alerts_topic", "requests_topic", "dead_letter_topic", "group_id", "group_stats_topic",
+                             "alerts_file", "dead_letter_file", "summary_json", "plot", "request_id_field",
+                             "sasl_username", "ssl_cafile", "ssl_certfile", "ssl_keyfile"})
+
+#: the largest ``--config`` file read (a settings file is a few KiB; 50 MB of settings loaded in 1.5 s)
+MAX_CONFIG_BYTES = 64 << 20
+
+
 def _load_toml(path: str) -> dict[str, Any]:
     where = f"--config {path}"
     try:
         with open(path, "rb") as f:
-            data = tomllib.load(f)
+            raw = f.read(MAX_CONFIG_BYTES + 1)  # (/dev/zero, a log given by mistake: not read without end)
+        if len(raw) > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{where}: more than {MAX_CONFIG_BYTES >> 20} MiB: no settings file is (a log or "
+                              "a device given by mistake?)")
+        text = raw.decode("utf-8")
+        data = tomllib.loads(text[1:] if text.startswith("\ufeff") else text)  # (a BOM, as Windows' editors write)
     except FileNotFoundError:
         raise ConfigError(f"--config: no such file {path!r}") from None
     except OSError as e:
         raise ConfigError(f"{where}: cannot read: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:  # (a binary file, UTF-16 from a Windows editor)
+        utf16 = raw[:2] in (b"\xff\xfe", b"\xfe\xff")
+        raise ConfigError(f"{where}: not UTF-8 text (byte {e.start:,}: {raw[e.start:e.start + 1]!r}): TOML is "
+                          f"UTF-8; {'save it as UTF-8 (it is UTF-16)' if utf16 else 'is it a TOML file?'}") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{where}: {e}") from None
+    except RecursionError:
+        raise ConfigError(f"{where}: arrays or tables nested too deeply to read") from None
     flags = _flags()
     out: dict[str, Any] = {}
+    spelt: dict[str, str] = {}
     for key, value in data.items():
         k = _norm(key)
+        if k in spelt:  # (episode_interval and episode-interval: one of them won in silence)
+            raise ConfigError(f"{where}: {spelt[k]!r} and {key!r} are one setting: give it once")
+        spelt[k] = key
         if k in _TABLES:
             if not isinstance(value, dict):
                 raise ConfigError(f"{where}: [{k}] must be a table of KEY = VALUE")
@@ -599,6 +626,14 @@ def resolve_settings(opts: argparse.Namespace) -> RunSettings:
         elif key in from_file:
             cfg[key] = from_file[key]
     explicit = frozenset(cfg)
+    for key in ("bootstrap_servers", "rewards_file"):  # (empty: a template's variable that expanded to nothing
+        if key in cfg and not cfg[key]:  # ran the embedded demo on made-up data, exit 0)
+            raise ConfigError(f"{'--' + key.replace('_', '-')} is empty ({cfg[key]!r}): name "
+                              f"{'the Kafka brokers' if key == 'bootstrap_servers' else 'a file to read'}, or leave "
+                              "it out for the embedded demo")
+    for key in NAMES_NOT_EMPTY & explicit:  # (an alerts file of '' wrote no alert, and said nothing)
+        if isinstance(cfg[key], str) and not cfg[key].strip():
+            raise ConfigError(f"--{key.replace('_', '-')} is empty ({cfg[key]!r}): name it, or leave it out")
     if cfg.get("mode") == EPISODES:
         cfg["mode"] = PASSIVE
     elif "mode" not in cfg and cfg.get("forever"):

@@ -222,7 +222,36 @@ def simulate(opts: argparse.Namespace, progress: RunProgress | None = None) -> d
         print(f"streamarms simulate: note: {few}; every run returns no outlier", file=sys.stderr, flush=True)
     if opts.max_pulls is None:
         _warn_if_long(spec.gaps(list(means), **params), first, opts.delta)
-    results = []
+    results: list[dict[str, Any]] = []
+    try:
+        _runs(opts, spec, names, means, truth, progress, results)
+    except KeyboardInterrupt:  # (Ctrl-C: the runs done are reported, not thrown away)
+        if not results:
+            raise
+    out: dict[str, Any] = {
+        "policy": opts.policy,
+        "runs": len(results),
+        **({"interrupted": True, "runs_asked": opts.runs} if len(results) < opts.runs else {}),
+        "n_arms": len(means),
+        "k": opts.k,
+        "delta": opts.delta,
+        "bound": opts.bound,
+        "true_outliers": truth,
+        "accuracy": (sum(r["correct"] for r in results) / len(results)) if truth is not None else None,
+        "mean_pulls": sum(r["pulls"] for r in results) / len(results),
+        "capped_runs": sum(bool(r["capped"]) for r in results),
+        "results": results,
+    }
+    if spec.kind == "threshold":
+        out["threshold"] = opts.threshold
+        out["budget"] = opts.budget
+        out["mean_errors"] = sum(r["errors"] for r in results) / len(results)
+    return out
+
+
+def _runs(opts: argparse.Namespace, spec: Any, names: list[str], means: list[float], truth: list[str] | None,
+          progress: Any, results: list[dict[str, Any]]) -> None:
+    """The ``--runs`` runs, each row appended to ``results`` as it ends (an interrupt keeps those done)."""
     for r in range(opts.runs):
         seed = opts.seed + r
         env = _environment(opts, means, seed)
@@ -245,24 +274,6 @@ def simulate(opts: argparse.Namespace, progress: RunProgress | None = None) -> d
             row["correct"] = (spec.judge(d, truth) if spec.judge is not None
                               else sorted(outliers, key=int) == sorted(truth, key=int))
         results.append(row)
-    out: dict[str, Any] = {
-        "policy": opts.policy,
-        "runs": opts.runs,
-        "n_arms": len(means),
-        "k": opts.k,
-        "delta": opts.delta,
-        "bound": opts.bound,
-        "true_outliers": truth,
-        "accuracy": (sum(r["correct"] for r in results) / len(results)) if truth is not None else None,
-        "mean_pulls": sum(r["pulls"] for r in results) / len(results),
-        "capped_runs": sum(bool(r["capped"]) for r in results),
-        "results": results,
-    }
-    if spec.kind == "threshold":
-        out["threshold"] = opts.threshold
-        out["budget"] = opts.budget
-        out["mean_errors"] = sum(r["errors"] for r in results) / len(results)
-    return out
 
 
 def print_table(out: dict[str, Any], opts: argparse.Namespace) -> None:
@@ -317,4 +328,8 @@ def simulate_main(opts: argparse.Namespace) -> int:
         print(json.dumps(out))
     else:
         print_table(out, opts)
+    if out.get("interrupted"):
+        print(f"streamarms simulate: interrupted after {out['runs']:,} of {out['runs_asked']:,} runs: the results are "
+              "of those", file=sys.stderr)
+        return 130
     return 0

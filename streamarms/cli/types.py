@@ -35,6 +35,10 @@ def allow_negative_lists(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
     return parser
 
 
+#: the largest ``--means @FILE`` read (1e5 means are ~2 MB)
+MAX_MEANS_CHARS = 64 << 20
+
+
 def arm_means(text: str) -> list[float]:
     """``--means 0.1,0.2,..``, or ``--means @FILE``: the numbers of a text file, separated by commas, blanks or
     line breaks (a long instance: a command line holds at most 128 KiB in one argument on Linux, ~15k means).
@@ -50,11 +54,16 @@ def arm_means(text: str) -> list[float]:
     if text.startswith("@"):
         try:
             with open(text[1:], encoding="utf-8") as f:
-                text = f.read()
+                text = f.read(MAX_MEANS_CHARS + 1)  # (@/dev/zero: not read without end)
+            if len(text) > MAX_MEANS_CHARS:
+                raise argparse.ArgumentTypeError(f"{named}: more than {MAX_MEANS_CHARS >> 20} MiB: no file of means is")
         except OSError as e:
             raise argparse.ArgumentTypeError(f"{named}: cannot read {text[1:]}: {e.strerror or e}") from None
         except UnicodeDecodeError:
             raise argparse.ArgumentTypeError(f"{named}: {text[1:]} is not a text file (UTF-8)") from None
+    if (gap := re.search(r",[^\S\n]*,", text)) is not None:  # ("0.1,,0.3" ran two arms, the gap dropped in silence)
+        raise argparse.ArgumentTypeError(f"{named[:80]}: an empty item between two commas (at character "
+                                         f"{gap.start() + 1:,}): a mean is missing, or a comma is one too many")
     fields = [v for v in re.split(r"[,\s]+", text) if v]
     vals = []
     for v in fields:

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 from array import array
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -97,6 +98,18 @@ def waiting_for(g: ThresholdGroup) -> dict[str, Any]:
                       f"({f'{g.ttl:,}' if g.ttl is not None else 'off'}) of the group's records leaves it"}
 
 
+def _positive_int(v: Any, what: str) -> int:
+    """``v`` as an int when it is an integer >= 1 (numpy's too; not a bool), else ``ValueError``: ``what, got v``."""
+    if isinstance(v, bool) or not (isinstance(v, numbers.Integral) and int(v) >= 1):
+        raise ValueError(f"{what}, got {v!r}")
+    return int(v)
+
+
+def _check_flag(v: Any, name: str) -> None:
+    if not isinstance(v, bool):
+        raise ValueError(f"{name} must be True or False, got {v!r}")
+
+
 class ContinuousMonitor:
     """Continuous k-sigma outlier monitor over a never-ending keyed stream (module docstring).
 
@@ -130,10 +143,10 @@ class ContinuousMonitor:
         check_k(k)
         if restart not in ("edetector", "window", "none"):
             raise ValueError(f"restart must be 'edetector', 'window' or 'none', got {restart!r}")
-        if not (isinstance(window, int) and window >= 1):
-            raise ValueError(f"window must be a positive integer, got {window!r}")
-        if key_ttl is not None and (isinstance(key_ttl, bool) or not (isinstance(key_ttl, int) and key_ttl >= 1)):
-            raise ValueError(f"key_ttl must be a positive number of records or None, got {key_ttl!r}")
+        window = _positive_int(window, "window must be a positive integer")  # (numpy's integers too)
+        key_ttl = None if key_ttl is None else _positive_int(key_ttl, "key_ttl must be a positive number of records "
+                                                                       "or None")
+        _check_flag(forget_silent, "forget_silent")  # ("no" was true)
         self._set_model(make_model(model))
         self.k, self.alpha, self.alpha_theta, self.alpha_cd = float(k), float(alpha), float(alpha_theta), float(alpha_cd)
         self.restart, self.window, self.key_ttl = restart, window, key_ttl

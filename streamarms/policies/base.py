@@ -32,7 +32,7 @@ import numpy as np
 
 from ..validation import finite_reward
 
-__all__ = ["Request", "Event", "Decision", "Policy", "arm_indices"]
+__all__ = ["Request", "Event", "Decision", "Policy", "arm_indices", "arm_list"]
 
 
 @dataclass(frozen=True)
@@ -112,6 +112,13 @@ class Decision:
         return asdict(self)
 
 
+def arm_list(arms: Sequence[str]) -> list[str]:
+    """``arms`` as a list; a string is refused (``"abc"`` was the arms ``a``, ``b`` and ``c``)."""
+    if isinstance(arms, (str, bytes)):
+        raise ValueError(f"arms must be a sequence of keys, got the string {arms[:40]!r}: one arm is [{arms[:40]!r}]")
+    return list(arms)
+
+
 class Policy(ABC):
     """Base class of every pure-exploration policy.
 
@@ -122,7 +129,7 @@ class Policy(ABC):
     name: ClassVar[str] = "policy"
 
     def __init__(self, arms: Sequence[str]) -> None:
-        arms = [str(a) for a in arms]
+        arms = [str(a) for a in arm_list(arms)]
         if len(arms) == 0:
             raise ValueError("a policy needs at least one arm")
         if len(set(arms)) != len(arms):
