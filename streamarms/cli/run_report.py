@@ -388,7 +388,7 @@ def all_refused_text(stop_reason: str | None, stats: dict[str, Any], records_bef
     setting).
 
     >>> print(all_refused_text("input exhausted", {"records": 2, "invalid": {"not_json": 2}}, 0))
-    every record read (2) was refused: nothing to detect outliers in (the lines above say why)
+    every record read (2) was refused: nothing to detect outliers in (its last lines say why)
     >>> print(all_refused_text("input exhausted", {"records": 2, "invalid": {"not_json": 2}}, 1, quiet=True))
     every record read (2) was refused: nothing to detect outliers in (without --quiet the run says why)
     >>> all_refused_text("input exhausted", {"records": 2, "invalid": {"not_json": 1}}, 0)  # (one used)
@@ -398,7 +398,7 @@ def all_refused_text(stop_reason: str | None, stats: dict[str, Any], records_bef
     records, refused = stats["records"], sum(stats["invalid"].values())
     if stop_reason != "input exhausted" or records == records_before or refused < records:
         return None
-    why = "without --quiet the run says why" if quiet else "the lines above say why"
+    why = "without --quiet the run says why" if quiet else "its last lines say why"
     return f"every record read ({records:,}) was refused: nothing to detect outliers in ({why})"
 
 

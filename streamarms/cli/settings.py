@@ -627,7 +627,8 @@ def resolve_settings(opts: argparse.Namespace) -> RunSettings:
             cfg[key] = from_file[key]
     explicit = frozenset(cfg)
     for key in ("bootstrap_servers", "rewards_file"):  # (empty: a template's variable that expanded to nothing
-        if key in cfg and not cfg[key]:  # ran the embedded demo on made-up data, exit 0)
+        given = cfg.get(key)  # ran the embedded demo on made-up data, exit 0; "," and [""] name nothing either)
+        if key in cfg and not any(part.strip() for part in (given.split(",") if isinstance(given, str) else given or [])):
             raise ConfigError(f"{'--' + key.replace('_', '-')} is empty ({cfg[key]!r}): name "
                               f"{'the Kafka brokers' if key == 'bootstrap_servers' else 'a file to read'}, or leave "
                               "it out for the embedded demo")

@@ -39,14 +39,16 @@ def register_sequence(cls: type[ConfidenceSequence]) -> type[ConfidenceSequence]
     return cls
 
 
-def sequence_from_snapshot(state: dict[str, Any]) -> ConfidenceSequence:
-    """Rebuild any registered confidence sequence from its :meth:`ConfidenceSequence.snapshot`."""
+def sequence_from_snapshot(state: dict[str, Any], checked: bool = True) -> ConfidenceSequence:
+    """Rebuild any registered confidence sequence from its :meth:`ConfidenceSequence.snapshot` (``checked``:
+    refuse a state no run reaches, :func:`~streamarms.confidence.restored.check_sequence`; ``False`` for a copy of
+    live state, or a snapshot its reader has checked already)."""
     if not isinstance(state, dict):
         raise ValueError(f"a confidence sequence's snapshot is {str(state)[:40]}: an object expected")
     kind = state.get("kind")
     if kind not in _KINDS:
         raise ValueError(f"unknown confidence sequence kind {kind!r}: one of {sorted(_KINDS)}")
-    return _KINDS[kind].restore(state)
+    return _KINDS[kind].restore(state, checked)
 
 
 @functools.cache  # a class's slots never change: one walk of its MRO per class, not one per snapshot
@@ -145,7 +147,7 @@ class ConfidenceSequence(ABC):
         return d
 
     @classmethod
-    def restore(cls, state: dict[str, Any]) -> ConfidenceSequence:
+    def restore(cls, state: dict[str, Any], checked: bool = True) -> ConfidenceSequence:
         obj = cls.__new__(cls)
         for k, v in state.items():
             if k != "kind":
@@ -153,7 +155,8 @@ class ConfidenceSequence(ABC):
                     setattr(obj, k, v)
                 except AttributeError:
                     raise ValueError(f"{cls.__name__} snapshot has an unknown field {k!r}") from None
-        check_sequence(obj)  # (a state no run reaches: refused here, not met as a crash or a wrong answer later)
+        if checked:  # (a state no run reaches: refused here, not met as a crash or a wrong answer later)
+            check_sequence(obj, state)
         obj._after_restore()
         return obj
 

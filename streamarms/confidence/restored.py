@@ -19,8 +19,21 @@ from __future__ import annotations
 import math
 from typing import Any
 
-#: a sum may exceed its range by rounding (a sum of 1e6 floats)
+import numpy as np
+
+#: a sum may pass its range by rounding: each of its n additions may be off by half an ulp of the running sum, so
+#: ``n eps |total|`` bounds the drift (0.3 added 6e7 times drifts past a fixed 1e-9 of the total)
 _SLACK = 1e-9
+_EPS = 2.0 ** -52
+
+
+def sum_slack(total: Any, count: Any) -> Any:
+    """How far a sum of ``count`` floats (``total``; numbers or numpy arrays) may pass its range by rounding.
+
+    >>> float(sum_slack(1.0, 0)), bool(sum_slack(1.8e7, 6e7) > 1.8e7 * 1e-8)
+    (1e-09, True)
+    """
+    return (_SLACK + np.asarray(count, dtype=np.float64) * _EPS) * np.maximum(1.0, np.abs(total))
 
 
 def whole(owner: str, name: str, v: Any, *, at_least: int = 0, at_most: float = math.inf) -> int:
@@ -55,14 +68,15 @@ def probability(owner: str, name: str, v: Any) -> float:
 def within(owner: str, name: str, total: float, count: float, low: float | None, high: float | None) -> None:
     """A sum of ``count`` values of ``[low, high]`` lies in ``[count low, count high]`` (either end ``None``:
     unbounded)."""
-    slack = _SLACK * max(1.0, abs(total))
+    slack = float(sum_slack(total, count))
     if (low is not None and total < count * low - slack) or (high is not None and total > count * high + slack):
         raise ValueError(f"{owner}'s {name!r} is {total:g}: {count:g} values of [{low}, {high}] cannot sum to it")
 
 
-def check_sequence(seq: Any) -> None:
+def check_sequence(seq: Any, state: dict[str, Any]) -> None:
     """The fields every confidence sequence has (``alpha``, ``arm``, ``m``, ``s``, ``lo``, ``hi``, the range),
-    present and in range, and every other number of its snapshot not NaN."""
+    present and in range, and every other number of its snapshot ``state`` not NaN (a sum may be infinite only
+    when the rewards are unbounded: 1e308 twice)."""
     owner = f"{type(seq).__name__} snapshot"
     for name in ("alpha", "arm", "m", "s", "lo", "hi"):
         if not hasattr(seq, name):
@@ -71,15 +85,15 @@ def check_sequence(seq: Any) -> None:
     if not isinstance(seq.arm, str):
         raise ValueError(f"{owner}'s 'arm' is {str(seq.arm)[:40]}: a string expected")
     whole(owner, "m", seq.m)
-    number(owner, "s", seq.s)
     low, high = seq.low, seq.high
+    number(owner, "s", seq.s, finite=low is not None and high is not None)
     for name, v in (("low", low), ("high", high)):
         if v is not None:
             number(owner, name, v)
     if low is not None and high is not None and not low < high:
         raise ValueError(f"{owner}'s range [{low}, {high}] is empty")
     within(owner, "s", seq.s, seq.m, low, high)
-    for name, v in seq.snapshot().items():
+    for name, v in state.items():
         if isinstance(v, float) and math.isnan(v):
             raise ValueError(f"{owner}'s {name!r} is NaN")
 

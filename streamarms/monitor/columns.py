@@ -96,7 +96,7 @@ class SequenceColumns:
         d["arm"] = arm
         for f, c in zip(self.fields, self.cols):
             d[f] = c[i]
-        return sequence_from_snapshot(d)
+        return sequence_from_snapshot(d, checked=False)  # (live state: checked when it was restored or updated)
 
     def put(self, i: int, cs: ConfidenceSequence) -> None:
         """Copy sequence ``cs`` into slot ``i``; ``ValueError`` if its kind or parameters are not the

@@ -105,9 +105,20 @@ def _positive_int(v: Any, what: str) -> int:
     return int(v)
 
 
-def _check_flag(v: Any, name: str) -> None:
-    if not isinstance(v, bool):
-        raise ValueError(f"{name} must be True or False, got {v!r}")
+def _settings(k: Any, alpha: Any, alpha_theta: Any, alpha_cd: Any, restart: Any, window: Any, key_ttl: Any,
+              forget_silent: Any) -> tuple[Any, ...]:
+    """The monitor's settings checked (``ValueError`` naming one) and as it keeps them: a constructor's, or a
+    snapshot's (a k of -1 or "x" was restored as it was, and failed the records after)."""
+    for name, a in (("alpha", alpha), ("alpha_theta", alpha_theta), ("alpha_cd", alpha_cd)):
+        if not (isinstance(a, (int, float)) and 0.0 < a < 1.0):
+            raise ValueError(f"{name} must be in (0, 1), got {a!r}")
+    if restart not in ("edetector", "window", "none"):
+        raise ValueError(f"restart must be 'edetector', 'window' or 'none', got {restart!r}")
+    window = _positive_int(window, "window must be a positive integer")  # (numpy's integers too)
+    key_ttl = None if key_ttl is None else _positive_int(key_ttl, "key_ttl must be a positive number of records or None")
+    if not isinstance(forget_silent, bool):  # ("no" was true)
+        raise ValueError(f"forget_silent must be True or False, got {forget_silent!r}")
+    return check_k(k), float(alpha), float(alpha_theta), float(alpha_cd), restart, window, key_ttl, forget_silent
 
 
 class ContinuousMonitor:
@@ -137,20 +148,9 @@ class ContinuousMonitor:
                  alpha_cd: float = 1e-6, restart: str = "edetector", window: int = 4096,
                  key_ttl: int | None = 1_000_000, model: str | RewardModel = "bernoulli",
                  forget_silent: bool = False) -> None:
-        for name, a in (("alpha", alpha), ("alpha_theta", alpha_theta), ("alpha_cd", alpha_cd)):
-            if not (isinstance(a, (int, float)) and 0.0 < a < 1.0):
-                raise ValueError(f"{name} must be in (0, 1), got {a!r}")
-        check_k(k)
-        if restart not in ("edetector", "window", "none"):
-            raise ValueError(f"restart must be 'edetector', 'window' or 'none', got {restart!r}")
-        window = _positive_int(window, "window must be a positive integer")  # (numpy's integers too)
-        key_ttl = None if key_ttl is None else _positive_int(key_ttl, "key_ttl must be a positive number of records "
-                                                                       "or None")
-        _check_flag(forget_silent, "forget_silent")  # ("no" was true)
+        (self.k, self.alpha, self.alpha_theta, self.alpha_cd, self.restart, self.window, self.key_ttl,
+         self.forget_silent) = _settings(k, alpha, alpha_theta, alpha_cd, restart, window, key_ttl, forget_silent)
         self._set_model(make_model(model))
-        self.k, self.alpha, self.alpha_theta, self.alpha_cd = float(k), float(alpha), float(alpha_theta), float(alpha_cd)
-        self.restart, self.window, self.key_ttl = restart, window, key_ttl
-        self.forget_silent = bool(forget_silent)
         self._forgotten = 0  # keys forgotten (with records: the state version of a snapshot's rows)
         #: keys forgotten since a runner last emptied this list (not state: the runner drops its own
         #: per-key entries for them at once, so that a forgotten key no longer counts anywhere)
@@ -434,16 +434,13 @@ class ContinuousMonitor:
         """From either format of :meth:`snapshot`; ``ValueError`` (or ``KeyError``/``TypeError`` for a
         document of another shape) if it does not fit: nothing is half restored."""
         obj = cls.__new__(cls)
-        try:  # the settings as the constructor checks them (a k of -1 or "x" was kept, and failed records later)
-            cls(**{f: state[f] for f in ("k", "alpha", "alpha_theta", "alpha_cd", "restart", "window", "key_ttl")},
-                forget_silent=state.get("forget_silent", False) is True)
+        try:
+            (obj.k, obj.alpha, obj.alpha_theta, obj.alpha_cd, obj.restart, obj.window, obj.key_ttl,
+             obj.forget_silent) = _settings(state["k"], state["alpha"], state["alpha_theta"], state["alpha_cd"],
+                                            state["restart"], state["window"], state["key_ttl"],
+                                            state.get("forget_silent", False))
         except ValueError as e:
             raise ValueError(f"the monitor's settings in the snapshot: {e}") from None
-        if not isinstance(state.get("forget_silent", False), bool):
-            raise ValueError(f"the monitor's 'forget_silent' is {state['forget_silent']!r}: true or false expected")
-        obj.k, obj.alpha, obj.alpha_theta, obj.alpha_cd = state["k"], state["alpha"], state["alpha_theta"], state["alpha_cd"]
-        obj.restart, obj.window, obj.key_ttl = state["restart"], state["window"], state["key_ttl"]
-        obj.forget_silent = bool(state.get("forget_silent", False))
         obj._set_model(model_from_dict(state["model"]))
         obj.records = whole("the monitor's snapshot", "records", state["records"])
         obj.counts = {c: whole("the monitor's snapshot", f"counts {c}", n) for c, n in dict(state["counts"]).items()}

@@ -38,6 +38,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ..confidence.base import ConfidenceSequence, sequence_from_snapshot
+from ..confidence.restored import sum_slack
 from ..validation import short_repr as _shown
 
 __all__ = ["Fields", "guarded", "REQUIRED", "MALFORMED"]
@@ -283,7 +284,7 @@ class Fields:
         s = np.asarray(sums, dtype=np.float64)
         if m.shape != s.shape:
             raise self.fail(field, f"has {len(s)} entries, expected {len(m)}")
-        tol = 1e-9 * np.maximum(1.0, np.abs(s))
+        tol = sum_slack(s, m)
         bad = np.zeros(m.shape, dtype=bool)
         if low is not None and math.isfinite(low):
             bad |= s < low * m - tol
@@ -311,7 +312,7 @@ class Fields:
         vals: list[tuple[Any, Any, Any, Any]] = []
         try:  # (one try for all: a million arms restore in about a second)
             for d in states:
-                c = sequence_from_snapshot(d)
+                c = sequence_from_snapshot(d, checked=False)  # (checked here, the million arms at once)
                 if c.kind == template.kind:
                     if tuple(map(d.get, keys)) != want:
                         _same_settings(d, ts, keys)

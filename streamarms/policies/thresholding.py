@@ -412,8 +412,8 @@ class UCBE(ThresholdingPolicy):
             try:
                 a = 4.0 ** self.b * (self.budget - len(self.arms)) / H
             except OverflowError:  # (b = 600: 4^b past a float's range)
-                raise ValueError(f"UCBE b = {self.b:g} makes a = 4^b (T - K) / H too large for a float: give "
-                                 "b below 500") from None
+                raise ValueError(f"UCBE b = {self.b:g} makes a = 4^b (T - K) / H too large for a float: give a "
+                                 "smaller b") from None
         if not (isinstance(a, (int, float)) and math.isfinite(a) and a >= 0):
             raise ValueError(f"UCBE a must be a finite number >= 0, got {a!r}")
         self.a = float(a)

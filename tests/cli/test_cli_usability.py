@@ -153,7 +153,7 @@ def test_a_replay_whose_records_are_all_refused_says_why_and_what_to_write(tmp_p
                "--summary-json", str(summary)])
     out, err = capsys.readouterr()
     assert rc == 2 and json.loads(summary.read_text())["exit_code"] == 2
-    assert "error: every record read (40) was refused: nothing to detect outliers in (the lines above say why)" in err
+    assert "error: every record read (40) was refused: nothing to detect outliers in (its last lines say why)" in err
     assert "40 refused (value_missing 40)" in out
     assert 'their "value" is null: a JSONL line with "key" and "value" carries its record in "value"' in out
     assert len((tmp_path / "dl.jsonl").read_text().splitlines()) == 40

@@ -128,3 +128,30 @@ def test_a_monitor_snapshot_with_settings_or_counts_no_run_has_is_refused():
                    {"forget_silent": "no"}, {"counts": {"outlier": -1}}):
         with pytest.raises(ValueError):
             ContinuousMonitor.restore(dict(copy.deepcopy(snap), **change))
+
+
+def test_states_a_long_run_reaches_are_restored():
+    """A review found two reachable states the checks refused: 0.3 added 6e7 times drifts past a fixed 1e-9 of its
+    sum (the slack grows with the count now), and an unbounded sequence fed 1e308 twice sums to inf."""
+    import numpy as np
+    c = EmpiricalBernsteinCS(0.05, arm="a", low=0.0, high=0.3)
+    snap = c.snapshot()
+    total = float(np.cumsum(np.full(60_000_000, 0.3))[-1])  # (as 6e7 updates add it, bit for bit)
+    assert total > 0.3 * 6e7 * (1 + 1e-9)
+    sequence_from_snapshot(dict(snap, m=60_000_000, s=total))
+    with pytest.raises(ValueError, match="cannot sum to it"):
+        sequence_from_snapshot(dict(snap, m=60_000_000, s=0.3 * 6e7 * 1.001))
+    s = StitchedCS(0.05, arm="a", sigma=1.0)
+    s.update(1e308)
+    s.update(1e308)
+    assert sequence_from_snapshot(json.loads(json.dumps(s.snapshot()))).s == float("inf")
+
+
+def test_a_copy_of_live_state_is_not_checked_again():
+    """The monitor's key lookups (explain, every metrics scrape) copy live columns through sequence_from_snapshot:
+    unchecked, as the policies' restore checks its million arms at once itself."""
+    c = BetaBinomialCS(0.05, arm="a")
+    state = dict(c.snapshot(), m=-5)
+    assert sequence_from_snapshot(state, checked=False).m == -5
+    with pytest.raises(ValueError):
+        sequence_from_snapshot(state)
